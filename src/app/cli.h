@@ -1,0 +1,22 @@
+/* Subcommands of the slicesim executable and the conventions they share.
+ * Every command parses its own options with getopt_long, prints --help to stdout and exits 0,
+ * and reports errors as one line on stderr starting "slicesim: ". Exit status: 0 success,
+ * 1 a run failed (I/O, database), 2 bad input or usage (unknown option, malformed trace row,
+ * unknown model). Commands return the status; only main() calls exit. */
+#ifndef SS_APP_CLI_H
+#define SS_APP_CLI_H
+
+enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
+
+/* `slicesim replay ...`: replay a trace on a simulated cluster (cmd_replay.c). */
+int cmd_replay(int argc, char **argv);
+/* `slicesim trace stats|gen ...` (cmd_trace.c). */
+int cmd_trace(int argc, char **argv);
+/* `slicesim list models|gpus` (cmd_list.c). */
+int cmd_list(int argc, char **argv);
+
+/* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),
+ * everything else is a failed run (1). */
+int cli_status_of(int ss_rc);
+
+#endif

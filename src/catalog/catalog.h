@@ -1,0 +1,96 @@
+/* Hardware and model catalogs read from profiles/hardware/*.ini and profiles/models/*.ini.
+ * Each figure in those files carries its source in a comment. The catalog owns every string
+ * and struct it returns; they stay valid until catalog_destroy. Not for cost-model logic:
+ * cost/ turns these shapes into operator times. */
+#ifndef SS_CATALOG_CATALOG_H
+#define SS_CATALOG_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/ss_err.h"
+
+#define CAT_NAME_MAX 48
+
+/* One GPU kind plus the node it usually sits in, and its roofline/overhead defaults. */
+typedef struct cat_gpu {
+    char name[CAT_NAME_MAX];  /* "a100-80g", "h100-sxm", "h200", "l40s" */
+    char description[128];    /* human-readable, e.g. "NVIDIA A100 SXM4 80GB" */
+    /* [gpu] */
+    double peak_flops;        /* dense bf16/fp16 tensor-core FLOP/s (no sparsity) */
+    double hbm_bytes;         /* device memory, bytes */
+    double hbm_bw;            /* device memory bandwidth, bytes/s */
+    uint32_t sm_count;        /* streaming multiprocessors */
+    double l2_bytes;          /* L2 cache, bytes */
+    /* [node] */
+    uint32_t gpus_per_node;   /* GPUs sharing the intra-node fabric */
+    double nvlink_bw;         /* per-GPU, per-direction intra-node bandwidth, bytes/s (PCIe if no NVLink) */
+    double pcie_bw;           /* host link per direction, bytes/s */
+    double net_bw;            /* inter-node network per GPU, bytes/s */
+    double link_latency_s;    /* one intra-node collective step's latency, s */
+    double net_latency_s;     /* one inter-node message latency, s */
+    /* [roofline] efficiency factors and floors used by the roofline cost model */
+    double eff_compute;       /* achieved fraction of peak_flops on large GEMMs, (0, 1] */
+    double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */
+    double eff_link;          /* achieved fraction of nvlink_bw in all-reduce, (0, 1] */
+    double op_floor_s;        /* minimum time of one kernel (launch + tail), s */
+    /* [overhead] host time per iteration of a vLLM-class engine on this GPU generation */
+    double iter_fixed_s;      /* per iteration, s */
+    double iter_per_seq_s;    /* per sequence in the batch, s */
+    double iter_per_token_s;  /* per query token in the batch (input preparation), s */
+    const char *path;         /* file it came from (owned) */
+} cat_gpu;
+
+/* A decoder-only transformer's shape. */
+typedef struct cat_model {
+    char name[CAT_NAME_MAX];  /* "llama-2-7b", ... */
+    char description[128];    /* e.g. "Meta Llama 2 7B" */
+    uint32_t layers;          /* decoder layers */
+    uint32_t hidden;          /* model width */
+    uint32_t heads;           /* query heads */
+    uint32_t kv_heads;        /* key/value heads (GQA: < heads) */
+    uint32_t head_dim;        /* per head */
+    uint32_t ffn;             /* intermediate size of one (expert) MLP */
+    uint32_t vocab;           /* vocabulary size */
+    uint32_t experts;         /* MoE experts per layer; 0 or 1 = dense */
+    uint32_t top_k;           /* experts per token (MoE); 0 for dense */
+    uint32_t max_context;     /* trained context window, tokens */
+    uint32_t dtype_bytes;     /* bytes per weight and KV element (2 for bf16/fp16) */
+    int gated_mlp;            /* 1 = SwiGLU (gate+up+down), 0 = up+down */
+    int tied_embeddings;      /* 1 = LM head shares the embedding matrix */
+    const char *path;         /* file it came from (owned) */
+} cat_model;
+
+typedef struct catalog catalog;
+
+/* Load every *.ini under dir/hardware and dir/models (dir is usually profiles/).
+ * Errors (unreadable file, unknown section or key, bad number, missing required key,
+ * duplicate name) return SS_EIO / SS_EPARSE with "FILE:LINE: key: what is wrong" in eb;
+ * nothing is returned on failure. */
+int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb);
+void catalog_destroy(catalog **c);
+
+/* Look up by name (exact, case-sensitive). NULL when unknown. Borrowed. */
+const cat_gpu *catalog_gpu(const catalog *c, const char *name);
+const cat_model *catalog_model(const catalog *c, const char *name);
+/* Like the above but on failure return SS_ENOTFOUND with "unknown GPU 'x' (known: a, b, c)"
+ * in eb. */
+int catalog_gpu_find(const catalog *c, const char *name, const cat_gpu **out, ss_errbuf *eb);
+int catalog_model_find(const catalog *c, const char *name, const cat_model **out, ss_errbuf *eb);
+/* Iteration in name order. */
+size_t catalog_n_gpus(const catalog *c);
+const cat_gpu *catalog_gpu_at(const catalog *c, size_t i);
+size_t catalog_n_models(const catalog *c);
+const cat_model *catalog_model_at(const catalog *c, size_t i);
+
+/* Derived model figures. */
+/* Total parameters (embeddings, attention, MLP or all experts, norms, LM head unless tied). */
+double cat_model_params(const cat_model *m);
+/* Bytes of KV cache per token summed over layers (K and V), for the whole model. */
+double cat_model_kv_bytes_per_token(const cat_model *m);
+
+/* Locate the profiles directory: the explicit path if given, else $SLICESIM_PROFILES, else
+ * ./profiles if it exists, else the source tree's profiles/ (compiled in). Borrowed string. */
+const char *catalog_default_dir(const char *explicit_dir);
+
+#endif

@@ -1,0 +1,47 @@
+/* Error strings and the fatal-error path. Not for recoverable errors: those return codes. */
+#include "ss_err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *ss_strerror(int rc)
+{
+    switch (rc) {
+    case SS_OK: return "success";
+    case SS_ENOMEM: return "out of memory";
+    case SS_EINVAL: return "invalid argument";
+    case SS_EIO: return "input/output error";
+    case SS_EPARSE: return "malformed input";
+    case SS_ENOTFOUND: return "not found";
+    case SS_EDB: return "results database error";
+    case SS_ENOTSUP: return "not supported";
+    default: return "unknown error";
+    }
+}
+
+int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap)
+{
+    if (eb)
+        vsnprintf(eb->msg, sizeof eb->msg, fmt, ap);
+    return rc;
+}
+
+int ss_err(ss_errbuf *eb, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ss_verr(eb, rc, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void ss_fatal(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "slicesim: fatal: %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}

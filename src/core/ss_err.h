@@ -1,0 +1,51 @@
+/* Error codes, error buffers and fatal-error helpers shared by every module.
+ * Functions that can fail return 0 or a negative SS_E* code and put the human-readable
+ * detail in an ss_errbuf owned by the caller. Only app/ turns an error into exit(). */
+#ifndef SS_CORE_SS_ERR_H
+#define SS_CORE_SS_ERR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+enum {
+    SS_OK = 0,
+    SS_ENOMEM = -1,    /* an allocation failed */
+    SS_EINVAL = -2,    /* bad argument or option value */
+    SS_EIO = -3,       /* a file could not be read or written */
+    SS_EPARSE = -4,    /* malformed input (trace row, INI key, CSV field) */
+    SS_ENOTFOUND = -5, /* unknown name (model, GPU, policy, format) */
+    SS_EDB = -6,       /* the results database refused an operation */
+    SS_ENOTSUP = -7,   /* a feature not built in or not supported here */
+};
+
+/* Short English name of an SS_E* code; never NULL. */
+const char *ss_strerror(int rc);
+
+#define SS_ERRBUF_LEN 512
+
+/* Detail of the last error, written by the callee, owned by the caller. */
+typedef struct ss_errbuf {
+    char msg[SS_ERRBUF_LEN]; /* NUL-terminated one-line message, "" when none */
+} ss_errbuf;
+
+/* Format a message into eb (eb may be NULL) and return rc, so callers can write
+ * `return ss_err(eb, SS_EPARSE, "%s:%u: field: ...", ...)`. */
+int ss_err(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap);
+
+#define SS_LOC __FILE__, __LINE__
+
+/* Corrupted simulation state (time going backwards, negative KV blocks): print the
+ * location and message to stderr and abort. Never returns. */
+_Noreturn void ss_fatal(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* `if (SS_NEVER(cond))` marks a branch that cannot happen: asserts in debug builds,
+ * is handled by the caller in release builds. */
+#ifdef NDEBUG
+#define SS_NEVER(x) (x)
+#else
+#define SS_NEVER(x) ((x) ? (ss_fatal(SS_LOC, "SS_NEVER(%s) happened", #x), 1) : 0)
+#endif
+
+#endif

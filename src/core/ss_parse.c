@@ -1,0 +1,149 @@
+/* Strict number parsing. Exact decimal-to-nanosecond conversion keeps trace arrival times
+ * free of binary floating-point rounding, so the same file always gives the same integers. */
+#include "ss_parse.h"
+
+#include "ss_err.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUMBUF 128
+
+const char *ss_trim(const char *s, size_t *len)
+{
+    size_t n = *len;
+    while (n && (*s == ' ' || *s == '\t' || *s == '\r')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    *len = n;
+    return s;
+}
+
+/* Copy a trimmed field into buf for the strto* family; fails if empty or too long. */
+static int to_cstr(const char *s, size_t len, char buf[NUMBUF])
+{
+    s = ss_trim(s, &len);
+    if (len == 0 || len >= NUMBUF)
+        return SS_EPARSE;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return SS_OK;
+}
+
+int ss_parse_i64(const char *s, size_t len, int64_t *out)
+{
+    char buf[NUMBUF], *end;
+    if (to_cstr(s, len, buf))
+        return SS_EPARSE;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || *end || end == buf)
+        return SS_EPARSE;
+    *out = v;
+    return SS_OK;
+}
+
+int ss_parse_i64z(const char *s, int64_t *out) { return ss_parse_i64(s, strlen(s), out); }
+
+int ss_parse_double(const char *s, size_t len, double *out)
+{
+    char buf[NUMBUF], *end;
+    if (to_cstr(s, len, buf))
+        return SS_EPARSE;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (errno == ERANGE && fabs(v) > 1.0)
+        return SS_EPARSE;
+    if (*end || end == buf || !isfinite(v))
+        return SS_EPARSE;
+    *out = v;
+    return SS_OK;
+}
+
+int ss_parse_doublez(const char *s, double *out) { return ss_parse_double(s, strlen(s), out); }
+
+/* Accumulate up to 19 significant digits of a decimal mantissa; returns the count of digits
+ * consumed, records how many were after the point, and whether any nonzero digit was dropped. */
+typedef struct mantissa {
+    uint64_t digits;  /* significant digits kept */
+    int n_frac;       /* kept digits after the decimal point */
+    int dropped_int;  /* integer-part digits dropped for precision (scale up by 10^n) */
+} mantissa;
+
+static size_t read_mantissa(const char *s, size_t n, mantissa *m)
+{
+    size_t i = 0;
+    int seen_point = 0, any = 0, n_sig = 0;
+    memset(m, 0, sizeof *m);
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c == '.' && !seen_point) {
+            seen_point = 1;
+            continue;
+        }
+        if (c < '0' || c > '9')
+            break;
+        any = 1;
+        if (n_sig < 18) {
+            if (m->digits || c != '0')
+                n_sig++;
+            m->digits = m->digits * 10 + (uint64_t)(c - '0');
+            m->n_frac += seen_point;
+        } else if (!seen_point) {
+            m->dropped_int++;
+        } /* further fractional digits are below 1e-18 relative: ignored */
+    }
+    return any ? i : 0;
+}
+
+int ss_parse_seconds_ns(const char *s, size_t len, ss_time *out)
+{
+    s = ss_trim(s, &len);
+    size_t i = 0;
+    int neg = 0;
+    if (i < len && (s[i] == '+' || s[i] == '-'))
+        neg = s[i++] == '-';
+    mantissa m;
+    size_t used = read_mantissa(s + i, len - i, &m);
+    if (!used)
+        return SS_EPARSE;
+    i += used;
+    int64_t exp10 = 0;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        if (ss_parse_i64(s + i + 1, len - i - 1, &exp10) || exp10 < -400 || exp10 > 400)
+            return SS_EPARSE;
+        i = len;
+    }
+    if (i != len)
+        return SS_EPARSE;
+    /* value = digits * 10^(exp10 + dropped_int - n_frac) seconds = digits * 10^shift ns */
+    int64_t shift = exp10 + m.dropped_int - m.n_frac + 9;
+    long double v = (long double)m.digits;
+    if (shift >= 0) {
+        for (int64_t k = 0; k < shift; k++) {
+            v *= 10;
+            if (v > 9.2e18L)
+                return SS_EPARSE;
+        }
+    } else {
+        /* Drop -shift digits, rounding half away from zero on the first dropped digit. */
+        uint64_t d = m.digits, first_dropped = 0;
+        for (int64_t k = -shift; k > 0; k--) {
+            first_dropped = d % 10;
+            d /= 10;
+            if (!d && k > 1) {
+                first_dropped = 0;
+                break;
+            }
+        }
+        v = (long double)(d + (first_dropped >= 5));
+    }
+    ss_time t = (ss_time)v;
+    *out = neg ? -t : t;
+    return SS_OK;
+}

@@ -1,0 +1,137 @@
+/* Request traces: streaming readers for the native, Azure LLM inference and Vidur CSV formats
+ * (auto-detected from the header or forced by name), the synthetic trace generator, and trace
+ * statistics. Readers hold one line at a time, so memory does not grow with trace length.
+ * Not for simulation state: a trace_rec is a plain description of one request. */
+#ifndef SS_TRACE_TRACE_H
+#define SS_TRACE_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../core/ss_err.h"
+#include "../core/ss_time.h"
+
+#define TRACE_MAX_LINE 65536    /* longest accepted line in bytes, newline excluded */
+#define TRACE_MAX_TENANTS 65535 /* distinct tenant names per reader */
+#define TRACE_MAX_TOKENS 10000000 /* prompt or output tokens per request */
+
+/* One request as read from a trace. */
+typedef struct trace_rec {
+    uint64_t id;          /* request_id column (native) or 0-based data-row index */
+    ss_time arrival_ns;   /* arrival time, ns; Azure timestamps are rebased so the first is 0 */
+    uint32_t prompt_tokens; /* >= 1 */
+    uint32_t output_tokens; /* >= 1 (the prefill emits the first output token) */
+    uint16_t tenant;      /* index into the reader's tenant-name table; 0 when absent */
+    uint8_t tier;         /* SLA tier, 0 = highest; 0 when absent */
+    uint8_t has_slo;      /* bit 0: slo_ttft_ns set, bit 1: slo_tbt_ns set */
+    uint64_t session_id;  /* 0 when absent */
+    ss_time slo_ttft_ns;  /* per-request TTFT bound, ns (valid when has_slo & 1) */
+    ss_time slo_tbt_ns;   /* per-request TBT bound, ns (valid when has_slo & 2) */
+    uint64_t line;        /* 1-based line number in the source file */
+} trace_rec;
+
+typedef struct trace_reader trace_reader;
+
+/* Open a trace. format is "auto" (detect from the header), "native", "azure" or "vidur".
+ * path "-" reads standard input. On failure returns SS_EIO / SS_EPARSE / SS_ENOTFOUND /
+ * SS_ENOMEM with a one-line "FILE:LINE: field: what is wrong" message in eb, and writes
+ * nothing to *r_out. The reader owns its FILE and closes it in trace_reader_close. */
+int trace_reader_open(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb);
+/* Same over an already-open stream (borrowed: not closed by the reader); name is used in
+ * error messages. For tests and fuzzing (fmemopen). */
+int trace_reader_open_stream(trace_reader **r_out, FILE *f, const char *name, const char *format,
+                             ss_errbuf *eb);
+/* Read the next request into *out. Returns 1 when a request was read, 0 at the end of the
+ * trace, or a negative SS_E* code with "FILE:LINE: field: what is wrong" in eb. After an error
+ * the reader stays in the error state (later calls return the same code). An empty file, or a
+ * file with a header and no requests, is an error. Arrival times must not go backwards. */
+int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb);
+/* Close and free. NULL-safe; sets *r to NULL. */
+void trace_reader_close(trace_reader **r);
+/* Name of the detected or forced format ("native", "azure", "vidur"); borrowed. */
+const char *trace_reader_format(const trace_reader *r);
+/* Tenant names seen so far (native format's tenant column); index 0 is "default" unless a
+ * file names its tenants. Borrowed, valid until close. NULL if idx is out of range. */
+const char *trace_reader_tenant_name(const trace_reader *r, uint16_t idx);
+uint32_t trace_reader_n_tenants(const trace_reader *r);
+/* 64-bit FNV-1a of every byte consumed so far; complete after trace_reader_next returned 0. */
+uint64_t trace_reader_digest(const trace_reader *r);
+/* Names of the formats, NULL-terminated, for --help and error messages. */
+extern const char *const trace_format_names[];
+
+/* ---- synthetic traces ---------------------------------------------------------------- */
+
+typedef enum trace_arrival_kind {
+    TRACE_ARRIVAL_POISSON, /* exponential inter-arrivals */
+    TRACE_ARRIVAL_GAMMA,   /* Gamma inter-arrivals with the given coefficient of variation */
+} trace_arrival_kind;
+
+typedef enum trace_len_kind {
+    TRACE_LEN_FIXED,     /* "fixed:N" */
+    TRACE_LEN_UNIFORM,   /* "uniform:LO:HI" inclusive */
+    TRACE_LEN_LOGNORMAL, /* "lognormal:MEDIAN:SIGMA[:MIN:MAX]" clamped to [MIN, MAX] */
+    TRACE_LEN_ZIPF,      /* "zipf:S:MIN:MAX": P(k) ~ 1/(k-MIN+1)^S on [MIN, MAX] */
+    TRACE_LEN_QUANTILES, /* "quantiles:P=V,P=V,..." piecewise-linear inverse CDF, P from 0 to 1 */
+} trace_len_kind;
+
+#define TRACE_MAX_KNOTS 32
+
+typedef struct trace_len_dist {
+    trace_len_kind kind;
+    double a, b, c, d;              /* parameters in the order of the spec string */
+    int n_knots;                    /* quantiles: number of (p, v) knots */
+    double knot_p[TRACE_MAX_KNOTS]; /* increasing, first 0, last 1 */
+    double knot_v[TRACE_MAX_KNOTS]; /* non-decreasing, >= 1 */
+} trace_len_dist;
+
+typedef struct trace_gen_spec {
+    uint64_t seed;           /* all randomness derives from this */
+    uint64_t n_requests;     /* stop after this many (0 = use duration_s) */
+    double duration_s;       /* stop at the first arrival beyond this (0 = use n_requests) */
+    double rate;             /* mean requests per second, > 0 */
+    trace_arrival_kind arrival;
+    double cv;               /* Gamma coefficient of variation, > 0 (1 = Poisson-like) */
+    trace_len_dist prompt;   /* prompt-token distribution */
+    trace_len_dist output;   /* output-token distribution */
+    const char *tenant;      /* tenant name written to the native CSV (borrowed) */
+} trace_gen_spec;
+
+/* Parse a length distribution spec ("lognormal:1020:0.5", ...). 0 or SS_EPARSE with a
+ * message naming what is wrong in eb. */
+int trace_len_dist_parse(trace_len_dist *d, const char *spec, ss_errbuf *eb);
+/* Check a generator spec: rate > 0, cv > 0, one of n_requests/duration_s set, valid
+ * distributions. 0 or SS_EINVAL with eb set. */
+int trace_gen_spec_check(const trace_gen_spec *s, ss_errbuf *eb);
+
+typedef struct trace_gen trace_gen;
+/* Create a generator; same spec gives the same sequence on every machine. Arrival, prompt and
+ * output use separate rng streams (SS_RNG_STREAM_TRACE_*). 0, SS_EINVAL or SS_ENOMEM. */
+int trace_gen_create(trace_gen **g_out, const trace_gen_spec *spec, ss_errbuf *eb);
+/* Next request: 1, or 0 when the spec's count or duration is reached. */
+int trace_gen_next(trace_gen *g, trace_rec *out);
+void trace_gen_destroy(trace_gen **g);
+/* Write the whole generated trace as native CSV to f (header included). 0 or SS_EIO. */
+int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb);
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+typedef struct trace_dist_stats {
+    double mean;
+    uint32_t min, p50, p90, p99, max;
+} trace_dist_stats;
+
+typedef struct trace_stats {
+    uint64_t count;        /* requests */
+    ss_time first_ns, last_ns; /* first and last arrival */
+    double span_s;         /* last - first arrival, s */
+    double rate;           /* count / span (0 when span is 0) */
+    double interarrival_cv; /* coefficient of variation of inter-arrival times */
+    trace_dist_stats prompt, output;
+    uint32_t n_tenants;
+} trace_stats;
+
+/* Read the whole trace from r and compute its statistics (percentiles are exact: nearest
+ * rank over the sorted values). 0, or the reader's error / SS_ENOMEM with eb set. */
+int trace_stats_compute(trace_reader *r, trace_stats *out, ss_errbuf *eb);
+
+#endif

@@ -1,0 +1,75 @@
+/* Test helpers: temp dirs, fixtures on disk, data-path lookup, leak assertion. */
+#include "test_util.h"
+
+#include "config.h"
+#include "core/ss_alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir_path[512];
+
+const char *tu_src_path(const char *rel)
+{
+    static char buf[4][1024];
+    static int k;
+    const char *root = getenv("SS_SOURCE_ROOT");
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", root ? root : SS_SOURCE_ROOT, rel);
+    return b;
+}
+
+const char *tu_shared_path(const char *rel)
+{
+    static char buf[4][1024];
+    static int k;
+    const char *root = getenv("SS_SHARED_DATA");
+    char *b = buf[k++ % 4];
+    if (root)
+        snprintf(b, sizeof buf[0], "%s/%s", root, rel);
+    else
+        snprintf(b, sizeof buf[0], "%s/../shared/data/%s", SS_SOURCE_ROOT, rel);
+    return access(b, R_OK) == 0 ? b : NULL;
+}
+
+const char *tu_tmpdir(void)
+{
+    if (tmpdir_path[0])
+        return tmpdir_path;
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir_path, sizeof tmpdir_path, "%s/sstest.XXXXXX", t ? t : "/tmp");
+    if (!mkdtemp(tmpdir_path)) {
+        perror("mkdtemp");
+        abort();
+    }
+    return tmpdir_path;
+}
+
+void tu_tmpdir_cleanup(void)
+{
+    if (!tmpdir_path[0])
+        return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir_path);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", tmpdir_path);
+    tmpdir_path[0] = '\0';
+}
+
+const char *tu_write_file(const char *dir, const char *name, const char *text)
+{
+    static char buf[4][1024];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
+    FILE *f = fopen(b, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    return b;
+}
+
+void tu_assert_no_leaks(void) { assert_int_equal(ss_alloc_live_bytes(), 0); }

@@ -1,0 +1,25 @@
+/* Helpers shared by the cmocka unit tests: temporary directories, file writing, paths to the
+ * source tree and to ../shared/data, and the allocator leak check every test ends with. */
+#ifndef SS_TESTS_TEST_UTIL_H
+#define SS_TESTS_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* Path under the source tree (SS_SOURCE_ROOT env or the configured one); static buffer. */
+const char *tu_src_path(const char *rel);
+/* Path under ../shared/data, or NULL when that data is not present. */
+const char *tu_shared_path(const char *rel);
+/* A fresh empty directory under $TMPDIR; removed by tu_tmpdir_cleanup. Static buffer. */
+const char *tu_tmpdir(void);
+void tu_tmpdir_cleanup(void);
+/* Write text to dir/name; returns the full path in a static rotating buffer. */
+const char *tu_write_file(const char *dir, const char *name, const char *text);
+/* Fail the test unless every byte allocated through ss_alloc has been freed. */
+void tu_assert_no_leaks(void);
+
+#endif

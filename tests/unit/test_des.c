@@ -1,0 +1,241 @@
+/* Discrete-event engine: ordering (time, then FIFO), cross-check of the 4-ary heap against a
+ * trivially correct reference queue on a million random events, cancellation, the until
+ * bound, tie counting and the event pool. The into-the-past abort is checked by the CLI suite
+ * (a death test needs a subprocess). */
+#include "support/test_util.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_rng.h"
+#include "des/des.h"
+#include "des/queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rec {
+    uint64_t *order; /* ids in dispatch order */
+    size_t n;
+    ss_time *times;
+} rec;
+
+static void on_ev(des_engine *e, des_event *ev, void *ctx)
+{
+    rec *r = ctx;
+    r->order[r->n] = ev->data.u64[0];
+    r->times[r->n++] = des_now(e);
+}
+
+static void test_fifo_among_equal_times(void **state)
+{
+    (void)state;
+    uint64_t order[8];
+    ss_time times[8];
+    rec r = {order, 0, times};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &r), 0);
+    des_handler_set(e, 1, on_ev);
+    ss_time at[] = {50, 10, 50, 10, 0, 50};
+    for (uint64_t i = 0; i < 6; i++)
+        des_schedule(e, at[i], 1, 0)->data.u64[0] = i;
+    assert_int_equal(des_run(e, SS_TIME_MAX), 6);
+    uint64_t want[] = {4, 1, 3, 0, 2, 5};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(order[i], want[i]);
+    /* ties: 10,10 and 50,50,50 -> 1 + 2 */
+    assert_int_equal(des_get_stats(e)->n_ties, 3);
+    assert_int_equal(des_now(e), 50);
+    des_engine_destroy(&e);
+    assert_null(e);
+    tu_assert_no_leaks();
+}
+
+/* Reference: an array kept sorted by (at, seq) with insertion sort; obviously correct. */
+typedef struct ref_ent {
+    ss_time at;
+    uint64_t seq;
+} ref_ent;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const ref_ent *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_heap_matches_reference_on_1m_events(void **state)
+{
+    (void)state;
+    enum { N = 1000000 };
+    ss_rng rng;
+    ss_rng_seed(&rng, 42, 7);
+    des_event *evs = calloc(N, sizeof *evs);
+    ref_ent *ref = calloc(N, sizeof *ref);
+    assert_non_null(evs);
+    assert_non_null(ref);
+    des_queue q;
+    des__queue_init(&q);
+    /* Interleave pushes and pops like a simulation would: times are drawn near "now",
+     * with many duplicates so that FIFO among equal keys is exercised. */
+    size_t n_pushed = 0, n_popped = 0;
+    ss_time now = 0;
+    ref_ent *popped = calloc(N, sizeof *popped);
+    while (n_popped < N) {
+        int push = n_pushed < N && (des__queue_size(&q) == 0 || ss_rng_below(&rng, 3) != 0);
+        if (push) {
+            des_event *ev = &evs[n_pushed];
+            ev->at = now + (ss_time)ss_rng_below(&rng, 1000);
+            ev->seq = n_pushed;
+            ref[n_pushed] = (ref_ent){ev->at, ev->seq};
+            assert_int_equal(des__queue_push(&q, ev), 0);
+            n_pushed++;
+        } else {
+            des_event *ev = des__queue_pop(&q);
+            assert_non_null(ev);
+            assert_true(ev->at >= now);
+            now = ev->at;
+            popped[n_popped++] = (ref_ent){ev->at, ev->seq};
+        }
+    }
+    assert_null(des__queue_pop(&q));
+    /* Because times never go below "now", the total pop order must equal the sorted order
+     * of everything pushed. */
+    qsort(ref, N, sizeof *ref, ref_cmp);
+    for (size_t i = 0; i < N; i++) {
+        if (ref[i].at != popped[i].at || ref[i].seq != popped[i].seq)
+            fail_msg("mismatch at %zu: heap (%lld,%llu) reference (%lld,%llu)", i,
+                     (long long)popped[i].at, (unsigned long long)popped[i].seq,
+                     (long long)ref[i].at, (unsigned long long)ref[i].seq);
+    }
+    des__queue_fini(&q);
+    free(evs);
+    free(ref);
+    free(popped);
+    tu_assert_no_leaks();
+}
+
+static void test_engine_random_schedule_order(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    uint64_t *order = calloc(N, sizeof *order);
+    ss_time *times = calloc(N, sizeof *times);
+    ref_ent *ref = calloc(N, sizeof *ref);
+    rec r = {order, 0, times};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &r), 0);
+    des_handler_set(e, 3, on_ev);
+    ss_rng rng;
+    ss_rng_seed(&rng, 1, 1);
+    for (uint64_t i = 0; i < N; i++) {
+        ss_time at = (ss_time)ss_rng_below(&rng, 5000);
+        des_schedule(e, at, 3, 0)->data.u64[0] = i;
+        ref[i] = (ref_ent){at, i};
+    }
+    assert_int_equal(des_run(e, SS_TIME_MAX), N);
+    qsort(ref, N, sizeof *ref, ref_cmp);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(order[i], ref[i].seq);
+        assert_int_equal(times[i], ref[i].at);
+    }
+    /* The pool recycles: far fewer events allocated than scheduled would mean reuse; here
+     * all were pending at once, so the pool holds at least N. */
+    assert_true(des_get_stats(e)->pool_events >= N);
+    assert_int_equal(des_get_stats(e)->peak_queue, N);
+    des_engine_destroy(&e);
+    free(order);
+    free(times);
+    free(ref);
+    tu_assert_no_leaks();
+}
+
+typedef struct chain {
+    int left;
+    des_event *victim;
+} chain;
+
+static void on_chain(des_engine *e, des_event *ev, void *ctx)
+{
+    chain *c = ctx;
+    (void)ev;
+    if (--c->left > 0)
+        des_schedule(e, des_now(e) + 10, 1, 0);
+}
+
+static void test_pool_reuses_events(void **state)
+{
+    (void)state;
+    chain c = {100000, NULL};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &c), 0);
+    des_handler_set(e, 1, on_chain);
+    des_schedule(e, 0, 1, 0);
+    des_run(e, SS_TIME_MAX);
+    assert_int_equal(des_get_stats(e)->n_events, 100000);
+    assert_true(des_get_stats(e)->pool_events <= 512);
+    assert_int_equal(des_now(e), 999990);
+    des_engine_destroy(&e);
+    tu_assert_no_leaks();
+}
+
+static void test_cancel_and_until(void **state)
+{
+    (void)state;
+    uint64_t order[8];
+    ss_time times[8];
+    rec r = {order, 0, times};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &r), 0);
+    des_handler_set(e, 1, on_ev);
+    des_event *a = des_schedule(e, 5, 1, 0);
+    a->data.u64[0] = 1;
+    des_schedule(e, 7, 1, 0)->data.u64[0] = 2;
+    des_schedule(e, 20, 1, 0)->data.u64[0] = 3;
+    des_cancel(e, a);
+    assert_int_equal(des_next_time(e), 7);
+    assert_int_equal(des_run(e, 10), 1);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(order[0], 2);
+    assert_int_equal(des_now(e), 7);
+    assert_int_equal(des_step(e), 1);
+    assert_int_equal(order[1], 3);
+    assert_int_equal(des_step(e), 0);
+    assert_int_equal(des_get_stats(e)->n_cancelled, 1);
+    des_engine_destroy(&e);
+    tu_assert_no_leaks();
+}
+
+static void test_schedule_oom_leaves_engine_usable(void **state)
+{
+    (void)state;
+    uint64_t order[4];
+    ss_time times[4];
+    rec r = {order, 0, times};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &r), 0);
+    des_handler_set(e, 1, on_ev);
+    ss_alloc_fail_after(1); /* the pool chunk */
+    assert_null(des_schedule(e, 1, 1, 0));
+    ss_alloc_fail_after(2); /* pool chunk succeeds, queue array fails */
+    assert_null(des_schedule(e, 1, 1, 0));
+    ss_alloc_fail_after(0);
+    assert_int_equal(des_pending(e), 0);
+    des_schedule(e, 1, 1, 0)->data.u64[0] = 9;
+    assert_int_equal(des_run(e, SS_TIME_MAX), 1);
+    assert_int_equal(order[0], 9);
+    des_engine_destroy(&e);
+    tu_assert_no_leaks();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_among_equal_times),
+        cmocka_unit_test(test_heap_matches_reference_on_1m_events),
+        cmocka_unit_test(test_engine_random_schedule_order),
+        cmocka_unit_test(test_pool_reuses_events),
+        cmocka_unit_test(test_cancel_and_until),
+        cmocka_unit_test(test_schedule_oom_leaves_engine_usable),
+    };
+    return cmocka_run_group_tests_name("des", tests, NULL, NULL);
+}
