@@ -1,15 +1,50 @@
 /* slicesim entry point: dispatches to the subcommands. The only place that calls exit(). */
+#include "cli.h"
 #include "version.h"
 
 #include <stdio.h>
 #include <string.h>
 
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"replay", cmd_replay, "replay a trace on a simulated GPU cluster; results to SQLite"},
+    {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
+    {"list", cmd_list, "list the catalog's models or GPUs"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: slicesim COMMAND [OPTIONS]   (slicesim COMMAND --help for details)\n\n"
+               "slicesim %s: trace-driven simulator of multi-tenant LLM serving clusters.\n\n"
+               "commands:\n",
+            SS_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--version")) {
-        printf("slicesim %s\n", SS_VERSION);
-        return 0;
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EUSAGE;
     }
-    fprintf(stderr, "usage: slicesim COMMAND [OPTIONS]\n");
-    return 2;
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("slicesim %s\n", SS_VERSION);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "slicesim: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_EUSAGE;
 }

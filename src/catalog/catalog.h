@@ -1,7 +1,7 @@
-/* Hardware and model catalogs read from profiles/hardware/*.ini and profiles/models/*.ini.
- * Each figure in those files carries its source in a comment. The catalog owns every string
- * and struct it returns; they stay valid until catalog_destroy. Not for cost-model logic:
- * cost/ turns these shapes into operator times. */
+/* Hardware and model catalogs read from profiles/hardware and profiles/models (one .ini file
+ * per entry). Each figure in those files carries its source in a comment. The catalog owns
+ * every string and struct it returns; they stay valid until catalog_destroy. Not for
+ * cost-model logic: cost/ turns these shapes into operator times. */
 #ifndef SS_CATALOG_CATALOG_H
 #define SS_CATALOG_CATALOG_H
 
@@ -25,6 +25,7 @@ typedef struct cat_gpu {
     /* [node] */
     uint32_t gpus_per_node;   /* GPUs sharing the intra-node fabric */
     double nvlink_bw;         /* per-GPU, per-direction intra-node bandwidth, bytes/s (PCIe if no NVLink) */
+    int has_nvlink;           /* 0: the file set nvlink_gbps = 0 and nvlink_bw is pcie_bw */
     double pcie_bw;           /* host link per direction, bytes/s */
     double net_bw;            /* inter-node network per GPU, bytes/s */
     double link_latency_s;    /* one intra-node collective step's latency, s */
@@ -32,6 +33,8 @@ typedef struct cat_gpu {
     /* [roofline] efficiency factors and floors used by the roofline cost model */
     double eff_compute;       /* achieved fraction of peak_flops on large GEMMs, (0, 1] */
     double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */
+    double eff_elementwise;   /* achieved fraction of hbm_bw by element-wise kernels (norms,
+                                 rotary, activation, residual), (0, 1] */
     double eff_link;          /* achieved fraction of nvlink_bw in all-reduce, (0, 1] */
     double op_floor_s;        /* minimum time of one kernel (launch + tail), s */
     /* [overhead] host time per iteration of a vLLM-class engine on this GPU generation */
@@ -66,8 +69,12 @@ typedef struct catalog catalog;
 /* Load every *.ini under dir/hardware and dir/models (dir is usually profiles/).
  * Errors (unreadable file, unknown section or key, bad number, missing required key,
  * duplicate name) return SS_EIO / SS_EPARSE with "FILE:LINE: key: what is wrong" in eb;
- * nothing is returned on failure. */
+ * nothing is returned on failure. Hidden files and names not ending in .ini are skipped;
+ * entries are kept in strcmp order of their names. Out of memory gives SS_ENOMEM. dir and eb
+ * are borrowed; on success *c_out is owned by the caller (catalog_destroy). The file format
+ * is documented in profiles/README.md. */
 int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb);
+/* Free the catalog and everything it returned; accepts NULL and sets *c = NULL. */
 void catalog_destroy(catalog **c);
 
 /* Look up by name (exact, case-sensitive). NULL when unknown. Borrowed. */

@@ -1,0 +1,323 @@
+/* `slicesim list models|gpus`: prints the catalog as an aligned table or as JSON. Not for
+ * checking profiles beyond what catalog_load does, nor for anything the cost model derives. */
+#include "cli.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CELL_MAX 136 /* longest cell: a description (127) plus slack */
+#define MAX_COLS 12
+
+/* One listing: its table columns and JSON object, both generated from one entry. */
+typedef struct list_kind {
+    const char *name;                 /* "models" */
+    int n_cols;
+    const char *const *headers;       /* n_cols column titles */
+    const char *left;                 /* per column: 'l' left-aligned text, 'r' number */
+    size_t (*count)(const catalog *c);
+    const void *(*at)(const catalog *c, size_t i);
+    void (*cell)(const void *item, int col, char *buf, size_t n);
+    void (*json)(const void *item, FILE *out);
+} list_kind;
+
+/* {======================================================================
+ * JSON helpers
+ * ======================================================================= */
+
+static void json_str(FILE *out, const char *key, const char *s, int last)
+{
+    fprintf(out, "\"%s\": \"", key);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fprintf(out, "\"%s", last ? "" : ", ");
+}
+
+static void json_num(FILE *out, const char *key, double v, int last)
+{
+    fprintf(out, "\"%s\": %.15g%s", key, v, last ? "" : ", ");
+}
+
+static void json_bool(FILE *out, const char *key, int v, int last)
+{
+    fprintf(out, "\"%s\": %s%s", key, v ? "true" : "false", last ? "" : ", ");
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Models
+ * ======================================================================= */
+
+static const char *const model_headers[] = {
+    "MODEL", "PARAMS_B", "LAYERS", "HIDDEN", "HEADS/KV", "FFN", "VOCAB", "EXPERTS/TOPK",
+    "CONTEXT", "KV_KIB/TOK",
+};
+
+static void model_cell(const void *item, int col, char *buf, size_t n)
+{
+    const cat_model *m = item;
+    switch (col) {
+    case 0: snprintf(buf, n, "%s", m->name); break;
+    case 1: snprintf(buf, n, "%.2f", cat_model_params(m) / 1e9); break;
+    case 2: snprintf(buf, n, "%u", m->layers); break;
+    case 3: snprintf(buf, n, "%u", m->hidden); break;
+    case 4: snprintf(buf, n, "%u/%u", m->heads, m->kv_heads); break;
+    case 5: snprintf(buf, n, "%u", m->ffn); break;
+    case 6: snprintf(buf, n, "%u", m->vocab); break;
+    case 7:
+        if (m->experts > 1)
+            snprintf(buf, n, "%u/%u", m->experts, m->top_k);
+        else
+            snprintf(buf, n, "-");
+        break;
+    case 8: snprintf(buf, n, "%u", m->max_context); break;
+    default: snprintf(buf, n, "%g", cat_model_kv_bytes_per_token(m) / 1024); break;
+    }
+}
+
+static void model_json(const void *item, FILE *out)
+{
+    const cat_model *m = item;
+    fputc('{', out);
+    json_str(out, "name", m->name, 0);
+    json_str(out, "description", m->description, 0);
+    json_num(out, "params", cat_model_params(m), 0);
+    json_num(out, "layers", m->layers, 0);
+    json_num(out, "hidden", m->hidden, 0);
+    json_num(out, "heads", m->heads, 0);
+    json_num(out, "kv_heads", m->kv_heads, 0);
+    json_num(out, "head_dim", m->head_dim, 0);
+    json_num(out, "ffn", m->ffn, 0);
+    json_num(out, "vocab", m->vocab, 0);
+    json_num(out, "experts", m->experts, 0);
+    json_num(out, "top_k", m->top_k, 0);
+    json_num(out, "max_context", m->max_context, 0);
+    json_num(out, "dtype_bytes", m->dtype_bytes, 0);
+    json_bool(out, "gated_mlp", m->gated_mlp, 0);
+    json_bool(out, "tied_embeddings", m->tied_embeddings, 0);
+    json_num(out, "kv_bytes_per_token", cat_model_kv_bytes_per_token(m), 1);
+    fputc('}', out);
+}
+
+static const void *model_at(const catalog *c, size_t i) { return catalog_model_at(c, i); }
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * GPUs
+ * ======================================================================= */
+
+static const char *const gpu_headers[] = {
+    "GPU", "DESCRIPTION", "BF16_TFLOPS", "HBM_GIB", "HBM_TB/S", "NVLINK_GB/S", "PCIE_GB/S",
+};
+
+static void gpu_cell(const void *item, int col, char *buf, size_t n)
+{
+    const cat_gpu *g = item;
+    switch (col) {
+    case 0: snprintf(buf, n, "%s", g->name); break;
+    case 1: snprintf(buf, n, "%s", g->description); break;
+    case 2: snprintf(buf, n, "%g", g->peak_flops / 1e12); break;
+    case 3: snprintf(buf, n, "%g", g->hbm_bytes / 1073741824.0); break;
+    case 4: snprintf(buf, n, "%g", g->hbm_bw / 1e12); break;
+    case 5:
+        if (g->has_nvlink)
+            snprintf(buf, n, "%g", g->nvlink_bw / 1e9);
+        else
+            snprintf(buf, n, "-");
+        break;
+    default: snprintf(buf, n, "%g", g->pcie_bw / 1e9); break;
+    }
+}
+
+static void gpu_json(const void *item, FILE *out)
+{
+    const cat_gpu *g = item;
+    fputc('{', out);
+    json_str(out, "name", g->name, 0);
+    json_str(out, "description", g->description, 0);
+    json_num(out, "peak_flops", g->peak_flops, 0);
+    json_num(out, "hbm_bytes", g->hbm_bytes, 0);
+    json_num(out, "hbm_bw", g->hbm_bw, 0);
+    json_num(out, "sm_count", g->sm_count, 0);
+    json_num(out, "l2_bytes", g->l2_bytes, 0);
+    json_num(out, "gpus_per_node", g->gpus_per_node, 0);
+    json_bool(out, "has_nvlink", g->has_nvlink, 0);
+    json_num(out, "nvlink_bw", g->nvlink_bw, 0);
+    json_num(out, "pcie_bw", g->pcie_bw, 0);
+    json_num(out, "net_bw", g->net_bw, 0);
+    json_num(out, "link_latency_s", g->link_latency_s, 0);
+    json_num(out, "net_latency_s", g->net_latency_s, 0);
+    json_num(out, "eff_compute", g->eff_compute, 0);
+    json_num(out, "eff_memory", g->eff_memory, 0);
+    json_num(out, "eff_link", g->eff_link, 0);
+    json_num(out, "op_floor_s", g->op_floor_s, 0);
+    json_num(out, "iter_fixed_s", g->iter_fixed_s, 0);
+    json_num(out, "iter_per_seq_s", g->iter_per_seq_s, 0);
+    json_num(out, "iter_per_token_s", g->iter_per_token_s, 1);
+    fputc('}', out);
+}
+
+static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c, i); }
+
+/* }====================================================================== */
+
+static const list_kind kinds[] = {
+    {.name = "models", .n_cols = 10, .headers = model_headers, .left = "lrrrrrrrrr",
+     .count = catalog_n_models, .at = model_at, .cell = model_cell, .json = model_json},
+    {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
+     .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
+};
+
+static void print_row(const list_kind *k, const void *item, const int *width, FILE *out)
+{
+    char buf[CELL_MAX];
+    for (int col = 0; col < k->n_cols; col++) {
+        if (item)
+            k->cell(item, col, buf, sizeof buf);
+        else
+            snprintf(buf, sizeof buf, "%s", k->headers[col]);
+        int pad = k->left[col] == 'l' ? -width[col] : width[col];
+        if (col == k->n_cols - 1 && pad < 0)
+            fputs(buf, out); /* no trailing blanks */
+        else
+            fprintf(out, "%*s%s", pad, buf, col == k->n_cols - 1 ? "" : "  ");
+    }
+    fputc('\n', out);
+}
+
+static void print_table(const list_kind *k, const catalog *c, FILE *out)
+{
+    int width[MAX_COLS];
+    char buf[CELL_MAX];
+    for (int col = 0; col < k->n_cols; col++) {
+        width[col] = (int)strlen(k->headers[col]);
+        for (size_t i = 0; i < k->count(c); i++) {
+            k->cell(k->at(c, i), col, buf, sizeof buf);
+            if ((int)strlen(buf) > width[col])
+                width[col] = (int)strlen(buf);
+        }
+    }
+    print_row(k, NULL, width, out);
+    for (size_t i = 0; i < k->count(c); i++)
+        print_row(k, k->at(c, i), width, out);
+}
+
+static void print_json(const list_kind *k, const catalog *c, FILE *out)
+{
+    fputs("[\n", out);
+    for (size_t i = 0; i < k->count(c); i++) {
+        fputs("  ", out);
+        k->json(k->at(c, i), out);
+        fputs(i + 1 < k->count(c) ? ",\n" : "\n", out);
+    }
+    fputs("]\n", out);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: slicesim list [--profiles DIR] [--json] models|gpus\n\n"
+            "List the catalog of model shapes or GPU kinds read from the profiles directory.\n\n"
+            "  models           parameters, layers, width, heads/KV heads, MLP size, vocabulary,\n"
+            "                   experts/top-k, context window, KV cache per token\n"
+            "  gpus             peak dense bf16 FLOP/s, device memory and its bandwidth,\n"
+            "                   NVLink and PCIe bandwidth per direction\n"
+            "  --profiles DIR   profiles directory (default: $SLICESIM_PROFILES, else ./profiles,\n"
+            "                   else the source tree's profiles/)\n"
+            "  --json           print a JSON array (SI units) instead of a table\n"
+            "  -h, --help       show this help\n");
+}
+
+static const list_kind *find_kind(const char *name)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (!strcmp(kinds[i].name, name))
+            return &kinds[i];
+    return NULL;
+}
+
+typedef struct list_opts {
+    const char *profiles; /* NULL: catalog_default_dir decides */
+    int json;
+    int help;
+    const char *kind;
+} list_opts;
+
+/* Parse argv into *o; on a usage error print one line and return CLI_EUSAGE. */
+static int parse_args(int argc, char **argv, list_opts *o)
+{
+    static const struct option longopts[] = {
+        {"profiles", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 0; /* GNU: full reinitialisation, in case another parser ran before */
+    for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+        switch (ch) {
+        case 'p': o->profiles = optarg; break;
+        case 'j': o->json = 1; break;
+        case 'h': o->help = 1; break;
+        case ':':
+            fprintf(stderr, "slicesim: list: option '%s' needs an argument\n", argv[optind - 1]);
+            return CLI_EUSAGE;
+        default:
+            fprintf(stderr, "slicesim: list: unknown option '%s' (try --help)\n", argv[optind - 1]);
+            return CLI_EUSAGE;
+        }
+    }
+    if (o->help)
+        return CLI_OK;
+    if (optind != argc - 1) {
+        fprintf(stderr, "slicesim: list: expected one of models, gpus (try --help)\n");
+        return CLI_EUSAGE;
+    }
+    o->kind = argv[optind];
+    return CLI_OK;
+}
+
+int cmd_list(int argc, char **argv)
+{
+    list_opts o = {0};
+    int st = parse_args(argc, argv, &o);
+    if (st || o.help) {
+        if (o.help)
+            usage(stdout);
+        return st;
+    }
+    const list_kind *k = find_kind(o.kind);
+    if (!k) {
+        fprintf(stderr, "slicesim: list: unknown kind '%s' (valid: models, gpus)\n", o.kind);
+        return CLI_EUSAGE;
+    }
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    int rc = catalog_load(&c, catalog_default_dir(o.profiles), &eb);
+    if (rc) {
+        fprintf(stderr, "slicesim: %s\n", eb.msg[0] ? eb.msg : ss_strerror(rc));
+        return cli_status_of(rc);
+    }
+    if (o.json)
+        print_json(k, c, stdout);
+    else
+        print_table(k, c, stdout);
+    catalog_destroy(&c);
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "slicesim: list: cannot write to standard output\n");
+        return CLI_EFAIL;
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,504 @@
+/* `slicesim replay`: replay a trace on a simulated cluster, print a table or JSON, store the
+ * run in SQLite. Owns option parsing, the trace source adapter (--limit, --rate-scale), the
+ * store sink and the progress line; the simulation itself is gsim/. */
+#include "cli.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "core/ss_log.h"
+#include "core/ss_parse.h"
+#include "core/ss_strbuf.h"
+#include "gsim/gsim.h"
+#include "metrics/store.h"
+#include "trace/trace.h"
+
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TRACE "traces/azure-conv-synth.csv"
+#define DEFAULT_DB "results/slicesim.db"
+
+typedef struct replay_opts {
+    const char *trace, *format, *model, *gpu, *db, *profiles;
+    uint64_t limit;
+    double rate_scale;
+    int json, progress;
+    gsim_config sim;
+} replay_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: slicesim replay [OPTIONS]\n"
+        "\n"
+        "Replay a request trace on a simulated GPU cluster (one model served by --replicas\n"
+        "containers of --tp GPUs each) and report throughput and TTFT/TBT/E2E latency.\n"
+        "The run is stored in the SQLite results database (tables runs, requests, summary, gpus).\n"
+        "\n"
+        "Workload:\n"
+        "  --trace FILE            trace to replay (default: " DEFAULT_TRACE ")\n"
+        "  --trace-format F        auto|native|azure|vidur (default auto: from the header)\n"
+        "  --limit N               replay only the first N requests\n"
+        "  --rate-scale X          multiply the arrival rate by X (inter-arrival times / X)\n"
+        "Cluster:\n"
+        "  --model NAME            model from the catalog (default llama-2-7b; slicesim list models)\n"
+        "  --gpu NAME              GPU from the catalog (default a100-80g; slicesim list gpus)\n"
+        "  --replicas N            containers (default 4)\n"
+        "  --tp N                  tensor-parallel GPUs per container (default 1)\n"
+        "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
+        "Policies:\n"
+        "  --batching NAME         batching policy: vllm (default)\n"
+        "  --routing NAME          rr (round-robin, default) | lor (least outstanding requests)\n"
+        "  --cost NAME             cost model: roofline (default)\n"
+        "  --max-num-seqs N        vLLM max_num_seqs (default 256)\n"
+        "  --max-num-batched-tokens N  vLLM max_num_batched_tokens (default max(max-model-len, 2048))\n"
+        "  --watermark F           vLLM admission watermark, fraction of KV blocks (default 0.01)\n"
+        "  --param KEY=VALUE       any policy parameter by name (repeatable)\n"
+        "Engine:\n"
+        "  --max-model-len N       longest prompt+output accepted (default 16384, independent of\n"
+        "                          the model's trained context so that traces recorded on other\n"
+        "                          models replay whole; longer outputs are truncated, longer\n"
+        "                          prompts rejected, as vLLM does)\n"
+        "  --gpu-mem-util F        fraction of GPU memory the engine uses (default 0.9)\n"
+        "  --block-size N          tokens per KV block (default 16)\n"
+        "Run:\n"
+        "  --seed N                seed of every random stream (default 1)\n"
+        "  --db FILE               results database (default " DEFAULT_DB "; 'none' to skip)\n"
+        "  --json                  print one JSON object instead of the table\n"
+        "  --check                 verify the cluster's invariants after every event (slow)\n"
+        "  --no-progress           no progress line on a terminal\n"
+        "  -h, --help              this help\n"
+        "\n"
+        "Exit status: 0 success, 1 the run failed (I/O, database), 2 bad input or usage.\n");
+}
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+enum {
+    OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP,
+    OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_MAXSEQS, OPT_MAXTOK, OPT_WATERMARK,
+    OPT_PARAM, OPT_MAXLEN, OPT_UTIL, OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG,
+};
+
+static const struct option long_opts[] = {
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-format", required_argument, NULL, OPT_FORMAT},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"rate-scale", required_argument, NULL, OPT_RATE},
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"gpu", required_argument, NULL, OPT_GPU},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"tp", required_argument, NULL, OPT_TP},
+    {"profiles", required_argument, NULL, OPT_PROFILES},
+    {"batching", required_argument, NULL, OPT_BATCHING},
+    {"routing", required_argument, NULL, OPT_ROUTING},
+    {"cost", required_argument, NULL, OPT_COST},
+    {"max-num-seqs", required_argument, NULL, OPT_MAXSEQS},
+    {"max-num-batched-tokens", required_argument, NULL, OPT_MAXTOK},
+    {"watermark", required_argument, NULL, OPT_WATERMARK},
+    {"param", required_argument, NULL, OPT_PARAM},
+    {"max-model-len", required_argument, NULL, OPT_MAXLEN},
+    {"gpu-mem-util", required_argument, NULL, OPT_UTIL},
+    {"block-size", required_argument, NULL, OPT_BLOCK},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"db", required_argument, NULL, OPT_DB},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"no-progress", no_argument, NULL, OPT_NOPROG},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int opt_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    int64_t v;
+    if (ss_parse_i64z(s, &v) || v < 0 || (uint64_t)v < min || (uint64_t)v > max) {
+        fprintf(stderr, "slicesim: replay: --%s: expected an integer from %llu to %llu, got '%s'\n",
+                name, (unsigned long long)min, (unsigned long long)max, s);
+        return CLI_EUSAGE;
+    }
+    *out = (uint64_t)v;
+    return CLI_OK;
+}
+
+static int opt_double(const char *name, const char *s, double *out)
+{
+    if (ss_parse_doublez(s, out) || !(*out > 0)) {
+        fprintf(stderr, "slicesim: replay: --%s: expected a positive number, got '%s'\n", name, s);
+        return CLI_EUSAGE;
+    }
+    return CLI_OK;
+}
+
+/* Options that become policy parameters by name. */
+static int opt_param(ss_params *p, const char *key, const char *val)
+{
+    if (ss_params_set(p, key, val)) {
+        fprintf(stderr, "slicesim: replay: out of memory\n");
+        return CLI_EFAIL;
+    }
+    return CLI_OK;
+}
+
+static int parse_one(replay_opts *o, int c, const char *arg)
+{
+    uint64_t u;
+    int rc = CLI_OK;
+    ss_errbuf eb = {{0}};
+    switch (c) {
+    case OPT_TRACE: o->trace = arg; break;
+    case OPT_FORMAT: o->format = arg; break;
+    case OPT_LIMIT: rc = opt_u64("limit", arg, 1, UINT64_MAX / 2, &o->limit); break;
+    case OPT_RATE: rc = opt_double("rate-scale", arg, &o->rate_scale); break;
+    case OPT_MODEL: o->model = arg; break;
+    case OPT_GPU: o->gpu = arg; break;
+    case OPT_REPLICAS:
+        rc = opt_u64("replicas", arg, 1, 100000, &u);
+        o->sim.replicas = (uint32_t)u;
+        break;
+    case OPT_TP:
+        rc = opt_u64("tp", arg, 1, 64, &u);
+        o->sim.tp = (uint32_t)u;
+        break;
+    case OPT_PROFILES: o->profiles = arg; break;
+    case OPT_BATCHING: o->sim.batching = arg; break;
+    case OPT_ROUTING: o->sim.routing = arg; break;
+    case OPT_COST: o->sim.cost = arg; break;
+    case OPT_MAXSEQS: rc = opt_param(o->sim.params, "max_num_seqs", arg); break;
+    case OPT_MAXTOK: rc = opt_param(o->sim.params, "max_num_batched_tokens", arg); break;
+    case OPT_WATERMARK: rc = opt_param(o->sim.params, "watermark", arg); break;
+    case OPT_PARAM:
+        if (ss_params_set_kv(o->sim.params, arg, &eb)) {
+            fprintf(stderr, "slicesim: replay: %s\n", eb.msg);
+            rc = CLI_EUSAGE;
+        }
+        break;
+    case OPT_MAXLEN: rc = opt_u64("max-model-len", arg, 2, 1u << 24, &o->sim.max_model_len); break;
+    case OPT_UTIL:
+        rc = opt_double("gpu-mem-util", arg, &o->sim.gpu_mem_util);
+        break;
+    case OPT_BLOCK:
+        rc = opt_u64("block-size", arg, 1, 4096, &u);
+        o->sim.block_tokens = (uint32_t)u;
+        break;
+    case OPT_SEED: rc = opt_u64("seed", arg, 0, UINT64_MAX / 2, &o->sim.seed); break;
+    case OPT_DB: o->db = arg; break;
+    case OPT_JSON: o->json = 1; break;
+    case OPT_CHECK: o->sim.check = 1; break;
+    case OPT_NOPROG: o->progress = 0; break;
+    default: rc = CLI_EUSAGE;
+    }
+    return rc;
+}
+
+static int parse_opts(replay_opts *o, int argc, char **argv)
+{
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        if (c == '?') {
+            fprintf(stderr, "slicesim: replay: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return CLI_EUSAGE;
+        }
+        int rc = parse_one(o, c, optarg);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "slicesim: replay: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return CLI_EUSAGE;
+    }
+    return CLI_OK;
+}
+
+/* ---- trace source and store sink --------------------------------------------------------- */
+
+typedef struct source {
+    trace_reader *r;
+    uint64_t limit, n;
+    double rate_scale;
+} source;
+
+static int source_next(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    source *s = ud;
+    if (s->limit && s->n >= s->limit)
+        return 0;
+    int rc = trace_reader_next(s->r, out, eb);
+    if (rc != 1)
+        return rc;
+    s->n++;
+    if (s->rate_scale != 1.0)
+        out->arrival_ns = (ss_time)llround((double)out->arrival_ns / s->rate_scale);
+    return 1;
+}
+
+typedef struct sink {
+    store *st;
+    trace_reader *r;
+} sink;
+
+static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
+{
+    sink *k = ud;
+    const char *tenant = trace_reader_tenant_name(k->r, m->tenant);
+    return store_run_request(k->st, m, tenant ? tenant : "default", eb);
+}
+
+/* ---- progress line ---------------------------------------------------------------------- */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct progress {
+    double start, last;
+    int shown;
+} progress;
+
+static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finished,
+                        uint64_t events)
+{
+    progress *p = ud;
+    double w = wall_now();
+    if (w - p->last < 0.5)
+        return;
+    p->last = w;
+    p->shown = 1;
+    fprintf(stderr, "\rslicesim: replay: simulated %.1f s | %llu arrived, %llu finished | "
+                    "%.2f M events/s   ",
+            ss_time_to_s(now), (unsigned long long)arrived, (unsigned long long)finished,
+            (double)events / (w - p->start) / 1e6);
+    fflush(stderr);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void json_pct(FILE *f, const char *name, const metrics_pct *p)
+{
+    fprintf(f, ", \"%s\": {\"mean\": %.6f, \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, "
+               "\"max\": %.6f}",
+            name, p->mean, p->p50, p->p90, p->p99, p->max);
+}
+
+static void print_json(const replay_opts *o, const gsim *g, const metrics_summary *m,
+                       double wall_s)
+{
+    const des_stats *d = gsim_des_stats(g);
+    printf("{\"requests\": %llu, \"completed\": %llu, \"rejected\": %llu, \"truncated\": %llu, "
+           "\"preemptions\": %llu, \"events\": %llu, \"iterations\": %llu, \"wall_s\": %.6f, "
+           "\"sim_s\": %.9f, \"prompt_tokens_per_s\": %.6f, \"output_tokens_per_s\": %.6f, "
+           "\"requests_per_s\": %.6f, \"peak_in_flight\": %u",
+           (unsigned long long)m->requests, (unsigned long long)m->completed,
+           (unsigned long long)m->rejected, (unsigned long long)m->truncated,
+           (unsigned long long)m->preemptions, (unsigned long long)d->n_events,
+           (unsigned long long)gsim_iterations(g), wall_s, m->sim_s, m->prompt_tokens_per_s,
+           m->output_tokens_per_s, m->requests_per_s, gsim_graph(g)->peak_in_flight);
+    json_pct(stdout, "ttft_ms", &m->ttft_ms);
+    json_pct(stdout, "tbt_ms", &m->tbt_ms);
+    json_pct(stdout, "e2e_ms", &m->e2e_ms);
+    printf(", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, "
+           "\"batching\": \"%s\", \"routing\": \"%s\", \"cost_model\": \"%s\", \"seed\": %llu}\n",
+           o->model, o->gpu, o->sim.replicas, o->sim.tp, o->sim.batching, o->sim.routing,
+           o->sim.cost, (unsigned long long)o->sim.seed);
+}
+
+static void table_row(const char *name, const metrics_pct *p)
+{
+    printf("  %-6s %10.1f %10.1f %10.1f %10.1f %10.1f\n", name, p->mean, p->p50, p->p90, p->p99,
+           p->max);
+}
+
+static void print_table(const replay_opts *o, const char *fmt, const gsim *g,
+                        const metrics_summary *m, double wall_s)
+{
+    const des_stats *d = gsim_des_stats(g);
+    printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u; %s batching, %s routing, %s costs\n",
+           o->trace, fmt, o->sim.replicas * o->sim.tp, o->gpu, o->model, o->sim.tp,
+           o->sim.batching, o->sim.routing, o->sim.cost);
+    printf("  requests %llu: completed %llu, rejected %llu, truncated %llu; preemptions %llu\n",
+           (unsigned long long)m->requests, (unsigned long long)m->completed,
+           (unsigned long long)m->rejected, (unsigned long long)m->truncated,
+           (unsigned long long)m->preemptions);
+    printf("  simulated %.1f s in %.3f s wall (%llu events, %.2f M events/s; %llu iterations)\n",
+           m->sim_s, wall_s, (unsigned long long)d->n_events,
+           wall_s > 0 ? (double)d->n_events / wall_s / 1e6 : 0.0,
+           (unsigned long long)gsim_iterations(g));
+    printf("  throughput: %.1f prompt tokens/s, %.1f output tokens/s, %.2f requests/s\n",
+           m->prompt_tokens_per_s, m->output_tokens_per_s, m->requests_per_s);
+    printf("  latency (ms)  %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "max");
+    table_row("TTFT", &m->ttft_ms);
+    table_row("TBT", &m->tbt_ms);
+    table_row("E2E", &m->e2e_ms);
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+static char *join_args(int argc, char **argv)
+{
+    ss_strbuf b = {0};
+    ss_strbuf_printf(&b, "slicesim");
+    for (int i = 0; i < argc; i++)
+        ss_strbuf_printf(&b, " %s", argv[i]);
+    char *s = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    ss_strbuf_fini(&b);
+    return s;
+}
+
+static int store_gpus(store *st, const gsim *g, ss_errbuf *eb)
+{
+    const gmg *G = gsim_graph(g);
+    double span = ss_time_to_s(gsim_end_time(g));
+    for (uint32_t i = 0; i < G->n_gpus; i++) {
+        const gmg_gpu *u = &G->gpus[i];
+        const gmg_container *c = &G->ctrs[u->container];
+        store_gpu_row row = {
+            .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
+            .busy_s = ss_time_to_s(u->busy_ns),
+            .utilization = span > 0 ? ss_time_to_s(u->busy_ns) / span : 0,
+            .iterations = u->iterations, .kv_blocks = c->blocks_total,
+            .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
+            .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
+        };
+        int rc = store_run_gpu(st, &row, eb);
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
+typedef struct run_ctx {
+    replay_opts *o;
+    catalog *cat;
+    trace_reader *r;
+    store *st;
+    gsim *g;
+    char *cmdline;
+    ss_errbuf eb;
+} run_ctx;
+
+static int begin_store(run_ctx *x, int argc, char **argv)
+{
+    ss_strbuf pj = {0};
+    gsim_params_json(x->g, &pj);
+    x->cmdline = join_args(argc, argv);
+    store_run_info info = {
+        .command = x->cmdline ? x->cmdline : "", .trace = x->o->trace,
+        .trace_format = trace_reader_format(x->r), .model = x->o->model, .gpu = x->o->gpu,
+        .replicas = x->o->sim.replicas, .tp = x->o->sim.tp, .batching = x->o->sim.batching,
+        .routing = x->o->sim.routing, .cost_model = x->o->sim.cost,
+        .params_json = ss_strbuf_str(&pj), .seed = x->o->sim.seed,
+        .rate_scale = x->o->rate_scale, .limit = x->o->limit,
+    };
+    int64_t run_id;
+    int rc = ss_strbuf_ok(&pj) ? store_open(&x->st, x->o->db, &x->eb)
+                               : ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = store_run_begin(x->st, &info, &run_id, &x->eb);
+    ss_strbuf_fini(&pj);
+    return rc;
+}
+
+static int setup(run_ctx *x)
+{
+    replay_opts *o = x->o;
+    int rc = catalog_load(&x->cat, catalog_default_dir(o->profiles), &x->eb);
+    if (!rc)
+        rc = catalog_model_find(x->cat, o->model, &o->sim.model, &x->eb);
+    if (!rc)
+        rc = catalog_gpu_find(x->cat, o->gpu, &o->sim.gpu, &x->eb);
+    if (!rc)
+        rc = trace_reader_open(&x->r, o->trace, o->format, &x->eb);
+    if (!rc)
+        rc = gsim_create(&x->g, &o->sim, &x->eb);
+    return rc;
+}
+
+static int simulate(run_ctx *x, double *wall_s)
+{
+    source src = {x->r, x->o->limit, 0, x->o->rate_scale};
+    sink snk = {x->st, x->r};
+    progress prog = {wall_now(), wall_now(), 0};
+    if (x->o->progress && isatty(STDERR_FILENO))
+        gsim_set_progress(x->g, on_progress, &prog);
+    double t0 = wall_now();
+    int rc = gsim_run(x->g, source_next, &src, x->st ? sink_req : NULL, &snk, &x->eb);
+    *wall_s = wall_now() - t0;
+    if (prog.shown)
+        fprintf(stderr, "\r%*s\r", 100, "");
+    return rc;
+}
+
+static int finish_store(run_ctx *x, const metrics_summary *m, double wall_s)
+{
+    store_run_end end = {
+        .wall_s = wall_s, .events = gsim_des_stats(x->g)->n_events,
+        .iterations = gsim_iterations(x->g), .peak_in_flight = gsim_graph(x->g)->peak_in_flight,
+    };
+    int rc = store_gpus(x->st, x->g, &x->eb);
+    if (!rc)
+        rc = store_run_commit(x->st, m, &end, &x->eb);
+    return rc;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    replay_opts o = {.trace = DEFAULT_TRACE, .format = "auto", .model = "llama-2-7b",
+                     .gpu = "a100-80g", .db = DEFAULT_DB, .rate_scale = 1.0, .progress = 1};
+    gsim_config_defaults(&o.sim);
+    o.sim.replicas = 4;
+    if (ss_params_create(&o.sim.params)) {
+        fprintf(stderr, "slicesim: replay: out of memory\n");
+        return CLI_EFAIL;
+    }
+    run_ctx x = {.o = &o};
+    int rc = parse_opts(&o, argc, argv);
+    if (rc) {
+        ss_params_destroy(&o.sim.params);
+        return rc < 0 ? CLI_OK : rc;
+    }
+    if (access(o.trace, R_OK) != 0 && !strcmp(o.trace, DEFAULT_TRACE))
+        o.trace = SS_SOURCE_ROOT "/" DEFAULT_TRACE;
+    double wall_s = 0;
+    metrics_summary m;
+    rc = setup(&x);
+    if (!rc && strcmp(o.db, "none"))
+        rc = begin_store(&x, argc, argv);
+    if (!rc)
+        rc = simulate(&x, &wall_s);
+    if (!rc)
+        metrics_summarize(gsim_metrics(x.g), gsim_end_time(x.g), &m);
+    if (!rc && x.st)
+        rc = finish_store(&x, &m, wall_s);
+    if (!rc && o.json)
+        print_json(&o, x.g, &m, wall_s);
+    else if (!rc) {
+        print_table(&o, trace_reader_format(x.r), x.g, &m, wall_s);
+        if (x.st)
+            printf("  results: %s\n", store_path(x.st));
+    } else
+        fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
+    store_close(&x.st);
+    gsim_destroy(&x.g);
+    trace_reader_close(&x.r);
+    catalog_destroy(&x.cat);
+    ss_params_destroy(&o.sim.params);
+    ss_free(x.cmdline);
+    return cli_status_of(rc);
+}

@@ -1,0 +1,278 @@
+/* Table-driven reader of the catalog's INI files on top of inih. inih's handler is not told
+ * the line number, so the file is fed through a reader that counts lines (and rejects lines
+ * longer than inih's buffer, which inih would otherwise split silently). Not for semantics:
+ * hw_catalog.c and model_catalog.c own the key tables and cross-field checks. */
+#include "catalog_int.h"
+
+#include "../core/ss_parse.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct ini_ctx {
+    FILE *f;                /* the open file */
+    const char *path;       /* for messages */
+    unsigned line;          /* lines handed to inih so far = number of the current line */
+    void *dst;              /* struct being filled */
+    const cat__key *keys;   /* accepted keys */
+    size_t n_keys;
+    cat__ini_info *info;    /* line of each key */
+    int rc;                 /* first error seen by the reader or the handler */
+    unsigned err_line;      /* its line */
+    ss_errbuf *eb;
+} ini_ctx;
+
+/* Read one line for inih; a line that does not fit stops parsing with an error. */
+static char *count_lines_reader(char *str, int num, void *stream)
+{
+    ini_ctx *c = stream;
+    if (c->rc || !fgets(str, num, c->f))
+        return NULL;
+    c->line++;
+    size_t len = strlen(str);
+    if (len + 1 == (size_t)num && str[len - 1] != '\n') {
+        int next = getc(c->f);
+        if (next != '\n' && next != EOF) {
+            c->err_line = c->line;
+            c->rc = ss_err(c->eb, SS_EPARSE, "%s:%u: line longer than %d characters", c->path,
+                           c->line, num - 1);
+            return NULL;
+        }
+    }
+    return str;
+}
+
+static int section_known(const ini_ctx *c, const char *section)
+{
+    for (size_t i = 0; i < c->n_keys; i++)
+        if (!strcmp(c->keys[i].section, section))
+            return 1;
+    return 0;
+}
+
+/* List the sections of the table, each once, in table order, into buf. */
+static void section_list(const ini_ctx *c, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n_keys && used < n; i++) {
+        if (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section))
+            continue;
+        int w = snprintf(buf + used, n - used, "%s[%s]", used ? ", " : "", c->keys[i].section);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static int valid_name(const char *s, size_t size)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= size)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
+            return 0;
+    return 1;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "true"))
+        *out = 1;
+    else if (!strcmp(v, "false"))
+        *out = 0;
+    else
+        return SS_EPARSE;
+    return SS_OK;
+}
+
+static int parse_dtype(const char *v, uint32_t *out)
+{
+    static const struct { const char *name; uint32_t bytes; } dtypes[] = {
+        {"bf16", 2}, {"fp16", 2}, {"fp32", 4}, {"fp8", 1},
+    };
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
+        if (!strcmp(v, dtypes[i].name)) {
+            *out = dtypes[i].bytes;
+            return SS_OK;
+        }
+    }
+    return SS_EPARSE;
+}
+
+/* Parse an unsigned 32-bit count; allow_zero selects >= 0 instead of > 0. */
+static int parse_u32(const char *v, int allow_zero, uint32_t *out)
+{
+    int64_t x;
+    if (ss_parse_i64z(v, &x) || x < (allow_zero ? 0 : 1) || x > UINT32_MAX)
+        return SS_EPARSE;
+    *out = (uint32_t)x;
+    return SS_OK;
+}
+
+static int parse_f64(const char *v, cat__kind kind, double scale, double *out)
+{
+    double x;
+    if (ss_parse_doublez(v, &x))
+        return SS_EPARSE;
+    int ok = kind == CAT__POS ? x > 0 : kind == CAT__NONNEG ? x >= 0 : x > 0 && x <= 1;
+    if (!ok)
+        return SS_EPARSE;
+    *out = x * scale;
+    return SS_OK;
+}
+
+static const char *kind_expects(cat__kind kind)
+{
+    switch (kind) {
+    case CAT__NAME: return "a name of 1-47 characters from [a-z0-9._-]";
+    case CAT__TEXT: return "a non-empty text of under 128 characters";
+    case CAT__POS: return "a number > 0";
+    case CAT__NONNEG: return "a number >= 0";
+    case CAT__FRAC: return "a fraction in (0, 1]";
+    case CAT__UPOS: return "an integer >= 1";
+    case CAT__UNONNEG: return "an integer >= 0";
+    case CAT__BOOL: return "true or false";
+    case CAT__DTYPE: return "bf16, fp16, fp32 or fp8";
+    }
+    return "?";
+}
+
+/* Convert value according to k and store it at dst + k->off. */
+static int store_value(void *dst, const cat__key *k, const char *v)
+{
+    char *field = (char *)dst + k->off;
+    switch (k->kind) {
+    case CAT__NAME:
+    case CAT__TEXT:
+        if (k->kind == CAT__NAME ? !valid_name(v, k->size) : !*v || strlen(v) >= k->size)
+            return SS_EPARSE;
+        memcpy(field, v, strlen(v) + 1);
+        return SS_OK;
+    case CAT__POS:
+    case CAT__NONNEG:
+    case CAT__FRAC: {
+        double x;
+        int rc = parse_f64(v, k->kind, k->scale, &x);
+        if (!rc)
+            memcpy(field, &x, sizeof x);
+        return rc;
+    }
+    case CAT__UPOS:
+    case CAT__UNONNEG:
+    case CAT__DTYPE: {
+        uint32_t x;
+        int rc = k->kind == CAT__DTYPE ? parse_dtype(v, &x)
+                                       : parse_u32(v, k->kind == CAT__UNONNEG, &x);
+        if (!rc)
+            memcpy(field, &x, sizeof x);
+        return rc;
+    }
+    case CAT__BOOL: {
+        int x;
+        int rc = parse_bool(v, &x);
+        if (!rc)
+            memcpy(field, &x, sizeof x);
+        return rc;
+    }
+    }
+    return SS_EPARSE;
+}
+
+/* Apply one key = value; 0 or SS_EPARSE with the message in c->eb. */
+static int apply(ini_ctx *c, const char *section, const char *name, const char *value)
+{
+    if (!*section)
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s: key outside any section", c->path, c->line,
+                      name);
+    if (!section_known(c, section)) {
+        char list[160];
+        section_list(c, list, sizeof list);
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: unknown section [%s] (expected %s)",
+                      c->path, c->line, section, name, section, list);
+    }
+    size_t i = 0;
+    while (i < c->n_keys && (strcmp(c->keys[i].section, section) || strcmp(c->keys[i].key, name)))
+        i++;
+    if (i == c->n_keys)
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: unknown key", c->path, c->line, section,
+                      name);
+    if (c->info->line[i])
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: set twice (first on line %u)", c->path,
+                      c->line, section, name, c->info->line[i]);
+    c->info->line[i] = c->line;
+    if (store_value(c->dst, &c->keys[i], value))
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is not %s", c->path, c->line,
+                      section, name, value, kind_expects(c->keys[i].kind));
+    return SS_OK;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    ini_ctx *c = user;
+    if (c->rc)
+        return 1;
+    int rc = apply(c, section, name, value);
+    if (rc) {
+        c->rc = rc;
+        c->err_line = c->line;
+        return 0;
+    }
+    return 1;
+}
+
+static int check_required(const ini_ctx *c)
+{
+    for (size_t i = 0; i < c->n_keys; i++)
+        if (c->keys[i].required && !c->info->line[i])
+            return ss_err(c->eb, SS_EPARSE, "%s: %s.%s: missing", c->path, c->keys[i].section,
+                          c->keys[i].key);
+    return SS_OK;
+}
+
+/* The destination field of k has the size its kind writes (catches a table typo). */
+static int key_size_ok(const cat__key *k)
+{
+    switch (k->kind) {
+    case CAT__NAME:
+    case CAT__TEXT: return k->size > 1;
+    case CAT__POS:
+    case CAT__NONNEG:
+    case CAT__FRAC: return k->size == sizeof(double);
+    case CAT__UPOS:
+    case CAT__UNONNEG:
+    case CAT__DTYPE: return k->size == sizeof(uint32_t);
+    case CAT__BOOL: return k->size == sizeof(int);
+    }
+    return 0;
+}
+
+int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *path,
+                  cat__ini_info *info, ss_errbuf *eb)
+{
+    if (SS_NEVER(n_keys > CAT__MAX_KEYS))
+        return ss_err(eb, SS_EINVAL, "%s: key table too large", path);
+    for (size_t i = 0; i < n_keys; i++)
+        if (SS_NEVER(!key_size_ok(&keys[i])))
+            return ss_err(eb, SS_EINVAL, "%s: bad key table entry %s", path, keys[i].key);
+    memset(info, 0, sizeof *info);
+    ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info, .eb = eb};
+    c.f = fopen(path, "r");
+    if (!c.f)
+        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int at = ini_parse_stream(count_lines_reader, &c, on_key, &c);
+    int rc = SS_OK;
+    if (ferror(c.f))
+        rc = ss_err(eb, SS_EIO, "%s: read error: %s", path, strerror(errno));
+    else if (at > 0 && (!c.rc || c.err_line != (unsigned)at))
+        rc = ss_err(eb, SS_EPARSE, "%s:%d: syntax error (expected [section] or key = value)",
+                    path, at);
+    else if (c.rc)
+        rc = c.rc;
+    else if (at < 0)
+        rc = ss_err(eb, SS_ENOMEM, "%s: out of memory in the INI parser", path);
+    fclose(c.f);
+    return rc ? rc : check_required(&c);
+}

@@ -1,0 +1,58 @@
+/* Private to src/catalog: the table-driven INI reader that the hardware and model parsers
+ * share, and the per-kind readers catalog.c calls. Not for other modules, which see only
+ * catalog.h. */
+#ifndef SS_CATALOG_CATALOG_INT_H
+#define SS_CATALOG_CATALOG_INT_H
+
+#include <stddef.h>
+
+#include "../core/ss_err.h"
+#include "catalog.h"
+
+/* How the text of one key becomes a struct field. */
+typedef enum cat__kind {
+    CAT__NAME,     /* char[size]: [a-z0-9._-]+, shorter than size */
+    CAT__TEXT,     /* char[size]: any non-empty text shorter than size */
+    CAT__POS,      /* double > 0, multiplied by scale */
+    CAT__NONNEG,   /* double >= 0, multiplied by scale */
+    CAT__FRAC,     /* double in (0, 1] */
+    CAT__UPOS,     /* uint32_t > 0 */
+    CAT__UNONNEG,  /* uint32_t >= 0 */
+    CAT__BOOL,     /* int: true|false */
+    CAT__DTYPE,    /* uint32_t bytes per element: bf16|fp16 -> 2, fp32 -> 4, fp8 -> 1 */
+} cat__kind;
+
+/* One accepted key: where it lives in the file and where its value goes. */
+typedef struct cat__key {
+    const char *section; /* INI section without brackets, e.g. "gpu" */
+    const char *key;     /* key name; units are part of it, e.g. "hbm_bw_gbps" */
+    cat__kind kind;      /* parsing and range rule */
+    size_t off;          /* offsetof the destination field */
+    size_t size;         /* sizeof the destination field (checked against kind) */
+    double scale;        /* factor to SI units for double kinds (1e9 for GB/s) */
+    int required;        /* 1: the file must set it */
+} cat__key;
+
+#define CAT__MAX_KEYS 32
+
+/* What cat__ini_read reports besides the fields it filled. */
+typedef struct cat__ini_info {
+    unsigned line[CAT__MAX_KEYS]; /* line on which keys[i] was set; 0 = not set */
+} cat__ini_info;
+
+/* Parse the INI file at path into the struct at dst following keys[0..n_keys). Fields of
+ * keys the file does not set are left as they were (the caller pre-fills defaults).
+ * Returns 0; SS_EIO when the file cannot be opened or read; SS_EPARSE for a syntax error, a
+ * line over the length limit, an unknown section or key, a key set twice, a bad value or a
+ * missing required key. The message is "FILE:LINE: section.key: what is wrong" ("FILE:
+ * section.key: missing" for missing keys). dst may be partly written on failure. */
+int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *path,
+                  cat__ini_info *info, ss_errbuf *eb);
+
+/* Read one hardware file into *g (cat_gpu) or one model file into *m (cat_model), including
+ * the cross-field checks, and report the line of the name key in *name_line. path is
+ * borrowed and not stored. Errors as for cat__ini_read. */
+int cat__gpu_read(void *g, const char *path, unsigned *name_line, ss_errbuf *eb);
+int cat__model_read(void *m, const char *path, unsigned *name_line, ss_errbuf *eb);
+
+#endif

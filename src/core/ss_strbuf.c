@@ -1,0 +1,56 @@
+/* String builder with vsnprintf sizing and JSON string escaping. */
+#include "ss_strbuf.h"
+
+#include "ss_alloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int reserve(ss_strbuf *b, size_t extra)
+{
+    if (b->oom)
+        return -1;
+    if (ss_grow((void **)&b->s, &b->cap, b->n + extra + 1, 1)) {
+        b->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+void ss_strbuf_printf(ss_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0 || reserve(b, (size_t)need))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, (size_t)need + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)need;
+}
+
+void ss_strbuf_json_str(ss_strbuf *b, const char *s)
+{
+    ss_strbuf_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            ss_strbuf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            ss_strbuf_printf(b, "\\u%04x", c);
+        else
+            ss_strbuf_printf(b, "%c", c);
+    }
+    ss_strbuf_printf(b, "\"");
+}
+
+const char *ss_strbuf_str(const ss_strbuf *b) { return b->s ? b->s : ""; }
+
+void ss_strbuf_fini(ss_strbuf *b)
+{
+    ss_free(b->s);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,323 @@
+/* Operator shapes of a decoder-only transformer iteration, the backend registry, and the
+ * iteration sum. The shapes are the single source of FLOPs and bytes for every backend. */
+#include "cost.h"
+
+#include "../core/ss_alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+struct cost_model {
+    const cost_ops *ops;
+    cost_params p;
+    uint32_t layers;
+    void *priv; /* points into tail */
+    _Alignas(16) unsigned char tail[];
+};
+
+static const cost_ops *const cost_builtin[] = {&cost_roofline, NULL};
+const char *const cost_backend_names[] = {"roofline", NULL};
+
+static const char *const op_names[COST_OP__COUNT] = {
+    [COST_OP_EMBED] = "embed",         [COST_OP_NORM] = "norm",
+    [COST_OP_QKV] = "qkv",             [COST_OP_ROPE] = "rope",
+    [COST_OP_ATTN_PREFILL] = "attn_prefill", [COST_OP_ATTN_DECODE] = "attn_decode",
+    [COST_OP_OPROJ] = "o_proj",        [COST_OP_ALLREDUCE] = "all_reduce",
+    [COST_OP_RESIDUAL] = "residual",   [COST_OP_MOE_ROUTER] = "moe_router",
+    [COST_OP_MLP_UP] = "mlp_up",       [COST_OP_ACT] = "act",
+    [COST_OP_MLP_DOWN] = "mlp_down",   [COST_OP_FINAL_NORM] = "final_norm",
+    [COST_OP_LM_HEAD] = "lm_head",     [COST_OP_HOST] = "host",
+};
+
+const char *cost_op_name(cost_op_kind k)
+{
+    return (unsigned)k < COST_OP__COUNT ? op_names[k] : "?";
+}
+
+const cost_ops *cost_find(const char *name)
+{
+    for (int i = 0; cost_builtin[i]; i++)
+        if (!strcmp(cost_builtin[i]->name, name))
+            return cost_builtin[i];
+    return NULL;
+}
+
+void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0)
+{
+    b->n_prefill++;
+    b->prefill_tokens += q;
+    b->prefill_attn_pairs += (double)q * (double)c0 + (double)q * (double)(q + 1) / 2.0;
+    b->prefill_ctx_tokens += c0 + q;
+}
+
+void cost_batch_add_decode(cost_batch *b, uint64_t ctx)
+{
+    b->n_decode++;
+    b->decode_ctx_tokens += ctx;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Shapes per GPU
+ * ---------------------------------------------------------------------------------------- */
+
+/* Per-GPU head counts: query heads split evenly; KV heads split, or replicated when fewer
+ * KV heads than ranks (as vLLM does). */
+static double q_heads(const cat_model *m, uint32_t tp) { return (double)m->heads / tp; }
+static double kv_heads(const cat_model *m, uint32_t tp)
+{
+    return m->kv_heads >= tp ? (double)m->kv_heads / tp : 1.0;
+}
+static int is_moe(const cat_model *m) { return m->experts > 1; }
+
+double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp)
+{
+    return cat_model_params(m) * m->dtype_bytes / tp;
+}
+
+double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp)
+{
+    return 2.0 * m->layers * kv_heads(m, tp) * m->head_dim * m->dtype_bytes;
+}
+
+double cost_activation_bytes(const cat_model *m, uint32_t tp, uint64_t max_tokens,
+                             uint32_t max_seqs)
+{
+    /* Largest live set: the layer input and residual (2h) plus gate/up output and the
+     * activation (3F) per token, and fp32 logits for one token per sequence. */
+    double f = (double)m->ffn / tp * (is_moe(m) ? m->top_k : 1);
+    double per_tok = (2.0 * m->hidden + (m->gated_mlp ? 3.0 : 2.0) * f) * m->dtype_bytes;
+    return (double)max_tokens * per_tok + (double)max_seqs * ((double)m->vocab / tp) * 4.0;
+}
+
+typedef struct shape_ctx {
+    const cat_model *m;
+    uint32_t tp;
+    double d, h, T, S; /* dtype bytes, hidden, query tokens, sequences */
+} shape_ctx;
+
+static cost_op mk(const shape_ctx *c, cost_op_kind k, uint32_t count)
+{
+    cost_op op = {.kind = k, .tp = c->tp, .n_seqs = (uint32_t)c->S, .tokens = (uint64_t)c->T,
+                  .count = count};
+    return op;
+}
+
+/* GEMM of T x K by K x N: flops 2TKN, bytes (TK + KN + TN) * d, weight matrix read w times. */
+static void gemm(cost_op *op, const shape_ctx *c, double t, double k, double n, double w)
+{
+    op->flops = 2.0 * t * k * n;
+    op->bytes = (t * k + w * k * n + t * n) * c->d;
+}
+
+static size_t attention_ops(const shape_ctx *c, const cost_batch *b, cost_op *out)
+{
+    size_t n = 0;
+    double H = q_heads(c->m, c->tp), KV = kv_heads(c->m, c->tp), hd = c->m->head_dim;
+    if (b->n_prefill) {
+        cost_op op = mk(c, COST_OP_ATTN_PREFILL, c->m->layers);
+        double q = (double)b->prefill_tokens;
+        op.tokens = b->prefill_tokens;
+        op.n_seqs = b->n_prefill;
+        op.ctx_tokens = b->prefill_ctx_tokens;
+        op.flops = 4.0 * hd * H * b->prefill_attn_pairs;
+        op.bytes = (2.0 * q * H * hd + 2.0 * (double)b->prefill_ctx_tokens * KV * hd +
+                    2.0 * q * KV * hd) * c->d;
+        out[n++] = op;
+    }
+    if (b->n_decode) {
+        cost_op op = mk(c, COST_OP_ATTN_DECODE, c->m->layers);
+        double s = b->n_decode, ctx = (double)b->decode_ctx_tokens;
+        op.tokens = b->n_decode;
+        op.n_seqs = b->n_decode;
+        op.ctx_tokens = b->decode_ctx_tokens;
+        op.flops = 4.0 * hd * H * ctx;
+        op.bytes = (2.0 * s * H * hd + 2.0 * ctx * KV * hd + 2.0 * s * KV * hd) * c->d;
+        out[n++] = op;
+    }
+    return n;
+}
+
+/* Expected distinct experts hit by T tokens choosing top_k of E uniformly. */
+static double experts_hit(const cat_model *m, double T)
+{
+    double E = m->experts, k = m->top_k;
+    return E * (1.0 - pow(1.0 - k / E, T));
+}
+
+static size_t mlp_ops(const shape_ctx *c, cost_op *out)
+{
+    const cat_model *m = c->m;
+    size_t n = 0;
+    double F = (double)m->ffn / c->tp, W = (m->gated_mlp ? 2.0 : 1.0) * F, T = c->T;
+    double rt = T, wread = 1.0; /* routed tokens, weight matrices read */
+    if (is_moe(m)) {
+        cost_op r = mk(c, COST_OP_MOE_ROUTER, m->layers);
+        gemm(&r, c, T, c->h, m->experts, 1.0);
+        out[n++] = r;
+        rt = T * m->top_k;
+        wread = experts_hit(m, T);
+    }
+    cost_op up = mk(c, COST_OP_MLP_UP, m->layers);
+    gemm(&up, c, rt, c->h, W, wread);
+    up.tokens = (uint64_t)rt;
+    out[n++] = up;
+    cost_op act = mk(c, COST_OP_ACT, m->layers);
+    act.flops = 5.0 * rt * F;
+    act.bytes = (m->gated_mlp ? 3.0 : 2.0) * rt * F * c->d;
+    act.tokens = (uint64_t)rt;
+    out[n++] = act;
+    cost_op down = mk(c, COST_OP_MLP_DOWN, m->layers);
+    gemm(&down, c, rt, F, c->h, wread);
+    down.tokens = (uint64_t)rt;
+    out[n++] = down;
+    return n;
+}
+
+/* Fill out[] with the device operators of the batch (host time excluded). */
+static size_t build_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
+{
+    const cat_model *m = cm->p.model;
+    uint32_t tp = cm->p.tp, L = m->layers;
+    shape_ctx c = {m, tp, m->dtype_bytes, m->hidden,
+                   (double)(b->prefill_tokens + b->n_decode), (double)(b->n_prefill + b->n_decode)};
+    double H = q_heads(m, tp), KV = kv_heads(m, tp), hd = m->head_dim;
+    size_t n = 0;
+    cost_op op = mk(&c, COST_OP_EMBED, 1);
+    op.bytes = 2.0 * c.T * c.h * c.d;
+    out[n++] = op;
+    op = mk(&c, COST_OP_NORM, 2 * L);
+    op.flops = 4.0 * c.T * c.h;
+    op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
+    out[n++] = op;
+    op = mk(&c, COST_OP_QKV, L);
+    gemm(&op, &c, c.T, c.h, (H + 2.0 * KV) * hd, 1.0);
+    out[n++] = op;
+    op = mk(&c, COST_OP_ROPE, L);
+    op.flops = 6.0 * c.T * (H + KV) * hd;
+    op.bytes = 2.0 * c.T * (H + KV) * hd * c.d;
+    out[n++] = op;
+    n += attention_ops(&c, b, out + n);
+    op = mk(&c, COST_OP_OPROJ, L);
+    gemm(&op, &c, c.T, H * hd, c.h, 1.0);
+    out[n++] = op;
+    if (tp > 1) {
+        /* two per layer, plus the vocabulary-parallel embedding's */
+        op = mk(&c, COST_OP_ALLREDUCE, 2 * L + 1);
+        op.comm_bytes = c.T * c.h * c.d;
+        out[n++] = op;
+    }
+    op = mk(&c, COST_OP_RESIDUAL, 2 * L);
+    op.flops = c.T * c.h;
+    op.bytes = 3.0 * c.T * c.h * c.d;
+    out[n++] = op;
+    n += mlp_ops(&c, out + n);
+    op = mk(&c, COST_OP_FINAL_NORM, 1);
+    op.flops = 4.0 * c.T * c.h;
+    op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
+    out[n++] = op;
+    op = mk(&c, COST_OP_LM_HEAD, 1);
+    op.tokens = (uint64_t)c.S;
+    gemm(&op, &c, c.S, c.h, (double)m->vocab / tp, 1.0);
+    out[n++] = op;
+    return n;
+}
+
+/* Host overhead of one engine step (not a device operator; the same for every backend). */
+static ss_time host_ns(const cost_model *cm, const cost_batch *b)
+{
+    const cat_gpu *g = cm->p.gpu;
+    double s = g->iter_fixed_s + g->iter_per_seq_s * (b->n_prefill + b->n_decode) +
+               g->iter_per_token_s * (double)(b->prefill_tokens + b->n_decode);
+    return (ss_time)llround(s * 1e9);
+}
+
+#define MAX_OPS 24
+
+size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
+                          size_t cap)
+{
+    if (b->n_prefill + b->n_decode == 0)
+        return 0;
+    cost_op ops[MAX_OPS];
+    size_t n = build_ops(cm, b, ops);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        ops_out[i] = ops[i];
+        ns_out[i] = cm->ops->op_ns(cm->priv, &ops[i]);
+    }
+    if (n < cap) {
+        ops_out[n] = (cost_op){.kind = COST_OP_HOST, .tp = cm->p.tp, .count = 1,
+                               .n_seqs = b->n_prefill + b->n_decode,
+                               .tokens = b->prefill_tokens + b->n_decode};
+        ns_out[n] = host_ns(cm, b);
+    }
+    return n + 1;
+}
+
+ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b)
+{
+    if (b->n_prefill + b->n_decode == 0)
+        return 0;
+    cost_op ops[MAX_OPS];
+    size_t n = build_ops(cm, b, ops);
+    ss_time t = host_ns(cm, b);
+    for (size_t i = 0; i < n; i++)
+        t += cm->ops->op_ns(cm->priv, &ops[i]) * (ss_time)ops[i].count;
+    return t;
+}
+
+ss_time cost_op_ns(cost_model *cm, const cost_op *op) { return cm->ops->op_ns(cm->priv, op); }
+
+const char *cost_model_backend(const cost_model *cm) { return cm->ops->name; }
+
+static int check_params(const cost_params *p, ss_errbuf *eb)
+{
+    if (!p->gpu || !p->model)
+        return ss_err(eb, SS_EINVAL, "cost model: GPU and model are required");
+    if (p->tp < 1 || p->tp > 64)
+        return ss_err(eb, SS_EINVAL, "--tp: must be between 1 and 64, got %u", p->tp);
+    if (p->model->heads % p->tp)
+        return ss_err(eb, SS_EINVAL, "--tp: %u does not divide the %u attention heads of %s",
+                      p->tp, p->model->heads, p->model->name);
+    if (p->model->ffn % p->tp)
+        return ss_err(eb, SS_EINVAL, "--tp: %u does not divide the FFN size %u of %s", p->tp,
+                      p->model->ffn, p->model->name);
+    return SS_OK;
+}
+
+int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
+                      ss_errbuf *eb)
+{
+    const cost_ops *ops = cost_find(backend);
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "--cost: unknown cost model '%s' (known: roofline)",
+                      backend);
+    if (ops->abi_version != COST_ABI_VERSION || !ops->init || !ops->op_ns)
+        return ss_err(eb, SS_EINVAL, "cost model '%s': incompatible plug-in", backend);
+    int rc = check_params(p, eb);
+    if (rc)
+        return rc;
+    cost_model *cm = ss_calloc(1, sizeof *cm + ops->priv_size);
+    if (!cm)
+        return ss_err(eb, SS_ENOMEM, "cost model: out of memory");
+    cm->ops = ops;
+    cm->p = *p;
+    cm->layers = p->model->layers;
+    cm->priv = cm->tail;
+    if ((rc = ops->init(cm->priv, p, eb))) {
+        ss_free(cm);
+        return rc;
+    }
+    *cm_out = cm;
+    return SS_OK;
+}
+
+void cost_model_destroy(cost_model **cmp)
+{
+    cost_model *cm = *cmp;
+    if (!cm)
+        return;
+    if (cm->ops->fini)
+        cm->ops->fini(cm->priv);
+    ss_free(cm);
+    *cmp = NULL;
+}

@@ -1,0 +1,127 @@
+/* Cost model: how long one iteration of a batch takes on a container's GPUs, built from the
+ * operators of a decoder layer. cost.c turns (model, TP degree, batch) into operator shapes
+ * (FLOPs, bytes, collective payloads); a cost backend (ops struct: roofline now, profile
+ * tables later) turns one operator shape into nanoseconds. The iteration time is the sum of
+ * the operators' integer-ns times plus the engine's host overhead, so the fast path (one event
+ * per iteration) and the expanded path (one node per operator) agree to the nanosecond.
+ * Not for scheduling decisions or memory accounting beyond the activation-reserve estimate. */
+#ifndef SS_COST_COST_H
+#define SS_COST_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../catalog/catalog.h"
+#include "../core/ss_err.h"
+#include "../core/ss_time.h"
+
+#define COST_ABI_VERSION 1
+
+typedef enum cost_op_kind {
+    COST_OP_EMBED,        /* token embedding lookup (once per iteration) */
+    COST_OP_NORM,         /* RMSNorm (input and post-attention: 2 per layer) */
+    COST_OP_QKV,          /* fused Q/K/V projection GEMM */
+    COST_OP_ROPE,         /* rotary position embedding on Q and K */
+    COST_OP_ATTN_PREFILL, /* causal attention of prefill tokens over their context */
+    COST_OP_ATTN_DECODE,  /* one query token per sequence reading its KV cache */
+    COST_OP_OPROJ,        /* attention output projection GEMM */
+    COST_OP_ALLREDUCE,    /* tensor-parallel ring all-reduce of the activations */
+    COST_OP_RESIDUAL,     /* residual add (2 per layer) */
+    COST_OP_MOE_ROUTER,   /* router GEMM + top-k (MoE models) */
+    COST_OP_MLP_UP,       /* gate+up projection GEMM (or up only for non-gated MLPs) */
+    COST_OP_ACT,          /* SiLU-and-multiply (or the plain activation) */
+    COST_OP_MLP_DOWN,     /* down projection GEMM */
+    COST_OP_FINAL_NORM,   /* norm before the LM head (once per iteration) */
+    COST_OP_LM_HEAD,      /* vocabulary projection for one token per sequence */
+    COST_OP_HOST,         /* engine host time: scheduling, input preparation, sampling */
+    COST_OP__COUNT
+} cost_op_kind;
+
+/* Stable lower-case names ("qkv", "attn_decode", ...) used in profiles and timelines. */
+const char *cost_op_name(cost_op_kind k);
+
+/* One operator's shape on one GPU of the container (already divided by TP). */
+typedef struct cost_op {
+    cost_op_kind kind;
+    uint32_t tp;         /* tensor-parallel degree of the container */
+    uint32_t n_seqs;     /* sequences the operator serves */
+    uint64_t tokens;     /* query tokens the operator processes */
+    uint64_t ctx_tokens; /* attention: KV tokens read (decode) or keys attended (prefill) */
+    double flops;        /* floating-point operations on this GPU */
+    double bytes;        /* HBM bytes read + written on this GPU */
+    double comm_bytes;   /* collective payload per GPU (all-reduce), bytes */
+    uint32_t count;      /* how many times it runs per iteration (layers x per-layer count) */
+} cost_op;
+
+/* The batch of one iteration, summarised for costing. */
+typedef struct cost_batch {
+    uint32_t n_prefill;           /* sequences computing prompt tokens (a prefill or a chunk) */
+    uint64_t prefill_tokens;      /* their query tokens */
+    double prefill_attn_pairs;    /* sum of causal (query, key) pairs: q*c0 + q*(q+1)/2 each,
+                                     c0 = tokens already in the KV cache before this chunk */
+    uint64_t prefill_ctx_tokens;  /* sum of c0 + q: KV tokens each prefill sequence touches */
+    uint32_t n_decode;            /* sequences generating one token */
+    uint64_t decode_ctx_tokens;   /* sum of their context lengths (KV tokens read) */
+} cost_batch;
+
+/* Add one prefill chunk of q tokens over c0 cached tokens / one decode at context ctx. */
+void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0);
+void cost_batch_add_decode(cost_batch *b, uint64_t ctx);
+
+typedef struct cost_params {
+    const cat_gpu *gpu;     /* borrowed, outlives the model */
+    const cat_model *model; /* borrowed */
+    uint32_t tp;            /* tensor-parallel degree >= 1 */
+} cost_params;
+
+/* A cost backend: maps one operator shape to a duration. */
+typedef struct cost_ops {
+    uint32_t abi_version;   /* COST_ABI_VERSION */
+    const char *name;       /* "roofline"; selected by --cost */
+    size_t priv_size;       /* bytes of zeroed private state allocated with the model */
+    /* Required. Check and take parameters. 0 or <0 with eb set. */
+    int (*init)(void *priv, const cost_params *p, ss_errbuf *eb);
+    /* Required. Duration of ONE execution of op on one GPU, in ns (>= 1). */
+    ss_time (*op_ns)(void *priv, const cost_op *op);
+    /* Optional. Release what init acquired (not priv itself). */
+    void (*fini)(void *priv);
+} cost_ops;
+
+extern const cost_ops cost_roofline;
+/* Backend by name, NULL if unknown. */
+const cost_ops *cost_find(const char *name);
+/* NULL-terminated list of built-in backend names. */
+extern const char *const cost_backend_names[];
+
+typedef struct cost_model cost_model;
+
+/* Create a cost model for one container shape with the named backend.
+ * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model) or SS_ENOMEM. */
+int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
+                      ss_errbuf *eb);
+void cost_model_destroy(cost_model **cm);
+const char *cost_model_backend(const cost_model *cm);
+
+/* Iteration time of batch b on the container, ns (0 for an empty batch). */
+ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b);
+
+/* The operators of one iteration with their per-execution durations, in execution order of
+ * one layer (count = layers x per-layer repetitions) followed by the once-per-iteration ones.
+ * Fills up to cap entries of ops_out/ns_out and returns how many there are. The iteration
+ * time equals sum(ns_out[i] * ops_out[i].count). */
+size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
+                          size_t cap);
+
+/* Duration of one operator with this model's backend, ns. */
+ss_time cost_op_ns(cost_model *cm, const cost_op *op);
+
+/* Memory of the model on one GPU of a TP group. */
+double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp);
+/* KV-cache bytes per token on one GPU (KV heads split across TP, replicated when fewer). */
+double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp);
+/* Peak activation memory of a forward pass over max_tokens query tokens and max_seqs
+ * sequences on one GPU (vLLM reserves this after its profiling run), bytes. */
+double cost_activation_bytes(const cat_model *m, uint32_t tp, uint64_t max_tokens,
+                             uint32_t max_seqs);
+
+#endif

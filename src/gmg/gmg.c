@@ -1,0 +1,384 @@
+/* Global Mapping Graph: construction, request slots, queue primitives, KV-block accounting
+ * with the memory ledger, operator expansion of an iteration, and the invariant check. */
+#include "gmg.h"
+
+#include "../core/ss_alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+int gmg_create(gmg **g_out)
+{
+    gmg *g = ss_calloc(1, sizeof *g);
+    if (!g)
+        return SS_ENOMEM;
+    g->free_slot = GMG_NONE;
+    *g_out = g;
+    return SS_OK;
+}
+
+void gmg_destroy(gmg **gp)
+{
+    gmg *g = *gp;
+    if (!g)
+        return;
+    for (uint32_t i = 0; i < g->n_ctrs; i++) {
+        cost_model_destroy(&g->ctrs[i].cost);
+        ss_free(g->ctrs[i].iter.reqs);
+    }
+    ss_free(g->ctrs);
+    ss_free(g->gpus);
+    ss_free(g->links);
+    ss_free(g->reqs);
+    ss_free(g);
+    *gp = NULL;
+}
+
+/* ---- construction ----------------------------------------------------------------------- */
+
+typedef struct sizing {
+    double weights, activations, runtime, usable, block_bytes;
+    int64_t blocks;
+} sizing;
+
+static sizing size_container(const gmg_ctr_spec *s)
+{
+    sizing z;
+    z.weights = cost_weight_bytes_per_gpu(s->model, s->tp);
+    z.activations = cost_activation_bytes(s->model, s->tp, s->max_batch_tokens, s->max_seqs);
+    z.runtime = s->runtime_reserve;
+    z.usable = s->gpu_mem_util * s->gpu->hbm_bytes;
+    z.block_bytes = cost_kv_bytes_per_token_per_gpu(s->model, s->tp) * s->block_tokens;
+    z.blocks = (int64_t)floor((z.usable - z.weights - z.activations - z.runtime) / z.block_bytes);
+    return z;
+}
+
+static int grow_array(void **p, uint32_t n, uint32_t add, size_t elem)
+{
+    void *np = ss_realloc(*p, (size_t)(n + add) * elem);
+    if (!np)
+        return SS_ENOMEM;
+    memset((char *)np + (size_t)n * elem, 0, (size_t)add * elem);
+    *p = np;
+    return SS_OK;
+}
+
+/* Add the GPUs of one TP group, starting a new node when the group would straddle one. */
+static gmg_id add_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, gmg_id ctr)
+{
+    uint32_t per_node = s->gpu->gpus_per_node ? s->gpu->gpus_per_node : 1;
+    uint32_t node = g->n_gpus ? g->gpus[g->n_gpus - 1].node : 0;
+    uint32_t used_in_node = 0;
+    for (uint32_t i = 0; i < g->n_gpus; i++)
+        used_in_node += g->gpus[i].node == node;
+    if (g->n_gpus && (used_in_node + s->tp > per_node))
+        node++;
+    gmg_id first = g->n_gpus;
+    for (uint32_t k = 0; k < s->tp; k++) {
+        gmg_gpu *u = &g->gpus[g->n_gpus++];
+        u->id = first + k;
+        u->node = node;
+        u->kind = s->gpu;
+        u->capacity = s->gpu->hbm_bytes;
+        u->container = ctr;
+        u->mem.weights = z->weights;
+        u->mem.activations = z->activations;
+        u->mem.runtime = z->runtime;
+        u->mem.kv_pool = (double)z->blocks * z->block_bytes;
+    }
+    return first;
+}
+
+/* One intra-node link per node (NVLink, or PCIe where the GPU has none) and the network. */
+static int add_links(gmg *g)
+{
+    uint32_t nodes = g->n_gpus ? g->gpus[g->n_gpus - 1].node + 1 : 0;
+    if (nodes + 1 <= g->n_links)
+        return SS_OK;
+    if (grow_array((void **)&g->links, g->n_links, nodes + 1 - g->n_links, sizeof *g->links))
+        return SS_ENOMEM;
+    const cat_gpu *k = g->gpus[0].kind;
+    for (uint32_t i = 0; i < nodes; i++) {
+        g->links[i] = (gmg_link){.id = i, .kind = GMG_LINK_NVLINK, .node = i, .bw = k->nvlink_bw,
+                                 .latency_s = k->link_latency_s};
+    }
+    g->links[nodes] = (gmg_link){.id = nodes, .kind = GMG_LINK_NET, .node = GMG_NONE,
+                                 .bw = k->net_bw, .latency_s = k->net_latency_s};
+    g->n_links = nodes + 1;
+    return SS_OK;
+}
+
+static int fits_error(const gmg_ctr_spec *s, const sizing *z, ss_errbuf *eb)
+{
+    return ss_err(eb, SS_EINVAL,
+                  "%s with --tp %u does not fit on %s: %.1f GiB usable (%.2f x %.1f GiB) minus "
+                  "%.1f GiB weights, %.1f GiB activations and %.1f GiB runtime leaves no room "
+                  "for a single KV block; raise --tp or use a larger GPU",
+                  s->model->name, s->tp, s->gpu->name, z->usable / 1073741824.0,
+                  s->gpu_mem_util, s->gpu->hbm_bytes / 1073741824.0, z->weights / 1073741824.0,
+                  z->activations / 1073741824.0, z->runtime / 1073741824.0);
+}
+
+int gmg_add_containers(gmg *g, const gmg_ctr_spec *s, uint32_t replicas, ss_errbuf *eb)
+{
+    sizing z = size_container(s);
+    if (z.blocks < 1)
+        return fits_error(s, &z, eb);
+    if (z.blocks > UINT32_MAX / 2)
+        z.blocks = UINT32_MAX / 2;
+    if (grow_array((void **)&g->ctrs, g->n_ctrs, replicas, sizeof *g->ctrs) ||
+        grow_array((void **)&g->gpus, g->n_gpus, replicas * s->tp, sizeof *g->gpus))
+        return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
+    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp};
+    for (uint32_t i = 0; i < replicas; i++) {
+        gmg_container *c = &g->ctrs[g->n_ctrs];
+        int rc = cost_model_create(&c->cost, s->cost_backend, &cp, eb);
+        if (rc)
+            return rc;
+        c->id = g->n_ctrs++;
+        c->tenant = s->tenant;
+        c->model = s->model;
+        c->tp = s->tp;
+        c->block_tokens = s->block_tokens;
+        c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
+        c->waiting = c->running = (gmg_list){GMG_NONE, GMG_NONE, 0};
+        c->gpu0 = add_gpus(g, s, &z, c->id);
+    }
+    return add_links(g) ? ss_err(eb, SS_ENOMEM, "cluster: out of memory") : SS_OK;
+}
+
+/* ---- request slots and lists ------------------------------------------------------------ */
+
+gmg_id gmg_req_alloc(gmg *g)
+{
+    if (g->free_slot == GMG_NONE) {
+        if (g->n_slots == g->cap_slots) {
+            uint32_t ncap = g->cap_slots ? g->cap_slots * 2 : 1024;
+            gmg_req *nr = ss_realloc(g->reqs, (size_t)ncap * sizeof *nr);
+            if (!nr)
+                return GMG_NONE;
+            g->reqs = nr;
+            g->cap_slots = ncap;
+        }
+        g->reqs[g->n_slots].next = g->free_slot;
+        g->free_slot = g->n_slots++;
+    }
+    gmg_id r = g->free_slot;
+    g->free_slot = g->reqs[r].next;
+    memset(&g->reqs[r], 0, sizeof g->reqs[r]);
+    g->reqs[r].prev = g->reqs[r].next = GMG_NONE;
+    g->reqs[r].container = GMG_NONE;
+    g->reqs[r].first_token = -1;
+    g->reqs[r].state = GMG_REQ_WAITING;
+    if (++g->in_flight > g->peak_in_flight)
+        g->peak_in_flight = g->in_flight;
+    return r;
+}
+
+void gmg_req_free(gmg *g, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    if (SS_NEVER(q->state == GMG_REQ_FREE || q->blocks))
+        return;
+    q->state = GMG_REQ_FREE;
+    q->next = g->free_slot;
+    g->free_slot = r;
+    g->in_flight--;
+}
+
+void gmg_list_push_back(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    q->next = GMG_NONE;
+    q->prev = l->tail;
+    if (l->tail != GMG_NONE)
+        g->reqs[l->tail].next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    l->n++;
+}
+
+void gmg_list_push_front(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    q->prev = GMG_NONE;
+    q->next = l->head;
+    if (l->head != GMG_NONE)
+        g->reqs[l->head].prev = r;
+    else
+        l->tail = r;
+    l->head = r;
+    l->n++;
+}
+
+void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    if (q->prev != GMG_NONE)
+        g->reqs[q->prev].next = q->next;
+    else
+        l->head = q->next;
+    if (q->next != GMG_NONE)
+        g->reqs[q->next].prev = q->prev;
+    else
+        l->tail = q->prev;
+    q->prev = q->next = GMG_NONE;
+    l->n--;
+}
+
+/* ---- KV blocks and the memory ledger ---------------------------------------------------- */
+
+void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
+{
+    int64_t delta = (int64_t)blocks - (int64_t)r->blocks;
+    if (delta > (int64_t)c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: request %llu needs %lld more KV blocks, %u free", c->id,
+                 (unsigned long long)r->trace_id, (long long)delta, c->blocks_free);
+    c->blocks_free = (uint32_t)((int64_t)c->blocks_free - delta);
+    if (c->blocks_free > c->blocks_total)
+        ss_fatal(SS_LOC, "container %u: %u free KV blocks exceed the pool of %u", c->id,
+                 c->blocks_free, c->blocks_total);
+    r->blocks = blocks;
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    double per_block = g->gpus[c->gpu0].mem.kv_pool / c->blocks_total;
+    for (uint32_t k = 0; k < c->tp; k++) {
+        gmg_gpu *u = &g->gpus[c->gpu0 + k];
+        u->mem.kv_used = used * per_block;
+        if (u->mem.kv_used > u->kv_used_peak)
+            u->kv_used_peak = u->mem.kv_used;
+    }
+}
+
+void gmg_account_busy(gmg *g, const gmg_container *c, ss_time dur)
+{
+    for (uint32_t k = 0; k < c->tp; k++) {
+        g->gpus[c->gpu0 + k].busy_ns += dur;
+        g->gpus[c->gpu0 + k].iterations++;
+    }
+}
+
+/* ---- operator expansion ----------------------------------------------------------------- */
+
+/* Execution order of one decoder layer; kinds absent from the iteration are skipped, and a
+ * kind listed twice takes one of its two per-layer repetitions each time. */
+static const cost_op_kind layer_order[] = {
+    COST_OP_NORM,     COST_OP_QKV,     COST_OP_ROPE,   COST_OP_ATTN_PREFILL, COST_OP_ATTN_DECODE,
+    COST_OP_OPROJ,    COST_OP_ALLREDUCE, COST_OP_RESIDUAL, COST_OP_NORM,     COST_OP_MOE_ROUTER,
+    COST_OP_MLP_UP,   COST_OP_ACT,     COST_OP_MLP_DOWN, COST_OP_ALLREDUCE, COST_OP_RESIDUAL,
+};
+static const cost_op_kind head_order[] = {COST_OP_HOST, COST_OP_EMBED, COST_OP_ALLREDUCE};
+static const cost_op_kind tail_order[] = {COST_OP_FINAL_NORM, COST_OP_LM_HEAD};
+
+typedef struct expander {
+    const gmg_container *c;
+    cost_op ops[COST_OP__COUNT + 4];
+    ss_time ns[COST_OP__COUNT + 4];
+    uint32_t left[COST_OP__COUNT + 4]; /* executions not yet emitted */
+    size_t n_kinds;
+    gmg_op *out;
+    gmg_edge *edges;
+    size_t cap, n;
+    ss_time t;
+    double act_bytes; /* activation tensor passed between operators */
+} expander;
+
+static void emit(expander *x, cost_op_kind k, uint32_t layer)
+{
+    for (size_t i = 0; i < x->n_kinds; i++) {
+        if (x->ops[i].kind != k || !x->left[i])
+            continue;
+        x->left[i]--;
+        if (x->n < x->cap) {
+            gmg_op *o = &x->out[x->n];
+            o->shape = x->ops[i];
+            o->shape.count = 1;
+            o->layer = layer;
+            o->container = x->c->id;
+            o->home_gpu = o->placed_gpu = x->c->gpu0;
+            o->state = GMG_OP_PENDING;
+            o->pred_start = o->start = x->t;
+            o->pred_end = o->end = x->t + x->ns[i];
+            if (x->edges && x->n > 0)
+                x->edges[x->n - 1] = (gmg_edge){(uint32_t)x->n - 1, (uint32_t)x->n, x->act_bytes,
+                                                x->c->gpu0, x->c->gpu0};
+        }
+        x->t += x->ns[i];
+        x->n++;
+        return;
+    }
+}
+
+size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,
+                       gmg_edge *edges_out)
+{
+    (void)g;
+    expander x = {.c = c, .out = ops_out, .edges = edges_out, .cap = cap, .t = c->iter.start};
+    x.n_kinds = cost_iteration_ops(c->cost, &c->iter.batch, x.ops, x.ns, COST_OP__COUNT + 4);
+    for (size_t i = 0; i < x.n_kinds; i++)
+        x.left[i] = x.ops[i].count;
+    const cost_batch *b = &c->iter.batch;
+    x.act_bytes = (double)(b->prefill_tokens + b->n_decode) * c->model->hidden *
+                  c->model->dtype_bytes;
+    /* the embedding's all-reduce is the one left over after 2 per layer */
+    for (size_t k = 0; k < sizeof head_order / sizeof *head_order; k++)
+        if (head_order[k] != COST_OP_ALLREDUCE || c->tp > 1)
+            emit(&x, head_order[k], UINT32_MAX);
+    for (uint32_t l = 0; l < c->model->layers; l++)
+        for (size_t k = 0; k < sizeof layer_order / sizeof *layer_order; k++)
+            emit(&x, layer_order[k], l);
+    for (size_t k = 0; k < sizeof tail_order / sizeof *tail_order; k++)
+        emit(&x, tail_order[k], UINT32_MAX);
+    return x.n;
+}
+
+/* ---- invariants ------------------------------------------------------------------------- */
+
+static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
+{
+    uint64_t held = 0;
+    const gmg_list *lists[2] = {&c->waiting, &c->running};
+    const uint8_t want[2] = {GMG_REQ_WAITING, GMG_REQ_RUNNING};
+    for (int li = 0; li < 2; li++) {
+        uint32_t n = 0;
+        for (gmg_id r = lists[li]->head; r != GMG_NONE; r = g->reqs[r].next, n++) {
+            const gmg_req *q = &g->reqs[r];
+            if (q->state != want[li] || q->container != c->id)
+                return ss_err(eb, SS_EINVAL, "container %u: request %llu in the %s list has "
+                              "state %u", c->id, (unsigned long long)q->trace_id,
+                              li ? "running" : "waiting", q->state);
+            if (li == 0 && q->blocks)
+                return ss_err(eb, SS_EINVAL, "container %u: waiting request %llu holds %u "
+                              "blocks", c->id, (unsigned long long)q->trace_id, q->blocks);
+            held += q->blocks;
+        }
+        if (n != lists[li]->n)
+            return ss_err(eb, SS_EINVAL, "container %u: list count %u but %u linked", c->id,
+                          lists[li]->n, n);
+    }
+    if (held + c->blocks_free != c->blocks_total)
+        return ss_err(eb, SS_EINVAL, "container %u: %llu held + %u free != %u KV blocks", c->id,
+                      (unsigned long long)held, c->blocks_free, c->blocks_total);
+    return SS_OK;
+}
+
+int gmg_check(const gmg *g, ss_errbuf *eb)
+{
+    for (uint32_t i = 0; i < g->n_ctrs; i++) {
+        int rc = check_container(g, &g->ctrs[i], eb);
+        if (rc)
+            return rc;
+    }
+    for (uint32_t i = 0; i < g->n_gpus; i++) {
+        const gmg_gpu *u = &g->gpus[i];
+        const gmg_mem *m = &u->mem;
+        double total = m->weights + m->kv_pool + m->activations + m->runtime + m->transfer;
+        if (m->kv_used < 0 || m->kv_used > m->kv_pool * (1 + 1e-9) || total > u->capacity)
+            return ss_err(eb, SS_EINVAL, "GPU %u: memory ledger out of bounds (kv %.0f of %.0f, "
+                          "total %.0f of %.0f bytes)", i, m->kv_used, m->kv_pool, total,
+                          u->capacity);
+    }
+    return SS_OK;
+}

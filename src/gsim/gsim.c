@@ -1,0 +1,503 @@
+/* Global simulator, fast path: one ARRIVAL event per distinct arrival time (the next trace
+ * record is read only when its predecessor is admitted, so the trace streams) and one
+ * ITER_DONE event per iteration. */
+#include "gsim.h"
+
+#include "../core/ss_alloc.h"
+#include "../core/ss_rng.h"
+#include "../policy/policy.h"
+
+#include <string.h>
+
+enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2 };
+
+struct gsim {
+    gsim_config cfg;
+    gmg *g;
+    des_engine *des;
+    pol_route *route;
+    pol_batch *batch;            /* one instance: vLLM keeps no per-container state */
+    ss_rng route_rng;
+    metrics m;
+    pol_batch_decision dec;      /* scratch, arrays sized by ensure_decision */
+    size_t dec_cap;
+    gsim_source_fn *src;
+    void *src_ud;
+    gsim_sink_fn *sink;
+    void *sink_ud;
+    trace_rec next;              /* the next request to arrive */
+    int have_next;
+    int rc;                      /* first error; stops the run */
+    ss_errbuf *eb;
+    uint64_t iterations;
+    gsim_progress_fn *progress;
+    void *progress_ud;
+    gsim_iter_fn *iter_obs;
+    void *iter_obs_ud;
+};
+
+void gsim_config_defaults(gsim_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->replicas = 1;
+    c->tp = 1;
+    c->batching = "vllm";
+    c->routing = "rr";
+    c->cost = "roofline";
+    c->seed = 1;
+    c->gpu_mem_util = 0.9;
+    c->block_tokens = 16;
+    c->max_model_len = 16384;
+    c->runtime_reserve = 1073741824.0;
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static void fail(gsim *s, int rc)
+{
+    if (!s->rc)
+        s->rc = rc;
+    des_stop(s->des);
+}
+
+/* ---- request completion ----------------------------------------------------------------- */
+
+static void emit_result(gsim *s, const gmg_req *q, int rejected)
+{
+    metrics_req r = {
+        .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
+        .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
+        .generated = q->generated, .preemptions = q->preemptions, .arrival = q->arrival,
+        .first_token = q->first_token, .finish = q->finish, .tbt_sum = q->tbt_sum,
+        .tbt_max = q->tbt_max,
+    };
+    if (metrics_add_req(&s->m, &r))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
+    else if (s->sink) {
+        int rc = s->sink(s->sink_ud, &r, s->eb);
+        if (rc)
+            fail(s, rc);
+    }
+}
+
+static void reject(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    gmg_list_remove(s->g, &c->waiting, r);
+    q->state = GMG_REQ_REJECTED;
+    q->finish = des_now(s->des);
+    emit_result(s, q, 1);
+    gmg_req_free(s->g, r);
+}
+
+static void finish(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    gmg_list_remove(s->g, &c->running, r);
+    gmg_req_set_blocks(s->g, c, q, 0);
+    q->state = GMG_REQ_DONE;
+    q->finish = des_now(s->des);
+    emit_result(s, q, 0);
+    gmg_req_free(s->g, r);
+}
+
+/* ---- starting an iteration -------------------------------------------------------------- */
+
+static int ensure_decision(gsim *s, size_t need)
+{
+    if (need <= s->dec_cap)
+        return SS_OK;
+    size_t cap = s->dec_cap ? s->dec_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    pol_batch_decision *d = &s->dec;
+    gmg_id *run = ss_realloc(d->run, cap * sizeof *run);
+    if (run)
+        d->run = run;
+    uint32_t *qt = ss_realloc(d->q_tokens, cap * sizeof *qt);
+    if (qt)
+        d->q_tokens = qt;
+    gmg_id *pre = ss_realloc(d->preempt, cap * sizeof *pre);
+    if (pre)
+        d->preempt = pre;
+    gmg_id *rej = ss_realloc(d->reject, cap * sizeof *rej);
+    if (rej)
+        d->reject = rej;
+    if (!run || !qt || !pre || !rej)
+        return SS_ENOMEM;
+    s->dec_cap = cap;
+    return SS_OK;
+}
+
+static void preempt(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    if (q->state != GMG_REQ_RUNNING)
+        ss_fatal(SS_LOC, "policy preempted request %llu which is not running",
+                 (unsigned long long)q->trace_id);
+    gmg_list_remove(s->g, &c->running, r);
+    gmg_req_set_blocks(s->g, c, q, 0);
+    q->computed = 0;
+    q->state = GMG_REQ_WAITING;
+    q->preemptions++;
+    gmg_list_push_front(s->g, &c->waiting, r);
+}
+
+/* Put request r into the batch with q query tokens, allocating its KV blocks. */
+static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    if (q->state == GMG_REQ_WAITING) {
+        if (q_tok != q->prompt + q->generated)
+            ss_fatal(SS_LOC, "policy prefilled %u tokens of request %llu, which needs %u", q_tok,
+                     (unsigned long long)q->trace_id, q->prompt + q->generated);
+        gmg_list_remove(s->g, &c->waiting, r);
+        gmg_list_push_back(s->g, &c->running, r);
+        q->state = GMG_REQ_RUNNING;
+        gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, q_tok));
+        cost_batch_add_prefill(&c->iter.batch, q_tok, 0);
+    } else if (q->state == GMG_REQ_RUNNING && q_tok == 1) {
+        uint32_t ctx = q->prompt + q->generated;
+        gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, ctx));
+        cost_batch_add_decode(&c->iter.batch, ctx);
+    } else {
+        ss_fatal(SS_LOC, "policy scheduled request %llu in state %u with %u tokens",
+                 (unsigned long long)q->trace_id, q->state, q_tok);
+    }
+    q->q_tokens = q_tok;
+    c->iter.reqs[c->iter.n_reqs++] = r;
+}
+
+static int ensure_iter(gmg_container *c, uint32_t n)
+{
+    if (n <= c->iter.cap)
+        return SS_OK;
+    size_t cap = c->iter.cap;
+    if (ss_grow((void **)&c->iter.reqs, &cap, n, sizeof *c->iter.reqs))
+        return SS_ENOMEM;
+    c->iter.cap = (uint32_t)cap;
+    return SS_OK;
+}
+
+/* Apply one decision; returns the number of requests in the batch. */
+static uint32_t apply(gsim *s, gmg_container *c)
+{
+    const pol_batch_decision *d = &s->dec;
+    for (uint32_t i = 0; i < d->n_reject; i++)
+        reject(s, c, d->reject[i]);
+    for (uint32_t i = 0; i < d->n_preempt; i++)
+        preempt(s, c, d->preempt[i]);
+    memset(&c->iter.batch, 0, sizeof c->iter.batch);
+    c->iter.n_reqs = 0;
+    for (uint32_t i = 0; i < d->n_run; i++)
+        admit(s, c, d->run[i], d->q_tokens[i]);
+    return d->n_run;
+}
+
+static void start_iteration(gsim *s, gmg_container *c)
+{
+    for (;;) {
+        uint32_t n = c->waiting.n + c->running.n;
+        if (n == 0 || s->rc)
+            return;
+        if (ensure_decision(s, n) || ensure_iter(c, n)) {
+            fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
+            return;
+        }
+        pol_batch_decide(s->batch, s->g, c, &s->dec);
+        int changed = s->dec.n_reject || s->dec.n_preempt;
+        if (apply(s, c))
+            break;
+        if (!changed && c->waiting.n + c->running.n)
+            ss_fatal(SS_LOC, "container %u: batching policy '%s' stalled with %u waiting and %u "
+                     "running requests", c->id, pol_batch_name(s->batch), c->waiting.n,
+                     c->running.n);
+    }
+    ss_time dur = cost_iteration_ns(c->cost, &c->iter.batch);
+    ss_time now = des_now(s->des);
+    c->busy = 1;
+    c->iter.seq++;
+    c->iter.start = now;
+    c->iter.end = now + dur;
+    gmg_account_busy(s->g, c, dur);
+    if (s->iter_obs)
+        s->iter_obs(s->iter_obs_ud, s->g, c);
+    if (!des_schedule(s->des, c->iter.end, EV_ITER_DONE, c->id))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* ---- iteration completion --------------------------------------------------------------- */
+
+static void produce_token(gsim *s, gmg_req *q, ss_time now)
+{
+    q->computed = q->computed ? q->computed + 1 : q->q_tokens;
+    q->generated++;
+    q->q_tokens = 0;
+    if (q->first_token < 0) {
+        q->first_token = now;
+    } else {
+        ss_time gap = now - q->last_token;
+        q->tbt_sum += gap;
+        if (gap > q->tbt_max)
+            q->tbt_max = gap;
+        if (metrics_add_gap(&s->m, gap))
+            fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
+    }
+    q->last_token = now;
+}
+
+static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
+{
+    gsim *s = ctx;
+    gmg_container *c = &s->g->ctrs[ev->target];
+    ss_time now = des_now(e);
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        gmg_id r = c->iter.reqs[i];
+        gmg_req *q = gmg_req_at(s->g, r);
+        produce_token(s, q, now);
+        if (q->generated >= q->output)
+            finish(s, c, r);
+    }
+    c->iter.n_reqs = 0;
+    c->busy = 0;
+    c->iterations++;
+    s->iterations++;
+    start_iteration(s, c);
+}
+
+/* ---- arrivals --------------------------------------------------------------------------- */
+
+static int read_next(gsim *s)
+{
+    int rc = s->src(s->src_ud, &s->next, s->eb);
+    if (rc < 0) {
+        fail(s, rc);
+        return 0;
+    }
+    s->have_next = rc == 1;
+    return s->have_next;
+}
+
+/* Create the request for s->next and route it; returns its container or NULL. */
+static gmg_container *admit_arrival(gsim *s)
+{
+    const trace_rec *t = &s->next;
+    gmg_id r = gmg_req_alloc(s->g);
+    if (r == GMG_NONE) {
+        fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
+        return NULL;
+    }
+    gmg_req *q = gmg_req_at(s->g, r);
+    q->trace_id = t->id;
+    q->arrival = t->arrival_ns;
+    q->prompt = t->prompt_tokens;
+    q->output_asked = t->output_tokens;
+    q->output = t->output_tokens;
+    /* vLLM stops a sequence at max_model_len tokens; the prefill always yields one token. */
+    if ((uint64_t)q->prompt + q->output > s->cfg.max_model_len)
+        q->output = q->prompt < s->cfg.max_model_len ? (uint32_t)(s->cfg.max_model_len - q->prompt)
+                                                      : 1;
+    q->tenant = t->tenant;
+    q->tier = t->tier;
+    s->m.requests++;
+    gmg_id ci = pol_route_pick(s->route, s->g, r);
+    if (SS_NEVER(ci >= s->g->n_ctrs))
+        ci = 0;
+    q->container = ci;
+    gmg_container *c = &s->g->ctrs[ci];
+    gmg_list_push_back(s->g, &c->waiting, r);
+    return c;
+}
+
+static void on_arrival(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)ev;
+    gsim *s = ctx;
+    ss_time now = des_now(e);
+    do {
+        if (s->next.arrival_ns < now)
+            ss_fatal(SS_LOC, "source delivered arrival %lld before now %lld",
+                     (long long)s->next.arrival_ns, (long long)now);
+        if (!admit_arrival(s))
+            return;
+    } while (read_next(s) && s->next.arrival_ns == now);
+    if (s->have_next && !s->rc && !des_schedule(e, s->next.arrival_ns, EV_ARRIVAL, 0))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    for (uint32_t i = 0; i < s->g->n_ctrs; i++) {
+        gmg_container *c = &s->g->ctrs[i];
+        if (!c->busy && c->waiting.n)
+            start_iteration(s, c);
+    }
+}
+
+/* ---- setup and run ---------------------------------------------------------------------- */
+
+static int build_cluster(gsim *s, ss_errbuf *eb)
+{
+    const gsim_config *c = &s->cfg;
+    if (c->replicas < 1 || c->replicas > 100000)
+        return ss_err(eb, SS_EINVAL, "--replicas: must be between 1 and 100000, got %u",
+                      c->replicas);
+    if (!(c->gpu_mem_util > 0 && c->gpu_mem_util <= 1))
+        return ss_err(eb, SS_EINVAL, "--gpu-mem-util: must be in (0, 1], got %g", c->gpu_mem_util);
+    if (c->block_tokens < 1 || c->block_tokens > 4096)
+        return ss_err(eb, SS_EINVAL, "--block-size: must be between 1 and 4096, got %u",
+                      c->block_tokens);
+    if (c->max_model_len < 2)
+        return ss_err(eb, SS_EINVAL, "--max-model-len: must be at least 2");
+    gmg_ctr_spec spec = {
+        .model = c->model, .gpu = c->gpu, .tp = c->tp, .cost_backend = c->cost,
+        .gpu_mem_util = c->gpu_mem_util, .block_tokens = c->block_tokens,
+        .max_batch_tokens = pol_batch_max_tokens(s->batch),
+        .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
+    };
+    int rc = gmg_create(&s->g);
+    if (rc)
+        return ss_err(eb, rc, "cluster: out of memory");
+    return gmg_add_containers(s->g, &spec, c->replicas, eb);
+}
+
+int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
+{
+    gsim *s = ss_calloc(1, sizeof *s);
+    if (!s)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    s->cfg = *cfg;
+    ss_rng_seed(&s->route_rng, cfg->seed, SS_RNG_STREAM_ROUTING);
+    pol_engine_cfg ecfg = {.max_model_len = cfg->max_model_len};
+    int rc = pol_batch_create(&s->batch, cfg->batching, cfg->params, &ecfg, eb);
+    if (!rc)
+        rc = pol_route_create(&s->route, cfg->routing, cfg->params, &s->route_rng, eb);
+    if (!rc)
+        rc = ss_params_check_unused(cfg->params, "--batching/--routing", eb);
+    if (!rc)
+        rc = build_cluster(s, eb);
+    if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
+        ss_err(eb, rc, "out of memory");
+    if (!rc) {
+        des_handler_set(s->des, EV_ARRIVAL, on_arrival);
+        des_handler_set(s->des, EV_ITER_DONE, on_iter_done);
+        *out = s;
+        return SS_OK;
+    }
+    gsim_destroy(&s);
+    return rc;
+}
+
+void gsim_destroy(gsim **sp)
+{
+    gsim *s = *sp;
+    if (!s)
+        return;
+    des_engine_destroy(&s->des);
+    gmg_destroy(&s->g);
+    pol_route_destroy(&s->route);
+    pol_batch_destroy(&s->batch);
+    metrics_fini(&s->m);
+    ss_free(s->dec.run);
+    ss_free(s->dec.q_tokens);
+    ss_free(s->dec.preempt);
+    ss_free(s->dec.reject);
+    ss_free(s);
+    *sp = NULL;
+}
+
+static void progress_tramp(const des_engine *e, void *ud)
+{
+    gsim *s = ud;
+    s->progress(s->progress_ud, des_now(e), s->m.requests, s->m.completed + s->m.rejected,
+                des_get_stats(e)->n_events);
+}
+
+void gsim_set_progress(gsim *s, gsim_progress_fn *fn, void *ud)
+{
+    s->progress = fn;
+    s->progress_ud = ud;
+    des_progress_set(s->des, fn ? progress_tramp : NULL, s, 1u << 18);
+}
+
+void gsim_set_iter_observer(gsim *s, gsim_iter_fn *fn, void *ud)
+{
+    s->iter_obs = fn;
+    s->iter_obs_ud = ud;
+}
+
+/* With --check: after every event, the graph's invariants. */
+static int run_checked(gsim *s)
+{
+    ss_time last = 0;
+    while (!s->rc && des_step(s->des)) {
+        if (des_now(s->des) < last)
+            return ss_err(s->eb, SS_EINVAL, "invariant: clock went back from %lld to %lld",
+                          (long long)last, (long long)des_now(s->des));
+        last = des_now(s->des);
+        int rc = gmg_check(s->g, s->eb);
+        if (rc)
+            return rc;
+    }
+    return s->rc;
+}
+
+static int check_conservation(gsim *s)
+{
+    const metrics *m = &s->m;
+    if (m->requests != m->completed + m->rejected || s->g->in_flight != 0)
+        return ss_err(s->eb, SS_EINVAL, "invariant: %llu arrived but %llu completed + %llu "
+                      "rejected (%u in flight) at the end of the run",
+                      (unsigned long long)m->requests, (unsigned long long)m->completed,
+                      (unsigned long long)m->rejected, s->g->in_flight);
+    return SS_OK;
+}
+
+int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
+             ss_errbuf *eb)
+{
+    s->src = src;
+    s->src_ud = src_ud;
+    s->sink = sink;
+    s->sink_ud = sink_ud;
+    s->eb = eb;
+    s->rc = SS_OK;
+    if (read_next(s) && !des_schedule(s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
+        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    if (s->rc)
+        return s->rc;
+    int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
+    if (!rc)
+        rc = check_conservation(s);
+    return rc;
+}
+
+const metrics *gsim_metrics(const gsim *s) { return &s->m; }
+const gmg *gsim_graph(const gsim *s) { return s->g; }
+const des_stats *gsim_des_stats(const gsim *s) { return des_get_stats(s->des); }
+ss_time gsim_end_time(const gsim *s) { return des_now(s->des); }
+uint64_t gsim_iterations(const gsim *s) { return s->iterations; }
+
+typedef struct json_emit {
+    ss_strbuf *b;
+    const char *prefix;
+} json_emit;
+
+static void emit_kv(void *ud, const char *key, const char *value)
+{
+    json_emit *j = ud;
+    ss_strbuf_printf(j->b, ", ");
+    ss_strbuf_printf(j->b, "\"%s.%s\": ", j->prefix, key);
+    ss_strbuf_json_str(j->b, value);
+}
+
+void gsim_params_json(const gsim *s, ss_strbuf *b)
+{
+    const gsim_config *c = &s->cfg;
+    ss_strbuf_printf(b, "{\"engine.gpu_mem_util\": \"%g\", \"engine.block_tokens\": \"%u\", "
+                        "\"engine.max_model_len\": \"%llu\", \"engine.runtime_reserve_gib\": "
+                        "\"%g\", \"engine.kv_blocks_per_container\": \"%u\"",
+                     c->gpu_mem_util, c->block_tokens, (unsigned long long)c->max_model_len,
+                     c->runtime_reserve / 1073741824.0, s->g->n_ctrs ? s->g->ctrs[0].blocks_total : 0);
+    json_emit j = {b, "batching"};
+    pol_batch_describe(s->batch, emit_kv, &j);
+    j.prefix = "routing";
+    pol_route_describe(s->route, emit_kv, &j);
+    ss_strbuf_printf(b, "}");
+}

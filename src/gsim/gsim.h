@@ -1,0 +1,77 @@
+/* The global simulator: drives the DES engine over the Global Mapping Graph with the cost
+ * model and the policies. It admits requests from a source as their arrival times come,
+ * routes them, asks each container's batching policy for its next iteration, validates and
+ * applies the decision, and times the iteration with the cost model (one event per iteration:
+ * the fast path). Finished and rejected requests go to a sink (the results store).
+ * Not for I/O: sources and sinks are callbacks supplied by app/. */
+#ifndef SS_GSIM_GSIM_H
+#define SS_GSIM_GSIM_H
+
+#include <stdint.h>
+
+#include "../catalog/catalog.h"
+#include "../core/ss_err.h"
+#include "../core/ss_params.h"
+#include "../core/ss_strbuf.h"
+#include "../des/des.h"
+#include "../gmg/gmg.h"
+#include "../metrics/metrics.h"
+#include "../trace/trace.h"
+
+typedef struct gsim_config {
+    const cat_model *model;     /* borrowed; every container serves it (one tenant) */
+    const cat_gpu *gpu;         /* borrowed */
+    uint32_t replicas;          /* containers */
+    uint32_t tp;                /* tensor-parallel degree per container */
+    const char *batching;       /* "vllm" */
+    const char *routing;        /* "rr" | "lor" */
+    const char *cost;           /* "roofline" */
+    ss_params *params;          /* batching and routing parameters (borrowed; unread keys are
+                                   an error at create) */
+    uint64_t seed;              /* seeds every policy's rng stream */
+    double gpu_mem_util;        /* vLLM gpu_memory_utilization, (0, 1] */
+    uint32_t block_tokens;      /* tokens per KV block */
+    uint64_t max_model_len;     /* longest prompt + output accepted */
+    double runtime_reserve;     /* bytes per GPU kept for CUDA context and workspaces */
+    int check;                  /* verify graph invariants after every event (slow) */
+} gsim_config;
+
+/* Fill cfg with the defaults (vllm, rr, roofline, util 0.9, 16-token blocks, max_model_len
+ * 16384, 1 GiB runtime reserve, seed 1, 1 replica, TP 1). */
+void gsim_config_defaults(gsim_config *cfg);
+
+/* Request source: next request into *out; arrivals must not decrease. 1 = a request, 0 = no
+ * more, <0 = error (eb set), which stops the run. */
+typedef int gsim_source_fn(void *ud, trace_rec *out, ss_errbuf *eb);
+/* Sink: one call per finished or rejected request; a non-zero return stops the run. */
+typedef int gsim_sink_fn(void *ud, const metrics_req *r, ss_errbuf *eb);
+/* Progress: called every few hundred thousand events. */
+typedef void gsim_progress_fn(void *ud, ss_time now, uint64_t arrived, uint64_t finished,
+                              uint64_t events);
+
+typedef struct gsim gsim;
+
+/* Build the cluster and policies. 0, or SS_EINVAL / SS_ENOTFOUND / SS_ENOMEM with eb set. */
+int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
+void gsim_destroy(gsim **g);
+/* Replay every request of src to completion. 0, or the first error from the source, the sink
+ * or the invariant checks (eb set). */
+int gsim_run(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
+             ss_errbuf *eb);
+void gsim_set_progress(gsim *g, gsim_progress_fn *fn, void *ud);
+
+const metrics *gsim_metrics(const gsim *g);
+const gmg *gsim_graph(const gsim *g);
+const des_stats *gsim_des_stats(const gsim *g);
+/* Simulated time of the last event. */
+ss_time gsim_end_time(const gsim *g);
+uint64_t gsim_iterations(const gsim *g);
+/* Resolved parameters (engine, batching, routing) as a JSON object into b. */
+void gsim_params_json(const gsim *g, ss_strbuf *b);
+
+/* Observer of every iteration start (tests and timelines): called after the batch is built
+ * and timed, before the iteration's completion is scheduled. */
+typedef void gsim_iter_fn(void *ud, const gmg *g, const gmg_container *c);
+void gsim_set_iter_observer(gsim *g, gsim_iter_fn *fn, void *ud);
+
+#endif

@@ -1,0 +1,70 @@
+/* The results store: one SQLite database file holding every run (runs, requests, summary,
+ * gpus; schema in store_sqlite.c, documented in the README, versioned by PRAGMA user_version).
+ * A run is one transaction: it appears whole or not at all, so a killed or failed run leaves
+ * the earlier runs intact. The only module that talks to SQLite. */
+#ifndef SS_METRICS_STORE_H
+#define SS_METRICS_STORE_H
+
+#include <stdint.h>
+
+#include "../core/ss_err.h"
+#include "metrics.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef struct store store;
+
+/* What identifies a run (all strings borrowed for the call). */
+typedef struct store_run_info {
+    const char *command;      /* the command line, for reproduction */
+    const char *trace;        /* trace path or generator description */
+    const char *trace_format; /* reader used */
+    uint64_t trace_digest;    /* FNV-1a of the trace bytes (0 if not a file) */
+    const char *model, *gpu;
+    uint32_t replicas, tp;
+    const char *batching, *routing, *cost_model;
+    const char *params_json;  /* resolved policy/engine parameters as a JSON object */
+    uint64_t seed;
+    double rate_scale;
+    uint64_t limit;           /* 0 = whole trace */
+} store_run_info;
+
+/* Per-GPU outcome of a run. */
+typedef struct store_gpu_row {
+    uint32_t gpu, node, container;
+    const char *kind;
+    double busy_s, utilization;     /* busy time and busy / makespan */
+    uint64_t iterations;
+    uint32_t kv_blocks, kv_peak_blocks;
+    double weights_gib, kv_pool_gib;
+} store_gpu_row;
+
+/* Run-level figures known only at the end. */
+typedef struct store_run_end {
+    double wall_s;           /* wall-clock seconds of the simulation */
+    uint64_t events;         /* events dispatched */
+    uint64_t iterations;     /* iterations executed over all containers */
+    uint32_t peak_in_flight; /* most requests in the system at once */
+} store_run_end;
+
+/* Open or create the database at path (its parent directory is created if missing), in WAL
+ * mode with a busy timeout so concurrent writers serialise. Fails with SS_EDB if the file is
+ * not a slicesim database or has a newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
+int store_open(store **s_out, const char *path, ss_errbuf *eb);
+/* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
+void store_close(store **s);
+/* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
+int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
+/* Append one request row to the open run. tenant is the tenant's name (borrowed). */
+int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb);
+/* Append one GPU row to the open run. */
+int store_run_gpu(store *s, const store_gpu_row *row, ss_errbuf *eb);
+/* Write the summary and end-of-run figures, then COMMIT. On failure the run is rolled back. */
+int store_run_commit(store *s, const metrics_summary *sum, const store_run_end *end,
+                     ss_errbuf *eb);
+/* Roll the open run back (nothing of it remains). No-op when no run is open. */
+void store_run_abort(store *s);
+/* Path the store was opened with (borrowed). */
+const char *store_path(const store *s);
+
+#endif

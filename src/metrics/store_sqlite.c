@@ -1,0 +1,389 @@
+/* SQLite implementation of the results store: schema, prepared statements, one transaction
+ * per run. Every sqlite3 return code is checked and its message copied into the errbuf. */
+#include "store.h"
+
+#include "config.h"
+#include "version.h"
+
+#include "../core/ss_alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Schema version 1. Times are in ms (latencies) or s (spans), token counts are integers. */
+static const char schema_sql[] =
+    "CREATE TABLE runs ("
+    " run_id INTEGER PRIMARY KEY,"
+    " created_utc TEXT NOT NULL,"   /* wall-clock start, ISO 8601: metadata, not a result */
+    " version TEXT NOT NULL,"       /* git describe of the binary */
+    " build TEXT NOT NULL,"         /* build options */
+    " command TEXT NOT NULL,"       /* command line */
+    " trace TEXT NOT NULL, trace_format TEXT NOT NULL, trace_digest TEXT NOT NULL,"
+    " model TEXT NOT NULL, gpu TEXT NOT NULL, replicas INTEGER NOT NULL, tp INTEGER NOT NULL,"
+    " batching TEXT NOT NULL, routing TEXT NOT NULL, cost_model TEXT NOT NULL,"
+    " params TEXT NOT NULL,"        /* JSON object of resolved parameters */
+    " seed INTEGER NOT NULL, rate_scale REAL NOT NULL, limit_requests INTEGER NOT NULL,"
+    " wall_s REAL, events INTEGER, sim_s REAL);"
+    "CREATE TABLE requests ("
+    " run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+    " req_id INTEGER NOT NULL, tenant TEXT NOT NULL, tier INTEGER NOT NULL,"
+    " container INTEGER NOT NULL, status TEXT NOT NULL,"  /* 'completed' or 'rejected' */
+    " arrival_s REAL NOT NULL, prompt_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
+    " generated_tokens INTEGER NOT NULL, preemptions INTEGER NOT NULL,"
+    " ttft_ms REAL, e2e_ms REAL, tbt_mean_ms REAL, tbt_max_ms REAL);"
+    "CREATE INDEX requests_by_run ON requests(run_id);"
+    "CREATE TABLE summary ("
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(run_id),"
+    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"
+    " preemptions INTEGER, iterations INTEGER, peak_in_flight INTEGER,"
+    " prompt_tokens INTEGER, output_tokens INTEGER, sim_s REAL,"
+    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"
+    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"
+    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL);"
+    "CREATE TABLE gpus ("
+    " run_id INTEGER NOT NULL REFERENCES runs(run_id), gpu INTEGER NOT NULL,"
+    " node INTEGER NOT NULL, container INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " busy_s REAL, utilization REAL, iterations INTEGER, kv_blocks INTEGER,"
+    " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
+    " PRIMARY KEY (run_id, gpu));"
+    "PRAGMA user_version = 1;";
+
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST__N };
+
+static const char *const stmt_sql[ST__N] = {
+    [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
+               " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
+               " seed, rate_scale, limit_requests)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_REQ] = "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_GPU] = "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SUM] = "INSERT INTO summary VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+               "?,?,?,?)",
+    [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ? WHERE run_id = ?",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST__N];
+    int in_run;      /* a transaction is open */
+    int64_t run_id;  /* of the open run */
+    char *path;      /* owned */
+};
+
+static int db_err(store *s, ss_errbuf *eb, const char *what)
+{
+    return ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what,
+                  s->db ? sqlite3_errmsg(s->db) : "cannot open");
+}
+
+static int exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return SS_OK;
+    int rc = ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, msg ? msg : "failed");
+    sqlite3_free(msg);
+    return rc;
+}
+
+/* Create parent directory of path (one level) when missing. */
+static int ensure_parent(const char *path, ss_errbuf *eb)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return SS_OK;
+    char *dir = ss_strndup(path, (size_t)(slash - path));
+    if (!dir)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    int rc = SS_OK;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        rc = ss_err(eb, SS_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+    ss_free(dir);
+    return rc;
+}
+
+static int query_int(store *s, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return SS_EDB;
+    int rc = sqlite3_step(st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
+}
+
+static int init_schema(store *s, ss_errbuf *eb)
+{
+    int64_t ver, n_tables;
+    if (query_int(s, "PRAGMA user_version", &ver) ||
+        query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables))
+        return db_err(s, eb, "not a readable SQLite database");
+    if (ver > STORE_SCHEMA_VERSION)
+        return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
+                      s->path, (long long)ver, STORE_SCHEMA_VERSION);
+    if (ver == STORE_SCHEMA_VERSION)
+        return SS_OK;
+    if (n_tables > 0)
+        return ss_err(eb, SS_EDB, "%s: not a slicesim results database (it has other tables)",
+                      s->path);
+    int rc = exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
+    if (!rc && (rc = exec(s, schema_sql, eb, "creating schema")) == SS_OK)
+        return exec(s, "COMMIT", eb, "creating schema");
+    exec(s, "ROLLBACK", NULL, "");
+    return rc;
+}
+
+static int prepare_all(store *s, ss_errbuf *eb)
+{
+    for (int i = 0; i < ST__N; i++)
+        if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+                               NULL) != SQLITE_OK)
+            return db_err(s, eb, "preparing statements");
+    return SS_OK;
+}
+
+int store_open(store **s_out, const char *path, ss_errbuf *eb)
+{
+    store *s = ss_calloc(1, sizeof *s);
+    if (!s || !(s->path = ss_strdup(path))) {
+        ss_free(s);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    int rc = ensure_parent(path, eb);
+    if (!rc && sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+                   SQLITE_OK)
+        rc = db_err(s, eb, "cannot open");
+    if (!rc) {
+        sqlite3_busy_timeout(s->db, 30000);
+        rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", eb, "setting WAL");
+    }
+    if (!rc)
+        rc = init_schema(s, eb);
+    if (!rc)
+        rc = prepare_all(s, eb);
+    if (rc) {
+        store_close(&s);
+        return rc;
+    }
+    *s_out = s;
+    return SS_OK;
+}
+
+void store_close(store **sp)
+{
+    store *s = *sp;
+    if (!s)
+        return;
+    store_run_abort(s);
+    for (int i = 0; i < ST__N; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    ss_free(s->path);
+    ss_free(s);
+    *sp = NULL;
+}
+
+const char *store_path(const store *s) { return s->path; }
+
+/* ---- binding helpers: column index advances with each bind ------------------------------- */
+
+typedef struct binder {
+    sqlite3_stmt *st;
+    int i, rc;
+} binder;
+
+static void b_text(binder *b, const char *v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_text(b->st, ++b->i, v ? v : "", -1, SQLITE_TRANSIENT);
+}
+static void b_int(binder *b, int64_t v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_int64(b->st, ++b->i, v);
+}
+static void b_real(binder *b, double v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_double(b->st, ++b->i, v);
+}
+static void b_null(binder *b)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_null(b->st, ++b->i);
+}
+
+/* Step a bound statement once and reset it. */
+static int run_stmt(store *s, binder *b, ss_errbuf *eb, const char *what)
+{
+    int rc = b->rc == SQLITE_OK ? sqlite3_step(b->st) : b->rc;
+    int ok = rc == SQLITE_DONE;
+    int out = ok ? SS_OK : db_err(s, eb, what);
+    sqlite3_reset(b->st);
+    sqlite3_clear_bindings(b->st);
+    return out;
+}
+
+static void utc_now(char buf[32])
+{
+    time_t t = time(NULL);
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    int rc = exec(s, "BEGIN IMMEDIATE", eb, "starting the run's transaction");
+    if (rc)
+        return rc;
+    s->in_run = 1;
+    char now[32], digest[24];
+    utc_now(now);
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)in->trace_digest);
+    binder b = {s->st[ST_RUN], 0, 0};
+    b_text(&b, now);
+    b_text(&b, SS_VERSION);
+    b_text(&b, SS_BUILD_OPTIONS);
+    b_text(&b, in->command);
+    b_text(&b, in->trace);
+    b_text(&b, in->trace_format);
+    b_text(&b, digest);
+    b_text(&b, in->model);
+    b_text(&b, in->gpu);
+    b_int(&b, in->replicas);
+    b_int(&b, in->tp);
+    b_text(&b, in->batching);
+    b_text(&b, in->routing);
+    b_text(&b, in->cost_model);
+    b_text(&b, in->params_json ? in->params_json : "{}");
+    b_int(&b, (int64_t)in->seed);
+    b_real(&b, in->rate_scale);
+    b_int(&b, (int64_t)in->limit);
+    if ((rc = run_stmt(s, &b, eb, "inserting the run"))) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->run_id = sqlite3_last_insert_rowid(s->db);
+    *run_id_out = s->run_id;
+    return SS_OK;
+}
+
+int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb)
+{
+    binder b = {s->st[ST_REQ], 0, 0};
+    b_int(&b, s->run_id);
+    b_int(&b, (int64_t)r->trace_id);
+    b_text(&b, tenant);
+    b_int(&b, r->tier);
+    b_int(&b, r->container);
+    b_text(&b, r->rejected ? "rejected" : "completed");
+    b_real(&b, ss_time_to_s(r->arrival));
+    b_int(&b, r->prompt);
+    b_int(&b, r->output_asked);
+    b_int(&b, r->generated);
+    b_int(&b, r->preemptions);
+    if (r->rejected) {
+        for (int k = 0; k < 4; k++)
+            b_null(&b);
+    } else {
+        b_real(&b, ss_time_to_ms(r->first_token - r->arrival));
+        b_real(&b, ss_time_to_ms(r->finish - r->arrival));
+        if (r->generated > 1)
+            b_real(&b, ss_time_to_ms(r->tbt_sum) / (r->generated - 1));
+        else
+            b_null(&b);
+        b_real(&b, ss_time_to_ms(r->tbt_max));
+    }
+    return run_stmt(s, &b, eb, "inserting a request");
+}
+
+int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)
+{
+    binder b = {s->st[ST_GPU], 0, 0};
+    b_int(&b, s->run_id);
+    b_int(&b, g->gpu);
+    b_int(&b, g->node);
+    b_int(&b, g->container);
+    b_text(&b, g->kind);
+    b_real(&b, g->busy_s);
+    b_real(&b, g->utilization);
+    b_int(&b, (int64_t)g->iterations);
+    b_int(&b, g->kv_blocks);
+    b_int(&b, g->kv_peak_blocks);
+    b_real(&b, g->weights_gib);
+    b_real(&b, g->kv_pool_gib);
+    return run_stmt(s, &b, eb, "inserting a GPU row");
+}
+
+static void bind_pct(binder *b, const metrics_pct *p)
+{
+    b_real(b, p->mean);
+    b_real(b, p->p50);
+    b_real(b, p->p90);
+    b_real(b, p->p99);
+    b_real(b, p->max);
+}
+
+static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
+                          ss_errbuf *eb)
+{
+    binder b = {s->st[ST_SUM], 0, 0};
+    b_int(&b, s->run_id);
+    b_int(&b, (int64_t)m->requests);
+    b_int(&b, (int64_t)m->completed);
+    b_int(&b, (int64_t)m->rejected);
+    b_int(&b, (int64_t)m->truncated);
+    b_int(&b, (int64_t)m->preemptions);
+    b_int(&b, (int64_t)e->iterations);
+    b_int(&b, e->peak_in_flight);
+    b_int(&b, (int64_t)m->prompt_tokens);
+    b_int(&b, (int64_t)m->output_tokens);
+    b_real(&b, m->sim_s);
+    b_real(&b, m->prompt_tokens_per_s);
+    b_real(&b, m->output_tokens_per_s);
+    b_real(&b, m->requests_per_s);
+    bind_pct(&b, &m->ttft_ms);
+    bind_pct(&b, &m->tbt_ms);
+    bind_pct(&b, &m->e2e_ms);
+    return run_stmt(s, &b, eb, "inserting the summary");
+}
+
+int store_run_commit(store *s, const metrics_summary *m, const store_run_end *e, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no run is open", s->path);
+    int rc = insert_summary(s, m, e, eb);
+    if (!rc) {
+        binder b = {s->st[ST_END], 0, 0};
+        b_real(&b, e->wall_s);
+        b_int(&b, (int64_t)e->events);
+        b_real(&b, m->sim_s);
+        b_int(&b, s->run_id);
+        rc = run_stmt(s, &b, eb, "finishing the run");
+    }
+    if (!rc)
+        rc = exec(s, "COMMIT", eb, "committing the run");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->in_run = 0;
+    return SS_OK;
+}
+
+void store_run_abort(store *s)
+{
+    if (!s->in_run)
+        return;
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    s->in_run = 0;
+}

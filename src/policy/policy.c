@@ -1,0 +1,134 @@
+/* Policy registries and the instance wrappers that check plug-ins and forward calls. */
+#include "policy.h"
+
+#include "../core/ss_alloc.h"
+
+#include <string.h>
+
+static const pol_route_ops *const route_builtin[] = {&pol_route_rr, &pol_route_lor, NULL};
+static const pol_batch_ops *const batch_builtin[] = {&pol_batch_vllm, NULL};
+
+struct pol_route {
+    const pol_route_ops *ops;
+    ss_rng *rng; /* borrowed */
+    _Alignas(16) unsigned char priv[];
+};
+
+struct pol_batch {
+    const pol_batch_ops *ops;
+    _Alignas(16) unsigned char priv[];
+};
+
+const pol_route_ops *pol_route_find(const char *name)
+{
+    for (int i = 0; route_builtin[i]; i++)
+        if (!strcmp(route_builtin[i]->name, name))
+            return route_builtin[i];
+    return NULL;
+}
+
+const char *pol_route_names(void) { return "rr, lor"; }
+
+int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rng *rng,
+                     ss_errbuf *eb)
+{
+    const pol_route_ops *ops = pol_route_find(name);
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "--routing: unknown policy '%s' (known: %s)", name,
+                      pol_route_names());
+    if (ops->abi_version != POL_ABI_VERSION || !ops->pick)
+        return ss_err(eb, SS_EINVAL, "routing policy '%s': incompatible plug-in", name);
+    pol_route *p = ss_calloc(1, sizeof *p + ops->priv_size);
+    if (!p)
+        return ss_err(eb, SS_ENOMEM, "routing: out of memory");
+    p->ops = ops;
+    p->rng = rng;
+    int rc = ops->init ? ops->init(p->priv, params, eb) : SS_OK;
+    if (rc) {
+        ss_free(p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void pol_route_destroy(pol_route **pp)
+{
+    ss_free(*pp);
+    *pp = NULL;
+}
+
+gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r)
+{
+    return p->ops->pick(p->priv, g, r, p->rng);
+}
+
+const char *pol_route_name(const pol_route *p) { return p->ops->name; }
+
+void pol_route_describe(const pol_route *p, ss_kv_emit_fn *emit, void *ud)
+{
+    if (p->ops->describe)
+        p->ops->describe(p->priv, emit, ud);
+}
+
+const pol_batch_ops *pol_batch_find(const char *name)
+{
+    for (int i = 0; batch_builtin[i]; i++)
+        if (!strcmp(batch_builtin[i]->name, name))
+            return batch_builtin[i];
+    return NULL;
+}
+
+const char *pol_batch_names(void) { return "vllm"; }
+
+int pol_batch_create(pol_batch **out, const char *name, ss_params *params,
+                     const pol_engine_cfg *cfg, ss_errbuf *eb)
+{
+    const pol_batch_ops *ops = pol_batch_find(name);
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "--batching: unknown policy '%s' (known: %s)", name,
+                      pol_batch_names());
+    if (ops->abi_version != POL_ABI_VERSION || !ops->init || !ops->decide)
+        return ss_err(eb, SS_EINVAL, "batching policy '%s': incompatible plug-in", name);
+    pol_batch *p = ss_calloc(1, sizeof *p + ops->priv_size);
+    if (!p)
+        return ss_err(eb, SS_ENOMEM, "batching: out of memory");
+    p->ops = ops;
+    int rc = ops->init(p->priv, params, cfg, eb);
+    if (rc) {
+        ss_free(p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void pol_batch_destroy(pol_batch **pp)
+{
+    ss_free(*pp);
+    *pp = NULL;
+}
+
+void pol_batch_decide(pol_batch *p, const gmg *g, const gmg_container *c, pol_batch_decision *out)
+{
+    out->n_run = out->n_preempt = out->n_reject = 0;
+    p->ops->decide(p->priv, g, c, out);
+}
+
+uint64_t pol_batch_max_tokens(const pol_batch *p)
+{
+    return p->ops->max_batch_tokens ? p->ops->max_batch_tokens(p->priv) : 0;
+}
+
+uint32_t pol_batch_max_seqs(const pol_batch *p)
+{
+    return p->ops->max_seqs ? p->ops->max_seqs(p->priv) : 0;
+}
+
+const char *pol_batch_name(const pol_batch *p) { return p->ops->name; }
+
+void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)
+{
+    if (p->ops->describe)
+        p->ops->describe(p->priv, emit, ud);
+}

@@ -1,0 +1,141 @@
+/* The native trace format: a header naming any of request_id, arrival_s, tenant,
+ * prompt_tokens, output_tokens (required) and tier, session_id, slo_ttft_ms, slo_tbt_ms
+ * (optional), in any order. Unknown column names are errors so typos do not go unnoticed.
+ * Not for writing the format (trace_gen.c writes it). */
+#include "trace_int.h"
+
+#include <string.h>
+
+enum {
+    NAT_ID,
+    NAT_ARRIVAL,
+    NAT_TENANT,
+    NAT_PROMPT,
+    NAT_OUTPUT,
+    NAT_TIER,
+    NAT_SESSION,
+    NAT_TTFT,
+    NAT_TBT,
+    NAT_N,
+    NAT_N_REQUIRED = NAT_TIER, /* the columns before NAT_TIER are required */
+};
+
+static const char *const nat_cols[NAT_N] = {
+    "request_id", "arrival_s",  "tenant",      "prompt_tokens", "output_tokens",
+    "tier",       "session_id", "slo_ttft_ms", "slo_tbt_ms",
+};
+
+typedef struct native_priv {
+    int col[NAT_N]; /* header index of each column, -1 when absent */
+} native_priv;
+
+static int native_probe(const trace__row *hdr)
+{
+    int score = 0;
+    for (int i = 0; i < NAT_N; i++)
+        score += trace__col(hdr, nat_cols[i]) >= 0;
+    return score;
+}
+
+static int native_col_of(const trace__field *f)
+{
+    for (int i = 0; i < NAT_N; i++)
+        if (strlen(nat_cols[i]) == f->len && !memcmp(nat_cols[i], f->s, f->len))
+            return i;
+    return -1;
+}
+
+static int native_open(void *priv, const trace__row *hdr, ss_errbuf *eb)
+{
+    native_priv *p = priv;
+    trace__shown sh;
+    for (int i = 0; i < NAT_N; i++)
+        p->col[i] = -1;
+    for (uint32_t j = 0; j < hdr->n; j++) {
+        int c = native_col_of(&hdr->f[j]);
+        if (c < 0)
+            return trace__err(hdr, eb, SS_EPARSE, "header",
+                              "unknown column '%s' (native columns: request_id, arrival_s, "
+                              "tenant, prompt_tokens, output_tokens, tier, session_id, "
+                              "slo_ttft_ms, slo_tbt_ms)",
+                              trace__show(&sh, hdr->f[j].s, hdr->f[j].len));
+        p->col[c] = (int)j;
+    }
+    for (int i = 0; i < NAT_N_REQUIRED; i++)
+        if (p->col[i] < 0)
+            return trace__err(hdr, eb, SS_EPARSE, "header", "missing column %s", nat_cols[i]);
+    return SS_OK;
+}
+
+static int native_tenant(const native_priv *p, const trace__row *row, trace_rec *rec,
+                         ss_errbuf *eb)
+{
+    const trace__field *f = &row->f[p->col[NAT_TENANT]];
+    if (f->len == 0)
+        return trace__err(row, eb, SS_EPARSE, "tenant", "empty field");
+    if (f->len > TRACE__MAX_TENANT_NAME)
+        return trace__err(row, eb, SS_EPARSE, "tenant", "name longer than %d bytes",
+                          TRACE__MAX_TENANT_NAME);
+    int rc = trace__intern(row->r, f->s, f->len, &rec->tenant);
+    if (rc == SS_ENOMEM)
+        return trace__err(row, eb, rc, "tenant", "out of memory");
+    if (rc)
+        return trace__err(row, eb, rc, "tenant", "more than %d distinct tenants",
+                          TRACE_MAX_TENANTS);
+    return SS_OK;
+}
+
+/* The optional columns: absent or empty fields keep their zero defaults. */
+static int native_optional(const native_priv *p, const trace__row *row, trace_rec *rec,
+                           ss_errbuf *eb)
+{
+    int rc = SS_OK;
+    int64_t tier;
+    int c = p->col[NAT_TIER];
+    if (c >= 0 && row->f[c].len) {
+        if ((rc = trace__get_int(row, c, "tier", 0, 255, &tier, eb)))
+            return rc;
+        rec->tier = (uint8_t)tier;
+    }
+    c = p->col[NAT_SESSION];
+    if (c >= 0 && row->f[c].len && (rc = trace__get_u64(row, c, "session_id", &rec->session_id,
+                                                        eb)))
+        return rc;
+    c = p->col[NAT_TTFT];
+    if (c >= 0 && row->f[c].len) {
+        if ((rc = trace__get_ms(row, c, "slo_ttft_ms", &rec->slo_ttft_ns, eb)))
+            return rc;
+        rec->has_slo |= 1;
+    }
+    c = p->col[NAT_TBT];
+    if (c >= 0 && row->f[c].len) {
+        if ((rc = trace__get_ms(row, c, "slo_tbt_ms", &rec->slo_tbt_ns, eb)))
+            return rc;
+        rec->has_slo |= 2;
+    }
+    return rc;
+}
+
+static int native_parse(void *priv, const trace__row *row, trace_rec *rec, ss_errbuf *eb)
+{
+    const native_priv *p = priv;
+    int rc;
+    if ((rc = trace__get_u64(row, p->col[NAT_ID], "request_id", &rec->id, eb)) ||
+        (rc = trace__get_secs(row, p->col[NAT_ARRIVAL], "arrival_s", &rec->arrival_ns, eb)) ||
+        (rc = native_tenant(p, row, rec, eb)) ||
+        (rc = trace__get_tokens(row, p->col[NAT_PROMPT], "prompt_tokens", &rec->prompt_tokens,
+                                eb)) ||
+        (rc = trace__get_tokens(row, p->col[NAT_OUTPUT], "output_tokens", &rec->output_tokens,
+                                eb)))
+        return rc;
+    return native_optional(p, row, rec, eb);
+}
+
+const trace_format_ops trace__fmt_native = {
+    .name = "native",
+    .priv_size = sizeof(native_priv),
+    .time_field = "arrival_s",
+    .probe = native_probe,
+    .open = native_open,
+    .parse = native_parse,
+};

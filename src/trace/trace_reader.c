@@ -1,0 +1,451 @@
+/* The streaming trace reader: line reading with a TRACE_MAX_LINE limit (CRLF, BOM, blank lines,
+ * missing final newline), the format registry and auto-detection, the arrival-order check, the
+ * FNV-1a digest and tenant-name interning. Field parsing lives in the format plug-ins
+ * (trace_native.c, trace_azure.c, trace_vidur.c) and trace_field.c. */
+#include "trace_int.h"
+
+#include "core/ss_alloc.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+/* Tenant names, interned: an array of owned strings plus an open-addressing hash index. */
+typedef struct tenant_table {
+    char **names;     /* n names, each owned (ss_malloc) */
+    size_t n, cap;    /* names used / allocated */
+    uint32_t *slots;  /* name index + 1, 0 = empty; n_slots is a power of two */
+    uint32_t n_slots; /* slots allocated */
+} tenant_table;
+
+struct trace_reader {
+    const trace_format_ops *ops; /* the detected or forced format */
+    FILE *f;                     /* the input */
+    int own_f;                   /* close f in trace_reader_close */
+    const char *name;            /* file name for messages; stored after priv */
+    uint64_t line_no;            /* lines read so far */
+    uint64_t n_recs;             /* requests returned so far */
+    ss_time prev_ns;             /* arrival of the last request returned */
+    uint64_t digest;             /* FNV-1a of the bytes consumed so far */
+    int rc;                      /* sticky error code, 0 = none */
+    int at_end;                  /* the end of the trace was reported */
+    ss_errbuf err;               /* sticky error message */
+    size_t pos, end;             /* consumed / filled bytes of chunk */
+    uint32_t n_cols;             /* header columns; every data row must have as many */
+    tenant_table tenants;
+    trace__field fields[TRACE__MAX_COLS];
+    unsigned char chunk[TRACE__CHUNK];
+    char line[TRACE_MAX_LINE + 2]; /* a line, a possible '\r' and a NUL */
+    max_align_t priv[];            /* the format's priv_size bytes, then the name */
+};
+
+static const trace_format_ops *const trace_formats[] = {
+    &trace__fmt_native,
+    &trace__fmt_azure,
+    &trace__fmt_vidur,
+    NULL,
+};
+
+const char *const trace_format_names[] = {"native", "azure", "vidur", NULL};
+
+/* ====================================================================================== */
+/* Errors and line reading                                                                 */
+/* ====================================================================================== */
+
+/* Record a sticky "FILE:LINE: field: ..." error and return rc. */
+__attribute__((format(printf, 5, 6))) static int fail(trace_reader *r, int rc, uint64_t line,
+                                                       const char *field, const char *fmt, ...)
+{
+    int n = snprintf(r->err.msg, sizeof r->err.msg, "%s:%" PRIu64 ": %s: ", r->name, line, field);
+    if (n >= 0 && (size_t)n < sizeof r->err.msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err.msg + n, sizeof r->err.msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    r->rc = rc;
+    return rc;
+}
+
+/* Make unread bytes available in chunk: 1, 0 at the end of the input, or SS_EIO. */
+static int fill(trace_reader *r)
+{
+    if (r->pos < r->end)
+        return 1;
+    size_t n = fread(r->chunk, 1, sizeof r->chunk, r->f);
+    r->pos = 0;
+    r->end = n;
+    if (n)
+        return 1;
+    if (ferror(r->f))
+        return fail(r, SS_EIO, r->line_no + 1, "read", "%s", strerror(errno));
+    return 0;
+}
+
+/* Copy the next line (without "\n") into r->line. Returns 1 with *len_out set, 0 at the end
+ * of the input, or a negative code (line too long, read error). */
+static int read_raw_line(trace_reader *r, size_t *len_out)
+{
+    size_t len = 0;
+    int any = 0;
+    for (;;) {
+        int rc = fill(r);
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && !any)
+            return 0;
+        if (rc == 0)
+            break;
+        any = 1;
+        const unsigned char *p = r->chunk + r->pos;
+        const unsigned char *nl = memchr(p, '\n', r->end - r->pos);
+        size_t take = nl ? (size_t)(nl - p) : r->end - r->pos;
+        r->digest = trace__fnv1a(r->digest, p, take + (nl != NULL));
+        r->pos += take + (nl != NULL);
+        /* One byte of slack for the '\r' of a CRLF line end. */
+        if (take > TRACE_MAX_LINE + 1 - len)
+            return fail(r, SS_EPARSE, r->line_no + 1, "line", "longer than %d bytes",
+                        TRACE_MAX_LINE);
+        memcpy(r->line + len, p, take);
+        len += take;
+        if (nl)
+            break;
+    }
+    *len_out = len;
+    return 1;
+}
+
+/* Next line with its line end and (on line 1) UTF-8 BOM removed. NUL bytes are rejected so
+ * every later stage can treat fields as text. 1, 0 at the end, or a negative code. */
+static int read_line(trace_reader *r, const char **line_out, size_t *len_out)
+{
+    size_t len = 0;
+    int rc = read_raw_line(r, &len);
+    if (rc <= 0)
+        return rc;
+    r->line_no++;
+    if (len && r->line[len - 1] == '\r')
+        len--;
+    if (len > TRACE_MAX_LINE)
+        return fail(r, SS_EPARSE, r->line_no, "line", "longer than %d bytes", TRACE_MAX_LINE);
+    r->line[len] = '\0';
+    if (memchr(r->line, '\0', len))
+        return fail(r, SS_EPARSE, r->line_no, "line", "contains a NUL byte");
+    const char *s = r->line;
+    if (r->line_no == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) {
+        s += 3;
+        len -= 3;
+    }
+    *line_out = s;
+    *len_out = len;
+    return 1;
+}
+
+static int is_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+/* Next line that is not blank: 1, 0 at the end, or a negative code. */
+static int read_nonblank(trace_reader *r, const char **line_out, size_t *len_out)
+{
+    int rc;
+    do
+        rc = read_line(r, line_out, len_out);
+    while (rc == 1 && is_blank(*line_out, *len_out));
+    return rc;
+}
+
+/* ====================================================================================== */
+/* Opening: format lookup, header, detection                                               */
+/* ====================================================================================== */
+
+/* The format named name, NULL for "auto" (or a NULL name). SS_ENOTFOUND for unknown names. */
+static int find_format(const char *name, const char *file, const trace_format_ops **ops_out,
+                       ss_errbuf *eb)
+{
+    *ops_out = NULL;
+    if (!name || !strcmp(name, "auto"))
+        return SS_OK;
+    for (size_t i = 0; trace_formats[i]; i++) {
+        if (!strcmp(name, trace_formats[i]->name)) {
+            *ops_out = trace_formats[i];
+            return SS_OK;
+        }
+    }
+    trace__shown sh;
+    return ss_err(eb, SS_ENOTFOUND, "%s: format: unknown format '%s' (known: auto, native, azure, "
+                  "vidur)", file, trace__show(&sh, name, strlen(name)));
+}
+
+/* Allocate a reader whose priv area fits every registered format, with a copy of name. */
+static trace_reader *reader_alloc(const char *name)
+{
+    size_t priv = 0, a = sizeof(max_align_t);
+    for (size_t i = 0; trace_formats[i]; i++)
+        if (trace_formats[i]->priv_size > priv)
+            priv = trace_formats[i]->priv_size;
+    priv = (priv + a - 1) / a * a;
+    size_t name_len = strlen(name);
+    trace_reader *r = ss_calloc(1, sizeof *r + priv + name_len + 1);
+    if (!r)
+        return NULL;
+    char *copy = (char *)r->priv + priv;
+    memcpy(copy, name, name_len + 1);
+    r->name = copy;
+    r->digest = TRACE__FNV_OFFSET;
+    return r;
+}
+
+static trace__row make_row(trace_reader *r, uint32_t n)
+{
+    trace__row row = {.f = r->fields, .n = n, .file = r->name, .line = r->line_no, .r = r};
+    return row;
+}
+
+/* The format whose probe scores the header highest, or NULL when none recognises it. */
+static const trace_format_ops *detect(const trace__row *hdr)
+{
+    const trace_format_ops *best = NULL;
+    int best_score = 0;
+    for (size_t i = 0; trace_formats[i]; i++) {
+        int s = trace_formats[i]->probe(hdr);
+        if (s > best_score) {
+            best_score = s;
+            best = trace_formats[i];
+        }
+    }
+    return best;
+}
+
+static int check_duplicates(trace_reader *r, const trace__row *hdr)
+{
+    trace__shown sh;
+    for (uint32_t i = 0; i < hdr->n; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (hdr->f[i].len && hdr->f[i].len == hdr->f[j].len &&
+                !memcmp(hdr->f[i].s, hdr->f[j].s, hdr->f[i].len))
+                return fail(r, SS_EPARSE, hdr->line, "header", "duplicate column '%s'",
+                            trace__show(&sh, hdr->f[i].s, hdr->f[i].len));
+    return SS_OK;
+}
+
+/* Read and split the header, pick the format and let it find its columns. */
+static int read_header(trace_reader *r, const trace_format_ops *forced)
+{
+    const char *line;
+    size_t len;
+    trace__shown sh;
+    int rc = read_nonblank(r, &line, &len);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return fail(r, SS_EPARSE, 1, "header", "file is empty");
+    uint32_t n = trace__split(line, len, r->fields, TRACE__MAX_COLS);
+    if (n > TRACE__MAX_COLS)
+        return fail(r, SS_EPARSE, r->line_no, "header", "more than %d columns",
+                    TRACE__MAX_COLS);
+    trace__row hdr = make_row(r, n);
+    if ((rc = check_duplicates(r, &hdr)))
+        return rc;
+    const trace_format_ops *ops = forced ? forced : detect(&hdr);
+    if (!ops)
+        return fail(r, SS_EPARSE, r->line_no, "header",
+                    "not a known trace header: '%s' (expected native, azure or vidur columns)",
+                    trace__show(&sh, line, len));
+    r->ops = ops;
+    r->n_cols = n;
+    if ((rc = ops->open(r->priv, &hdr, &r->err)))
+        r->rc = rc;
+    return rc;
+}
+
+int trace_reader_open_stream(trace_reader **r_out, FILE *f, const char *name, const char *format,
+                             ss_errbuf *eb)
+{
+    const trace_format_ops *forced;
+    if (!r_out || !f || !name)
+        return ss_err(eb, SS_EINVAL, "trace_reader_open_stream: NULL argument");
+    int rc = find_format(format, name, &forced, eb);
+    if (rc)
+        return rc;
+    trace_reader *r = reader_alloc(name);
+    if (!r)
+        return ss_err(eb, SS_ENOMEM, "%s: out of memory", name);
+    r->f = f;
+    if ((rc = read_header(r, forced))) {
+        ss_err(eb, rc, "%s", r->err.msg);
+        trace_reader_close(&r);
+        return rc;
+    }
+    *r_out = r;
+    return SS_OK;
+}
+
+int trace_reader_open(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb)
+{
+    const trace_format_ops *ops;
+    if (!r_out || !path)
+        return ss_err(eb, SS_EINVAL, "trace_reader_open: NULL argument");
+    int rc = find_format(format, path, &ops, eb); /* before touching the file */
+    if (rc)
+        return rc;
+    int is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    rc = trace_reader_open_stream(r_out, f, is_stdin ? "<stdin>" : path, format, eb);
+    if (rc) {
+        if (!is_stdin)
+            fclose(f);
+        return rc;
+    }
+    (*r_out)->own_f = !is_stdin;
+    return SS_OK;
+}
+
+/* ====================================================================================== */
+/* Reading requests                                                                        */
+/* ====================================================================================== */
+
+/* Read, split, parse and order-check the next data row: 1, 0 at the end, or an error. */
+static int next_rec(trace_reader *r, trace_rec *out)
+{
+    const char *line;
+    size_t len;
+    trace__secs a, b;
+    int rc = read_nonblank(r, &line, &len);
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && r->n_recs == 0)
+        return fail(r, SS_EPARSE, r->line_no + 1, "trace", "no requests after the header");
+    if (rc == 0)
+        return 0;
+    uint32_t n = trace__split(line, len, r->fields, TRACE__MAX_COLS);
+    if (n != r->n_cols)
+        return fail(r, SS_EPARSE, r->line_no, "line", "expected %" PRIu32 " fields, got %" PRIu32,
+                    r->n_cols, n);
+    trace__row row = make_row(r, n);
+    trace_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.id = r->n_recs;
+    rec.line = r->line_no;
+    if ((rc = r->ops->parse(r->priv, &row, &rec, &r->err)))
+        return r->rc = rc;
+    if (r->n_recs && rec.arrival_ns < r->prev_ns)
+        return fail(r, SS_EPARSE, r->line_no, r->ops->time_field, "goes backwards (%s < %s)",
+                    trace__fmt_secs(&a, rec.arrival_ns), trace__fmt_secs(&b, r->prev_ns));
+    r->prev_ns = rec.arrival_ns;
+    r->n_recs++;
+    *out = rec;
+    return 1;
+}
+
+int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb)
+{
+    if (!r || !out)
+        return ss_err(eb, SS_EINVAL, "trace_reader_next: NULL argument");
+    if (r->rc)
+        return ss_err(eb, r->rc, "%s", r->err.msg);
+    if (r->at_end)
+        return 0;
+    int rc = next_rec(r, out);
+    if (rc < 0) {
+        r->rc = rc;
+        return ss_err(eb, rc, "%s", r->err.msg);
+    }
+    r->at_end = rc == 0;
+    return rc;
+}
+
+void trace_reader_close(trace_reader **rp)
+{
+    if (!rp || !*rp)
+        return;
+    trace_reader *r = *rp;
+    if (r->own_f)
+        fclose(r->f);
+    for (size_t i = 0; i < r->tenants.n; i++)
+        ss_free(r->tenants.names[i]);
+    ss_free(r->tenants.names);
+    ss_free(r->tenants.slots);
+    ss_free(r);
+    *rp = NULL;
+}
+
+const char *trace_reader_format(const trace_reader *r) { return r->ops->name; }
+
+uint64_t trace_reader_digest(const trace_reader *r) { return r->digest; }
+
+/* ====================================================================================== */
+/* Tenant names                                                                            */
+/* ====================================================================================== */
+
+const char *trace_reader_tenant_name(const trace_reader *r, uint16_t idx)
+{
+    return idx < r->tenants.n ? r->tenants.names[idx] : NULL;
+}
+
+uint32_t trace_reader_n_tenants(const trace_reader *r) { return (uint32_t)r->tenants.n; }
+
+/* The slot holding name s, or the empty slot where it would go. n_slots must be > 0. */
+static uint32_t *tenant_slot(const tenant_table *t, uint32_t *slots, uint32_t n_slots,
+                             const char *s, size_t len)
+{
+    uint32_t mask = n_slots - 1;
+    uint32_t i = (uint32_t)trace__fnv1a(TRACE__FNV_OFFSET, s, len) & mask;
+    while (slots[i]) {
+        const char *nm = t->names[slots[i] - 1];
+        if (strlen(nm) == len && !memcmp(nm, s, len))
+            break;
+        i = (i + 1) & mask;
+    }
+    return &slots[i];
+}
+
+/* Rebuild the hash index with twice the slots. 0 or SS_ENOMEM (index unchanged). */
+static int tenant_rehash(tenant_table *t)
+{
+    uint32_t n_slots = t->n_slots ? t->n_slots * 2 : 16;
+    uint32_t *slots = ss_calloc(n_slots, sizeof *slots);
+    if (!slots)
+        return SS_ENOMEM;
+    for (size_t i = 0; i < t->n; i++)
+        *tenant_slot(t, slots, n_slots, t->names[i], strlen(t->names[i])) = (uint32_t)i + 1;
+    ss_free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return SS_OK;
+}
+
+int trace__intern(trace_reader *r, const char *s, size_t len, uint16_t *idx_out)
+{
+    tenant_table *t = &r->tenants;
+    if (t->n_slots) {
+        uint32_t *slot = tenant_slot(t, t->slots, t->n_slots, s, len);
+        if (*slot) {
+            *idx_out = (uint16_t)(*slot - 1);
+            return SS_OK;
+        }
+    }
+    if (t->n >= TRACE_MAX_TENANTS)
+        return SS_EPARSE;
+    void *names = t->names;
+    if (ss_grow(&names, &t->cap, t->n + 1, sizeof *t->names))
+        return SS_ENOMEM;
+    t->names = names;
+    if ((t->n + 1) * 2 > t->n_slots && tenant_rehash(t))
+        return SS_ENOMEM;
+    char *copy = ss_strndup(s, len);
+    if (!copy)
+        return SS_ENOMEM;
+    t->names[t->n] = copy;
+    *tenant_slot(t, t->slots, t->n_slots, s, len) = (uint32_t)t->n + 1;
+    *idx_out = (uint16_t)t->n++;
+    return SS_OK;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# CLI test of `slicesim list`: both listings show every shipped profile, --json is valid JSON
+# with the same entries, usage errors exit 2 with one "slicesim: " line, a missing profiles
+# directory exits 1, --help exits 0. Needs $SLICESIM and $SS_SOURCE_ROOT (set by meson).
+set -u
+
+: "${SLICESIM:?set SLICESIM to the slicesim binary}"
+: "${SS_SOURCE_ROOT:?set SS_SOURCE_ROOT to the source tree}"
+[ -x "$SLICESIM" ] || { echo "skip: $SLICESIM is not executable"; exit 77; }
+
+PROFILES="$SS_SOURCE_ROOT/profiles"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/list_cli.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# run NAME WANT_STATUS ARGS...: run slicesim, keep stdout/stderr in $tmp/NAME.{out,err}.
+run() {
+    local name=$1 want=$2
+    shift 2
+    "$SLICESIM" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    local got=$?
+    [ "$got" -eq "$want" ] || fail "$name: exit $got, want $want: $(head -c 300 "$tmp/$name.err")"
+}
+
+# one_error_line NAME PATTERN: stderr is exactly one line, starts "slicesim: ", matches PATTERN.
+one_error_line() {
+    local name=$1 pat=$2 err="$tmp/$1.err"
+    [ "$(wc -l <"$err")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$err")"
+    grep -q '^slicesim: ' "$err" || fail "$name: stderr lacks the 'slicesim: ' prefix"
+    grep -q -- "$pat" "$err" || fail "$name: stderr does not match '$pat': $(cat "$err")"
+}
+
+run models 0 list models --profiles "$PROFILES"
+for m in llama-2-7b llama-2-13b llama-2-70b llama-3-8b llama-3-70b mistral-7b qwen2.5-7b \
+         qwen2.5-72b mixtral-8x7b; do
+    grep -q "^$m " "$tmp/models.out" || fail "list models lacks $m"
+done
+[ "$(wc -l <"$tmp/models.out")" -eq 10 ] || fail "list models: want a header and 9 rows"
+grep -q '^llama-2-7b  *6\.74 ' "$tmp/models.out" || fail "llama-2-7b should show 6.74 B params"
+grep -q '^mixtral-8x7b .* 8/2 ' "$tmp/models.out" || fail "mixtral-8x7b should show experts 8/2"
+[ -s "$tmp/models.err" ] && fail "list models wrote to stderr: $(cat "$tmp/models.err")"
+
+run gpus 0 list gpus --profiles "$PROFILES"
+for g in a100-80g h100-sxm h200 l40s; do
+    grep -q "^$g " "$tmp/gpus.out" || fail "list gpus lacks $g"
+done
+[ "$(wc -l <"$tmp/gpus.out")" -eq 5 ] || fail "list gpus: want a header and 4 rows"
+grep -q '^h100-sxm .* 989 .* 3\.35 ' "$tmp/gpus.out" ||
+    fail "h100-sxm row: $(grep h100 "$tmp/gpus.out")"
+# Columns line up: the last column is right-aligned, so every row is as long as the header.
+awk 'NR == 1 { n = length($0) } length($0) != n { bad = 1 } END { exit bad }' "$tmp/gpus.out" ||
+    fail "list gpus rows are not aligned"
+
+# The default directory (no --profiles) is found from anywhere via the compiled-in source root.
+(cd "$tmp" && "$SLICESIM" list gpus >"$tmp/default.out" 2>&1) || fail "list gpus without --profiles"
+cmp -s "$tmp/default.out" "$tmp/gpus.out" || fail "default profiles differ from --profiles"
+
+if command -v python3 >/dev/null; then
+    run json 0 list --json models --profiles "$PROFILES"
+    python3 - "$tmp/json.out" <<'PY' || fail "list --json models is not the expected JSON"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 9, len(rows)
+m = {r["name"]: r for r in rows}
+assert m["llama-2-7b"]["kv_bytes_per_token"] == 524288
+assert abs(m["mixtral-8x7b"]["params"] / 46.7e9 - 1) < 0.01
+PY
+    run gjson 0 list gpus --json --profiles "$PROFILES"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r)==4' \
+        "$tmp/gjson.out" || fail "list --json gpus is not a 4-entry JSON array"
+fi
+
+run bad_kind 2 list tenants --profiles "$PROFILES"
+one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus)"
+run no_kind 2 list
+one_error_line no_kind "models, gpus"
+run two_kinds 2 list models gpus
+one_error_line two_kinds "models, gpus"
+run bad_opt 2 list --frobnicate models
+one_error_line bad_opt "unknown option '--frobnicate'"
+run no_arg 2 list models --profiles
+one_error_line no_arg "'--profiles' needs an argument"
+run no_dir 1 list models --profiles "$tmp/none"
+one_error_line no_dir "$tmp/none/hardware: cannot open directory"
+
+# A malformed profile is the user's input: exit 2, FILE:LINE: key in the message.
+mkdir -p "$tmp/p/hardware" "$tmp/p/models"
+cp "$PROFILES/hardware/h200.ini" "$tmp/p/hardware/"
+sed 's/^hidden = /hiden = /' "$PROFILES/models/llama-3-8b.ini" >"$tmp/p/models/llama-3-8b.ini"
+run typo 2 list models --profiles "$tmp/p"
+one_error_line typo "$tmp/p/models/llama-3-8b.ini:[0-9]*: model.hiden: unknown key"
+
+run help 0 list --help
+grep -q '^usage: slicesim list' "$tmp/help.out" || fail "--help does not print the usage"
+[ -s "$tmp/help.err" ] && fail "--help wrote to stderr"
+
+if [ "$fails" -gt 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "list_cli: all checks passed"

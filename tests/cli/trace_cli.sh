@@ -1,0 +1,181 @@
+#!/bin/bash
+# CLI tests of `slicesim trace`: --help, stats of the shipped default trace against the published
+# Azure conversation figures (within 2 %), byte-identical regeneration of that file, error
+# reporting (exit 2, one "slicesim: FILE:LINE: field: ..." line on stderr, nothing on stdout),
+# the FILE.tmp-and-rename rule of gen, and the real traces when ../shared/data is present.
+# Needs $SLICESIM and $SS_SOURCE_ROOT; $SS_SHARED_DATA is optional.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+DATA=${SS_SHARED_DATA:-$ROOT/../shared/data}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# within GOT WANT WHAT: |GOT - WANT| <= 2 % of WANT
+within() {
+    awk -v g="$1" -v w="$2" 'BEGIN { d = (g - w) / w; if (d < 0) d = -d; exit !(d <= 0.02) }' ||
+        fail "$3: got $1, want $2 within 2 %"
+}
+
+# json_num FILE KEY [OBJECT]: a number from the one-line JSON of `trace stats --json`.
+json_num() {
+    local src
+    if [ $# -eq 3 ]; then
+        src=$(grep -o "\"$3\":{[^}]*}" "$1")
+    else
+        src=$(cat "$1")
+    fi
+    echo "$src" | grep -o "\"$2\":[-0-9.e+]*" | head -1 | cut -d: -f2
+}
+
+# expect_error WANT_RC REGEX CMD...: exit status, nothing on stdout, one matching stderr line.
+expect_error() {
+    local want=$1 re=$2
+    shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$*: exit $rc, want $want (stderr: $(cat "$T/err"))"
+    [ ! -s "$T/out" ] || fail "$*: wrote to stdout: $(head -c 200 "$T/out")"
+    [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$*: want one stderr line, got: $(cat "$T/err")"
+    grep -Eq "$re" "$T/err" || fail "$*: stderr '$(cat "$T/err")' does not match '$re'"
+}
+
+# ---- help ------------------------------------------------------------------------------
+"$S" trace --help >"$T/out" || fail "trace --help exit $?"
+grep -q "slicesim trace stats" "$T/out" || fail "trace --help: no usage"
+"$S" trace stats --help >"$T/out" || fail "trace stats --help exit $?"
+grep -q -- "--json" "$T/out" || fail "trace stats --help does not mention --json"
+"$S" trace gen --help >"$T/out" || fail "trace gen --help exit $?"
+grep -q -- "--prompt" "$T/out" || fail "trace gen --help does not mention --prompt"
+expect_error 2 '^slicesim: trace: unknown subcommand' "$S" trace frobnicate
+
+# ---- the default trace matches the published figures -----------------------------------
+DEF=$ROOT/traces/azure-conv-synth.csv
+[ -f "$DEF" ] || fail "missing $DEF"
+"$S" trace stats --json "$DEF" >"$T/s.json" || fail "stats --json $DEF exit $?"
+within "$(json_num "$T/s.json" rate)" 5.5 "rate"
+within "$(json_num "$T/s.json" requests)" 19800 "requests"
+within "$(json_num "$T/s.json" span_s)" 3600 "span"
+within "$(json_num "$T/s.json" interarrival_cv)" 1 "inter-arrival cv (Poisson)"
+within "$(json_num "$T/s.json" mean prompt)" 1155 "prompt mean"
+within "$(json_num "$T/s.json" p50 prompt)" 1020 "prompt p50"
+within "$(json_num "$T/s.json" p99 prompt)" 4142 "prompt p99"
+within "$(json_num "$T/s.json" mean output)" 211 "output mean"
+within "$(json_num "$T/s.json" p50 output)" 129 "output p50"
+within "$(json_num "$T/s.json" p99 output)" 601 "output p99"
+[ "$(json_num "$T/s.json" tenants)" = 1 ] || fail "tenants: want 1"
+# The table carries the same numbers; stdin gives the same answer as the file.
+"$S" trace stats "$DEF" >"$T/table" || fail "stats table exit $?"
+grep -Eq '^requests +[0-9]+$' "$T/table" || fail "table: no requests row"
+grep -Eq '^prompt +[0-9.]+ +[0-9]+ +1031 ' "$T/table" || fail "table: prompt row: $(cat "$T/table")"
+"$S" trace stats --json - <"$DEF" >"$T/s2.json" || fail "stats - exit $?"
+sed 's/"file":"[^"]*"//' "$T/s.json" >"$T/a"
+sed 's/"file":"[^"]*"//' "$T/s2.json" >"$T/b"
+cmp -s "$T/a" "$T/b" || fail "stats of stdin differs from stats of the file"
+
+# ---- regeneration is byte-identical ----------------------------------------------------
+gen_default() {
+    "$S" trace gen --rate 5.5 --duration 3600 --arrival poisson --seed 1 \
+        --prompt "quantiles:0=2,0.5=1020,0.9=1871.4,0.99=4142,1=5921" \
+        --output "quantiles:0=7,0.5=129,0.9=478.3,0.99=601,1=819" -o "$1"
+}
+gen_default "$T/g1.csv" || fail "gen exit $?"
+gen_default "$T/g2.csv" || fail "gen exit $?"
+cmp "$T/g1.csv" "$T/g2.csv" || fail "gen twice: files differ"
+cmp "$T/g1.csv" "$DEF" || fail "the README command no longer reproduces $DEF"
+[ ! -e "$T/g1.csv.tmp" ] || fail "gen left g1.csv.tmp behind"
+"$S" trace gen --requests 100 --seed 9 -o - >"$T/g3.csv" || fail "gen -o - exit $?"
+[ "$(wc -l <"$T/g3.csv")" -eq 101 ] || fail "gen --requests 100: want 101 lines"
+"$S" trace gen --requests 100 --seed 9 -o "$T/g4.csv" || fail "gen exit $?"
+cmp "$T/g3.csv" "$T/g4.csv" || fail "gen to stdout and to a file differ"
+"$S" trace gen --requests 100 --seed 9 --output fixed:5 -o "$T/g5.csv" || fail "gen exit $?"
+cut -d, -f1-4 "$T/g3.csv" >"$T/a"
+cut -d, -f1-4 "$T/g5.csv" >"$T/b"
+cmp -s "$T/a" "$T/b" || fail "changing --output changed arrivals or prompts"
+"$S" trace gen --requests 5000 --rate 20 --arrival gamma --cv 3 -o "$T/g6.csv" || fail "gamma"
+"$S" trace stats --json "$T/g6.csv" >"$T/s6.json" || fail "stats of gamma trace"
+awk -v c="$(json_num "$T/s6.json" interarrival_cv)" 'BEGIN { exit !(c > 2.5 && c < 3.5) }' ||
+    fail "gamma --cv 3: measured cv $(json_num "$T/s6.json" interarrival_cv)"
+
+# ---- bad traces: exit 2, FILE:LINE: field: message, nothing on stdout -------------------
+H=request_id,arrival_s,tenant,prompt_tokens,output_tokens
+printf '%s\n0,0,a,1,1\n1,1,a,abc,1\n' $H >"$T/bad1.csv"
+expect_error 2 "^slicesim: $T/bad1.csv:3: prompt_tokens: not an integer: 'abc'\$" \
+    "$S" trace stats "$T/bad1.csv"
+printf '%s\r\n0,4.25,a,1,1\r\n1,3.5,a,1,1\r\n' $H >"$T/bad2.csv"
+expect_error 2 "^slicesim: $T/bad2.csv:3: arrival_s: goes backwards \\(3.5 < 4.25\\)\$" \
+    "$S" trace stats --json "$T/bad2.csv"
+: >"$T/empty.csv"
+expect_error 2 "^slicesim: $T/empty.csv:1: header: file is empty\$" "$S" trace stats "$T/empty.csv"
+printf '%s\n' $H >"$T/hdr.csv"
+expect_error 2 "^slicesim: $T/hdr.csv:2: trace: no requests after the header\$" \
+    "$S" trace stats "$T/hdr.csv"
+printf 'request_id,arrival_s,tenant,prompt_tokens\n0,0,a,1\n' >"$T/bad3.csv"
+expect_error 2 "^slicesim: $T/bad3.csv:1: header: missing column output_tokens\$" \
+    "$S" trace stats "$T/bad3.csv"
+printf '%s\n0,0,a,1,1\n\n\n1,0,a,1,-3\n' $H >"$T/bad4.csv"
+expect_error 2 "^slicesim: $T/bad4.csv:5: output_tokens: must be >= 1, got -3\$" \
+    "$S" trace stats "$T/bad4.csv"
+{ printf '%s\n0,0,a,1,1\n' $H; head -c 70000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
+expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 65536 bytes\$" \
+    "$S" trace stats "$T/bad5.csv"
+KNOWN='\(known: auto, native, azure, vidur\)'
+expect_error 2 "^slicesim: $T/bad1.csv: format: unknown format 'csv' $KNOWN\$" \
+    "$S" trace stats --format csv "$T/bad1.csv"
+expect_error 2 "^slicesim: $T/bad1.csv:1: header: missing column TIMESTAMP\$" \
+    "$S" trace stats --format azure "$T/bad1.csv"
+expect_error 1 "^slicesim: $T/nope.csv: cannot open" "$S" trace stats "$T/nope.csv"
+expect_error 2 '^slicesim: trace stats: ' "$S" trace stats
+expect_error 2 '^slicesim: trace stats: bad option' "$S" trace stats --bogus "$T/bad1.csv"
+
+# ---- bad gen options: exit 2 (1 for I/O), no output file, no leftover .tmp --------------
+expect_error 2 '^slicesim: trace gen: --rate: must be > 0' \
+    "$S" trace gen --rate 0 --requests 5 -o "$T/x.csv"
+expect_error 2 '^slicesim: trace gen: --rate: must be > 0' \
+    "$S" trace gen --rate -2 --requests 5 -o "$T/x.csv"
+expect_error 2 "^slicesim: trace gen: --prompt: 'lognormal:abc:1': MEDIAN: not a number" \
+    "$S" trace gen --prompt lognormal:abc:1 --requests 5 -o "$T/x.csv"
+expect_error 2 '^slicesim: trace gen: need exactly one of --duration and --requests' \
+    "$S" trace gen --requests 5 --duration 3 -o "$T/x.csv"
+expect_error 2 '^slicesim: trace gen: need exactly one of --duration and --requests' \
+    "$S" trace gen -o "$T/x.csv"
+expect_error 2 '^slicesim: trace gen: need -o FILE' "$S" trace gen --requests 5
+expect_error 2 '^slicesim: trace gen: --cv needs --arrival gamma' \
+    "$S" trace gen --cv 2 --requests 5 -o "$T/x.csv"
+expect_error 2 '^slicesim: trace gen: --arrival' \
+    "$S" trace gen --arrival weibull --requests 5 -o "$T/x.csv"
+[ ! -e "$T/x.csv" ] && [ ! -e "$T/x.csv.tmp" ] || fail "a refused gen left a file"
+expect_error 1 "^slicesim: trace gen: cannot create $T/no/dir/x.csv.tmp" \
+    "$S" trace gen --requests 5 -o "$T/no/dir/x.csv"
+if [ -w /dev/full ]; then
+    "$S" trace gen --requests 100000 -o - >/dev/full 2>"$T/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q '^slicesim: trace gen: write failed' "$T/err" ||
+        fail "gen to a full disk: exit $rc, stderr $(cat "$T/err")"
+fi
+# An existing file is replaced only when the new one is complete.
+echo keep >"$T/keep.csv"
+"$S" trace gen --rate 0 --requests 5 -o "$T/keep.csv" 2>/dev/null
+[ "$(cat "$T/keep.csv")" = keep ] || fail "a refused gen touched the existing output"
+
+# ---- real public traces, when present ---------------------------------------------------
+CONV=$DATA/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+if [ -r "$CONV" ]; then
+    "$S" trace stats --json "$CONV" >"$T/conv.json" || fail "stats $CONV exit $?"
+    [ "$(json_num "$T/conv.json" requests)" = 19366 ] || fail "conv: want 19366 requests"
+    [ "$(json_num "$T/conv.json" p99 prompt)" = 4142 ] || fail "conv: prompt p99"
+    grep -q '"format":"azure"' "$T/conv.json" || fail "conv: not detected as azure"
+else
+    echo "note: $CONV absent, real-trace checks skipped"
+fi
+VID=$DATA/traces/vidur/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv
+if [ -r "$VID" ]; then
+    expect_error 2 ":1: header: missing column arrived_at\$" "$S" trace stats "$VID"
+fi
+echo "trace_cli: all checks passed"
+exit 0

@@ -1,0 +1,564 @@
+/* Catalog: the shipped profiles load with the published figures, derived parameter and
+ * KV-cache sizes, lookups and their error messages, the profiles-directory search order,
+ * every kind of malformed profile (rc and "FILE:LINE: key" prefix), and allocation-failure
+ * injection over a full load. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "config.h"
+#include "core/ss_alloc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* {======================================================================
+ * Helpers
+ * ======================================================================= */
+
+#define assert_close(x, want, rel_tol)                                                         \
+    do {                                                                                       \
+        double x_ = (x), w_ = (want);                                                          \
+        if (fabs(x_ - w_) > (rel_tol) * fabs(w_))                                             \
+            fail_msg("%s = %.6g, want %.6g (within %g)", #x, x_, w_, (double)(rel_tol));       \
+    } while (0)
+
+#define assert_prefix(msg, prefix)                                                             \
+    do {                                                                                       \
+        if (strncmp((msg), (prefix), strlen(prefix)))                                          \
+            fail_msg("message '%s'\n  does not start with '%s'", (msg), (prefix));             \
+    } while (0)
+
+static catalog *load_shipped(void)
+{
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    int rc = catalog_load(&c, tu_src_path("profiles"), &eb);
+    if (rc)
+        fail_msg("loading the shipped profiles: %s", eb.msg);
+    assert_non_null(c);
+    return c;
+}
+
+static void mkdir_ok(const char *path)
+{
+    if (mkdir(path, 0755) && errno != EEXIST)
+        fail_msg("mkdir %s: %s", path, strerror(errno));
+}
+
+/* A valid hardware profile, one line per entry; line numbers are index + 1. */
+static const char *const gpu_lines[] = {
+    "[gpu]", "name = tgpu", "description = Test GPU", "peak_bf16_tflops = 100", "hbm_gib = 16",
+    "hbm_bw_gbps = 1000", "sm_count = 10", "l2_mib = 8", "[node]", "gpus_per_node = 4",
+    "nvlink_gbps = 100", "pcie_gbps = 16", "net_gbps = 10", "link_latency_us = 5",
+    "net_latency_us = 5", "[roofline]", "eff_compute = 0.5", "eff_memory = 0.5", "eff_elementwise = 0.4",
+    "eff_link = 0.5", "op_floor_us = 2", "[overhead]", "iter_fixed_us = 100",
+    "iter_per_seq_us = 1", "iter_per_token_us = 0.1", NULL,
+};
+
+/* A valid model profile (a small Llama-like shape). */
+static const char *const model_lines[] = {
+    "; test model", "[model]", "name = tmodel", "layers = 2", "hidden = 64", "heads = 8",
+    "kv_heads = 2", "head_dim = 8", "ffn = 128", "vocab = 100", "max_context = 256",
+    "dtype = bf16", "gated_mlp = true", "tied_embeddings = false", NULL,
+};
+
+/* Join lines with '\n', replacing the line that sets `key` by `repl` (dropped when repl is
+ * NULL) and appending `extra` when not NULL. Static rotating buffer. */
+static const char *ini_text(const char *const *lines, const char *key, const char *repl,
+                            const char *extra)
+{
+    static char buf[2][4096];
+    static int k;
+    char *b = buf[k++ % 2];
+    size_t used = 0, klen = key ? strlen(key) : 0;
+    b[0] = '\0';
+    for (size_t i = 0; lines[i]; i++) {
+        const char *line = lines[i];
+        if (key && !strncmp(line, key, klen) && !strncmp(line + klen, " =", 2))
+            line = repl;
+        if (line)
+            used += (size_t)snprintf(b + used, sizeof buf[0] - used, "%s\n", line);
+    }
+    if (extra)
+        snprintf(b + used, sizeof buf[0] - used, "%s", extra);
+    return b;
+}
+
+/* A fresh profiles directory holding hardware/tgpu.ini and models/tmodel.ini. */
+static const char *make_profiles(const char *gpu_text, const char *model_text)
+{
+    static char dir[4][600];
+    static int n;
+    char *d = dir[n % 4];
+    snprintf(d, sizeof dir[0], "%s/p%d", tu_tmpdir(), n);
+    n++;
+    char sub[700];
+    mkdir_ok(d);
+    snprintf(sub, sizeof sub, "%s/hardware", d);
+    mkdir_ok(sub);
+    tu_write_file(sub, "tgpu.ini", gpu_text);
+    snprintf(sub, sizeof sub, "%s/models", d);
+    mkdir_ok(sub);
+    tu_write_file(sub, "tmodel.ini", model_text);
+    return d;
+}
+
+static const char *valid_gpu(void) { return ini_text(gpu_lines, NULL, NULL, NULL); }
+static const char *valid_model(void) { return ini_text(model_lines, NULL, NULL, NULL); }
+
+/* Load dir, expect rc and a message starting with the formatted prefix, nothing returned and
+ * nothing leaked. */
+static void expect_error(const char *dir, int want_rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void expect_error(const char *dir, int want_rc, const char *fmt, ...)
+{
+    char want[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof want, fmt, ap);
+    va_end(ap);
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    int rc = catalog_load(&c, dir, &eb);
+    if (rc != want_rc)
+        fail_msg("rc %d (%s), want %d; message '%s'", rc, ss_strerror(rc), want_rc, eb.msg);
+    assert_null(c);
+    assert_prefix(eb.msg, want);
+    assert_null(strchr(eb.msg, '\n'));
+    tu_assert_no_leaks();
+}
+
+/* A GPU file with one line replaced must fail at that line with the given text. */
+static void expect_gpu_error(const char *key, const char *repl, const char *tail)
+{
+    const char *d = make_profiles(ini_text(gpu_lines, key, repl, NULL), valid_model());
+    unsigned line = 0;
+    for (unsigned i = 0; gpu_lines[i]; i++)
+        if (!strncmp(gpu_lines[i], key, strlen(key)) && gpu_lines[i][strlen(key)] == ' ')
+            line = i + 1;
+    assert_int_not_equal(line, 0);
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:%u: %s", d, line, tail);
+}
+
+static void expect_model_error(const char *key, const char *repl, const char *extra,
+                               unsigned line, const char *tail)
+{
+    const char *d = make_profiles(valid_gpu(), ini_text(model_lines, key, repl, extra));
+    expect_error(d, SS_EPARSE, "%s/models/tmodel.ini:%u: %s", d, line, tail);
+}
+
+static int teardown_tmp(void **state)
+{
+    (void)state;
+    ss_alloc_fail_after(0);
+    tu_tmpdir_cleanup();
+    return 0;
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Shipped profiles
+ * ======================================================================= */
+
+static void test_shipped_gpus(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    assert_int_equal(catalog_n_gpus(c), 4);
+    const char *order[] = {"a100-80g", "h100-sxm", "h200", "l40s"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(catalog_gpu_at(c, i)->name, order[i]);
+    assert_null(catalog_gpu_at(c, 4));
+
+    const cat_gpu *a = catalog_gpu(c, "a100-80g");
+    assert_non_null(a);
+    assert_close(a->peak_flops, 312e12, 1e-9);
+    assert_close(a->hbm_bytes, 80.0 * 1073741824, 1e-9);
+    assert_close(a->hbm_bw, 2039e9, 1e-9);
+    assert_int_equal(a->sm_count, 108);
+    assert_close(a->l2_bytes, 40.0 * 1048576, 1e-9);
+    assert_close(a->nvlink_bw, 300e9, 1e-9);
+    assert_close(a->pcie_bw, 32e9, 1e-9);
+    assert_close(a->eff_compute, 0.72, 1e-9);
+    assert_close(a->eff_elementwise, 0.45, 1e-9);
+    assert_close(a->op_floor_s, 5e-6, 1e-9);
+    assert_close(a->iter_fixed_s, 3e-3, 1e-9);
+    assert_close(a->iter_per_token_s, 0.5e-6, 1e-9);
+    assert_non_null(strstr(a->path, "hardware/a100-80g.ini"));
+
+    const cat_gpu *h = catalog_gpu(c, "h100-sxm");
+    assert_close(h->peak_flops, 989e12, 1e-9);
+    assert_close(h->hbm_bw, 3.35e12, 1e-9);
+    assert_int_equal(h->sm_count, 132);
+    assert_close(h->nvlink_bw, 450e9, 1e-9);
+    assert_close(h->pcie_bw, 64e9, 1e-9);
+    assert_close(h->link_latency_s, 6e-6, 1e-9);
+
+    const cat_gpu *h2 = catalog_gpu(c, "h200");
+    assert_close(h2->hbm_bw, 4.8e12, 1e-9);
+    assert_close(h2->hbm_bytes, 141.0 * 1073741824, 1e-9);
+    assert_close(h2->peak_flops, h->peak_flops, 1e-12);
+
+    const cat_gpu *l = catalog_gpu(c, "l40s");
+    assert_close(l->peak_flops, 362e12, 1e-9);
+    assert_close(l->hbm_bw, 864e9, 1e-9);
+    assert_int_equal(l->sm_count, 142);
+    assert_false(l->has_nvlink);
+    assert_true(a->has_nvlink);
+    assert_close(l->nvlink_bw, l->pcie_bw, 1e-12);
+    assert_close(l->link_latency_s, 15e-6, 1e-9);
+    catalog_destroy(&c);
+    assert_null(c);
+    tu_assert_no_leaks();
+}
+
+static void test_shipped_models(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    assert_int_equal(catalog_n_models(c), 9);
+    for (size_t i = 1; i < catalog_n_models(c); i++)
+        assert_true(strcmp(catalog_model_at(c, i - 1)->name, catalog_model_at(c, i)->name) < 0);
+    const char *names[] = {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
+                           "llama-3-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b",
+                           "mixtral-8x7b"};
+    for (size_t i = 0; i < 9; i++)
+        assert_non_null(catalog_model(c, names[i]));
+
+    const cat_model *m = catalog_model(c, "llama-2-70b");
+    assert_int_equal(m->layers, 80);
+    assert_int_equal(m->hidden, 8192);
+    assert_int_equal(m->heads, 64);
+    assert_int_equal(m->kv_heads, 8);
+    assert_int_equal(m->ffn, 28672);
+    assert_int_equal(m->vocab, 32000);
+    assert_int_equal(m->max_context, 4096);
+    assert_int_equal(m->dtype_bytes, 2);
+    assert_true(m->gated_mlp);
+    assert_false(m->tied_embeddings);
+
+    m = catalog_model(c, "qwen2.5-7b");
+    assert_int_equal(m->layers, 28);
+    assert_int_equal(m->hidden, 3584);
+    assert_int_equal(m->heads, 28);
+    assert_int_equal(m->kv_heads, 4);
+    assert_int_equal(m->ffn, 18944);
+    assert_int_equal(m->vocab, 152064);
+    assert_false(m->tied_embeddings);
+
+    m = catalog_model(c, "mixtral-8x7b");
+    assert_int_equal(m->experts, 8);
+    assert_int_equal(m->top_k, 2);
+    assert_int_equal(m->max_context, 32768);
+    m = catalog_model(c, "llama-3-8b");
+    assert_int_equal(m->vocab, 128256);
+    assert_int_equal(m->experts, 0);
+    assert_int_equal(m->top_k, 0);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_params_and_kv(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    struct { const char *name; double params; double kv; } want[] = {
+        {"llama-2-7b", 6.74e9, 524288},  {"llama-2-70b", 68.98e9, 327680},
+        {"llama-3-8b", 8.03e9, 131072},  {"mixtral-8x7b", 46.7e9, 131072},
+        {"llama-2-13b", 13.0e9, 819200}, {"qwen2.5-7b", 7.62e9, 57344},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const cat_model *m = catalog_model(c, want[i].name);
+        assert_non_null(m);
+        assert_close(cat_model_params(m), want[i].params, 0.01);
+        assert_close(cat_model_kv_bytes_per_token(m), want[i].kv, 0);
+    }
+    /* Exact count for llama-2-7b, from its safetensors index: 6,738,415,616. */
+    assert_close(cat_model_params(catalog_model(c, "llama-2-7b")), 6738415616.0, 0);
+    /* Tying removes exactly the LM head; a plain MLP has 2 matrices instead of 3. */
+    cat_model t = *catalog_model(c, "llama-2-7b");
+    double full = cat_model_params(&t);
+    t.tied_embeddings = 1;
+    assert_close(full - cat_model_params(&t), 32000.0 * 4096, 0);
+    t.gated_mlp = 0;
+    assert_close(full - cat_model_params(&t), 32000.0 * 4096 + 32.0 * 4096 * 11008, 0);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_find(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    const cat_model *m = NULL;
+    const cat_gpu *g = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(catalog_model_find(c, "llama-2-7b", &m, &eb), SS_OK);
+    assert_string_equal(m->name, "llama-2-7b");
+    assert_int_equal(catalog_model_find(c, "llama-7b", &m, &eb), SS_ENOTFOUND);
+    assert_null(m);
+    assert_prefix(eb.msg, "unknown model 'llama-7b' (known: llama-2-13b, llama-2-70b, ");
+    assert_non_null(strstr(eb.msg, "qwen2.5-7b)"));
+    assert_int_equal(catalog_gpu_find(c, "H100", &g, &eb), SS_ENOTFOUND);
+    assert_string_equal(eb.msg, "unknown GPU 'H100' (known: a100-80g, h100-sxm, h200, l40s)");
+    assert_int_equal(catalog_gpu_find(c, "h200", &g, &eb), SS_OK);
+    assert_string_equal(g->name, "h200");
+    assert_null(catalog_gpu(c, "h20"));
+    assert_null(catalog_model(c, NULL));
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_default_dir(void **state)
+{
+    (void)state;
+    assert_string_equal(catalog_default_dir("mine"), "mine");
+    char cwd[1024];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    const char *saved = getenv("SLICESIM_PROFILES");
+    char saved_env[1024] = "";
+    if (saved)
+        snprintf(saved_env, sizeof saved_env, "%s", saved);
+    setenv("SLICESIM_PROFILES", "/from/env", 1);
+    assert_string_equal(catalog_default_dir(NULL), "/from/env");
+    unsetenv("SLICESIM_PROFILES");
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    char parent[700];
+    snprintf(parent, sizeof parent, "%s/with", tu_tmpdir());
+    mkdir_ok(parent);
+    char sub[800];
+    snprintf(sub, sizeof sub, "%s/profiles", parent);
+    assert_int_equal(rename(d, sub), 0);
+    assert_int_equal(chdir(parent), 0);
+    assert_string_equal(catalog_default_dir(NULL), "profiles");
+    assert_int_equal(chdir(tu_tmpdir()), 0);
+    assert_string_equal(catalog_default_dir(NULL), SS_SOURCE_ROOT "/profiles");
+    assert_int_equal(chdir(cwd), 0);
+    if (saved_env[0])
+        setenv("SLICESIM_PROFILES", saved_env, 1);
+    tu_assert_no_leaks();
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Malformed profiles
+ * ======================================================================= */
+
+static void test_fixture_loads(void **state)
+{
+    (void)state;
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/models", d);
+    tu_write_file(sub, "README.txt", "not a profile\n");
+    tu_write_file(sub, ".tmodel.ini.swp", "garbage\n");
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    int rc = catalog_load(&c, d, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_int_equal(catalog_n_gpus(c), 1);
+    assert_int_equal(catalog_n_models(c), 1);
+    const cat_gpu *g = catalog_gpu_at(c, 0);
+    assert_string_equal(g->description, "Test GPU");
+    assert_close(g->iter_per_token_s, 0.1e-6, 1e-9);
+    const cat_model *m = catalog_model_at(c, 0);
+    assert_string_equal(m->description, "tmodel"); /* defaults to the name */
+    assert_int_equal(m->experts, 0);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_io_errors(void **state)
+{
+    (void)state;
+    char nope[700];
+    snprintf(nope, sizeof nope, "%s/nope", tu_tmpdir());
+    expect_error(nope, SS_EIO, "%s/hardware: cannot open directory", nope);
+
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    char sub[700], cmd[1600];
+    snprintf(sub, sizeof sub, "%s/models", d);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", sub);
+    assert_int_equal(system(cmd), 0);
+    expect_error(d, SS_EIO, "%s/models: cannot open directory", d);
+
+    /* A directory named like a profile opens but cannot be read (even as root, unlike a
+     * chmod 000 file). */
+    d = make_profiles(valid_gpu(), valid_model());
+    snprintf(sub, sizeof sub, "%s/hardware/zz.ini", d);
+    mkdir_ok(sub);
+    expect_error(d, SS_EIO, "%s: read error", sub);
+}
+
+static void test_unknown_names(void **state)
+{
+    (void)state;
+    expect_gpu_error("peak_bf16_tflops", "peak_bf16_tflop = 312",
+                     "gpu.peak_bf16_tflop: unknown key");
+    const char *d = make_profiles(ini_text(gpu_lines, "name", "[gpus]\nname = tgpu", NULL),
+                                  valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:3: gpus.name: unknown section [gpus] "
+                 "(expected [gpu], [node], [roofline], [overhead])", d);
+    char text[4096];
+    snprintf(text, sizeof text, "layers = 2\n%s", valid_model());
+    d = make_profiles(valid_gpu(), text);
+    expect_error(d, SS_EPARSE, "%s/models/tmodel.ini:1: layers: key outside any section", d);
+    expect_model_error("layers", "Layers = 2", NULL, 4, "model.Layers: unknown key");
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    expect_gpu_error("hbm_gib", "hbm_gib = lots", "gpu.hbm_gib: 'lots' is not a number > 0");
+    expect_gpu_error("hbm_gib", "hbm_gib = 0", "gpu.hbm_gib: '0' is not a number > 0");
+    expect_gpu_error("hbm_bw_gbps", "hbm_bw_gbps = -3", "gpu.hbm_bw_gbps: '-3' is not");
+    expect_gpu_error("hbm_bw_gbps", "hbm_bw_gbps =", "gpu.hbm_bw_gbps: '' is not");
+    expect_gpu_error("hbm_bw_gbps", "hbm_bw_gbps = 12;", "gpu.hbm_bw_gbps: '12;' is not");
+    expect_gpu_error("hbm_bw_gbps", "hbm_bw_gbps = nan", "gpu.hbm_bw_gbps: 'nan' is not");
+    expect_gpu_error("eff_compute", "eff_compute = 1.5",
+                     "roofline.eff_compute: '1.5' is not a fraction in (0, 1]");
+    expect_gpu_error("eff_link", "eff_link = 0", "roofline.eff_link: '0' is not a fraction");
+    expect_gpu_error("sm_count", "sm_count = 10.5", "gpu.sm_count: '10.5' is not an integer");
+    expect_gpu_error("sm_count", "sm_count = 0", "gpu.sm_count: '0' is not an integer >= 1");
+    expect_gpu_error("link_latency_us", "link_latency_us = -1",
+                     "node.link_latency_us: '-1' is not a number >= 0");
+    expect_gpu_error("name", "name = H100 SXM", "gpu.name: 'H100 SXM' is not a name");
+    expect_gpu_error("name", "name = a-name-that-is-much-too-long-to-fit-in-the-name-field",
+                     "gpu.name: 'a-name-that-is-much-too-long");
+    expect_model_error("layers", "layers = 4294967296", NULL, 4, "model.layers: '4294967296'");
+    expect_model_error("dtype", "dtype = int4", NULL, 12,
+                       "model.dtype: 'int4' is not bf16, fp16, fp32 or fp8");
+    expect_model_error("gated_mlp", "gated_mlp = yes", NULL, 13,
+                       "model.gated_mlp: 'yes' is not true or false");
+}
+
+static void test_shape_rules(void **state)
+{
+    (void)state;
+    expect_model_error("kv_heads", "kv_heads = 3", NULL, 7,
+                       "model.kv_heads: heads (8) is not a multiple of kv_heads (3)");
+    expect_model_error("kv_heads", "kv_heads = 16", NULL, 7, "model.kv_heads: heads (8)");
+    expect_model_error("ffn", "ffn = 128", "experts = 4\ntop_k = 0\n", 16,
+                       "model.top_k: a mixture of 4 experts needs 1 <= top_k <= 4 (got 0)");
+    expect_model_error("ffn", "ffn = 128", "experts = 4\ntop_k = 5\n", 16, "model.top_k:");
+    expect_model_error("ffn", "ffn = 128", "experts = 4\n", 3, "model.top_k:"); /* name line */
+    expect_model_error("ffn", "ffn = 128", "top_k = 2\n", 15,
+                       "model.top_k: must be 0 for a dense model");
+    /* A valid mixture loads. */
+    const char *d = make_profiles(valid_gpu(), ini_text(model_lines, NULL, NULL,
+                                                        "experts = 4\ntop_k = 2\n"));
+    catalog *c = NULL;
+    assert_int_equal(catalog_load(&c, d, NULL), SS_OK);
+    assert_int_equal(catalog_model_at(c, 0)->experts, 4);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_structure_errors(void **state)
+{
+    (void)state;
+    const char *d = make_profiles(ini_text(gpu_lines, "hbm_bw_gbps", NULL, NULL), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini: gpu.hbm_bw_gbps: missing", d);
+    d = make_profiles(valid_gpu(), ini_text(model_lines, "name", NULL, NULL));
+    expect_error(d, SS_EPARSE, "%s/models/tmodel.ini: model.name: missing", d);
+    d = make_profiles(ini_text(gpu_lines, "sm_count", "sm_count = 10\nsm_count = 11", NULL),
+                      valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:8: gpu.sm_count: set twice (first on line 7)",
+                 d);
+    expect_gpu_error("l2_mib", "just some words", "syntax error");
+    expect_gpu_error("l2_mib", "[node", "syntax error");
+    char long_line[400];
+    memset(long_line, 'x', sizeof long_line - 1);
+    long_line[0] = ';';
+    long_line[sizeof long_line - 1] = '\0';
+    expect_gpu_error("l2_mib", long_line, "line longer than 199 characters");
+    /* The limit is inclusive: 199 characters load, 200 do not. */
+    long_line[200] = '\0';
+    expect_gpu_error("l2_mib", long_line, "line longer than 199 characters");
+    long_line[199] = '\0';
+    char extra[sizeof long_line + 1];
+    snprintf(extra, sizeof extra, "%s\n", long_line);
+    d = make_profiles(ini_text(gpu_lines, NULL, NULL, extra), valid_model());
+    catalog *c = NULL;
+    assert_int_equal(catalog_load(&c, d, NULL), SS_OK);
+    catalog_destroy(&c);
+    /* A syntax error before a key error is the one reported. */
+    d = make_profiles(ini_text(gpu_lines, "sm_count", "oops", "bogus = 1\n"), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:7: syntax error", d);
+}
+
+static void test_duplicate_names(void **state)
+{
+    (void)state;
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/hardware", d);
+    tu_write_file(sub, "zz-copy.ini", valid_gpu());
+    expect_error(d, SS_EPARSE,
+                 "%s/hardware/zz-copy.ini:2: gpu.name: GPU 'tgpu' is already defined in "
+                 "%s/hardware/tgpu.ini", d, d);
+    d = make_profiles(valid_gpu(), valid_model());
+    snprintf(sub, sizeof sub, "%s/models", d);
+    tu_write_file(sub, "another.ini", valid_model());
+    expect_error(d, SS_EPARSE, "%s/models/tmodel.ini:3: model.name: model 'tmodel' is already "
+                 "defined in %s/models/another.ini", d, d);
+}
+
+/* }====================================================================== */
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    const char *dir = tu_src_path("profiles");
+    uint64_t n;
+    for (n = 1;; n++) {
+        catalog *c = NULL;
+        ss_errbuf eb = {""};
+        ss_alloc_fail_after(n);
+        int rc = catalog_load(&c, dir, &eb);
+        ss_alloc_fail_after(0);
+        if (rc == SS_OK) {
+            assert_int_equal(catalog_n_models(c), 9);
+            catalog_destroy(&c);
+            tu_assert_no_leaks();
+            break;
+        }
+        if (rc != SS_ENOMEM)
+            fail_msg("n = %llu: rc %d, message '%s'", (unsigned long long)n, rc, eb.msg);
+        assert_null(c);
+        assert_true(eb.msg[0] != '\0');
+        tu_assert_no_leaks();
+        assert_true(n < 10000);
+    }
+    /* 13 files: at least a path and a table slot each, so many failure points were hit. */
+    assert_true(n > 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped_gpus),
+        cmocka_unit_test(test_shipped_models),
+        cmocka_unit_test(test_params_and_kv),
+        cmocka_unit_test(test_find),
+        cmocka_unit_test_teardown(test_default_dir, teardown_tmp),
+        cmocka_unit_test_teardown(test_fixture_loads, teardown_tmp),
+        cmocka_unit_test_teardown(test_io_errors, teardown_tmp),
+        cmocka_unit_test_teardown(test_unknown_names, teardown_tmp),
+        cmocka_unit_test_teardown(test_bad_values, teardown_tmp),
+        cmocka_unit_test_teardown(test_shape_rules, teardown_tmp),
+        cmocka_unit_test_teardown(test_structure_errors, teardown_tmp),
+        cmocka_unit_test_teardown(test_duplicate_names, teardown_tmp),
+        cmocka_unit_test_teardown(test_alloc_failures, teardown_tmp),
+    };
+    return cmocka_run_group_tests_name("catalog", tests, NULL, NULL);
+}

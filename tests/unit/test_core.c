@@ -1,0 +1,206 @@
+/* Core utilities: exact decimal-seconds parsing, strict number parsing, the log-linear
+ * histogram's percentile accuracy against exact sorting, rng determinism and distribution
+ * moments, parameter lists, and the allocator's accounting and failure injection. */
+#include "support/test_util.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_hist.h"
+#include "core/ss_params.h"
+#include "core/ss_parse.h"
+#include "core/ss_rng.h"
+#include "core/ss_strbuf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ss_time secs(const char *s)
+{
+    ss_time t = -1;
+    assert_int_equal(ss_parse_seconds_ns(s, strlen(s), &t), 0);
+    return t;
+}
+
+static void test_seconds_exact(void **state)
+{
+    (void)state;
+    assert_int_equal(secs("0.1"), 100000000);
+    assert_int_equal(secs("12"), 12000000000LL);
+    assert_int_equal(secs(" 3501.721937179 "), 3501721937179LL);
+    assert_int_equal(secs("1.5e-3"), 1500000);
+    assert_int_equal(secs("2.5E2"), 250000000000LL);
+    assert_int_equal(secs("0.0000000004"), 0);
+    assert_int_equal(secs("0.0000000005"), 1); /* half away from zero */
+    assert_int_equal(secs("-0.25"), -250000000);
+    assert_int_equal(secs("1234567.1234567891"), 1234567123456789LL);
+    assert_int_equal(secs(".5"), 500000000);
+    ss_time t;
+    const char *bad[] = {"", "abc", "1.2.3", "1e", "nan", "inf", "1e400", "9.3e9", "0x10", "1,5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (ss_parse_seconds_ns(bad[i], strlen(bad[i]), &t) == 0)
+            fail_msg("'%s' parsed as %lld", bad[i], (long long)t);
+}
+
+static void test_strict_numbers(void **state)
+{
+    (void)state;
+    int64_t i;
+    double d;
+    assert_int_equal(ss_parse_i64z("42", &i), 0);
+    assert_int_equal(i, 42);
+    assert_int_equal(ss_parse_i64z("-7 ", &i), 0);
+    assert_int_equal(i, -7);
+    assert_int_equal(ss_parse_i64z("4x", &i), SS_EPARSE);
+    assert_int_equal(ss_parse_i64z("99999999999999999999", &i), SS_EPARSE);
+    assert_int_equal(ss_parse_doublez("0.25", &d), 0);
+    assert_true(d == 0.25);
+    assert_int_equal(ss_parse_doublez("nan", &d), SS_EPARSE);
+    assert_int_equal(ss_parse_doublez("1e999", &d), SS_EPARSE);
+    assert_int_equal(ss_parse_doublez("", &d), SS_EPARSE);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void test_hist_percentiles_within_tolerance(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    int64_t *v = malloc(N * sizeof *v);
+    ss_rng r;
+    ss_rng_seed(&r, 5, 5);
+    ss_hist h = {0};
+    for (int i = 0; i < N; i++) {
+        v[i] = (int64_t)(2e7 * exp(1.5 * ss_rng_normal(&r))); /* ~20 ms lognormal, in ns */
+        assert_int_equal(ss_hist_add(&h, v[i]), 0);
+    }
+    qsort(v, N, sizeof *v, cmp_i64);
+    const double qs[] = {0.01, 0.5, 0.9, 0.99, 0.999};
+    for (size_t k = 0; k < 5; k++) {
+        int64_t exact = v[(size_t)ceil(qs[k] * N) - 1], got = ss_hist_quantile(&h, qs[k]);
+        double rel = fabs((double)(got - exact)) / (double)exact;
+        if (rel > 0.001)
+            fail_msg("q%.3f: %lld vs exact %lld (%.4f %%)", qs[k], (long long)got,
+                     (long long)exact, rel * 100);
+    }
+    assert_int_equal(ss_hist_quantile(&h, 1.0), v[N - 1]);
+    assert_int_equal(ss_hist_quantile(&h, 0.0), v[0]);
+    /* small values are exact */
+    ss_hist s = {0};
+    for (int i = 1; i <= 100; i++)
+        ss_hist_add(&s, i);
+    assert_int_equal(ss_hist_quantile(&s, 0.5), 50);
+    assert_int_equal(ss_hist_quantile(&s, 0.99), 99);
+    ss_hist m = {0};
+    assert_int_equal(ss_hist_merge(&m, &h), 0);
+    assert_int_equal(ss_hist_merge(&m, &s), 0);
+    assert_int_equal(m.n, N + 100);
+    assert_int_equal(m.min, 1);
+    ss_hist_fini(&h);
+    ss_hist_fini(&s);
+    ss_hist_fini(&m);
+    free(v);
+    tu_assert_no_leaks();
+}
+
+static void test_rng_streams(void **state)
+{
+    (void)state;
+    ss_rng a, b, c;
+    ss_rng_seed(&a, 1, 1);
+    ss_rng_seed(&b, 1, 1);
+    ss_rng_seed(&c, 1, 2);
+    int same_c = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = ss_rng_u64(&a);
+        assert_true(x == ss_rng_u64(&b));
+        same_c += x == ss_rng_u64(&c);
+    }
+    assert_int_equal(same_c, 0);
+    enum { N = 400000 };
+    double se = 0, sg = 0, sg2 = 0, sn = 0, sn2 = 0;
+    for (int i = 0; i < N; i++) {
+        se += ss_rng_exp(&a, 2.0);
+        double g = ss_rng_gamma(&a, 0.25, 4.0); /* mean 1, cv 2 */
+        sg += g;
+        sg2 += g * g;
+        double n = ss_rng_normal(&a);
+        sn += n;
+        sn2 += n * n;
+        uint64_t k = ss_rng_below(&a, 7);
+        assert_true(k < 7);
+    }
+    assert_true(fabs(se / N - 2.0) < 0.02);
+    double gm = sg / N, gcv = sqrt(sg2 / N - gm * gm) / gm;
+    assert_true(fabs(gm - 1.0) < 0.02);
+    assert_true(fabs(gcv - 2.0) < 0.05);
+    assert_true(fabs(sn / N) < 0.01);
+    assert_true(fabs(sn2 / N - 1.0) < 0.01);
+}
+
+static void test_params(void **state)
+{
+    (void)state;
+    ss_params *p = NULL;
+    ss_errbuf eb;
+    assert_int_equal(ss_params_create(&p), 0);
+    assert_int_equal(ss_params_set_kv(p, "a=5", &eb), 0);
+    assert_int_equal(ss_params_set_kv(p, "b=0.5", &eb), 0);
+    assert_int_equal(ss_params_set_kv(p, "a=6", &eb), 0);
+    assert_int_equal(ss_params_set_kv(p, "novalue", &eb), SS_EPARSE);
+    assert_int_equal(ss_params_set_kv(p, "=1", &eb), SS_EPARSE);
+    uint64_t u;
+    double d;
+    assert_int_equal(ss_params_get_u64(p, "t", "a", 1, 0, 10, &u, &eb), 0);
+    assert_int_equal(u, 6);
+    assert_int_equal(ss_params_get_u64(p, "t", "zz", 9, 0, 10, &u, &eb), 0);
+    assert_int_equal(u, 9);
+    assert_int_equal(ss_params_check_unused(p, "t", &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "'b'"));
+    assert_int_equal(ss_params_get_double(p, "t", "b", 0, 0.6, 1, &d, &eb), SS_EINVAL);
+    assert_int_equal(ss_params_check_unused(p, "t", &eb), 0);
+    assert_int_equal(ss_params_count(p), 2);
+    ss_params_destroy(&p);
+    assert_null(p);
+    tu_assert_no_leaks();
+}
+
+static void test_alloc_accounting_and_injection(void **state)
+{
+    (void)state;
+    size_t base = ss_alloc_live_bytes();
+    char *a = ss_malloc(100);
+    assert_int_equal(ss_alloc_live_bytes(), base + 100);
+    a = ss_realloc(a, 1000);
+    assert_int_equal(ss_alloc_live_bytes(), base + 1000);
+    ss_alloc_fail_after(2);
+    char *b = ss_strdup("x");
+    assert_non_null(b);
+    assert_null(ss_realloc(a, 5000)); /* fails, a untouched */
+    ss_alloc_fail_after(0);
+    ss_free(a);
+    ss_free(b);
+    assert_int_equal(ss_alloc_live_bytes(), base);
+    ss_strbuf sb = {0};
+    ss_strbuf_printf(&sb, "%d:", 7);
+    ss_strbuf_json_str(&sb, "q\"\n\\");
+    assert_string_equal(ss_strbuf_str(&sb), "7:\"q\\\"\\u000a\\\\\"");
+    ss_strbuf_fini(&sb);
+    tu_assert_no_leaks();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seconds_exact),
+        cmocka_unit_test(test_strict_numbers),
+        cmocka_unit_test(test_hist_percentiles_within_tolerance),
+        cmocka_unit_test(test_rng_streams),
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_alloc_accounting_and_injection),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}

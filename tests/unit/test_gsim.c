@@ -1,0 +1,337 @@
+/* The global simulator end to end on in-memory traces: unloaded TTFT and E2E equal the cost
+ * model's prediction, p99 TTFT never falls when the rate doubles, every request completes or is
+ * counted as rejected, KV blocks stay within the pool under heavy preemption (invariants
+ * checked after every event), the operator expansion of every iteration ends exactly when the
+ * fast path's iteration does, runs are deterministic, and allocation failures are clean. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "core/ss_rng.h"
+#include "gsim/gsim.h"
+
+#include <math.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct mem_src {
+    const trace_rec *recs;
+    size_t n, i;
+} mem_src;
+
+static int mem_next(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    (void)eb;
+    mem_src *s = ud;
+    if (s->i >= s->n)
+        return 0;
+    *out = s->recs[s->i++];
+    return 1;
+}
+
+typedef struct collect {
+    metrics_req *r; /* by trace id */
+    size_t n_calls;
+} collect;
+
+static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
+{
+    (void)eb;
+    collect *c = ud;
+    c->r[r->trace_id] = *r;
+    c->n_calls++;
+    return 0;
+}
+
+typedef struct fx {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    ss_errbuf eb;
+    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || ss_params_create(&f->params))
+        return -1;
+    gsim_config_defaults(&f->cfg);
+    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    f->cfg.gpu = catalog_gpu(f->cat, "a100-80g");
+    f->cfg.params = f->params;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output)
+{
+    trace_rec r = {.id = id, .arrival_ns = ss_time_from_s(t_s), .prompt_tokens = prompt,
+                   .output_tokens = output};
+    return r;
+}
+
+/* Run cfg over recs; fills sum (if non-NULL) and per-request results (if c non-NULL). */
+static int run(fx *f, const trace_rec *recs, size_t n, collect *c, metrics_summary *sum,
+               gsim **keep)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    int rc = gsim_create(&g, &f->cfg, &eb);
+    if (rc)
+        fail_msg("gsim_create: %s", eb.msg);
+    mem_src src = {recs, n, 0};
+    rc = gsim_run(g, mem_next, &src, c ? collect_req : NULL, c, &eb);
+    if (rc)
+        fail_msg("gsim_run: %s", eb.msg);
+    if (sum)
+        metrics_summarize(gsim_metrics(g), gsim_end_time(g), sum);
+    if (keep)
+        *keep = g;
+    else
+        gsim_destroy(&g);
+    return rc;
+}
+
+static void test_unloaded_ttft_equals_prefill_prediction(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    const uint32_t prompts[] = {1, 17, 512, 1020, 4142, 9000};
+    trace_rec recs[6];
+    for (int i = 0; i < 6; i++)
+        recs[i] = rec((uint64_t)i, 200.0 * i, prompts[i], 20);
+    collect c = {calloc(6, sizeof(metrics_req)), 0};
+    gsim *g;
+    run(f, recs, 6, &c, NULL, &g);
+    cost_model *cm = gsim_graph(g)->ctrs[0].cost;
+    for (int i = 0; i < 6; i++) {
+        cost_batch b = {0};
+        cost_batch_add_prefill(&b, prompts[i], 0);
+        ss_time want = cost_iteration_ns(cm, &b);
+        assert_int_equal(c.r[i].first_token - c.r[i].arrival, want);
+        /* then 19 single-sequence decode steps at growing context */
+        for (uint32_t k = 1; k < 20; k++) {
+            cost_batch d = {0};
+            cost_batch_add_decode(&d, prompts[i] + k);
+            want += cost_iteration_ns(cm, &d);
+        }
+        assert_int_equal(c.r[i].finish - c.r[i].arrival, want);
+        assert_int_equal(c.r[i].generated, 20);
+    }
+    gsim_destroy(&g);
+    free(c.r);
+}
+
+/* A synthetic Azure-conversation-like load (Poisson, lognormal lengths) on one replica. */
+static trace_rec *synth(size_t n, double rate, uint64_t seed)
+{
+    trace_rec *r = calloc(n, sizeof *r);
+    ss_rng a, l;
+    ss_rng_seed(&a, seed, 1);
+    ss_rng_seed(&l, seed, 2);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        t += ss_rng_exp(&a, 1.0 / rate);
+        uint32_t p = (uint32_t)(1020 * exp(0.6 * ss_rng_normal(&l))) + 1;
+        uint32_t o = (uint32_t)(129 * exp(0.8 * ss_rng_normal(&l))) + 1;
+        r[i] = rec(i, t, p, o);
+    }
+    return r;
+}
+
+static void test_doubling_rate_never_lowers_p99_ttft(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    enum { N = 3000 };
+    trace_rec *base = synth(N, 1.0, 7), *scaled = calloc(N, sizeof *scaled);
+    double prev = -1;
+    for (double scale = 1; scale <= 16; scale *= 2) {
+        for (size_t i = 0; i < N; i++) {
+            scaled[i] = base[i];
+            scaled[i].arrival_ns = (ss_time)llround((double)base[i].arrival_ns / scale);
+        }
+        metrics_summary m;
+        run(f, scaled, N, NULL, &m, NULL);
+        if (m.ttft_ms.p99 < prev)
+            fail_msg("rate x%g: p99 TTFT %.1f ms < %.1f ms at half the rate", scale,
+                     m.ttft_ms.p99, prev);
+        prev = m.ttft_ms.p99;
+    }
+    assert_true(prev > 1000); /* the top rate really overloads the replica */
+    free(base);
+    free(scaled);
+}
+
+static void test_conservation_with_rejections(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2;
+    f->cfg.max_model_len = 4096;
+    enum { N = 400 };
+    trace_rec *r = synth(N, 20, 3);
+    for (size_t i = 0; i < N; i += 37)
+        r[i].prompt_tokens = 5000; /* longer than max_model_len: rejected */
+    for (size_t i = 1; i < N; i += 41) {
+        r[i].prompt_tokens = 4000; /* prompt + output beyond max_model_len: truncated */
+        r[i].output_tokens = 500;
+    }
+    collect c = {calloc(N, sizeof(metrics_req)), 0};
+    metrics_summary m;
+    run(f, r, N, &c, &m, NULL);
+    assert_int_equal(m.requests, N);
+    assert_int_equal(m.completed + m.rejected, N);
+    assert_int_equal(c.n_calls, N);
+    uint64_t too_long = 0;
+    for (size_t i = 0; i < N; i++) {
+        /* the prompt limit is min(max_model_len, max_num_batched_tokens) = 4096 */
+        too_long += r[i].prompt_tokens > 4096;
+        assert_int_equal(c.r[i].rejected, r[i].prompt_tokens > 4096);
+        if (!c.r[i].rejected) {
+            uint32_t room = c.r[i].prompt < 4096 ? 4096 - c.r[i].prompt : 1;
+            assert_true(c.r[i].generated >= 1);
+            assert_true(c.r[i].generated == (r[i].output_tokens < room ? r[i].output_tokens : room));
+            assert_true(c.r[i].first_token >= c.r[i].arrival);
+            assert_true(c.r[i].finish >= c.r[i].first_token);
+        }
+    }
+    assert_int_equal(m.rejected, too_long);
+    assert_true(too_long > (N + 36) / 37);
+    assert_true(m.truncated > 0); /* some prompt + output exceeded 4096 */
+    free(r);
+    free(c.r);
+}
+
+static void test_kv_bounds_under_preemption(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    f->cfg.gpu_mem_util = 0.22; /* about 1.7 GiB of KV: forces preemption */
+    f->cfg.check = 1;
+    enum { N = 600 };
+    trace_rec *r = synth(N, 50, 11);
+    metrics_summary m;
+    gsim *g;
+    run(f, r, N, NULL, &m, &g);
+    assert_true(m.preemptions > 0);
+    assert_int_equal(m.completed + m.rejected, N);
+    const gmg_container *c = &gsim_graph(g)->ctrs[0];
+    assert_true(c->blocks_peak <= c->blocks_total);
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    gsim_destroy(&g);
+    free(r);
+}
+
+typedef struct expand_check {
+    gmg_op ops[8192];
+    gmg_edge edges[8192];
+    uint64_t n_iters;
+    int bad;
+} expand_check;
+
+static void on_iter(void *ud, const gmg *g, const gmg_container *c)
+{
+    expand_check *x = ud;
+    size_t n = gmg_iter_expand(g, c, x->ops, 8192, x->edges);
+    assert_true(n <= 8192 && n > c->model->layers);
+    if (x->ops[0].start != c->iter.start || x->ops[n - 1].end != c->iter.end)
+        x->bad++;
+    for (size_t i = 1; i < n; i++)
+        if (x->ops[i].start != x->ops[i - 1].end || x->edges[i - 1].dst != i)
+            x->bad++;
+    x->n_iters++;
+}
+
+static void test_operator_expansion_matches_fast_path(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2;
+    f->cfg.tp = 2;
+    enum { N = 300 };
+    trace_rec *r = synth(N, 8, 5);
+    expand_check *x = calloc(1, sizeof *x);
+    gsim *g = NULL;
+    ss_errbuf eb;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    gsim_set_iter_observer(g, on_iter, x);
+    mem_src src = {r, N, 0};
+    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    assert_int_equal(x->n_iters, gsim_iterations(g));
+    assert_int_equal(x->bad, 0);
+    gsim_destroy(&g);
+    free(x);
+    free(r);
+}
+
+static void test_deterministic(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 3;
+    f->cfg.routing = "lor";
+    enum { N = 2000 };
+    trace_rec *r = synth(N, 12, 9);
+    collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    metrics_summary ma, mb;
+    run(f, r, N, &a, &ma, NULL);
+    run(f, r, N, &b, &mb, NULL);
+    assert_memory_equal(&ma, &mb, sizeof ma);
+    assert_memory_equal(a.r, b.r, N * sizeof(metrics_req));
+    free(r);
+    free(a.r);
+    free(b.r);
+}
+
+static void test_allocation_failures_are_clean(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2;
+    enum { N = 200 };
+    trace_rec *r = synth(N, 10, 1);
+    int ok = 0;
+    size_t base = ss_alloc_live_bytes(); /* the fixture's catalog and params */
+    for (uint64_t k = 1; k < 200 && !ok; k++) {
+        gsim *g = NULL;
+        ss_errbuf eb;
+        ss_alloc_fail_after(k);
+        int rc = gsim_create(&g, &f->cfg, &eb);
+        if (!rc) {
+            mem_src src = {r, N, 0};
+            rc = gsim_run(g, mem_next, &src, NULL, NULL, &eb);
+        }
+        ss_alloc_fail_after(0);
+        assert_true(rc == SS_OK || rc == SS_ENOMEM);
+        ok = rc == SS_OK;
+        gsim_destroy(&g);
+        if (ss_alloc_live_bytes() != base)
+            fail_msg("leak of %zu bytes after failing allocation %llu (rc %d: %s)",
+                     ss_alloc_live_bytes() - base, (unsigned long long)k, rc, rc ? eb.msg : "");
+    }
+    assert_true(ok);
+    free(r);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_unloaded_ttft_equals_prefill_prediction),
+        T(test_doubling_rate_never_lowers_p99_ttft),
+        T(test_conservation_with_rejections),
+        T(test_kv_bounds_under_preemption),
+        T(test_operator_expansion_matches_fast_path),
+        T(test_deterministic),
+        T(test_allocation_failures_are_clean),
+    };
+    return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);
+}

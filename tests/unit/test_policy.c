@@ -1,0 +1,249 @@
+/* Batching and routing policies against hand-built cluster states: vLLM v0's prefill-first
+ * admission (watermark, token and sequence budgets), rejection of requests that can never fit,
+ * decode with preemption of the newest running request (and of itself when it is the newest),
+ * and the round-robin / least-outstanding routers with their tie-breaking. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "policy/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fx {
+    catalog *cat;
+    gmg *g;
+    ss_params *params;
+    pol_batch *vllm;
+    pol_batch_decision d;
+    gmg_id buf[4][64];
+    uint32_t qbuf[64];
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    ss_errbuf eb;
+    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || gmg_create(&f->g) ||
+        ss_params_create(&f->params))
+        return -1;
+    gmg_ctr_spec s = {.model = catalog_model(f->cat, "llama-2-7b"),
+                      .gpu = catalog_gpu(f->cat, "a100-80g"), .tp = 1, .cost_backend = "roofline",
+                      .gpu_mem_util = 0.9, .block_tokens = 16, .max_batch_tokens = 4096,
+                      .max_seqs = 256, .runtime_reserve = 1 << 30};
+    if (gmg_add_containers(f->g, &s, 2, &eb))
+        return -1;
+    f->d = (pol_batch_decision){.run = f->buf[0], .q_tokens = f->qbuf, .preempt = f->buf[1],
+                                .reject = f->buf[2]};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    pol_batch_destroy(&f->vllm);
+    ss_params_destroy(&f->params);
+    gmg_destroy(&f->g);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+/* Shrink container 0's pool to `blocks` so that tests reason about small numbers. */
+static gmg_container *small_pool(fx *f, uint32_t blocks)
+{
+    gmg_container *c = &f->g->ctrs[0];
+    c->blocks_total = c->blocks_free = blocks;
+    return c;
+}
+
+static void make_vllm(fx *f, uint64_t max_model_len)
+{
+    pol_engine_cfg cfg = {.max_model_len = max_model_len};
+    ss_errbuf eb;
+    int rc = pol_batch_create(&f->vllm, "vllm", f->params, &cfg, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_int_equal(ss_params_check_unused(f->params, "vllm", &eb), 0);
+}
+
+static gmg_id add_waiting(fx *f, gmg_container *c, uint32_t prompt, uint32_t output)
+{
+    gmg_id r = gmg_req_alloc(f->g);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->trace_id = r;
+    q->prompt = prompt;
+    q->output = q->output_asked = output;
+    q->container = c->id;
+    gmg_list_push_back(f->g, &c->waiting, r);
+    return r;
+}
+
+/* A running request that has generated `gen` tokens and holds the blocks for them. */
+static gmg_id add_running(fx *f, gmg_container *c, uint32_t prompt, uint32_t gen)
+{
+    gmg_id r = add_waiting(f, c, prompt, 1000);
+    gmg_req *q = gmg_req_at(f->g, r);
+    gmg_list_remove(f->g, &c->waiting, r);
+    q->state = GMG_REQ_RUNNING;
+    q->generated = gen;
+    q->computed = prompt + gen - 1;
+    gmg_list_push_back(f->g, &c->running, r);
+    gmg_req_set_blocks(f->g, c, q, gmg_blocks_for(c, prompt + gen - 1));
+    return r;
+}
+
+static void test_prefill_first_with_budgets(void **state)
+{
+    fx *f = *state;
+    ss_params_set(f->params, "max_num_batched_tokens", "1000");
+    ss_params_set(f->params, "max_num_seqs", "4");
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 1000);
+    add_running(f, c, 100, 5);
+    gmg_id a = add_waiting(f, c, 300, 10), b = add_waiting(f, c, 600, 10);
+    add_waiting(f, c, 200, 10); /* would exceed the 1000-token budget */
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_run, 2);
+    assert_int_equal(f->d.run[0], a);
+    assert_int_equal(f->d.q_tokens[0], 300);
+    assert_int_equal(f->d.run[1], b);
+    assert_int_equal(f->d.n_preempt + f->d.n_reject, 0);
+    /* the sequence budget counts running requests: 1 running + 4 allowed -> 3 admitted */
+    ss_params_set(f->params, "max_num_batched_tokens", "100000");
+    pol_batch_destroy(&f->vllm);
+    make_vllm(f, 16384);
+    add_waiting(f, c, 10, 10);
+    add_waiting(f, c, 10, 10);
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_run, 3);
+}
+
+static void test_watermark_and_never_fit(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 200); /* watermark 1 % = 2 blocks */
+    gmg_id big = add_waiting(f, c, 199 * 16, 5);   /* 199 blocks: 200 - 199 < 2 -> never */
+    gmg_id fits = add_waiting(f, c, 150 * 16, 5);  /* 150 blocks */
+    gmg_id later = add_waiting(f, c, 49 * 16, 5);  /* 200-150-49 = 1 < watermark -> later */
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_reject, 1);
+    assert_int_equal(f->d.reject[0], big);
+    assert_int_equal(f->d.n_run, 1);
+    assert_int_equal(f->d.run[0], fits);
+    (void)later;
+}
+
+static void test_prompt_longer_than_max_model_len_rejected(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 4096);
+    gmg_container *c = small_pool(f, 10000);
+    gmg_id a = add_waiting(f, c, 5000, 5), b = add_waiting(f, c, 100, 5);
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_reject, 1);
+    assert_int_equal(f->d.reject[0], a);
+    assert_int_equal(f->d.n_run, 1);
+    assert_int_equal(f->d.run[0], b);
+}
+
+static void test_decode_preempts_newest(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 30);
+    /* Three running requests each at a block boundary (prompt + gen - 1 = 160 tokens = 10
+     * blocks): each needs an 11th block for its next token, and none is free. */
+    gmg_id r0 = add_running(f, c, 150, 11), r1 = add_running(f, c, 150, 11),
+           r2 = add_running(f, c, 150, 11);
+    assert_int_equal(c->blocks_free, 0);
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    /* r0 preempts r2 (freeing 10), r1 then fits in what is left */
+    assert_int_equal(f->d.n_preempt, 1);
+    assert_int_equal(f->d.preempt[0], r2);
+    assert_int_equal(f->d.n_run, 2);
+    assert_int_equal(f->d.run[0], r0);
+    assert_int_equal(f->d.run[1], r1);
+    assert_int_equal(f->d.q_tokens[0], 1);
+}
+
+static void test_decode_preempts_itself_when_newest(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 10);
+    gmg_id r0 = add_running(f, c, 150, 11); /* holds all 10 blocks, needs an 11th */
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_run, 0);
+    assert_int_equal(f->d.n_preempt, 1);
+    assert_int_equal(f->d.preempt[0], r0);
+}
+
+static void test_recompute_prefill_includes_generated(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 100);
+    gmg_id r = add_waiting(f, c, 100, 50);
+    gmg_req_at(f->g, r)->generated = 7; /* preempted after 7 tokens */
+    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    assert_int_equal(f->d.n_run, 1);
+    assert_int_equal(f->d.q_tokens[0], 107);
+}
+
+static void test_unknown_param_and_bad_value(void **state)
+{
+    fx *f = *state;
+    pol_engine_cfg cfg = {.max_model_len = 16384};
+    ss_errbuf eb;
+    ss_params_set(f->params, "max_num_seqs", "-3");
+    assert_int_equal(pol_batch_create(&f->vllm, "vllm", f->params, &cfg, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "max_num_seqs"));
+    assert_int_equal(pol_batch_create(&f->vllm, "fifo", f->params, &cfg, &eb), SS_ENOTFOUND);
+    assert_non_null(strstr(eb.msg, "vllm"));
+    ss_params_set(f->params, "max_num_seqs", "8");
+    ss_params_set(f->params, "max_num_seq", "8");
+    assert_int_equal(pol_batch_create(&f->vllm, "vllm", f->params, &cfg, &eb), 0);
+    assert_int_equal(ss_params_check_unused(f->params, "vllm", &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "max_num_seq'"));
+}
+
+static void test_routers(void **state)
+{
+    fx *f = *state;
+    ss_rng rng;
+    ss_rng_seed(&rng, 1, SS_RNG_STREAM_ROUTING);
+    pol_route *rr = NULL, *lor = NULL;
+    ss_errbuf eb;
+    assert_int_equal(pol_route_create(&rr, "rr", f->params, &rng, &eb), 0);
+    assert_int_equal(pol_route_create(&lor, "lor", f->params, &rng, &eb), 0);
+    gmg_id r = gmg_req_alloc(f->g);
+    assert_int_equal(pol_route_pick(rr, f->g, r), 0);
+    assert_int_equal(pol_route_pick(rr, f->g, r), 1);
+    assert_int_equal(pol_route_pick(rr, f->g, r), 0);
+    assert_int_equal(pol_route_pick(lor, f->g, r), 0); /* tie -> lowest id */
+    add_waiting(f, &f->g->ctrs[0], 10, 10);
+    assert_int_equal(pol_route_pick(lor, f->g, r), 1);
+    add_waiting(f, &f->g->ctrs[1], 10, 10);
+    add_waiting(f, &f->g->ctrs[1], 10, 10);
+    assert_int_equal(pol_route_pick(lor, f->g, r), 0);
+    assert_int_equal(pol_route_create(&rr, "random-ish", f->params, &rng, &eb), SS_ENOTFOUND);
+    pol_route_destroy(&rr);
+    pol_route_destroy(&lor);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_prefill_first_with_budgets),      T(test_watermark_and_never_fit),
+        T(test_prompt_longer_than_max_model_len_rejected), T(test_decode_preempts_newest),
+        T(test_decode_preempts_itself_when_newest), T(test_recompute_prefill_includes_generated),
+        T(test_unknown_param_and_bad_value),     T(test_routers),
+    };
+    return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
+}

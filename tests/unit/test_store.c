@@ -1,0 +1,164 @@
+/* Results store: schema creation and version, a committed run with its rows, an aborted run
+ * leaving nothing, runs surviving reopen, refusal of foreign or newer databases, and clean
+ * allocation failures. Rows are read back with plain SQLite, as users would. */
+#include "support/test_util.h"
+
+#include "core/ss_alloc.h"
+#include "metrics/store.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_tmpdir_cleanup();
+    tu_assert_no_leaks();
+    return 0;
+}
+
+static int64_t q_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static const store_run_info info = {
+    .command = "slicesim replay --test", .trace = "t.csv", .trace_format = "native",
+    .trace_digest = 0xabcdef, .model = "llama-2-7b", .gpu = "a100-80g", .replicas = 2, .tp = 1,
+    .batching = "vllm", .routing = "rr", .cost_model = "roofline", .params_json = "{}",
+    .seed = 1, .rate_scale = 1.0, .limit = 0,
+};
+
+static void write_run(store *s, int n_req, int commit)
+{
+    ss_errbuf eb;
+    int64_t id;
+    assert_int_equal(store_run_begin(s, &info, &id, &eb), 0);
+    for (int i = 0; i < n_req; i++) {
+        metrics_req r = {.trace_id = (uint64_t)i, .prompt = 100, .output_asked = 10,
+                         .generated = 10, .arrival = i * SS_NS_PER_S,
+                         .first_token = i * SS_NS_PER_S + 50 * SS_NS_PER_MS,
+                         .finish = i * SS_NS_PER_S + 500 * SS_NS_PER_MS,
+                         .tbt_sum = 450 * SS_NS_PER_MS, .tbt_max = 60 * SS_NS_PER_MS,
+                         .rejected = i == 3};
+        assert_int_equal(store_run_request(s, &r, "default", &eb), 0);
+    }
+    store_gpu_row g = {.gpu = 0, .kind = "a100-80g", .busy_s = 1.5, .utilization = 0.5};
+    assert_int_equal(store_run_gpu(s, &g, &eb), 0);
+    if (!commit)
+        return;
+    metrics_summary m = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
+                         .rejected = 1, .sim_s = 10};
+    store_run_end e = {.wall_s = 0.1, .events = 42};
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+}
+
+static void test_commit_and_read_back(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/sub/r.db", tu_tmpdir()); /* parent created on open */
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 5, 1);
+    store_close(&s);
+    assert_int_equal(q_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM requests WHERE run_id = 1"), 5);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM requests WHERE status = 'rejected' "
+                                 "AND ttft_ms IS NULL"), 1);
+    assert_int_equal(q_int(path, "SELECT CAST(round(ttft_ms) AS INT) FROM requests "
+                                 "WHERE req_id = 2"), 50);
+    assert_int_equal(q_int(path, "SELECT CAST(tbt_mean_ms AS INT) FROM requests "
+                                 "WHERE req_id = 2"), 50); /* 450 ms over 9 gaps */
+    assert_int_equal(q_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
+    assert_int_equal(q_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM gpus"), 1);
+    assert_int_equal(q_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
+}
+
+static void test_abort_and_close_leave_earlier_runs(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/a.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 3, 1);
+    write_run(s, 4, 0);
+    store_run_abort(s);
+    write_run(s, 2, 0); /* left open: close must roll it back */
+    store_close(&s);
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 6, 1);
+    store_close(&s);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM summary"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM requests"), 9);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE run_id NOT IN "
+                                 "(SELECT run_id FROM summary)"), 0);
+}
+
+static void test_refuses_foreign_and_newer(void **state)
+{
+    (void)state;
+    char path[600];
+    sqlite3 *db;
+    store *s = NULL;
+    ss_errbuf eb;
+    snprintf(path, sizeof path, "%s/foreign.db", tu_tmpdir());
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(&s, path, &eb), SS_EDB);
+    assert_non_null(strstr(eb.msg, "not a slicesim"));
+    snprintf(path, sizeof path, "%s/newer.db", tu_tmpdir());
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(&s, path, &eb), SS_EDB);
+    assert_non_null(strstr(eb.msg, "newer"));
+    const char *junk = tu_write_file(tu_tmpdir(), "junk.db", "this is not a database at all");
+    assert_int_equal(store_open(&s, junk, &eb), SS_EDB);
+    assert_int_equal(store_open(&s, "/proc/nonexistent/dir/x.db", &eb) < 0, 1);
+    assert_null(s);
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/oom.db", tu_tmpdir());
+    for (uint64_t k = 1; k < 10; k++) {
+        store *s = NULL;
+        ss_errbuf eb;
+        ss_alloc_fail_after(k);
+        int rc = store_open(&s, path, &eb);
+        ss_alloc_fail_after(0);
+        assert_true(rc == SS_OK || rc == SS_ENOMEM);
+        store_close(&s);
+        tu_assert_no_leaks();
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_commit_and_read_back, teardown),
+        cmocka_unit_test_teardown(test_abort_and_close_leave_earlier_runs, teardown),
+        cmocka_unit_test_teardown(test_refuses_foreign_and_newer, teardown),
+        cmocka_unit_test_teardown(test_allocation_failures, teardown),
+    };
+    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}

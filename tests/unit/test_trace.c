@@ -1,0 +1,998 @@
+/* Trace module: the three readers on small fixtures (CRLF, BOM, blank lines, extra columns),
+ * auto-detection, exact FILE:LINE: field messages for each kind of bad input, exact
+ * decimal-to-ns conversion, the tenant limit, constant memory, allocation-failure paths, a
+ * random-input robustness run, the generator (determinism, stream independence, statistics,
+ * CSV round trip), statistics, and the real Azure conversation trace when it is present. */
+#include "support/test_util.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_rng.h"
+#include "trace/trace.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+/* Write len bytes (NULs allowed) to tmpdir/name and return the path (static buffer). */
+static const char *write_bytes(const char *name, const char *data, size_t len)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    return path;
+}
+
+/* Open data (as a file named "x.csv" in messages) and read every request. Returns the first
+ * error, or the number of requests (>= 0). The message is left in eb. */
+static int64_t read_all_n(const char *data, size_t len, const char *format, ss_errbuf *eb)
+{
+    const char *path = write_bytes("x.csv", data, len);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    int64_t n = 0;
+    int rc = trace_reader_open_stream(&r, f, "x.csv", format, eb);
+    if (rc == SS_OK) {
+        while ((rc = trace_reader_next(r, &rec, eb)) == 1)
+            n++;
+        if (rc < 0) {
+            /* The error is sticky: same code and message again. */
+            char first[SS_ERRBUF_LEN];
+            ss_errbuf eb2;
+            memcpy(first, eb->msg, sizeof first);
+            assert_int_equal(trace_reader_next(r, &rec, &eb2), rc);
+            assert_string_equal(eb2.msg, first);
+        }
+    } else {
+        assert_null(r);
+    }
+    trace_reader_close(&r);
+    fclose(f);
+    return rc < 0 ? rc : n;
+}
+
+/* Assert that text fails with exactly msg (or, when prefix is set, a message starting so). */
+static void expect_error(const char *text, size_t len, const char *format, int want_rc,
+                         const char *msg, int prefix)
+{
+    ss_errbuf eb = {""};
+    int64_t rc = read_all_n(text, len, format, &eb);
+    if (rc != want_rc || (prefix ? strncmp(eb.msg, msg, strlen(msg)) : strcmp(eb.msg, msg)))
+        fail_msg("input %.60s...\n  rc %" PRId64 " (want %d)\n  got  '%s'\n  want '%s'%s", text,
+                 rc, want_rc, eb.msg, msg, prefix ? "..." : "");
+}
+
+static void expect_fmt(const char *text, const char *format, const char *msg, int prefix)
+{
+    expect_error(text, strlen(text), format, SS_EPARSE, msg, prefix);
+}
+
+static void expect_msg(const char *text, const char *msg)
+{
+    expect_error(text, strlen(text), "auto", SS_EPARSE, msg, 0);
+}
+
+static void assert_near(double got, double want, double rel, const char *what)
+{
+    if (!(fabs(got - want) <= rel * fabs(want)))
+        fail_msg("%s: got %.6g, want %.6g within %.2g %%", what, got, want, rel * 100);
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+#define NAT_HDR "request_id,arrival_s,tenant,prompt_tokens,output_tokens\n"
+
+/* ---- readers ------------------------------------------------------------------------- */
+
+static void test_native_fixture(void **state)
+{
+    (void)state;
+    /* BOM, CRLF, columns out of order, optional columns, blank lines, no final newline. */
+    static const char text[] =
+        "\xEF\xBB\xBF"
+        "tenant,arrival_s,request_id,output_tokens,prompt_tokens,tier,session_id,slo_ttft_ms,"
+        "slo_tbt_ms\r\n"
+        "chat,0.1,7,20,100,2,99,500,2.5e1\r\n"
+        "\r\n"
+        "  \t \r\n"
+        "batch, 0.1 ,8,1,10000000,,,,\r\n"
+        "chat,1.000000001,18446744073709551615,3,4,255,18446744073709551615,0.000001,0.5";
+    const char *path = write_bytes("native.csv", text, sizeof text - 1);
+    trace_reader *r = NULL;
+    trace_rec a, b, c, d;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "native");
+    assert_int_equal(trace_reader_next(r, &a, &eb), 1);
+    assert_int_equal(trace_reader_next(r, &b, &eb), 1);
+    assert_int_equal(trace_reader_next(r, &c, &eb), 1);
+    assert_int_equal(trace_reader_next(r, &d, &eb), 0);
+    assert_int_equal(trace_reader_next(r, &d, &eb), 0);
+    assert_int_equal(a.id, 7);
+    assert_int_equal(a.arrival_ns, 100000000);
+    assert_int_equal(a.prompt_tokens, 100);
+    assert_int_equal(a.output_tokens, 20);
+    assert_int_equal(a.tenant, 0);
+    assert_int_equal(a.tier, 2);
+    assert_int_equal(a.session_id, 99);
+    assert_int_equal(a.has_slo, 3);
+    assert_int_equal(a.slo_ttft_ns, 500 * SS_NS_PER_MS);
+    assert_int_equal(a.slo_tbt_ns, 25 * SS_NS_PER_MS);
+    assert_int_equal(a.line, 2);
+    assert_int_equal(b.arrival_ns, 100000000); /* equal times are fine */
+    assert_int_equal(b.tenant, 1);
+    assert_int_equal(b.prompt_tokens, TRACE_MAX_TOKENS);
+    assert_int_equal(b.tier, 0);
+    assert_int_equal(b.session_id, 0);
+    assert_int_equal(b.has_slo, 0);
+    assert_int_equal(b.line, 5);
+    assert_int_equal(c.arrival_ns, 1000000001);
+    assert_int_equal(c.id, UINT64_MAX);
+    assert_int_equal(c.session_id, UINT64_MAX);
+    assert_int_equal(c.tenant, 0);
+    assert_int_equal(c.tier, 255);
+    assert_int_equal(c.slo_ttft_ns, 1);
+    assert_int_equal(c.slo_tbt_ns, 500000);
+    assert_int_equal(trace_reader_n_tenants(r), 2);
+    assert_string_equal(trace_reader_tenant_name(r, 0), "chat");
+    assert_string_equal(trace_reader_tenant_name(r, 1), "batch");
+    assert_null(trace_reader_tenant_name(r, 2));
+    assert_int_equal(trace_reader_digest(r), fnv1a(text, sizeof text - 1));
+    trace_reader_close(&r);
+    assert_null(r);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_azure_fixture(void **state)
+{
+    (void)state;
+    static const char text[] = "TIMESTAMP,ContextTokens,GeneratedTokens,Extra\n"
+                               "2023-11-16 18:15:46.6805900,374,44,x\n"
+                               "2023-11-16 18:15:50.9951690,396,109,y\n"
+                               "2023-11-16T18:15:50.995169Z,1,1,\n"
+                               "2023-11-16 18:15:51+00:00,2,2,z\n"
+                               "2023-11-17 00:00:00.123456789,3,3,\n"
+                               "2024-02-28 23:59:59.5,4,4,\n"
+                               "2024-02-29 00:00:00,4,4,\n"
+                               "2024-03-01 00:00:00.25,5,5,\n";
+    const ss_time t0 = (18 * 3600 + 15 * 60 + 46) * SS_NS_PER_S + 680590000;
+    /* Nanoseconds since 2023-11-16 00:00:00 of the day-relative rows, minus t0. */
+    const ss_time day = 86400 * SS_NS_PER_S;
+    const ss_time want[] = {
+        0,
+        4314579000,
+        4314579000,
+        (18 * 3600 + 15 * 60 + 51) * SS_NS_PER_S - t0,
+        day + 123456789 - t0,
+        /* Nov 16 -> Feb 28 2024: 14 (Nov) + 31 + 31 + 28 = 104 days, then 23:59:59.5 */
+        104 * day + 86399 * SS_NS_PER_S + 500000000 - t0,
+        105 * day - t0,
+        /* 2024 is a leap year: Feb 29 exists, so Mar 1 is two days after Feb 28. */
+        106 * day + 250000000 - t0,
+    };
+    ss_errbuf eb = {""};
+    trace_reader *r = NULL;
+    trace_rec rec;
+    const char *path = write_bytes("azure.csv", text, sizeof text - 1);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "azure");
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.arrival_ns, want[i]);
+        assert_int_equal(rec.id, i);
+        assert_int_equal(rec.tenant, 0);
+    }
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    assert_int_equal(trace_reader_n_tenants(r), 1);
+    assert_string_equal(trace_reader_tenant_name(r, 0), "default");
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_vidur_fixture(void **state)
+{
+    (void)state;
+    static const char text[] = ",arrived_at,num_prefill_tokens,num_decode_tokens,num_total_tokens,"
+                               "pd_ratio\n"
+                               "0,0.0,374,44,418,8.5\n"
+                               "1,1.5e-3,396,109,505,3.6\n"
+                               "2,5.8926549999999995,91,16,107,5.7\n"
+                               "3,5.8926549999999995,1,1,2,1\n"
+                               "4,1E2,7,8,15,0.9\n";
+    const ss_time want[] = {0, 1500000, 5892655000, 5892655000, 100 * SS_NS_PER_S};
+    const uint32_t want_p[] = {374, 396, 91, 1, 7};
+    ss_errbuf eb = {""};
+    trace_reader *r = NULL;
+    trace_rec rec;
+    const char *path = write_bytes("vidur.csv", text, sizeof text - 1);
+    assert_int_equal(trace_reader_open(&r, path, NULL, &eb), 0);
+    assert_string_equal(trace_reader_format(r), "vidur");
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.arrival_ns, want[i]);
+        assert_int_equal(rec.prompt_tokens, want_p[i]);
+        assert_int_equal(rec.line, i + 2);
+    }
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_autodetect_and_forced(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {NAT_HDR "0,0,a,1,1\n", "native"},
+        {"prompt_tokens,arrival_s,output_tokens,request_id,tenant\n1,0,1,0,a\n", "native"},
+        {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n", "azure"},
+        {"GeneratedTokens,TIMESTAMP,ContextTokens\n1,2023-11-16 18:15:46,1\n", "azure"},
+        {"arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n", "vidur"},
+        {"Unnamed: 0,arrived_at,num_prefill_tokens,num_decode_tokens\n0,0,1,1\n", "vidur"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        trace_reader *r = NULL;
+        ss_errbuf eb = {""};
+        const char *path = write_bytes("d.csv", cases[i].text, strlen(cases[i].text));
+        assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+        assert_string_equal(trace_reader_format(r), cases[i].want);
+        trace_reader_close(&r);
+        /* Forcing the right format works too; and every format name is known. */
+        assert_int_equal(trace_reader_open(&r, path, cases[i].want, &eb), 0);
+        trace_reader_close(&r);
+    }
+    int n = 0;
+    for (; trace_format_names[n]; n++)
+        ;
+    assert_int_equal(n, 3);
+    ss_errbuf eb = {""};
+    /* A forced format that does not fit the header names the offending column. */
+    expect_fmt(NAT_HDR "0,0,a,1,1\n", "azure", "x.csv:1: header: missing column TIMESTAMP", 0);
+    expect_fmt("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n", "native",
+               "x.csv:1: header: unknown column 'TIMESTAMP'", 1);
+    /* Unknown format names are refused before the file is touched, listing the known ones. */
+    trace_reader *r = NULL;
+    assert_int_equal(trace_reader_open(&r, "/nonexistent/t.csv", "csv", &eb), SS_ENOTFOUND);
+    assert_string_equal(eb.msg, "/nonexistent/t.csv: format: unknown format 'csv' (known: auto, "
+                                "native, azure, vidur)");
+    assert_null(r);
+    assert_int_equal(trace_reader_open(&r, "/nonexistent/t.csv", "auto", &eb), SS_EIO);
+    assert_non_null(strstr(eb.msg, "/nonexistent/t.csv: cannot open"));
+    tu_assert_no_leaks();
+}
+
+static void test_bad_input_messages(void **state)
+{
+    (void)state;
+    expect_error("", 0, "auto", SS_EPARSE, "x.csv:1: header: file is empty", 0);
+    expect_msg("\n\r\n  \n", "x.csv:1: header: file is empty");
+    expect_msg(NAT_HDR, "x.csv:2: trace: no requests after the header");
+    expect_msg(NAT_HDR "\n\n", "x.csv:4: trace: no requests after the header");
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens\n0,0,a,1\n",
+               "x.csv:1: header: missing column output_tokens");
+    expect_fmt("request_id,arrival_s,tenant,prompt_tokens,output_tokns\n0,0,a,1,1\n", "auto",
+               "x.csv:1: header: unknown column 'output_tokns' (native columns:", 1);
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,tenant\n",
+               "x.csv:1: header: duplicate column 'tenant'");
+    expect_fmt("a,b,c\n1,2,3\n", "auto", "x.csv:1: header: not a known trace header: 'a,b,c'", 1);
+    expect_msg(NAT_HDR "0,1,a,1,1\n1,2,a,abc,1\n", "x.csv:3: prompt_tokens: not an integer: 'abc'");
+    expect_msg(NAT_HDR "0,4.25,a,1,1\n1,3.5,a,1,1\n",
+               "x.csv:3: arrival_s: goes backwards (3.5 < 4.25)");
+    expect_msg(NAT_HDR "0,0,a,1,1\n\n1,0,a,1,-3\n", "x.csv:4: output_tokens: must be >= 1, got -3");
+    expect_msg(NAT_HDR "0,0,a,1,0\n", "x.csv:2: output_tokens: must be >= 1, got 0");
+    expect_msg(NAT_HDR "0,0,a,10000001,1\n",
+               "x.csv:2: prompt_tokens: must be <= 10000000, got 10000001");
+    expect_msg(NAT_HDR "0,0,a,99999999999999999999999999,1\n",
+               "x.csv:2: prompt_tokens: must be <= 10000000, got 99999999999999999999999999");
+    expect_msg(NAT_HDR "0,0,a,1.5,1\n", "x.csv:2: prompt_tokens: not an integer: '1.5'");
+    expect_msg(NAT_HDR "0,0,a,,1\n", "x.csv:2: prompt_tokens: empty field");
+    expect_msg(NAT_HDR "0,0,a,1\n", "x.csv:2: line: expected 5 fields, got 4");
+    expect_msg(NAT_HDR "0,0,a,1,1,\n", "x.csv:2: line: expected 5 fields, got 6");
+    expect_msg(NAT_HDR "0,-1,a,1,1\n", "x.csv:2: arrival_s: must be >= 0, got -1");
+    expect_msg(NAT_HDR "0,1e999999,a,1,1\n",
+               "x.csv:2: arrival_s: not a number of seconds: '1e999999'");
+    expect_msg(NAT_HDR "0,nan,a,1,1\n", "x.csv:2: arrival_s: not a number of seconds: 'nan'");
+    expect_msg(NAT_HDR "-1,0,a,1,1\n", "x.csv:2: request_id: must be >= 0, got -1");
+    expect_msg(NAT_HDR "18446744073709551616,0,a,1,1\n",
+               "x.csv:2: request_id: must be <= 18446744073709551615, got 18446744073709551616");
+    expect_msg(NAT_HDR "0,0,,1,1\n", "x.csv:2: tenant: empty field");
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,tier\n0,0,a,1,1,256\n",
+               "x.csv:2: tier: must be <= 255, got 256");
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,slo_ttft_ms\n"
+               "0,0,a,1,1,0\n",
+               "x.csv:2: slo_ttft_ms: must be > 0, got 0");
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,slo_tbt_ms\n"
+               "0,0,a,1,1,fast\n",
+               "x.csv:2: slo_tbt_ms: not a number of milliseconds: 'fast'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,1,1\n"
+               "2023-11-16 18:15:45,1,1\n",
+               "x.csv:3: TIMESTAMP: goes backwards (-1.68059 < 0)");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-29 00:00:00,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2023-02-29 00:00:00'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00.1234567890,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2023-01-01 00:00:00.1234567890'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00.,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2023-01-01 00:00:00.'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00+01:00,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2023-01-01 00:00:00+01:00'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00,0,1\n",
+               "x.csv:2: ContextTokens: must be >= 1, got 0");
+    expect_msg("num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n1,2,3,2\n",
+               "x.csv:1: header: missing column arrived_at");
+    expect_msg("arrived_at,num_prefill_tokens,num_decode_tokens\n2,1,1\n1,1,1\n",
+               "x.csv:3: arrived_at: goes backwards (1 < 2)");
+    expect_msg("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,x\n",
+               "x.csv:2: num_decode_tokens: not an integer: 'x'");
+    tu_assert_no_leaks();
+}
+
+/* Line-length limit, NUL bytes, many commas, long and odd field values. */
+static void test_hostile_lines(void **state)
+{
+    (void)state;
+    static char buf[2 * TRACE_MAX_LINE + 1000000 + 256];
+    const size_t cap = sizeof buf;
+    ss_errbuf eb = {""};
+    /* Exactly TRACE_MAX_LINE bytes (trailing blanks are trimmed) is accepted, also with CRLF. */
+    size_t h = strlen(NAT_HDR);
+    memcpy(buf, NAT_HDR "0,0,a,1,1", h + 9);
+    memset(buf + h + 9, ' ', TRACE_MAX_LINE - 9);
+    memcpy(buf + h + TRACE_MAX_LINE, "\r\n", 2);
+    assert_int_equal(read_all_n(buf, h + TRACE_MAX_LINE + 2, "auto", &eb), 1);
+    /* One more byte is too long: reported on the right line, in either line-end style. */
+    memset(buf + h + 9, ' ', TRACE_MAX_LINE - 8);
+    memcpy(buf + h + TRACE_MAX_LINE + 1, "\r\n", 2);
+    expect_error(buf, h + TRACE_MAX_LINE + 3, "auto", SS_EPARSE,
+                 "x.csv:2: line: longer than 65536 bytes", 0);
+    expect_error(buf, h + TRACE_MAX_LINE + 1, "auto", SS_EPARSE,
+                 "x.csv:2: line: longer than 65536 bytes", 0);
+    /* A million commas on one line. */
+    memcpy(buf, NAT_HDR, h);
+    memset(buf + h, ',', 1000000);
+    expect_error(buf, h + 1000000, "auto", SS_EPARSE, "x.csv:2: line: longer than 65536 bytes", 0);
+    /* 60000 commas fit in a line: wrong field count. */
+    memset(buf + h, ',', 60000);
+    buf[h + 60000] = '\n';
+    expect_error(buf, h + 60001, "auto", SS_EPARSE, "x.csv:2: line: expected 5 fields, got 60001",
+                 0);
+    /* The same in the header. */
+    memset(buf, ',', 60000);
+    expect_error(buf, 60000, "auto", SS_EPARSE, "x.csv:1: header: more than 64 columns", 0);
+    /* NUL bytes. */
+    static const char nul[] = NAT_HDR "0,0,a\0b,1,1\n";
+    expect_error(nul, sizeof nul - 1, "auto", SS_EPARSE, "x.csv:2: line: contains a NUL byte", 0);
+    /* A 300-byte tenant name; a huge number; non-ASCII bytes are escaped in messages. */
+    int n = snprintf(buf, cap, NAT_HDR "0,0,%0300d,1,1\n", 7);
+    expect_error(buf, (size_t)n, "auto", SS_EPARSE, "x.csv:2: tenant: name longer than 255 bytes",
+                 0);
+    expect_msg(NAT_HDR "0,0,a,\xff\x01,1\n",
+               "x.csv:2: prompt_tokens: not an integer: '\\xff\\x01'");
+    memcpy(buf, NAT_HDR "0,0,a,", h + 6);
+    memset(buf + h + 6, '9', 200);
+    memcpy(buf + h + 206, ",1\n", 3);
+    expect_error(buf, h + 209, "auto", SS_EPARSE,
+                 "x.csv:2: prompt_tokens: must be <= 10000000, got 99999999999999999999", 1);
+    expect_msg(NAT_HDR "0,0,a,1e3,1\n", "x.csv:2: prompt_tokens: not an integer: '1e3'");
+    tu_assert_no_leaks();
+}
+
+/* Random bytes and random mutations of valid files, every format: no crash, sane codes. */
+static void test_random_inputs_never_crash(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        NAT_HDR "0,0.5,a,10,20\n1,0.75,b,3,4\n",
+        "request_id,arrival_s,tenant,prompt_tokens,output_tokens,tier,session_id,slo_ttft_ms,"
+        "slo_tbt_ms\n0,1,t,1,1,1,1,1,1\n",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+        "2023-11-16 18:15:50.9951690,396,109\n",
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,374,44\n4.3e0,396,109\n",
+    };
+    static const char *const formats[] = {"auto", "native", "azure", "vidur"};
+    static const char alphabet[] = ",,,\n\r.-+eE0123456789 :TZ\"\0\xff";
+    char buf[512];
+    ss_rng rng;
+    ss_rng_seed(&rng, 1234, 99);
+    for (int it = 0; it < 4000; it++) {
+        const char *seed = seeds[it % 4];
+        size_t len = strlen(seed);
+        memcpy(buf, seed, len);
+        int n_mut = 1 + (int)ss_rng_below(&rng, 8);
+        for (int k = 0; k < n_mut; k++) {
+            size_t at = ss_rng_below(&rng, len + 1);
+            char c = alphabet[ss_rng_below(&rng, sizeof alphabet - 1)];
+            if (ss_rng_below(&rng, 2) && len < sizeof buf - 1) {
+                memmove(buf + at + 1, buf + at, len - at);
+                len++;
+            } else if (at == len) {
+                continue;
+            }
+            buf[at] = c;
+        }
+        if (it % 10 == 0) /* pure noise */
+            for (size_t i = 0; i < len; i++)
+                buf[i] = alphabet[ss_rng_below(&rng, sizeof alphabet - 1)];
+        ss_errbuf eb = {""};
+        int64_t rc = read_all_n(buf, len, formats[ss_rng_below(&rng, 4)], &eb);
+        assert_true(rc >= 0 || rc == SS_EPARSE);
+        if (rc < 0) {
+            assert_non_null(strchr(eb.msg, ':'));
+            assert_null(strchr(eb.msg, '\n'));
+        }
+    }
+    tu_assert_no_leaks();
+}
+
+static void test_tenant_limit(void **state)
+{
+    (void)state;
+    size_t cap = 64 + (size_t)(TRACE_MAX_TENANTS + 2) * 32;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t len = (size_t)snprintf(buf, cap, NAT_HDR);
+    for (int i = 0; i <= TRACE_MAX_TENANTS; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%d,0,t%d,1,1\n", i, i);
+    ss_errbuf eb = {""};
+    char want[128];
+    snprintf(want, sizeof want, "x.csv:%d: tenant: more than %d distinct tenants",
+             TRACE_MAX_TENANTS + 2, TRACE_MAX_TENANTS);
+    expect_error(buf, len, "native", SS_EPARSE, want, 0);
+    /* Exactly the limit is fine, and names map back to indexes. */
+    trace_reader *r = NULL;
+    trace_rec rec;
+    const char *path = write_bytes("tenants.csv", buf, len);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    for (int i = 0; i < TRACE_MAX_TENANTS; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.tenant, i);
+    }
+    assert_int_equal(trace_reader_n_tenants(r), TRACE_MAX_TENANTS);
+    assert_string_equal(trace_reader_tenant_name(r, TRACE_MAX_TENANTS - 1), "t65534");
+    trace_reader_close(&r);
+    free(buf);
+    tu_assert_no_leaks();
+}
+
+/* Memory does not grow with trace length: after the first request, live bytes stay put. */
+static void test_constant_memory(void **state)
+{
+    (void)state;
+    trace_gen_spec s = {.seed = 5, .n_requests = 100000, .rate = 100, .cv = 1};
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_len_dist_parse(&s.prompt, "uniform:1:5000", &eb), 0);
+    assert_int_equal(trace_len_dist_parse(&s.output, "fixed:3", &eb), 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/long.csv", tu_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(trace_gen_write_csv(&s, f, &eb), 0);
+    assert_int_equal(fclose(f), 0);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    size_t live = ss_alloc_live_bytes();
+    uint64_t n_allocs = ss_alloc_count();
+    uint64_t n = 1;
+    while (trace_reader_next(r, &rec, &eb) == 1)
+        n++;
+    assert_int_equal(n, 100000);
+    assert_int_equal(ss_alloc_live_bytes(), live);
+    assert_int_equal(ss_alloc_count(), n_allocs);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+/* Every allocation on the open / read / stats path may fail: SS_ENOMEM or success, no leak. */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    char text[4096];
+    size_t len = (size_t)snprintf(text, sizeof text, NAT_HDR);
+    for (int i = 0; i < 40; i++) /* 40 tenants: several table and index growths */
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d,t%d,1,1\n", i, i, i);
+    const char *path = write_bytes("oom.csv", text, len);
+    int n_ok = 0;
+    for (uint64_t n = 1; n < 1000; n++) {
+        trace_reader *r = NULL;
+        trace_stats st;
+        ss_errbuf eb = {""};
+        uint64_t before = ss_alloc_count();
+        ss_alloc_fail_after(n);
+        int rc = trace_reader_open(&r, path, "auto", &eb);
+        if (rc == SS_OK) {
+            rc = trace_stats_compute(r, &st, &eb);
+            trace_reader_close(&r);
+        }
+        ss_alloc_fail_after(0);
+        uint64_t used = ss_alloc_count() - before;
+        tu_assert_no_leaks();
+        if (rc == SS_OK) {
+            /* Success means the injected failure was never reached (a swallowed failure
+             * would show as success after n or more allocations): every path is covered. */
+            assert_true(used < n);
+            assert_int_equal(st.count, 40);
+            assert_int_equal(st.n_tenants, 40);
+            n_ok = 1;
+            break;
+        } else {
+            assert_int_equal(rc, SS_ENOMEM);
+            assert_non_null(strstr(eb.msg, "out of memory"));
+        }
+    }
+    assert_true(n_ok);
+    /* The generator's one allocation. */
+    trace_gen_spec s = {.seed = 1, .n_requests = 3, .rate = 1, .cv = 1};
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_len_dist_parse(&s.prompt, "fixed:5", &eb), 0);
+    s.output = s.prompt;
+    trace_gen *g = NULL;
+    ss_alloc_fail_after(1);
+    assert_int_equal(trace_gen_create(&g, &s, &eb), SS_ENOMEM);
+    ss_alloc_fail_after(0);
+    assert_null(g);
+    tu_assert_no_leaks();
+}
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+static void test_stats_small(void **state)
+{
+    (void)state;
+    char text[8192];
+    size_t len = (size_t)snprintf(text, sizeof text, NAT_HDR);
+    /* 100 requests, 0.5 s apart; prompt 100..1 (reverse order), output 1..100. */
+    for (int i = 0; i < 100; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d.5,%s,%d,%d\n", i, i + 10,
+                                i % 3 ? "a" : "b", 100 - i, i + 1);
+    const char *path = write_bytes("stats.csv", text, len);
+    trace_reader *r = NULL;
+    trace_stats st;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_stats_compute(r, &st, &eb), 0);
+    assert_int_equal(st.count, 100);
+    assert_int_equal(st.first_ns, 10500000000);
+    assert_int_equal(st.last_ns, 109500000000);
+    assert_near(st.span_s, 99, 1e-12, "span");
+    assert_near(st.rate, 100.0 / 99, 1e-12, "rate");
+    assert_true(st.interarrival_cv < 1e-9); /* equal gaps */
+    assert_int_equal(st.n_tenants, 2);
+    assert_near(st.prompt.mean, 50.5, 1e-12, "prompt mean");
+    assert_int_equal(st.prompt.min, 1);
+    assert_int_equal(st.prompt.p50, 50);
+    assert_int_equal(st.prompt.p90, 90);
+    assert_int_equal(st.prompt.p99, 99);
+    assert_int_equal(st.prompt.max, 100);
+    assert_int_equal(st.output.p50, 50);
+    assert_int_equal(trace_reader_digest(r), fnv1a(text, len));
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_real_azure_conv(void **state)
+{
+    (void)state;
+    const char *path = tu_shared_path("traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv");
+    if (!path)
+        skip();
+    trace_reader *r = NULL;
+    trace_stats st;
+    ss_errbuf eb = {""};
+    int rc = trace_reader_open(&r, path, "auto", &eb);
+    if (rc == SS_OK)
+        rc = trace_stats_compute(r, &st, &eb);
+    if (rc)
+        fail_msg("%s", eb.msg);
+    assert_string_equal(trace_reader_format(r), "azure");
+    assert_int_equal(st.count, 19366);
+    assert_true(fabs(st.prompt.mean - 1154.70) < 0.01);
+    assert_int_equal(st.prompt.p50, 1020);
+    assert_int_equal(st.prompt.p99, 4142);
+    assert_true(fabs(st.output.mean - 211.13) < 0.01);
+    assert_int_equal(st.output.p50, 129);
+    assert_int_equal(st.output.p99, 601);
+    assert_true(fabs(st.span_s - 3501.7) < 0.1);
+    assert_int_equal(st.first_ns, 0);
+    trace_reader_close(&r);
+    /* The first two rows: 18:15:46.6805900 and 18:15:50.9951690. */
+    trace_rec a, b;
+    assert_int_equal(trace_reader_open(&r, path, "azure", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &a, &eb), 1);
+    assert_int_equal(trace_reader_next(r, &b, &eb), 1);
+    assert_int_equal(b.arrival_ns - a.arrival_ns, 4314579000);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_real_vidur_lengths_only(void **state)
+{
+    (void)state;
+    const char *path =
+        tu_shared_path("traces/vidur/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv");
+    if (!path)
+        skip();
+    trace_reader *r = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), SS_EPARSE);
+    const char *tail = ":1: header: missing column arrived_at";
+    assert_true(strlen(eb.msg) > strlen(tail));
+    assert_string_equal(eb.msg + strlen(eb.msg) - strlen(tail), tail);
+    tu_assert_no_leaks();
+}
+
+/* ---- generator ----------------------------------------------------------------------- */
+
+static trace_gen_spec make_spec(uint64_t n, const char *prompt, const char *output)
+{
+    trace_gen_spec s = {.seed = 42, .n_requests = n, .rate = 10, .cv = 1, .tenant = "t"};
+    ss_errbuf eb = {""};
+    if (trace_len_dist_parse(&s.prompt, prompt, &eb) ||
+        trace_len_dist_parse(&s.output, output, &eb))
+        fail_msg("%s", eb.msg);
+    return s;
+}
+
+/* Run a generator to the end into a malloc'd array; returns the count. */
+static size_t gen_all(const trace_gen_spec *s, trace_rec **out)
+{
+    trace_gen *g = NULL;
+    ss_errbuf eb = {""};
+    size_t cap = s->n_requests ? s->n_requests : 100000, n = 0;
+    *out = malloc(cap * sizeof **out);
+    assert_non_null(*out);
+    if (trace_gen_create(&g, s, &eb))
+        fail_msg("%s", eb.msg);
+    while (n < cap && trace_gen_next(g, &(*out)[n]) == 1)
+        n++;
+    trace_rec extra;
+    assert_int_equal(trace_gen_next(g, &extra), 0);
+    trace_gen_destroy(&g);
+    assert_null(g);
+    return n;
+}
+
+static void test_gen_determinism_and_streams(void **state)
+{
+    (void)state;
+    trace_gen_spec s1 = make_spec(20000, "lognormal:1000:1", "zipf:1.1:1:500");
+    trace_gen_spec s2 = s1;
+    trace_rec *a, *b, *c, *d;
+    assert_int_equal(gen_all(&s1, &a), 20000);
+    assert_int_equal(gen_all(&s2, &b), 20000);
+    assert_memory_equal(a, b, 20000 * sizeof *a);
+    /* Changing the output distribution leaves arrivals and prompts untouched. */
+    trace_gen_spec s3 = make_spec(20000, "lognormal:1000:1", "uniform:1:64");
+    assert_int_equal(gen_all(&s3, &c), 20000);
+    int n_diff = 0;
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(a[i].arrival_ns, c[i].arrival_ns);
+        assert_int_equal(a[i].prompt_tokens, c[i].prompt_tokens);
+        n_diff += a[i].output_tokens != c[i].output_tokens;
+    }
+    assert_true(n_diff > 10000);
+    /* Changing the arrival process leaves the lengths untouched; a new seed changes all. */
+    trace_gen_spec s4 = s1;
+    s4.arrival = TRACE_ARRIVAL_GAMMA;
+    s4.cv = 3;
+    assert_int_equal(gen_all(&s4, &d), 20000);
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(a[i].prompt_tokens, d[i].prompt_tokens);
+        assert_int_equal(a[i].output_tokens, d[i].output_tokens);
+    }
+    assert_true(a[100].arrival_ns != d[100].arrival_ns);
+    free(d);
+    s4 = s1;
+    s4.seed = 43;
+    assert_int_equal(gen_all(&s4, &d), 20000);
+    assert_true(a[0].arrival_ns != d[0].arrival_ns && a[1].prompt_tokens + a[2].prompt_tokens !=
+                                                          d[1].prompt_tokens + d[2].prompt_tokens);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    tu_assert_no_leaks();
+}
+
+/* The CSV is byte-identical across runs and reads back to exactly the generated records. */
+static void test_gen_csv_round_trip(void **state)
+{
+    (void)state;
+    trace_gen_spec s = make_spec(5000, "quantiles:0=2,0.5=1020,0.9=1871.4,0.99=4142,1=5921",
+                                 "lognormal:129:1.2:1:4096");
+    s.arrival = TRACE_ARRIVAL_GAMMA;
+    s.cv = 4;
+    ss_errbuf eb = {""};
+    char *bufs[2];
+    size_t lens[2];
+    for (int k = 0; k < 2; k++) {
+        FILE *f = open_memstream(&bufs[k], &lens[k]);
+        assert_non_null(f);
+        assert_int_equal(trace_gen_write_csv(&s, f, &eb), 0);
+        assert_int_equal(fclose(f), 0);
+    }
+    assert_int_equal(lens[0], lens[1]);
+    assert_memory_equal(bufs[0], bufs[1], lens[0]);
+    trace_rec *want;
+    assert_int_equal(gen_all(&s, &want), 5000);
+    const char *path = write_bytes("gen.csv", bufs[0], lens[0]);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "native");
+    for (int i = 0; i < 5000; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.id, want[i].id);
+        assert_int_equal(rec.arrival_ns, want[i].arrival_ns);
+        assert_int_equal(rec.prompt_tokens, want[i].prompt_tokens);
+        assert_int_equal(rec.output_tokens, want[i].output_tokens);
+    }
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    assert_string_equal(trace_reader_tenant_name(r, 0), "t");
+    trace_reader_close(&r);
+    free(want);
+    free(bufs[0]);
+    free(bufs[1]);
+    tu_assert_no_leaks();
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean and coefficient of variation of the gaps between arrivals (the first from 0). */
+static void gap_stats(const trace_rec *r, size_t n, double *mean, double *cv)
+{
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = (double)(r[i].arrival_ns - (i ? r[i - 1].arrival_ns : 0)) / 1e9;
+        s += g;
+        s2 += g * g;
+    }
+    *mean = s / (double)n;
+    *cv = sqrt(s2 / (double)n - *mean * *mean) / *mean;
+}
+
+/* Sorted prompt lengths, for quantiles. */
+static uint32_t *sorted_prompts(const trace_rec *r, size_t n)
+{
+    uint32_t *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = r[i].prompt_tokens;
+    qsort(v, n, sizeof *v, cmp_u32);
+    return v;
+}
+
+static void test_gen_statistics(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    double mean, cv;
+    trace_rec *r;
+    /* Poisson, rate 10: mean gap 0.1 s, CV 1. Lognormal median 1000. */
+    trace_gen_spec s = make_spec(N, "lognormal:1000:0.8", "fixed:7");
+    assert_int_equal(gen_all(&s, &r), N);
+    gap_stats(r, N, &mean, &cv);
+    assert_near(mean, 0.1, 0.01, "poisson mean gap");
+    assert_near(cv, 1, 0.02, "poisson cv");
+    uint32_t *v = sorted_prompts(r, N);
+    assert_near(v[N / 2], 1000, 0.02, "lognormal median");
+    assert_near(v[(size_t)(0.9 * N)], 1000 * exp(0.8 * 1.2815516), 0.03, "lognormal p90");
+    assert_int_equal(r[N - 1].output_tokens, 7);
+    free(v);
+    free(r);
+    /* Gamma, CV 2. */
+    s = make_spec(N, "fixed:1", "fixed:1");
+    s.arrival = TRACE_ARRIVAL_GAMMA;
+    s.cv = 2;
+    assert_int_equal(gen_all(&s, &r), N);
+    gap_stats(r, N, &mean, &cv);
+    assert_near(mean, 0.1, 0.02, "gamma mean gap");
+    assert_near(cv, 2, 0.05, "gamma cv");
+    free(r);
+    /* Quantile knots are reproduced. */
+    s = make_spec(N, "quantiles:0=10,0.5=1000,0.9=2000,0.99=4000,1=5000", "fixed:1");
+    assert_int_equal(gen_all(&s, &r), N);
+    v = sorted_prompts(r, N);
+    assert_near(v[N / 2], 1000, 0.02, "quantiles p50");
+    assert_near(v[(size_t)(0.9 * N)], 2000, 0.02, "quantiles p90");
+    assert_near(v[(size_t)(0.99 * N)], 4000, 0.02, "quantiles p99");
+    assert_true(v[0] >= 10 && v[0] < 20 && v[N - 1] <= 5000 && v[N - 1] > 4950);
+    double sum = 0; /* mean = sum of segment trapezoids */
+    for (size_t i = 0; i < N; i++)
+        sum += v[i];
+    assert_near(sum / N, 0.25 * 1010 + 0.2 * 3000 + 0.045 * 6000 + 0.005 * 9000, 0.01,
+                "quantiles mean");
+    free(v);
+    free(r);
+    tu_assert_no_leaks();
+}
+
+static void test_gen_zipf_uniform_and_duration(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    trace_rec *r;
+    /* zipf:1.2:5:1000: P(k) ~ 1/(k-4)^1.2 on [5, 1000]. */
+    trace_gen_spec s = make_spec(N, "zipf:1.2:5:1000", "uniform:3:6");
+    assert_int_equal(gen_all(&s, &r), N);
+    double norm = 0;
+    for (int k = 1; k <= 996; k++)
+        norm += pow(k, -1.2);
+    uint32_t count[16] = {0};
+    double out_sum = 0;
+    for (size_t i = 0; i < N; i++) {
+        assert_in_range(r[i].prompt_tokens, 5, 1000);
+        assert_in_range(r[i].output_tokens, 3, 6);
+        if (r[i].prompt_tokens < 5 + 16)
+            count[r[i].prompt_tokens - 5]++;
+        out_sum += r[i].output_tokens;
+    }
+    for (int k = 1; k <= 6; k++)
+        assert_near(count[k - 1], N * pow(k, -1.2) / norm, 0.04, "zipf pmf");
+    assert_near(out_sum / N, 4.5, 0.01, "uniform mean");
+    free(r);
+    /* Duration: every arrival within it, about rate * duration requests. */
+    s = make_spec(0, "fixed:1", "fixed:1");
+    s.duration_s = 1000;
+    s.rate = 5;
+    size_t n = gen_all(&s, &r);
+    assert_in_range(n, 4700, 5300);
+    assert_true(r[n - 1].arrival_ns <= 1000 * SS_NS_PER_S);
+    assert_true(r[n - 1].arrival_ns > 990 * SS_NS_PER_S);
+    for (size_t i = 1; i < n; i++)
+        assert_true(r[i].arrival_ns >= r[i - 1].arrival_ns);
+    free(r);
+    tu_assert_no_leaks();
+}
+
+static void test_dist_specs(void **state)
+{
+    (void)state;
+    trace_len_dist d;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_len_dist_parse(&d, "lognormal:1020:0.5", &eb), 0);
+    assert_int_equal(d.kind, TRACE_LEN_LOGNORMAL);
+    assert_true(d.a == 1020 && d.b == 0.5 && d.c == 1 && d.d == TRACE_MAX_TOKENS);
+    assert_int_equal(trace_len_dist_parse(&d, "lognormal:1020:0.5:10:8192", &eb), 0);
+    assert_true(d.c == 10 && d.d == 8192);
+    assert_int_equal(trace_len_dist_parse(&d, "zipf:1.5:1:100", &eb), 0);
+    assert_true(d.kind == TRACE_LEN_ZIPF && d.a == 1.5 && d.b == 1 && d.c == 100);
+    assert_int_equal(trace_len_dist_parse(&d, "uniform:3:3", &eb), 0);
+    assert_int_equal(trace_len_dist_parse(&d, "fixed:7", &eb), 0);
+    assert_true(d.kind == TRACE_LEN_FIXED && d.a == 7);
+    assert_int_equal(trace_len_dist_parse(&d, "quantiles:0=1,0.25=2,1=9", &eb), 0);
+    assert_true(d.n_knots == 3 && d.knot_p[1] == 0.25 && d.knot_v[2] == 9);
+    static const struct {
+        const char *spec, *msg;
+    } bad[] = {
+        {"lognormal:abc:1", "'lognormal:abc:1': MEDIAN: not a number: 'abc'"},
+        {"lognormal:0:1", "'lognormal:0:1': need MEDIAN > 0 and SIGMA >= 0"},
+        {"lognormal:10:1:5", "'lognormal:10:1:5': missing parameter MAX"},
+        {"lognormal:10:1:50:5", "'lognormal:10:1:50:5': MIN must be <= MAX"},
+        {"fixed:0", "'fixed:0': N: must be in [1, 10000000], got 0"},
+        {"fixed:2.5", "'fixed:2.5': N: must be an integer, got 2.5"},
+        {"fixed:1:2", "'fixed:1:2': too many parameters (want fixed:N)"},
+        {"fixed", "'fixed': missing parameters after 'fixed:'"},
+        {"uniform:5:2", "'uniform:5:2': LO must be <= HI"},
+        {"uniform:5", "'uniform:5': missing parameter HI"},
+        {"zipf:0:1:10", "'zipf:0:1:10': S must be in (0, 100], got 0"},
+        {"zipf:1:1:20000000", "'zipf:1:1:20000000': MAX: must be in [1, 10000000], got 20000000"},
+        {"quantiles:0=1", "'quantiles:0=1': need 2 to 32 knots P=V, got 1"},
+        {"quantiles:0=1,0.5", "'quantiles:0=1,0.5': knot '0.5' is not P=V with two numbers"},
+        {"quantiles:0.1=1,1=5", "'quantiles:0.1=1,1=5': the first knot must be at P=0"},
+        {"quantiles:0=1,0.5=9,0.5=10,1=11", "'quantiles:0=1,0.5=9,0.5=10,1=11': P must increase"},
+        {"quantiles:0=5,1=4", "'quantiles:0=5,1=4': V must not decrease (4 after 5)"},
+        {"quantiles:0=0,1=4", "'quantiles:0=0,1=4': V must be in [1, 10000000], got 0"},
+        {"poisson:3", "'poisson:3': unknown distribution (known: fixed:N"},
+        {"", "'': unknown distribution"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&d, 0x5a, sizeof d);
+        trace_len_dist before = d;
+        int rc = trace_len_dist_parse(&d, bad[i].spec, &eb);
+        if (rc != SS_EPARSE || strncmp(eb.msg, bad[i].msg, strlen(bad[i].msg)))
+            fail_msg("spec '%s': rc %d, got '%s', want '%s'", bad[i].spec, rc, eb.msg,
+                     bad[i].msg);
+        assert_memory_equal(&d, &before, sizeof d); /* unchanged on error */
+    }
+    /* 33 knots is one too many. */
+    char many[1024];
+    size_t len = (size_t)snprintf(many, sizeof many, "quantiles:0=1");
+    for (int i = 1; i < 33; i++)
+        len += (size_t)snprintf(many + len, sizeof many - len, ",%g=%d", i / 32.0, i + 1);
+    assert_int_equal(trace_len_dist_parse(&d, many, &eb), SS_EPARSE);
+    assert_non_null(strstr(eb.msg, "more than 32 knots"));
+    tu_assert_no_leaks();
+}
+
+static void test_gen_spec_check(void **state)
+{
+    (void)state;
+    trace_gen_spec ok = make_spec(10, "fixed:1", "fixed:1");
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_gen_spec_check(&ok, &eb), 0);
+    trace_gen_spec s = ok;
+    s.rate = 0;
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "rate"));
+    s = ok;
+    s.rate = -3;
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    s = ok;
+    s.cv = 0;
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "cv"));
+    s = ok;
+    s.n_requests = 0;
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    s = ok;
+    s.tenant = "a,b";
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    s = ok;
+    s.output.a = 0;
+    assert_int_equal(trace_gen_spec_check(&s, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "output"));
+    trace_gen *g = NULL;
+    assert_int_equal(trace_gen_create(&g, &s, &eb), SS_EINVAL);
+    assert_null(g);
+    tu_assert_no_leaks();
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tu_tmpdir_cleanup();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_native_fixture),
+        cmocka_unit_test(test_azure_fixture),
+        cmocka_unit_test(test_vidur_fixture),
+        cmocka_unit_test(test_autodetect_and_forced),
+        cmocka_unit_test(test_bad_input_messages),
+        cmocka_unit_test(test_hostile_lines),
+        cmocka_unit_test(test_random_inputs_never_crash),
+        cmocka_unit_test(test_tenant_limit),
+        cmocka_unit_test(test_constant_memory),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_stats_small),
+        cmocka_unit_test(test_real_azure_conv),
+        cmocka_unit_test(test_real_vidur_lengths_only),
+        cmocka_unit_test(test_gen_determinism_and_streams),
+        cmocka_unit_test(test_gen_csv_round_trip),
+        cmocka_unit_test(test_gen_statistics),
+        cmocka_unit_test(test_gen_zipf_uniform_and_duration),
+        cmocka_unit_test(test_dist_specs),
+        cmocka_unit_test(test_gen_spec_check),
+    };
+    return cmocka_run_group_tests_name("trace", tests, NULL, group_teardown);
+}
