@@ -9,8 +9,12 @@
 #include "des/des.h"
 #include "des/queue.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct rec {
     uint64_t *order; /* ids in dispatch order */
@@ -227,6 +231,37 @@ static void test_schedule_oom_leaves_engine_usable(void **state)
     tu_assert_no_leaks();
 }
 
+static void on_noop(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)e;
+    (void)ev;
+    (void)ctx;
+}
+
+static void test_schedule_into_past_aborts(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        des_engine *e = NULL;
+        if (des_engine_create(&e, NULL))
+            _exit(3);
+        des_handler_set(e, 1, on_noop);
+        des_schedule(e, 100, 1, 0);
+        des_run(e, SS_TIME_MAX);
+        if (!freopen("/dev/null", "w", stderr)) /* keep the expected message out of the log */
+            _exit(4);
+        des_schedule(e, 99, 1, 0);         /* into the past: must abort */
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_pool_reuses_events),
         cmocka_unit_test(test_cancel_and_until),
         cmocka_unit_test(test_schedule_oom_leaves_engine_usable),
+        cmocka_unit_test(test_schedule_into_past_aborts),
     };
     return cmocka_run_group_tests_name("des", tests, NULL, NULL);
 }

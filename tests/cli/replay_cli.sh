@@ -1,0 +1,110 @@
+#!/bin/bash
+# CLI tests of `slicesim replay` on the shipped default trace: --help, the table and the JSON
+# keys other tools rely on, the results database (one run, one row per request, summary),
+# determinism of two runs, --rate-scale and --limit, --db none, and the error contract: bad
+# input exits 2 with one "slicesim: ..." line naming the file/line/field or option, and a run
+# that fails midway adds nothing to the database.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+TRACE=$ROOT/traces/azure-conv-synth.csv
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# sql DB QUERY: one value, through slicesim's own SQLite (python3 or sqlite3, whichever exists)
+sql() {
+    if command -v sqlite3 >/dev/null; then
+        sqlite3 "$1" "$2"
+    else
+        python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$1" "$2"
+    fi
+}
+
+# expect_error WANT_RC REGEX CMD...: status, empty stdout, exactly one stderr line matching.
+expect_error() {
+    local want=$1 re=$2
+    shift 2
+    "$@" >out 2>err
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$* exited $rc, want $want (stderr: $(cat err))"
+    [ ! -s out ] || fail "$*: stdout not empty: $(cat out)"
+    [ "$(wc -l <err)" -eq 1 ] || fail "$*: want one stderr line, got: $(cat err)"
+    grep -Eq "$re" err || fail "$*: stderr '$(cat err)' does not match '$re'"
+}
+
+"$S" replay --help >help || fail "--help exited non-zero"
+for o in --trace --model --gpu --replicas --tp --batching --routing --seed --limit --rate-scale \
+    --db --json; do
+    grep -q -- "$o" help || fail "--help does not mention $o"
+done
+
+# The table, and the database it writes.
+"$S" replay --trace "$TRACE" --limit 2000 --db r.db >table 2>err || fail "replay: $(cat err)"
+grep -q "completed 2000" table || fail "table: $(cat table)"
+grep -Eq "TTFT +[0-9.]+" table || fail "table lacks the TTFT row"
+[ "$(sql r.db 'SELECT count(*) FROM runs')" = 1 ] || fail "runs rows"
+[ "$(sql r.db 'SELECT count(*) FROM requests WHERE run_id = 1')" = 2000 ] || fail "requests rows"
+[ "$(sql r.db 'SELECT completed FROM summary')" = 2000 ] || fail "summary row"
+[ "$(sql r.db 'PRAGMA user_version')" = 1 ] || fail "schema version"
+
+# JSON: the contract keys, and identical output on a second run apart from wall_s.
+"$S" replay --trace "$TRACE" --limit 2000 --db r.db --json >a.json || fail "json run 1"
+"$S" replay --trace "$TRACE" --limit 2000 --db r.db --json >b.json || fail "json run 2"
+[ "$(wc -l <a.json)" -eq 1 ] || fail "JSON is not one line"
+for k in requests completed rejected preemptions events wall_s sim_s prompt_tokens_per_s \
+    output_tokens_per_s ttft_ms tbt_ms e2e_ms; do
+    grep -q "\"$k\": " a.json || fail "JSON lacks $k"
+done
+for k in ttft_ms tbt_ms e2e_ms; do
+    grep -Eq "\"$k\": \\{[^}]*\"p50\": [0-9.]+, \"p90\": [0-9.]+, \"p99\": [0-9.]+" a.json ||
+        fail "JSON $k lacks p50/p90/p99"
+done
+if command -v python3 >/dev/null; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' a.json || fail "invalid JSON"
+fi
+sed 's/"wall_s": [0-9.]*//' a.json >a.cmp
+sed 's/"wall_s": [0-9.]*//' b.json >b.cmp
+cmp -s a.cmp b.cmp || fail "two runs differ: $(diff a.cmp b.cmp)"
+[ "$(sql r.db "SELECT count(*) FROM (SELECT req_id, ttft_ms, e2e_ms, tbt_max_ms FROM requests
+    WHERE run_id = 2 EXCEPT SELECT req_id, ttft_ms, e2e_ms, tbt_max_ms FROM requests WHERE run_id = 3)")" = 0 ] ||
+    fail "request rows of identical runs differ"
+
+# Doubling the rate must not lower p99 TTFT; --rate-scale is recorded.
+"$S" replay --trace "$TRACE" --limit 3000 --replicas 1 --db none --json >r1.json || fail "x1"
+"$S" replay --trace "$TRACE" --limit 3000 --replicas 1 --db none --json --rate-scale 2 >r2.json ||
+    fail "x2"
+p99() { grep -o '"ttft_ms": {[^}]*}' "$1" | grep -o '"p99": [0-9.]*' | cut -d' ' -f2; }
+awk -v a="$(p99 r1.json)" -v b="$(p99 r2.json)" 'BEGIN { exit !(b >= a) }' ||
+    fail "p99 TTFT fell from $(p99 r1.json) to $(p99 r2.json) when the rate doubled"
+
+# --db none writes nothing.
+"$S" replay --trace "$TRACE" --limit 100 --db none >/dev/null || fail "--db none"
+[ ! -e results ] || fail "--db none created results/"
+
+# Errors.
+expect_error 2 "unknown model 'llama-7b' \(known: .*llama-2-7b" "$S" replay --trace "$TRACE" --model llama-7b --db x.db
+expect_error 2 "unknown GPU 'a100' \(known: a100-80g" "$S" replay --trace "$TRACE" --gpu a100 --db x.db
+expect_error 2 "rate-scale: expected a positive number, got '-2'" "$S" replay --trace "$TRACE" --rate-scale -2
+expect_error 2 "replicas" "$S" replay --trace "$TRACE" --replicas 0
+expect_error 2 "unknown or incomplete option '--replicaz'" "$S" replay --replicaz 2
+expect_error 2 "unknown parameter 'max_num_seq'" "$S" replay --trace "$TRACE" --param max_num_seq=4 --db x.db
+expect_error 2 "nosuch.csv" "$S" replay --trace nosuch.csv --db x.db
+expect_error 2 "routing: unknown policy 'random-ish' \(known: rr, lor\)" "$S" replay --trace "$TRACE" --routing random-ish
+expect_error 2 "does not fit" "$S" replay --trace "$TRACE" --model llama-2-70b --gpu l40s --db x.db
+[ ! -e x.db ] || [ "$(sql x.db 'SELECT count(*) FROM runs')" = 0 ] || fail "a refused run was stored"
+
+# A malformed row midway: exit 2, FILE:LINE: field, and the database keeps only earlier runs.
+head -1001 "$TRACE" >bad.csv
+echo "9999,9999.5,default,12x,10" >>bad.csv
+tail -n +1002 "$TRACE" | head -100 >>bad.csv
+expect_error 2 "bad.csv:1002: prompt_tokens: " "$S" replay --trace bad.csv --db r.db
+[ "$(sql r.db 'SELECT count(*) FROM runs')" = 3 ] || fail "failed run changed the runs table"
+[ "$(sql r.db 'SELECT count(*) FROM requests')" = 6000 ] || fail "failed run left request rows"
+[ "$(sql r.db 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
+echo "replay_cli: all checks passed"
