@@ -52,22 +52,26 @@ void ss_hist_fini(ss_hist *h)
     memset(h, 0, sizeof *h);
 }
 
-int ss_hist_add(ss_hist *h, int64_t v)
+int ss_hist_add_n(ss_hist *h, int64_t v, uint64_t count)
 {
+    if (!count)
+        return SS_OK;
     if (v < 0)
         v = 0;
     size_t i = bucket_of((uint64_t)v);
     if (ensure(h, i))
         return SS_ENOMEM;
-    h->counts[i]++;
+    h->counts[i] += count;
     if (!h->n || v < h->min)
         h->min = v;
     if (!h->n || v > h->max)
         h->max = v;
-    h->n++;
-    h->sum += (double)v;
+    h->n += count;
+    h->sum += (double)v * (double)count;
     return SS_OK;
 }
+
+int ss_hist_add(ss_hist *h, int64_t v) { return ss_hist_add_n(h, v, 1); }
 
 int64_t ss_hist_quantile(const ss_hist *h, double q)
 {

@@ -22,6 +22,8 @@ typedef struct ss_hist {
 void ss_hist_fini(ss_hist *h);
 /* Record one value (negative values count as 0). 0, or SS_ENOMEM with h unchanged. */
 int ss_hist_add(ss_hist *h, int64_t v);
+/* Record value v count times. 0, or SS_ENOMEM with h unchanged. */
+int ss_hist_add_n(ss_hist *h, int64_t v, uint64_t count);
 /* Value at quantile q in [0, 1]: the bucket holding the ceil(q*n)-th smallest sample,
  * reported at the bucket's midpoint and clamped to [min, max]. 0 when empty. */
 int64_t ss_hist_quantile(const ss_hist *h, double q);

@@ -7,8 +7,19 @@
 #include <math.h>
 #include <string.h>
 
+#define COST_DENSE_CACHE 1024 /* entries, power of two */
+#define MAX_OPS 24
+
+typedef struct cost_dense_entry {
+    uint64_t tokens; /* T of the batch */
+    uint32_t seqs;   /* S of the batch */
+    uint32_t valid;
+    ss_time ns;      /* summed dense-operator time */
+} cost_dense_entry;
+
 struct cost_model {
     const cost_ops *ops;
+    cost_dense_entry cache[COST_DENSE_CACHE];
     cost_params p;
     uint32_t layers;
     void *priv; /* points into tail */
@@ -109,8 +120,12 @@ static void gemm(cost_op *op, const shape_ctx *c, double t, double k, double n, 
     op->bytes = (t * k + w * k * n + t * n) * c->d;
 }
 
-static size_t attention_ops(const shape_ctx *c, const cost_batch *b, cost_op *out)
+static size_t attention_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
 {
+    const cat_model *m = cm->p.model;
+    shape_ctx cc = {m, cm->p.tp, m->dtype_bytes, m->hidden, (double)(b->prefill_tokens + b->n_decode),
+                    (double)(b->n_prefill + b->n_decode)};
+    const shape_ctx *c = &cc;
     size_t n = 0;
     double H = q_heads(c->m, c->tp), KV = kv_heads(c->m, c->tp), hd = c->m->head_dim;
     if (b->n_prefill) {
@@ -173,13 +188,13 @@ static size_t mlp_ops(const shape_ctx *c, cost_op *out)
     return n;
 }
 
-/* Fill out[] with the device operators of the batch (host time excluded). */
-static size_t build_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
+/* Fill out[] with the device operators that depend only on the batch's query tokens T and
+ * sequences S: everything but attention and host time. */
+static size_t build_dense_ops(const cost_model *cm, uint64_t T, uint32_t S, cost_op *out)
 {
     const cat_model *m = cm->p.model;
     uint32_t tp = cm->p.tp, L = m->layers;
-    shape_ctx c = {m, tp, m->dtype_bytes, m->hidden,
-                   (double)(b->prefill_tokens + b->n_decode), (double)(b->n_prefill + b->n_decode)};
+    shape_ctx c = {m, tp, m->dtype_bytes, m->hidden, (double)T, (double)S};
     double H = q_heads(m, tp), KV = kv_heads(m, tp), hd = m->head_dim;
     size_t n = 0;
     cost_op op = mk(&c, COST_OP_EMBED, 1);
@@ -196,7 +211,6 @@ static size_t build_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
     op.flops = 6.0 * c.T * (H + KV) * hd;
     op.bytes = 2.0 * c.T * (H + KV) * hd * c.d;
     out[n++] = op;
-    n += attention_ops(&c, b, out + n);
     op = mk(&c, COST_OP_OPROJ, L);
     gemm(&op, &c, c.T, H * hd, c.h, 1.0);
     out[n++] = op;
@@ -216,38 +230,56 @@ static size_t build_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
     op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
     out[n++] = op;
     op = mk(&c, COST_OP_LM_HEAD, 1);
-    op.tokens = (uint64_t)c.S;
+    op.tokens = S;
     gemm(&op, &c, c.S, c.h, (double)m->vocab / tp, 1.0);
     out[n++] = op;
     return n;
 }
 
+static uint64_t batch_tokens(const cost_batch *b) { return b->prefill_tokens + b->n_decode; }
+static uint32_t batch_seqs(const cost_batch *b) { return b->n_prefill + b->n_decode; }
+
 /* Host overhead of one engine step (not a device operator; the same for every backend). */
 static ss_time host_ns(const cost_model *cm, const cost_batch *b)
 {
     const cat_gpu *g = cm->p.gpu;
-    double s = g->iter_fixed_s + g->iter_per_seq_s * (b->n_prefill + b->n_decode) +
-               g->iter_per_token_s * (double)(b->prefill_tokens + b->n_decode);
-    return (ss_time)llround(s * 1e9);
+    double s = g->iter_fixed_s + g->iter_per_seq_s * batch_seqs(b) +
+               g->iter_per_token_s * (double)batch_tokens(b);
+    return (ss_time)(s * 1e9 + 0.5);
 }
 
-#define MAX_OPS 24
+/* Sum of the dense operators' times for (T, S), memoised: decode-heavy replays repeat the same
+ * few (T, S) pairs millions of times. The cached value is the same integer sum the expanded
+ * path adds up, so memoisation never changes a result. */
+static ss_time dense_ns(cost_model *cm, uint64_t T, uint32_t S)
+{
+    cost_dense_entry *e = &cm->cache[(T * 31 + S) & (COST_DENSE_CACHE - 1)];
+    if (e->valid && e->tokens == T && e->seqs == S)
+        return e->ns;
+    cost_op ops[MAX_OPS];
+    size_t n = build_dense_ops(cm, T, S, ops);
+    ss_time t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += cm->ops->op_ns(cm->priv, &ops[i]) * (ss_time)ops[i].count;
+    *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1, .ns = t};
+    return t;
+}
 
 size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
                           size_t cap)
 {
-    if (b->n_prefill + b->n_decode == 0)
+    if (batch_seqs(b) == 0)
         return 0;
     cost_op ops[MAX_OPS];
-    size_t n = build_ops(cm, b, ops);
+    size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
+    n += attention_ops(cm, b, ops + n);
     for (size_t i = 0; i < n && i < cap; i++) {
         ops_out[i] = ops[i];
         ns_out[i] = cm->ops->op_ns(cm->priv, &ops[i]);
     }
     if (n < cap) {
         ops_out[n] = (cost_op){.kind = COST_OP_HOST, .tp = cm->p.tp, .count = 1,
-                               .n_seqs = b->n_prefill + b->n_decode,
-                               .tokens = b->prefill_tokens + b->n_decode};
+                               .n_seqs = batch_seqs(b), .tokens = batch_tokens(b)};
         ns_out[n] = host_ns(cm, b);
     }
     return n + 1;
@@ -255,13 +287,13 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
 
 ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b)
 {
-    if (b->n_prefill + b->n_decode == 0)
+    if (batch_seqs(b) == 0)
         return 0;
-    cost_op ops[MAX_OPS];
-    size_t n = build_ops(cm, b, ops);
-    ss_time t = host_ns(cm, b);
+    cost_op att[2];
+    size_t n = attention_ops(cm, b, att);
+    ss_time t = host_ns(cm, b) + dense_ns(cm, batch_tokens(b), batch_seqs(b));
     for (size_t i = 0; i < n; i++)
-        t += cm->ops->op_ns(cm->priv, &ops[i]) * (ss_time)ops[i].count;
+        t += cm->ops->op_ns(cm->priv, &att[i]) * (ss_time)att[i].count;
     return t;
 }
 

@@ -36,7 +36,7 @@ static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
 
 static ss_time to_ns(double s)
 {
-    ss_time t = (ss_time)llround(s * 1e9);
+    ss_time t = (ss_time)(s * 1e9 + 0.5); /* s >= 0 */
     return t < 1 ? 1 : t;
 }
 

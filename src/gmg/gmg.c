@@ -231,6 +231,8 @@ void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
 
 void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
 {
+    if (blocks == r->blocks)
+        return;
     int64_t delta = (int64_t)blocks - (int64_t)r->blocks;
     if (delta > (int64_t)c->blocks_free)
         ss_fatal(SS_LOC, "container %u: request %llu needs %lld more KV blocks, %u free", c->id,

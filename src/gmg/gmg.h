@@ -205,6 +205,11 @@ static inline uint32_t gmg_blocks_for(const gmg_container *c, uint64_t tokens)
 {
     return (uint32_t)((tokens + c->block_tokens - 1) / c->block_tokens);
 }
+/* Whether a request holding `blocks` blocks has room for `tokens` tokens (no division). */
+static inline int gmg_blocks_hold(const gmg_container *c, uint32_t blocks, uint64_t tokens)
+{
+    return (uint64_t)blocks * c->block_tokens >= tokens;
+}
 /* Grow r's blocks to `blocks` (from the container's free pool) or release them all
  * (blocks = 0). Over-allocation or a negative pool is corrupted state: fatal. Updates the
  * GPUs' ledgers. */

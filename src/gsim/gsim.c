@@ -34,6 +34,8 @@ struct gsim {
     void *progress_ud;
     gsim_iter_fn *iter_obs;
     void *iter_obs_ud;
+    ss_time gap_v;               /* run-length buffer of equal inter-token gaps, flushed */
+    uint64_t gap_n;              /* into the TBT histogram when the value changes */
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -158,7 +160,8 @@ static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok)
         cost_batch_add_prefill(&c->iter.batch, q_tok, 0);
     } else if (q->state == GMG_REQ_RUNNING && q_tok == 1) {
         uint32_t ctx = q->prompt + q->generated;
-        gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, ctx));
+        if (!gmg_blocks_hold(c, q->blocks, ctx))
+            gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, ctx));
         cost_batch_add_decode(&c->iter.batch, ctx);
     } else {
         ss_fatal(SS_LOC, "policy scheduled request %llu in state %u with %u tokens",
@@ -228,6 +231,24 @@ static void start_iteration(gsim *s, gmg_container *c)
 
 /* ---- iteration completion --------------------------------------------------------------- */
 
+/* Record one inter-token gap. Consecutive equal gaps (every decode of one iteration usually
+ * has the same) are counted and added to the histogram in one step. */
+static void flush_gaps(gsim *s)
+{
+    if (s->gap_n && ss_hist_add_n(&s->m.tbt, s->gap_v, s->gap_n))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
+    s->gap_n = 0;
+}
+
+static inline void record_gap(gsim *s, ss_time gap)
+{
+    if (gap != s->gap_v || !s->gap_n) {
+        flush_gaps(s);
+        s->gap_v = gap;
+    }
+    s->gap_n++;
+}
+
 static void produce_token(gsim *s, gmg_req *q, ss_time now)
 {
     q->computed = q->computed ? q->computed + 1 : q->q_tokens;
@@ -240,8 +261,7 @@ static void produce_token(gsim *s, gmg_req *q, ss_time now)
         q->tbt_sum += gap;
         if (gap > q->tbt_max)
             q->tbt_max = gap;
-        if (metrics_add_gap(&s->m, gap))
-            fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
+        record_gap(s, gap);
     }
     q->last_token = now;
 }
@@ -463,8 +483,9 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
     if (s->rc)
         return s->rc;
     int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
+    flush_gaps(s);
     if (!rc)
-        rc = check_conservation(s);
+        rc = s->rc ? s->rc : check_conservation(s);
     return rc;
 }
 

@@ -74,7 +74,8 @@ static void schedule_decodes(const gmg *g, const gmg_container *c, pol_batch_dec
     gmg_id back = c->running.tail;
     for (gmg_id r = c->running.head; r != GMG_NONE; r = g->reqs[r].next) {
         const gmg_req *q = &g->reqs[r];
-        int64_t need = (int64_t)gmg_blocks_for(c, q->prompt + q->generated) - q->blocks;
+        /* a decode grows the sequence by one token: at most one new block */
+        int64_t need = !gmg_blocks_hold(c, q->blocks, (uint64_t)q->prompt + q->generated);
         int self = 0;
         while (need > free_blocks) {
             if (back == r) {
