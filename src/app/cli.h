@@ -19,4 +19,10 @@ int cmd_list(int argc, char **argv);
  * everything else is a failed run (1). */
 int cli_status_of(int ss_rc);
 
+typedef struct trace_reader trace_reader;
+typedef struct ss_errbuf ss_errbuf;
+/* Open the user's trace. A file that cannot be opened is bad input like a malformed one, so
+ * its SS_EIO becomes SS_EPARSE (exit status 2). Otherwise as trace_reader_open. */
+int cli_open_trace(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb);
+
 #endif

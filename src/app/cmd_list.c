@@ -4,6 +4,7 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_err.h"
+#include "core/ss_strbuf.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -30,17 +31,9 @@ typedef struct list_kind {
 
 static void json_str(FILE *out, const char *key, const char *s, int last)
 {
-    fprintf(out, "\"%s\": \"", key);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fprintf(out, "\"%s", last ? "" : ", ");
+    fprintf(out, "\"%s\": ", key);
+    ss_json_fputs(out, s);
+    fprintf(out, "%s", last ? "" : ", ");
 }
 
 static void json_num(FILE *out, const char *key, double v, int last)

@@ -423,9 +423,8 @@ static int setup(run_ctx *x)
         rc = catalog_model_find(x->cat, o->model, &o->sim.model, &x->eb);
     if (!rc)
         rc = catalog_gpu_find(x->cat, o->gpu, &o->sim.gpu, &x->eb);
-    /* An unreadable trace is the user's input error, like a malformed one. */
-    if (!rc && (rc = trace_reader_open(&x->r, o->trace, o->format, &x->eb)) == SS_EIO)
-        rc = SS_EPARSE;
+    if (!rc)
+        rc = cli_open_trace(&x->r, o->trace, o->format, &x->eb);
     if (!rc)
         rc = gsim_create(&x->g, &o->sim, &x->eb);
     return rc;

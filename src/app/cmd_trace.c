@@ -5,6 +5,7 @@
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
+#include "core/ss_strbuf.h"
 #include "trace/trace.h"
 
 #include <errno.h>
@@ -89,21 +90,6 @@ static int bad_option(const char *cmd, char **argv)
 /* stats                                                                                   */
 /* ====================================================================================== */
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void json_dist(FILE *f, const char *name, const trace_dist_stats *d)
 {
     fprintf(f,
@@ -115,7 +101,7 @@ static void json_dist(FILE *f, const char *name, const trace_dist_stats *d)
 static void print_json(const char *file, const trace_reader *r, const trace_stats *st)
 {
     printf("{\"file\":");
-    json_string(stdout, file);
+    ss_json_fputs(stdout, file);
     printf(",\"format\":\"%s\",\"requests\":%" PRIu64 ",\"span_s\":%.6f,\"rate\":%.6f,"
            "\"interarrival_cv\":%.6f,\"tenants\":%" PRIu32 ",\"digest\":\"fnv1a64:%016" PRIx64
            "\"",
@@ -153,7 +139,7 @@ static int run_stats(const char *file, const char *format, int json)
     trace_reader *r = NULL;
     trace_stats st;
     ss_errbuf eb = {""};
-    int rc = trace_reader_open(&r, file, format, &eb);
+    int rc = cli_open_trace(&r, file, format, &eb);
     if (rc == SS_OK)
         rc = trace_stats_compute(r, &st, &eb);
     if (rc == SS_OK) {

@@ -32,19 +32,34 @@ void ss_strbuf_printf(ss_strbuf *b, const char *fmt, ...)
     b->n += (size_t)need;
 }
 
+/* The JSON form of one byte of a string: itself, \" \\ or \u00XX. */
+static const char *json_escape(unsigned char c, char buf[8])
+{
+    if (c == '"' || c == '\\')
+        snprintf(buf, 8, "\\%c", c);
+    else if (c < 0x20)
+        snprintf(buf, 8, "\\u%04x", c);
+    else
+        snprintf(buf, 8, "%c", c);
+    return buf;
+}
+
 void ss_strbuf_json_str(ss_strbuf *b, const char *s)
 {
+    char buf[8];
     ss_strbuf_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            ss_strbuf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            ss_strbuf_printf(b, "\\u%04x", c);
-        else
-            ss_strbuf_printf(b, "%c", c);
-    }
+    for (; *s; s++)
+        ss_strbuf_printf(b, "%s", json_escape((unsigned char)*s, buf));
     ss_strbuf_printf(b, "\"");
+}
+
+void ss_json_fputs(FILE *f, const char *s)
+{
+    char buf[8];
+    fputc('"', f);
+    for (; *s; s++)
+        fputs(json_escape((unsigned char)*s, buf), f);
+    fputc('"', f);
 }
 
 const char *ss_strbuf_str(const ss_strbuf *b) { return b->s ? b->s : ""; }

@@ -4,6 +4,7 @@
 #define SS_CORE_SS_STRBUF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct ss_strbuf {
     char *s;    /* owned, NUL-terminated when non-NULL */
@@ -16,6 +17,8 @@ typedef struct ss_strbuf {
 void ss_strbuf_printf(ss_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s as a JSON string literal (quotes and escapes included). */
 void ss_strbuf_json_str(ss_strbuf *b, const char *s);
+/* Write s to f as a JSON string literal (quotes and escapes included). */
+void ss_json_fputs(FILE *f, const char *s);
 /* Contents ("" when empty); borrowed until the next append or fini. */
 const char *ss_strbuf_str(const ss_strbuf *b);
 static inline int ss_strbuf_ok(const ss_strbuf *b) { return !b->oom; }

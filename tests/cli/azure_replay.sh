@@ -8,21 +8,9 @@ DATA=${SS_SHARED_DATA:-${SS_SOURCE_ROOT:?}/../shared/data}
 AZ=$DATA/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || { echo "skip: $AZ not present"; exit 77; }
 T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-sql() {
-    if command -v sqlite3 >/dev/null; then
-        sqlite3 "$1" "$2"
-    else
-        python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$1" "$2"
-    fi
-}
 
 for i in 1 2; do
     "$S" replay --trace "$AZ" --model llama-2-7b --gpu a100-80g --replicas 4 --tp 1 --json \

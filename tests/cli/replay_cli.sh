@@ -8,35 +8,10 @@ set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 TRACE=$ROOT/traces/azure-conv-synth.csv
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-# sql DB QUERY: one value, through slicesim's own SQLite (python3 or sqlite3, whichever exists)
-sql() {
-    if command -v sqlite3 >/dev/null; then
-        sqlite3 "$1" "$2"
-    else
-        python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$1" "$2"
-    fi
-}
-
-# expect_error WANT_RC REGEX CMD...: status, empty stdout, exactly one stderr line matching.
-expect_error() {
-    local want=$1 re=$2
-    shift 2
-    "$@" >out 2>err
-    local rc=$?
-    [ "$rc" -eq "$want" ] || fail "$* exited $rc, want $want (stderr: $(cat err))"
-    [ ! -s out ] || fail "$*: stdout not empty: $(cat out)"
-    [ "$(wc -l <err)" -eq 1 ] || fail "$*: want one stderr line, got: $(cat err)"
-    grep -Eq "$re" err || fail "$*: stderr '$(cat err)' does not match '$re'"
-}
 
 "$S" replay --help >help || fail "--help exited non-zero"
 for o in --trace --model --gpu --replicas --tp --batching --routing --seed --limit --rate-scale \

@@ -6,22 +6,10 @@ set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap '[ "$pid" -gt 0 ] && kill -9 "$pid" 2>/dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 pid=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-sql() {
-    if command -v sqlite3 >/dev/null; then
-        sqlite3 "$1" "$2"
-    else
-        python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$1" "$2"
-    fi
-}
 
 "$S" replay --trace "$ROOT/traces/azure-conv-synth.csv" --limit 500 --db k.db >/dev/null ||
     fail "first run"

@@ -9,12 +9,8 @@ S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 DATA=${SS_SHARED_DATA:-$ROOT/../shared/data}
 T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 
 # within GOT WANT WHAT: |GOT - WANT| <= 2 % of WANT
 within() {
@@ -31,18 +27,6 @@ json_num() {
         src=$(cat "$1")
     fi
     echo "$src" | grep -o "\"$2\":[-0-9.e+]*" | head -1 | cut -d: -f2
-}
-
-# expect_error WANT_RC REGEX CMD...: exit status, nothing on stdout, one matching stderr line.
-expect_error() {
-    local want=$1 re=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    [ "$rc" -eq "$want" ] || fail "$*: exit $rc, want $want (stderr: $(cat "$T/err"))"
-    [ ! -s "$T/out" ] || fail "$*: wrote to stdout: $(head -c 200 "$T/out")"
-    [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$*: want one stderr line, got: $(cat "$T/err")"
-    grep -Eq "$re" "$T/err" || fail "$*: stderr '$(cat "$T/err")' does not match '$re'"
 }
 
 # ---- help ------------------------------------------------------------------------------
@@ -129,7 +113,7 @@ expect_error 2 "^slicesim: $T/bad1.csv: format: unknown format 'csv' $KNOWN\$" \
     "$S" trace stats --format csv "$T/bad1.csv"
 expect_error 2 "^slicesim: $T/bad1.csv:1: header: missing column TIMESTAMP\$" \
     "$S" trace stats --format azure "$T/bad1.csv"
-expect_error 1 "^slicesim: $T/nope.csv: cannot open" "$S" trace stats "$T/nope.csv"
+expect_error 2 "^slicesim: $T/nope.csv: cannot open" "$S" trace stats "$T/nope.csv"
 expect_error 2 '^slicesim: trace stats: ' "$S" trace stats
 expect_error 2 '^slicesim: trace stats: bad option' "$S" trace stats --bogus "$T/bad1.csv"
 
