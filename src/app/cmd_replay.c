@@ -450,6 +450,7 @@ static int finish_store(run_ctx *x, const metrics_summary *m, double wall_s)
     store_run_end end = {
         .wall_s = wall_s, .events = gsim_des_stats(x->g)->n_events,
         .iterations = gsim_iterations(x->g), .peak_in_flight = gsim_graph(x->g)->peak_in_flight,
+        .trace_digest = trace_reader_digest(x->r),
     };
     int rc = store_gpus(x->st, x->g, &x->eb);
     if (!rc)

@@ -19,7 +19,6 @@ typedef struct store_run_info {
     const char *command;      /* the command line, for reproduction */
     const char *trace;        /* trace path or generator description */
     const char *trace_format; /* reader used */
-    uint64_t trace_digest;    /* FNV-1a of the trace bytes (0 if not a file) */
     const char *model, *gpu;
     uint32_t replicas, tp;
     const char *batching, *routing, *cost_model;
@@ -45,6 +44,7 @@ typedef struct store_run_end {
     uint64_t events;         /* events dispatched */
     uint64_t iterations;     /* iterations executed over all containers */
     uint32_t peak_in_flight; /* most requests in the system at once */
+    uint64_t trace_digest;   /* FNV-1a 64 of the trace bytes the run consumed */
 } store_run_end;
 
 /* Open or create the database at path (its parent directory is created if missing), in WAL

@@ -59,12 +59,13 @@ static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
                " seed, rate_scale, limit_requests)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GPU] = "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SUM] = "INSERT INTO summary VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                "?,?,?,?)",
-    [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ? WHERE run_id = ?",
+    [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
+               " WHERE run_id = ?",
 };
 
 struct store {
@@ -246,9 +247,8 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     if (rc)
         return rc;
     s->in_run = 1;
-    char now[32], digest[24];
+    char now[32];
     utc_now(now);
-    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)in->trace_digest);
     binder b = {s->st[ST_RUN], 0, 0};
     b_text(&b, now);
     b_text(&b, SS_VERSION);
@@ -256,7 +256,6 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     b_text(&b, in->command);
     b_text(&b, in->trace);
     b_text(&b, in->trace_format);
-    b_text(&b, digest);
     b_text(&b, in->model);
     b_text(&b, in->gpu);
     b_int(&b, in->replicas);
@@ -366,7 +365,10 @@ int store_run_commit(store *s, const metrics_summary *m, const store_run_end *e,
         binder b = {s->st[ST_END], 0, 0};
         b_real(&b, e->wall_s);
         b_int(&b, (int64_t)e->events);
+        char digest[24];
+        snprintf(digest, sizeof digest, "%016llx", (unsigned long long)e->trace_digest);
         b_real(&b, m->sim_s);
+        b_text(&b, digest);
         b_int(&b, s->run_id);
         rc = run_stmt(s, &b, eb, "finishing the run");
     }

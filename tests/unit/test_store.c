@@ -33,7 +33,7 @@ static int64_t q_int(const char *path, const char *sql)
 
 static const store_run_info info = {
     .command = "slicesim replay --test", .trace = "t.csv", .trace_format = "native",
-    .trace_digest = 0xabcdef, .model = "llama-2-7b", .gpu = "a100-80g", .replicas = 2, .tp = 1,
+    .model = "llama-2-7b", .gpu = "a100-80g", .replicas = 2, .tp = 1,
     .batching = "vllm", .routing = "rr", .cost_model = "roofline", .params_json = "{}",
     .seed = 1, .rate_scale = 1.0, .limit = 0,
 };
@@ -58,7 +58,7 @@ static void write_run(store *s, int n_req, int commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
                          .rejected = 1, .sim_s = 10};
-    store_run_end e = {.wall_s = 0.1, .events = 42};
+    store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
 }
 
