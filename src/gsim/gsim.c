@@ -112,21 +112,14 @@ static int ensure_decision(gsim *s, size_t need)
     size_t cap = s->dec_cap ? s->dec_cap : 64;
     while (cap < need)
         cap *= 2;
-    pol_batch_decision *d = &s->dec;
-    gmg_id *run = ss_realloc(d->run, cap * sizeof *run);
-    if (run)
-        d->run = run;
-    uint32_t *qt = ss_realloc(d->q_tokens, cap * sizeof *qt);
-    if (qt)
-        d->q_tokens = qt;
-    gmg_id *pre = ss_realloc(d->preempt, cap * sizeof *pre);
-    if (pre)
-        d->preempt = pre;
-    gmg_id *rej = ss_realloc(d->reject, cap * sizeof *rej);
-    if (rej)
-        d->reject = rej;
-    if (!run || !qt || !pre || !rej)
+    /* one block holds the four arrays: run, preempt and reject ids, then query tokens */
+    gmg_id *block = ss_realloc(s->dec.run, cap * (3 * sizeof(gmg_id) + sizeof(uint32_t)));
+    if (!block)
         return SS_ENOMEM;
+    s->dec.run = block;
+    s->dec.preempt = block + cap;
+    s->dec.reject = block + 2 * cap;
+    s->dec.q_tokens = (uint32_t *)(block + 3 * cap);
     s->dec_cap = cap;
     return SS_OK;
 }
@@ -414,10 +407,7 @@ void gsim_destroy(gsim **sp)
     pol_route_destroy(&s->route);
     pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
-    ss_free(s->dec.run);
-    ss_free(s->dec.q_tokens);
-    ss_free(s->dec.preempt);
-    ss_free(s->dec.reject);
+    ss_free(s->dec.run); /* the block holding all four decision arrays */
     ss_free(s);
     *sp = NULL;
 }
