@@ -38,6 +38,7 @@ static const char *const op_names[COST_OP__COUNT] = {
     [COST_OP_MLP_UP] = "mlp_up",       [COST_OP_ACT] = "act",
     [COST_OP_MLP_DOWN] = "mlp_down",   [COST_OP_FINAL_NORM] = "final_norm",
     [COST_OP_LM_HEAD] = "lm_head",     [COST_OP_HOST] = "host",
+    [COST_OP_PP_SEND] = "pp_send",
 };
 
 const char *cost_op_name(cost_op_kind k)

@@ -34,6 +34,7 @@ typedef enum cost_op_kind {
     COST_OP_FINAL_NORM,   /* norm before the LM head (once per iteration) */
     COST_OP_LM_HEAD,      /* vocabulary projection for one token per sequence */
     COST_OP_HOST,         /* engine host time: scheduling, input preparation, sampling */
+    COST_OP_PP_SEND,      /* pipeline-parallel send/recv of activations to the next stage */
     COST_OP__COUNT
 } cost_op_kind;
 
@@ -69,9 +70,11 @@ void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0);
 void cost_batch_add_decode(cost_batch *b, uint64_t ctx);
 
 typedef struct cost_params {
-    const cat_gpu *gpu;     /* borrowed, outlives the model */
-    const cat_model *model; /* borrowed */
-    uint32_t tp;            /* tensor-parallel degree >= 1 */
+    const cat_gpu *gpu;       /* borrowed, outlives the model */
+    const cat_model *model;   /* borrowed */
+    uint32_t tp;              /* tensor-parallel degree >= 1 */
+    const char *profiles_dir; /* catalog directory (profile tables live in <dir>/<gpu>/);
+                                 borrowed, may be NULL when no backend needs it */
 } cost_params;
 
 /* A cost backend: maps one operator shape to a duration. */
