@@ -40,7 +40,7 @@ static int teardown(void **state)
 
 static cost_model *mk(fx *f, const char *gpu, const char *model, uint32_t tp)
 {
-    cost_params p = {catalog_gpu(f->cat, gpu), catalog_model(f->cat, model), tp};
+    cost_params p = {catalog_gpu(f->cat, gpu), catalog_model(f->cat, model), tp, NULL};
     assert_non_null(p.gpu);
     assert_non_null(p.model);
     cost_model *cm = NULL;
@@ -180,7 +180,7 @@ static void test_iteration_is_sum_of_ops(void **state)
 static void test_bad_params(void **state)
 {
     fx *f = *state;
-    cost_params p = {catalog_gpu(f->cat, "a100-80g"), catalog_model(f->cat, "llama-2-7b"), 3};
+    cost_params p = {catalog_gpu(f->cat, "a100-80g"), catalog_model(f->cat, "llama-2-7b"), 3, NULL};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), SS_EINVAL);
