@@ -418,7 +418,8 @@ static int begin_store(run_ctx *x, int argc, char **argv)
 static int setup(run_ctx *x)
 {
     replay_opts *o = x->o;
-    int rc = catalog_load(&x->cat, catalog_default_dir(o->profiles), &x->eb);
+    o->sim.profiles_dir = catalog_default_dir(o->profiles);
+    int rc = catalog_load(&x->cat, o->sim.profiles_dir, &x->eb);
     if (!rc)
         rc = catalog_model_find(x->cat, o->model, &o->sim.model, &x->eb);
     if (!rc)

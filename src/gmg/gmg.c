@@ -129,7 +129,8 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *s, uint32_t replicas, ss_errb
     if (grow_array((void **)&g->ctrs, g->n_ctrs, replicas, sizeof *g->ctrs) ||
         grow_array((void **)&g->gpus, g->n_gpus, replicas * s->tp, sizeof *g->gpus))
         return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
-    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp};
+    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp,
+                      .profiles_dir = s->profiles_dir};
     for (uint32_t i = 0; i < replicas; i++) {
         gmg_container *c = &g->ctrs[g->n_ctrs];
         int rc = cost_model_create(&c->cost, s->cost_backend, &cp, eb);

@@ -171,6 +171,7 @@ typedef struct gmg_ctr_spec {
     const cat_gpu *gpu;
     uint32_t tp;
     const char *cost_backend;   /* "roofline" */
+    const char *profiles_dir;   /* catalog directory for profile-table backends (borrowed) */
     double gpu_mem_util;        /* fraction of HBM the engine may use (vLLM's 0.9) */
     uint32_t block_tokens;      /* 16 */
     uint64_t max_batch_tokens;  /* sizes the activation reserve */

@@ -360,6 +360,7 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         return ss_err(eb, SS_EINVAL, "--max-model-len: must be at least 2");
     gmg_ctr_spec spec = {
         .model = c->model, .gpu = c->gpu, .tp = c->tp, .cost_backend = c->cost,
+        .profiles_dir = c->profiles_dir,
         .gpu_mem_util = c->gpu_mem_util, .block_tokens = c->block_tokens,
         .max_batch_tokens = pol_batch_max_tokens(s->batch),
         .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,

@@ -26,6 +26,7 @@ typedef struct gsim_config {
     const char *batching;       /* "vllm" */
     const char *routing;        /* "rr" | "lor" */
     const char *cost;           /* "roofline" */
+    const char *profiles_dir;   /* catalog directory (borrowed), for profile-table costs */
     ss_params *params;          /* batching and routing parameters (borrowed; unread keys are
                                    an error at create) */
     uint64_t seed;              /* seeds every policy's rng stream */
