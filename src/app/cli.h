@@ -14,6 +14,8 @@ int cmd_replay(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 /* `slicesim list models|gpus` (cmd_list.c). */
 int cmd_list(int argc, char **argv);
+/* `slicesim profile import ...`: convert measured profiles into profile tables (cmd_profile.c). */
+int cmd_profile(int argc, char **argv);
 
 /* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),
  * everything else is a failed run (1). */

@@ -10,6 +10,7 @@
 #include "core/ss_strbuf.h"
 #include "gsim/gsim.h"
 #include "metrics/store.h"
+#include "timeline/timeline.h"
 #include "trace/trace.h"
 
 #include "config.h"
@@ -27,6 +28,8 @@
 
 typedef struct replay_opts {
     const char *trace, *format, *model, *gpu, *db, *profiles;
+    const char *timeline;  /* Chrome trace-event JSON output, NULL = none */
+    tl_opts tl;
     uint64_t limit;
     double rate_scale;
     int json, progress;
@@ -53,13 +56,27 @@ static void usage(FILE *f)
         "  --replicas N            containers (default 4)\n"
         "  --tp N                  tensor-parallel GPUs per container (default 1)\n"
         "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
-        "Policies:\n"
-        "  --batching NAME         batching policy: vllm (default)\n"
-        "  --routing NAME          rr (round-robin, default) | lor (least outstanding requests)\n"
-        "  --cost NAME             cost model: roofline (default)\n"
-        "  --max-num-seqs N        vLLM max_num_seqs (default 256)\n"
-        "  --max-num-batched-tokens N  vLLM max_num_batched_tokens (default max(max-model-len, 2048))\n"
-        "  --watermark F           vLLM admission watermark, fraction of KV blocks (default 0.01)\n"
+        "Policies (README.md lists every policy and parameter):\n"
+        "  --batching NAME         vllm (default) | sarathi | orca | static\n"
+        "  --routing NAME          rr (round-robin, default) | lor (least outstanding requests) |\n"
+        "                          random | infaas (argmax dispatch freeness)\n"
+        "  --cost NAME             roofline (default) | profile | auto: measured operator tables in\n"
+        "                          PROFILES/<gpu>/ (profiles/PROFILE-FORMAT.md; slicesim profile)\n"
+        "  vllm, sarathi:\n"
+        "  --max-num-seqs N        sequences per iteration, running included (default 256)\n"
+        "  --watermark F           admission watermark, fraction of KV blocks (default 0.01;\n"
+        "                          also infaas routing's)\n"
+        "  --preempt MODE          recompute (default) | swap (KV over PCIe to host memory)\n"
+        "  --max-preemptions N     livelock guard: reject a request preempted N times (default 32)\n"
+        "  --max-num-batched-tokens N  vllm: prompt tokens per iteration (default\n"
+        "                          max(max-model-len, 2048))\n"
+        "  --token-budget N        sarathi: query tokens per iteration (default 512)\n"
+        "  orca, static:\n"
+        "  --max-batch N           sequences per iteration / batch (orca 128, static 32)\n"
+        "  --reserve MODE          orca: KV reserved at admission: max (up to max-model-len,\n"
+        "                          default) | oracle (the real output) | pow2\n"
+        "  --shrink                static: decode cost follows live members only\n"
+        "  --no-pad-prompts        static: prefill without padding prompts to the longest\n"
         "  --param KEY=VALUE       any policy parameter by name (repeatable)\n"
         "Engine:\n"
         "  --max-model-len N       longest prompt+output accepted (default 16384, independent of\n"
@@ -68,11 +85,15 @@ static void usage(FILE *f)
         "                          prompts rejected, as vLLM does)\n"
         "  --gpu-mem-util F        fraction of GPU memory the engine uses (default 0.9)\n"
         "  --block-size N          tokens per KV block (default 16)\n"
+        "  --swap-space GIB        host memory per GPU for preemption by swap (default 4)\n"
         "Run:\n"
         "  --seed N                seed of every random stream (default 1)\n"
         "  --db FILE               results database (default " DEFAULT_DB "; 'none' to skip)\n"
         "  --json                  print one JSON object instead of the table\n"
         "  --check                 verify the cluster's invariants after every event (slow)\n"
+        "  --timeline FILE.json    write what every GPU did as Chrome trace-event JSON (Perfetto)\n"
+        "  --timeline-window S:E   only events between S and E seconds of simulated time\n"
+        "  --timeline-ops          also write each iteration's operators (large; use a window)\n"
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
@@ -83,9 +104,25 @@ static void usage(FILE *f)
 
 enum {
     OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP,
-    OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_MAXSEQS, OPT_MAXTOK, OPT_WATERMARK,
-    OPT_PARAM, OPT_MAXLEN, OPT_UTIL, OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG,
+    OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_SWAP, OPT_PARAM, OPT_MAXLEN, OPT_UTIL,
+    OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
+    OPT_TL_OPS,
+    OPT_POLICY_PARAM = 512, /* + index into policy_opts */
 };
+
+/* Options that set the policy parameter of the same meaning; a flag sets flag_value. */
+typedef struct policy_opt {
+    const char *key;        /* parameter name */
+    const char *flag_value; /* NULL: the option takes an argument */
+} policy_opt;
+
+static const policy_opt policy_opts[] = {
+    {"max_num_seqs", NULL}, {"max_num_batched_tokens", NULL}, {"watermark", NULL},
+    {"preempt", NULL},      {"max_preemptions", NULL},        {"token_budget", NULL},
+    {"max_batch", NULL},    {"reserve", NULL},                {"shrink", "true"},
+    {"pad_prompts", "false"},
+};
+#define N_POLICY_OPTS (sizeof policy_opts / sizeof *policy_opts)
 
 static const struct option long_opts[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
@@ -100,9 +137,17 @@ static const struct option long_opts[] = {
     {"batching", required_argument, NULL, OPT_BATCHING},
     {"routing", required_argument, NULL, OPT_ROUTING},
     {"cost", required_argument, NULL, OPT_COST},
-    {"max-num-seqs", required_argument, NULL, OPT_MAXSEQS},
-    {"max-num-batched-tokens", required_argument, NULL, OPT_MAXTOK},
-    {"watermark", required_argument, NULL, OPT_WATERMARK},
+    {"swap-space", required_argument, NULL, OPT_SWAP},
+    {"max-num-seqs", required_argument, NULL, OPT_POLICY_PARAM + 0},
+    {"max-num-batched-tokens", required_argument, NULL, OPT_POLICY_PARAM + 1},
+    {"watermark", required_argument, NULL, OPT_POLICY_PARAM + 2},
+    {"preempt", required_argument, NULL, OPT_POLICY_PARAM + 3},
+    {"max-preemptions", required_argument, NULL, OPT_POLICY_PARAM + 4},
+    {"token-budget", required_argument, NULL, OPT_POLICY_PARAM + 5},
+    {"max-batch", required_argument, NULL, OPT_POLICY_PARAM + 6},
+    {"reserve", required_argument, NULL, OPT_POLICY_PARAM + 7},
+    {"shrink", no_argument, NULL, OPT_POLICY_PARAM + 8},
+    {"no-pad-prompts", no_argument, NULL, OPT_POLICY_PARAM + 9},
     {"param", required_argument, NULL, OPT_PARAM},
     {"max-model-len", required_argument, NULL, OPT_MAXLEN},
     {"gpu-mem-util", required_argument, NULL, OPT_UTIL},
@@ -112,6 +157,9 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
     {"no-progress", no_argument, NULL, OPT_NOPROG},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
+    {"timeline-window", required_argument, NULL, OPT_TL_WINDOW},
+    {"timeline-ops", no_argument, NULL, OPT_TL_OPS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -171,9 +219,12 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     case OPT_BATCHING: o->sim.batching = arg; break;
     case OPT_ROUTING: o->sim.routing = arg; break;
     case OPT_COST: o->sim.cost = arg; break;
-    case OPT_MAXSEQS: rc = opt_param(o->sim.params, "max_num_seqs", arg); break;
-    case OPT_MAXTOK: rc = opt_param(o->sim.params, "max_num_batched_tokens", arg); break;
-    case OPT_WATERMARK: rc = opt_param(o->sim.params, "watermark", arg); break;
+    case OPT_SWAP: {
+        double gib;
+        rc = opt_double("swap-space", arg, &gib);
+        o->sim.swap_bytes = gib * 1073741824.0;
+        break;
+    }
     case OPT_PARAM:
         if (ss_params_set_kv(o->sim.params, arg, &eb)) {
             fprintf(stderr, "slicesim: replay: %s\n", eb.msg);
@@ -193,7 +244,20 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     case OPT_JSON: o->json = 1; break;
     case OPT_CHECK: o->sim.check = 1; break;
     case OPT_NOPROG: o->progress = 0; break;
-    default: rc = CLI_EUSAGE;
+    case OPT_TIMELINE: o->timeline = arg; break;
+    case OPT_TL_WINDOW:
+        if (tl_parse_window(arg, &o->tl.start, &o->tl.end, &eb)) {
+            fprintf(stderr, "slicesim: replay: %s\n", eb.msg);
+            rc = CLI_EUSAGE;
+        }
+        break;
+    case OPT_TL_OPS: o->tl.ops = 1; break;
+    default:
+        if (c >= OPT_POLICY_PARAM && c < OPT_POLICY_PARAM + (int)N_POLICY_OPTS) {
+            const policy_opt *po = &policy_opts[c - OPT_POLICY_PARAM];
+            rc = opt_param(o->sim.params, po->key, po->flag_value ? po->flag_value : arg);
+        } else
+            rc = CLI_EUSAGE;
     }
     return rc;
 }
@@ -302,12 +366,14 @@ static void print_json(const replay_opts *o, const gsim *g, const metrics_summar
 {
     const des_stats *d = gsim_des_stats(g);
     printf("{\"requests\": %llu, \"completed\": %llu, \"rejected\": %llu, \"truncated\": %llu, "
-           "\"preemptions\": %llu, \"events\": %llu, \"iterations\": %llu, \"wall_s\": %.6f, "
+           "\"preemptions\": %llu, \"swap_outs\": %llu, \"aborted\": %llu, \"events\": %llu, "
+           "\"iterations\": %llu, \"wall_s\": %.6f, "
            "\"sim_s\": %.9f, \"prompt_tokens_per_s\": %.6f, \"output_tokens_per_s\": %.6f, "
            "\"requests_per_s\": %.6f, \"peak_in_flight\": %u",
            (unsigned long long)m->requests, (unsigned long long)m->completed,
            (unsigned long long)m->rejected, (unsigned long long)m->truncated,
-           (unsigned long long)m->preemptions, (unsigned long long)d->n_events,
+           (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
+           (unsigned long long)m->aborted, (unsigned long long)d->n_events,
            (unsigned long long)gsim_iterations(g), wall_s, m->sim_s, m->prompt_tokens_per_s,
            m->output_tokens_per_s, m->requests_per_s, gsim_graph(g)->peak_in_flight);
     json_pct(stdout, "ttft_ms", &m->ttft_ms);
@@ -332,10 +398,12 @@ static void print_table(const replay_opts *o, const char *fmt, const gsim *g,
     printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u; %s batching, %s routing, %s costs\n",
            o->trace, fmt, o->sim.replicas * o->sim.tp, o->gpu, o->model, o->sim.tp,
            o->sim.batching, o->sim.routing, o->sim.cost);
-    printf("  requests %llu: completed %llu, rejected %llu, truncated %llu; preemptions %llu\n",
+    printf("  requests %llu: completed %llu, rejected %llu, truncated %llu; preemptions %llu "
+           "(%llu by swap; %llu requests abandoned)\n",
            (unsigned long long)m->requests, (unsigned long long)m->completed,
            (unsigned long long)m->rejected, (unsigned long long)m->truncated,
-           (unsigned long long)m->preemptions);
+           (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
+           (unsigned long long)m->aborted);
     printf("  simulated %.1f s in %.3f s wall (%llu events, %.2f M events/s; %llu iterations)\n",
            m->sim_s, wall_s, (unsigned long long)d->n_events,
            wall_s > 0 ? (double)d->n_events / wall_s / 1e6 : 0.0,
@@ -389,6 +457,7 @@ typedef struct run_ctx {
     trace_reader *r;
     store *st;
     gsim *g;
+    tl_writer *tl;
     char *cmdline;
     ss_errbuf eb;
 } run_ctx;
@@ -428,6 +497,8 @@ static int setup(run_ctx *x)
         rc = cli_open_trace(&x->r, o->trace, o->format, &x->eb);
     if (!rc)
         rc = gsim_create(&x->g, &o->sim, &x->eb);
+    if (!rc && o->timeline && (rc = tl_open(&x->tl, o->timeline, &o->tl, &x->eb)) == SS_OK)
+        tl_attach(x->tl, x->g);
     return rc;
 }
 
@@ -462,7 +533,8 @@ static int finish_store(run_ctx *x, const metrics_summary *m, double wall_s)
 int cmd_replay(int argc, char **argv)
 {
     replay_opts o = {.trace = DEFAULT_TRACE, .format = "auto", .model = "llama-2-7b",
-                     .gpu = "a100-80g", .db = DEFAULT_DB, .rate_scale = 1.0, .progress = 1};
+                     .gpu = "a100-80g", .db = DEFAULT_DB, .rate_scale = 1.0, .progress = 1,
+                     .tl = {.start = 0, .end = SS_TIME_MAX}};
     gsim_config_defaults(&o.sim);
     o.sim.replicas = 4;
     if (ss_params_create(&o.sim.params)) {
@@ -488,14 +560,20 @@ int cmd_replay(int argc, char **argv)
         metrics_summarize(gsim_metrics(x.g), gsim_end_time(x.g), &m);
     if (!rc && x.st)
         rc = finish_store(&x, &m, wall_s);
+    uint64_t tl_n = x.tl ? tl_events(x.tl) : 0;
+    if (!rc && x.tl)
+        rc = tl_close(&x.tl, &x.eb);
     if (!rc && o.json)
         print_json(&o, x.g, &m, wall_s);
     else if (!rc) {
         print_table(&o, trace_reader_format(x.r), x.g, &m, wall_s);
         if (x.st)
             printf("  results: %s\n", store_path(x.st));
+        if (o.timeline)
+            printf("  timeline: %s (%llu events)\n", o.timeline, (unsigned long long)tl_n);
     } else
         fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
+    tl_abort(&x.tl);
     store_close(&x.st);
     gsim_destroy(&x.g);
     trace_reader_close(&x.r);

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"replay", cmd_replay, "replay a trace on a simulated GPU cluster; results to SQLite"},
     {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
     {"list", cmd_list, "list the catalog's models or GPUs"},
+    {"profile", cmd_profile, "import measured operator profiles; roofline fidelity report"},
 };
 
 static void usage(FILE *f)

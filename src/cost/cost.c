@@ -5,6 +5,7 @@
 #include "../core/ss_alloc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define COST_DENSE_CACHE 1024 /* entries, power of two */
@@ -26,8 +27,8 @@ struct cost_model {
     _Alignas(16) unsigned char tail[];
 };
 
-static const cost_ops *const cost_builtin[] = {&cost_roofline, NULL};
-const char *const cost_backend_names[] = {"roofline", NULL};
+static const cost_ops *const cost_builtin[] = {&cost_roofline, &cost_profile, &cost_auto, NULL};
+const char *const cost_backend_names[] = {"roofline", "profile", "auto", NULL};
 
 static const char *const op_names[COST_OP__COUNT] = {
     [COST_OP_EMBED] = "embed",         [COST_OP_NORM] = "norm",
@@ -38,7 +39,7 @@ static const char *const op_names[COST_OP__COUNT] = {
     [COST_OP_MLP_UP] = "mlp_up",       [COST_OP_ACT] = "act",
     [COST_OP_MLP_DOWN] = "mlp_down",   [COST_OP_FINAL_NORM] = "final_norm",
     [COST_OP_LM_HEAD] = "lm_head",     [COST_OP_HOST] = "host",
-    [COST_OP_PP_SEND] = "pp_send",
+    [COST_OP_PP_SEND] = "pp_send",     [COST_OP_KV_SWAP] = "kv_swap",
 };
 
 const char *cost_op_name(cost_op_kind k)
@@ -66,6 +67,16 @@ void cost_batch_add_decode(cost_batch *b, uint64_t ctx)
 {
     b->n_decode++;
     b->decode_ctx_tokens += ctx;
+}
+
+void cost_batch_merge(cost_batch *dst, const cost_batch *src)
+{
+    dst->n_prefill += src->n_prefill;
+    dst->prefill_tokens += src->prefill_tokens;
+    dst->prefill_attn_pairs += src->prefill_attn_pairs;
+    dst->prefill_ctx_tokens += src->prefill_ctx_tokens;
+    dst->n_decode += src->n_decode;
+    dst->decode_ctx_tokens += src->decode_ctx_tokens;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -317,13 +328,25 @@ static int check_params(const cost_params *p, ss_errbuf *eb)
     return SS_OK;
 }
 
+static int unknown_backend(const char *backend, ss_errbuf *eb)
+{
+    char known[128] = "";
+    size_t used = 0;
+    for (int i = 0; cost_backend_names[i] && used < sizeof known; i++) {
+        int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+                         cost_backend_names[i]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return ss_err(eb, SS_ENOTFOUND, "--cost: unknown cost model '%s' (known: %s)", backend,
+                  known);
+}
+
 int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
                       ss_errbuf *eb)
 {
     const cost_ops *ops = cost_find(backend);
     if (!ops)
-        return ss_err(eb, SS_ENOTFOUND, "--cost: unknown cost model '%s' (known: roofline)",
-                      backend);
+        return unknown_backend(backend, eb);
     if (ops->abi_version != COST_ABI_VERSION || !ops->init || !ops->op_ns)
         return ss_err(eb, SS_EINVAL, "cost model '%s': incompatible plug-in", backend);
     int rc = check_params(p, eb);

@@ -35,6 +35,8 @@ typedef enum cost_op_kind {
     COST_OP_LM_HEAD,      /* vocabulary projection for one token per sequence */
     COST_OP_HOST,         /* engine host time: scheduling, input preparation, sampling */
     COST_OP_PP_SEND,      /* pipeline-parallel send/recv of activations to the next stage */
+    COST_OP_KV_SWAP,      /* KV blocks swapped between GPU and host memory over PCIe (timed by
+                             the engine from the link, not by a cost backend) */
     COST_OP__COUNT
 } cost_op_kind;
 
@@ -68,6 +70,8 @@ typedef struct cost_batch {
 /* Add one prefill chunk of q tokens over c0 cached tokens / one decode at context ctx. */
 void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0);
 void cost_batch_add_decode(cost_batch *b, uint64_t ctx);
+/* Add every field of src into dst. */
+void cost_batch_merge(cost_batch *dst, const cost_batch *src);
 
 typedef struct cost_params {
     const cat_gpu *gpu;       /* borrowed, outlives the model */
@@ -80,7 +84,7 @@ typedef struct cost_params {
 /* A cost backend: maps one operator shape to a duration. */
 typedef struct cost_ops {
     uint32_t abi_version;   /* COST_ABI_VERSION */
-    const char *name;       /* "roofline"; selected by --cost */
+    const char *name;       /* "roofline", "profile", "auto"; selected by --cost */
     size_t priv_size;       /* bytes of zeroed private state allocated with the model */
     /* Required. Check and take parameters. 0 or <0 with eb set. */
     int (*init)(void *priv, const cost_params *p, ss_errbuf *eb);
@@ -90,7 +94,10 @@ typedef struct cost_ops {
     void (*fini)(void *priv);
 } cost_ops;
 
-extern const cost_ops cost_roofline;
+/* The built-in backends: the roofline; measured profile tables with a roofline fallback for
+ * operators without one (`profile`); tables only inside their measured range (`auto`). The
+ * table format and its semantics are in profiles/PROFILE-FORMAT.md. */
+extern const cost_ops cost_roofline, cost_profile, cost_auto;
 /* Backend by name, NULL if unknown. */
 const cost_ops *cost_find(const char *name);
 /* NULL-terminated list of built-in backend names. */
@@ -99,7 +106,9 @@ extern const char *const cost_backend_names[];
 typedef struct cost_model cost_model;
 
 /* Create a cost model for one container shape with the named backend.
- * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model) or SS_ENOMEM. */
+ * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model), SS_EPARSE / SS_EIO (a
+ * profile table under p->profiles_dir is malformed or unreadable: "FILE:LINE: column: what")
+ * or SS_ENOMEM; eb says why. */
 int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
                       ss_errbuf *eb);
 void cost_model_destroy(cost_model **cm);

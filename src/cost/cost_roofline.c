@@ -5,24 +5,14 @@
  * cuts the mean absolute error by about a third. Ring all-reduce:
  * 2(n-1)/n * bytes / (link_bw * eff_l) + 2(n-1) * latency. The efficiency factors and the
  * per-kernel floor t0 come from the GPU's [roofline] section; element-wise kernels use their
- * own memory efficiency. */
-#include "cost.h"
+ * own memory efficiency. A pipeline send is one point-to-point message over the same link:
+ * bytes / (link_bw * eff_l) + latency. */
+#include "cost_roofline.h"
 
 #include <math.h>
 
-typedef struct roofline_priv {
-    double flops_per_s; /* peak * eff_compute */
-    double bytes_per_s; /* hbm_bw * eff_memory: GEMMs, attention */
-    double ew_per_s;    /* hbm_bw * eff_elementwise: norms, rotary, activation, residual */
-    double link_per_s;  /* nvlink_bw * eff_link */
-    double link_lat_s;  /* per ring step */
-    double floor_s;     /* per kernel */
-} roofline_priv;
-
-static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
+int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, ss_errbuf *eb)
 {
-    roofline_priv *r = priv;
-    const cat_gpu *g = p->gpu;
     if (!(g->peak_flops > 0 && g->hbm_bw > 0 && g->eff_compute > 0 && g->eff_memory > 0))
         return ss_err(eb, SS_EINVAL, "roofline: GPU %s lacks peak FLOP/s or bandwidth", g->name);
     r->flops_per_s = g->peak_flops * g->eff_compute;
@@ -32,6 +22,11 @@ static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
     r->link_lat_s = g->link_latency_s;
     r->floor_s = g->op_floor_s;
     return SS_OK;
+}
+
+static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
+{
+    return cost_roofline_rates_init(priv, p->gpu, eb);
 }
 
 static ss_time to_ns(double s)
@@ -48,9 +43,8 @@ static int is_elementwise(cost_op_kind k)
            k == COST_OP_RESIDUAL || k == COST_OP_FINAL_NORM;
 }
 
-static ss_time roofline_op_ns(void *priv, const cost_op *op)
+ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op)
 {
-    const roofline_priv *r = priv;
     if (op->kind == COST_OP_ALLREDUCE) {
         double n = op->tp;
         if (n <= 1)
@@ -58,15 +52,19 @@ static ss_time roofline_op_ns(void *priv, const cost_op *op)
         return to_ns(2.0 * (n - 1) / n * op->comm_bytes / r->link_per_s +
                      2.0 * (n - 1) * r->link_lat_s);
     }
+    if (op->kind == COST_OP_PP_SEND)
+        return to_ns(op->comm_bytes / r->link_per_s + r->link_lat_s);
     double tc = op->flops / r->flops_per_s;
     double tm = op->bytes / (is_elementwise(op->kind) ? r->ew_per_s : r->bytes_per_s);
     return to_ns(r->floor_s + sqrt(tc * tc + tm * tm));
 }
 
+static ss_time roofline_op_ns(void *priv, const cost_op *op) { return cost_roofline_ns(priv, op); }
+
 const cost_ops cost_roofline = {
     .abi_version = COST_ABI_VERSION,
     .name = "roofline",
-    .priv_size = sizeof(roofline_priv),
+    .priv_size = sizeof(cost_roofline_rates),
     .init = roofline_init,
     .op_ns = roofline_op_ns,
 };

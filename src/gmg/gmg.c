@@ -142,7 +142,8 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *s, uint32_t replicas, ss_errb
         c->tp = s->tp;
         c->block_tokens = s->block_tokens;
         c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
-        c->waiting = c->running = (gmg_list){GMG_NONE, GMG_NONE, 0};
+        c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
+        c->swap_total = c->swap_free = (uint32_t)(s->swap_bytes / z.block_bytes);
         c->gpu0 = add_gpus(g, s, &z, c->id);
     }
     return add_links(g) ? ss_err(eb, SS_ENOMEM, "cluster: out of memory") : SS_OK;
@@ -255,6 +256,33 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     }
 }
 
+void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r)
+{
+    uint32_t b = r->blocks;
+    if (b > c->swap_free)
+        ss_fatal(SS_LOC, "container %u: swapping out %u blocks with %u swap blocks free", c->id, b,
+                 c->swap_free);
+    gmg_req_set_blocks(g, c, r, 0);
+    c->swap_free -= b;
+    r->swapped_blocks = b;
+}
+
+void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r)
+{
+    uint32_t b = r->swapped_blocks;
+    gmg_req_set_blocks(g, c, r, b);
+    c->swap_free += b;
+    r->swapped_blocks = 0;
+    if (c->swap_free > c->swap_total)
+        ss_fatal(SS_LOC, "container %u: %u free swap blocks exceed the %u of the pool", c->id,
+                 c->swap_free, c->swap_total);
+}
+
+double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks)
+{
+    return (double)blocks * g->gpus[c->gpu0].mem.kv_pool / c->blocks_total;
+}
+
 void gmg_account_busy(gmg *g, const gmg_container *c, ss_time dur)
 {
     for (uint32_t k = 0; k < c->tp; k++) {
@@ -277,9 +305,9 @@ static const cost_op_kind tail_order[] = {COST_OP_FINAL_NORM, COST_OP_LM_HEAD};
 
 typedef struct expander {
     const gmg_container *c;
-    cost_op ops[COST_OP__COUNT + 4];
-    ss_time ns[COST_OP__COUNT + 4];
-    uint32_t left[COST_OP__COUNT + 4]; /* executions not yet emitted */
+    cost_op ops[COST_OP__COUNT + 5];
+    ss_time ns[COST_OP__COUNT + 5];
+    uint32_t left[COST_OP__COUNT + 5]; /* executions not yet emitted */
     size_t n_kinds;
     gmg_op *out;
     gmg_edge *edges;
@@ -317,7 +345,6 @@ static void emit(expander *x, cost_op_kind k, uint32_t layer)
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,
                        gmg_edge *edges_out)
 {
-    (void)g;
     expander x = {.c = c, .out = ops_out, .edges = edges_out, .cap = cap, .t = c->iter.start};
     x.n_kinds = cost_iteration_ops(c->cost, &c->iter.batch, x.ops, x.ns, COST_OP__COUNT + 4);
     for (size_t i = 0; i < x.n_kinds; i++)
@@ -325,6 +352,13 @@ size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, si
     const cost_batch *b = &c->iter.batch;
     x.act_bytes = (double)(b->prefill_tokens + b->n_decode) * c->model->hidden *
                   c->model->dtype_bytes;
+    if (c->iter.swap_ns) { /* swaps precede the forward pass */
+        x.ops[x.n_kinds] = (cost_op){.kind = COST_OP_KV_SWAP, .tp = c->tp, .count = 1,
+                                     .comm_bytes = gmg_swap_bytes_per_gpu(g, c, c->iter.swap_blocks)};
+        x.ns[x.n_kinds] = c->iter.swap_ns;
+        x.left[x.n_kinds++] = 1;
+        emit(&x, COST_OP_KV_SWAP, UINT32_MAX);
+    }
     /* the embedding's all-reduce is the one left over after 2 per layer */
     for (size_t k = 0; k < sizeof head_order / sizeof *head_order; k++)
         if (head_order[k] != COST_OP_ALLREDUCE || c->tp > 1)
@@ -342,20 +376,24 @@ size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, si
 static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
 {
     uint64_t held = 0;
-    const gmg_list *lists[2] = {&c->waiting, &c->running};
-    const uint8_t want[2] = {GMG_REQ_WAITING, GMG_REQ_RUNNING};
-    for (int li = 0; li < 2; li++) {
+    static const char *const names[3] = {"waiting", "running", "swapped"};
+    const gmg_list *lists[3] = {&c->waiting, &c->running, &c->swapped};
+    const uint8_t want[3] = {GMG_REQ_WAITING, GMG_REQ_RUNNING, GMG_REQ_SWAPPED};
+    uint64_t swapped = 0;
+    for (int li = 0; li < 3; li++) {
         uint32_t n = 0;
         for (gmg_id r = lists[li]->head; r != GMG_NONE; r = g->reqs[r].next, n++) {
             const gmg_req *q = &g->reqs[r];
             if (q->state != want[li] || q->container != c->id)
                 return ss_err(eb, SS_EINVAL, "container %u: request %llu in the %s list has "
-                              "state %u", c->id, (unsigned long long)q->trace_id,
-                              li ? "running" : "waiting", q->state);
-            if (li == 0 && q->blocks)
-                return ss_err(eb, SS_EINVAL, "container %u: waiting request %llu holds %u "
-                              "blocks", c->id, (unsigned long long)q->trace_id, q->blocks);
+                              "state %u", c->id, (unsigned long long)q->trace_id, names[li],
+                              q->state);
+            if (li != 1 && q->blocks)
+                return ss_err(eb, SS_EINVAL, "container %u: %s request %llu holds %u GPU "
+                              "blocks", c->id, names[li], (unsigned long long)q->trace_id,
+                              q->blocks);
             held += q->blocks;
+            swapped += q->swapped_blocks;
         }
         if (n != lists[li]->n)
             return ss_err(eb, SS_EINVAL, "container %u: list count %u but %u linked", c->id,
@@ -364,6 +402,9 @@ static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
     if (held + c->blocks_free != c->blocks_total)
         return ss_err(eb, SS_EINVAL, "container %u: %llu held + %u free != %u KV blocks", c->id,
                       (unsigned long long)held, c->blocks_free, c->blocks_total);
+    if (swapped + c->swap_free != c->swap_total)
+        return ss_err(eb, SS_EINVAL, "container %u: %llu swapped + %u free != %u swap blocks",
+                      c->id, (unsigned long long)swapped, c->swap_free, c->swap_total);
     return SS_OK;
 }
 

@@ -25,6 +25,7 @@ typedef enum gmg_req_state {
     GMG_REQ_FREE = 0, /* slot unused */
     GMG_REQ_WAITING,  /* in its container's waiting queue (new or preempted) */
     GMG_REQ_RUNNING,  /* in its container's running list, KV blocks held */
+    GMG_REQ_SWAPPED,  /* preempted by swap: its KV blocks sit in host memory */
     GMG_REQ_DONE,     /* all output tokens produced; slot about to be recycled */
     GMG_REQ_REJECTED, /* can never be served (too long for the KV cache or max_model_len) */
 } gmg_req_state;
@@ -44,7 +45,10 @@ typedef struct gmg_req {
     uint32_t generated;    /* output tokens produced so far */
     uint32_t computed;     /* tokens whose KV is in the cache (0 while waiting) */
     uint32_t blocks;       /* KV blocks held */
-    uint32_t preemptions;  /* times preempted (recompute) */
+    uint32_t preemptions;  /* times preempted (recompute or swap) */
+    uint32_t swapped_blocks; /* KV blocks held in host memory while swapped */
+    uint32_t wait_blocks;  /* KV blocks its pending work needs, counted in the container's
+                              waiting_blocks while it waits */
     uint32_t q_tokens;     /* query tokens in the executing iteration (0 = not in it) */
     ss_time first_token;   /* time of the first output token (-1 before) */
     ss_time last_token;    /* time of the latest output token */
@@ -101,6 +105,8 @@ typedef struct gmg_link {
 typedef struct gmg_iter {
     uint64_t seq;           /* per-container iteration number */
     ss_time start, end;     /* predicted = actual on the fast path */
+    ss_time swap_ns;        /* KV swap transfers over PCIe before the forward pass */
+    uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
     gmg_id *reqs;           /* requests in the batch (owned array, cap entries) */
     uint32_t n_reqs, cap;
     cost_batch batch;       /* cost summary of the batch */
@@ -140,12 +146,17 @@ typedef struct gmg_container {
     uint32_t blocks_total;  /* KV blocks in the pool */
     uint32_t blocks_free;   /* not held by any request */
     uint32_t blocks_peak;   /* most blocks held at once */
+    uint32_t swap_total;    /* host-memory swap space, in KV blocks */
+    uint32_t swap_free;     /* swap blocks not holding a swapped request */
     gmg_list waiting;       /* FCFS; preempted requests return to the front */
     gmg_list running;       /* admission order */
+    gmg_list swapped;       /* preempted by swap, in the order they were swapped out */
+    uint64_t waiting_blocks;/* sum of the waiting requests' wait_blocks (routing demand) */
     int busy;               /* an iteration is executing */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
-    void *batch_priv;       /* extension slot: the batching policy instance (gsim owns it) */
+    void *batch_priv;       /* extension slot: the batching policy's per-container state
+                               (allocated and owned by gsim; NULL when the policy has none) */
 } gmg_container;
 
 /* ---- the graph -------------------------------------------------------------------------- */
@@ -177,6 +188,7 @@ typedef struct gmg_ctr_spec {
     uint64_t max_batch_tokens;  /* sizes the activation reserve */
     uint32_t max_seqs;          /* sizes the logits part of the reserve */
     double runtime_reserve;     /* CUDA context and workspaces, bytes */
+    double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
 } gmg_ctr_spec;
 
 /* Create an empty cluster. 0 or SS_ENOMEM. */
@@ -215,6 +227,13 @@ static inline int gmg_blocks_hold(const gmg_container *c, uint32_t blocks, uint6
  * (blocks = 0). Over-allocation or a negative pool is corrupted state: fatal. Updates the
  * GPUs' ledgers. */
 void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks);
+
+/* Move r's KV blocks to host swap space (swap out) or back (swap in), updating both pools and
+ * the GPU ledgers. Over-allocation is corrupted state: fatal. */
+void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r);
+void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r);
+/* Bytes one GPU of c moves over PCIe to swap `blocks` KV blocks. */
+double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks);
 
 /* Account an iteration of container c that ran for dur ns on its GPUs. */
 void gmg_account_busy(gmg *g, const gmg_container *c, ss_time dur);

@@ -1,12 +1,15 @@
 /* Global simulator, fast path: one ARRIVAL event per distinct arrival time (the next trace
  * record is read only when its predecessor is admitted, so the trace streams) and one
- * ITER_DONE event per iteration. */
+ * ITER_DONE event per iteration. Batching decisions are validated and applied here: queue
+ * moves, KV blocks, swaps, rejections, and the iteration's cost. */
 #include "gsim.h"
 
 #include "../core/ss_alloc.h"
+#include "../core/ss_log.h"
 #include "../core/ss_rng.h"
 #include "../policy/policy.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2 };
@@ -16,7 +19,7 @@ struct gsim {
     gmg *g;
     des_engine *des;
     pol_route *route;
-    pol_batch *batch;            /* one instance: vLLM keeps no per-container state */
+    pol_batch *batch;            /* one instance; per-container state in gmg_container.batch_priv */
     ss_rng route_rng;
     metrics m;
     pol_batch_decision dec;      /* scratch, arrays sized by ensure_decision */
@@ -32,8 +35,7 @@ struct gsim {
     uint64_t iterations;
     gsim_progress_fn *progress;
     void *progress_ud;
-    gsim_iter_fn *iter_obs;
-    void *iter_obs_ud;
+    gsim_observer obs;           /* optional callbacks */
     ss_time gap_v;               /* run-length buffer of equal inter-token gaps, flushed */
     uint64_t gap_n;              /* into the TBT histogram when the value changes */
 };
@@ -51,6 +53,7 @@ void gsim_config_defaults(gsim_config *c)
     c->block_tokens = 16;
     c->max_model_len = 16384;
     c->runtime_reserve = 1073741824.0;
+    c->swap_bytes = 4.0 * 1073741824.0;
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -62,7 +65,13 @@ static void fail(gsim *s, int rc)
     des_stop(s->des);
 }
 
-/* ---- request completion ----------------------------------------------------------------- */
+/* ---- request state changes ------------------------------------------------------------- */
+
+static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what)
+{
+    if (s->obs.on_request)
+        s->obs.on_request(s->obs.ud, s->g, c, q, what, des_now(s->des));
+}
 
 static void emit_result(gsim *s, const gmg_req *q, int rejected)
 {
@@ -82,12 +91,55 @@ static void emit_result(gsim *s, const gmg_req *q, int rejected)
     }
 }
 
+/* Waiting-queue moves keep the container's waiting_blocks (routing demand) current. */
+static void wait_push(gsim *s, gmg_container *c, gmg_id r, int front)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    q->wait_blocks = gmg_blocks_for(c, (uint64_t)q->prompt + q->generated);
+    c->waiting_blocks += q->wait_blocks;
+    q->state = GMG_REQ_WAITING;
+    if (front)
+        gmg_list_push_front(s->g, &c->waiting, r);
+    else
+        gmg_list_push_back(s->g, &c->waiting, r);
+}
+
+static void wait_remove(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    c->waiting_blocks -= q->wait_blocks;
+    q->wait_blocks = 0;
+    gmg_list_remove(s->g, &c->waiting, r);
+}
+
+/* Take r out of whatever queue it is in, releasing its GPU and host KV blocks. */
+static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    switch (q->state) {
+    case GMG_REQ_WAITING: wait_remove(s, c, r); break;
+    case GMG_REQ_RUNNING:
+        gmg_list_remove(s->g, &c->running, r);
+        gmg_req_set_blocks(s->g, c, q, 0);
+        break;
+    case GMG_REQ_SWAPPED:
+        gmg_list_remove(s->g, &c->swapped, r);
+        gmg_req_swap_in(s->g, c, q); /* return the host blocks... */
+        gmg_req_set_blocks(s->g, c, q, 0); /* ...and drop them */
+        break;
+    default: ss_fatal(SS_LOC, "request %llu in state %u cannot leave its container",
+                      (unsigned long long)q->trace_id, q->state);
+    }
+}
+
 static void reject(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
-    gmg_list_remove(s->g, &c->waiting, r);
+    s->m.aborted += q->state != GMG_REQ_WAITING || q->preemptions > 0;
+    unlink_request(s, c, r);
     q->state = GMG_REQ_REJECTED;
     q->finish = des_now(s->des);
+    notify(s, c, q, GSIM_REQ_REJECT);
     emit_result(s, q, 1);
     gmg_req_free(s->g, r);
 }
@@ -95,15 +147,17 @@ static void reject(gsim *s, gmg_container *c, gmg_id r)
 static void finish(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
-    gmg_list_remove(s->g, &c->running, r);
-    gmg_req_set_blocks(s->g, c, q, 0);
+    unlink_request(s, c, r);
     q->state = GMG_REQ_DONE;
     q->finish = des_now(s->des);
+    notify(s, c, q, GSIM_REQ_FINISH);
     emit_result(s, q, 0);
     gmg_req_free(s->g, r);
 }
 
 /* ---- starting an iteration -------------------------------------------------------------- */
+
+enum { DEC_ARRAYS = 7 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, reject */
 
 static int ensure_decision(gsim *s, size_t need)
 {
@@ -112,54 +166,96 @@ static int ensure_decision(gsim *s, size_t need)
     size_t cap = s->dec_cap ? s->dec_cap : 64;
     while (cap < need)
         cap *= 2;
-    /* one block holds the four arrays: run, preempt and reject ids, then query tokens */
-    gmg_id *block = ss_realloc(s->dec.run, cap * (3 * sizeof(gmg_id) + sizeof(uint32_t)));
-    if (!block)
+    /* one block holds the seven arrays (all 32-bit) */
+    uint32_t *b = ss_realloc(s->dec.run, cap * DEC_ARRAYS * sizeof *b);
+    if (!b)
         return SS_ENOMEM;
-    s->dec.run = block;
-    s->dec.preempt = block + cap;
-    s->dec.reject = block + 2 * cap;
-    s->dec.q_tokens = (uint32_t *)(block + 3 * cap);
+    pol_batch_decision *d = &s->dec;
+    d->run = b;
+    d->q_tokens = b + cap;
+    d->hold = b + 2 * cap;
+    d->preempt = b + 3 * cap;
+    d->swap_out = b + 4 * cap;
+    d->swap_in = b + 5 * cap;
+    d->reject = b + 6 * cap;
     s->dec_cap = cap;
     return SS_OK;
 }
 
-static void preempt(gsim *s, gmg_container *c, gmg_id r)
+static gmg_req *running_req(gsim *s, gmg_id r, const char *what)
 {
     gmg_req *q = gmg_req_at(s->g, r);
     if (q->state != GMG_REQ_RUNNING)
-        ss_fatal(SS_LOC, "policy preempted request %llu which is not running",
-                 (unsigned long long)q->trace_id);
+        ss_fatal(SS_LOC, "policy chose to %s request %llu, which is not running (state %u)", what,
+                 (unsigned long long)q->trace_id, q->state);
+    return q;
+}
+
+static void preempt(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = running_req(s, r, "preempt");
     gmg_list_remove(s->g, &c->running, r);
     gmg_req_set_blocks(s->g, c, q, 0);
     q->computed = 0;
-    q->state = GMG_REQ_WAITING;
     q->preemptions++;
-    gmg_list_push_front(s->g, &c->waiting, r);
+    wait_push(s, c, r, 1);
+    notify(s, c, q, GSIM_REQ_PREEMPT);
 }
 
-/* Put request r into the batch with q query tokens, allocating its KV blocks. */
-static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok)
+static void swap_out(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = running_req(s, r, "swap out");
+    gmg_list_remove(s->g, &c->running, r);
+    c->iter.swap_blocks += q->blocks;
+    gmg_req_swap_out(s->g, c, q);
+    q->state = GMG_REQ_SWAPPED;
+    q->preemptions++;
+    s->m.swap_outs++;
+    gmg_list_push_back(s->g, &c->swapped, r);
+    notify(s, c, q, GSIM_REQ_SWAP_OUT);
+}
+
+static void swap_in(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
+    if (q->state != GMG_REQ_SWAPPED)
+        ss_fatal(SS_LOC, "policy swapped in request %llu, which is not swapped (state %u)",
+                 (unsigned long long)q->trace_id, q->state);
+    gmg_list_remove(s->g, &c->swapped, r);
+    c->iter.swap_blocks += q->swapped_blocks;
+    gmg_req_swap_in(s->g, c, q);
+    q->state = GMG_REQ_RUNNING;
+    gmg_list_push_back(s->g, &c->running, r);
+    notify(s, c, q, GSIM_REQ_SWAP_IN);
+}
+
+/* Put request r into the batch for q_tok tokens of its pending work, admitting it when it is
+ * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
+static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    uint32_t pending = q->prompt + q->generated - q->computed;
     if (q->state == GMG_REQ_WAITING) {
-        if (q_tok != q->prompt + q->generated)
-            ss_fatal(SS_LOC, "policy prefilled %u tokens of request %llu, which needs %u", q_tok,
-                     (unsigned long long)q->trace_id, q->prompt + q->generated);
-        gmg_list_remove(s->g, &c->waiting, r);
+        wait_remove(s, c, r);
         gmg_list_push_back(s->g, &c->running, r);
         q->state = GMG_REQ_RUNNING;
-        gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, q_tok));
-        cost_batch_add_prefill(&c->iter.batch, q_tok, 0);
-    } else if (q->state == GMG_REQ_RUNNING && q_tok == 1) {
-        uint32_t ctx = q->prompt + q->generated;
-        if (!gmg_blocks_hold(c, q->blocks, ctx))
-            gmg_req_set_blocks(s->g, c, q, gmg_blocks_for(c, ctx));
-        cost_batch_add_decode(&c->iter.batch, ctx);
-    } else {
-        ss_fatal(SS_LOC, "policy scheduled request %llu in state %u with %u tokens",
-                 (unsigned long long)q->trace_id, q->state, q_tok);
+    } else if (q->state != GMG_REQ_RUNNING || q->q_tokens) {
+        ss_fatal(SS_LOC, "policy scheduled request %llu in state %u%s",
+                 (unsigned long long)q->trace_id, q->state, q->q_tokens ? " twice" : "");
     }
+    if (q_tok < 1 || q_tok > pending)
+        ss_fatal(SS_LOC, "policy scheduled %u tokens of request %llu, which has %u pending",
+                 q_tok, (unsigned long long)q->trace_id, pending);
+    uint64_t tokens = (uint64_t)q->computed + q_tok;
+    uint32_t blocks = gmg_blocks_hold(c, q->blocks, tokens) ? q->blocks : gmg_blocks_for(c, tokens);
+    if (hold > blocks)
+        blocks = hold;
+    if (blocks != q->blocks)
+        gmg_req_set_blocks(s->g, c, q, blocks);
+    if (pending == 1 && q->generated > 0)
+        cost_batch_add_decode(&c->iter.batch, tokens);
+    else
+        cost_batch_add_prefill(&c->iter.batch, q_tok, q->computed);
     q->q_tokens = q_tok;
     c->iter.reqs[c->iter.n_reqs++] = r;
 }
@@ -183,41 +279,66 @@ static uint32_t apply(gsim *s, gmg_container *c)
         reject(s, c, d->reject[i]);
     for (uint32_t i = 0; i < d->n_preempt; i++)
         preempt(s, c, d->preempt[i]);
-    memset(&c->iter.batch, 0, sizeof c->iter.batch);
-    c->iter.n_reqs = 0;
+    for (uint32_t i = 0; i < d->n_swap_out; i++)
+        swap_out(s, c, d->swap_out[i]);
+    for (uint32_t i = 0; i < d->n_swap_in; i++)
+        swap_in(s, c, d->swap_in[i]);
     for (uint32_t i = 0; i < d->n_run; i++)
-        admit(s, c, d->run[i], d->q_tokens[i]);
+        admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
+    cost_batch_merge(&c->iter.batch, &d->extra);
     return d->n_run;
+}
+
+/* KV swap transfers of the iteration: each GPU of the TP group moves its shard over its own
+ * PCIe link, before the forward pass (vLLM swaps synchronously in the step). */
+static ss_time swap_time(const gsim *s, const gmg_container *c)
+{
+    if (!c->iter.swap_blocks)
+        return 0;
+    double bytes = gmg_swap_bytes_per_gpu(s->g, c, c->iter.swap_blocks);
+    return (ss_time)(bytes / s->cfg.gpu->pcie_bw * 1e9 + 0.5);
+}
+
+/* Ask the policy until it runs something or has nothing left to change. */
+static int decide_batch(gsim *s, gmg_container *c)
+{
+    for (;;) {
+        uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
+        if (n == 0 || s->rc)
+            return 0;
+        if (ensure_decision(s, n) || ensure_iter(c, n)) {
+            fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
+            return 0;
+        }
+        pol_batch_decide(s->batch, c->batch_priv, s->g, c, &s->dec);
+        const pol_batch_decision *d = &s->dec;
+        int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
+        if (apply(s, c))
+            return 1;
+        if (!changed && c->waiting.n + c->running.n + c->swapped.n)
+            ss_fatal(SS_LOC, "container %u: batching policy '%s' stalled with %u waiting, %u "
+                     "running and %u swapped requests", c->id, pol_batch_name(s->batch),
+                     c->waiting.n, c->running.n, c->swapped.n);
+    }
 }
 
 static void start_iteration(gsim *s, gmg_container *c)
 {
-    for (;;) {
-        uint32_t n = c->waiting.n + c->running.n;
-        if (n == 0 || s->rc)
-            return;
-        if (ensure_decision(s, n) || ensure_iter(c, n)) {
-            fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
-            return;
-        }
-        pol_batch_decide(s->batch, s->g, c, &s->dec);
-        int changed = s->dec.n_reject || s->dec.n_preempt;
-        if (apply(s, c))
-            break;
-        if (!changed && c->waiting.n + c->running.n)
-            ss_fatal(SS_LOC, "container %u: batching policy '%s' stalled with %u waiting and %u "
-                     "running requests", c->id, pol_batch_name(s->batch), c->waiting.n,
-                     c->running.n);
-    }
-    ss_time dur = cost_iteration_ns(c->cost, &c->iter.batch);
+    memset(&c->iter.batch, 0, sizeof c->iter.batch);
+    c->iter.n_reqs = 0;
+    c->iter.swap_blocks = 0;
+    if (!decide_batch(s, c))
+        return;
+    c->iter.swap_ns = swap_time(s, c);
+    ss_time dur = c->iter.swap_ns + cost_iteration_ns(c->cost, &c->iter.batch);
     ss_time now = des_now(s->des);
     c->busy = 1;
     c->iter.seq++;
     c->iter.start = now;
     c->iter.end = now + dur;
     gmg_account_busy(s->g, c, dur);
-    if (s->iter_obs)
-        s->iter_obs(s->iter_obs_ud, s->g, c);
+    if (s->obs.on_iter)
+        s->obs.on_iter(s->obs.ud, s->g, c);
     if (!des_schedule(s->des, c->iter.end, EV_ITER_DONE, c->id))
         fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
 }
@@ -242,11 +363,14 @@ static inline void record_gap(gsim *s, ss_time gap)
     s->gap_n++;
 }
 
-static void produce_token(gsim *s, gmg_req *q, ss_time now)
+/* Advance q by the tokens it computed this iteration; returns 1 if that emitted a token. */
+static int advance(gsim *s, gmg_req *q, ss_time now)
 {
-    q->computed = q->computed ? q->computed + 1 : q->q_tokens;
-    q->generated++;
+    q->computed += q->q_tokens;
     q->q_tokens = 0;
+    if (q->computed < q->prompt + q->generated)
+        return 0; /* a prefill chunk: no token yet */
+    q->generated++;
     if (q->first_token < 0) {
         q->first_token = now;
     } else {
@@ -257,6 +381,7 @@ static void produce_token(gsim *s, gmg_req *q, ss_time now)
         record_gap(s, gap);
     }
     q->last_token = now;
+    return 1;
 }
 
 static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
@@ -267,8 +392,7 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
-        produce_token(s, q, now);
-        if (q->generated >= q->output)
+        if (advance(s, q, now) && q->generated >= q->output)
             finish(s, c, r);
     }
     c->iter.n_reqs = 0;
@@ -318,7 +442,7 @@ static gmg_container *admit_arrival(gsim *s)
         ci = 0;
     q->container = ci;
     gmg_container *c = &s->g->ctrs[ci];
-    gmg_list_push_back(s->g, &c->waiting, r);
+    wait_push(s, c, r, 0);
     return c;
 }
 
@@ -364,11 +488,30 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         .gpu_mem_util = c->gpu_mem_util, .block_tokens = c->block_tokens,
         .max_batch_tokens = pol_batch_max_tokens(s->batch),
         .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
+        .swap_bytes = c->swap_bytes,
     };
     int rc = gmg_create(&s->g);
     if (rc)
         return ss_err(eb, rc, "cluster: out of memory");
     return gmg_add_containers(s->g, &spec, c->replicas, eb);
+}
+
+/* A parameter that neither policy reads is a typo or belongs to another policy. */
+static int check_params_used(const gsim_config *cfg, ss_errbuf *eb)
+{
+    char who[128];
+    snprintf(who, sizeof who, "batching '%s' or routing '%s'", cfg->batching, cfg->routing);
+    return ss_params_check_unused(cfg->params, who, eb);
+}
+
+/* Per-container batching-policy state, in each container's extension slot. */
+static int alloc_ctr_state(gsim *s, ss_errbuf *eb)
+{
+    size_t sz = pol_batch_ctr_priv_size(s->batch);
+    for (uint32_t i = 0; sz && i < s->g->n_ctrs; i++)
+        if (!(s->g->ctrs[i].batch_priv = ss_calloc(1, sz)))
+            return ss_err(eb, SS_ENOMEM, "batching: out of memory");
+    return SS_OK;
 }
 
 int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
@@ -383,9 +526,11 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = pol_route_create(&s->route, cfg->routing, cfg->params, &s->route_rng, eb);
     if (!rc)
-        rc = ss_params_check_unused(cfg->params, "--batching/--routing", eb);
+        rc = check_params_used(cfg, eb);
     if (!rc)
         rc = build_cluster(s, eb);
+    if (!rc)
+        rc = alloc_ctr_state(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");
     if (!rc) {
@@ -404,11 +549,13 @@ void gsim_destroy(gsim **sp)
     if (!s)
         return;
     des_engine_destroy(&s->des);
+    for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
+        ss_free(s->g->ctrs[i].batch_priv);
     gmg_destroy(&s->g);
     pol_route_destroy(&s->route);
     pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
-    ss_free(s->dec.run); /* the block holding all four decision arrays */
+    ss_free(s->dec.run); /* the block holding all seven decision arrays */
     ss_free(s);
     *sp = NULL;
 }
@@ -427,10 +574,12 @@ void gsim_set_progress(gsim *s, gsim_progress_fn *fn, void *ud)
     des_progress_set(s->des, fn ? progress_tramp : NULL, s, 1u << 18);
 }
 
-void gsim_set_iter_observer(gsim *s, gsim_iter_fn *fn, void *ud)
+void gsim_set_observer(gsim *s, const gsim_observer *obs)
 {
-    s->iter_obs = fn;
-    s->iter_obs_ud = ud;
+    if (obs)
+        s->obs = *obs;
+    else
+        memset(&s->obs, 0, sizeof s->obs);
 }
 
 /* With --check: after every event, the graph's invariants. */
@@ -477,6 +626,9 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
     flush_gaps(s);
     if (!rc)
         rc = s->rc ? s->rc : check_conservation(s);
+    if (!rc && s->m.aborted)
+        ss_warn("%llu requests were rejected after being preempted too often (the livelock "
+                "guard, parameter max_preemptions)", (unsigned long long)s->m.aborted);
     return rc;
 }
 

@@ -34,11 +34,12 @@ typedef struct gsim_config {
     uint32_t block_tokens;      /* tokens per KV block */
     uint64_t max_model_len;     /* longest prompt + output accepted */
     double runtime_reserve;     /* bytes per GPU kept for CUDA context and workspaces */
+    double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
     int check;                  /* verify graph invariants after every event (slow) */
 } gsim_config;
 
 /* Fill cfg with the defaults (vllm, rr, roofline, util 0.9, 16-token blocks, max_model_len
- * 16384, 1 GiB runtime reserve, seed 1, 1 replica, TP 1). */
+ * 16384, 1 GiB runtime reserve, 4 GiB swap space per GPU, seed 1, 1 replica, TP 1). */
 void gsim_config_defaults(gsim_config *cfg);
 
 /* Request source: next request into *out; arrivals must not decrease. 1 = a request, 0 = no
@@ -70,9 +71,26 @@ uint64_t gsim_iterations(const gsim *g);
 /* Resolved parameters (engine, batching, routing) as a JSON object into b. */
 void gsim_params_json(const gsim *g, ss_strbuf *b);
 
-/* Observer of every iteration start (tests and timelines): called after the batch is built
- * and timed, before the iteration's completion is scheduled. */
-typedef void gsim_iter_fn(void *ud, const gmg *g, const gmg_container *c);
-void gsim_set_iter_observer(gsim *g, gsim_iter_fn *fn, void *ud);
+/* What happened to a request, for observers (timelines, tests). */
+typedef enum gsim_req_event {
+    GSIM_REQ_PREEMPT,  /* preempted by recompute */
+    GSIM_REQ_SWAP_OUT, /* preempted by swap */
+    GSIM_REQ_SWAP_IN,  /* swapped back in */
+    GSIM_REQ_REJECT,   /* rejected (never fits, too long, or the livelock guard) */
+    GSIM_REQ_FINISH,   /* produced its last token */
+} gsim_req_event;
+
+/* Optional callbacks; each may be NULL. They see the state read-only, after the change. */
+typedef struct gsim_observer {
+    /* An iteration of c starts; c->iter describes it and its end time is known. */
+    void (*on_iter)(void *ud, const gmg *g, const gmg_container *c);
+    /* Request r of container c changed state at simulated time now. */
+    void (*on_request)(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,
+                       gsim_req_event what, ss_time now);
+    void *ud;
+} gsim_observer;
+
+/* Install observer callbacks (copied); NULL removes them. */
+void gsim_set_observer(gsim *g, const gsim_observer *obs);
 
 #endif

@@ -52,6 +52,8 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->rejected = m->rejected;
     out->truncated = m->truncated;
     out->preemptions = m->preemptions;
+    out->swap_outs = m->swap_outs;
+    out->aborted = m->aborted;
     out->prompt_tokens = m->prompt_tokens;
     out->output_tokens = m->output_tokens;
     out->sim_s = ss_time_to_s(sim_end);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* Schema version 1. Times are in ms (latencies) or s (spans), token counts are integers. */
+/* Schema version 2 (2 added summary.swap_outs and summary.aborted). Times are in ms (latencies) or s (spans), token counts are integers. */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -44,14 +44,22 @@ static const char schema_sql[] =
     " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"
     " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"
     " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"
-    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL);"
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL,"
+    " swap_outs INTEGER DEFAULT 0, aborted INTEGER DEFAULT 0);"
     "CREATE TABLE gpus ("
     " run_id INTEGER NOT NULL REFERENCES runs(run_id), gpu INTEGER NOT NULL,"
     " node INTEGER NOT NULL, container INTEGER NOT NULL, kind TEXT NOT NULL,"
     " busy_s REAL, utilization REAL, iterations INTEGER, kv_blocks INTEGER,"
     " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
     " PRIMARY KEY (run_id, gpu));"
-    "PRAGMA user_version = 1;";
+    "PRAGMA user_version = 2;";
+
+/* Upgrades: migrations[v] takes a version-v database to v + 1. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    [1] = "ALTER TABLE summary ADD COLUMN swap_outs INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN aborted INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 2;",
+};
 
 enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST__N };
 
@@ -62,8 +70,13 @@ static const char *const stmt_sql[ST__N] = {
                " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GPU] = "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_SUM] = "INSERT INTO summary VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-               "?,?,?,?)",
+    [ST_SUM] = "INSERT INTO summary (run_id, requests, completed, rejected, truncated,"
+               " preemptions, iterations, peak_in_flight, prompt_tokens, output_tokens, sim_s,"
+               " prompt_tokens_per_s, output_tokens_per_s, requests_per_s,"
+               " ttft_mean_ms, ttft_p50_ms, ttft_p90_ms, ttft_p99_ms, ttft_max_ms,"
+               " tbt_mean_ms, tbt_p50_ms, tbt_p90_ms, tbt_p99_ms, tbt_max_ms,"
+               " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms, swap_outs, aborted)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
                " WHERE run_id = ?",
 };
@@ -130,11 +143,15 @@ static int init_schema(store *s, ss_errbuf *eb)
                       s->path, (long long)ver, STORE_SCHEMA_VERSION);
     if (ver == STORE_SCHEMA_VERSION)
         return SS_OK;
-    if (n_tables > 0)
+    if (ver == 0 && n_tables > 0)
         return ss_err(eb, SS_EDB, "%s: not a slicesim results database (it has other tables)",
                       s->path);
     int rc = exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
-    if (!rc && (rc = exec(s, schema_sql, eb, "creating schema")) == SS_OK)
+    if (ver == 0 && !rc)
+        rc = exec(s, schema_sql, eb, "creating schema");
+    for (int64_t v = ver; v > 0 && v < STORE_SCHEMA_VERSION && !rc; v++)
+        rc = exec(s, migrations[v], eb, "upgrading the schema");
+    if (!rc)
         return exec(s, "COMMIT", eb, "creating schema");
     exec(s, "ROLLBACK", NULL, "");
     return rc;
@@ -353,6 +370,8 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     bind_pct(&b, &m->ttft_ms);
     bind_pct(&b, &m->tbt_ms);
     bind_pct(&b, &m->e2e_ms);
+    b_int(&b, (int64_t)m->swap_outs);
+    b_int(&b, (int64_t)m->aborted);
     return run_stmt(s, &b, eb, "inserting the summary");
 }
 

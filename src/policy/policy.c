@@ -5,8 +5,10 @@
 
 #include <string.h>
 
-static const pol_route_ops *const route_builtin[] = {&pol_route_rr, &pol_route_lor, NULL};
-static const pol_batch_ops *const batch_builtin[] = {&pol_batch_vllm, NULL};
+static const pol_route_ops *const route_builtin[] = {&pol_route_rr, &pol_route_lor,
+                                                     &pol_route_random, &pol_route_infaas, NULL};
+static const pol_batch_ops *const batch_builtin[] = {&pol_batch_vllm, &pol_batch_orca,
+                                                     &pol_batch_sarathi, &pol_batch_static, NULL};
 
 struct pol_route {
     const pol_route_ops *ops;
@@ -27,7 +29,7 @@ const pol_route_ops *pol_route_find(const char *name)
     return NULL;
 }
 
-const char *pol_route_names(void) { return "rr, lor"; }
+const char *pol_route_names(void) { return "rr, lor, random, infaas"; }
 
 int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rng *rng,
                      ss_errbuf *eb)
@@ -79,7 +81,7 @@ const pol_batch_ops *pol_batch_find(const char *name)
     return NULL;
 }
 
-const char *pol_batch_names(void) { return "vllm"; }
+const char *pol_batch_names(void) { return "vllm, orca, sarathi, static"; }
 
 int pol_batch_create(pol_batch **out, const char *name, ss_params *params,
                      const pol_engine_cfg *cfg, ss_errbuf *eb)
@@ -109,10 +111,14 @@ void pol_batch_destroy(pol_batch **pp)
     *pp = NULL;
 }
 
-void pol_batch_decide(pol_batch *p, const gmg *g, const gmg_container *c, pol_batch_decision *out)
+size_t pol_batch_ctr_priv_size(const pol_batch *p) { return p->ops->ctr_priv_size; }
+
+void pol_batch_decide(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_container *c,
+                      pol_batch_decision *out)
 {
-    out->n_run = out->n_preempt = out->n_reject = 0;
-    p->ops->decide(p->priv, g, c, out);
+    out->n_run = out->n_preempt = out->n_swap_out = out->n_swap_in = out->n_reject = 0;
+    memset(&out->extra, 0, sizeof out->extra);
+    p->ops->decide(p->priv, ctr_priv, g, c, out);
 }
 
 uint64_t pol_batch_max_tokens(const pol_batch *p)

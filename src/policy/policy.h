@@ -13,6 +13,7 @@
 #include "../core/ss_err.h"
 #include "../core/ss_params.h"
 #include "../core/ss_rng.h"
+#include "../cost/cost.h"
 #include "../gmg/gmg.h"
 
 #define POL_ABI_VERSION 1
@@ -54,30 +55,43 @@ void pol_route_describe(const pol_route *p, ss_kv_emit_fn *emit, void *ud);
 
 /* ---- batching --------------------------------------------------------------------------- */
 
-/* What the next iteration of a container should do. Arrays are owned by the engine, which
- * sizes each to at least waiting + running entries before calling decide. */
+/* What the next iteration of a container should do. The arrays are owned by the engine, which
+ * sizes each to at least waiting + running + swapped entries before calling decide. Every
+ * scheduled request advances by q_tokens of its pending work: the prompt (plus tokens generated
+ * before a recompute preemption) not yet in the KV cache, or 1 for a decode. It emits a token
+ * when its pending work reaches zero. The engine applies the lists in the order reject,
+ * preempt, swap_out, swap_in, run, and validates every step. */
 typedef struct pol_batch_decision {
-    gmg_id *run;        /* requests to execute, in batch order */
-    uint32_t *q_tokens; /* query tokens of each: prompt (+ generated, after a recompute
-                           preemption) for a prefill, 1 for a decode */
+    gmg_id *run;          /* requests to execute (waiting ones are admitted), in batch order */
+    uint32_t *q_tokens;   /* query tokens of each: 1 <= q <= pending work */
+    uint32_t *hold;       /* KV blocks each must hold after admission (0 = just what its tokens
+                             need); Orca-style reservations set it */
     uint32_t n_run;
-    gmg_id *preempt;    /* running requests to preempt by recompute before the iteration,
-                           in the order they were chosen (newest first for vLLM) */
+    gmg_id *preempt;      /* running requests preempted by recompute (KV freed, back to the
+                             front of the waiting queue), in the order chosen */
     uint32_t n_preempt;
-    gmg_id *reject;     /* waiting requests that can never be served */
+    gmg_id *swap_out;     /* running requests preempted by swap (KV to host memory) */
+    uint32_t n_swap_out;
+    gmg_id *swap_in;      /* swapped requests whose KV returns to the GPU (then listed in run) */
+    uint32_t n_swap_in;
+    gmg_id *reject;       /* requests (any state) that will never be served */
     uint32_t n_reject;
+    cost_batch extra;     /* work the iteration pays beyond its requests (padding) */
 } pol_batch_decision;
 
 typedef struct pol_batch_ops {
     uint32_t abi_version;
-    const char *name;       /* "vllm"; selected by --batching */
+    const char *name;       /* "vllm", "orca", "sarathi", "static"; selected by --batching */
     const char *summary;
-    size_t priv_size;       /* per-container instance state */
+    size_t priv_size;       /* state shared by every container (parameters) */
+    size_t ctr_priv_size;   /* zeroed state the engine keeps per container (0 = none) */
     /* Required. Read parameters (the same params for every container). */
     int (*init)(void *priv, ss_params *params, const pol_engine_cfg *cfg, ss_errbuf *eb);
-    /* Required. Fill *out for container c's next iteration (out->n_* start at 0). An empty
-     * run list with nothing preempted or rejected means "idle until something arrives". */
-    void (*decide)(void *priv, const gmg *g, const gmg_container *c, pol_batch_decision *out);
+    /* Required. Fill *out for container c's next iteration (counts start at 0, extra zeroed).
+     * ctr_priv is c's per-container state (NULL when ctr_priv_size is 0). An empty run list
+     * with nothing preempted, swapped or rejected means "idle until something arrives". */
+    void (*decide)(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                   pol_batch_decision *out);
     /* Optional: largest number of tokens one iteration can hold (sizes the activation
      * reserve) and most sequences it can hold. */
     uint64_t (*max_batch_tokens)(const void *priv);
@@ -92,7 +106,9 @@ const char *pol_batch_names(void);
 int pol_batch_create(pol_batch **out, const char *name, ss_params *params,
                      const pol_engine_cfg *cfg, ss_errbuf *eb);
 void pol_batch_destroy(pol_batch **p);
-void pol_batch_decide(pol_batch *p, const gmg *g, const gmg_container *c,
+/* Bytes of per-container state the policy needs (the engine allocates them zeroed). */
+size_t pol_batch_ctr_priv_size(const pol_batch *p);
+void pol_batch_decide(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_container *c,
                       pol_batch_decision *out);
 uint64_t pol_batch_max_tokens(const pol_batch *p);
 uint32_t pol_batch_max_seqs(const pol_batch *p);
@@ -101,6 +117,14 @@ void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud);
 
 extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;
+extern const pol_route_ops pol_route_random;
+extern const pol_route_ops pol_route_infaas;
 extern const pol_batch_ops pol_batch_vllm;
+extern const pol_batch_ops pol_batch_orca;
+extern const pol_batch_ops pol_batch_sarathi;
+extern const pol_batch_ops pol_batch_static;
+
+/* Pending work of a request: tokens still to compute before it emits its next token. */
+static inline uint32_t pol_pending(const gmg_req *q) { return q->prompt + q->generated - q->computed; }
 
 #endif

@@ -258,17 +258,21 @@ static void test_operator_expansion_matches_fast_path(void **state)
     fx *f = *state;
     f->cfg.replicas = 2;
     f->cfg.tp = 2;
+    f->cfg.gpu_mem_util = 0.5; /* tight KV at TP 2: swaps happen and must expand too */
+    ss_params_set(f->params, "preempt", "swap");
     enum { N = 300 };
-    trace_rec *r = synth(N, 8, 5);
+    trace_rec *r = synth(N, 40, 5);
     expand_check *x = calloc(1, sizeof *x);
     gsim *g = NULL;
     ss_errbuf eb;
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
-    gsim_set_iter_observer(g, on_iter, x);
+    gsim_observer obs = {.on_iter = on_iter, .ud = x};
+    gsim_set_observer(g, &obs);
     mem_src src = {r, N, 0};
     assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
     assert_int_equal(x->n_iters, gsim_iterations(g));
     assert_int_equal(x->bad, 0);
+    assert_true(gsim_metrics(g)->swap_outs > 0);
     gsim_destroy(&g);
     free(x);
     free(r);
@@ -321,6 +325,249 @@ static void test_allocation_failures_are_clean(void **state)
     free(r);
 }
 
+/* ---- hand-checked two-request scenarios, one replica ------------------------------------
+ * A: prompt 1000, output 3, arrives at 0; B: prompt 600, output 2, arrives at 1 ms (during
+ * A's prefill). Expected times are sums of cost-model iterations written out by hand. */
+
+static ss_time it_ns(cost_model *cm, const cost_batch *b) { return cost_iteration_ns(cm, b); }
+
+static cost_batch pre(uint64_t q, uint64_t c0)
+{
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, q, c0);
+    return b;
+}
+
+static cost_batch dec(uint64_t ctx)
+{
+    cost_batch b = {0};
+    cost_batch_add_decode(&b, ctx);
+    return b;
+}
+
+static cost_batch both(cost_batch a, cost_batch b)
+{
+    cost_batch_merge(&a, &b);
+    return a;
+}
+
+typedef struct two_req {
+    metrics_req a, b;
+    cost_model *cm;
+    gsim *g;
+} two_req;
+
+static void run_two(fx *f, const char *batching, two_req *out)
+{
+    f->cfg.replicas = 1;
+    f->cfg.batching = batching;
+    trace_rec recs[2] = {rec(0, 0.0, 1000, 3), rec(1, 0.001, 600, 2)};
+    collect c = {calloc(2, sizeof(metrics_req)), 0};
+    run(f, recs, 2, &c, NULL, &out->g);
+    out->a = c.r[0];
+    out->b = c.r[1];
+    out->cm = gsim_graph(out->g)->ctrs[0].cost;
+    free(c.r);
+}
+
+static const ss_time MS = SS_NS_PER_MS;
+
+static void test_two_requests_vllm(void **state)
+{
+    two_req t;
+    run_two(*state, "vllm", &t);
+    cost_batch b = pre(1000, 0);
+    ss_time d1 = it_ns(t.cm, &b);               /* prefill A */
+    b = pre(600, 0);
+    ss_time d2 = it_ns(t.cm, &b);               /* prefill B first: vLLM is prefill-first */
+    b = both(dec(1001), dec(601));
+    ss_time d3 = it_ns(t.cm, &b);               /* decode A and B; B done */
+    b = dec(1002);
+    ss_time d4 = it_ns(t.cm, &b);               /* decode A; A done */
+    assert_int_equal(t.a.first_token, d1);
+    assert_int_equal(t.b.first_token - t.b.arrival, d1 + d2 - MS);
+    assert_int_equal(t.b.finish, d1 + d2 + d3);
+    assert_int_equal(t.a.finish, d1 + d2 + d3 + d4);
+    assert_int_equal(t.a.tbt_max, d2 + d3);     /* A's decode stalled behind B's prefill */
+    gsim_destroy(&t.g);
+}
+
+static void test_two_requests_sarathi(void **state)
+{
+    two_req t;
+    run_two(*state, "sarathi", &t);
+    cost_batch b = pre(512, 0);
+    ss_time d1 = it_ns(t.cm, &b);               /* A's first chunk (budget 512) */
+    b = both(pre(488, 512), pre(24, 0));
+    ss_time d2 = it_ns(t.cm, &b);               /* A's last chunk + B's first 24 tokens */
+    b = both(dec(1001), pre(511, 24));
+    ss_time d3 = it_ns(t.cm, &b);               /* decode A first, then B's chunk */
+    b = both(dec(1002), pre(65, 535));
+    ss_time d4 = it_ns(t.cm, &b);               /* A's last token, B's last chunk */
+    b = dec(601);
+    ss_time d5 = it_ns(t.cm, &b);
+    assert_int_equal(t.a.first_token, d1 + d2);
+    assert_int_equal(t.a.finish, d1 + d2 + d3 + d4);
+    assert_int_equal(t.b.first_token - t.b.arrival, d1 + d2 + d3 + d4 - MS);
+    assert_int_equal(t.b.finish, d1 + d2 + d3 + d4 + d5);
+    assert_int_equal(t.a.tbt_max, d3 > d4 ? d3 : d4); /* decodes never stall behind a prefill */
+    gsim_destroy(&t.g);
+}
+
+static void test_two_requests_static(void **state)
+{
+    two_req t;
+    run_two(*state, "static", &t);
+    cost_batch b = pre(1000, 0);
+    ss_time d1 = it_ns(t.cm, &b);               /* batch {A}: B arrives too late to join */
+    b = dec(1001);
+    ss_time d2 = it_ns(t.cm, &b);
+    b = dec(1002);
+    ss_time d3 = it_ns(t.cm, &b);               /* A done: the batch ends */
+    b = pre(600, 0);
+    ss_time d4 = it_ns(t.cm, &b);               /* batch {B} */
+    b = dec(601);
+    ss_time d5 = it_ns(t.cm, &b);
+    assert_int_equal(t.a.finish, d1 + d2 + d3);
+    assert_int_equal(t.b.first_token - t.b.arrival, d1 + d2 + d3 + d4 - MS);
+    assert_int_equal(t.b.finish, d1 + d2 + d3 + d4 + d5);
+    gsim_destroy(&t.g);
+}
+
+static void test_two_requests_orca(void **state)
+{
+    fx *f = *state;
+    ss_params_set(f->params, "reserve", "oracle");
+    two_req t;
+    run_two(f, "orca", &t);
+    cost_batch b = pre(1000, 0);
+    ss_time d1 = it_ns(t.cm, &b);
+    b = both(dec(1001), pre(600, 0));
+    ss_time d2 = it_ns(t.cm, &b);               /* selective batching: A decodes, B prefills */
+    b = both(dec(1002), dec(601));
+    ss_time d3 = it_ns(t.cm, &b);
+    assert_int_equal(t.b.first_token - t.b.arrival, d1 + d2 - MS);
+    assert_int_equal(t.a.finish, d1 + d2 + d3);
+    assert_int_equal(t.b.finish, d1 + d2 + d3);
+    /* the reservation covers prompt + output from admission: no growth, no preemption */
+    assert_int_equal(gsim_metrics(t.g)->preemptions, 0);
+    gsim_destroy(&t.g);
+}
+
+/* Static without shrink pays for finished members: a batch of a 1-token and a 3-token request
+ * decodes at the cost of two sequences even after the short one finished. */
+static void test_static_padding_and_shrink(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    f->cfg.batching = "static";
+    trace_rec recs[2] = {rec(0, 0.0, 300, 2), rec(1, 0.0, 100, 4)};
+    for (int shrink = 0; shrink < 2; shrink++) {
+        ss_params_set(f->params, "shrink", shrink ? "true" : "false");
+        collect c = {calloc(2, sizeof(metrics_req)), 0};
+        gsim *g;
+        run(f, recs, 2, &c, NULL, &g);
+        cost_model *cm = gsim_graph(g)->ctrs[0].cost;
+        cost_batch b = both(pre(300, 0), pre(100, 0));
+        cost_batch pad = pre(200, 100);
+        pad.n_prefill = 0;
+        cost_batch_merge(&b, &pad);              /* B's prompt padded to 300 */
+        ss_time d1 = it_ns(cm, &b);
+        b = both(dec(301), dec(101));
+        ss_time d2 = it_ns(cm, &b);              /* A done */
+        b = shrink ? dec(102) : both(dec(102), dec(102)); /* A's slot: a phantom at max ctx */
+        ss_time d3 = it_ns(cm, &b);
+        b = shrink ? dec(103) : both(dec(103), dec(103));
+        ss_time d4 = it_ns(cm, &b);
+        assert_int_equal(c.r[0].finish, d1 + d2);
+        assert_int_equal(c.r[1].finish, d1 + d2 + d3 + d4);
+        gsim_destroy(&g);
+        free(c.r);
+    }
+}
+
+/* Observer counting swaps and checking that an iteration with swaps lasts its PCIe transfer
+ * time plus the cost of its batch. */
+typedef struct swap_watch {
+    uint64_t swap_outs, swap_ins, iters_with_swaps, bad;
+    double pcie_bw;
+} swap_watch;
+
+static void watch_iter(void *ud, const gmg *g, const gmg_container *c)
+{
+    swap_watch *w = ud;
+    if (!c->iter.swap_blocks)
+        return;
+    w->iters_with_swaps++;
+    double bytes = gmg_swap_bytes_per_gpu(g, c, c->iter.swap_blocks);
+    ss_time want = (ss_time)(bytes / w->pcie_bw * 1e9 + 0.5);
+    ss_time cost = cost_iteration_ns(c->cost, &c->iter.batch);
+    if (c->iter.swap_ns != want || c->iter.end - c->iter.start != want + cost)
+        w->bad++;
+}
+
+static void watch_req(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,
+                      gsim_req_event what, ss_time now)
+{
+    (void)now;
+    (void)g;
+    (void)c;
+    (void)r;
+    swap_watch *w = ud;
+    w->swap_outs += what == GSIM_REQ_SWAP_OUT;
+    w->swap_ins += what == GSIM_REQ_SWAP_IN;
+}
+
+static void test_swap_preemption(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    f->cfg.gpu_mem_util = 0.22;
+    f->cfg.check = 1;
+    ss_params_set(f->params, "preempt", "swap");
+    enum { N = 600 };
+    trace_rec *r = synth(N, 50, 11);
+    swap_watch w = {.pcie_bw = f->cfg.gpu->pcie_bw};
+    gsim *g = NULL;
+    ss_errbuf eb;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    gsim_observer obs = {.on_iter = watch_iter, .on_request = watch_req, .ud = &w};
+    gsim_set_observer(g, &obs);
+    mem_src src = {r, N, 0};
+    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    const metrics *m = gsim_metrics(g);
+    assert_true(w.swap_outs > 0);
+    assert_int_equal(w.swap_outs, m->swap_outs);
+    assert_int_equal(w.swap_ins, w.swap_outs); /* everyone swapped out came back */
+    assert_true(w.iters_with_swaps > 0);
+    assert_int_equal(w.bad, 0);
+    assert_int_equal(m->completed + m->rejected, N);
+    const gmg_container *c = &gsim_graph(g)->ctrs[0];
+    assert_int_equal(c->swap_free, c->swap_total);
+    gsim_destroy(&g);
+    free(r);
+}
+
+static void test_livelock_guard_rejects_and_counts(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    f->cfg.gpu_mem_util = 0.22;
+    f->cfg.check = 1;
+    ss_params_set(f->params, "max_preemptions", "1");
+    enum { N = 600 };
+    trace_rec *r = synth(N, 50, 11);
+    metrics_summary m;
+    collect c = {calloc(N, sizeof(metrics_req)), 0};
+    run(f, r, N, &c, &m, NULL);
+    assert_true(m.aborted > 0);
+    assert_int_equal(m.completed + m.rejected, N);
+    for (size_t i = 0; i < N; i++)
+        assert_true(c.r[i].preemptions <= 1);
+    free(r);
+    free(c.r);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -332,6 +579,13 @@ int main(void)
         T(test_operator_expansion_matches_fast_path),
         T(test_deterministic),
         T(test_allocation_failures_are_clean),
+        T(test_two_requests_vllm),
+        T(test_two_requests_sarathi),
+        T(test_two_requests_static),
+        T(test_two_requests_orca),
+        T(test_static_padding_and_shrink),
+        T(test_swap_preemption),
+        T(test_livelock_guard_rejects_and_counts),
     };
     return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);
 }

@@ -17,8 +17,8 @@ typedef struct fx {
     ss_params *params;
     pol_batch *vllm;
     pol_batch_decision d;
-    gmg_id buf[4][64];
-    uint32_t qbuf[64];
+    gmg_id buf[5][64];
+    uint32_t qbuf[64], hbuf[64];
 } fx;
 
 static int setup(void **state)
@@ -34,8 +34,9 @@ static int setup(void **state)
                       .max_seqs = 256, .runtime_reserve = 1 << 30};
     if (gmg_add_containers(f->g, &s, 2, &eb))
         return -1;
-    f->d = (pol_batch_decision){.run = f->buf[0], .q_tokens = f->qbuf, .preempt = f->buf[1],
-                                .reject = f->buf[2]};
+    f->d = (pol_batch_decision){.run = f->buf[0], .q_tokens = f->qbuf, .hold = f->hbuf,
+                                .preempt = f->buf[1], .reject = f->buf[2],
+                                .swap_out = f->buf[3], .swap_in = f->buf[4]};
     *state = f;
     return 0;
 }
@@ -106,7 +107,7 @@ static void test_prefill_first_with_budgets(void **state)
     add_running(f, c, 100, 5);
     gmg_id a = add_waiting(f, c, 300, 10), b = add_waiting(f, c, 600, 10);
     add_waiting(f, c, 200, 10); /* would exceed the 1000-token budget */
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_run, 2);
     assert_int_equal(f->d.run[0], a);
     assert_int_equal(f->d.q_tokens[0], 300);
@@ -118,7 +119,7 @@ static void test_prefill_first_with_budgets(void **state)
     make_vllm(f, 16384);
     add_waiting(f, c, 10, 10);
     add_waiting(f, c, 10, 10);
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_run, 3);
 }
 
@@ -130,7 +131,7 @@ static void test_watermark_and_never_fit(void **state)
     gmg_id big = add_waiting(f, c, 199 * 16, 5);   /* 199 blocks: 200 - 199 < 2 -> never */
     gmg_id fits = add_waiting(f, c, 150 * 16, 5);  /* 150 blocks */
     gmg_id later = add_waiting(f, c, 49 * 16, 5);  /* 200-150-49 = 1 < watermark -> later */
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_reject, 1);
     assert_int_equal(f->d.reject[0], big);
     assert_int_equal(f->d.n_run, 1);
@@ -144,7 +145,7 @@ static void test_prompt_longer_than_max_model_len_rejected(void **state)
     make_vllm(f, 4096);
     gmg_container *c = small_pool(f, 10000);
     gmg_id a = add_waiting(f, c, 5000, 5), b = add_waiting(f, c, 100, 5);
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_reject, 1);
     assert_int_equal(f->d.reject[0], a);
     assert_int_equal(f->d.n_run, 1);
@@ -161,7 +162,7 @@ static void test_decode_preempts_newest(void **state)
     gmg_id r0 = add_running(f, c, 150, 11), r1 = add_running(f, c, 150, 11),
            r2 = add_running(f, c, 150, 11);
     assert_int_equal(c->blocks_free, 0);
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     /* r0 preempts r2 (freeing 10), r1 then fits in what is left */
     assert_int_equal(f->d.n_preempt, 1);
     assert_int_equal(f->d.preempt[0], r2);
@@ -177,7 +178,7 @@ static void test_decode_preempts_itself_when_newest(void **state)
     make_vllm(f, 16384);
     gmg_container *c = small_pool(f, 10);
     gmg_id r0 = add_running(f, c, 150, 11); /* holds all 10 blocks, needs an 11th */
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_run, 0);
     assert_int_equal(f->d.n_preempt, 1);
     assert_int_equal(f->d.preempt[0], r0);
@@ -190,7 +191,7 @@ static void test_recompute_prefill_includes_generated(void **state)
     gmg_container *c = small_pool(f, 100);
     gmg_id r = add_waiting(f, c, 100, 50);
     gmg_req_at(f->g, r)->generated = 7; /* preempted after 7 tokens */
-    pol_batch_decide(f->vllm, f->g, c, &f->d);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_run, 1);
     assert_int_equal(f->d.q_tokens[0], 107);
 }
@@ -236,6 +237,45 @@ static void test_routers(void **state)
     pol_route_destroy(&lor);
 }
 
+static void test_random_and_infaas_routers(void **state)
+{
+    fx *f = *state;
+    ss_rng a, b;
+    ss_rng_seed(&a, 3, SS_RNG_STREAM_ROUTING);
+    ss_rng_seed(&b, 3, SS_RNG_STREAM_ROUTING);
+    pol_route *r1 = NULL, *r2 = NULL, *inf = NULL;
+    ss_errbuf eb;
+    assert_int_equal(pol_route_create(&r1, "random", f->params, &a, &eb), 0);
+    assert_int_equal(pol_route_create(&r2, "random", f->params, &b, &eb), 0);
+    gmg_id r = gmg_req_alloc(f->g);
+    int count[2] = {0, 0};
+    for (int i = 0; i < 2000; i++) {
+        gmg_id x = pol_route_pick(r1, f->g, r);
+        assert_int_equal(x, pol_route_pick(r2, f->g, r)); /* same seed, same choices */
+        assert_true(x < 2);
+        count[x]++;
+    }
+    assert_true(count[0] > 900 && count[1] > 900);
+    /* infaas: empty containers are infinitely free -> lowest id; then the freer one wins */
+    assert_int_equal(pol_route_create(&inf, "infaas", f->params, &a, &eb), 0);
+    assert_int_equal(pol_route_pick(inf, f->g, r), 0);
+    gmg_container *c0 = small_pool(f, 100);
+    gmg_container *c1 = &f->g->ctrs[1];
+    c1->blocks_total = c1->blocks_free = 100;
+    add_running(f, c0, 160, 1); /* 10 blocks held */
+    assert_int_equal(pol_route_pick(inf, f->g, r), 1);
+    add_running(f, c1, 320, 1); /* 20 blocks: c0 (89 - 1) / 1 > c1 (79 - 1) / 1 */
+    assert_int_equal(pol_route_pick(inf, f->g, r), 0);
+    /* waiting demand counts against a container: 30 blocks waiting on c0 */
+    gmg_id w = add_waiting(f, c0, 480, 5);
+    gmg_req_at(f->g, w)->wait_blocks = 30;
+    c0->waiting_blocks = 30;
+    assert_int_equal(pol_route_pick(inf, f->g, r), 1); /* (89-1-30)/2 = 29 < 78 */
+    pol_route_destroy(&r1);
+    pol_route_destroy(&r2);
+    pol_route_destroy(&inf);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -244,6 +284,7 @@ int main(void)
         T(test_prompt_longer_than_max_model_len_rejected), T(test_decode_preempts_newest),
         T(test_decode_preempts_itself_when_newest), T(test_recompute_prefill_includes_generated),
         T(test_unknown_param_and_bad_value),     T(test_routers),
+        T(test_random_and_infaas_routers),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

@@ -135,6 +135,32 @@ static void test_refuses_foreign_and_newer(void **state)
     assert_null(s);
 }
 
+/* A database written with schema 1 (schema 2 without summary.swap_outs and summary.aborted)
+ * is upgraded in place, keeps its runs and takes new ones. */
+static void test_upgrades_schema_1(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/v1.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 3, 1);
+    store_close(&s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "ALTER TABLE summary DROP COLUMN swap_outs;"
+                                      "ALTER TABLE summary DROP COLUMN aborted;"
+                                      "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 2, 1);
+    store_close(&s);
+    assert_int_equal(q_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE swap_outs = 0"), 2);
+}
+
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -158,6 +184,7 @@ int main(void)
         cmocka_unit_test_teardown(test_commit_and_read_back, teardown),
         cmocka_unit_test_teardown(test_abort_and_close_leave_earlier_runs, teardown),
         cmocka_unit_test_teardown(test_refuses_foreign_and_newer, teardown),
+        cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);

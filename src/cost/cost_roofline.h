@@ -1,0 +1,26 @@
+/* The roofline backend's formulas, shared with the backends that fall back to it (profile
+ * tables) and with the profile importer's fidelity report. Private to src/cost: other modules
+ * select backends by name through cost.h. */
+#ifndef SS_COST_COST_ROOFLINE_H
+#define SS_COST_COST_ROOFLINE_H
+
+#include "cost.h"
+
+/* Rates and floors taken from one GPU's catalog entry. */
+typedef struct cost_roofline_rates {
+    double flops_per_s; /* peak * eff_compute */
+    double bytes_per_s; /* hbm_bw * eff_memory: GEMMs, attention */
+    double ew_per_s;    /* hbm_bw * eff_elementwise: norms, rotary, activation, residual */
+    double link_per_s;  /* nvlink_bw * eff_link */
+    double link_lat_s;  /* per ring step or point-to-point message, s */
+    double floor_s;     /* per kernel, s */
+} cost_roofline_rates;
+
+/* Fill r from GPU g (borrowed). 0, or SS_EINVAL with eb set when g lacks peak FLOP/s or
+ * bandwidth; r is then unspecified. */
+int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, ss_errbuf *eb);
+/* Roofline duration of one execution of op, ns (>= 1, except 0 for an all-reduce over one
+ * GPU). Deterministic and side-effect free. */
+ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op);
+
+#endif

@@ -1,0 +1,105 @@
+/* Orca: iteration-level FCFS scheduling with selective batching. Every iteration decodes all
+ * running requests and admits new ones (their whole prompt, in the same iteration) while the
+ * batch stays within max_batch and their KV reservation fits. Each admitted request reserves
+ * KV for its maximum length up front, so nothing is ever preempted:
+ *   reserve=max    prompt + output up to max_model_len (Orca as deployed: the output limit);
+ *   reserve=oracle prompt + the output the request will really produce (an upper bound on Orca);
+ *   reserve=pow2   the oracle length rounded up to a power of two (the vLLM paper's Orca Pow2).
+ * A request whose reservation exceeds the whole pool, or whose prompt exceeds max_model_len, is
+ * rejected. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { RESERVE_MAX, RESERVE_ORACLE, RESERVE_POW2 };
+static const char *const reserve_names[] = {"max", "oracle", "pow2"};
+
+typedef struct orca_priv {
+    uint64_t max_batch;     /* sequences per iteration */
+    int reserve;            /* RESERVE_* */
+    uint64_t max_model_len; /* from the engine */
+} orca_priv;
+
+static int orca_init(void *priv, ss_params *p, const pol_engine_cfg *cfg, ss_errbuf *eb)
+{
+    orca_priv *o = priv;
+    int rc = ss_params_get_u64(p, "orca", "max_batch", 128, 1, 1u << 20, &o->max_batch, eb);
+    const char *r = ss_params_get(p, "reserve");
+    o->reserve = RESERVE_MAX;
+    for (int i = 0; r && i < 3; i++)
+        if (!strcmp(r, reserve_names[i]))
+            o->reserve = i;
+    if (!rc && r && strcmp(r, reserve_names[o->reserve]))
+        rc = ss_err(eb, SS_EINVAL, "orca: reserve: expected max, oracle or pow2, got '%s'", r);
+    o->max_model_len = cfg->max_model_len;
+    return rc;
+}
+
+/* Tokens of KV a request reserves at admission. */
+static uint64_t reservation(const orca_priv *o, const gmg_req *q)
+{
+    uint64_t want = (uint64_t)q->prompt + q->output, cap = o->max_model_len;
+    if (o->reserve == RESERVE_MAX)
+        want = cap;
+    else if (o->reserve == RESERVE_POW2) {
+        uint64_t p2 = 1;
+        while (p2 < want)
+            p2 <<= 1;
+        want = p2;
+    }
+    return want < cap ? want : cap;
+}
+
+static void orca_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                        pol_batch_decision *out)
+{
+    (void)ctr_priv;
+    const orca_priv *o = priv;
+    for (gmg_id r = c->running.head; r != GMG_NONE; r = g->reqs[r].next) {
+        out->run[out->n_run] = r;
+        out->q_tokens[out->n_run] = pol_pending(&g->reqs[r]);
+        out->hold[out->n_run++] = 0; /* the reservation already covers it */
+    }
+    int64_t free_blocks = c->blocks_free;
+    uint64_t seqs = c->running.n;
+    for (gmg_id r = c->waiting.head; r != GMG_NONE; r = g->reqs[r].next) {
+        const gmg_req *q = &g->reqs[r];
+        int64_t need = gmg_blocks_for(c, reservation(o, q));
+        if (q->prompt > o->max_model_len || need > (int64_t)c->blocks_total) {
+            out->reject[out->n_reject++] = r;
+            continue;
+        }
+        if (need > free_blocks || seqs + 1 > o->max_batch)
+            break;
+        out->run[out->n_run] = r;
+        out->q_tokens[out->n_run] = pol_pending(q);
+        out->hold[out->n_run++] = (uint32_t)need;
+        free_blocks -= need;
+        seqs++;
+    }
+}
+
+static uint64_t orca_max_tokens(const void *priv) { return ((const orca_priv *)priv)->max_model_len; }
+static uint32_t orca_max_seqs(const void *priv) { return (uint32_t)((const orca_priv *)priv)->max_batch; }
+
+static void orca_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
+{
+    const orca_priv *o = priv;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->max_batch);
+    emit(ud, "max_batch", buf);
+    emit(ud, "reserve", reserve_names[o->reserve]);
+}
+
+const pol_batch_ops pol_batch_orca = {
+    .abi_version = POL_ABI_VERSION,
+    .name = "orca",
+    .summary = "Orca: iteration-level FCFS, KV reserved for the maximum length, no preemption",
+    .priv_size = sizeof(orca_priv),
+    .init = orca_init,
+    .decide = orca_decide,
+    .max_batch_tokens = orca_max_tokens,
+    .max_seqs = orca_max_seqs,
+    .describe = orca_describe,
+};

@@ -1,0 +1,215 @@
+/* Chrome trace-event JSON writer for replays: an observer that streams "X" (complete) events
+ * for iterations and operators and "i" (instant) events for request state changes. Times are
+ * written in microseconds with three decimals, so nanosecond simulated times survive exactly. */
+#include "timeline.h"
+
+#include "../core/ss_alloc.h"
+#include "../core/ss_parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define OPS_CAP 65536 /* operator nodes of one expanded iteration */
+
+struct tl_writer {
+    FILE *f;
+    char *path, *tmp;  /* owned */
+    tl_opts o;
+    uint64_t n_events;
+    int io_error;      /* a write failed */
+    gmg_op *ops;       /* scratch for expansion (only with o.ops) */
+};
+
+static void ts(FILE *f, const char *key, ss_time t)
+{
+    fprintf(f, "\"%s\":%" PRId64 ".%03" PRId64, key, t / 1000, t % 1000);
+}
+
+/* Start one event object (with the separating comma). */
+static void begin_event(tl_writer *w)
+{
+    fputs(w->n_events++ ? ",\n" : "\n", w->f);
+}
+
+int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf *eb)
+{
+    tl_writer *w = ss_calloc(1, sizeof *w);
+    size_t n = strlen(path);
+    if (!w || !(w->path = ss_strdup(path)) || !(w->tmp = ss_malloc(n + 5)) ||
+        (opts->ops && !(w->ops = ss_malloc(OPS_CAP * sizeof *w->ops)))) {
+        tl_abort(&w);
+        return ss_err(eb, SS_ENOMEM, "timeline: out of memory");
+    }
+    memcpy(w->tmp, path, n);
+    memcpy(w->tmp + n, ".tmp", 5);
+    w->o = *opts;
+    if (!w->o.max_ids)
+        w->o.max_ids = 64;
+    if (!(w->f = fopen(w->tmp, "w"))) {
+        int rc = ss_err(eb, SS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+        tl_abort(&w);
+        return rc;
+    }
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", w->f);
+    *w_out = w;
+    return SS_OK;
+}
+
+static int overlaps(const tl_writer *w, ss_time a, ss_time b)
+{
+    return b >= w->o.start && a <= w->o.end;
+}
+
+static void meta(tl_writer *w, uint32_t pid, int tid, const char *what, const char *name)
+{
+    begin_event(w);
+    fprintf(w->f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+            what, pid, tid, name);
+}
+
+static void iter_event(tl_writer *w, uint32_t gpu, const gmg *g, const gmg_container *c)
+{
+    const gmg_iter *it = &c->iter;
+    const cost_batch *b = &it->batch;
+    begin_event(w);
+    fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"iteration\",\"ph\":\"X\",\"pid\":%u,\"tid\":0,",
+            b->n_prefill ? (b->n_decode ? "mixed" : "prefill") : "decode", gpu);
+    ts(w->f, "ts", it->start);
+    fputc(',', w->f);
+    ts(w->f, "dur", it->end - it->start);
+    fprintf(w->f, ",\"args\":{\"container\":%u,\"iteration\":%" PRIu64 ",\"prefill_seqs\":%u,"
+                  "\"prefill_tokens\":%" PRIu64 ",\"decode_seqs\":%u,\"decode_ctx_tokens\":%" PRIu64
+                  ",\"swap_blocks\":%u,\"requests\":[",
+            c->id, it->seq, b->n_prefill, b->prefill_tokens, b->n_decode, b->decode_ctx_tokens,
+            it->swap_blocks);
+    for (uint32_t i = 0; i < it->n_reqs && i < w->o.max_ids; i++)
+        fprintf(w->f, "%s%" PRIu64, i ? "," : "", g->reqs[it->reqs[i]].trace_id);
+    fprintf(w->f, "],\"requests_not_listed\":%u}}",
+            it->n_reqs > w->o.max_ids ? it->n_reqs - w->o.max_ids : 0);
+}
+
+static void op_events(tl_writer *w, uint32_t gpu, const gmg *g, const gmg_container *c)
+{
+    size_t n = gmg_iter_expand(g, c, w->ops, OPS_CAP, NULL);
+    for (size_t i = 0; i < n && i < OPS_CAP; i++) {
+        const gmg_op *o = &w->ops[i];
+        if (!overlaps(w, o->start, o->end))
+            continue;
+        begin_event(w);
+        fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"operator\",\"ph\":\"X\",\"pid\":%u,\"tid\":1,",
+                cost_op_name(o->shape.kind), gpu);
+        ts(w->f, "ts", o->start);
+        fputc(',', w->f);
+        ts(w->f, "dur", o->end - o->start);
+        if (o->layer != UINT32_MAX)
+            fprintf(w->f, ",\"args\":{\"layer\":%u}}", o->layer);
+        else
+            fputs("}", w->f);
+    }
+}
+
+static void on_iter(void *ud, const gmg *g, const gmg_container *c)
+{
+    tl_writer *w = ud;
+    if (!overlaps(w, c->iter.start, c->iter.end))
+        return;
+    for (uint32_t k = 0; k < c->tp; k++) {
+        iter_event(w, c->gpu0 + k, g, c);
+        if (w->o.ops)
+            op_events(w, c->gpu0 + k, g, c);
+    }
+}
+
+static const char *const req_event_names[] = {
+    [GSIM_REQ_PREEMPT] = "preempt", [GSIM_REQ_SWAP_OUT] = "swap_out",
+    [GSIM_REQ_SWAP_IN] = "swap_in", [GSIM_REQ_REJECT] = "reject", [GSIM_REQ_FINISH] = "finish",
+};
+
+static void on_request(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,
+                       gsim_req_event what, ss_time now)
+{
+    (void)g;
+    tl_writer *w = ud;
+    if (what == GSIM_REQ_FINISH || !overlaps(w, now, now))
+        return; /* completions are implied by the iterations; keep the file small */
+    begin_event(w);
+    fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"request\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,"
+                  "\"tid\":0,", req_event_names[what], c->gpu0);
+    ts(w->f, "ts", now);
+    fprintf(w->f, ",\"args\":{\"request\":%" PRIu64 ",\"container\":%u,\"preemptions\":%u}}",
+            r->trace_id, c->id, r->preemptions);
+}
+
+void tl_attach(tl_writer *w, gsim *g)
+{
+    const gmg *G = gsim_graph(g);
+    char name[96];
+    for (uint32_t i = 0; i < G->n_gpus; i++) {
+        snprintf(name, sizeof name, "GPU %u (%s, node %u, container %u)", i, G->gpus[i].kind->name,
+                 G->gpus[i].node, G->gpus[i].container);
+        meta(w, i, 0, "process_name", name);
+        meta(w, i, 0, "thread_name", "iterations");
+        if (w->o.ops)
+            meta(w, i, 1, "thread_name", "operators");
+    }
+    gsim_observer obs = {.on_iter = on_iter, .on_request = on_request, .ud = w};
+    gsim_set_observer(g, &obs);
+}
+
+static void free_writer(tl_writer *w)
+{
+    ss_free(w->path);
+    ss_free(w->tmp);
+    ss_free(w->ops);
+    ss_free(w);
+}
+
+int tl_close(tl_writer **wp, ss_errbuf *eb)
+{
+    tl_writer *w = *wp;
+    if (!w)
+        return SS_OK;
+    fputs("\n]}\n", w->f);
+    int bad = ferror(w->f) | (fclose(w->f) != 0);
+    w->f = NULL;
+    int rc = SS_OK;
+    if (bad || rename(w->tmp, w->path) != 0) {
+        rc = ss_err(eb, SS_EIO, "%s: cannot write the timeline: %s", w->path, strerror(errno));
+        remove(w->tmp);
+    }
+    free_writer(w);
+    *wp = NULL;
+    return rc;
+}
+
+void tl_abort(tl_writer **wp)
+{
+    tl_writer *w = *wp;
+    if (!w)
+        return;
+    if (w->f) {
+        fclose(w->f);
+        remove(w->tmp);
+    }
+    free_writer(w);
+    *wp = NULL;
+}
+
+uint64_t tl_events(const tl_writer *w) { return w->n_events; }
+
+int tl_parse_window(const char *s, ss_time *start, ss_time *end, ss_errbuf *eb)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon)
+        return ss_err(eb, SS_EPARSE, "--timeline-window: expected START:END in seconds, got '%s'", s);
+    *start = 0;
+    *end = SS_TIME_MAX;
+    size_t n1 = (size_t)(colon - s), n2 = strlen(colon + 1);
+    if ((n1 && ss_parse_seconds_ns(s, n1, start)) || (n2 && ss_parse_seconds_ns(colon + 1, n2, end)) ||
+        *start < 0 || *end < *start)
+        return ss_err(eb, SS_EPARSE, "--timeline-window: expected START:END with 0 <= START <= END "
+                                     "seconds, got '%s'", s);
+    return SS_OK;
+}
