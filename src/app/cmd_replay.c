@@ -53,8 +53,11 @@ static void usage(FILE *f)
         "Cluster:\n"
         "  --model NAME            model from the catalog (default llama-2-7b; slicesim list models)\n"
         "  --gpu NAME              GPU from the catalog (default a100-80g; slicesim list gpus)\n"
-        "  --replicas N            containers (default 4)\n"
-        "  --tp N                  tensor-parallel GPUs per container (default 1)\n"
+        "  --replicas N            serving replicas, each TP x PP GPUs (default 4)\n"
+        "  --tp N                  tensor-parallel GPUs per pipeline stage (default 1)\n"
+        "  --pp N                  pipeline stages per replica (default 1); a replica runs N\n"
+        "                          micro-batches in flight, one per virtual engine, each with\n"
+        "                          1/N of the KV cache, as vLLM does\n"
         "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
         "Policies (README.md lists every policy and parameter):\n"
         "  --batching NAME         vllm (default) | sarathi | orca | static\n"
@@ -103,7 +106,7 @@ static void usage(FILE *f)
 /* ---- options ---------------------------------------------------------------------------- */
 
 enum {
-    OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP,
+    OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP, OPT_PP,
     OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_SWAP, OPT_PARAM, OPT_MAXLEN, OPT_UTIL,
     OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
     OPT_TL_OPS,
@@ -133,6 +136,7 @@ static const struct option long_opts[] = {
     {"gpu", required_argument, NULL, OPT_GPU},
     {"replicas", required_argument, NULL, OPT_REPLICAS},
     {"tp", required_argument, NULL, OPT_TP},
+    {"pp", required_argument, NULL, OPT_PP},
     {"profiles", required_argument, NULL, OPT_PROFILES},
     {"batching", required_argument, NULL, OPT_BATCHING},
     {"routing", required_argument, NULL, OPT_ROUTING},
@@ -214,6 +218,10 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     case OPT_TP:
         rc = opt_u64("tp", arg, 1, 64, &u);
         o->sim.tp = (uint32_t)u;
+        break;
+    case OPT_PP:
+        rc = opt_u64("pp", arg, 1, 16, &u);
+        o->sim.pp = (uint32_t)u;
         break;
     case OPT_PROFILES: o->profiles = arg; break;
     case OPT_BATCHING: o->sim.batching = arg; break;
@@ -380,8 +388,9 @@ static void print_json(const replay_opts *o, const gsim *g, const metrics_summar
     json_pct(stdout, "tbt_ms", &m->tbt_ms);
     json_pct(stdout, "e2e_ms", &m->e2e_ms);
     printf(", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, "
-           "\"batching\": \"%s\", \"routing\": \"%s\", \"cost_model\": \"%s\", \"seed\": %llu}\n",
-           o->model, o->gpu, o->sim.replicas, o->sim.tp, o->sim.batching, o->sim.routing,
+           "\"pp\": %u, \"batching\": \"%s\", \"routing\": \"%s\", \"cost_model\": \"%s\", "
+           "\"seed\": %llu}\n",
+           o->model, o->gpu, o->sim.replicas, o->sim.tp, o->sim.pp, o->sim.batching, o->sim.routing,
            o->sim.cost, (unsigned long long)o->sim.seed);
 }
 
@@ -395,8 +404,10 @@ static void print_table(const replay_opts *o, const char *fmt, const gsim *g,
                         const metrics_summary *m, double wall_s)
 {
     const des_stats *d = gsim_des_stats(g);
-    printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u; %s batching, %s routing, %s costs\n",
-           o->trace, fmt, o->sim.replicas * o->sim.tp, o->gpu, o->model, o->sim.tp,
+    printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s routing, %s "
+           "costs\n",
+           o->trace, fmt, o->sim.replicas * o->sim.tp * o->sim.pp, o->gpu, o->model, o->sim.tp,
+           o->sim.pp,
            o->sim.batching, o->sim.routing, o->sim.cost);
     printf("  requests %llu: completed %llu, rejected %llu, truncated %llu; preemptions %llu "
            "(%llu by swap; %llu requests abandoned)\n",

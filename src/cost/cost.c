@@ -15,7 +15,9 @@ typedef struct cost_dense_entry {
     uint64_t tokens; /* T of the batch */
     uint32_t seqs;   /* S of the batch */
     uint32_t valid;
-    ss_time ns;      /* summed dense-operator time */
+    ss_time layer;   /* dense operators of one layer */
+    ss_time head;    /* embedding (+ its all-reduce) */
+    ss_time tail;    /* final norm + LM head */
 } cost_dense_entry;
 
 struct cost_model {
@@ -92,14 +94,19 @@ static double kv_heads(const cat_model *m, uint32_t tp)
 }
 static int is_moe(const cat_model *m) { return m->experts > 1; }
 
-double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp)
+uint32_t cost_stage_layers(const cat_model *m, uint32_t pp, uint32_t stage)
 {
-    return cat_model_params(m) * m->dtype_bytes / tp;
+    return m->layers / pp + (stage < m->layers % pp);
 }
 
-double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp)
+double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp, uint32_t pp)
 {
-    return 2.0 * m->layers * kv_heads(m, tp) * m->head_dim * m->dtype_bytes;
+    return cat_model_params(m) * m->dtype_bytes / tp * cost_stage_layers(m, pp, 0) / m->layers;
+}
+
+double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp, uint32_t pp)
+{
+    return 2.0 * cost_stage_layers(m, pp, 0) * kv_heads(m, tp) * m->head_dim * m->dtype_bytes;
 }
 
 double cost_activation_bytes(const cat_model *m, uint32_t tp, uint64_t max_tokens,
@@ -260,21 +267,62 @@ static ss_time host_ns(const cost_model *cm, const cost_batch *b)
     return (ss_time)(s * 1e9 + 0.5);
 }
 
-/* Sum of the dense operators' times for (T, S), memoised: decode-heavy replays repeat the same
- * few (T, S) pairs millions of times. The cached value is the same integer sum the expanded
- * path adds up, so memoisation never changes a result. */
-static ss_time dense_ns(cost_model *cm, uint64_t T, uint32_t S)
+/* Executions of op per decoder layer; 0 for once-per-iteration operators. */
+static uint32_t per_layer(const cost_op *op, uint32_t layers)
+{
+    return op->count / layers;
+}
+
+/* The dense operators' time for (T, S) split into one layer, head and tail, memoised: decode-
+ * heavy replays repeat the same few (T, S) pairs millions of times. The cached values are the
+ * same integer sums the expanded path adds up, so memoisation never changes a result. */
+static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t S)
 {
     cost_dense_entry *e = &cm->cache[(T * 31 + S) & (COST_DENSE_CACHE - 1)];
     if (e->valid && e->tokens == T && e->seqs == S)
-        return e->ns;
+        return e;
     cost_op ops[MAX_OPS];
     size_t n = build_dense_ops(cm, T, S, ops);
-    ss_time t = 0;
+    *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1};
+    for (size_t i = 0; i < n; i++) {
+        ss_time t = cm->ops->op_ns(cm->priv, &ops[i]);
+        uint32_t k = per_layer(&ops[i], cm->layers);
+        e->layer += t * k;
+        if (ops[i].count > k * cm->layers) { /* once-per-iteration part */
+            if (ops[i].kind == COST_OP_FINAL_NORM || ops[i].kind == COST_OP_LM_HEAD)
+                e->tail += t;
+            else
+                e->head += t; /* embedding and the embedding's all-reduce */
+        }
+    }
+    return e;
+}
+
+void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
+{
+    memset(out, 0, sizeof *out);
+    if (batch_seqs(b) == 0)
+        return;
+    const cost_dense_entry *e = dense_split(cm, batch_tokens(b), batch_seqs(b));
+    cost_op att[2];
+    size_t n = attention_ops(cm, b, att);
+    out->layer_ns = e->layer;
     for (size_t i = 0; i < n; i++)
-        t += cm->ops->op_ns(cm->priv, &ops[i]) * (ss_time)ops[i].count;
-    *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1, .ns = t};
-    return t;
+        out->layer_ns += cm->ops->op_ns(cm->priv, &att[i]);
+    out->head_ns = host_ns(cm, b) + e->head;
+    out->tail_ns = e->tail;
+    out->send_ns = 0;
+}
+
+ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out)
+{
+    const cat_model *m = cm->p.model;
+    cost_op op = {.kind = COST_OP_PP_SEND, .tp = cm->p.tp, .count = 1, .n_seqs = batch_seqs(b),
+                  .tokens = batch_tokens(b)};
+    op.comm_bytes = (double)batch_tokens(b) * m->hidden * m->dtype_bytes;
+    if (op_out)
+        *op_out = op;
+    return batch_seqs(b) ? cm->ops->op_ns(cm->priv, &op) : 0;
 }
 
 size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
@@ -299,14 +347,9 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
 
 ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b)
 {
-    if (batch_seqs(b) == 0)
-        return 0;
-    cost_op att[2];
-    size_t n = attention_ops(cm, b, att);
-    ss_time t = host_ns(cm, b) + dense_ns(cm, batch_tokens(b), batch_seqs(b));
-    for (size_t i = 0; i < n; i++)
-        t += cm->ops->op_ns(cm->priv, &att[i]) * (ss_time)att[i].count;
-    return t;
+    cost_split sp;
+    cost_iteration_split(cm, b, &sp);
+    return sp.head_ns + sp.layer_ns * (ss_time)cm->layers + sp.tail_ns;
 }
 
 ss_time cost_op_ns(cost_model *cm, const cost_op *op) { return cm->ops->op_ns(cm->priv, op); }

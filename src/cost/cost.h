@@ -124,13 +124,30 @@ ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b);
 size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
                           size_t cap);
 
+/* An iteration's time in the parts a pipeline-parallel container needs: the work of one
+ * decoder layer, what runs once before the first layer (host overhead, embedding and its
+ * all-reduce) and after the last (final norm, LM head), and one stage-to-stage send of the
+ * activations. For a single stage, head + layers x layer_ns + tail == cost_iteration_ns. */
+typedef struct cost_split {
+    ss_time layer_ns; /* one decoder layer, attention included */
+    ss_time head_ns;  /* host overhead + embedding (+ its all-reduce) */
+    ss_time tail_ns;  /* final norm + LM head */
+    ss_time send_ns;  /* pp_send of the batch's activations to the next stage */
+} cost_split;
+void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out);
+/* The pp_send operator of batch b (activations of its query tokens) and its duration. */
+ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out);
+
 /* Duration of one operator with this model's backend, ns. */
 ss_time cost_op_ns(cost_model *cm, const cost_op *op);
 
-/* Memory of the model on one GPU of a TP group. */
-double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp);
-/* KV-cache bytes per token on one GPU (KV heads split across TP, replicated when fewer). */
-double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp);
+/* Decoder layers on pipeline stage `stage` of `pp` (the first L mod pp stages take one more). */
+uint32_t cost_stage_layers(const cat_model *m, uint32_t pp, uint32_t stage);
+/* Memory of the model on one GPU of a TP x PP group (the largest stage). */
+double cost_weight_bytes_per_gpu(const cat_model *m, uint32_t tp, uint32_t pp);
+/* KV-cache bytes per token on one GPU (KV heads split across TP, replicated when fewer;
+ * layers split across PP stages, sized for the largest stage). */
+double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp, uint32_t pp);
 /* Peak activation memory of a forward pass over max_tokens query tokens and max_seqs
  * sequences on one GPU (vLLM reserves this after its profiling run), bytes. */
 double cost_activation_bytes(const cat_model *m, uint32_t tp, uint64_t max_tokens,

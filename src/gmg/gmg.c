@@ -27,6 +27,7 @@ void gmg_destroy(gmg **gp)
         ss_free(g->ctrs[i].iter.reqs);
     }
     ss_free(g->ctrs);
+    ss_free(g->replicas);
     ss_free(g->gpus);
     ss_free(g->links);
     ss_free(g->reqs);
@@ -44,11 +45,11 @@ typedef struct sizing {
 static sizing size_container(const gmg_ctr_spec *s)
 {
     sizing z;
-    z.weights = cost_weight_bytes_per_gpu(s->model, s->tp);
+    z.weights = cost_weight_bytes_per_gpu(s->model, s->tp, s->pp);
     z.activations = cost_activation_bytes(s->model, s->tp, s->max_batch_tokens, s->max_seqs);
     z.runtime = s->runtime_reserve;
     z.usable = s->gpu_mem_util * s->gpu->hbm_bytes;
-    z.block_bytes = cost_kv_bytes_per_token_per_gpu(s->model, s->tp) * s->block_tokens;
+    z.block_bytes = cost_kv_bytes_per_token_per_gpu(s->model, s->tp, s->pp) * s->block_tokens;
     z.blocks = (int64_t)floor((z.usable - z.weights - z.activations - z.runtime) / z.block_bytes);
     return z;
 }
@@ -63,8 +64,10 @@ static int grow_array(void **p, uint32_t n, uint32_t add, size_t elem)
     return SS_OK;
 }
 
-/* Add the GPUs of one TP group, starting a new node when the group would straddle one. */
-static gmg_id add_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, gmg_id ctr)
+/* Add the GPUs of one TP group (one pipeline stage of replica r), starting a new node when
+ * the group would straddle one. */
+static void add_stage_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, const gmg_replica *r,
+                           uint32_t stage)
 {
     uint32_t per_node = s->gpu->gpus_per_node ? s->gpu->gpus_per_node : 1;
     uint32_t node = g->n_gpus ? g->gpus[g->n_gpus - 1].node : 0;
@@ -80,13 +83,14 @@ static gmg_id add_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, gmg_id ct
         u->node = node;
         u->kind = s->gpu;
         u->capacity = s->gpu->hbm_bytes;
-        u->container = ctr;
+        u->container = r->ctr0;
+        u->replica = r->id;
+        u->stage = stage;
         u->mem.weights = z->weights;
         u->mem.activations = z->activations;
         u->mem.runtime = z->runtime;
         u->mem.kv_pool = (double)z->blocks * z->block_bytes;
     }
-    return first;
 }
 
 /* One intra-node link per node (NVLink, or PCIe where the GPU has none) and the network. */
@@ -111,40 +115,71 @@ static int add_links(gmg *g)
 static int fits_error(const gmg_ctr_spec *s, const sizing *z, ss_errbuf *eb)
 {
     return ss_err(eb, SS_EINVAL,
-                  "%s with --tp %u does not fit on %s: %.1f GiB usable (%.2f x %.1f GiB) minus "
-                  "%.1f GiB weights, %.1f GiB activations and %.1f GiB runtime leaves no room "
-                  "for a single KV block; raise --tp or use a larger GPU",
-                  s->model->name, s->tp, s->gpu->name, z->usable / 1073741824.0,
+                  "%s with --tp %u --pp %u does not fit on %s: %.1f GiB usable (%.2f x %.1f GiB) "
+                  "minus %.1f GiB weights, %.1f GiB activations and %.1f GiB runtime leaves no "
+                  "room for a KV block per virtual engine; raise --tp or --pp or use a larger GPU",
+                  s->model->name, s->tp, s->pp, s->gpu->name, z->usable / 1073741824.0,
                   s->gpu_mem_util, s->gpu->hbm_bytes / 1073741824.0, z->weights / 1073741824.0,
                   z->activations / 1073741824.0, z->runtime / 1073741824.0);
+}
+
+/* Container ve of replica r: a scheduler with 1/pp of the replica's KV blocks. */
+static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const gmg_replica *r,
+                          uint32_t ve, ss_errbuf *eb)
+{
+    gmg_container *c = &g->ctrs[g->n_ctrs];
+    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp,
+                      .profiles_dir = s->profiles_dir};
+    int rc = cost_model_create(&c->cost, s->cost_backend, &cp, eb);
+    if (rc)
+        return rc;
+    c->id = g->n_ctrs++;
+    c->tenant = s->tenant;
+    c->model = s->model;
+    c->tp = s->tp;
+    c->pp = s->pp;
+    c->replica = r->id;
+    c->ve = ve;
+    c->gpu0 = r->gpu0;
+    c->block_bytes = z->block_bytes;
+    c->block_tokens = s->block_tokens;
+    c->blocks_total = c->blocks_free = (uint32_t)(z->blocks / s->pp);
+    c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
+    c->swap_total = c->swap_free = (uint32_t)(s->swap_bytes / z->block_bytes / s->pp);
+    return SS_OK;
+}
+
+static int check_spec(const gmg_ctr_spec *s, const sizing *z, ss_errbuf *eb)
+{
+    if (s->pp < 1 || s->pp > GMG_MAX_PP || s->pp > s->model->layers)
+        return ss_err(eb, SS_EINVAL, "--pp: must be between 1 and %u (and at most the %u layers "
+                      "of %s), got %u", GMG_MAX_PP, s->model->layers, s->model->name, s->pp);
+    if (z->blocks < s->pp)
+        return fits_error(s, z, eb);
+    return SS_OK;
 }
 
 int gmg_add_containers(gmg *g, const gmg_ctr_spec *s, uint32_t replicas, ss_errbuf *eb)
 {
     sizing z = size_container(s);
-    if (z.blocks < 1)
-        return fits_error(s, &z, eb);
+    int rc = check_spec(s, &z, eb);
+    if (rc)
+        return rc;
     if (z.blocks > UINT32_MAX / 2)
         z.blocks = UINT32_MAX / 2;
-    if (grow_array((void **)&g->ctrs, g->n_ctrs, replicas, sizeof *g->ctrs) ||
-        grow_array((void **)&g->gpus, g->n_gpus, replicas * s->tp, sizeof *g->gpus))
+    if (grow_array((void **)&g->ctrs, g->n_ctrs, replicas * s->pp, sizeof *g->ctrs) ||
+        grow_array((void **)&g->replicas, g->n_replicas, replicas, sizeof *g->replicas) ||
+        grow_array((void **)&g->gpus, g->n_gpus, replicas * s->tp * s->pp, sizeof *g->gpus))
         return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
-    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp,
-                      .profiles_dir = s->profiles_dir};
     for (uint32_t i = 0; i < replicas; i++) {
-        gmg_container *c = &g->ctrs[g->n_ctrs];
-        int rc = cost_model_create(&c->cost, s->cost_backend, &cp, eb);
-        if (rc)
-            return rc;
-        c->id = g->n_ctrs++;
-        c->tenant = s->tenant;
-        c->model = s->model;
-        c->tp = s->tp;
-        c->block_tokens = s->block_tokens;
-        c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
-        c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
-        c->swap_total = c->swap_free = (uint32_t)(s->swap_bytes / z.block_bytes);
-        c->gpu0 = add_gpus(g, s, &z, c->id);
+        gmg_replica *r = &g->replicas[g->n_replicas];
+        *r = (gmg_replica){.id = g->n_replicas++, .ctr0 = g->n_ctrs, .gpu0 = g->n_gpus,
+                           .tp = s->tp, .pp = s->pp};
+        for (uint32_t st = 0; st < s->pp; st++)
+            add_stage_gpus(g, s, &z, r, st);
+        for (uint32_t ve = 0; ve < s->pp; ve++)
+            if ((rc = init_container(g, s, &z, r, ve, eb)))
+                return rc;
     }
     return add_links(g) ? ss_err(eb, SS_ENOMEM, "cluster: out of memory") : SS_OK;
 }
@@ -247,10 +282,10 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     uint32_t used = c->blocks_total - c->blocks_free;
     if (used > c->blocks_peak)
         c->blocks_peak = used;
-    double per_block = g->gpus[c->gpu0].mem.kv_pool / c->blocks_total;
-    for (uint32_t k = 0; k < c->tp; k++) {
+    /* every GPU of the replica holds its layers' share of every block */
+    for (uint32_t k = 0; k < c->tp * c->pp; k++) {
         gmg_gpu *u = &g->gpus[c->gpu0 + k];
-        u->mem.kv_used = used * per_block;
+        u->mem.kv_used += (double)delta * c->block_bytes;
         if (u->mem.kv_used > u->kv_used_peak)
             u->kv_used_peak = u->mem.kv_used;
     }
@@ -280,15 +315,26 @@ void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r)
 
 double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks)
 {
-    return (double)blocks * g->gpus[c->gpu0].mem.kv_pool / c->blocks_total;
+    (void)g;
+    return (double)blocks * c->block_bytes;
 }
 
-void gmg_account_busy(gmg *g, const gmg_container *c, ss_time dur)
+void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur)
 {
     for (uint32_t k = 0; k < c->tp; k++) {
-        g->gpus[c->gpu0 + k].busy_ns += dur;
-        g->gpus[c->gpu0 + k].iterations++;
+        g->gpus[gmg_stage_gpu(c, stage) + k].busy_ns += dur;
+        g->gpus[gmg_stage_gpu(c, stage) + k].iterations++;
     }
+}
+
+ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t stage,
+                               double bytes)
+{
+    const gmg_gpu *a = &g->gpus[gmg_stage_gpu(c, stage)], *b = &g->gpus[gmg_stage_gpu(c, stage + 1)];
+    if (a->node == b->node)
+        return 0;
+    const gmg_link *net = &g->links[g->n_links - 1];
+    return (ss_time)((bytes / net->bw + net->latency_s) * 1e9 + 0.5);
 }
 
 /* ---- operator expansion ----------------------------------------------------------------- */
@@ -305,14 +351,15 @@ static const cost_op_kind tail_order[] = {COST_OP_FINAL_NORM, COST_OP_LM_HEAD};
 
 typedef struct expander {
     const gmg_container *c;
-    cost_op ops[COST_OP__COUNT + 5];
-    ss_time ns[COST_OP__COUNT + 5];
-    uint32_t left[COST_OP__COUNT + 5]; /* executions not yet emitted */
+    cost_op ops[COST_OP__COUNT + 6];
+    ss_time ns[COST_OP__COUNT + 6];
+    uint32_t left[COST_OP__COUNT + 6]; /* executions not yet emitted */
     size_t n_kinds;
     gmg_op *out;
     gmg_edge *edges;
     size_t cap, n;
-    ss_time t;
+    ss_time t;        /* start of the next operator */
+    gmg_id gpu;       /* first GPU of the stage being emitted */
     double act_bytes; /* activation tensor passed between operators */
 } expander;
 
@@ -328,13 +375,13 @@ static void emit(expander *x, cost_op_kind k, uint32_t layer)
             o->shape.count = 1;
             o->layer = layer;
             o->container = x->c->id;
-            o->home_gpu = o->placed_gpu = x->c->gpu0;
+            o->home_gpu = o->placed_gpu = x->gpu;
             o->state = GMG_OP_PENDING;
             o->pred_start = o->start = x->t;
             o->pred_end = o->end = x->t + x->ns[i];
             if (x->edges && x->n > 0)
                 x->edges[x->n - 1] = (gmg_edge){(uint32_t)x->n - 1, (uint32_t)x->n, x->act_bytes,
-                                                x->c->gpu0, x->c->gpu0};
+                                                x->out[x->n - 1].placed_gpu, x->gpu};
         }
         x->t += x->ns[i];
         x->n++;
@@ -342,32 +389,70 @@ static void emit(expander *x, cost_op_kind k, uint32_t layer)
     }
 }
 
+/* Add an operator kind the cost model does not list (swap, pp_send) with one execution. */
+static void add_kind(expander *x, cost_op op, ss_time ns, uint32_t executions)
+{
+    x->ops[x->n_kinds] = op;
+    x->ns[x->n_kinds] = ns;
+    x->left[x->n_kinds++] = executions;
+}
+
+ss_time gmg_stage_send_ns(const gmg *g, const gmg_container *c, uint32_t stage, cost_op *op_out)
+{
+    cost_op op;
+    ss_time local = cost_pp_send(c->cost, &c->iter.batch, &op);
+    ss_time remote = gmg_cross_node_send_ns(g, c, stage, op.comm_bytes);
+    if (op_out)
+        *op_out = op;
+    return remote ? remote : local;
+}
+
+/* Emit pipeline stage st: swaps and the head on the first, its layers, the tail on the last,
+ * and the send to the next stage on every other. */
+static void emit_stage(const gmg *g, expander *x, uint32_t st, uint32_t *layer)
+{
+    const gmg_container *c = x->c;
+    x->t = c->iter.stage_start[st];
+    x->gpu = gmg_stage_gpu(c, st);
+    if (st == 0) {
+        emit(x, COST_OP_KV_SWAP, UINT32_MAX);
+        /* the embedding's all-reduce is the one left over after 2 per layer */
+        for (size_t k = 0; k < sizeof head_order / sizeof *head_order; k++)
+            if (head_order[k] != COST_OP_ALLREDUCE || c->tp > 1)
+                emit(x, head_order[k], UINT32_MAX);
+    }
+    for (uint32_t n = cost_stage_layers(c->model, c->pp, st); n > 0; n--, (*layer)++)
+        for (size_t k = 0; k < sizeof layer_order / sizeof *layer_order; k++)
+            emit(x, layer_order[k], *layer);
+    if (st + 1 == c->pp)
+        for (size_t k = 0; k < sizeof tail_order / sizeof *tail_order; k++)
+            emit(x, tail_order[k], UINT32_MAX);
+    else {
+        cost_op op;
+        ss_time ns = gmg_stage_send_ns(g, c, st, &op);
+        add_kind(x, op, ns, 1);
+        emit(x, COST_OP_PP_SEND, UINT32_MAX);
+        x->n_kinds--;
+    }
+}
+
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,
                        gmg_edge *edges_out)
 {
-    expander x = {.c = c, .out = ops_out, .edges = edges_out, .cap = cap, .t = c->iter.start};
+    expander x = {.c = c, .out = ops_out, .edges = edges_out, .cap = cap};
     x.n_kinds = cost_iteration_ops(c->cost, &c->iter.batch, x.ops, x.ns, COST_OP__COUNT + 4);
     for (size_t i = 0; i < x.n_kinds; i++)
         x.left[i] = x.ops[i].count;
     const cost_batch *b = &c->iter.batch;
     x.act_bytes = (double)(b->prefill_tokens + b->n_decode) * c->model->hidden *
                   c->model->dtype_bytes;
-    if (c->iter.swap_ns) { /* swaps precede the forward pass */
-        x.ops[x.n_kinds] = (cost_op){.kind = COST_OP_KV_SWAP, .tp = c->tp, .count = 1,
-                                     .comm_bytes = gmg_swap_bytes_per_gpu(g, c, c->iter.swap_blocks)};
-        x.ns[x.n_kinds] = c->iter.swap_ns;
-        x.left[x.n_kinds++] = 1;
-        emit(&x, COST_OP_KV_SWAP, UINT32_MAX);
-    }
-    /* the embedding's all-reduce is the one left over after 2 per layer */
-    for (size_t k = 0; k < sizeof head_order / sizeof *head_order; k++)
-        if (head_order[k] != COST_OP_ALLREDUCE || c->tp > 1)
-            emit(&x, head_order[k], UINT32_MAX);
-    for (uint32_t l = 0; l < c->model->layers; l++)
-        for (size_t k = 0; k < sizeof layer_order / sizeof *layer_order; k++)
-            emit(&x, layer_order[k], l);
-    for (size_t k = 0; k < sizeof tail_order / sizeof *tail_order; k++)
-        emit(&x, tail_order[k], UINT32_MAX);
+    if (c->iter.swap_ns) /* swaps precede the forward pass */
+        add_kind(&x, (cost_op){.kind = COST_OP_KV_SWAP, .tp = c->tp, .count = 1,
+                               .comm_bytes = gmg_swap_bytes_per_gpu(g, c, c->iter.swap_blocks)},
+                 c->iter.swap_ns, 1);
+    uint32_t layer = 0;
+    for (uint32_t st = 0; st < c->pp; st++)
+        emit_stage(g, &x, st, &layer);
     return x.n;
 }
 

@@ -18,6 +18,7 @@
 
 typedef uint32_t gmg_id;
 #define GMG_NONE UINT32_MAX
+#define GMG_MAX_PP 16 /* pipeline stages per replica */
 
 /* ---- requests --------------------------------------------------------------------------- */
 
@@ -81,7 +82,9 @@ typedef struct gmg_gpu {
     const cat_gpu *kind;    /* borrowed from the catalog */
     double capacity;        /* usable HBM, bytes */
     gmg_mem mem;            /* ledger */
-    gmg_id container;       /* container using it, GMG_NONE if idle */
+    gmg_id container;       /* first container (virtual engine) using it, GMG_NONE if idle */
+    gmg_id replica;         /* replica (serving instance) it belongs to */
+    uint32_t stage;         /* pipeline stage of that replica it serves */
     ss_time busy_ns;        /* total time executing iterations */
     uint64_t iterations;    /* iterations executed */
     double kv_used_peak;    /* highest kv_used seen, bytes */
@@ -104,7 +107,8 @@ typedef struct gmg_link {
 /* One executing forward pass of a container. */
 typedef struct gmg_iter {
     uint64_t seq;           /* per-container iteration number */
-    ss_time start, end;     /* predicted = actual on the fast path */
+    ss_time start, end;     /* first stage's start, last stage's end (fast path: exact) */
+    ss_time stage_start[GMG_MAX_PP], stage_end[GMG_MAX_PP]; /* per pipeline stage */
     ss_time swap_ns;        /* KV swap transfers over PCIe before the forward pass */
     uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
     gmg_id *reqs;           /* requests in the batch (owned array, cap entries) */
@@ -135,12 +139,19 @@ typedef struct gmg_edge {
 
 /* ---- containers ------------------------------------------------------------------------- */
 
+/* A container is one scheduler with its own queues and KV pool. With pipeline parallelism a
+ * replica runs pp of them (vLLM's virtual engines), each with 1/pp of the replica's KV blocks,
+ * sharing the replica's stages: stage s is GPUs gpu0 + s*tp .. gpu0 + s*tp + tp - 1. */
 typedef struct gmg_container {
     gmg_id id;
     uint16_t tenant;        /* tenant it serves */
     const cat_model *model; /* borrowed */
     uint32_t tp;            /* tensor-parallel degree */
-    gmg_id gpu0;            /* first GPU; the TP group is gpu0 .. gpu0 + tp - 1 */
+    uint32_t pp;            /* pipeline stages of its replica */
+    gmg_id replica;         /* replica it belongs to */
+    uint32_t ve;            /* virtual-engine index within the replica (0 .. pp-1) */
+    gmg_id gpu0;            /* first GPU of the replica */
+    double block_bytes;     /* bytes of one KV block on each GPU of the replica */
     cost_model *cost;       /* owned */
     uint32_t block_tokens;  /* tokens per KV block */
     uint32_t blocks_total;  /* KV blocks in the pool */
@@ -159,6 +170,15 @@ typedef struct gmg_container {
                                (allocated and owned by gsim; NULL when the policy has none) */
 } gmg_container;
 
+/* A serving instance: tp x pp GPUs and the pipeline stages its containers share. */
+typedef struct gmg_replica {
+    gmg_id id;
+    gmg_id ctr0;                       /* its containers are ctr0 .. ctr0 + pp - 1 */
+    gmg_id gpu0;                       /* its GPUs are gpu0 .. gpu0 + tp*pp - 1 */
+    uint32_t tp, pp;
+    ss_time stage_free[GMG_MAX_PP];    /* when each stage finishes its queued micro-batches */
+} gmg_replica;
+
 /* ---- the graph -------------------------------------------------------------------------- */
 
 typedef struct gmg {
@@ -168,6 +188,8 @@ typedef struct gmg {
     uint32_t n_links;
     gmg_container *ctrs;
     uint32_t n_ctrs;
+    gmg_replica *replicas;
+    uint32_t n_replicas;
     gmg_req *reqs;          /* slot array, grows with requests in flight */
     uint32_t n_slots, cap_slots;
     gmg_id free_slot;       /* free-list head through gmg_req.next */
@@ -181,6 +203,7 @@ typedef struct gmg_ctr_spec {
     const cat_model *model;
     const cat_gpu *gpu;
     uint32_t tp;
+    uint32_t pp;                /* pipeline stages (1 = none), at most GMG_MAX_PP */
     const char *cost_backend;   /* "roofline" */
     const char *profiles_dir;   /* catalog directory for profile-table backends (borrowed) */
     double gpu_mem_util;        /* fraction of HBM the engine may use (vLLM's 0.9) */
@@ -195,11 +218,13 @@ typedef struct gmg_ctr_spec {
 int gmg_create(gmg **g_out);
 /* Free everything, including containers' cost models. NULL-safe; sets *g to NULL. */
 void gmg_destroy(gmg **g);
-/* Add `replicas` containers of spec, each on its own TP group of fresh GPUs, nodes filled
- * gpus_per_node at a time (a TP group never straddles nodes when it fits in one), with one
- * NVLink/PCIe link per node and a network link. Sizes each KV pool from memory:
- * blocks = floor((util * HBM - weights - activations - runtime) / block bytes).
- * 0, SS_EINVAL (the model does not fit, with the numbers in eb) or SS_ENOMEM. */
+/* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
+ * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
+ * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV
+ * pool from one GPU's memory:
+ * blocks = floor((util * HBM - weights - activations - runtime) / block bytes), split evenly
+ * between its pp containers. 0, SS_EINVAL (does not fit, with the numbers in eb) or
+ * SS_ENOMEM. */
 int gmg_add_containers(gmg *g, const gmg_ctr_spec *spec, uint32_t replicas, ss_errbuf *eb);
 
 /* Take a free request slot (state WAITING-to-be, links cleared). GMG_NONE on SS_ENOMEM. */
@@ -235,12 +260,26 @@ void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r);
 /* Bytes one GPU of c moves over PCIe to swap `blocks` KV blocks. */
 double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks);
 
-/* Account an iteration of container c that ran for dur ns on its GPUs. */
-void gmg_account_busy(gmg *g, const gmg_container *c, ss_time dur);
+/* Account dur ns of work of container c on the GPUs of its pipeline stage `stage`. */
+void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur);
+/* First GPU of pipeline stage `stage` of c's replica. */
+static inline gmg_id gmg_stage_gpu(const gmg_container *c, uint32_t stage)
+{
+    return c->gpu0 + stage * c->tp;
+}
+/* Time of the activation send that closes pipeline stage `stage` of c's executing iteration:
+ * the network when the next stage sits on another node, else the cost model's pp_send. The
+ * operator's shape goes to *op_out when non-NULL. */
+ss_time gmg_stage_send_ns(const gmg *g, const gmg_container *c, uint32_t stage, cost_op *op_out);
+/* Time to move `bytes` from stage `stage` to the next one when they sit on different nodes
+ * (the network link); 0 when both share a node (the cost model times that send). */
+ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t stage,
+                               double bytes);
 
-/* Expand the executing iteration of c into operator nodes in execution order (layer by layer,
- * then the per-iteration operators), each with its predicted start/end from the cost model
- * starting at c->iter.start, placed on the home GPU, and the edges between consecutive
+/* Expand the executing iteration of c into operator nodes in execution order, stage by stage
+ * (swaps, host and embedding on the first, its layers, the final norm and LM head on the last,
+ * a pp_send closing every other stage), each with its predicted start/end from the cost model
+ * from its stage's start, placed on the stage's first GPU, and the edges between consecutive
  * operators. Returns the number of operators (which may exceed cap: then only cap were
  * written); edges_out may be NULL. */
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,

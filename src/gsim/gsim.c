@@ -45,6 +45,7 @@ void gsim_config_defaults(gsim_config *c)
     memset(c, 0, sizeof *c);
     c->replicas = 1;
     c->tp = 1;
+    c->pp = 1;
     c->batching = "vllm";
     c->routing = "rr";
     c->cost = "roofline";
@@ -322,6 +323,35 @@ static int decide_batch(gsim *s, gmg_container *c)
     }
 }
 
+/* Time the decided batch through the replica's pipeline: each stage runs its layers (the first
+ * also swaps and the head, the last the tail, the others end by sending the activations) as
+ * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
+ * stage this is the whole iteration, starting now. */
+static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
+{
+    gmg_replica *rep = &s->g->replicas[c->replica];
+    cost_split sp;
+    cost_iteration_split(c->cost, &c->iter.batch, &sp);
+    ss_time t = now;
+    for (uint32_t st = 0; st < c->pp; st++) {
+        ss_time d = sp.layer_ns * (ss_time)cost_stage_layers(c->model, c->pp, st);
+        if (st == 0)
+            d += c->iter.swap_ns + sp.head_ns;
+        if (st + 1 == c->pp)
+            d += sp.tail_ns;
+        else
+            d += gmg_stage_send_ns(s->g, c, st, NULL);
+        ss_time begin = t > rep->stage_free[st] ? t : rep->stage_free[st];
+        c->iter.stage_start[st] = begin;
+        c->iter.stage_end[st] = begin + d;
+        rep->stage_free[st] = begin + d;
+        gmg_account_busy(s->g, c, st, d);
+        t = begin + d;
+    }
+    c->iter.start = c->iter.stage_start[0];
+    c->iter.end = t;
+}
+
 static void start_iteration(gsim *s, gmg_container *c)
 {
     memset(&c->iter.batch, 0, sizeof c->iter.batch);
@@ -330,13 +360,9 @@ static void start_iteration(gsim *s, gmg_container *c)
     if (!decide_batch(s, c))
         return;
     c->iter.swap_ns = swap_time(s, c);
-    ss_time dur = c->iter.swap_ns + cost_iteration_ns(c->cost, &c->iter.batch);
-    ss_time now = des_now(s->des);
     c->busy = 1;
     c->iter.seq++;
-    c->iter.start = now;
-    c->iter.end = now + dur;
-    gmg_account_busy(s->g, c, dur);
+    schedule_stages(s, c, des_now(s->des));
     if (s->obs.on_iter)
         s->obs.on_iter(s->obs.ud, s->g, c);
     if (!des_schedule(s->des, c->iter.end, EV_ITER_DONE, c->id))
@@ -483,7 +509,7 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
     if (c->max_model_len < 2)
         return ss_err(eb, SS_EINVAL, "--max-model-len: must be at least 2");
     gmg_ctr_spec spec = {
-        .model = c->model, .gpu = c->gpu, .tp = c->tp, .cost_backend = c->cost,
+        .model = c->model, .gpu = c->gpu, .tp = c->tp, .pp = c->pp, .cost_backend = c->cost,
         .profiles_dir = c->profiles_dir,
         .gpu_mem_util = c->gpu_mem_util, .block_tokens = c->block_tokens,
         .max_batch_tokens = pol_batch_max_tokens(s->batch),

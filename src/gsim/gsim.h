@@ -21,8 +21,9 @@
 typedef struct gsim_config {
     const cat_model *model;     /* borrowed; every container serves it (one tenant) */
     const cat_gpu *gpu;         /* borrowed */
-    uint32_t replicas;          /* containers */
-    uint32_t tp;                /* tensor-parallel degree per container */
+    uint32_t replicas;          /* serving instances, each tp x pp GPUs */
+    uint32_t tp;                /* tensor-parallel degree per replica */
+    uint32_t pp;                /* pipeline stages per replica (each runs pp virtual engines) */
     const char *batching;       /* "vllm" */
     const char *routing;        /* "rr" | "lor" */
     const char *cost;           /* "roofline" */

@@ -69,33 +69,36 @@ static void meta(tl_writer *w, uint32_t pid, int tid, const char *what, const ch
             what, pid, tid, name);
 }
 
-static void iter_event(tl_writer *w, uint32_t gpu, const gmg *g, const gmg_container *c)
+/* The iteration on one GPU of pipeline stage st (the whole iteration without pipelining). */
+static void iter_event(tl_writer *w, uint32_t gpu, uint32_t st, const gmg *g,
+                       const gmg_container *c)
 {
     const gmg_iter *it = &c->iter;
     const cost_batch *b = &it->batch;
     begin_event(w);
     fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"iteration\",\"ph\":\"X\",\"pid\":%u,\"tid\":0,",
             b->n_prefill ? (b->n_decode ? "mixed" : "prefill") : "decode", gpu);
-    ts(w->f, "ts", it->start);
+    ts(w->f, "ts", it->stage_start[st]);
     fputc(',', w->f);
-    ts(w->f, "dur", it->end - it->start);
-    fprintf(w->f, ",\"args\":{\"container\":%u,\"iteration\":%" PRIu64 ",\"prefill_seqs\":%u,"
+    ts(w->f, "dur", it->stage_end[st] - it->stage_start[st]);
+    fprintf(w->f, ",\"args\":{\"container\":%u,\"stage\":%u,\"iteration\":%" PRIu64
+                  ",\"prefill_seqs\":%u,"
                   "\"prefill_tokens\":%" PRIu64 ",\"decode_seqs\":%u,\"decode_ctx_tokens\":%" PRIu64
                   ",\"swap_blocks\":%u,\"requests\":[",
-            c->id, it->seq, b->n_prefill, b->prefill_tokens, b->n_decode, b->decode_ctx_tokens,
-            it->swap_blocks);
+            c->id, st, it->seq, b->n_prefill, b->prefill_tokens, b->n_decode,
+            b->decode_ctx_tokens, it->swap_blocks);
     for (uint32_t i = 0; i < it->n_reqs && i < w->o.max_ids; i++)
         fprintf(w->f, "%s%" PRIu64, i ? "," : "", g->reqs[it->reqs[i]].trace_id);
     fprintf(w->f, "],\"requests_not_listed\":%u}}",
             it->n_reqs > w->o.max_ids ? it->n_reqs - w->o.max_ids : 0);
 }
 
-static void op_events(tl_writer *w, uint32_t gpu, const gmg *g, const gmg_container *c)
+/* The operators of c's iteration that ran on the TP group whose k-th GPU is gpu. */
+static void op_events(tl_writer *w, uint32_t gpu, uint32_t k, size_t n)
 {
-    size_t n = gmg_iter_expand(g, c, w->ops, OPS_CAP, NULL);
     for (size_t i = 0; i < n && i < OPS_CAP; i++) {
         const gmg_op *o = &w->ops[i];
-        if (!overlaps(w, o->start, o->end))
+        if (o->placed_gpu + k != gpu || !overlaps(w, o->start, o->end))
             continue;
         begin_event(w);
         fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"operator\",\"ph\":\"X\",\"pid\":%u,\"tid\":1,",
@@ -115,10 +118,15 @@ static void on_iter(void *ud, const gmg *g, const gmg_container *c)
     tl_writer *w = ud;
     if (!overlaps(w, c->iter.start, c->iter.end))
         return;
-    for (uint32_t k = 0; k < c->tp; k++) {
-        iter_event(w, c->gpu0 + k, g, c);
-        if (w->o.ops)
-            op_events(w, c->gpu0 + k, g, c);
+    size_t n = w->o.ops ? gmg_iter_expand(g, c, w->ops, OPS_CAP, NULL) : 0;
+    for (uint32_t st = 0; st < c->pp; st++) {
+        if (!overlaps(w, c->iter.stage_start[st], c->iter.stage_end[st]))
+            continue;
+        for (uint32_t k = 0; k < c->tp; k++) {
+            iter_event(w, gmg_stage_gpu(c, st) + k, st, g, c);
+            if (w->o.ops)
+                op_events(w, gmg_stage_gpu(c, st) + k, k, n);
+        }
     }
 }
 

@@ -42,6 +42,12 @@ grep -q "timeline: a.json (" out || fail "the table does not mention the timelin
 [ ! -e a.json.tmp ] || fail "a.json.tmp left behind"
 check a.json 4
 
+# pipeline parallelism: every stage's GPUs have their own iteration track
+"$S" replay --trace "$TRACE" --limit 200 --model llama-2-13b --replicas 1 --tp 2 --pp 2 \
+    --db none --timeline pp.json >/dev/null || fail "replay with --pp 2"
+check pp.json 4
+grep -q '"stage":1' pp.json || fail "no stage-1 iteration events"
+
 # preemptions show as instant events
 "$S" replay --trace "$TRACE" --limit 600 --replicas 1 --rate-scale 20 --gpu-mem-util 0.22 \
     --db none --timeline p.json >/dev/null || fail "replay under memory pressure"

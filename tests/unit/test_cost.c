@@ -199,7 +199,7 @@ static void test_llama70b_tp2_decode_step_near_measured(void **state)
     cost_batch b = {0};
     cost_batch_add_decode(&b, 1024);
     double ms = (double)cost_iteration_ns(cm, &b) / 1e6;
-    double weight_ms = cost_weight_bytes_per_gpu(catalog_model(f->cat, "llama-2-70b"), 2) /
+    double weight_ms = cost_weight_bytes_per_gpu(catalog_model(f->cat, "llama-2-70b"), 2, 1) /
                        catalog_gpu(f->cat, "a100-80g")->hbm_bw * 1e3;
     printf("# llama-2-70b TP2 on a100-80g, decode batch 1: %.1f ms (measured 55 ms)\n", ms);
     if (fabs(ms - 55.0) > 5.5)

@@ -236,7 +236,8 @@ static void test_kv_bounds_under_preemption(void **state)
 typedef struct expand_check {
     gmg_op ops[8192];
     gmg_edge edges[8192];
-    uint64_t n_iters;
+    uint64_t n_iters, stage_changes, sends;
+    ss_time stage_sum; /* summed stage durations (= GPU busy time of one GPU per stage) */
     int bad;
 } expand_check;
 
@@ -247,9 +248,18 @@ static void on_iter(void *ud, const gmg *g, const gmg_container *c)
     assert_true(n <= 8192 && n > c->model->layers);
     if (x->ops[0].start != c->iter.start || x->ops[n - 1].end != c->iter.end)
         x->bad++;
-    for (size_t i = 1; i < n; i++)
-        if (x->ops[i].start != x->ops[i - 1].end || x->edges[i - 1].dst != i)
+    /* back to back within a stage; a later stage may wait for earlier micro-batches */
+    for (size_t i = 1; i < n; i++) {
+        int same_stage = x->ops[i].placed_gpu == x->ops[i - 1].placed_gpu;
+        if ((same_stage ? x->ops[i].start != x->ops[i - 1].end
+                        : x->ops[i].start < x->ops[i - 1].end) ||
+            x->edges[i - 1].dst != i)
             x->bad++;
+        x->stage_changes += !same_stage;
+        x->sends += x->ops[i].shape.kind == COST_OP_PP_SEND;
+    }
+    for (uint32_t st = 0; st < c->pp; st++)
+        x->stage_sum += c->iter.stage_end[st] - c->iter.stage_start[st];
     x->n_iters++;
 }
 
@@ -568,6 +578,75 @@ static void test_livelock_guard_rejects_and_counts(void **state)
     free(c.r);
 }
 
+/* Pipeline parallelism across two nodes: Llama-2-70B on TP 4 x PP 4 (16 A100s, 8 per node).
+ * Every iteration expands stage by stage, with a send closing each stage but the last, and the
+ * GPUs of each stage are busy exactly the summed stage durations. */
+static void test_pipeline_expansion_and_busy_time(void **state)
+{
+    fx *f = *state;
+    f->cfg.model = catalog_model(f->cat, "llama-2-70b");
+    f->cfg.replicas = 1;
+    f->cfg.tp = 4;
+    f->cfg.pp = 4;
+    enum { N = 200 };
+    trace_rec *r = synth(N, 8, 5);
+    expand_check *x = calloc(1, sizeof *x);
+    gsim *g = NULL;
+    ss_errbuf eb;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    const gmg *G = gsim_graph(g);
+    assert_int_equal(G->n_gpus, 16);
+    assert_int_equal(G->n_ctrs, 4); /* four virtual engines */
+    assert_int_equal(G->gpus[7].node, 0);
+    assert_int_equal(G->gpus[8].node, 1); /* stages 2 and 3 on the second node */
+    gsim_observer obs = {.on_iter = on_iter, .ud = x};
+    gsim_set_observer(g, &obs);
+    mem_src src = {r, N, 0};
+    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    assert_int_equal(x->bad, 0);
+    assert_int_equal(x->stage_changes, 3 * x->n_iters);
+    assert_int_equal(x->sends, 3 * x->n_iters);
+    ss_time busy = 0;
+    for (uint32_t st = 0; st < 4; st++)
+        busy += G->gpus[st * 4].busy_ns;
+    assert_int_equal(busy, x->stage_sum);
+    gsim_destroy(&g);
+    free(x);
+    free(r);
+}
+
+/* Unloaded, one request through two stages costs one pp_send more than without pipelining;
+ * two requests arriving together on the two virtual engines overlap in the pipeline. */
+static void test_pipeline_timings(void **state)
+{
+    fx *f = *state;
+    f->cfg.model = catalog_model(f->cat, "llama-2-13b"); /* 40 layers: 20 per stage */
+    f->cfg.replicas = 1;
+    trace_rec one[1] = {rec(0, 0.0, 1000, 1)};
+    trace_rec two[2] = {rec(0, 0.0, 1000, 1), rec(1, 0.0, 1000, 1)};
+    collect c1 = {calloc(1, sizeof(metrics_req)), 0}, c2 = {calloc(2, sizeof(metrics_req)), 0};
+    gsim *g;
+    run(f, one, 1, &c1, NULL, &g);
+    ss_time flat = c1.r[0].first_token;
+    gsim_destroy(&g);
+    f->cfg.pp = 2;
+    run(f, two, 2, &c2, NULL, &g);
+    const gmg_container *c = &gsim_graph(g)->ctrs[0];
+    cost_batch b = pre(1000, 0);
+    cost_split sp;
+    cost_iteration_split(c->cost, &b, &sp);
+    ss_time send = cost_pp_send(c->cost, &b, NULL);
+    ss_time a = sp.head_ns + 20 * sp.layer_ns + send, bb = 20 * sp.layer_ns + sp.tail_ns;
+    assert_int_equal(a + bb, flat + send);
+    assert_int_equal(c2.r[0].first_token, a + bb);
+    assert_int_equal(c2.r[1].first_token, (2 * a > a + bb ? 2 * a : a + bb) + bb);
+    assert_int_equal(c2.r[0].container, 0);
+    assert_int_equal(c2.r[1].container, 1);
+    gsim_destroy(&g);
+    free(c1.r);
+    free(c2.r);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -585,6 +664,8 @@ int main(void)
         T(test_two_requests_orca),
         T(test_static_padding_and_shrink),
         T(test_swap_preemption),
+        T(test_pipeline_expansion_and_busy_time),
+        T(test_pipeline_timings),
         T(test_livelock_guard_rejects_and_counts),
     };
     return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);
