@@ -32,7 +32,7 @@ typedef struct replay_opts {
     tl_opts tl;
     uint64_t limit;
     double rate_scale;
-    int json, progress;
+    int json, progress, spread;
     gsim_config sim;
 } replay_opts;
 
@@ -47,7 +47,10 @@ static void usage(FILE *f)
         "\n"
         "Workload:\n"
         "  --trace FILE            trace to replay (default: " DEFAULT_TRACE ")\n"
-        "  --trace-format F        auto|native|azure|vidur (default auto: from the header)\n"
+        "  --trace-format F        auto|native|azure|vidur|burstgpt|mooncake (default auto:\n"
+        "                          detected from the header or the first line)\n"
+        "  --trace-spread          spread requests that share a (quantised) timestamp evenly\n"
+        "                          over the gap to the next one\n"
         "  --limit N               replay only the first N requests\n"
         "  --rate-scale X          multiply the arrival rate by X (inter-arrival times / X)\n"
         "Cluster:\n"
@@ -109,7 +112,7 @@ enum {
     OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP, OPT_PP,
     OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_SWAP, OPT_PARAM, OPT_MAXLEN, OPT_UTIL,
     OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
-    OPT_TL_OPS,
+    OPT_TL_OPS, OPT_SPREAD,
     OPT_POLICY_PARAM = 512, /* + index into policy_opts */
 };
 
@@ -130,6 +133,7 @@ static const policy_opt policy_opts[] = {
 static const struct option long_opts[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-format", required_argument, NULL, OPT_FORMAT},
+    {"trace-spread", no_argument, NULL, OPT_SPREAD},
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"rate-scale", required_argument, NULL, OPT_RATE},
     {"model", required_argument, NULL, OPT_MODEL},
@@ -207,6 +211,7 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     switch (c) {
     case OPT_TRACE: o->trace = arg; break;
     case OPT_FORMAT: o->format = arg; break;
+    case OPT_SPREAD: o->spread = 1; break;
     case OPT_LIMIT: rc = opt_u64("limit", arg, 1, UINT64_MAX / 2, &o->limit); break;
     case OPT_RATE: rc = opt_double("rate-scale", arg, &o->rate_scale); break;
     case OPT_MODEL: o->model = arg; break;
@@ -369,21 +374,22 @@ static void json_pct(FILE *f, const char *name, const metrics_pct *p)
             name, p->mean, p->p50, p->p90, p->p99, p->max);
 }
 
-static void print_json(const replay_opts *o, const gsim *g, const metrics_summary *m,
-                       double wall_s)
+static void print_json(const replay_opts *o, const gsim *g, const trace_reader *r,
+                       const metrics_summary *m, double wall_s)
 {
     const des_stats *d = gsim_des_stats(g);
     printf("{\"requests\": %llu, \"completed\": %llu, \"rejected\": %llu, \"truncated\": %llu, "
            "\"preemptions\": %llu, \"swap_outs\": %llu, \"aborted\": %llu, \"events\": %llu, "
            "\"iterations\": %llu, \"wall_s\": %.6f, "
            "\"sim_s\": %.9f, \"prompt_tokens_per_s\": %.6f, \"output_tokens_per_s\": %.6f, "
-           "\"requests_per_s\": %.6f, \"peak_in_flight\": %u",
+           "\"requests_per_s\": %.6f, \"peak_in_flight\": %u, \"skipped\": %llu",
            (unsigned long long)m->requests, (unsigned long long)m->completed,
            (unsigned long long)m->rejected, (unsigned long long)m->truncated,
            (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
            (unsigned long long)m->aborted, (unsigned long long)d->n_events,
            (unsigned long long)gsim_iterations(g), wall_s, m->sim_s, m->prompt_tokens_per_s,
-           m->output_tokens_per_s, m->requests_per_s, gsim_graph(g)->peak_in_flight);
+           m->output_tokens_per_s, m->requests_per_s, gsim_graph(g)->peak_in_flight,
+           (unsigned long long)trace_reader_n_skipped(r));
     json_pct(stdout, "ttft_ms", &m->ttft_ms);
     json_pct(stdout, "tbt_ms", &m->tbt_ms);
     json_pct(stdout, "e2e_ms", &m->e2e_ms);
@@ -400,9 +406,10 @@ static void table_row(const char *name, const metrics_pct *p)
            p->max);
 }
 
-static void print_table(const replay_opts *o, const char *fmt, const gsim *g,
+static void print_table(const replay_opts *o, const trace_reader *r, const gsim *g,
                         const metrics_summary *m, double wall_s)
 {
+    const char *fmt = trace_reader_format(r);
     const des_stats *d = gsim_des_stats(g);
     printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s routing, %s "
            "costs\n",
@@ -415,6 +422,9 @@ static void print_table(const replay_opts *o, const char *fmt, const gsim *g,
            (unsigned long long)m->rejected, (unsigned long long)m->truncated,
            (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
            (unsigned long long)m->aborted);
+    if (trace_reader_n_skipped(r))
+        printf("  skipped %llu trace rows the format marks as failed requests\n",
+               (unsigned long long)trace_reader_n_skipped(r));
     printf("  simulated %.1f s in %.3f s wall (%llu events, %.2f M events/s; %llu iterations)\n",
            m->sim_s, wall_s, (unsigned long long)d->n_events,
            wall_s > 0 ? (double)d->n_events / wall_s / 1e6 : 0.0,
@@ -506,6 +516,8 @@ static int setup(run_ctx *x)
         rc = catalog_gpu_find(x->cat, o->gpu, &o->sim.gpu, &x->eb);
     if (!rc)
         rc = cli_open_trace(&x->r, o->trace, o->format, &x->eb);
+    if (!rc && o->spread && trace_reader_set_spread(x->r, 1))
+        rc = ss_err(&x->eb, SS_EINVAL, "--trace-spread: not available for this trace");
     if (!rc)
         rc = gsim_create(&x->g, &o->sim, &x->eb);
     if (!rc && o->timeline && (rc = tl_open(&x->tl, o->timeline, &o->tl, &x->eb)) == SS_OK)
@@ -575,9 +587,9 @@ int cmd_replay(int argc, char **argv)
     if (!rc && x.tl)
         rc = tl_close(&x.tl, &x.eb);
     if (!rc && o.json)
-        print_json(&o, x.g, &m, wall_s);
+        print_json(&o, x.g, x.r, &m, wall_s);
     else if (!rc) {
-        print_table(&o, trace_reader_format(x.r), x.g, &m, wall_s);
+        print_table(&o, x.r, x.g, &m, wall_s);
         if (x.st)
             printf("  results: %s\n", store_path(x.st));
         if (o.timeline)

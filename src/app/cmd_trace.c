@@ -22,7 +22,7 @@
 
 static void usage_trace(FILE *f)
 {
-    fputs("usage: slicesim trace stats FILE [--format auto|native|azure|vidur] [--json]\n"
+    fputs("usage: slicesim trace stats FILE [--format NAME] [--spread] [--json]\n"
           "       slicesim trace gen [OPTIONS] -o FILE\n"
           "\n"
           "Trace tools. 'stats' summarises a trace; 'gen' writes a synthetic native trace.\n"
@@ -32,15 +32,18 @@ static void usage_trace(FILE *f)
 
 static void usage_stats(FILE *f)
 {
-    fputs("usage: slicesim trace stats FILE [--format auto|native|azure|vidur] [--json]\n"
+    fputs("usage: slicesim trace stats FILE [--format NAME] [--spread] [--json]\n"
           "\n"
           "Read a trace (FILE '-' = standard input) and print the number of requests, span (s),\n"
-          "rate (requests / span), inter-arrival coefficient of variation, tenants, and the mean,\n"
-          "min, p50, p90, p99 and max of prompt and output tokens (exact nearest-rank\n"
-          "percentiles).\n"
+          "rate (requests / span), inter-arrival coefficient of variation, tenants, rows skipped\n"
+          "(BurstGPT failed requests), and the mean, min, p50, p90, p99 and max of prompt and\n"
+          "output tokens (exact nearest-rank percentiles).\n"
           "\n"
-          "  -f, --format NAME  trace format: auto (default, from the header), native, azure,\n"
-          "                     vidur\n"
+          "  -f, --format NAME  trace format: auto (default: a first line starting with '{' is\n"
+          "                     mooncake, else from the CSV header), native, azure, vidur,\n"
+          "                     burstgpt, mooncake\n"
+          "  -s, --spread       spread requests that share one timestamp evenly over the gap to\n"
+          "                     the next distinct timestamp (for quantised times, e.g. Mooncake)\n"
           "  -j, --json         one JSON object instead of a table\n"
           "  -h, --help         this help\n"
           "\n"
@@ -103,10 +106,10 @@ static void print_json(const char *file, const trace_reader *r, const trace_stat
     printf("{\"file\":");
     ss_json_fputs(stdout, file);
     printf(",\"format\":\"%s\",\"requests\":%" PRIu64 ",\"span_s\":%.6f,\"rate\":%.6f,"
-           "\"interarrival_cv\":%.6f,\"tenants\":%" PRIu32 ",\"digest\":\"fnv1a64:%016" PRIx64
-           "\"",
+           "\"interarrival_cv\":%.6f,\"tenants\":%" PRIu32 ",\"skipped\":%" PRIu64
+           ",\"digest\":\"fnv1a64:%016" PRIx64 "\"",
            trace_reader_format(r), st->count, st->span_s, st->rate, st->interarrival_cv,
-           st->n_tenants, trace_reader_digest(r));
+           st->n_tenants, trace_reader_n_skipped(r), trace_reader_digest(r));
     json_dist(stdout, "prompt", &st->prompt);
     json_dist(stdout, "output", &st->output);
     printf("}\n");
@@ -127,6 +130,7 @@ static void print_table(const char *file, const trace_reader *r, const trace_sta
     printf("%-17s %.4f req/s\n", "rate", st->rate);
     printf("%-17s %.4f\n", "interarrival_cv", st->interarrival_cv);
     printf("%-17s %" PRIu32 "\n", "tenants", st->n_tenants);
+    printf("%-17s %" PRIu64 "\n", "skipped", trace_reader_n_skipped(r));
     printf("%-17s fnv1a64:%016" PRIx64 "\n\n", "digest", trace_reader_digest(r));
     printf("%-14s %10s %8s %8s %8s %8s %8s\n", "tokens", "mean", "min", "p50", "p90", "p99",
            "max");
@@ -134,12 +138,14 @@ static void print_table(const char *file, const trace_reader *r, const trace_sta
     table_dist("output", &st->output);
 }
 
-static int run_stats(const char *file, const char *format, int json)
+static int run_stats(const char *file, const char *format, int spread, int json)
 {
     trace_reader *r = NULL;
     trace_stats st;
     ss_errbuf eb = {""};
     int rc = cli_open_trace(&r, file, format, &eb);
+    if (rc == SS_OK)
+        rc = trace_reader_set_spread(r, spread);
     if (rc == SS_OK)
         rc = trace_stats_compute(r, &st, &eb);
     if (rc == SS_OK) {
@@ -161,16 +167,18 @@ static int run_stats(const char *file, const char *format, int json)
 static int cmd_stats(int argc, char **argv)
 {
     static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+                                         {"spread", no_argument, NULL, 's'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *format = "auto";
-    int json = 0, c;
+    int json = 0, spread = 0, c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:sjh", opts, NULL)) != -1) {
         switch (c) {
         case 'f': format = optarg; break;
+        case 's': spread = 1; break;
         case 'j': json = 1; break;
         case 'h': usage_stats(stdout); return CLI_OK;
         default: return bad_option("stats", argv);
@@ -180,7 +188,7 @@ static int cmd_stats(int argc, char **argv)
         fprintf(stderr, "slicesim: trace stats: need exactly one FILE (see --help)\n");
         return CLI_EUSAGE;
     }
-    return run_stats(argv[optind], format, json);
+    return run_stats(argv[optind], format, spread, json);
 }
 
 /* ====================================================================================== */

@@ -30,6 +30,9 @@ void gmg_destroy(gmg **gp)
     ss_free(g->replicas);
     ss_free(g->gpus);
     ss_free(g->links);
+    for (uint32_t i = 0; i < g->n_slots; i++)
+        if (g->reqs[i].state != GMG_REQ_FREE)
+            ss_free(g->reqs[i].prefix_blocks);
     ss_free(g->reqs);
     ss_free(g);
     *gp = NULL;
@@ -202,7 +205,7 @@ gmg_id gmg_req_alloc(gmg *g)
     }
     gmg_id r = g->free_slot;
     g->free_slot = g->reqs[r].next;
-    memset(&g->reqs[r], 0, sizeof g->reqs[r]);
+    memset(&g->reqs[r], 0, sizeof g->reqs[r]); /* a free slot holds no prefix blocks */
     g->reqs[r].prev = g->reqs[r].next = GMG_NONE;
     g->reqs[r].container = GMG_NONE;
     g->reqs[r].first_token = -1;
@@ -218,6 +221,8 @@ void gmg_req_free(gmg *g, gmg_id r)
     if (SS_NEVER(q->state == GMG_REQ_FREE || q->blocks))
         return;
     q->state = GMG_REQ_FREE;
+    ss_free(q->prefix_blocks);
+    q->prefix_blocks = NULL;
     q->next = g->free_slot;
     g->free_slot = r;
     g->in_flight--;

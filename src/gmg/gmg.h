@@ -40,6 +40,8 @@ typedef struct gmg_req {
     uint32_t output_asked; /* output tokens the trace asked for */
     uint16_t tenant;       /* tenant index */
     uint8_t tier;          /* SLA tier, 0 = highest */
+    uint32_t n_prefix_blocks; /* prefix-cache block ids from the trace (Mooncake hash_ids) */
+    uint32_t *prefix_blocks;  /* owned copy, freed with the slot; NULL when none */
     /* state */
     uint8_t state;         /* gmg_req_state */
     gmg_id container;      /* container it was routed to */
@@ -229,7 +231,7 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *spec, uint32_t replicas, ss_e
 
 /* Take a free request slot (state WAITING-to-be, links cleared). GMG_NONE on SS_ENOMEM. */
 gmg_id gmg_req_alloc(gmg *g);
-/* Return a finished or rejected request's slot. */
+/* Return a finished or rejected request's slot (and free its prefix-block ids). */
 void gmg_req_free(gmg *g, gmg_id r);
 static inline gmg_req *gmg_req_at(const gmg *g, gmg_id r) { return &g->reqs[r]; }
 

@@ -462,6 +462,17 @@ static gmg_container *admit_arrival(gsim *s)
                                                       : 1;
     q->tenant = t->tenant;
     q->tier = t->tier;
+    if (t->n_prefix_blocks) { /* the reader's array lives only until its next call: copy */
+        q->prefix_blocks = ss_malloc(t->n_prefix_blocks * sizeof *q->prefix_blocks);
+        if (!q->prefix_blocks) {
+            q->state = GMG_REQ_DONE; /* so the slot can be returned */
+            gmg_req_free(s->g, r);
+            fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
+            return NULL;
+        }
+        memcpy(q->prefix_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *q->prefix_blocks);
+        q->n_prefix_blocks = t->n_prefix_blocks;
+    }
     s->m.requests++;
     gmg_id ci = pol_route_pick(s->route, s->g, r);
     if (SS_NEVER(ci >= s->g->n_ctrs))

@@ -1,7 +1,8 @@
-/* Request traces: streaming readers for the native, Azure LLM inference and Vidur CSV formats
- * (auto-detected from the header or forced by name), the synthetic trace generator, and trace
- * statistics. Readers hold one line at a time, so memory does not grow with trace length.
- * Not for simulation state: a trace_rec is a plain description of one request. */
+/* Request traces: streaming readers for the native, Azure LLM inference, Vidur and BurstGPT CSV
+ * formats and the Mooncake JSONL format (auto-detected from the first line or forced by name),
+ * the synthetic trace generator, and trace statistics. Readers hold one line at a time (plus,
+ * with the spread option, the requests that share one timestamp), so memory does not grow with
+ * trace length. Not for simulation state: a trace_rec is a plain description of one request. */
 #ifndef SS_TRACE_TRACE_H
 #define SS_TRACE_TRACE_H
 
@@ -14,10 +15,18 @@
 #define TRACE_MAX_LINE 65536    /* longest accepted line in bytes, newline excluded */
 #define TRACE_MAX_TENANTS 65535 /* distinct tenant names per reader */
 #define TRACE_MAX_TOKENS 10000000 /* prompt or output tokens per request */
+/* Prefix-block ids per request (Mooncake hash_ids). 512-token blocks of TRACE_MAX_TOKENS need
+ * 19,532, so every valid prompt fits. */
+#define TRACE_MAX_PREFIX_BLOCKS 20000
+/* Spread option: the most requests, and the most prefix-block ids in total, that may share one
+ * timestamp (the lookahead buffer); more is an error. */
+#define TRACE_MAX_SPREAD_GROUP 65536
+#define TRACE_MAX_SPREAD_BLOCKS (1u << 22)
 
 /* One request as read from a trace. */
 typedef struct trace_rec {
-    uint64_t id;          /* request_id column (native) or 0-based data-row index */
+    uint64_t id;          /* request_id column (native), else the 0-based index of the request
+                           * among those read (skipped rows not counted) */
     ss_time arrival_ns;   /* arrival time, ns; Azure timestamps are rebased so the first is 0 */
     uint32_t prompt_tokens; /* >= 1 */
     uint32_t output_tokens; /* >= 1 (the prefill emits the first output token) */
@@ -28,11 +37,19 @@ typedef struct trace_rec {
     ss_time slo_ttft_ns;  /* per-request TTFT bound, ns (valid when has_slo & 1) */
     ss_time slo_tbt_ns;   /* per-request TBT bound, ns (valid when has_slo & 2) */
     uint64_t line;        /* 1-based line number in the source file */
+    /* Prefix-block ids (Mooncake hash_ids: one id per 512-token block of the prompt; equal ids
+     * across requests are shared prefix KV-cache blocks). Borrowed from the reader: valid only
+     * until the next trace_reader_next or trace_reader_close call; copy them to keep them.
+     * NULL with n_prefix_blocks 0 for formats without them. */
+    const uint32_t *prefix_blocks;
+    uint32_t n_prefix_blocks; /* entries in prefix_blocks, <= TRACE_MAX_PREFIX_BLOCKS */
 } trace_rec;
 
 typedef struct trace_reader trace_reader;
 
-/* Open a trace. format is "auto" (detect from the header), "native", "azure" or "vidur".
+/* Open a trace. format is "auto" (detect from the first non-blank line: a line starting with
+ * '{' is Mooncake JSONL, anything else a CSV header), "native", "azure", "vidur", "burstgpt"
+ * or "mooncake".
  * path "-" reads standard input. On failure returns SS_EIO / SS_EPARSE / SS_ENOTFOUND /
  * SS_ENOMEM with a one-line "FILE:LINE: field: what is wrong" message in eb, and writes
  * nothing to *r_out. The reader owns its FILE and closes it in trace_reader_close. */
@@ -44,14 +61,30 @@ int trace_reader_open_stream(trace_reader **r_out, FILE *f, const char *name, co
 /* Read the next request into *out. Returns 1 when a request was read, 0 at the end of the
  * trace, or a negative SS_E* code with "FILE:LINE: field: what is wrong" in eb. After an error
  * the reader stays in the error state (later calls return the same code). An empty file, or a
- * file with a header and no requests, is an error. Arrival times must not go backwards. */
+ * file with a header and no requests, is an error. Arrival times must not go backwards.
+ * out->prefix_blocks is borrowed (see trace_rec). */
 int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb);
+/* Spread option, off by default; call before the first trace_reader_next. When on, requests
+ * that share one arrival time (quantised timestamps, e.g. Mooncake's) are spread evenly over
+ * the gap to the next distinct arrival time: k requests at t followed by one at u arrive at
+ * t + i * (u - t) / k for i = 0..k-1 (integer ns, rounded down; deterministic). The last
+ * group, which has no next time, keeps its time. The reader then buffers one group of equal
+ * times (at most TRACE_MAX_SPREAD_GROUP requests and TRACE_MAX_SPREAD_BLOCKS prefix-block ids,
+ * else SS_EPARSE from trace_reader_next), and a malformed row is reported when the group before
+ * it is read, before that group's requests are returned. Works for every format.
+ * Returns 0, or SS_EINVAL (NULL reader, or requests were already read). */
+int trace_reader_set_spread(trace_reader *r, int on);
+/* Rows the format dropped by rule, so far: BurstGPT rows with 0 response tokens (failed
+ * requests). 0 for the other formats. Complete after trace_reader_next returned 0. */
+uint64_t trace_reader_n_skipped(const trace_reader *r);
 /* Close and free. NULL-safe; sets *r to NULL. */
 void trace_reader_close(trace_reader **r);
-/* Name of the detected or forced format ("native", "azure", "vidur"); borrowed. */
+/* Name of the detected or forced format ("native", "azure", "vidur", "burstgpt",
+ * "mooncake"); borrowed. */
 const char *trace_reader_format(const trace_reader *r);
-/* Tenant names seen so far (native format's tenant column); index 0 is "default" unless a
- * file names its tenants. Borrowed, valid until close. NULL if idx is out of range. */
+/* Tenant names seen so far (native tenant column, BurstGPT Model column); index 0 is
+ * "default" unless a file names its tenants. Borrowed, valid until close. NULL if idx is out
+ * of range. */
 const char *trace_reader_tenant_name(const trace_reader *r, uint16_t idx);
 uint32_t trace_reader_n_tenants(const trace_reader *r);
 /* 64-bit FNV-1a of every byte consumed so far; complete after trace_reader_next returned 0. */

@@ -1,6 +1,7 @@
 /* Field-level helpers shared by the trace format plug-ins: CSV splitting, strict parsing of
- * integers, seconds and milliseconds with "FILE:LINE: field: what is wrong" messages, and the
- * FNV-1a digest. Not for line reading or format detection (trace_reader.c). */
+ * integers, seconds, milliseconds and tenant names with "FILE:LINE: field: what is wrong"
+ * messages, and the FNV-1a digest. Not for line reading or format detection (trace_reader.c)
+ * nor JSON syntax (trace_json.c). */
 #include "trace_int.h"
 
 #include "core/ss_parse.h"
@@ -59,20 +60,33 @@ const char *trace__show(trace__shown *buf, const char *s, size_t len)
     return buf->s;
 }
 
-const char *trace__fmt_secs(trace__secs *buf, ss_time ns)
+/* ns in units of unit_ns (10^places ns), with up to places decimals, no trailing zeros. */
+static const char *fmt_scaled(trace__secs *buf, ss_time ns, uint64_t unit_ns, int places)
 {
     uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    uint64_t frac = mag % 1000000000u;
-    int n = snprintf(buf->s, sizeof buf->s, "%s%" PRIu64, ns < 0 ? "-" : "", mag / 1000000000u);
+    uint64_t frac = mag % unit_ns;
+    int n = snprintf(buf->s, sizeof buf->s, "%s%" PRIu64, ns < 0 ? "-" : "", mag / unit_ns);
     if (frac && n > 0 && (size_t)n < sizeof buf->s) {
         char digits[16];
-        snprintf(digits, sizeof digits, "%09" PRIu64, frac);
-        size_t k = 9;
+        snprintf(digits, sizeof digits, "%0*" PRIu64, places, frac);
+        int k = places;
         while (k > 1 && digits[k - 1] == '0')
             k--;
-        snprintf(buf->s + n, sizeof buf->s - (size_t)n, ".%.*s", (int)k, digits);
+        snprintf(buf->s + n, sizeof buf->s - (size_t)n, ".%.*s", k, digits);
     }
     return buf->s;
+}
+
+const char *trace__fmt_secs(trace__secs *buf, ss_time ns)
+{
+    return fmt_scaled(buf, ns, 1000000000u, 9);
+}
+
+const char *trace__fmt_ms(trace__secs *buf, ss_time ns) { return fmt_scaled(buf, ns, 1000000u, 6); }
+
+const char *trace__fmt_time(const trace_format_ops *ops, trace__secs *buf, ss_time ns)
+{
+    return ops->time_in_ms ? trace__fmt_ms(buf, ns) : trace__fmt_secs(buf, ns);
 }
 
 uint32_t trace__split(const char *line, size_t len, trace__field *f, uint32_t cap)
@@ -232,7 +246,7 @@ int trace__get_secs(const trace__row *row, int col, const char *name, ss_time *o
 }
 
 /* Milliseconds to ns exactly: rewrite "M[eX]" as "Me(X-3)" seconds for ss_parse_seconds_ns. */
-static int ms_to_ns(const char *s, size_t len, ss_time *out)
+int trace__parse_ms(const char *s, size_t len, ss_time *out)
 {
     char buf[160];
     size_t m = 0;
@@ -257,12 +271,30 @@ int trace__get_ms(const trace__row *row, int col, const char *name, ss_time *out
     int rc = get_field(row, col, name, &f, eb);
     if (rc)
         return rc;
-    if (ms_to_ns(f.s, f.len, &t))
+    if (trace__parse_ms(f.s, f.len, &t))
         return trace__err(row, eb, SS_EPARSE, name, "not a number of milliseconds: '%s'",
                           trace__show(&sh, f.s, f.len));
     if (t <= 0)
         return trace__err(row, eb, SS_EPARSE, name, "must be > 0, got %s",
                           trace__show(&sh, f.s, f.len));
     *out = t;
+    return SS_OK;
+}
+
+int trace__get_tenant(const trace__row *row, int col, const char *name, uint16_t *out,
+                      ss_errbuf *eb)
+{
+    trace__field f;
+    int rc = get_field(row, col, name, &f, eb);
+    if (rc)
+        return rc;
+    if (f.len > TRACE__MAX_TENANT_NAME)
+        return trace__err(row, eb, SS_EPARSE, name, "name longer than %d bytes",
+                          TRACE__MAX_TENANT_NAME);
+    rc = trace__intern(row->r, f.s, f.len, out);
+    if (rc == SS_ENOMEM)
+        return trace__err(row, eb, rc, name, "out of memory");
+    if (rc)
+        return trace__err(row, eb, rc, name, "more than %d distinct tenants", TRACE_MAX_TENANTS);
     return SS_OK;
 }

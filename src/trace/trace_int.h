@@ -1,6 +1,7 @@
 /* Private to src/trace: the format plug-in interface (trace_format_ops), the row view the
  * plug-ins parse, and the helpers they share (field parsing with "FILE:LINE: field: ..."
- * messages, tenant interning). Not for other modules: they use trace.h only. */
+ * messages, tenant interning, a JSON cursor for the JSONL formats, the spread lookahead).
+ * Not for other modules: they use trace.h only. */
 #ifndef SS_TRACE_TRACE_INT_H
 #define SS_TRACE_TRACE_INT_H
 
@@ -19,34 +20,48 @@ typedef struct trace__field {
     size_t len;    /* bytes */
 } trace__field;
 
-/* A split line handed to a format plug-in: the header row to open(), a data row to parse(). */
+/* A split line handed to a format plug-in: the header row to open(), a data row to parse().
+ * For formats without a header (no_header) the line is not split: n is 0 and text holds it. */
 typedef struct trace__row {
     const trace__field *f; /* n fields */
     uint32_t n;            /* number of fields */
+    const char *text;      /* the whole line, line end removed (borrowed; NUL-terminated) */
+    size_t len;            /* bytes in text */
     const char *file;      /* name for messages (borrowed) */
     uint64_t line;         /* 1-based line number */
     trace_reader *r;       /* the reader, for tenant interning */
 } trace__row;
 
+/* parse() result: drop this row and count it in trace_reader_n_skipped. */
+#define TRACE__SKIP 1
+
 /* A trace format plug-in. The reader allocates priv_size zeroed bytes per instance. */
 typedef struct trace_format_ops {
-    const char *name;       /* "native", "azure", "vidur": used by --format */
+    const char *name;       /* "native", "azure", ...: used by --format */
     size_t priv_size;       /* bytes of per-reader state */
-    const char *time_field; /* column named in "goes backwards" messages */
-    /* Required. Score how well a header row matches this format: 0 = not at all; the
+    const char *time_field; /* column or key named in "goes backwards" messages */
+    int time_in_ms;         /* 1: show times in those messages in ms, 0: in seconds */
+    /* 1: no header row (JSONL): line 1 is data, and every row reaches probe(), open() (the
+     * first line) and parse() unsplit, in row->text. 0: a CSV header row. */
+    int no_header;
+    /* Required. Score how well the first line (a split header, or the unsplit line for
+     * no_header formats, which are asked first) matches this format: 0 = not at all; the
      * highest score wins auto-detection. Must not fail. */
     int (*probe)(const trace__row *hdr);
     /* Required. Find the columns in the header and remember them in priv. 0, or SS_EPARSE
      * ("FILE:LINE: header: ...") / SS_ENOMEM with eb set. */
     int (*open)(void *priv, const trace__row *hdr, ss_errbuf *eb);
-    /* Required. Fill *rec (zeroed by the caller, line set) from one data row whose field
-     * count equals the header's. 0, or SS_EPARSE / SS_ENOMEM with eb set. */
+    /* Required. Fill *rec (zeroed by the caller, id and line set) from one data row (whose
+     * field count equals the header's, for CSV formats). 0, TRACE__SKIP, or SS_EPARSE /
+     * SS_ENOMEM with eb set. */
     int (*parse)(void *priv, const trace__row *row, trace_rec *rec, ss_errbuf *eb);
 } trace_format_ops;
 
 extern const trace_format_ops trace__fmt_native;
 extern const trace_format_ops trace__fmt_azure;
 extern const trace_format_ops trace__fmt_vidur;
+extern const trace_format_ops trace__fmt_burstgpt;
+extern const trace_format_ops trace__fmt_mooncake;
 
 /* Format "FILE:LINE: field: <fmt>" into eb and return rc. */
 int trace__err(const trace__row *row, ss_errbuf *eb, int rc, const char *field, const char *fmt,
@@ -64,6 +79,10 @@ typedef struct trace__secs {
     char s[32];
 } trace__secs;
 const char *trace__fmt_secs(trace__secs *buf, ss_time ns);
+/* The same in milliseconds, up to 6 decimals ("1003", "0.5"). */
+const char *trace__fmt_ms(trace__secs *buf, ss_time ns);
+/* ns in the unit of the format's time field (ms when ops->time_in_ms, else seconds). */
+const char *trace__fmt_time(const trace_format_ops *ops, trace__secs *buf, ss_time ns);
 
 /* Index of the column named name in the header, or -1. */
 int trace__col(const trace__row *hdr, const char *name);
@@ -86,15 +105,82 @@ int trace__get_secs(const trace__row *row, int col, const char *name, ss_time *o
 /* Decimal milliseconds converted exactly to ns; must be > 0. */
 int trace__get_ms(const trace__row *row, int col, const char *name, ss_time *out,
                   ss_errbuf *eb);
+/* A tenant name (1..TRACE__MAX_TENANT_NAME bytes), interned: "empty field", "name longer
+ * than ...", "more than ... distinct tenants" (SS_EPARSE) or "out of memory" (SS_ENOMEM). */
+int trace__get_tenant(const trace__row *row, int col, const char *name, uint16_t *out,
+                      ss_errbuf *eb);
+/* Decimal milliseconds s[0..len) (sign and exponent allowed) to ns, exactly when the result
+ * has at most 9 decimals of a second. 0 or SS_EPARSE; no message. */
+int trace__parse_ms(const char *s, size_t len, ss_time *out);
 
 /* Intern a tenant name (1..TRACE__MAX_TENANT_NAME bytes, no NUL) and return its index.
  * 0, SS_ENOMEM, or SS_EPARSE when TRACE_MAX_TENANTS names are already known; the table is
  * unchanged on failure. Messages are the caller's to write. */
 int trace__intern(trace_reader *r, const char *s, size_t len, uint16_t *idx_out);
 
+/* The reader's prefix-block buffer (TRACE_MAX_PREFIX_BLOCKS entries), allocated on the first
+ * call and freed by trace_reader_close; NULL when out of memory. For no_header formats'
+ * open(), so that reading allocates nothing. */
+uint32_t *trace__blocks(trace_reader *r);
+
 /* Split line[0..len) at commas into at most cap fields (blanks trimmed); returns the total
  * number of fields, which may exceed cap (the extra ones are not stored). */
 uint32_t trace__split(const char *line, size_t len, trace__field *f, uint32_t cap);
+
+/* ---- JSON (trace_json.c) -------------------------------------------------------------- */
+
+#define TRACE__JSON_MAX_DEPTH 64 /* nesting of arrays and objects in one value */
+
+/* A cursor over one line of JSON. Syntax errors are "FILE:LINE: json: what (column N)". */
+typedef struct trace__json {
+    const trace__row *row; /* the line (row->text) and the names for messages; borrowed */
+    size_t pos;            /* next byte to read */
+    ss_errbuf *eb;         /* where messages go */
+} trace__json;
+
+/* The next byte after blanks (space, tab, CR, LF), or -1 at the end of the line. */
+int trace__json_peek(trace__json *j);
+/* Consume c after blanks, else "expected WHAT" (SS_EPARSE). */
+int trace__json_expect(trace__json *j, char c, const char *what);
+/* An object key (a string) into key[0..cap), decoded; *len_out is its decoded length, which
+ * may exceed cap (then key holds a prefix). Bytes >= 0x80 and \u escapes above 0x7f become
+ * 0x01 so such keys match no ASCII name. 0 or SS_EPARSE. */
+int trace__json_key(trace__json *j, char *key, size_t cap, size_t *len_out);
+/* Skip one value of any type (checked for syntax, nesting at most TRACE__JSON_MAX_DEPTH) and
+ * return its bytes in *span. 0 or SS_EPARSE. */
+int trace__json_value(trace__json *j, trace__field *span);
+/* Blanks and then the end of the line, else "trailing characters" (SS_EPARSE). */
+int trace__json_end(trace__json *j);
+/* Format "FILE:LINE: json: <what> (column N)" for the cursor position; returns SS_EPARSE. */
+int trace__json_err(trace__json *j, const char *what);
+
+/* ---- spread lookahead (trace_spread.c) --------------------------------------------------- */
+
+/* The group of requests sharing one arrival time, buffered for trace_reader_set_spread. */
+typedef struct trace__spread {
+    trace_rec *recs;          /* the group; recs[pos..n) are still to be returned */
+    size_t n, pos, cap;       /* requests buffered / returned / allocated */
+    uint32_t *blocks;         /* the group's prefix blocks, concatenated in request order */
+    size_t n_blocks, cap_blocks; /* ids used / allocated */
+    trace_rec ahead;          /* first request of the next group (blocks still in the reader) */
+    int have_ahead;           /* ahead is valid */
+    int eof;                  /* the reader reported the end */
+} trace__spread;
+
+/* Next request through the spread buffer: 1, 0 at the end, or a negative code (the reader's
+ * sticky error is set). */
+int trace__spread_next(trace_reader *r, trace__spread *sp, trace_rec *out);
+/* Free the buffers; the struct is zeroed. */
+void trace__spread_free(trace__spread *sp);
+
+/* The reader's unbuffered next request (trace_reader.c): 1, 0 at the end, or a negative code
+ * with the reader's error message set. */
+int trace__pull(trace_reader *r, trace_rec *out);
+/* Set the reader's sticky error "FILE:LINE: field: <fmt>" and return rc. */
+int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The reader's format (for spread messages). */
+const trace_format_ops *trace__ops(const trace_reader *r);
 
 /* 64-bit FNV-1a step over n bytes. */
 uint64_t trace__fnv1a(uint64_t h, const void *p, size_t n);

@@ -67,24 +67,6 @@ static int native_open(void *priv, const trace__row *hdr, ss_errbuf *eb)
     return SS_OK;
 }
 
-static int native_tenant(const native_priv *p, const trace__row *row, trace_rec *rec,
-                         ss_errbuf *eb)
-{
-    const trace__field *f = &row->f[p->col[NAT_TENANT]];
-    if (f->len == 0)
-        return trace__err(row, eb, SS_EPARSE, "tenant", "empty field");
-    if (f->len > TRACE__MAX_TENANT_NAME)
-        return trace__err(row, eb, SS_EPARSE, "tenant", "name longer than %d bytes",
-                          TRACE__MAX_TENANT_NAME);
-    int rc = trace__intern(row->r, f->s, f->len, &rec->tenant);
-    if (rc == SS_ENOMEM)
-        return trace__err(row, eb, rc, "tenant", "out of memory");
-    if (rc)
-        return trace__err(row, eb, rc, "tenant", "more than %d distinct tenants",
-                          TRACE_MAX_TENANTS);
-    return SS_OK;
-}
-
 /* The optional columns: absent or empty fields keep their zero defaults. */
 static int native_optional(const native_priv *p, const trace__row *row, trace_rec *rec,
                            ss_errbuf *eb)
@@ -122,7 +104,7 @@ static int native_parse(void *priv, const trace__row *row, trace_rec *rec, ss_er
     int rc;
     if ((rc = trace__get_u64(row, p->col[NAT_ID], "request_id", &rec->id, eb)) ||
         (rc = trace__get_secs(row, p->col[NAT_ARRIVAL], "arrival_s", &rec->arrival_ns, eb)) ||
-        (rc = native_tenant(p, row, rec, eb)) ||
+        (rc = trace__get_tenant(row, p->col[NAT_TENANT], "tenant", &rec->tenant, eb)) ||
         (rc = trace__get_tokens(row, p->col[NAT_PROMPT], "prompt_tokens", &rec->prompt_tokens,
                                 eb)) ||
         (rc = trace__get_tokens(row, p->col[NAT_OUTPUT], "output_tokens", &rec->output_tokens,

@@ -1,7 +1,8 @@
 /* The streaming trace reader: line reading with a TRACE_MAX_LINE limit (CRLF, BOM, blank lines,
  * missing final newline), the format registry and auto-detection, the arrival-order check, the
- * FNV-1a digest and tenant-name interning. Field parsing lives in the format plug-ins
- * (trace_native.c, trace_azure.c, trace_vidur.c) and trace_field.c. */
+ * FNV-1a digest, tenant-name interning and the prefix-block buffer. Field parsing lives in the
+ * format plug-ins (trace_native.c, trace_azure.c, trace_vidur.c, trace_burstgpt.c,
+ * trace_mooncake.c), trace_field.c and trace_json.c; the spread option in trace_spread.c. */
 #include "trace_int.h"
 
 #include "core/ss_alloc.h"
@@ -26,11 +27,17 @@ struct trace_reader {
     int own_f;                   /* close f in trace_reader_close */
     const char *name;            /* file name for messages; stored after priv */
     uint64_t line_no;            /* lines read so far */
-    uint64_t n_recs;             /* requests returned so far */
+    uint64_t n_recs;             /* requests parsed so far (returned, or buffered by spread) */
+    uint64_t n_skipped;          /* rows the format dropped (TRACE__SKIP) */
     ss_time prev_ns;             /* arrival of the last request returned */
     uint64_t digest;             /* FNV-1a of the bytes consumed so far */
     int rc;                      /* sticky error code, 0 = none */
     int at_end;                  /* the end of the trace was reported */
+    int first_pending;           /* no_header: the first line (in line) is data not yet parsed */
+    size_t first_off, first_len; /* where that line starts in line, and its length */
+    int spread_on;               /* trace_reader_set_spread(r, 1) was called */
+    trace__spread spread;        /* the spread lookahead */
+    uint32_t *blocks;            /* prefix-block buffer (trace__blocks), owned; NULL until used */
     ss_errbuf err;               /* sticky error message */
     size_t pos, end;             /* consumed / filled bytes of chunk */
     uint32_t n_cols;             /* header columns; every data row must have as many */
@@ -45,27 +52,47 @@ static const trace_format_ops *const trace_formats[] = {
     &trace__fmt_native,
     &trace__fmt_azure,
     &trace__fmt_vidur,
+    &trace__fmt_burstgpt,
+    &trace__fmt_mooncake,
     NULL,
 };
 
-const char *const trace_format_names[] = {"native", "azure", "vidur", NULL};
+const char *const trace_format_names[] = {"native",   "azure",    "vidur",
+                                          "burstgpt", "mooncake", NULL};
 
 /* ====================================================================================== */
 /* Errors and line reading                                                                 */
 /* ====================================================================================== */
 
 /* Record a sticky "FILE:LINE: field: ..." error and return rc. */
+__attribute__((format(printf, 5, 0))) static int vfail(trace_reader *r, int rc, uint64_t line,
+                                                        const char *field, const char *fmt,
+                                                        va_list ap)
+{
+    int n = snprintf(r->err.msg, sizeof r->err.msg, "%s:%" PRIu64 ": %s: ", r->name, line, field);
+    if (n >= 0 && (size_t)n < sizeof r->err.msg)
+        vsnprintf(r->err.msg + n, sizeof r->err.msg - (size_t)n, fmt, ap);
+    r->rc = rc;
+    return rc;
+}
+
+/* The same for this file's callers (trace__fail for the other files). */
 __attribute__((format(printf, 5, 6))) static int fail(trace_reader *r, int rc, uint64_t line,
                                                        const char *field, const char *fmt, ...)
 {
-    int n = snprintf(r->err.msg, sizeof r->err.msg, "%s:%" PRIu64 ": %s: ", r->name, line, field);
-    if (n >= 0 && (size_t)n < sizeof r->err.msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err.msg + n, sizeof r->err.msg - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    r->rc = rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r, rc, line, field, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r, rc, line, field, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -178,9 +205,13 @@ static int find_format(const char *name, const char *file, const trace_format_op
             return SS_OK;
         }
     }
+    char known[128] = "auto";
+    for (size_t i = 0; trace_format_names[i]; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), ", %s",
+                 trace_format_names[i]);
     trace__shown sh;
-    return ss_err(eb, SS_ENOTFOUND, "%s: format: unknown format '%s' (known: auto, native, azure, "
-                  "vidur)", file, trace__show(&sh, name, strlen(name)));
+    return ss_err(eb, SS_ENOTFOUND, "%s: format: unknown format '%s' (known: %s)", file,
+                  trace__show(&sh, name, strlen(name)), known);
 }
 
 /* Allocate a reader whose priv area fits every registered format, with a copy of name. */
@@ -202,18 +233,22 @@ static trace_reader *reader_alloc(const char *name)
     return r;
 }
 
-static trace__row make_row(trace_reader *r, uint32_t n)
+static trace__row make_row(trace_reader *r, uint32_t n, const char *text, size_t len)
 {
-    trace__row row = {.f = r->fields, .n = n, .file = r->name, .line = r->line_no, .r = r};
+    trace__row row = {.f = r->fields, .n = n, .text = text, .len = len, .file = r->name,
+                      .line = r->line_no, .r = r};
     return row;
 }
 
-/* The format whose probe scores the header highest, or NULL when none recognises it. */
-static const trace_format_ops *detect(const trace__row *hdr)
+/* The format (of those with or without a header row, per no_header) whose probe scores the
+ * first line highest, or NULL when none recognises it. */
+static const trace_format_ops *detect(const trace__row *hdr, int no_header)
 {
     const trace_format_ops *best = NULL;
     int best_score = 0;
     for (size_t i = 0; trace_formats[i]; i++) {
+        if (trace_formats[i]->no_header != no_header)
+            continue;
         int s = trace_formats[i]->probe(hdr);
         if (s > best_score) {
             best_score = s;
@@ -235,34 +270,62 @@ static int check_duplicates(trace_reader *r, const trace__row *hdr)
     return SS_OK;
 }
 
-/* Read and split the header, pick the format and let it find its columns. */
-static int read_header(trace_reader *r, const trace_format_ops *forced)
+/* A format without a header row: the first line is data, parsed by the first next(). */
+static int open_headerless(trace_reader *r, const trace_format_ops *ops, const char *line,
+                           size_t len)
 {
-    const char *line;
-    size_t len;
+    trace__row row = make_row(r, 0, line, len);
+    r->ops = ops;
+    r->first_pending = 1;
+    r->first_off = (size_t)(line - r->line);
+    r->first_len = len;
+    int rc = ops->open(r->priv, &row, &r->err);
+    if (rc)
+        r->rc = rc;
+    return rc;
+}
+
+/* Split the header, pick the format and let it find its columns. */
+static int open_csv(trace_reader *r, const trace_format_ops *forced, const char *line,
+                    size_t len)
+{
     trace__shown sh;
-    int rc = read_nonblank(r, &line, &len);
-    if (rc < 0)
-        return rc;
-    if (rc == 0)
-        return fail(r, SS_EPARSE, 1, "header", "file is empty");
+    int rc;
     uint32_t n = trace__split(line, len, r->fields, TRACE__MAX_COLS);
     if (n > TRACE__MAX_COLS)
-        return fail(r, SS_EPARSE, r->line_no, "header", "more than %d columns",
-                    TRACE__MAX_COLS);
-    trace__row hdr = make_row(r, n);
+        return fail(r, SS_EPARSE, r->line_no, "header", "more than %d columns", TRACE__MAX_COLS);
+    trace__row hdr = make_row(r, n, line, len);
     if ((rc = check_duplicates(r, &hdr)))
         return rc;
-    const trace_format_ops *ops = forced ? forced : detect(&hdr);
+    const trace_format_ops *ops = forced ? forced : detect(&hdr, 0);
     if (!ops)
         return fail(r, SS_EPARSE, r->line_no, "header",
-                    "not a known trace header: '%s' (expected native, azure or vidur columns)",
+                    "not a known trace header: '%s' (expected native, azure, vidur or burstgpt "
+                    "columns, or mooncake JSON lines)",
                     trace__show(&sh, line, len));
     r->ops = ops;
     r->n_cols = n;
     if ((rc = ops->open(r->priv, &hdr, &r->err)))
         r->rc = rc;
     return rc;
+}
+
+/* Read the first line and open the forced or detected format on it. */
+static int read_header(trace_reader *r, const trace_format_ops *forced)
+{
+    const char *line;
+    size_t len;
+    int rc = read_nonblank(r, &line, &len);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return fail(r, SS_EPARSE, 1, forced && forced->no_header ? "trace" : "header",
+                    "file is empty");
+    trace__row first = make_row(r, 0, line, len);
+    const trace_format_ops *ops = forced ? forced : detect(&first, 1);
+    if (ops && ops->no_header)
+        return open_headerless(r, ops, line, len);
+    return open_csv(r, forced, line, len);
 }
 
 int trace_reader_open_stream(trace_reader **r_out, FILE *f, const char *name, const char *format,
@@ -313,33 +376,64 @@ int trace_reader_open(trace_reader **r_out, const char *path, const char *format
 /* Reading requests                                                                        */
 /* ====================================================================================== */
 
-/* Read, split, parse and order-check the next data row: 1, 0 at the end, or an error. */
-static int next_rec(trace_reader *r, trace_rec *out)
+/* The next data line (the pending first line of a headerless format, or a new non-blank
+ * line): 1, 0 at the end (an error when no request came before), or a negative code. */
+static int data_line(trace_reader *r, const char **line_out, size_t *len_out)
+{
+    if (r->first_pending) {
+        r->first_pending = 0;
+        *line_out = r->line + r->first_off;
+        *len_out = r->first_len;
+        return 1;
+    }
+    int rc = read_nonblank(r, line_out, len_out);
+    if (rc == 0 && r->n_recs == 0 && r->n_skipped)
+        return fail(r, SS_EPARSE, r->line_no + 1, "trace", "no requests (%" PRIu64 " rows skipped)",
+                    r->n_skipped);
+    if (rc == 0 && r->n_recs == 0)
+        return fail(r, SS_EPARSE, r->line_no + 1, "trace", "no requests after the header");
+    return rc;
+}
+
+/* Parse one data line into *rec: 1, TRACE__SKIP + 1 for a skipped row, or a negative code. */
+static int parse_line(trace_reader *r, const char *line, size_t len, trace_rec *rec)
+{
+    uint32_t n = 0;
+    if (!r->ops->no_header) {
+        n = trace__split(line, len, r->fields, TRACE__MAX_COLS);
+        if (n != r->n_cols)
+            return fail(r, SS_EPARSE, r->line_no, "line",
+                        "expected %" PRIu32 " fields, got %" PRIu32, r->n_cols, n);
+    }
+    trace__row row = make_row(r, n, line, len);
+    memset(rec, 0, sizeof *rec);
+    rec->id = r->n_recs;
+    rec->line = r->line_no;
+    int rc = r->ops->parse(r->priv, &row, rec, &r->err);
+    if (rc < 0)
+        return r->rc = rc;
+    return rc == TRACE__SKIP ? TRACE__SKIP + 1 : 1;
+}
+
+/* Read, parse and order-check the next request, passing over skipped rows. */
+int trace__pull(trace_reader *r, trace_rec *out)
 {
     const char *line;
     size_t len;
     trace__secs a, b;
-    int rc = read_nonblank(r, &line, &len);
-    if (rc < 0)
-        return rc;
-    if (rc == 0 && r->n_recs == 0)
-        return fail(r, SS_EPARSE, r->line_no + 1, "trace", "no requests after the header");
-    if (rc == 0)
-        return 0;
-    uint32_t n = trace__split(line, len, r->fields, TRACE__MAX_COLS);
-    if (n != r->n_cols)
-        return fail(r, SS_EPARSE, r->line_no, "line", "expected %" PRIu32 " fields, got %" PRIu32,
-                    r->n_cols, n);
-    trace__row row = make_row(r, n);
     trace_rec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.id = r->n_recs;
-    rec.line = r->line_no;
-    if ((rc = r->ops->parse(r->priv, &row, &rec, &r->err)))
-        return r->rc = rc;
+    int rc;
+    do {
+        if ((rc = data_line(r, &line, &len)) <= 0)
+            return rc;
+        if ((rc = parse_line(r, line, len, &rec)) < 0)
+            return rc;
+        r->n_skipped += rc == TRACE__SKIP + 1;
+    } while (rc != 1);
     if (r->n_recs && rec.arrival_ns < r->prev_ns)
         return fail(r, SS_EPARSE, r->line_no, r->ops->time_field, "goes backwards (%s < %s)",
-                    trace__fmt_secs(&a, rec.arrival_ns), trace__fmt_secs(&b, r->prev_ns));
+                    trace__fmt_time(r->ops, &a, rec.arrival_ns),
+                    trace__fmt_time(r->ops, &b, r->prev_ns));
     r->prev_ns = rec.arrival_ns;
     r->n_recs++;
     *out = rec;
@@ -354,7 +448,7 @@ int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb)
         return ss_err(eb, r->rc, "%s", r->err.msg);
     if (r->at_end)
         return 0;
-    int rc = next_rec(r, out);
+    int rc = r->spread_on ? trace__spread_next(r, &r->spread, out) : trace__pull(r, out);
     if (rc < 0) {
         r->rc = rc;
         return ss_err(eb, rc, "%s", r->err.msg);
@@ -370,6 +464,8 @@ void trace_reader_close(trace_reader **rp)
     trace_reader *r = *rp;
     if (r->own_f)
         fclose(r->f);
+    trace__spread_free(&r->spread);
+    ss_free(r->blocks);
     for (size_t i = 0; i < r->tenants.n; i++)
         ss_free(r->tenants.names[i]);
     ss_free(r->tenants.names);
@@ -379,6 +475,25 @@ void trace_reader_close(trace_reader **rp)
 }
 
 const char *trace_reader_format(const trace_reader *r) { return r->ops->name; }
+
+const trace_format_ops *trace__ops(const trace_reader *r) { return r->ops; }
+
+int trace_reader_set_spread(trace_reader *r, int on)
+{
+    if (!r || r->n_recs || r->rc || r->at_end)
+        return SS_EINVAL;
+    r->spread_on = on != 0;
+    return SS_OK;
+}
+
+uint64_t trace_reader_n_skipped(const trace_reader *r) { return r->n_skipped; }
+
+uint32_t *trace__blocks(trace_reader *r)
+{
+    if (!r->blocks)
+        r->blocks = ss_malloc(TRACE_MAX_PREFIX_BLOCKS * sizeof *r->blocks);
+    return r->blocks;
+}
 
 uint64_t trace_reader_digest(const trace_reader *r) { return r->digest; }
 

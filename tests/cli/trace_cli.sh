@@ -2,7 +2,8 @@
 # CLI tests of `slicesim trace`: --help, stats of the shipped default trace against the published
 # Azure conversation figures (within 2 %), byte-identical regeneration of that file, error
 # reporting (exit 2, one "slicesim: FILE:LINE: field: ..." line on stderr, nothing on stdout),
-# the FILE.tmp-and-rename rule of gen, and the real traces when ../shared/data is present.
+# the FILE.tmp-and-rename rule of gen, Mooncake JSONL and BurstGPT fixtures (--spread, the
+# skipped count), and the real traces when ../shared/data is present.
 # Needs $SLICESIM and $SS_SOURCE_ROOT; $SS_SHARED_DATA is optional.
 set -u
 S=${SLICESIM:?SLICESIM not set}
@@ -34,6 +35,8 @@ json_num() {
 grep -q "slicesim trace stats" "$T/out" || fail "trace --help: no usage"
 "$S" trace stats --help >"$T/out" || fail "trace stats --help exit $?"
 grep -q -- "--json" "$T/out" || fail "trace stats --help does not mention --json"
+grep -q -- "--spread" "$T/out" || fail "trace stats --help does not mention --spread"
+grep -q "mooncake" "$T/out" || fail "trace stats --help does not mention mooncake"
 "$S" trace gen --help >"$T/out" || fail "trace gen --help exit $?"
 grep -q -- "--prompt" "$T/out" || fail "trace gen --help does not mention --prompt"
 expect_error 2 '^slicesim: trace: unknown subcommand' "$S" trace frobnicate
@@ -108,7 +111,7 @@ expect_error 2 "^slicesim: $T/bad4.csv:5: output_tokens: must be >= 1, got -3\$"
 { printf '%s\n0,0,a,1,1\n' $H; head -c 70000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
 expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 65536 bytes\$" \
     "$S" trace stats "$T/bad5.csv"
-KNOWN='\(known: auto, native, azure, vidur\)'
+KNOWN='\(known: auto, native, azure, vidur, burstgpt, mooncake\)'
 expect_error 2 "^slicesim: $T/bad1.csv: format: unknown format 'csv' $KNOWN\$" \
     "$S" trace stats --format csv "$T/bad1.csv"
 expect_error 2 "^slicesim: $T/bad1.csv:1: header: missing column TIMESTAMP\$" \
@@ -116,6 +119,50 @@ expect_error 2 "^slicesim: $T/bad1.csv:1: header: missing column TIMESTAMP\$" \
 expect_error 2 "^slicesim: $T/nope.csv: cannot open" "$S" trace stats "$T/nope.csv"
 expect_error 2 '^slicesim: trace stats: ' "$S" trace stats
 expect_error 2 '^slicesim: trace stats: bad option' "$S" trace stats --bogus "$T/bad1.csv"
+
+# ---- Mooncake JSONL and BurstGPT ---------------------------------------------------------
+mc() { printf '{"timestamp": %s, "input_length": %s, "output_length": %s, "hash_ids": [%s]}\n' "$@"; }
+{ mc 1000 600 5 '0, 1'; mc 1000 700 6 '0, 2'; mc 1000 800 7 '3, 4'; mc 1003 900 8 '5'; } >"$T/mc.jsonl"
+"$S" trace stats --json "$T/mc.jsonl" >"$T/mc.json" || fail "stats mooncake exit $?"
+grep -q '"format":"mooncake"' "$T/mc.json" || fail "mooncake: not detected: $(cat "$T/mc.json")"
+[ "$(json_num "$T/mc.json" requests)" = 4 ] || fail "mooncake: want 4 requests"
+[ "$(json_num "$T/mc.json" max prompt)" = 900 ] || fail "mooncake: prompt max"
+[ "$(json_num "$T/mc.json" span_s)" = 0.003000 ] || fail "mooncake: span"
+# Without --spread the gaps are 0, 0 and 3 ms (cv sqrt(2)); spread, all are 1 ms (cv 0).
+awk -v c="$(json_num "$T/mc.json" interarrival_cv)" 'BEGIN { exit !(c > 1.414 && c < 1.415) }' ||
+    fail "mooncake: cv $(json_num "$T/mc.json" interarrival_cv), want 1.414"
+"$S" trace stats --spread --json "$T/mc.jsonl" >"$T/mcs.json" || fail "stats --spread exit $?"
+[ "$(json_num "$T/mcs.json" interarrival_cv)" = 0.000000 ] || fail "--spread: cv not 0"
+[ "$(json_num "$T/mcs.json" span_s)" = 0.003000 ] || fail "--spread: span changed"
+"$S" trace stats -s --format mooncake - <"$T/mc.jsonl" >"$T/table" || fail "stats -s - exit $?"
+grep -Eq '^format +mooncake$' "$T/table" || fail "mooncake table: $(cat "$T/table")"
+{ mc 5 1 1 ''; printf '{"timestamp": 6, "input_length": 1, "output_length": 1, "hash_ids": [-1]}\n'; } \
+    >"$T/mcbad1.jsonl"
+expect_error 2 "^slicesim: $T/mcbad1.jsonl:2: hash_ids: must be >= 0, got -1\$" \
+    "$S" trace stats "$T/mcbad1.jsonl"
+{ mc 5 1 1 ''; printf '{"timestamp": 6, "input_length": 1, "output_length": 1\n'; } >"$T/mcbad2.jsonl"
+expect_error 2 "^slicesim: $T/mcbad2.jsonl:2: json: expected ',' or '}' \\(column 55\\)\$" \
+    "$S" trace stats --spread "$T/mcbad2.jsonl"
+printf '{"input_length": 1, "output_length": 1}\n' >"$T/mcbad3.jsonl"
+expect_error 2 "^slicesim: $T/mcbad3.jsonl:1: timestamp: missing\$" "$S" trace stats "$T/mcbad3.jsonl"
+expect_error 2 "^slicesim: $T/bad1.csv:1: json: expected '\\{' \\(column 1\\)\$" \
+    "$S" trace stats --format mooncake "$T/bad1.csv"
+BH='Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type'
+printf '%s\n5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n%s\n' \
+    "$BH" '118,GPT-4,417,276,693,API log' >"$T/burst.csv"
+"$S" trace stats --json "$T/burst.csv" >"$T/b.json" || fail "stats burstgpt exit $?"
+grep -q '"format":"burstgpt"' "$T/b.json" || fail "burstgpt: not detected: $(cat "$T/b.json")"
+[ "$(json_num "$T/b.json" requests)" = 2 ] || fail "burstgpt: want 2 requests"
+[ "$(json_num "$T/b.json" skipped)" = 1 ] || fail "burstgpt: want 1 skipped"
+[ "$(json_num "$T/b.json" tenants)" = 2 ] || fail "burstgpt: want 2 tenants"
+"$S" trace stats "$T/burst.csv" >"$T/table" || fail "stats burstgpt table exit $?"
+grep -Eq '^skipped +1$' "$T/table" || fail "burstgpt table: no skipped row: $(cat "$T/table")"
+printf '%s\n5,ChatGPT,472,18,490,x\n4,ChatGPT,472,18,490,x\n' "$BH" >"$T/bbad.csv"
+expect_error 2 "^slicesim: $T/bbad.csv:3: Timestamp: goes backwards \\(4 < 5\\)\$" \
+    "$S" trace stats "$T/bbad.csv"
+printf 'Timestamp,Model,Response tokens\n5,ChatGPT,18\n' >"$T/bbad2.csv"
+expect_error 2 "^slicesim: $T/bbad2.csv:1: header: missing column Request tokens\$" \
+    "$S" trace stats "$T/bbad2.csv"
 
 # ---- bad gen options: exit 2 (1 for I/O), no output file, no leftover .tmp --------------
 expect_error 2 '^slicesim: trace gen: --rate: must be > 0' \
@@ -156,6 +203,20 @@ if [ -r "$CONV" ]; then
     grep -q '"format":"azure"' "$T/conv.json" || fail "conv: not detected as azure"
 else
     echo "note: $CONV absent, real-trace checks skipped"
+fi
+MOON=$DATA/traces/mooncake/synthetic_trace.jsonl
+if [ -r "$MOON" ]; then
+    "$S" trace stats --json "$MOON" >"$T/moon.json" || fail "stats $MOON exit $?"
+    grep -q '"format":"mooncake"' "$T/moon.json" || fail "moon: not detected as mooncake"
+    [ "$(json_num "$T/moon.json" requests)" = "$(wc -l <"$MOON")" ] ||
+        fail "moon: requests $(json_num "$T/moon.json" requests), want $(wc -l <"$MOON") lines"
+    "$S" trace stats --spread --json "$MOON" >"$T/moons.json" || fail "stats --spread $MOON"
+    [ "$(json_num "$T/moons.json" requests)" = "$(json_num "$T/moon.json" requests)" ] ||
+        fail "moon: --spread changed the request count"
+    [ "$(json_num "$T/moons.json" span_s)" = "$(json_num "$T/moon.json" span_s)" ] ||
+        fail "moon: --spread changed the span"
+else
+    echo "note: $MOON absent, Mooncake checks skipped"
 fi
 VID=$DATA/traces/vidur/arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv
 if [ -r "$VID" ]; then

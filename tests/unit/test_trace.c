@@ -1,8 +1,10 @@
-/* Trace module: the three readers on small fixtures (CRLF, BOM, blank lines, extra columns),
- * auto-detection, exact FILE:LINE: field messages for each kind of bad input, exact
- * decimal-to-ns conversion, the tenant limit, constant memory, allocation-failure paths, a
- * random-input robustness run, the generator (determinism, stream independence, statistics,
- * CSV round trip), statistics, and the real Azure conversation trace when it is present. */
+/* Trace module: the five readers on small fixtures (CRLF, BOM, blank lines, extra columns,
+ * Azure 2023 and 2024 timestamps, BurstGPT tenants and skipped rows, Mooncake JSON with
+ * unknown and nested keys), auto-detection, exact FILE:LINE: field messages for each kind of
+ * bad input (malformed JSON included), exact decimal-to-ns conversion, the tenant limit, the
+ * spread option and its limits, constant memory, allocation-failure paths, a random-input
+ * robustness run, the generator (determinism, stream independence, statistics, CSV round
+ * trip), statistics, and the real Azure conversation and Mooncake traces when present. */
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
@@ -29,9 +31,11 @@ static const char *write_bytes(const char *name, const char *data, size_t len)
     return path;
 }
 
-/* Open data (as a file named "x.csv" in messages) and read every request. Returns the first
- * error, or the number of requests (>= 0). The message is left in eb. */
-static int64_t read_all_n(const char *data, size_t len, const char *format, ss_errbuf *eb)
+/* Open data (as a file named "x.csv" in messages), optionally with the spread option, and
+ * read every request. Returns the first error, or the number of requests (>= 0). The message
+ * is left in eb. */
+static int64_t read_all_opt(const char *data, size_t len, const char *format, int spread,
+                            ss_errbuf *eb)
 {
     const char *path = write_bytes("x.csv", data, len);
     FILE *f = fopen(path, "rb");
@@ -40,6 +44,8 @@ static int64_t read_all_n(const char *data, size_t len, const char *format, ss_e
     trace_rec rec;
     int64_t n = 0;
     int rc = trace_reader_open_stream(&r, f, "x.csv", format, eb);
+    if (rc == SS_OK)
+        assert_int_equal(trace_reader_set_spread(r, spread), 0);
     if (rc == SS_OK) {
         while ((rc = trace_reader_next(r, &rec, eb)) == 1)
             n++;
@@ -57,6 +63,11 @@ static int64_t read_all_n(const char *data, size_t len, const char *format, ss_e
     trace_reader_close(&r);
     fclose(f);
     return rc < 0 ? rc : n;
+}
+
+static int64_t read_all_n(const char *data, size_t len, const char *format, ss_errbuf *eb)
+{
+    return read_all_opt(data, len, format, 0, eb);
 }
 
 /* Assert that text fails with exactly msg (or, when prefix is set, a message starting so). */
@@ -247,6 +258,13 @@ static void test_autodetect_and_forced(void **state)
         {"GeneratedTokens,TIMESTAMP,ContextTokens\n1,2023-11-16 18:15:46,1\n", "azure"},
         {"arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n", "vidur"},
         {"Unnamed: 0,arrived_at,num_prefill_tokens,num_decode_tokens\n0,0,1,1\n", "vidur"},
+        {"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+         "5,ChatGPT,472,18,490,Conversation log\n",
+         "burstgpt"},
+        {"Response tokens,Model,Timestamp,Request tokens\n1,m,0,1\n", "burstgpt"},
+        {"{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n",
+         "mooncake"},
+        {"\n  {\"output_length\":1,\"input_length\":1,\"timestamp\":1}\n", "mooncake"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trace_reader *r = NULL;
@@ -262,7 +280,7 @@ static void test_autodetect_and_forced(void **state)
     int n = 0;
     for (; trace_format_names[n]; n++)
         ;
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 5);
     ss_errbuf eb = {""};
     /* A forced format that does not fit the header names the offending column. */
     expect_fmt(NAT_HDR "0,0,a,1,1\n", "azure", "x.csv:1: header: missing column TIMESTAMP", 0);
@@ -272,7 +290,7 @@ static void test_autodetect_and_forced(void **state)
     trace_reader *r = NULL;
     assert_int_equal(trace_reader_open(&r, "/nonexistent/t.csv", "csv", &eb), SS_ENOTFOUND);
     assert_string_equal(eb.msg, "/nonexistent/t.csv: format: unknown format 'csv' (known: auto, "
-                                "native, azure, vidur)");
+                                "native, azure, vidur, burstgpt, mooncake)");
     assert_null(r);
     assert_int_equal(trace_reader_open(&r, "/nonexistent/t.csv", "auto", &eb), SS_EIO);
     assert_non_null(strstr(eb.msg, "/nonexistent/t.csv: cannot open"));
@@ -409,14 +427,21 @@ static void test_random_inputs_never_crash(void **state)
         "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
         "2023-11-16 18:15:50.9951690,396,109\n",
         "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,374,44\n4.3e0,396,109\n",
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,ChatGPT,472,18,490,Conversation log\n45,GPT-4,1087,0,1087,API log\n",
+        "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 6, \"hash_ids\": [0, 1]}\n"
+        "{\"x\": [{\"y\": \"a\\u00e9\"}, null, true], \"timestamp\": 0, \"input_length\": 2,"
+        " \"output_length\": 1}\n",
     };
-    static const char *const formats[] = {"auto", "native", "azure", "vidur"};
-    static const char alphabet[] = ",,,\n\r.-+eE0123456789 :TZ\"\0\xff";
+    static const char *const formats[] = {"auto", "native", "azure", "vidur", "burstgpt",
+                                          "mooncake"};
+    static const char alphabet[] = ",,,\n\r.-+eE0123456789 :TZ\"\0\xff{}[]\\u";
+    const size_t n_seeds = sizeof seeds / sizeof *seeds;
     char buf[512];
     ss_rng rng;
     ss_rng_seed(&rng, 1234, 99);
-    for (int it = 0; it < 4000; it++) {
-        const char *seed = seeds[it % 4];
+    for (int it = 0; it < 6000; it++) {
+        const char *seed = seeds[(size_t)it % n_seeds];
         size_t len = strlen(seed);
         memcpy(buf, seed, len);
         int n_mut = 1 + (int)ss_rng_below(&rng, 8);
@@ -435,7 +460,8 @@ static void test_random_inputs_never_crash(void **state)
             for (size_t i = 0; i < len; i++)
                 buf[i] = alphabet[ss_rng_below(&rng, sizeof alphabet - 1)];
         ss_errbuf eb = {""};
-        int64_t rc = read_all_n(buf, len, formats[ss_rng_below(&rng, 4)], &eb);
+        int64_t rc = read_all_opt(buf, len, formats[ss_rng_below(&rng, 6)],
+                                  (int)ss_rng_below(&rng, 2), &eb);
         assert_true(rc >= 0 || rc == SS_EPARSE);
         if (rc < 0) {
             assert_non_null(strchr(eb.msg, ':'));
@@ -640,6 +666,685 @@ static void test_real_vidur_lengths_only(void **state)
     const char *tail = ":1: header: missing column arrived_at";
     assert_true(strlen(eb.msg) > strlen(tail));
     assert_string_equal(eb.msg + strlen(eb.msg) - strlen(tail), tail);
+    tu_assert_no_leaks();
+}
+
+/* ---- Azure 2024, BurstGPT, Mooncake, spread ------------------------------------------- */
+
+/* The week-long 2024 files have the 2023 columns; their timestamps carry microseconds and a
+ * +00:00 offset, and whole seconds have no fraction at all (both forms in one file). */
+static void test_azure_2024_fixture(void **state)
+{
+    (void)state;
+    static const char text[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                               "2024-05-10 00:00:00.009930+00:00,2162,5\n"
+                               "2024-05-10 00:00:00.017335+00:00,2399,6\n"
+                               "2024-05-10 00:00:01+00:00,76,15\n"
+                               "2024-05-10 23:59:59.999999+00:00,1,1\n"
+                               "2024-05-11 00:00:00+00:00,7670,8\n";
+    const ss_time t0 = 9930000;
+    const ss_time want[] = {0, 17335000 - t0, SS_NS_PER_S - t0,
+                            86399 * SS_NS_PER_S + 999999000 - t0, 86400 * SS_NS_PER_S - t0};
+    const uint32_t want_p[] = {2162, 2399, 76, 1, 7670};
+    ss_errbuf eb = {""};
+    trace_reader *r = NULL;
+    trace_rec rec;
+    const char *path = write_bytes("azure2024.csv", text, sizeof text - 1);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "azure");
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.arrival_ns, want[i]);
+        assert_int_equal(rec.prompt_tokens, want_p[i]);
+        assert_null(rec.prefix_blocks);
+        assert_int_equal(rec.n_prefix_blocks, 0);
+    }
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    trace_reader_close(&r);
+    /* Another offset, or an offset without seconds, is refused. */
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+02:00,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2024-05-10 00:00:00.009930+02:00'");
+    expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00+00:00,1,1\n",
+               "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
+               "'2024-05-10 00:00+00:00'");
+    tu_assert_no_leaks();
+}
+
+#define BG_HDR "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+
+static void test_burstgpt_fixture(void **state)
+{
+    (void)state;
+    static const char text[] = BG_HDR "5,ChatGPT,472,18,490,Conversation log\n"
+                                      "45,ChatGPT,1087,0,1087,Conversation log\n"
+                                      "118,GPT-4,417,276,693,Conversation log\n"
+                                      "\n"
+                                      "118.5,GPT-4,1,0,1,API log\n"
+                                      "120.25,ChatGPT,300,1,301,API log\n";
+    const ss_time want_t[] = {5 * SS_NS_PER_S, 118 * SS_NS_PER_S, 120250000000};
+    const uint32_t want_p[] = {472, 417, 300}, want_o[] = {18, 276, 1};
+    const uint16_t want_tenant[] = {0, 1, 0};
+    const uint64_t want_line[] = {2, 4, 7};
+    ss_errbuf eb = {""};
+    trace_reader *r = NULL;
+    trace_rec rec;
+    const char *path = write_bytes("burst.csv", text, sizeof text - 1);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "burstgpt");
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+        assert_int_equal(rec.arrival_ns, want_t[i]);
+        assert_int_equal(rec.prompt_tokens, want_p[i]);
+        assert_int_equal(rec.output_tokens, want_o[i]);
+        assert_int_equal(rec.tenant, want_tenant[i]);
+        assert_int_equal(rec.line, want_line[i]);
+        assert_int_equal(rec.id, i);
+    }
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    assert_int_equal(trace_reader_n_skipped(r), 2);
+    assert_int_equal(trace_reader_n_tenants(r), 2);
+    assert_string_equal(trace_reader_tenant_name(r, 0), "ChatGPT");
+    assert_string_equal(trace_reader_tenant_name(r, 1), "GPT-4");
+    trace_reader_close(&r);
+    /* Columns in any order, CRLF, the announced Session ID / Elapsed time columns ignored. */
+    static const char text2[] = "Log Type,Timestamp,Session ID,Model,Request tokens,"
+                                "Response tokens,Total tokens,Elapsed time\r\n"
+                                "API log,0.5,s1,GPT-4,10,20,30,1.5\r\n"
+                                "API log,0.5,s2,GPT-4,11,0,11,0\r\n";
+    path = write_bytes("burst2.csv", text2, sizeof text2 - 1);
+    assert_int_equal(trace_reader_open(&r, path, NULL, &eb), 0);
+    assert_string_equal(trace_reader_format(r), "burstgpt");
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, 500000000);
+    assert_int_equal(rec.prompt_tokens, 10);
+    assert_int_equal(rec.output_tokens, 20);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    assert_int_equal(trace_reader_n_skipped(r), 1);
+    trace_reader_close(&r);
+    /* Other formats skip nothing. */
+    path = write_bytes("nat.csv", NAT_HDR "0,0,a,1,1\n", strlen(NAT_HDR) + 10);
+    assert_int_equal(trace_reader_open(&r, path, NULL, &eb), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(trace_reader_n_skipped(r), 0);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+static void test_burstgpt_bad_input(void **state)
+{
+    (void)state;
+    ss_errbuf eb = {""};
+    expect_msg("Timestamp,Model,Response tokens,Total tokens,Log Type\n5,ChatGPT,18,490,x\n",
+               "x.csv:1: header: missing column Request tokens");
+    expect_msg(BG_HDR "5,,472,18,490,x\n", "x.csv:2: Model: empty field");
+    expect_msg(BG_HDR "5,ChatGPT,472,-1,471,x\n", "x.csv:2: Response tokens: must be >= 0, got -1");
+    expect_msg(BG_HDR "5,ChatGPT,472,,471,x\n", "x.csv:2: Response tokens: empty field");
+    expect_msg(BG_HDR "5,ChatGPT,0,18,18,x\n", "x.csv:2: Request tokens: must be >= 1, got 0");
+    expect_msg(BG_HDR "abc,ChatGPT,1,1,2,x\n",
+               "x.csv:2: Timestamp: not a number of seconds: 'abc'");
+    expect_msg(BG_HDR "10,A,1,1,2,x\n9.5,A,1,1,2,x\n",
+               "x.csv:3: Timestamp: goes backwards (9.5 < 10)");
+    expect_msg(BG_HDR "5,A,1,1,2\n", "x.csv:2: line: expected 6 fields, got 5");
+    /* Skipped rows: their time must still parse, but they do not take part in the order. */
+    expect_msg(BG_HDR "x,ChatGPT,1,0,1,x\n", "x.csv:2: Timestamp: not a number of seconds: 'x'");
+    static const char order[] = BG_HDR "10,A,1,1,2,x\n5,A,1,0,1,x\n11,A,1,1,2,x\n";
+    assert_int_equal(read_all_n(order, strlen(order), "auto", &eb), 2);
+    expect_msg(BG_HDR "5,ChatGPT,1,0,1,x\n6,ChatGPT,1,0,1,x\n",
+               "x.csv:4: trace: no requests (2 rows skipped)");
+    tu_assert_no_leaks();
+}
+
+#define MC_G "{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1}\n"
+
+static void test_mooncake_fixture(void **state)
+{
+    (void)state;
+    /* BOM, CRLF, blank lines, keys in any order, unknown keys of every type (nested values
+     * with brackets and quotes inside strings), an escaped key, decimal and exponent times,
+     * empty and absent hash_ids, no final newline. */
+    static const char text[] =
+        "\xEF\xBB\xBF{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 6, "
+        "\"hash_ids\": [0, 1, 2]}\r\n"
+        "\n"
+        "  {\"hash_ids\":[7,4294967295],\"extra\":{\"a\":[1,{\"b\":null},[]],\"c\":\"x,]}\\\"\"},"
+        "\"output_length\":2,\"flag\":true,\"input_length\":512,\"n\":-1.5e-3,\"no\":false,"
+        "\"timestamp\":40.25,\"s\":\"\\u00e9\\n\\/\",\"e\":{}} \t\n"
+        "{\"timest\\u0061mp\": 40.25, \"input_length\": 3, \"output_length\": 3, \"hash_ids\": []}\n"
+        "{\"timestamp\": 1E3, \"input_length\": 10000000, \"output_length\": 1}";
+    const char *path = write_bytes("mc.jsonl", text, sizeof text - 1);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "mooncake");
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, 0);
+    assert_int_equal(rec.prompt_tokens, 1025);
+    assert_int_equal(rec.output_tokens, 6);
+    assert_int_equal(rec.line, 1);
+    assert_int_equal(rec.id, 0);
+    assert_int_equal(rec.tenant, 0);
+    assert_int_equal(rec.n_prefix_blocks, 3);
+    assert_non_null(rec.prefix_blocks);
+    for (uint32_t i = 0; i < 3; i++)
+        assert_int_equal(rec.prefix_blocks[i], i);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, 40250000);
+    assert_int_equal(rec.prompt_tokens, 512);
+    assert_int_equal(rec.output_tokens, 2);
+    assert_int_equal(rec.line, 3);
+    assert_int_equal(rec.n_prefix_blocks, 2);
+    assert_int_equal(rec.prefix_blocks[0], 7);
+    assert_int_equal(rec.prefix_blocks[1], UINT32_MAX);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, 40250000);
+    assert_int_equal(rec.n_prefix_blocks, 0);
+    assert_null(rec.prefix_blocks);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, SS_NS_PER_S);
+    assert_int_equal(rec.prompt_tokens, TRACE_MAX_TOKENS);
+    assert_int_equal(rec.line, 5);
+    assert_null(rec.prefix_blocks);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 0);
+    assert_int_equal(trace_reader_n_tenants(r), 1);
+    assert_string_equal(trace_reader_tenant_name(r, 0), "default");
+    assert_int_equal(trace_reader_digest(r), fnv1a(text, sizeof text - 1));
+    trace_reader_close(&r);
+    /* Forced, and refused on a CSV file; an empty file. */
+    assert_int_equal(trace_reader_open(&r, path, "mooncake", &eb), 0);
+    trace_reader_close(&r);
+    expect_fmt(NAT_HDR "0,0,a,1,1\n", "mooncake", "x.csv:1: json: expected '{' (column 1)", 0);
+    expect_fmt("\n \n", "mooncake", "x.csv:1: trace: file is empty", 0);
+    /* The most ids a line may hold. */
+    static char big[TRACE_MAX_LINE];
+    int n = snprintf(big, sizeof big, "{\"timestamp\":0,\"input_length\":1,\"output_length\":1,"
+                                      "\"hash_ids\":[");
+    for (int i = 0; i < TRACE_MAX_PREFIX_BLOCKS; i++)
+        n += snprintf(big + n, sizeof big - (size_t)n, i ? ",%d" : "%d", i % 10);
+    n += snprintf(big + n, sizeof big - (size_t)n, "]}\n");
+    assert_int_equal(read_all_n(big, (size_t)n, "auto", &eb), 1);
+    memcpy(big + n - 3, ",1]}\n", 5);
+    expect_error(big, (size_t)n + 2, "auto", SS_EPARSE, "x.csv:1: hash_ids: more than 20000 ids",
+                 0);
+    tu_assert_no_leaks();
+}
+
+static void test_mooncake_bad_json(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line, *msg;
+    } cases[] = {
+        /* JSON syntax. */
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1",
+         "json: expected ',' or '}' (column 55)"},
+        {"\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1}",
+         "json: expected '{' (column 1)"},
+        {"[1, 2]", "json: expected '{' (column 1)"},
+        {"{\"timestamp\": 01}", "json: bad number: '01' (column 15)"},
+        {"{\"timestamp\": 1.}", "json: bad number: '1.' (column 15)"},
+        {"{\"timestamp\": 12x, \"a\": 1}", "json: bad number: '12x' (column 15)"},
+        {"{\"timestamp\": -}", "json: bad number: '-' (column 15)"},
+        {"{\"timestamp\": 1e}", "json: bad number: '1e' (column 15)"},
+        {"{\"timestamp\": +1}", "json: not a JSON value: '+1' (column 15)"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1} x",
+         "json: trailing characters after the object (column 57)"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1}{}",
+         "json: trailing characters after the object (column 56)"},
+        {"{\"timestamp: 1}", "json: unterminated string (column 16)"},
+        {"{\"a\\q\": 1}", "json: bad escape in a string (column 5)"},
+        {"{\"\\u12G4\": 1}", "json: bad \\u escape in a string (column 4)"},
+        {"{\"a\tb\": 1}", "json: control character in a string (column 4)"},
+        {"{\"x\": tru}", "json: not a JSON value: 'tru' (column 7)"},
+        {"{\"x\": nulls}", "json: not a JSON value: 'nulls' (column 7)"},
+        {"{\"x\": }", "json: not a JSON value: '}' (column 7)"},
+        {"{\"x\": [1,]}", "json: not a JSON value: ']' (column 10)"},
+        {"{\"x\": [1 2]}", "json: expected ',' or ']' (column 10)"},
+        {"{\"x\": 1,}", "json: expected a key string (column 9)"},
+        {"{,}", "json: expected a key string (column 2)"},
+        {"{\"x\" 1}", "json: expected ':' after a key (column 6)"},
+        {"{\"x\": {\"y\" : [1}}", "json: expected ',' or ']' (column 16)"},
+        {"{\"timestamp\": 1, \"timestamp\": 2}", "json: duplicate key 'timestamp' (column 18)"},
+        /* Keys and values. */
+        {"{\"input_length\": 1, \"output_length\": 1}", "timestamp: missing"},
+        {"{\"timestamp\": 1, \"output_length\": 1, \"hash_ids\": []}", "input_length: missing"},
+        {"{\"timestamp\": 1, \"input_length\": 1}", "output_length: missing"},
+        {"{\"Timestamp\": 1, \"input_length\": 1, \"output_length\": 1}", "timestamp: missing"},
+        {"{\"timestamp\": \"1\", \"input_length\": 1, \"output_length\": 1}",
+         "timestamp: not a number of milliseconds: '\"1\"'"},
+        {"{\"timestamp\": 1e999, \"input_length\": 1, \"output_length\": 1}",
+         "timestamp: not a number of milliseconds: '1e999'"},
+        {"{\"timestamp\": -1, \"input_length\": 1, \"output_length\": 1}",
+         "timestamp: must be >= 0, got -1"},
+        {"{\"timestamp\": 1, \"input_length\": \"12\", \"output_length\": 1}",
+         "input_length: not a number: '\"12\"'"},
+        {"{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 1}",
+         "input_length: must be >= 1, got 0"},
+        {"{\"timestamp\": 1, \"input_length\": 1.5, \"output_length\": 1}",
+         "input_length: not an integer: '1.5'"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 10000001}",
+         "output_length: must be <= 10000000, got 10000001"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": null}",
+         "output_length: not a number: 'null'"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": 5}",
+         "hash_ids: not an array: '5'"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": {\"a\": 1}}",
+         "hash_ids: not an array: '{\"a\": 1}'"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1, -1]}",
+         "hash_ids: must be >= 0, got -1"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [4294967296]}",
+         "hash_ids: must be <= 4294967295, got 4294967296"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1.5]}",
+         "hash_ids: not an integer: '1.5'"},
+        {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [[1]]}",
+         "hash_ids: not an integer: '[1]'"},
+        {"{\"timestamp\": 4.5, \"input_length\": 1, \"output_length\": 1}",
+         "timestamp: goes backwards (4.5 < 5)"},
+    };
+    char text[512], want[256];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        /* On line 2, after a good first line, and alone on line 1 (forced, or detected when
+         * the line starts with '{'). */
+        snprintf(text, sizeof text, MC_G "%s\n", cases[i].line);
+        snprintf(want, sizeof want, "x.csv:2: %s", cases[i].msg);
+        expect_fmt(text, "auto", want, 0);
+        if (strstr(cases[i].msg, "goes backwards"))
+            continue;
+        snprintf(text, sizeof text, "%s\n", cases[i].line);
+        snprintf(want, sizeof want, "x.csv:1: %s", cases[i].msg);
+        expect_fmt(text, "mooncake", want, 0);
+    }
+    /* Nesting is bounded (no deep recursion on hostile input). */
+    static char deep[TRACE_MAX_LINE];
+    int n = snprintf(deep, sizeof deep, "{\"x\": ");
+    memset(deep + n, '[', 60000);
+    deep[n + 60000] = '\n';
+    expect_error(deep, (size_t)n + 60001, "auto", SS_EPARSE,
+                 "x.csv:1: json: nested deeper than 64 levels (column 71)", 0);
+    /* 64 levels of objects and arrays (32 of each, alternating) are fine; 65 are not. */
+    ss_errbuf eb = {""};
+    for (int extra = 0; extra < 2; extra++) {
+        n = snprintf(deep, sizeof deep, "{\"x\": ");
+        for (int i = 0; i < 32; i++)
+            n += snprintf(deep + n, sizeof deep - (size_t)n, "{\"y\":[");
+        n += snprintf(deep + n, sizeof deep - (size_t)n, extra ? "[0]" : "0");
+        for (int i = 0; i < 32; i++)
+            n += snprintf(deep + n, sizeof deep - (size_t)n, "]}");
+        n += snprintf(deep + n, sizeof deep - (size_t)n, ", %s", MC_G + 1);
+        if (!extra)
+            assert_int_equal(read_all_n(deep, (size_t)n, "auto", &eb), 1);
+        else
+            expect_error(deep, (size_t)n, "auto", SS_EPARSE,
+                         "x.csv:1: json: nested deeper than 64 levels (column 199)", 0);
+    }
+    tu_assert_no_leaks();
+}
+
+/* Read every request of text with spread on; returns the count, records in out[]. */
+static size_t read_spread(const char *text, const char *format, trace_rec *out, size_t cap,
+                          uint32_t *blocks, size_t blocks_cap)
+{
+    const char *path = write_bytes("spread.txt", text, strlen(text));
+    trace_reader *r = NULL;
+    ss_errbuf eb = {""};
+    size_t n = 0, nb = 0;
+    int rc;
+    assert_int_equal(trace_reader_open(&r, path, format, &eb), 0);
+    assert_int_equal(trace_reader_set_spread(r, 1), 0);
+    while (n < cap && (rc = trace_reader_next(r, &out[n], &eb)) == 1) {
+        /* Copy the borrowed blocks before the next call invalidates them. */
+        assert_true(nb + out[n].n_prefix_blocks <= blocks_cap);
+        if (out[n].n_prefix_blocks)
+            memcpy(blocks + nb, out[n].prefix_blocks, out[n].n_prefix_blocks * sizeof *blocks);
+        nb += out[n].n_prefix_blocks;
+        n++;
+    }
+    if (rc < 0)
+        fail_msg("%s", eb.msg);
+    trace_reader_close(&r);
+    return n;
+}
+
+#define MC_AT(ms, ids) \
+    "{\"timestamp\": " ms ", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": " ids "}\n"
+
+static void test_spread(void **state)
+{
+    (void)state;
+    trace_rec rec[8];
+    uint32_t blocks[16];
+    /* Three at 1000 ms and the next at 1003 ms: 1000, 1001, 1002; the last group keeps its
+     * time; every request keeps its own prefix blocks. */
+    static const char mc[] = MC_AT("1000", "[1, 2]") MC_AT("1000", "[3]") MC_AT("1000", "[]")
+        MC_AT("1003", "[9]") MC_AT("1003", "[10, 11]");
+    assert_int_equal(read_spread(mc, "auto", rec, 8, blocks, 16), 5);
+    const ss_time want[] = {1000, 1001, 1002, 1003, 1003};
+    const uint32_t want_nb[] = {2, 1, 0, 1, 2}, want_b[] = {1, 2, 3, 9, 10, 11};
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(rec[i].arrival_ns, want[i] * SS_NS_PER_MS);
+        assert_int_equal(rec[i].n_prefix_blocks, want_nb[i]);
+        assert_int_equal(rec[i].id, i);
+        assert_int_equal(rec[i].line, i + 1);
+    }
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(blocks[i], want_b[i]);
+    /* Any format; each time is rounded down on its own: 4 requests over 10 ns give 0, 2, 5
+     * and 7 ns (not multiples of one rounded step). */
+    static const char nat[] = NAT_HDR "0,0,a,1,1\n1,0,a,1,1\n2,0,a,1,1\n3,0,a,1,1\n"
+                                      "4,0.00000001,a,1,1\n5,0.5,a,1,1\n";
+    assert_int_equal(read_spread(nat, "native", rec, 8, blocks, 16), 6);
+    const ss_time want_nat[] = {0, 2, 5, 7, 10, 500000000};
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(rec[i].arrival_ns, want_nat[i]);
+    /* Off by default, and only before the first request. */
+    const char *path = write_bytes("spread.txt", mc, strlen(mc));
+    trace_reader *r = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &rec[0], &eb), 1);
+    assert_int_equal(trace_reader_next(r, &rec[1], &eb), 1);
+    assert_int_equal(rec[1].arrival_ns, 1000 * SS_NS_PER_MS);
+    assert_int_equal(trace_reader_set_spread(r, 1), SS_EINVAL);
+    trace_reader_close(&r);
+    assert_int_equal(trace_reader_set_spread(NULL, 1), SS_EINVAL);
+    /* A malformed row is reported while the group before it is read. */
+    static const char bad[] = MC_AT("1000", "[1]") MC_AT("1000", "[2]") "{\"x\": 1}\n";
+    path = write_bytes("spread.txt", bad, strlen(bad));
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_set_spread(r, 1), 0);
+    assert_int_equal(trace_reader_next(r, &rec[0], &eb), SS_EPARSE);
+    assert_non_null(strstr(eb.msg, ":3: timestamp: missing"));
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+/* The lookahead is bounded in requests and in prefix blocks. */
+static void test_spread_limits(void **state)
+{
+    (void)state;
+    size_t cap = 64 + (size_t)(TRACE_MAX_SPREAD_GROUP + 2) * 24;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t len = (size_t)snprintf(buf, cap, NAT_HDR);
+    for (int i = 0; i < TRACE_MAX_SPREAD_GROUP; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%d,7,a,1,1\n", i);
+    size_t at_limit = len;
+    len += (size_t)snprintf(buf + len, cap - len, "x,7,a,1,1\n");
+    /* Exactly the limit, followed by the next time (or the end), is fine. */
+    memcpy(buf + at_limit, "9,8,a,1,1\n", 10);
+    ss_errbuf eb = {""};
+    const char *path = write_bytes("group.csv", buf, len);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    uint64_t n = 0;
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_set_spread(r, 1), 0);
+    ss_time last = -1;
+    while (trace_reader_next(r, &rec, &eb) == 1) {
+        assert_true(rec.arrival_ns > last); /* 65536 distinct times within one second */
+        last = rec.arrival_ns;
+        n++;
+    }
+    assert_int_equal(n, TRACE_MAX_SPREAD_GROUP + 1);
+    trace_reader_close(&r);
+    memcpy(buf + at_limit, "9,7,a,1,1\n", 10);
+    path = write_bytes("group.csv", buf, len);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_set_spread(r, 1), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), SS_EPARSE);
+    char want[160];
+    snprintf(want, sizeof want, "%s:%d: arrival_s: more than %d requests at 7 (the spread "
+             "lookahead limit)", path, TRACE_MAX_SPREAD_GROUP + 2, TRACE_MAX_SPREAD_GROUP);
+    assert_string_equal(eb.msg, want);
+    trace_reader_close(&r);
+    free(buf);
+    /* Prefix blocks: full lines of ids at one time until the total passes the limit. */
+    int lines = (int)(TRACE_MAX_SPREAD_BLOCKS / TRACE_MAX_PREFIX_BLOCKS) + 1;
+    cap = (size_t)lines * (2 * TRACE_MAX_PREFIX_BLOCKS + 100);
+    buf = malloc(cap);
+    assert_non_null(buf);
+    len = 0;
+    for (int l = 0; l < lines; l++) {
+        len += (size_t)snprintf(buf + len, cap - len, "{\"timestamp\":2.5,\"input_length\":1,"
+                                                       "\"output_length\":1,\"hash_ids\":[0");
+        for (int i = 1; i < TRACE_MAX_PREFIX_BLOCKS; i++) {
+            buf[len++] = ',';
+            buf[len++] = (char)('0' + i % 10);
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "]}\n");
+    }
+    snprintf(want, sizeof want, "x.csv:%d: timestamp: more than %u prefix blocks at 2.5 (the "
+             "spread lookahead limit)", lines, TRACE_MAX_SPREAD_BLOCKS);
+    path = write_bytes("x.csv", buf, len);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(trace_reader_open_stream(&r, f, "x.csv", "auto", &eb), 0);
+    assert_int_equal(trace_reader_set_spread(r, 1), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), SS_EPARSE);
+    assert_string_equal(eb.msg, want);
+    trace_reader_close(&r);
+    fclose(f);
+    /* One line fewer fits. */
+    buf[len - len / (size_t)lines] = '\0';
+    trace_rec *recs = malloc((size_t)lines * sizeof *recs);
+    uint32_t *ids = malloc(TRACE_MAX_SPREAD_BLOCKS * sizeof *ids);
+    assert_true(recs && ids);
+    assert_int_equal(read_spread(buf, "mooncake", recs, (size_t)lines, ids,
+                                 TRACE_MAX_SPREAD_BLOCKS),
+                     lines - 1);
+    assert_int_equal(ids[TRACE_MAX_PREFIX_BLOCKS + 1], 1);
+    free(recs);
+    free(ids);
+    free(buf);
+    tu_assert_no_leaks();
+}
+
+/* Open path, optionally spread, and compute statistics with the n-th allocation failing, for
+ * n = 1, 2, ... until a run succeeds: every failure is a clean SS_ENOMEM without leaks. */
+static void alloc_fail_loop(const char *path, int spread, uint64_t want_count,
+                            uint32_t want_tenants)
+{
+    for (uint64_t n = 1; n < 10000; n++) {
+        trace_reader *r = NULL;
+        trace_stats st;
+        ss_errbuf eb = {""};
+        uint64_t before = ss_alloc_count();
+        ss_alloc_fail_after(n);
+        int rc = trace_reader_open(&r, path, "auto", &eb);
+        if (rc == SS_OK) {
+            assert_int_equal(trace_reader_set_spread(r, spread), 0);
+            rc = trace_stats_compute(r, &st, &eb);
+            trace_reader_close(&r);
+        }
+        ss_alloc_fail_after(0);
+        uint64_t used = ss_alloc_count() - before;
+        tu_assert_no_leaks();
+        if (rc == SS_OK) {
+            assert_true(used < n);
+            assert_int_equal(st.count, want_count);
+            assert_int_equal(st.n_tenants, want_tenants);
+            return;
+        }
+        assert_int_equal(rc, SS_ENOMEM);
+        if (!strstr(eb.msg, "out of memory"))
+            fail_msg("n=%" PRIu64 ": %s", n, eb.msg);
+    }
+    fail_msg("no run succeeded");
+}
+
+static void test_alloc_failures_new_formats(void **state)
+{
+    (void)state;
+    char text[65536];
+    size_t len = 0;
+    /* Mooncake: groups of equal times (spread buffers grow several times). */
+    for (int i = 0; i < 60; i++) {
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "{\"timestamp\": %d, \"input_length\": 600, \"output_length\": 2,"
+                                " \"hash_ids\": [",
+                                i / 20);
+        for (int k = 0; k < 1 + i % 7; k++)
+            len += (size_t)snprintf(text + len, sizeof text - len, k ? ", %d" : "%d", i + k);
+        len += (size_t)snprintf(text + len, sizeof text - len, "]}\n");
+    }
+    const char *path = write_bytes("oom.jsonl", text, len);
+    alloc_fail_loop(path, 0, 60, 1);
+    alloc_fail_loop(path, 1, 60, 1);
+    /* BurstGPT: 40 models, every fifth row failed; the 8 models seen only in failed rows
+     * (0, 5, ..., 35) are not tenants. */
+    len = (size_t)snprintf(text, sizeof text, BG_HDR);
+    for (int i = 0; i < 50; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,model%d,5,%d,9,API log\n",
+                                i / 3, i % 40, i % 5);
+    path = write_bytes("oom.csv", text, len);
+    alloc_fail_loop(path, 0, 40, 32);
+    alloc_fail_loop(path, 1, 40, 32);
+    tu_assert_no_leaks();
+}
+
+/* Memory does not grow with a Mooncake trace's length either (without spread). */
+static void test_mooncake_constant_memory(void **state)
+{
+    (void)state;
+    const char *path = write_bytes("long.jsonl", "", 0);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "{\"timestamp\": %d, \"input_length\": 1500, \"output_length\": 3, "
+                   "\"hash_ids\": [%d, %d, %d]}\n", i, i, i + 1, i + 2);
+    assert_int_equal(fclose(f), 0);
+    trace_reader *r = NULL;
+    trace_rec rec;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    size_t live = ss_alloc_live_bytes();
+    uint64_t n_allocs = ss_alloc_count(), n = 1;
+    while (trace_reader_next(r, &rec, &eb) == 1) {
+        assert_int_equal(rec.prefix_blocks[2], n + 2);
+        n++;
+    }
+    assert_int_equal(n, 20000);
+    assert_int_equal(ss_alloc_live_bytes(), live);
+    assert_int_equal(ss_alloc_count(), n_allocs);
+    trace_reader_close(&r);
+    tu_assert_no_leaks();
+}
+
+/* The first line of a file, independently of the reader: "key": <integer> and hash_ids. */
+typedef struct first_line {
+    long long ts, in, out;
+    size_t n_ids;
+    long long first_id, last_id;
+} first_line;
+
+static long long int_after(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    assert_non_null(p);
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+static first_line scan_first_line(const char *line)
+{
+    first_line fl = {int_after(line, "\"timestamp\":"), int_after(line, "\"input_length\":"),
+                     int_after(line, "\"output_length\":"), 0, 0, 0};
+    const char *open = strchr(line, '['), *close = strchr(line, ']');
+    assert_true(open && close && close > open + 1);
+    fl.n_ids = 1;
+    for (const char *p = open; p < close; p++)
+        fl.n_ids += *p == ',';
+    fl.first_id = strtoll(open + 1, NULL, 10);
+    const char *last = close;
+    while (last[-1] != ',' && last[-1] != '[')
+        last--;
+    fl.last_id = strtoll(last, NULL, 10);
+    return fl;
+}
+
+/* Count, checksum of every prefix block, distinct arrival times, first and last arrival. */
+typedef struct mc_summary {
+    uint64_t n, n_blocks, block_sum, distinct;
+    ss_time first, last;
+} mc_summary;
+
+static mc_summary summarise(const char *path, int spread)
+{
+    mc_summary s = {0};
+    trace_reader *r = NULL;
+    trace_rec rec;
+    ss_errbuf eb = {""};
+    int rc;
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "mooncake");
+    assert_int_equal(trace_reader_set_spread(r, spread), 0);
+    while ((rc = trace_reader_next(r, &rec, &eb)) == 1) {
+        s.distinct += s.n == 0 || rec.arrival_ns != s.last;
+        if (s.n == 0)
+            s.first = rec.arrival_ns;
+        assert_true(rec.arrival_ns >= s.last);
+        s.last = rec.arrival_ns;
+        s.n++;
+        s.n_blocks += rec.n_prefix_blocks;
+        for (uint32_t i = 0; i < rec.n_prefix_blocks; i++)
+            s.block_sum = s.block_sum * 31 + rec.prefix_blocks[i];
+    }
+    if (rc)
+        fail_msg("%s", eb.msg);
+    trace_reader_close(&r);
+    return s;
+}
+
+static void test_real_mooncake(void **state)
+{
+    (void)state;
+    const char *path = tu_shared_path("traces/mooncake/synthetic_trace.jsonl");
+    if (!path)
+        skip();
+    /* Lines as `wc -l` counts them, and the first line. */
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *first = malloc(TRACE_MAX_LINE + 1);
+    assert_non_null(first);
+    size_t fl_len = 0;
+    uint64_t lines = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (lines == 0 && fl_len < TRACE_MAX_LINE)
+            first[fl_len++] = (char)c;
+        lines += c == '\n';
+    }
+    fclose(f);
+    first[fl_len] = '\0';
+    first_line want = scan_first_line(first);
+    free(first);
+    /* The first record against the file. */
+    trace_reader *r = NULL;
+    trace_rec rec;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
+    assert_int_equal(rec.arrival_ns, want.ts * SS_NS_PER_MS);
+    assert_int_equal(rec.prompt_tokens, want.in);
+    assert_int_equal(rec.output_tokens, want.out);
+    assert_int_equal(rec.n_prefix_blocks, want.n_ids);
+    assert_int_equal(rec.prefix_blocks[0], want.first_id);
+    assert_int_equal(rec.prefix_blocks[rec.n_prefix_blocks - 1], want.last_id);
+    /* 512-token blocks: one id per started block of the prompt. */
+    assert_int_equal(rec.n_prefix_blocks, (rec.prompt_tokens + 511) / 512);
+    trace_reader_close(&r);
+    /* Every line is a request; spreading keeps the requests, their blocks, the first and
+     * last times, and only makes more times distinct. */
+    mc_summary plain = summarise(path, 0), spread = summarise(path, 1);
+    assert_int_equal(plain.n, lines);
+    assert_int_equal(spread.n, lines);
+    assert_int_equal(spread.n_blocks, plain.n_blocks);
+    assert_int_equal(spread.block_sum, plain.block_sum);
+    assert_int_equal(spread.first, plain.first);
+    assert_int_equal(spread.last, plain.last);
+    assert_true(plain.distinct < plain.n); /* the sample has shared timestamps */
+    assert_true(spread.distinct > plain.distinct);
     tu_assert_no_leaks();
 }
 
@@ -987,6 +1692,16 @@ int main(void)
         cmocka_unit_test(test_stats_small),
         cmocka_unit_test(test_real_azure_conv),
         cmocka_unit_test(test_real_vidur_lengths_only),
+        cmocka_unit_test(test_azure_2024_fixture),
+        cmocka_unit_test(test_burstgpt_fixture),
+        cmocka_unit_test(test_burstgpt_bad_input),
+        cmocka_unit_test(test_mooncake_fixture),
+        cmocka_unit_test(test_mooncake_bad_json),
+        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_spread_limits),
+        cmocka_unit_test(test_alloc_failures_new_formats),
+        cmocka_unit_test(test_mooncake_constant_memory),
+        cmocka_unit_test(test_real_mooncake),
         cmocka_unit_test(test_gen_determinism_and_streams),
         cmocka_unit_test(test_gen_csv_round_trip),
         cmocka_unit_test(test_gen_statistics),
