@@ -205,7 +205,7 @@ static int opt_param(ss_params *p, const char *key, const char *val)
 
 static int parse_one(replay_opts *o, int c, const char *arg)
 {
-    uint64_t u;
+    uint64_t u = 0;
     int rc = CLI_OK;
     ss_errbuf eb = {{0}};
     switch (c) {

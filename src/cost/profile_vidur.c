@@ -219,7 +219,7 @@ static int compute_row(imp *im, const ss_csv *c, const vcols *k, ss_errbuf *eb)
     *r = (imp_row){.tp = (uint32_t)tp, .key = (uint64_t)tok, .dup = 1};
     uint32_t cnt[N_OUT] = {0};
     for (int i = 0; i < N_VOPS; i++) {
-        double med, mn;
+        double med = 0, mn = 0;
         int o = vidur_ops[i].out;
         if (k->med[i] < 0)
             continue;
@@ -285,7 +285,7 @@ static int network_cols(imp *im, const ss_csv *c, ncols *k, char *name, size_t n
 static int network_row(imp *im, const ss_csv *c, const ncols *k, const char *name, ss_errbuf *eb)
 {
     int64_t rank, workers, size, per_node;
-    double med, mn;
+    double med = 0, mn = 0;
     int rc;
     if ((rc = get_int(c, k->rank, 0, &rank, eb)) ||
         (rc = get_int(c, k->workers, 1, &workers, eb)) ||

@@ -169,7 +169,7 @@ static int get_field(const trace__row *row, int col, const char *name, trace__fi
 int trace__get_int(const trace__row *row, int col, const char *name, int64_t lo, int64_t hi,
                    int64_t *out, ss_errbuf *eb)
 {
-    trace__field f;
+    trace__field f = {0};
     trace__shown sh;
     int neg, rc = get_field(row, col, name, &f, eb);
     uint64_t mag;
@@ -178,7 +178,7 @@ int trace__get_int(const trace__row *row, int col, const char *name, int64_t lo,
     if (scan_int(f.s, f.len, &neg, &mag) < 0)
         return trace__err(row, eb, SS_EPARSE, name, "not an integer: '%s'",
                           trace__show(&sh, f.s, f.len));
-    int64_t v;
+    int64_t v = 0;
     if (!neg)
         v = mag > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)mag;
     else
@@ -196,7 +196,7 @@ int trace__get_int(const trace__row *row, int col, const char *name, int64_t lo,
 int trace__get_u64(const trace__row *row, int col, const char *name, uint64_t *out,
                    ss_errbuf *eb)
 {
-    trace__field f;
+    trace__field f = {0};
     trace__shown sh;
     int neg, rc = get_field(row, col, name, &f, eb);
     uint64_t mag;
@@ -219,7 +219,7 @@ int trace__get_u64(const trace__row *row, int col, const char *name, uint64_t *o
 int trace__get_tokens(const trace__row *row, int col, const char *name, uint32_t *out,
                       ss_errbuf *eb)
 {
-    int64_t v;
+    int64_t v = 0;
     int rc = trace__get_int(row, col, name, 1, TRACE_MAX_TOKENS, &v, eb);
     if (rc == SS_OK)
         *out = (uint32_t)v;
@@ -229,7 +229,7 @@ int trace__get_tokens(const trace__row *row, int col, const char *name, uint32_t
 int trace__get_secs(const trace__row *row, int col, const char *name, ss_time *out,
                     ss_errbuf *eb)
 {
-    trace__field f;
+    trace__field f = {0};
     trace__shown sh;
     ss_time t;
     int rc = get_field(row, col, name, &f, eb);
@@ -265,7 +265,7 @@ int trace__parse_ms(const char *s, size_t len, ss_time *out)
 
 int trace__get_ms(const trace__row *row, int col, const char *name, ss_time *out, ss_errbuf *eb)
 {
-    trace__field f;
+    trace__field f = {0};
     trace__shown sh;
     ss_time t;
     int rc = get_field(row, col, name, &f, eb);
@@ -284,7 +284,7 @@ int trace__get_ms(const trace__row *row, int col, const char *name, ss_time *out
 int trace__get_tenant(const trace__row *row, int col, const char *name, uint16_t *out,
                       ss_errbuf *eb)
 {
-    trace__field f;
+    trace__field f = {0};
     int rc = get_field(row, col, name, &f, eb);
     if (rc)
         return rc;
