@@ -65,12 +65,6 @@ void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0)
     b->prefill_ctx_tokens += c0 + q;
 }
 
-void cost_batch_add_decode(cost_batch *b, uint64_t ctx)
-{
-    b->n_decode++;
-    b->decode_ctx_tokens += ctx;
-}
-
 void cost_batch_merge(cost_batch *dst, const cost_batch *src)
 {
     dst->n_prefill += src->n_prefill;

@@ -69,7 +69,11 @@ typedef struct cost_batch {
 
 /* Add one prefill chunk of q tokens over c0 cached tokens / one decode at context ctx. */
 void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0);
-void cost_batch_add_decode(cost_batch *b, uint64_t ctx);
+static inline void cost_batch_add_decode(cost_batch *b, uint64_t ctx)
+{
+    b->n_decode++;
+    b->decode_ctx_tokens += ctx;
+}
 /* Add every field of src into dst. */
 void cost_batch_merge(cost_batch *dst, const cost_batch *src);
 

@@ -236,23 +236,22 @@ static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t 
 {
     gmg_req *q = gmg_req_at(s->g, r);
     uint32_t pending = q->prompt + q->generated - q->computed;
-    if (q->state == GMG_REQ_WAITING) {
+    if (q->state != GMG_REQ_RUNNING || q->q_tokens) {
+        if (q->state != GMG_REQ_WAITING)
+            ss_fatal(SS_LOC, "policy scheduled request %llu in state %u%s",
+                     (unsigned long long)q->trace_id, q->state, q->q_tokens ? " twice" : "");
         wait_remove(s, c, r);
         gmg_list_push_back(s->g, &c->running, r);
         q->state = GMG_REQ_RUNNING;
-    } else if (q->state != GMG_REQ_RUNNING || q->q_tokens) {
-        ss_fatal(SS_LOC, "policy scheduled request %llu in state %u%s",
-                 (unsigned long long)q->trace_id, q->state, q->q_tokens ? " twice" : "");
     }
-    if (q_tok < 1 || q_tok > pending)
+    if (q_tok - 1 >= pending) /* q_tok < 1 or q_tok > pending */
         ss_fatal(SS_LOC, "policy scheduled %u tokens of request %llu, which has %u pending",
                  q_tok, (unsigned long long)q->trace_id, pending);
     uint64_t tokens = (uint64_t)q->computed + q_tok;
-    uint32_t blocks = gmg_blocks_hold(c, q->blocks, tokens) ? q->blocks : gmg_blocks_for(c, tokens);
-    if (hold > blocks)
-        blocks = hold;
-    if (blocks != q->blocks)
-        gmg_req_set_blocks(s->g, c, q, blocks);
+    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
+        uint32_t blocks = gmg_blocks_for(c, tokens);
+        gmg_req_set_blocks(s->g, c, q, hold > blocks ? hold : blocks);
+    }
     if (pending == 1 && q->generated > 0)
         cost_batch_add_decode(&c->iter.batch, tokens);
     else

@@ -46,13 +46,6 @@ void pol__pool_init(pol__pool *pool, const pol__common *cm, const gmg_container 
     pool->last_kept = c->running.tail;
 }
 
-void pol__run(pol_batch_decision *out, gmg_id r, uint32_t q, uint32_t hold)
-{
-    out->run[out->n_run] = r;
-    out->q_tokens[out->n_run] = q;
-    out->hold[out->n_run++] = hold;
-}
-
 int pol__can_allocate(const pol__pool *pool, const gmg_container *c, int64_t need)
 {
     if ((int64_t)c->blocks_total - need < pool->watermark)

@@ -33,7 +33,12 @@ typedef struct pol__pool {
 
 void pol__pool_init(pol__pool *pool, const pol__common *cm, const gmg_container *c);
 /* Append r to the run list with q tokens and a block reservation (0 = none). */
-void pol__run(pol_batch_decision *out, gmg_id r, uint32_t q, uint32_t hold);
+static inline void pol__run(pol_batch_decision *out, gmg_id r, uint32_t q, uint32_t hold)
+{
+    out->run[out->n_run] = r;
+    out->q_tokens[out->n_run] = q;
+    out->hold[out->n_run++] = hold;
+}
 /* Decode every running request whose pending work is one token, in admission order; when one
  * cannot get its next block, evict the newest running request (or itself when it is the
  * newest): rejected past the livelock guard, else swapped out when swap is on and host space
