@@ -5,10 +5,7 @@
 # run also goes to results/batching-compare.db. Extra arguments go to every replay.
 set -eu
 cd "$(dirname "$0")/.."
-if [ ! -f build-release/build.ninja ]; then
-    meson setup build-release --buildtype=release >/dev/null
-fi
-ninja -C build-release >/dev/null
+bash tools/build-release.sh
 S=./build-release/src/slicesim
 AZ=../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || AZ=traces/azure-conv-synth.csv

@@ -7,10 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}
-if [ ! -x "$S" ]; then
-    meson setup build-release --buildtype=release >/dev/null
-    ninja -C build-release >/dev/null
-fi
+[ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 DB=results/load-sweep.db
 mkdir -p results plots/out
 first=""

@@ -6,9 +6,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
-if [ ! -f build-release/build.ninja ]; then
-    meson setup build-release --buildtype=release >/dev/null
-fi
-ninja -C build-release >/dev/null
+bash tools/build-release.sh
 exec ./build-release/src/slicesim replay --trace traces/azure-conv-synth.csv --model llama-2-7b \
     --gpu a100-80g --replicas 4 --tp 1 --db results/slicesim.db "$@"

@@ -1,0 +1,9 @@
+#!/bin/bash
+# Configure (once) and build the release binary in build-release/; used by the main job, the
+# benchmarks and the experiments. Prints nothing on success.
+set -eu
+cd "$(dirname "$0")/.."
+if [ ! -f build-release/build.ninja ]; then
+    meson setup build-release --buildtype=release >/dev/null
+fi
+ninja -C build-release >/dev/null
