@@ -11,7 +11,7 @@ AZ=../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || AZ=traces/azure-conv-synth.csv
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-num() { grep -o "\"$2\": {[^}]*}" "$1" | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }
+num() { grep -o "\"$2\": {[^}]*}" "$1" | head -1 | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }
 top() { grep -o "\"$2\": [0-9.]*" "$1" | head -1 | cut -d' ' -f2; }
 echo "trace: $AZ; 2 x a100-80g, llama-2-7b"
 echo

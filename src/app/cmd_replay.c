@@ -2,6 +2,7 @@
  * run in SQLite. Owns option parsing, the trace source adapter (--limit, --rate-scale), the
  * store sink and the progress line; the simulation itself is gsim/. */
 #include "cli.h"
+#include "report.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
@@ -365,78 +366,6 @@ static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finish
     fflush(stderr);
 }
 
-/* ---- output ----------------------------------------------------------------------------- */
-
-static void json_pct(FILE *f, const char *name, const metrics_pct *p)
-{
-    fprintf(f, ", \"%s\": {\"mean\": %.6f, \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, "
-               "\"max\": %.6f}",
-            name, p->mean, p->p50, p->p90, p->p99, p->max);
-}
-
-static void print_json(const replay_opts *o, const gsim *g, const trace_reader *r,
-                       const metrics_summary *m, double wall_s)
-{
-    const des_stats *d = gsim_des_stats(g);
-    printf("{\"requests\": %llu, \"completed\": %llu, \"rejected\": %llu, \"truncated\": %llu, "
-           "\"preemptions\": %llu, \"swap_outs\": %llu, \"aborted\": %llu, \"events\": %llu, "
-           "\"iterations\": %llu, \"wall_s\": %.6f, "
-           "\"sim_s\": %.9f, \"prompt_tokens_per_s\": %.6f, \"output_tokens_per_s\": %.6f, "
-           "\"requests_per_s\": %.6f, \"peak_in_flight\": %u, \"skipped\": %llu",
-           (unsigned long long)m->requests, (unsigned long long)m->completed,
-           (unsigned long long)m->rejected, (unsigned long long)m->truncated,
-           (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
-           (unsigned long long)m->aborted, (unsigned long long)d->n_events,
-           (unsigned long long)gsim_iterations(g), wall_s, m->sim_s, m->prompt_tokens_per_s,
-           m->output_tokens_per_s, m->requests_per_s, gsim_graph(g)->peak_in_flight,
-           (unsigned long long)trace_reader_n_skipped(r));
-    json_pct(stdout, "ttft_ms", &m->ttft_ms);
-    json_pct(stdout, "tbt_ms", &m->tbt_ms);
-    json_pct(stdout, "e2e_ms", &m->e2e_ms);
-    printf(", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, "
-           "\"pp\": %u, \"batching\": \"%s\", \"routing\": \"%s\", \"cost_model\": \"%s\", "
-           "\"seed\": %llu}\n",
-           o->model, o->gpu, o->sim.replicas, o->sim.tp, o->sim.pp, o->sim.batching, o->sim.routing,
-           o->sim.cost, (unsigned long long)o->sim.seed);
-}
-
-static void table_row(const char *name, const metrics_pct *p)
-{
-    printf("  %-6s %10.1f %10.1f %10.1f %10.1f %10.1f\n", name, p->mean, p->p50, p->p90, p->p99,
-           p->max);
-}
-
-static void print_table(const replay_opts *o, const trace_reader *r, const gsim *g,
-                        const metrics_summary *m, double wall_s)
-{
-    const char *fmt = trace_reader_format(r);
-    const des_stats *d = gsim_des_stats(g);
-    printf("slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s routing, %s "
-           "costs\n",
-           o->trace, fmt, o->sim.replicas * o->sim.tp * o->sim.pp, o->gpu, o->model, o->sim.tp,
-           o->sim.pp,
-           o->sim.batching, o->sim.routing, o->sim.cost);
-    printf("  requests %llu: completed %llu, rejected %llu, truncated %llu; preemptions %llu "
-           "(%llu by swap; %llu requests abandoned)\n",
-           (unsigned long long)m->requests, (unsigned long long)m->completed,
-           (unsigned long long)m->rejected, (unsigned long long)m->truncated,
-           (unsigned long long)m->preemptions, (unsigned long long)m->swap_outs,
-           (unsigned long long)m->aborted);
-    if (trace_reader_n_skipped(r))
-        printf("  skipped %llu trace rows the format marks as failed requests\n",
-               (unsigned long long)trace_reader_n_skipped(r));
-    printf("  simulated %.1f s in %.3f s wall (%llu events, %.2f M events/s; %llu iterations)\n",
-           m->sim_s, wall_s, (unsigned long long)d->n_events,
-           wall_s > 0 ? (double)d->n_events / wall_s / 1e6 : 0.0,
-           (unsigned long long)gsim_iterations(g));
-    printf("  throughput: %.1f prompt tokens/s, %.1f output tokens/s, %.2f requests/s\n",
-           m->prompt_tokens_per_s, m->output_tokens_per_s, m->requests_per_s);
-    printf("  latency (ms)  %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "max");
-    table_row("TTFT", &m->ttft_ms);
-    table_row("TBT", &m->tbt_ms);
-    table_row("E2E", &m->e2e_ms);
-}
-
 /* ---- the run ---------------------------------------------------------------------------- */
 
 static char *join_args(int argc, char **argv)
@@ -448,28 +377,6 @@ static char *join_args(int argc, char **argv)
     char *s = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
     ss_strbuf_fini(&b);
     return s;
-}
-
-static int store_gpus(store *st, const gsim *g, ss_errbuf *eb)
-{
-    const gmg *G = gsim_graph(g);
-    double span = ss_time_to_s(gsim_end_time(g));
-    for (uint32_t i = 0; i < G->n_gpus; i++) {
-        const gmg_gpu *u = &G->gpus[i];
-        const gmg_container *c = &G->ctrs[u->container];
-        store_gpu_row row = {
-            .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
-            .busy_s = ss_time_to_s(u->busy_ns),
-            .utilization = span > 0 ? ss_time_to_s(u->busy_ns) / span : 0,
-            .iterations = u->iterations, .kv_blocks = c->blocks_total,
-            .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
-            .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
-        };
-        int rc = store_run_gpu(st, &row, eb);
-        if (rc)
-            return rc;
-    }
-    return SS_OK;
 }
 
 typedef struct run_ctx {
@@ -540,17 +447,17 @@ static int simulate(run_ctx *x, double *wall_s)
     return rc;
 }
 
-static int finish_store(run_ctx *x, const metrics_summary *m, double wall_s)
+static report_run report_of(const run_ctx *x, double wall_s)
 {
-    store_run_end end = {
-        .wall_s = wall_s, .events = gsim_des_stats(x->g)->n_events,
-        .iterations = gsim_iterations(x->g), .peak_in_flight = gsim_graph(x->g)->peak_in_flight,
-        .trace_digest = trace_reader_digest(x->r),
+    const replay_opts *o = x->o;
+    report_run r = {
+        .source = o->trace, .format = trace_reader_format(x->r), .gpu = o->gpu,
+        .batching = o->sim.batching, .routing = o->sim.routing,
+        .cluster = o->sim.cluster ? o->sim.cluster : "container", .cost = o->sim.cost,
+        .seed = o->sim.seed, .skipped = trace_reader_n_skipped(x->r),
+        .warmup_s = ss_time_to_s(o->sim.warmup), .wall_s = wall_s,
     };
-    int rc = store_gpus(x->st, x->g, &x->eb);
-    if (!rc)
-        rc = store_run_commit(x->st, m, &end, &x->eb);
-    return rc;
+    return r;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -582,14 +489,15 @@ int cmd_replay(int argc, char **argv)
     if (!rc)
         metrics_summarize(gsim_metrics(x.g), gsim_end_time(x.g), &m);
     if (!rc && x.st)
-        rc = finish_store(&x, &m, wall_s);
+        rc = report_store(x.st, x.g, &m, wall_s, trace_reader_digest(x.r), &x.eb);
     uint64_t tl_n = x.tl ? tl_events(x.tl) : 0;
     if (!rc && x.tl)
         rc = tl_close(&x.tl, &x.eb);
+    report_run rep = rc ? (report_run){0} : report_of(&x, wall_s);
     if (!rc && o.json)
-        print_json(&o, x.g, x.r, &m, wall_s);
+        report_json(stdout, &rep, x.g, &m);
     else if (!rc) {
-        print_table(&o, x.r, x.g, &m, wall_s);
+        report_table(stdout, &rep, x.g, &m);
         if (x.st)
             printf("  results: %s\n", store_path(x.st));
         if (o.timeline)

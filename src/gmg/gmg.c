@@ -72,7 +72,9 @@ static int grow_array(void **p, uint32_t n, uint32_t add, size_t elem)
 static void add_stage_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, const gmg_replica *r,
                            uint32_t stage)
 {
-    uint32_t per_node = s->gpu->gpus_per_node ? s->gpu->gpus_per_node : 1;
+    uint32_t per_node = s->gpus_per_node ? s->gpus_per_node : s->gpu->gpus_per_node;
+    if (!per_node)
+        per_node = 1;
     uint32_t node = g->n_gpus ? g->gpus[g->n_gpus - 1].node : 0;
     uint32_t used_in_node = 0;
     for (uint32_t i = 0; i < g->n_gpus; i++)

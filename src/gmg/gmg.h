@@ -40,6 +40,12 @@ typedef struct gmg_req {
     uint32_t output_asked; /* output tokens the trace asked for */
     uint16_t tenant;       /* tenant index */
     uint8_t tier;          /* SLA tier, 0 = highest */
+    uint8_t measured;      /* arrived after the warm-up: counted in the summaries */
+    ss_time sla_ttft;      /* SLA bounds of its tenant and tier (or its own, from the trace); */
+    ss_time sla_tbt;       /* 0 = no bound. sla_tbt bounds the p99 of its own gaps */
+    ss_time sla_e2e;
+    uint32_t tbt_over;     /* inter-token gaps longer than sla_tbt so far */
+    uint32_t migrations;   /* completed live migrations */
     uint32_t n_prefix_blocks; /* prefix-cache block ids from the trace (Mooncake hash_ids) */
     uint32_t *prefix_blocks;  /* owned copy, freed with the slot; NULL when none */
     /* state */
@@ -141,6 +147,12 @@ typedef struct gmg_edge {
 
 /* ---- containers ------------------------------------------------------------------------- */
 
+enum {
+    GMG_CTR_ACTIVE = 0,   /* serving its tenant, takes new requests */
+    GMG_CTR_DRAINING,     /* finishing its requests before it changes hands; takes no new ones */
+    GMG_CTR_LOADING,      /* torn down and loading another tenant's weights: serves nobody */
+};
+
 /* A container is one scheduler with its own queues and KV pool. With pipeline parallelism a
  * replica runs pp of them (vLLM's virtual engines), each with 1/pp of the replica's KV blocks,
  * sharing the replica's stages: stage s is GPUs gpu0 + s*tp .. gpu0 + s*tp + tp - 1. */
@@ -166,6 +178,8 @@ typedef struct gmg_container {
     gmg_list swapped;       /* preempted by swap, in the order they were swapped out */
     uint64_t waiting_blocks;/* sum of the waiting requests' wait_blocks (routing demand) */
     int busy;               /* an iteration is executing */
+    uint8_t status;         /* GMG_CTR_*: whether it takes new requests */
+    ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
     void *batch_priv;       /* extension slot: the batching policy's per-container state
@@ -206,6 +220,7 @@ typedef struct gmg_ctr_spec {
     const cat_gpu *gpu;
     uint32_t tp;
     uint32_t pp;                /* pipeline stages (1 = none), at most GMG_MAX_PP */
+    uint32_t gpus_per_node;     /* node size (0 = the GPU catalog's) */
     const char *cost_backend;   /* "roofline" */
     const char *profiles_dir;   /* catalog directory for profile-table backends (borrowed) */
     double gpu_mem_util;        /* fraction of HBM the engine may use (vLLM's 0.9) */

@@ -14,8 +14,19 @@
 
 enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2 };
 
+/* A tenant during the run: its configuration and the containers that take its requests. */
+typedef struct tenant_state {
+    gsim_tenant t;               /* copy of the configuration (strings borrowed) */
+    gmg_id *cands;               /* owned: active containers serving it, ascending ids */
+    uint32_t n_cands, cap;
+} tenant_state;
+
 struct gsim {
     gsim_config cfg;
+    tenant_state *ten;           /* owned, cfg.n_tenants (or 1) entries */
+    uint32_t n_ten;
+    gsim_tenant single;          /* the tenant made from the single-tenant shortcut */
+    uint64_t n_finished;         /* requests completed or rejected, warm-up included */
     gmg *g;
     des_engine *des;
     pol_route *route;
@@ -36,8 +47,6 @@ struct gsim {
     gsim_progress_fn *progress;
     void *progress_ud;
     gsim_observer obs;           /* optional callbacks */
-    ss_time gap_v;               /* run-length buffer of equal inter-token gaps, flushed */
-    uint64_t gap_n;              /* into the TBT histogram when the value changes */
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -74,16 +83,37 @@ static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_e
         s->obs.on_request(s->obs.ud, s->g, c, q, what, des_now(s->des));
 }
 
+/* Which SLA bounds q broke (METRICS_SLA_* bits). Its own TBT p99 breaks the bound when more
+ * gaps exceed it than the 1 % the nearest-rank p99 may leave above. */
+static uint8_t sla_bits(const gmg_req *q, int rejected)
+{
+    if (rejected)
+        return METRICS_SLA_REJECTED;
+    uint8_t b = 0;
+    if (q->sla_ttft && q->first_token - q->arrival > q->sla_ttft)
+        b |= METRICS_SLA_TTFT;
+    if (q->sla_e2e && q->finish - q->arrival > q->sla_e2e)
+        b |= METRICS_SLA_E2E;
+    uint32_t gaps = q->generated > 1 ? q->generated - 1 : 0;
+    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u); /* ceil(0.99 * gaps) */
+    if (q->sla_tbt && gaps && q->tbt_over > gaps - rank)
+        b |= METRICS_SLA_TBT;
+    return b;
+}
+
 static void emit_result(gsim *s, const gmg_req *q, int rejected)
 {
     metrics_req r = {
         .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
+        .sla = sla_bits(q, rejected), .measured = q->measured,
         .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
-        .generated = q->generated, .preemptions = q->preemptions, .arrival = q->arrival,
-        .first_token = q->first_token, .finish = q->finish, .tbt_sum = q->tbt_sum,
-        .tbt_max = q->tbt_max,
+        .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
+        .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish,
+        .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max,
     };
-    if (metrics_add_req(&s->m, &r))
+    metrics_add_req(&s->m, &r);
+    s->n_finished++;
+    if (s->m.oom)
         fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
     else if (s->sink) {
         int rc = s->sink(s->sink_ud, &r, s->eb);
@@ -370,24 +400,6 @@ static void start_iteration(gsim *s, gmg_container *c)
 
 /* ---- iteration completion --------------------------------------------------------------- */
 
-/* Record one inter-token gap. Consecutive equal gaps (every decode of one iteration usually
- * has the same) are counted and added to the histogram in one step. */
-static void flush_gaps(gsim *s)
-{
-    if (s->gap_n && ss_hist_add_n(&s->m.tbt, s->gap_v, s->gap_n))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
-    s->gap_n = 0;
-}
-
-static inline void record_gap(gsim *s, ss_time gap)
-{
-    if (gap != s->gap_v || !s->gap_n) {
-        flush_gaps(s);
-        s->gap_v = gap;
-    }
-    s->gap_n++;
-}
-
 /* Advance q by the tokens it computed this iteration; returns 1 if that emitted a token. */
 static int advance(gsim *s, gmg_req *q, ss_time now)
 {
@@ -403,7 +415,9 @@ static int advance(gsim *s, gmg_req *q, ss_time now)
         q->tbt_sum += gap;
         if (gap > q->tbt_max)
             q->tbt_max = gap;
-        record_gap(s, gap);
+        q->tbt_over += q->sla_tbt && gap > q->sla_tbt;
+        if (q->measured)
+            metrics_add_gap(&s->m, q->tenant, q->tier, gap);
     }
     q->last_token = now;
     return 1;
@@ -441,6 +455,14 @@ static int read_next(gsim *s)
 }
 
 /* Create the request for s->next and route it; returns its container or NULL. */
+/* The request's SLA: its tier's, with any bound the trace gives the request itself. */
+static void set_sla(gmg_req *q, const gsim_sla *tier, const trace_rec *t)
+{
+    q->sla_ttft = t->has_slo & 1 ? t->slo_ttft_ns : tier->ttft;
+    q->sla_tbt = t->has_slo & 2 ? t->slo_tbt_ns : tier->tbt_p99;
+    q->sla_e2e = tier->e2e;
+}
+
 static gmg_container *admit_arrival(gsim *s)
 {
     const trace_rec *t = &s->next;
@@ -459,8 +481,13 @@ static gmg_container *admit_arrival(gsim *s)
     if ((uint64_t)q->prompt + q->output > s->cfg.max_model_len)
         q->output = q->prompt < s->cfg.max_model_len ? (uint32_t)(s->cfg.max_model_len - q->prompt)
                                                       : 1;
-    q->tenant = t->tenant;
-    q->tier = t->tier;
+    q->tenant = s->n_ten > 1 ? t->tenant : 0;
+    if (SS_NEVER(q->tenant >= s->n_ten))
+        q->tenant = 0;
+    const tenant_state *ts = &s->ten[q->tenant];
+    q->tier = t->tier < ts->t.tiers ? t->tier : (uint8_t)(ts->t.tiers - 1);
+    set_sla(q, &ts->t.sla[q->tier], t);
+    q->measured = q->arrival >= s->cfg.warmup;
     if (t->n_prefix_blocks) { /* the reader's array lives only until its next call: copy */
         q->prefix_blocks = ss_malloc(t->n_prefix_blocks * sizeof *q->prefix_blocks);
         if (!q->prefix_blocks) {
@@ -472,10 +499,12 @@ static gmg_container *admit_arrival(gsim *s)
         memcpy(q->prefix_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *q->prefix_blocks);
         q->n_prefix_blocks = t->n_prefix_blocks;
     }
-    s->m.requests++;
-    gmg_id ci = pol_route_pick(s->route, s->g, r);
-    if (SS_NEVER(ci >= s->g->n_ctrs))
-        ci = 0;
+    s->m.arrived++;
+    if (SS_NEVER(ts->n_cands == 0))
+        ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
+    gmg_id ci = pol_route_pick(s->route, s->g, r, ts->cands, ts->n_cands);
+    if (SS_NEVER(ci >= s->g->n_ctrs || s->g->ctrs[ci].tenant != q->tenant))
+        ci = ts->cands[0];
     q->container = ci;
     gmg_container *c = &s->g->ctrs[ci];
     wait_push(s, c, r, 0);
@@ -505,12 +534,8 @@ static void on_arrival(des_engine *e, des_event *ev, void *ctx)
 
 /* ---- setup and run ---------------------------------------------------------------------- */
 
-static int build_cluster(gsim *s, ss_errbuf *eb)
+static int check_engine(const gsim_config *c, ss_errbuf *eb)
 {
-    const gsim_config *c = &s->cfg;
-    if (c->replicas < 1 || c->replicas > 100000)
-        return ss_err(eb, SS_EINVAL, "--replicas: must be between 1 and 100000, got %u",
-                      c->replicas);
     if (!(c->gpu_mem_util > 0 && c->gpu_mem_util <= 1))
         return ss_err(eb, SS_EINVAL, "--gpu-mem-util: must be in (0, 1], got %g", c->gpu_mem_util);
     if (c->block_tokens < 1 || c->block_tokens > 4096)
@@ -518,18 +543,78 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
                       c->block_tokens);
     if (c->max_model_len < 2)
         return ss_err(eb, SS_EINVAL, "--max-model-len: must be at least 2");
-    gmg_ctr_spec spec = {
-        .model = c->model, .gpu = c->gpu, .tp = c->tp, .pp = c->pp, .cost_backend = c->cost,
-        .profiles_dir = c->profiles_dir,
-        .gpu_mem_util = c->gpu_mem_util, .block_tokens = c->block_tokens,
-        .max_batch_tokens = pol_batch_max_tokens(s->batch),
-        .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
-        .swap_bytes = c->swap_bytes,
-    };
-    int rc = gmg_create(&s->g);
-    if (rc)
+    return SS_OK;
+}
+
+/* The tenants of the run: the configured ones, or one made from the single-tenant fields. */
+static int make_tenants(gsim *s, ss_errbuf *eb)
+{
+    const gsim_config *c = &s->cfg;
+    s->single = (gsim_tenant){.name = "default", .model = c->model, .tp = c->tp, .pp = c->pp,
+                              .replicas = c->replicas, .max_replicas = c->replicas, .tiers = 1};
+    const gsim_tenant *src = c->n_tenants ? c->tenants : &s->single;
+    s->n_ten = c->n_tenants ? c->n_tenants : 1;
+    if (s->n_ten > 65535 || !(s->ten = ss_calloc(s->n_ten, sizeof *s->ten)))
+        return ss_err(eb, SS_ENOMEM, "tenants: out of memory");
+    for (uint32_t i = 0; i < s->n_ten; i++) {
+        tenant_state *t = &s->ten[i];
+        t->t = src[i];
+        if (!t->t.model || t->t.replicas < 1 || t->t.replicas > 100000)
+            return ss_err(eb, SS_EINVAL, "tenant %s: needs a model and 1 to 100000 replicas "
+                          "(--replicas), got %u", t->t.name, t->t.replicas);
+        if (t->t.tiers < 1 || t->t.tiers > GSIM_MAX_TIERS)
+            t->t.tiers = 1;
+        if (t->t.max_replicas < t->t.replicas)
+            t->t.max_replicas = t->t.replicas;
+        if (!(t->cands = ss_calloc(t->t.max_replicas * t->t.pp, sizeof *t->cands)))
+            return ss_err(eb, SS_ENOMEM, "tenants: out of memory");
+        t->cap = t->t.max_replicas * t->t.pp;
+    }
+    return SS_OK;
+}
+
+/* GPUs the tenants' containers need, against the cluster's nodes when it has a size. */
+static int check_capacity(const gsim *s, uint32_t per_node, ss_errbuf *eb)
+{
+    uint64_t need = 0;
+    for (uint32_t i = 0; i < s->n_ten; i++)
+        need += (uint64_t)s->ten[i].t.replicas * s->ten[i].t.tp * s->ten[i].t.pp;
+    if (s->cfg.nodes && need > (uint64_t)s->cfg.nodes * per_node)
+        return ss_err(eb, SS_EINVAL, "cluster: the tenants' containers need %llu GPUs but %u "
+                      "nodes x %u GPUs have %llu", (unsigned long long)need, s->cfg.nodes,
+                      per_node, (unsigned long long)s->cfg.nodes * per_node);
+    return SS_OK;
+}
+
+static int build_cluster(gsim *s, ss_errbuf *eb)
+{
+    const gsim_config *c = &s->cfg;
+    int rc = check_engine(c, eb);
+    uint32_t per_node = c->gpus_per_node ? c->gpus_per_node : c->gpu->gpus_per_node;
+    if (!rc)
+        rc = make_tenants(s, eb);
+    if (!rc)
+        rc = check_capacity(s, per_node, eb);
+    if (!rc && (rc = gmg_create(&s->g)) != SS_OK)
         return ss_err(eb, rc, "cluster: out of memory");
-    return gmg_add_containers(s->g, &spec, c->replicas, eb);
+    for (uint32_t i = 0; !rc && i < s->n_ten; i++) {
+        tenant_state *t = &s->ten[i];
+        gmg_ctr_spec spec = {
+            .tenant = (uint16_t)i, .model = t->t.model, .gpu = c->gpu, .tp = t->t.tp,
+            .pp = t->t.pp, .cost_backend = c->cost, .profiles_dir = c->profiles_dir,
+            .gpus_per_node = per_node, .gpu_mem_util = c->gpu_mem_util,
+            .block_tokens = c->block_tokens, .max_batch_tokens = pol_batch_max_tokens(s->batch),
+            .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
+            .swap_bytes = c->swap_bytes,
+        };
+        gmg_id first = s->g->n_ctrs;
+        rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
+        for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++)
+            t->cands[t->n_cands++] = k;
+        if (rc && c->n_tenants)
+            ss_err(eb, rc, "tenant %s: %s", t->t.name, eb->msg);
+    }
+    return rc;
 }
 
 /* A parameter that neither policy reads is a typo or belongs to another policy. */
@@ -565,6 +650,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         rc = check_params_used(cfg, eb);
     if (!rc)
         rc = build_cluster(s, eb);
+    if (!rc && (rc = metrics_init(&s->m, s->n_ten, cfg->warmup)) != SS_OK)
+        ss_err(eb, rc, "metrics: out of memory");
     if (!rc)
         rc = alloc_ctr_state(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
@@ -585,6 +672,9 @@ void gsim_destroy(gsim **sp)
     if (!s)
         return;
     des_engine_destroy(&s->des);
+    for (uint32_t i = 0; s->ten && i < s->n_ten; i++)
+        ss_free(s->ten[i].cands);
+    ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
         ss_free(s->g->ctrs[i].batch_priv);
     gmg_destroy(&s->g);
@@ -599,7 +689,7 @@ void gsim_destroy(gsim **sp)
 static void progress_tramp(const des_engine *e, void *ud)
 {
     gsim *s = ud;
-    s->progress(s->progress_ud, des_now(e), s->m.requests, s->m.completed + s->m.rejected,
+    s->progress(s->progress_ud, des_now(e), s->m.arrived, s->n_finished,
                 des_get_stats(e)->n_events);
 }
 
@@ -637,11 +727,10 @@ static int run_checked(gsim *s)
 static int check_conservation(gsim *s)
 {
     const metrics *m = &s->m;
-    if (m->requests != m->completed + m->rejected || s->g->in_flight != 0)
-        return ss_err(s->eb, SS_EINVAL, "invariant: %llu arrived but %llu completed + %llu "
-                      "rejected (%u in flight) at the end of the run",
-                      (unsigned long long)m->requests, (unsigned long long)m->completed,
-                      (unsigned long long)m->rejected, s->g->in_flight);
+    if (m->arrived != s->n_finished || s->g->in_flight != 0)
+        return ss_err(s->eb, SS_EINVAL, "invariant: %llu arrived but %llu completed or rejected "
+                      "(%u in flight) at the end of the run", (unsigned long long)m->arrived,
+                      (unsigned long long)s->n_finished, s->g->in_flight);
     return SS_OK;
 }
 
@@ -659,7 +748,9 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
     if (s->rc)
         return s->rc;
     int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
-    flush_gaps(s);
+    metrics_flush(&s->m);
+    if (!rc && s->m.oom)
+        rc = ss_err(eb, SS_ENOMEM, "metrics: out of memory");
     if (!rc)
         rc = s->rc ? s->rc : check_conservation(s);
     if (!rc && s->m.aborted)
@@ -669,6 +760,9 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
 }
 
 const metrics *gsim_metrics(const gsim *s) { return &s->m; }
+uint32_t gsim_n_tenants(const gsim *s) { return s->n_ten; }
+const char *gsim_tenant_name(const gsim *s, uint32_t i) { return i < s->n_ten ? s->ten[i].t.name : NULL; }
+const gsim_tenant *gsim_tenant_at(const gsim *s, uint32_t i) { return i < s->n_ten ? &s->ten[i].t : NULL; }
 const gmg *gsim_graph(const gsim *s) { return s->g; }
 const des_stats *gsim_des_stats(const gsim *s) { return des_get_stats(s->des); }
 ss_time gsim_end_time(const gsim *s) { return des_now(s->des); }

@@ -18,13 +18,40 @@
 #include "../metrics/metrics.h"
 #include "../trace/trace.h"
 
+#define GSIM_MAX_TIERS 10
+
+/* SLA of one tier; 0 means no bound. */
+typedef struct gsim_sla {
+    ss_time ttft;     /* time to first token */
+    ss_time tbt_p99;  /* p99 of the request's own inter-token gaps */
+    ss_time e2e;      /* end to end */
+} gsim_sla;
+
+/* A tenant: a model served by its own containers, with an SLA per tier. */
+typedef struct gsim_tenant {
+    const char *name;           /* borrowed */
+    const cat_model *model;     /* borrowed */
+    uint32_t tp, pp;            /* per container */
+    uint32_t replicas;          /* containers it starts with */
+    uint32_t max_replicas;      /* most it may own (re-allocation, auto-scaling); >= replicas */
+    uint32_t tiers;             /* K; a request's tier is clamped to K - 1 */
+    gsim_sla sla[GSIM_MAX_TIERS];
+} gsim_tenant;
+
 typedef struct gsim_config {
-    const cat_model *model;     /* borrowed; every container serves it (one tenant) */
+    const gsim_tenant *tenants; /* borrowed; n_tenants of them. When n_tenants is 0, one tenant
+                                   "default" is made from model, tp, pp and replicas, no SLA */
+    uint32_t n_tenants;
+    uint32_t nodes;             /* cluster size in nodes (0: as many as the containers need) */
+    uint32_t gpus_per_node;     /* 0: the GPU catalog's */
+    ss_time warmup;             /* requests arriving earlier are simulated but not measured */
+    const cat_model *model;     /* single-tenant shortcut (see tenants) */
     const cat_gpu *gpu;         /* borrowed */
     uint32_t replicas;          /* serving instances, each tp x pp GPUs */
     uint32_t tp;                /* tensor-parallel degree per replica */
     uint32_t pp;                /* pipeline stages per replica (each runs pp virtual engines) */
     const char *batching;       /* "vllm" */
+    const char *cluster;        /* cluster policy: "container" (default) */
     const char *routing;        /* "rr" | "lor" */
     const char *cost;           /* "roofline" */
     const char *profiles_dir;   /* catalog directory (borrowed), for profile-table costs */
@@ -64,6 +91,10 @@ int gsim_run(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
 void gsim_set_progress(gsim *g, gsim_progress_fn *fn, void *ud);
 
 const metrics *gsim_metrics(const gsim *g);
+/* Tenants of the run (1 with the single-tenant shortcut): count, name, configuration. */
+uint32_t gsim_n_tenants(const gsim *g);
+const char *gsim_tenant_name(const gsim *g, uint32_t i);
+const gsim_tenant *gsim_tenant_at(const gsim *g, uint32_t i);
 const gmg *gsim_graph(const gsim *g);
 const des_stats *gsim_des_stats(const gsim *g);
 /* Simulated time of the last event. */

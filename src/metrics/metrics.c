@@ -1,35 +1,105 @@
-/* Folding request outcomes into counters and histograms; deriving the summary. */
+/* Folding request outcomes into the run, tenant and tier groups; deriving summaries. */
 #include "metrics.h"
 
+#include "../core/ss_alloc.h"
 #include "../core/ss_err.h"
 
 #include <string.h>
 
+int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from)
+{
+    memset(m, 0, sizeof *m);
+    m->tenants = ss_calloc(n_tenants ? n_tenants : 1, sizeof *m->tenants);
+    if (!m->tenants)
+        return SS_ENOMEM;
+    m->n_tenants = n_tenants;
+    m->measure_from = measure_from;
+    return SS_OK;
+}
+
+static void group_fini(metrics_group *g)
+{
+    ss_hist_fini(&g->ttft);
+    ss_hist_fini(&g->tbt);
+    ss_hist_fini(&g->e2e);
+}
+
 void metrics_fini(metrics *m)
 {
-    ss_hist_fini(&m->ttft);
-    ss_hist_fini(&m->tbt);
-    ss_hist_fini(&m->e2e);
+    group_fini(&m->all);
+    for (uint32_t i = 0; m->tenants && i < m->n_tenants; i++)
+        group_fini(&m->tenants[i]);
+    for (uint32_t i = 0; i < METRICS_MAX_TIERS; i++)
+        group_fini(&m->tiers[i]);
+    ss_free(m->tenants);
     memset(m, 0, sizeof *m);
 }
 
-int metrics_add_req(metrics *m, const metrics_req *r)
+static void group_add(metrics *m, metrics_group *g, const metrics_req *r)
+{
+    g->requests++;
+    g->preemptions += r->preemptions;
+    g->sla_violations += r->sla != 0;
+    if (r->rejected) {
+        g->rejected++;
+        return;
+    }
+    g->completed++;
+    g->truncated += r->generated < r->output_asked;
+    g->prompt_tokens += r->prompt;
+    g->output_tokens += r->generated;
+    g->good_tokens += r->sla ? 0 : r->generated;
+    if (ss_hist_add(&g->ttft, r->first_token - r->arrival) ||
+        ss_hist_add(&g->e2e, r->finish - r->arrival))
+        m->oom = 1;
+}
+
+void metrics_add_req(metrics *m, const metrics_req *r)
 {
     if (r->finish > m->last_finish)
         m->last_finish = r->finish;
-    m->preemptions += r->preemptions;
-    if (r->rejected) {
-        m->rejected++;
-        return SS_OK;
+    if (!r->measured)
+        return;
+    group_add(m, &m->all, r);
+    if (r->tenant < m->n_tenants)
+        group_add(m, &m->tenants[r->tenant], r);
+    uint8_t t = r->tier < METRICS_MAX_TIERS ? r->tier : METRICS_MAX_TIERS - 1;
+    group_add(m, &m->tiers[t], r);
+    if (t + 1u > m->n_tiers)
+        m->n_tiers = t + 1u;
+}
+
+static void group_flush(metrics *m, metrics_group *g)
+{
+    if (g->gap_n && ss_hist_add_n(&g->tbt, g->gap_v, g->gap_n))
+        m->oom = 1;
+    g->gap_n = 0;
+}
+
+static inline void group_gap(metrics *m, metrics_group *g, ss_time gap)
+{
+    if (gap != g->gap_v || !g->gap_n) {
+        group_flush(m, g);
+        g->gap_v = gap;
     }
-    m->completed++;
-    m->truncated += r->generated < r->output_asked;
-    m->prompt_tokens += r->prompt;
-    m->output_tokens += r->generated;
-    if (ss_hist_add(&m->ttft, r->first_token - r->arrival) ||
-        ss_hist_add(&m->e2e, r->finish - r->arrival))
-        return SS_ENOMEM;
-    return SS_OK;
+    g->gap_n++;
+}
+
+void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
+{
+    group_gap(m, &m->all, gap);
+    if (tenant < m->n_tenants)
+        group_gap(m, &m->tenants[tenant], gap);
+    group_gap(m, &m->tiers[tier < METRICS_MAX_TIERS ? tier : METRICS_MAX_TIERS - 1], gap);
+}
+
+void metrics_flush(metrics *m)
+{
+    group_flush(m, &m->all);
+    for (uint32_t i = 0; i < m->n_tenants; i++)
+        group_flush(m, &m->tenants[i]);
+    for (uint32_t i = 0; i < METRICS_MAX_TIERS; i++)
+        group_flush(m, &m->tiers[i]);
 }
 
 static metrics_pct pct(const ss_hist *h)
@@ -44,25 +114,41 @@ static metrics_pct pct(const ss_hist *h)
     return p;
 }
 
+void metrics_summarize_group(const metrics_group *g, double window_s, metrics_group_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->requests = g->requests;
+    out->completed = g->completed;
+    out->rejected = g->rejected;
+    out->truncated = g->truncated;
+    out->preemptions = g->preemptions;
+    out->prompt_tokens = g->prompt_tokens;
+    out->output_tokens = g->output_tokens;
+    out->sla_violations = g->sla_violations;
+    if (window_s > 0) {
+        out->prompt_tokens_per_s = (double)g->prompt_tokens / window_s;
+        out->output_tokens_per_s = (double)g->output_tokens / window_s;
+        out->requests_per_s = (double)g->completed / window_s;
+        out->goodput_tokens_per_s = (double)g->good_tokens / window_s;
+    }
+    out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
+    out->ttft_ms = pct(&g->ttft);
+    out->tbt_ms = pct(&g->tbt);
+    out->e2e_ms = pct(&g->e2e);
+}
+
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
 {
     memset(out, 0, sizeof *out);
-    out->requests = m->requests;
-    out->completed = m->completed;
-    out->rejected = m->rejected;
-    out->truncated = m->truncated;
-    out->preemptions = m->preemptions;
+    out->sim_s = ss_time_to_s(sim_end);
+    ss_time from = m->measure_from < sim_end ? m->measure_from : sim_end;
+    out->window_s = ss_time_to_s(sim_end - from);
+    metrics_summarize_group(&m->all, out->window_s, &out->all);
+    out->requests = m->arrived;
     out->swap_outs = m->swap_outs;
     out->aborted = m->aborted;
-    out->prompt_tokens = m->prompt_tokens;
-    out->output_tokens = m->output_tokens;
-    out->sim_s = ss_time_to_s(sim_end);
-    if (out->sim_s > 0) {
-        out->prompt_tokens_per_s = (double)m->prompt_tokens / out->sim_s;
-        out->output_tokens_per_s = (double)m->output_tokens / out->sim_s;
-        out->requests_per_s = (double)m->completed / out->sim_s;
-    }
-    out->ttft_ms = pct(&m->ttft);
-    out->tbt_ms = pct(&m->tbt);
-    out->e2e_ms = pct(&m->e2e);
+    out->migrations = m->migrations;
+    out->migrations_aborted = m->migrations_aborted;
+    out->migration_gib = m->migration_bytes / 1073741824.0;
+    out->reallocations = m->reallocations;
 }

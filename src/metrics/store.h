@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef struct store store;
 
@@ -26,6 +26,10 @@ typedef struct store_run_info {
     uint64_t seed;
     double rate_scale;
     uint64_t limit;           /* 0 = whole trace */
+    uint32_t pp;              /* pipeline stages */
+    const char *cluster_policy; /* "container", "llumnix", ... */
+    double warmup_s;          /* measurement starts here */
+    const char *scenario_ini; /* the scenario as INI text, "" when the run had none */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */
@@ -57,6 +61,10 @@ void store_close(store **s);
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
 /* Append one request row to the open run. tenant is the tenant's name (borrowed). */
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb);
+/* Append the results of one tenant / one tier to the open run. */
+int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
+                     const metrics_group_summary *g, ss_errbuf *eb);
+int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_errbuf *eb);
 /* Append one GPU row to the open run. */
 int store_run_gpu(store *s, const store_gpu_row *row, ss_errbuf *eb);
 /* Write the summary and end-of-run figures, then COMMIT. On failure the run is rolled back. */

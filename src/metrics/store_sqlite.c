@@ -14,7 +14,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* Schema version 2 (2 added summary.swap_outs and summary.aborted). Times are in ms (latencies) or s (spans), token counts are integers. */
+/* Schema: a new database gets version 1 and then every migration, so that new and upgraded
+ * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
+ * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
+ * tenants and tiers tables, SLA and migration columns. */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -44,39 +47,83 @@ static const char schema_sql[] =
     " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"
     " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"
     " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"
-    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL,"
-    " swap_outs INTEGER DEFAULT 0, aborted INTEGER DEFAULT 0);"
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL);"
     "CREATE TABLE gpus ("
     " run_id INTEGER NOT NULL REFERENCES runs(run_id), gpu INTEGER NOT NULL,"
     " node INTEGER NOT NULL, container INTEGER NOT NULL, kind TEXT NOT NULL,"
     " busy_s REAL, utilization REAL, iterations INTEGER, kv_blocks INTEGER,"
     " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
     " PRIMARY KEY (run_id, gpu));"
-    "PRAGMA user_version = 2;";
+    "PRAGMA user_version = 1;";
+
+/* Columns of a tenant's or a tier's results (the tenants and tiers tables). */
+#define GROUP_COLS                                                                                 \
+    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"                  \
+    " preemptions INTEGER, sla_violations INTEGER, sla_violation_rate REAL,"                      \
+    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"                   \
+    " goodput_tokens_per_s REAL,"                                                                 \
+    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"  \
+    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"       \
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL"
 
 /* Upgrades: migrations[v] takes a version-v database to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     [1] = "ALTER TABLE summary ADD COLUMN swap_outs INTEGER DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN aborted INTEGER DEFAULT 0;"
           "PRAGMA user_version = 2;",
+    [2] = "ALTER TABLE runs ADD COLUMN pp INTEGER DEFAULT 1;"
+          "ALTER TABLE runs ADD COLUMN cluster_policy TEXT DEFAULT 'container';"
+          "ALTER TABLE runs ADD COLUMN warmup_s REAL DEFAULT 0;"
+          "ALTER TABLE runs ADD COLUMN scenario TEXT DEFAULT '';"
+          "ALTER TABLE requests ADD COLUMN sla_violated INTEGER DEFAULT 0;"
+          "ALTER TABLE requests ADD COLUMN measured INTEGER DEFAULT 1;"
+          "ALTER TABLE requests ADD COLUMN migrations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN measured_requests INTEGER;"
+          "ALTER TABLE summary ADD COLUMN window_s REAL;"
+          "ALTER TABLE summary ADD COLUMN sla_violations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN sla_violation_rate REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN goodput_tokens_per_s REAL;"
+          "ALTER TABLE summary ADD COLUMN migrations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN migrations_aborted INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN migration_gib REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN reallocations INTEGER DEFAULT 0;"
+          "CREATE TABLE tenants (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " tenant TEXT NOT NULL, model TEXT NOT NULL, replicas INTEGER NOT NULL," GROUP_COLS ","
+          " PRIMARY KEY (run_id, tenant));"
+          "CREATE TABLE tiers (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " tier INTEGER NOT NULL," GROUP_COLS ", PRIMARY KEY (run_id, tier));"
+          "PRAGMA user_version = 3;",
 };
 
-enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST__N };
+#define GROUP_NAMES                                                                                \
+    " requests, completed, rejected, truncated, preemptions, sla_violations, sla_violation_rate,"  \
+    " prompt_tokens_per_s, output_tokens_per_s, requests_per_s, goodput_tokens_per_s,"            \
+    " ttft_mean_ms, ttft_p50_ms, ttft_p90_ms, ttft_p99_ms, ttft_max_ms,"                          \
+    " tbt_mean_ms, tbt_p50_ms, tbt_p90_ms, tbt_p99_ms, tbt_max_ms,"                               \
+    " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms"
+#define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
-               " seed, rate_scale, limit_requests)"
-               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_REQ] = "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_GPU] = "INSERT INTO gpus VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_SUM] = "INSERT INTO summary (run_id, requests, completed, rejected, truncated,"
-               " preemptions, iterations, peak_in_flight, prompt_tokens, output_tokens, sim_s,"
-               " prompt_tokens_per_s, output_tokens_per_s, requests_per_s,"
-               " ttft_mean_ms, ttft_p50_ms, ttft_p90_ms, ttft_p99_ms, ttft_max_ms,"
-               " tbt_mean_ms, tbt_p50_ms, tbt_p90_ms, tbt_p99_ms, tbt_max_ms,"
-               " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms, swap_outs, aborted)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario)"
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_REQ] = "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"
+               " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"
+               " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
+               " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
+               " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
+               " migrations, migrations_aborted, migration_gib, reallocations,"
+               GROUP_NAMES ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ")",
+    [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
+                  " VALUES (?,?,?,?," GROUP_VALUES ")",
+    [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
                " WHERE run_id = ?",
 };
@@ -147,9 +194,11 @@ static int init_schema(store *s, ss_errbuf *eb)
         return ss_err(eb, SS_EDB, "%s: not a slicesim results database (it has other tables)",
                       s->path);
     int rc = exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
-    if (ver == 0 && !rc)
+    if (ver == 0 && !rc) {
         rc = exec(s, schema_sql, eb, "creating schema");
-    for (int64_t v = ver; v > 0 && v < STORE_SCHEMA_VERSION && !rc; v++)
+        ver = 1;
+    }
+    for (int64_t v = ver; v < STORE_SCHEMA_VERSION && !rc; v++)
         rc = exec(s, migrations[v], eb, "upgrading the schema");
     if (!rc)
         return exec(s, "COMMIT", eb, "creating schema");
@@ -284,6 +333,10 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     b_int(&b, (int64_t)in->seed);
     b_real(&b, in->rate_scale);
     b_int(&b, (int64_t)in->limit);
+    b_int(&b, in->pp ? in->pp : 1);
+    b_text(&b, in->cluster_policy ? in->cluster_policy : "container");
+    b_real(&b, in->warmup_s);
+    b_text(&b, in->scenario_ini);
     if ((rc = run_stmt(s, &b, eb, "inserting the run"))) {
         store_run_abort(s);
         return rc;
@@ -319,6 +372,9 @@ int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_err
             b_null(&b);
         b_real(&b, ss_time_to_ms(r->tbt_max));
     }
+    b_int(&b, r->sla);
+    b_int(&b, r->measured);
+    b_int(&b, r->migrations);
     return run_stmt(s, &b, eb, "inserting a request");
 }
 
@@ -349,30 +405,69 @@ static void bind_pct(binder *b, const metrics_pct *p)
     b_real(b, p->max);
 }
 
+/* The columns every group (run, tenant, tier) shares, in GROUP_NAMES order. */
+static void bind_group(binder *b, const metrics_group_summary *g)
+{
+    b_int(b, (int64_t)g->requests);
+    b_int(b, (int64_t)g->completed);
+    b_int(b, (int64_t)g->rejected);
+    b_int(b, (int64_t)g->truncated);
+    b_int(b, (int64_t)g->preemptions);
+    b_int(b, (int64_t)g->sla_violations);
+    b_real(b, g->sla_violation_rate);
+    b_real(b, g->prompt_tokens_per_s);
+    b_real(b, g->output_tokens_per_s);
+    b_real(b, g->requests_per_s);
+    b_real(b, g->goodput_tokens_per_s);
+    bind_pct(b, &g->ttft_ms);
+    bind_pct(b, &g->tbt_ms);
+    bind_pct(b, &g->e2e_ms);
+}
+
 static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
                           ss_errbuf *eb)
 {
     binder b = {s->st[ST_SUM], 0, 0};
     b_int(&b, s->run_id);
-    b_int(&b, (int64_t)m->requests);
-    b_int(&b, (int64_t)m->completed);
-    b_int(&b, (int64_t)m->rejected);
-    b_int(&b, (int64_t)m->truncated);
-    b_int(&b, (int64_t)m->preemptions);
     b_int(&b, (int64_t)e->iterations);
     b_int(&b, e->peak_in_flight);
-    b_int(&b, (int64_t)m->prompt_tokens);
-    b_int(&b, (int64_t)m->output_tokens);
+    b_int(&b, (int64_t)m->all.prompt_tokens);
+    b_int(&b, (int64_t)m->all.output_tokens);
     b_real(&b, m->sim_s);
-    b_real(&b, m->prompt_tokens_per_s);
-    b_real(&b, m->output_tokens_per_s);
-    b_real(&b, m->requests_per_s);
-    bind_pct(&b, &m->ttft_ms);
-    bind_pct(&b, &m->tbt_ms);
-    bind_pct(&b, &m->e2e_ms);
     b_int(&b, (int64_t)m->swap_outs);
     b_int(&b, (int64_t)m->aborted);
+    b_int(&b, (int64_t)m->all.requests);
+    b_real(&b, m->window_s);
+    b_int(&b, (int64_t)m->migrations);
+    b_int(&b, (int64_t)m->migrations_aborted);
+    b_real(&b, m->migration_gib);
+    b_int(&b, (int64_t)m->reallocations);
+    bind_group(&b, &m->all);
+    /* the requests column counts every arrival, warm-up included */
+    if (!b.rc)
+        b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);
     return run_stmt(s, &b, eb, "inserting the summary");
+}
+
+int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
+                     const metrics_group_summary *g, ss_errbuf *eb)
+{
+    binder b = {s->st[ST_TENANT], 0, 0};
+    b_int(&b, s->run_id);
+    b_text(&b, tenant);
+    b_text(&b, model);
+    b_int(&b, replicas);
+    bind_group(&b, g);
+    return run_stmt(s, &b, eb, "inserting a tenant row");
+}
+
+int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_errbuf *eb)
+{
+    binder b = {s->st[ST_TIER], 0, 0};
+    b_int(&b, s->run_id);
+    b_int(&b, tier);
+    bind_group(&b, g);
+    return run_stmt(s, &b, eb, "inserting a tier row");
 }
 
 int store_run_commit(store *s, const metrics_summary *m, const store_run_end *e, ss_errbuf *eb)

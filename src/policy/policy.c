@@ -60,9 +60,9 @@ void pol_route_destroy(pol_route **pp)
     *pp = NULL;
 }
 
-gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r)
+gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n)
 {
-    return p->ops->pick(p->priv, g, r, p->rng);
+    return p->ops->pick(p->priv, g, r, cands, n, p->rng);
 }
 
 const char *pol_route_name(const pol_route *p) { return p->ops->name; }

@@ -32,8 +32,10 @@ typedef struct pol_route_ops {
     size_t priv_size;       /* zeroed bytes allocated with the instance */
     /* Optional. Read parameters. 0 or <0 with eb set. */
     int (*init)(void *priv, ss_params *params, ss_errbuf *eb);
-    /* Required. Index of the container for request r (arrived, not yet routed). */
-    gmg_id (*pick)(void *priv, const gmg *g, gmg_id r, ss_rng *rng);
+    /* Required. The container for request r (arrived, not yet routed): one of the n >= 1
+     * candidates, the active containers serving r's tenant, in increasing id order. */
+    gmg_id (*pick)(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                   ss_rng *rng);
     /* Optional. Emit resolved parameters for the results database. */
     void (*describe)(const void *priv, ss_kv_emit_fn *emit, void *ud);
 } pol_route_ops;
@@ -49,7 +51,7 @@ const char *pol_route_names(void);
 int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rng *rng,
                      ss_errbuf *eb);
 void pol_route_destroy(pol_route **p);
-gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r);
+gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n);
 const char *pol_route_name(const pol_route *p);
 void pol_route_describe(const pol_route *p, ss_kv_emit_fn *emit, void *ud);
 

@@ -1,20 +1,24 @@
-/* Baseline routers: round-robin, and least outstanding requests (waiting + running) with ties
- * broken by the lowest container id. Both consider every container of the cluster. */
+/* Baseline routers over the candidate containers of a request's tenant: round-robin (one
+ * cycle per tenant), least outstanding requests (waiting + running), uniformly random, and
+ * INFaaS-style dispatch freeness. Ties go to the lowest container id. */
 #include "policy.h"
 
 #include <stdio.h>
 
+#define RR_TENANTS 65536
+
 typedef struct rr_priv {
-    uint32_t next; /* container that gets the next request */
+    uint32_t next[RR_TENANTS]; /* per tenant: position of the next request in its cycle */
 } rr_priv;
 
-static gmg_id rr_pick(void *priv, const gmg *g, gmg_id r, ss_rng *rng)
+static gmg_id rr_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                      ss_rng *rng)
 {
-    (void)r;
     (void)rng;
     rr_priv *p = priv;
-    gmg_id c = p->next % g->n_ctrs;
-    p->next = (c + 1) % g->n_ctrs;
+    uint32_t *next = &p->next[g->reqs[r].tenant];
+    gmg_id c = cands[*next % n];
+    *next = (*next % n + 1) % n;
     return c;
 }
 
@@ -26,18 +30,20 @@ const pol_route_ops pol_route_rr = {
     .pick = rr_pick,
 };
 
-static gmg_id lor_pick(void *priv, const gmg *g, gmg_id r, ss_rng *rng)
+static gmg_id lor_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                       ss_rng *rng)
 {
     (void)priv;
     (void)r;
     (void)rng;
-    gmg_id best = 0;
+    gmg_id best = cands[0];
     uint32_t best_n = UINT32_MAX;
-    for (gmg_id i = 0; i < g->n_ctrs; i++) {
-        uint32_t n = g->ctrs[i].waiting.n + g->ctrs[i].running.n;
-        if (n < best_n) {
-            best = i;
-            best_n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const gmg_container *c = &g->ctrs[cands[i]];
+        uint32_t out = c->waiting.n + c->running.n + c->swapped.n;
+        if (out < best_n) {
+            best = cands[i];
+            best_n = out;
         }
     }
     return best;
@@ -50,11 +56,13 @@ const pol_route_ops pol_route_lor = {
     .pick = lor_pick,
 };
 
-static gmg_id random_pick(void *priv, const gmg *g, gmg_id r, ss_rng *rng)
+static gmg_id random_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                          ss_rng *rng)
 {
     (void)priv;
+    (void)g;
     (void)r;
-    return (gmg_id)ss_rng_below(rng, g->n_ctrs);
+    return cands[ss_rng_below(rng, n)];
 }
 
 const pol_route_ops pol_route_random = {
@@ -69,7 +77,7 @@ const pol_route_ops pol_route_random = {
 static double freeness(const gmg_container *c, double watermark)
 {
     double free_after = (double)c->blocks_free - watermark * c->blocks_total - (double)c->waiting_blocks;
-    uint32_t outstanding = c->running.n + c->waiting.n;
+    uint32_t outstanding = c->running.n + c->waiting.n + c->swapped.n;
     return outstanding ? free_after / outstanding : 1.0 / 0.0;
 }
 
@@ -83,17 +91,18 @@ static int infaas_init(void *priv, ss_params *p, ss_errbuf *eb)
     return ss_params_get_double(p, "infaas", "watermark", 0.01, 0.0, 0.5, &f->watermark, eb);
 }
 
-static gmg_id infaas_pick(void *priv, const gmg *g, gmg_id r, ss_rng *rng)
+static gmg_id infaas_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                          ss_rng *rng)
 {
     (void)r;
     (void)rng;
     const infaas_priv *f = priv;
-    gmg_id best = 0;
-    double best_f = freeness(&g->ctrs[0], f->watermark);
-    for (gmg_id i = 1; i < g->n_ctrs; i++) {
-        double fi = freeness(&g->ctrs[i], f->watermark);
+    gmg_id best = cands[0];
+    double best_f = freeness(&g->ctrs[cands[0]], f->watermark);
+    for (uint32_t i = 1; i < n; i++) {
+        double fi = freeness(&g->ctrs[cands[i]], f->watermark);
         if (fi > best_f) { /* strict: ties keep the lowest id */
-            best = i;
+            best = cands[i];
             best_f = fi;
         }
     }

@@ -12,7 +12,7 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 
-num() { grep -o "\"$2\": {[^}]*}" "$1" | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }
+num() { grep -o "\"$2\": {[^}]*}" "$1" | head -1 | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }
 for b in vllm sarathi static; do
     "$S" replay --trace "$AZ" --model llama-2-7b --gpu a100-80g --replicas 2 --rate-scale 1.25 \
         --batching "$b" --db none --json >"$T/$b.json" || fail "$b run"

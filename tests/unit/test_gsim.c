@@ -164,10 +164,10 @@ static void test_doubling_rate_never_lowers_p99_ttft(void **state)
         }
         metrics_summary m;
         run(f, scaled, N, NULL, &m, NULL);
-        if (m.ttft_ms.p99 < prev)
+        if (m.all.ttft_ms.p99 < prev)
             fail_msg("rate x%g: p99 TTFT %.1f ms < %.1f ms at half the rate", scale,
-                     m.ttft_ms.p99, prev);
-        prev = m.ttft_ms.p99;
+                     m.all.ttft_ms.p99, prev);
+        prev = m.all.ttft_ms.p99;
     }
     assert_true(prev > 1000); /* the top rate really overloads the replica */
     free(base);
@@ -191,7 +191,8 @@ static void test_conservation_with_rejections(void **state)
     metrics_summary m;
     run(f, r, N, &c, &m, NULL);
     assert_int_equal(m.requests, N);
-    assert_int_equal(m.completed + m.rejected, N);
+    assert_int_equal(m.all.requests, N);
+    assert_int_equal(m.all.completed + m.all.rejected, N);
     assert_int_equal(c.n_calls, N);
     uint64_t too_long = 0;
     for (size_t i = 0; i < N; i++) {
@@ -206,9 +207,9 @@ static void test_conservation_with_rejections(void **state)
             assert_true(c.r[i].finish >= c.r[i].first_token);
         }
     }
-    assert_int_equal(m.rejected, too_long);
+    assert_int_equal(m.all.rejected, too_long);
     assert_true(too_long > (N + 36) / 37);
-    assert_true(m.truncated > 0); /* some prompt + output exceeded 4096 */
+    assert_true(m.all.truncated > 0); /* some prompt + output exceeded 4096 */
     free(r);
     free(c.r);
 }
@@ -224,8 +225,8 @@ static void test_kv_bounds_under_preemption(void **state)
     metrics_summary m;
     gsim *g;
     run(f, r, N, NULL, &m, &g);
-    assert_true(m.preemptions > 0);
-    assert_int_equal(m.completed + m.rejected, N);
+    assert_true(m.all.preemptions > 0);
+    assert_int_equal(m.all.completed + m.all.rejected, N);
     const gmg_container *c = &gsim_graph(g)->ctrs[0];
     assert_true(c->blocks_peak <= c->blocks_total);
     assert_int_equal(c->blocks_free, c->blocks_total);
@@ -460,7 +461,7 @@ static void test_two_requests_orca(void **state)
     assert_int_equal(t.a.finish, d1 + d2 + d3);
     assert_int_equal(t.b.finish, d1 + d2 + d3);
     /* the reservation covers prompt + output from admission: no growth, no preemption */
-    assert_int_equal(gsim_metrics(t.g)->preemptions, 0);
+    assert_int_equal(gsim_metrics(t.g)->all.preemptions, 0);
     gsim_destroy(&t.g);
 }
 
@@ -551,7 +552,7 @@ static void test_swap_preemption(void **state)
     assert_int_equal(w.swap_ins, w.swap_outs); /* everyone swapped out came back */
     assert_true(w.iters_with_swaps > 0);
     assert_int_equal(w.bad, 0);
-    assert_int_equal(m->completed + m->rejected, N);
+    assert_int_equal(m->all.completed + m->all.rejected, N);
     const gmg_container *c = &gsim_graph(g)->ctrs[0];
     assert_int_equal(c->swap_free, c->swap_total);
     gsim_destroy(&g);
@@ -571,7 +572,7 @@ static void test_livelock_guard_rejects_and_counts(void **state)
     collect c = {calloc(N, sizeof(metrics_req)), 0};
     run(f, r, N, &c, &m, NULL);
     assert_true(m.aborted > 0);
-    assert_int_equal(m.completed + m.rejected, N);
+    assert_int_equal(m.all.completed + m.all.rejected, N);
     for (size_t i = 0; i < N; i++)
         assert_true(c.r[i].preemptions <= 1);
     free(r);

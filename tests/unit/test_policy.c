@@ -213,6 +213,8 @@ static void test_unknown_param_and_bad_value(void **state)
     assert_non_null(strstr(eb.msg, "max_num_seq'"));
 }
 
+static const gmg_id all2[2] = {0, 1};
+
 static void test_routers(void **state)
 {
     fx *f = *state;
@@ -223,15 +225,15 @@ static void test_routers(void **state)
     assert_int_equal(pol_route_create(&rr, "rr", f->params, &rng, &eb), 0);
     assert_int_equal(pol_route_create(&lor, "lor", f->params, &rng, &eb), 0);
     gmg_id r = gmg_req_alloc(f->g);
-    assert_int_equal(pol_route_pick(rr, f->g, r), 0);
-    assert_int_equal(pol_route_pick(rr, f->g, r), 1);
-    assert_int_equal(pol_route_pick(rr, f->g, r), 0);
-    assert_int_equal(pol_route_pick(lor, f->g, r), 0); /* tie -> lowest id */
+    assert_int_equal(pol_route_pick(rr, f->g, r, all2, 2), 0);
+    assert_int_equal(pol_route_pick(rr, f->g, r, all2, 2), 1);
+    assert_int_equal(pol_route_pick(rr, f->g, r, all2, 2), 0);
+    assert_int_equal(pol_route_pick(lor, f->g, r, all2, 2), 0); /* tie -> lowest id */
     add_waiting(f, &f->g->ctrs[0], 10, 10);
-    assert_int_equal(pol_route_pick(lor, f->g, r), 1);
+    assert_int_equal(pol_route_pick(lor, f->g, r, all2, 2), 1);
     add_waiting(f, &f->g->ctrs[1], 10, 10);
     add_waiting(f, &f->g->ctrs[1], 10, 10);
-    assert_int_equal(pol_route_pick(lor, f->g, r), 0);
+    assert_int_equal(pol_route_pick(lor, f->g, r, all2, 2), 0);
     assert_int_equal(pol_route_create(&rr, "random-ish", f->params, &rng, &eb), SS_ENOTFOUND);
     pol_route_destroy(&rr);
     pol_route_destroy(&lor);
@@ -250,27 +252,27 @@ static void test_random_and_infaas_routers(void **state)
     gmg_id r = gmg_req_alloc(f->g);
     int count[2] = {0, 0};
     for (int i = 0; i < 2000; i++) {
-        gmg_id x = pol_route_pick(r1, f->g, r);
-        assert_int_equal(x, pol_route_pick(r2, f->g, r)); /* same seed, same choices */
+        gmg_id x = pol_route_pick(r1, f->g, r, all2, 2);
+        assert_int_equal(x, pol_route_pick(r2, f->g, r, all2, 2)); /* same seed, same choices */
         assert_true(x < 2);
         count[x]++;
     }
     assert_true(count[0] > 900 && count[1] > 900);
     /* infaas: empty containers are infinitely free -> lowest id; then the freer one wins */
     assert_int_equal(pol_route_create(&inf, "infaas", f->params, &a, &eb), 0);
-    assert_int_equal(pol_route_pick(inf, f->g, r), 0);
+    assert_int_equal(pol_route_pick(inf, f->g, r, all2, 2), 0);
     gmg_container *c0 = small_pool(f, 100);
     gmg_container *c1 = &f->g->ctrs[1];
     c1->blocks_total = c1->blocks_free = 100;
     add_running(f, c0, 160, 1); /* 10 blocks held */
-    assert_int_equal(pol_route_pick(inf, f->g, r), 1);
+    assert_int_equal(pol_route_pick(inf, f->g, r, all2, 2), 1);
     add_running(f, c1, 320, 1); /* 20 blocks: c0 (89 - 1) / 1 > c1 (79 - 1) / 1 */
-    assert_int_equal(pol_route_pick(inf, f->g, r), 0);
+    assert_int_equal(pol_route_pick(inf, f->g, r, all2, 2), 0);
     /* waiting demand counts against a container: 30 blocks waiting on c0 */
     gmg_id w = add_waiting(f, c0, 480, 5);
     gmg_req_at(f->g, w)->wait_blocks = 30;
     c0->waiting_blocks = 30;
-    assert_int_equal(pol_route_pick(inf, f->g, r), 1); /* (89-1-30)/2 = 29 < 78 */
+    assert_int_equal(pol_route_pick(inf, f->g, r, all2, 2), 1); /* (89-1-30)/2 = 29 < 78 */
     pol_route_destroy(&r1);
     pol_route_destroy(&r2);
     pol_route_destroy(&inf);

@@ -56,8 +56,9 @@ static void write_run(store *s, int n_req, int commit)
     assert_int_equal(store_run_gpu(s, &g, &eb), 0);
     if (!commit)
         return;
-    metrics_summary m = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
-                         .rejected = 1, .sim_s = 10};
+    metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
+                         .all = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
+                                 .rejected = 1}};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
 }
@@ -135,8 +136,8 @@ static void test_refuses_foreign_and_newer(void **state)
     assert_null(s);
 }
 
-/* A database written with schema 1 (schema 2 without summary.swap_outs and summary.aborted)
- * is upgraded in place, keeps its runs and takes new ones. */
+/* A database written with schema 1 (the current one without what versions 2 and 3 added) is
+ * upgraded in place, keeps its runs and takes new ones. */
 static void test_upgrades_schema_1(void **state)
 {
     (void)state;
@@ -149,16 +150,32 @@ static void test_upgrades_schema_1(void **state)
     store_close(&s);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "ALTER TABLE summary DROP COLUMN swap_outs;"
-                                      "ALTER TABLE summary DROP COLUMN aborted;"
-                                      "PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
+    static const char downgrade[] =
+        "DROP TABLE tenants; DROP TABLE tiers;"
+        "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
+        "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
+        "ALTER TABLE requests DROP COLUMN sla_violated; ALTER TABLE requests DROP COLUMN measured;"
+        "ALTER TABLE requests DROP COLUMN migrations;"
+        "ALTER TABLE summary DROP COLUMN swap_outs; ALTER TABLE summary DROP COLUMN aborted;"
+        "ALTER TABLE summary DROP COLUMN measured_requests; ALTER TABLE summary DROP COLUMN window_s;"
+        "ALTER TABLE summary DROP COLUMN sla_violations;"
+        "ALTER TABLE summary DROP COLUMN sla_violation_rate;"
+        "ALTER TABLE summary DROP COLUMN goodput_tokens_per_s;"
+        "ALTER TABLE summary DROP COLUMN migrations;"
+        "ALTER TABLE summary DROP COLUMN migrations_aborted;"
+        "ALTER TABLE summary DROP COLUMN migration_gib;"
+        "ALTER TABLE summary DROP COLUMN reallocations;"
+        "PRAGMA user_version = 1;";
+    assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     assert_int_equal(store_open(&s, path, &eb), 0);
     write_run(s, 2, 1);
     store_close(&s);
-    assert_int_equal(q_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(q_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE swap_outs = 0"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE pp = 1"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM tenants"), 0);
 }
 
 static void test_allocation_failures(void **state)

@@ -1,0 +1,229 @@
+/* Reporting a finished replay: table, JSON, and the database rows derived from the metrics. */
+#include "report.h"
+
+#include "core/ss_strbuf.h"
+
+#include <inttypes.h>
+
+/* ---- JSON ------------------------------------------------------------------------------- */
+
+static void json_pct(FILE *f, const char *name, const metrics_pct *p)
+{
+    fprintf(f, ", \"%s\": {\"mean\": %.6f, \"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, "
+               "\"max\": %.6f}",
+            name, p->mean, p->p50, p->p90, p->p99, p->max);
+}
+
+/* The fields every group (tenant, tier) carries, after its own key. */
+static void json_group(FILE *f, const metrics_group_summary *g)
+{
+    fprintf(f, ", \"requests\": %" PRIu64 ", \"completed\": %" PRIu64 ", \"rejected\": %" PRIu64
+               ", \"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
+               "\"output_tokens_per_s\": %.6f",
+            g->requests, g->completed, g->rejected, g->sla_violation_rate,
+            g->goodput_tokens_per_s, g->output_tokens_per_s);
+    json_pct(f, "ttft_ms", &g->ttft_ms);
+    json_pct(f, "tbt_ms", &g->tbt_ms);
+    json_pct(f, "e2e_ms", &g->e2e_ms);
+}
+
+static void json_tenants(FILE *f, const gsim *g, double window_s)
+{
+    const metrics *m = gsim_metrics(g);
+    fprintf(f, ", \"tenants\": [");
+    for (uint32_t i = 0; i < gsim_n_tenants(g); i++) {
+        const gsim_tenant *t = gsim_tenant_at(g, i);
+        metrics_group_summary s;
+        metrics_summarize_group(&m->tenants[i], window_s, &s);
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        ss_json_fputs(f, t->name);
+        fprintf(f, ", \"model\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, \"tiers\": %u",
+                t->model->name, t->replicas, t->tp, t->pp, t->tiers);
+        json_group(f, &s);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+static void json_tiers(FILE *f, const gsim *g, double window_s)
+{
+    const metrics *m = gsim_metrics(g);
+    fprintf(f, ", \"tiers\": [");
+    for (uint32_t k = 0; k < m->n_tiers; k++) {
+        metrics_group_summary s;
+        metrics_summarize_group(&m->tiers[k], window_s, &s);
+        fprintf(f, "%s{\"tier\": %u", k ? ", " : "", k);
+        json_group(f, &s);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+{
+    const des_stats *d = gsim_des_stats(g);
+    const metrics_group_summary *a = &m->all;
+    const gsim_tenant *t0 = gsim_tenant_at(g, 0);
+    fprintf(f, "{\"requests\": %" PRIu64 ", \"completed\": %" PRIu64 ", \"rejected\": %" PRIu64
+               ", \"truncated\": %" PRIu64 ", \"preemptions\": %" PRIu64 ", \"swap_outs\": %" PRIu64
+               ", \"aborted\": %" PRIu64 ", \"events\": %" PRIu64 ", \"iterations\": %" PRIu64
+               ", \"wall_s\": %.6f, \"sim_s\": %.9f, \"prompt_tokens_per_s\": %.6f, "
+               "\"output_tokens_per_s\": %.6f, \"requests_per_s\": %.6f, \"peak_in_flight\": %u, "
+               "\"skipped\": %" PRIu64,
+            m->requests, a->completed, a->rejected, a->truncated, a->preemptions, m->swap_outs,
+            m->aborted, d->n_events, gsim_iterations(g), r->wall_s, m->sim_s,
+            a->prompt_tokens_per_s, a->output_tokens_per_s, a->requests_per_s,
+            gsim_graph(g)->peak_in_flight, r->skipped);
+    json_pct(f, "ttft_ms", &a->ttft_ms);
+    json_pct(f, "tbt_ms", &a->tbt_ms);
+    json_pct(f, "e2e_ms", &a->e2e_ms);
+    fprintf(f, ", \"measured_requests\": %" PRIu64 ", \"warmup_s\": %.3f, \"window_s\": %.9f, "
+               "\"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
+               "\"migrations\": %" PRIu64 ", \"migrations_aborted\": %" PRIu64
+               ", \"migration_gib\": %.6f, \"reallocations\": %" PRIu64,
+            a->requests, r->warmup_s, m->window_s, a->sla_violation_rate, a->goodput_tokens_per_s,
+            m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations);
+    json_tenants(f, g, m->window_s);
+    json_tiers(f, g, m->window_s);
+    fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
+               "\"batching\": \"%s\", \"routing\": \"%s\", \"cluster\": \"%s\", "
+               "\"cost_model\": \"%s\", \"seed\": %" PRIu64 "}\n",
+            t0->model->name, r->gpu, t0->replicas, t0->tp, t0->pp, r->batching, r->routing,
+            r->cluster, r->cost, r->seed);
+}
+
+/* ---- table ------------------------------------------------------------------------------ */
+
+static void table_row(FILE *f, const char *name, const metrics_pct *p)
+{
+    fprintf(f, "  %-6s %10.1f %10.1f %10.1f %10.1f %10.1f\n", name, p->mean, p->p50, p->p90,
+            p->p99, p->max);
+}
+
+static void group_line(FILE *f, const char *label, const metrics_group_summary *s)
+{
+    fprintf(f, "  %-16s %8" PRIu64 " %7.1f%% %10.1f %10.1f %10.1f %10.1f %10.1f\n", label,
+            s->requests, 100 * s->sla_violation_rate, s->goodput_tokens_per_s, s->ttft_ms.p50,
+            s->ttft_ms.p99, s->tbt_ms.p99, s->e2e_ms.p99);
+}
+
+static void table_groups(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    const metrics *mt = gsim_metrics(g);
+    if (gsim_n_tenants(g) < 2 && mt->n_tiers < 2 && !m->all.sla_violations)
+        return;
+    fprintf(f, "  %-16s %8s %8s %10s %10s %10s %10s %10s\n", "tenant / tier", "requests",
+            "SLA miss", "goodput", "TTFT p50", "TTFT p99", "TBT p99", "E2E p99");
+    char label[64];
+    metrics_group_summary s;
+    for (uint32_t i = 0; i < gsim_n_tenants(g); i++) {
+        metrics_summarize_group(&mt->tenants[i], m->window_s, &s);
+        group_line(f, gsim_tenant_name(g, i), &s);
+    }
+    for (uint32_t k = 0; k < mt->n_tiers; k++) {
+        snprintf(label, sizeof label, "tier %u", k);
+        metrics_summarize_group(&mt->tiers[k], m->window_s, &s);
+        group_line(f, label, &s);
+    }
+}
+
+void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+{
+    const des_stats *d = gsim_des_stats(g);
+    const metrics_group_summary *a = &m->all;
+    const gsim_tenant *t0 = gsim_tenant_at(g, 0);
+    if (gsim_n_tenants(g) == 1)
+        fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s "
+                   "routing, %s costs\n", r->source, r->format,
+                t0->replicas * t0->tp * t0->pp, r->gpu, t0->model->name, t0->tp, t0->pp,
+                r->batching, r->routing, r->cost);
+    else
+        fprintf(f, "slicesim replay: %s, %u tenants on %u x %s; %s batching, %s routing, %s "
+                   "cluster, %s costs\n", r->source, gsim_n_tenants(g), gsim_graph(g)->n_gpus,
+                r->gpu, r->batching, r->routing, r->cluster, r->cost);
+    fprintf(f, "  requests %" PRIu64 ": completed %" PRIu64 ", rejected %" PRIu64
+               ", truncated %" PRIu64 "; preemptions %" PRIu64 " (%" PRIu64 " by swap; %" PRIu64
+               " requests abandoned)\n",
+            m->requests, a->completed, a->rejected, a->truncated, a->preemptions, m->swap_outs,
+            m->aborted);
+    if (r->warmup_s > 0)
+        fprintf(f, "  measured: the %" PRIu64 " requests arriving after the %.1f s warm-up\n",
+                a->requests, r->warmup_s);
+    if (r->skipped)
+        fprintf(f, "  skipped %" PRIu64 " trace rows the format marks as failed requests\n",
+                r->skipped);
+    if (m->migrations || m->migrations_aborted || m->reallocations)
+        fprintf(f, "  migrations %" PRIu64 " (%" PRIu64 " aborted, %.2f GiB moved); container "
+                   "re-allocations %" PRIu64 "\n", m->migrations, m->migrations_aborted,
+                m->migration_gib, m->reallocations);
+    fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64
+               " iterations)\n", m->sim_s, r->wall_s, d->n_events,
+            r->wall_s > 0 ? (double)d->n_events / r->wall_s / 1e6 : 0.0, gsim_iterations(g));
+    fprintf(f, "  throughput: %.1f prompt tokens/s, %.1f output tokens/s, %.2f requests/s\n",
+            a->prompt_tokens_per_s, a->output_tokens_per_s, a->requests_per_s);
+    if (a->sla_violations || gsim_n_tenants(g) > 1)
+        fprintf(f, "  SLA: %.2f %% of requests violated; goodput %.1f output tokens/s\n",
+                100 * a->sla_violation_rate, a->goodput_tokens_per_s);
+    fprintf(f, "  latency (ms)  %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "max");
+    table_row(f, "TTFT", &a->ttft_ms);
+    table_row(f, "TBT", &a->tbt_ms);
+    table_row(f, "E2E", &a->e2e_ms);
+    table_groups(f, g, m);
+}
+
+/* ---- database --------------------------------------------------------------------------- */
+
+static int store_gpus(store *st, const gsim *g, ss_errbuf *eb)
+{
+    const gmg *G = gsim_graph(g);
+    double span = ss_time_to_s(gsim_end_time(g));
+    for (uint32_t i = 0; i < G->n_gpus; i++) {
+        const gmg_gpu *u = &G->gpus[i];
+        const gmg_container *c = &G->ctrs[u->container];
+        store_gpu_row row = {
+            .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
+            .busy_s = ss_time_to_s(u->busy_ns),
+            .utilization = span > 0 ? ss_time_to_s(u->busy_ns) / span : 0,
+            .iterations = u->iterations, .kv_blocks = c->blocks_total,
+            .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
+            .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
+        };
+        int rc = store_run_gpu(st, &row, eb);
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
+static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb)
+{
+    const metrics *m = gsim_metrics(g);
+    metrics_group_summary s;
+    int rc = SS_OK;
+    for (uint32_t i = 0; !rc && i < gsim_n_tenants(g); i++) {
+        const gsim_tenant *t = gsim_tenant_at(g, i);
+        metrics_summarize_group(&m->tenants[i], window_s, &s);
+        rc = store_run_tenant(st, t->name, t->model->name, t->replicas, &s, eb);
+    }
+    for (uint32_t k = 0; !rc && k < m->n_tiers; k++) {
+        metrics_summarize_group(&m->tiers[k], window_s, &s);
+        rc = store_run_tier(st, k, &s, eb);
+    }
+    return rc;
+}
+
+int report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
+                 uint64_t trace_digest, ss_errbuf *eb)
+{
+    store_run_end end = {
+        .wall_s = wall_s, .events = gsim_des_stats(g)->n_events,
+        .iterations = gsim_iterations(g), .peak_in_flight = gsim_graph(g)->peak_in_flight,
+        .trace_digest = trace_digest,
+    };
+    int rc = store_gpus(st, g, eb);
+    if (!rc)
+        rc = store_groups(st, g, m->window_s, eb);
+    if (!rc)
+        rc = store_run_commit(st, m, &end, eb);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* Private to app/: how a finished replay is reported: the readable table, the --json object
+ * (a contract other tools parse: keys are only ever added), and the per-GPU, per-tenant and
+ * per-tier rows of the results database. */
+#ifndef SS_APP_REPORT_H
+#define SS_APP_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gsim/gsim.h"
+#include "metrics/store.h"
+
+/* What the report says about the run besides the simulator's own state. */
+typedef struct report_run {
+    const char *source;   /* trace path, or "scenario FILE" */
+    const char *format;   /* trace format or "multi-tenant" */
+    const char *gpu;      /* GPU kind */
+    const char *batching, *routing, *cluster, *cost;
+    uint64_t seed;
+    uint64_t skipped;     /* trace rows the readers dropped */
+    double warmup_s;      /* measurement starts here */
+    double wall_s;        /* wall-clock seconds of the simulation */
+} report_run;
+
+/* One JSON object on one line. */
+void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m);
+/* The readable table, with one line per tenant and per tier when there are several. */
+void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m);
+/* Write the run's GPU, tenant and tier rows and commit it. 0 or the store's error. */
+int report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
+                 uint64_t trace_digest, ss_errbuf *eb);
+
+#endif

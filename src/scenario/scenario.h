@@ -1,0 +1,115 @@
+/* Scenario files (experiments/*.ini): a whole multi-tenant experiment in one INI file read with
+ * inih: the cluster, the policy bundle and its parameters, the run, the engine, and one
+ * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
+ * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
+ * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
+ * "--set: key"). This module only parses and checks; app/ turns a scenario into a run. */
+#ifndef SS_SCENARIO_SCENARIO_H
+#define SS_SCENARIO_SCENARIO_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../core/ss_err.h"
+#include "../core/ss_params.h"
+
+#define SCN_NAME_MAX 48
+#define SCN_PATH_MAX 1024
+#define SCN_TEXT_MAX 512
+#define SCN_MAX_TENANTS 64
+#define SCN_MAX_TIERS 10
+
+/* SLA of one tier; 0 means no bound. A request violates its SLA if any bound is broken. */
+typedef struct scn_sla {
+    double ttft_ms;     /* time to first token */
+    double tbt_p99_ms;  /* the 99th percentile of the request's own inter-token gaps */
+    double e2e_ms;      /* end to end */
+} scn_sla;
+
+typedef struct scn_tenant {
+    char name[SCN_NAME_MAX];     /* [tenant.NAME]: [a-z0-9._-]+ */
+    unsigned line;               /* line of the section header (0: made by --set or the CLI) */
+    /* serving */
+    char model[SCN_NAME_MAX];    /* catalog model (model) */
+    uint32_t tp, pp;             /* tp, pp (default 1, 1) */
+    uint32_t replicas;           /* replicas: containers it starts with (default 1) */
+    uint32_t max_replicas;       /* max_replicas: most it may own under auto-scaling or
+                                    re-allocation (default = replicas) */
+    /* workload: exactly one of trace, synthetic, servegen */
+    char trace[SCN_PATH_MAX];    /* trace (relative paths: from the scenario file's folder) */
+    char trace_format[16];       /* trace_format (default auto) */
+    int trace_spread;            /* trace_spread = true|false */
+    char trace_tenant[SCN_NAME_MAX]; /* trace_tenant: only rows of this tenant name */
+    char split[16];              /* split = none|rr|random|class (a trace shared with others) */
+    double weight;               /* weight (split = random; default 1) */
+    uint32_t class_lo, class_hi; /* class = LO:HI prompt tokens (split = class) */
+    char synthetic[SCN_TEXT_MAX]; /* synthetic = "rate=5 duration=600 arrival=gamma cv=2
+                                     prompt=lognormal:800:0.6 output=fixed:128 requests=N" */
+    char servegen[256];          /* servegen = CATEGORY/POOL/CLIENT, e.g. language/m-mid/17 */
+    double servegen_start_s;     /* servegen_start_s (default 0) */
+    double rate_scale;           /* rate_scale (default 1) */
+    double duration_s;           /* duration_s: stop this tenant's arrivals (0 = the run's) */
+    uint64_t limit;              /* limit: at most N requests (0 = no limit) */
+    /* tiers and SLAs */
+    uint32_t tiers;              /* tiers = K, 1..10 (default 1) */
+    char tier_mix[128];          /* tier_mix = trace|uniform|gaussian|enterprise|powerlaw|
+                                    weights:W0,W1,... (default uniform) */
+    double tier_alpha;           /* tier_alpha: power-law exponent (default 1) */
+    scn_sla sla[SCN_MAX_TIERS];  /* sla_ttft_ms / sla_tbt_ms / sla_e2e_ms = one value for every
+                                    tier, or K comma-separated values from tier 0 */
+} scn_tenant;
+
+typedef struct scn_scenario {
+    char path[SCN_PATH_MAX];     /* file it was loaded from ("" if none) */
+    /* [cluster] */
+    char gpu[SCN_NAME_MAX];      /* gpu (default a100-80g) */
+    uint32_t nodes;              /* nodes (0 = as many as the tenants' containers need) */
+    uint32_t gpus_per_node;      /* gpus_per_node (0 = the GPU catalog's) */
+    /* [policy] */
+    char routing[32];            /* routing (default rr; llumnix clusters default to their own) */
+    char batching[32];           /* batching (default vllm) */
+    char cluster[32];            /* cluster = container|llumnix|llumnix-tiers (default container) */
+    char cost[32];               /* cost (default roofline) */
+    ss_params *params;           /* every other [policy] key: a policy parameter (owned) */
+    /* [run] */
+    uint64_t seed;               /* seed (default 1) */
+    double duration_s;           /* duration_s: no arrivals after this (0 = the workload's end) */
+    double warmup_s;             /* warmup_s: requests arriving earlier are simulated, not measured */
+    char db[SCN_PATH_MAX];       /* db (default results/slicesim.db; "none") */
+    char servegen_dir[SCN_PATH_MAX]; /* servegen_dir: ServeGen's data folder */
+    /* [engine] */
+    double gpu_mem_util;         /* gpu_mem_util (default 0.9) */
+    uint32_t block_size;         /* block_size (default 16) */
+    uint64_t max_model_len;      /* max_model_len (default 16384) */
+    double swap_space_gib;       /* swap_space_gib (default 4) */
+    scn_tenant tenants[SCN_MAX_TENANTS];
+    uint32_t n_tenants;
+} scn_scenario;
+
+/* A scenario with every default and no tenant. Caller frees with scn_destroy. 0 or SS_ENOMEM. */
+int scn_create(scn_scenario **s_out);
+void scn_destroy(scn_scenario **s);
+/* Read an INI file into s (keys it sets replace earlier values; a [tenant.NAME] section adds
+ * the tenant or updates it). Unknown sections or keys, bad values, duplicate keys within a
+ * section: SS_EPARSE with "FILE:LINE: SECTION.KEY: what is wrong"; unreadable: SS_EIO. On
+ * failure s may be partly updated: discard it. */
+int scn_load(scn_scenario *s, const char *path, ss_errbuf *eb);
+/* Apply one "SECTION.KEY=VALUE" (SECTION may contain dots: tenant.chat.rate_scale=2). Same
+ * keys and checks as a file; errors start "--set: ". A [tenant.NAME] that does not exist yet is
+ * created. */
+int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb);
+/* Whole-scenario checks once everything is applied: at least one tenant, each with a model and
+ * exactly one workload source, SLA lists of 1 or K values, split partners consistent (same
+ * trace, same split), class ranges, warmup < duration. Errors name the tenant (and its line).
+ * 0 or SS_EINVAL. */
+int scn_check(const scn_scenario *s, ss_errbuf *eb);
+/* Tenant by name, NULL when absent. */
+scn_tenant *scn_tenant_find(scn_scenario *s, const char *name);
+/* Line of the file where [policy] key `key` was set (0 when not from a file), so that a policy
+ * rejecting a parameter can point at it. */
+unsigned scn_param_line(const scn_scenario *s, const char *key);
+/* Write s back as an INI file (every key, canonical order): stored with each run so that a
+ * result can be reproduced. 0 or SS_EIO. */
+int scn_write(const scn_scenario *s, FILE *f);
+
+#endif

@@ -1,0 +1,98 @@
+/* Multi-tenant workloads: one merged, time-ordered stream of requests built from a per-tenant
+ * description. Each tenant's requests come from a trace file (all of it, the rows of one named
+ * tenant, or a share of a trace split with other tenants round-robin, by weight, or by prompt
+ * length class), from the synthetic generator, or from a ServeGen client's fitted per-window
+ * arrival process and token PMFs. Each request gets its tenant index and a tier, taken from
+ * the trace or sampled from a tier mix. Streaming: memory follows the number of tenants, not
+ * the number of requests. Deterministic for a given seed; every tenant has its own rng streams,
+ * so adding a tenant never changes another tenant's requests. */
+#ifndef SS_WORKLOAD_WORKLOAD_H
+#define SS_WORKLOAD_WORKLOAD_H
+
+#include <stdint.h>
+
+#include "../core/ss_err.h"
+#include "../core/ss_rng.h"
+#include "../trace/trace.h"
+
+#define WL_MAX_TIERS 10
+#define WL_MAX_TENANTS 64
+
+/* ---- tier mixes ------------------------------------------------------------------------- */
+
+typedef enum wl_mix_kind {
+    WL_MIX_TRACE,      /* the trace's tier column (clamped to K - 1); tier 0 when absent */
+    WL_MIX_UNIFORM,    /* 1/K each */
+    WL_MIX_GAUSSIAN,   /* K = 5: [.05 .2 .5 .2 .05]; other K: a normal centred on the middle
+                          tier with the same relative spread, normalised */
+    WL_MIX_ENTERPRISE, /* K = 5: [.10 .30 .50 .08 .02]; other K: resampled from that shape */
+    WL_MIX_POWERLAW,   /* p_k ~ (k + 1)^-alpha: tier 0 the most common */
+    WL_MIX_WEIGHTS,    /* explicit weights "w0,w1,..." (normalised) */
+} wl_mix_kind;
+
+typedef struct wl_tier_mix {
+    wl_mix_kind kind;
+    uint32_t k;               /* tiers, 1..WL_MAX_TIERS */
+    double p[WL_MAX_TIERS];   /* probability of each tier (sums to 1; unused for WL_MIX_TRACE) */
+} wl_tier_mix;
+
+/* Build a mix: name is "trace", "uniform", "gaussian", "enterprise", "powerlaw" (alpha > 0, use
+ * 1 when unsure) or "weights:W0,W1,..." (exactly k non-negative weights, not all 0).
+ * 0 or SS_EINVAL with "tier_mix: ..." in eb. The README documents how each is generalised. */
+int wl_tier_mix_make(wl_tier_mix *m, const char *name, uint32_t k, double alpha, ss_errbuf *eb);
+/* Draw a tier. */
+uint8_t wl_tier_draw(const wl_tier_mix *m, ss_rng *r);
+
+/* ---- tenants ---------------------------------------------------------------------------- */
+
+typedef enum wl_split {
+    WL_SPLIT_NONE,   /* the tenant has the trace to itself (or the rows of trace_tenant) */
+    WL_SPLIT_RR,     /* tenants naming the same trace take its rows in turn */
+    WL_SPLIT_RANDOM, /* ... at random in proportion to their weight */
+    WL_SPLIT_CLASS,  /* ... by prompt length: a row goes to the tenant whose [lo, hi] holds it */
+} wl_split;
+
+typedef struct wl_tenant_spec {
+    const char *name;            /* tenant name (borrowed) */
+    /* exactly one source: */
+    const char *trace;           /* trace path, or NULL */
+    const char *trace_format;    /* "auto" or a format name (NULL = auto) */
+    int trace_spread;            /* spread equal timestamps (trace_reader_set_spread) */
+    const char *trace_tenant;    /* keep only rows of this tenant name (native/burstgpt), or NULL */
+    wl_split split;              /* how a trace shared by several tenants is divided */
+    double weight;               /* WL_SPLIT_RANDOM weight (> 0) */
+    uint32_t class_lo, class_hi; /* WL_SPLIT_CLASS prompt-token range, inclusive */
+    const trace_gen_spec *synth; /* synthetic generator spec (borrowed), or NULL */
+    const char *servegen;        /* ServeGen client "CATEGORY/POOL/CLIENT" relative to the
+                                    ServeGen directory, e.g. "language/m-mid/17", or NULL */
+    double servegen_start_s;     /* ServeGen: offset into the client's period, s */
+    /* shaping, whatever the source: */
+    double rate_scale;           /* arrival times divided by this (> 0) */
+    double duration_s;           /* stop the tenant's stream at this time (0 = no limit) */
+    uint64_t limit;              /* at most this many requests (0 = no limit) */
+    wl_tier_mix tiers;           /* how the tier is assigned */
+} wl_tenant_spec;
+
+typedef struct wl_source wl_source;
+
+/* Build the merged stream of n tenants (n <= WL_MAX_TENANTS). Requests carry tenant = index of
+ * their spec and a tier from its mix; ids are renumbered 0, 1, ... in merged order (the trace's
+ * own id is lost). servegen_dir is where ServeGen's category folders live (NULL: only needed
+ * when a tenant names a ServeGen client). Validates every spec (one source, split partners on
+ * the same trace agree, weights and classes sane, files readable). 0, or SS_EINVAL / SS_EPARSE
+ * / SS_ENOTFOUND / SS_ENOMEM / SS_EIO with "tenant NAME: ..." or the reader's FILE:LINE message
+ * in eb; nothing returned on failure. */
+int wl_source_create(wl_source **s_out, const wl_tenant_spec *specs, uint32_t n, uint64_t seed,
+                     const char *servegen_dir, ss_errbuf *eb);
+/* Next request in arrival order (ties: lower tenant index first, then the tenant's own order).
+ * 1, 0 at the end, or <0 with eb set (a reader error: FILE:LINE: field: ...). */
+int wl_source_next(wl_source *s, trace_rec *out, ss_errbuf *eb);
+void wl_source_destroy(wl_source **s);
+/* Rows that readers skipped (failed requests, rows of other tenants are not counted). */
+uint64_t wl_source_n_skipped(const wl_source *s);
+/* FNV-1a 64 over the digests of every trace read and the synthetic/ServeGen specs. */
+uint64_t wl_source_digest(const wl_source *s);
+/* Human-readable format of tenant i's source ("native", "azure", "synthetic", "servegen"). */
+const char *wl_source_format(const wl_source *s, uint32_t i);
+
+#endif
