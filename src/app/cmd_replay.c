@@ -399,7 +399,8 @@ static int begin_store(run_ctx *x, int argc, char **argv)
         .command = x->cmdline ? x->cmdline : "", .trace = x->o->trace,
         .trace_format = trace_reader_format(x->r), .model = x->o->model, .gpu = x->o->gpu,
         .replicas = x->o->sim.replicas, .tp = x->o->sim.tp, .batching = x->o->sim.batching,
-        .routing = x->o->sim.routing, .cost_model = x->o->sim.cost,
+        .routing = gsim_routing_name(x->g), .cost_model = x->o->sim.cost,
+        .cluster_policy = gsim_cluster_name(x->g), .pp = x->o->sim.pp,
         .params_json = ss_strbuf_str(&pj), .seed = x->o->sim.seed,
         .rate_scale = x->o->rate_scale, .limit = x->o->limit,
     };
@@ -452,8 +453,8 @@ static report_run report_of(const run_ctx *x, double wall_s)
     const replay_opts *o = x->o;
     report_run r = {
         .source = o->trace, .format = trace_reader_format(x->r), .gpu = o->gpu,
-        .batching = o->sim.batching, .routing = o->sim.routing,
-        .cluster = o->sim.cluster ? o->sim.cluster : "container", .cost = o->sim.cost,
+        .batching = o->sim.batching, .routing = gsim_routing_name(x->g),
+        .cluster = gsim_cluster_name(x->g), .cost = o->sim.cost,
         .seed = o->sim.seed, .skipped = trace_reader_n_skipped(x->r),
         .warmup_s = ss_time_to_s(o->sim.warmup), .wall_s = wall_s,
     };

@@ -189,6 +189,40 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *s, uint32_t replicas, ss_errb
     return add_links(g) ? ss_err(eb, SS_ENOMEM, "cluster: out of memory") : SS_OK;
 }
 
+int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, ss_errbuf *eb)
+{
+    if (c->waiting.n || c->running.n || c->swapped.n || c->blocks_free != c->blocks_total)
+        return ss_err(eb, SS_EINVAL, "container %u: cannot change hands while serving", c->id);
+    if (spec->tp != c->tp || spec->pp != 1 || c->pp != 1)
+        return ss_err(eb, SS_EINVAL, "container %u: TP %u x PP %u cannot become TP %u x PP %u",
+                      c->id, c->tp, c->pp, spec->tp, spec->pp);
+    sizing z = size_container(spec);
+    int rc = check_spec(spec, &z, eb);
+    cost_model *cm = NULL;
+    cost_params cp = {.gpu = spec->gpu, .model = spec->model, .tp = spec->tp,
+                      .profiles_dir = spec->profiles_dir};
+    if (!rc)
+        rc = cost_model_create(&cm, spec->cost_backend, &cp, eb);
+    if (rc)
+        return rc;
+    cost_model_destroy(&c->cost);
+    c->cost = cm;
+    c->tenant = spec->tenant;
+    c->model = spec->model;
+    c->block_bytes = z.block_bytes;
+    c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
+    c->blocks_peak = 0;
+    c->swap_total = c->swap_free = (uint32_t)(spec->swap_bytes / z.block_bytes);
+    for (uint32_t k = 0; k < c->tp; k++) {
+        gmg_mem *m = &g->gpus[c->gpu0 + k].mem;
+        m->weights = z.weights;
+        m->activations = z.activations;
+        m->kv_pool = (double)z.blocks * z.block_bytes;
+        m->kv_used = 0;
+    }
+    return SS_OK;
+}
+
 /* ---- request slots and lists ------------------------------------------------------------ */
 
 gmg_id gmg_req_alloc(gmg *g)

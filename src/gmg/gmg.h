@@ -151,6 +151,7 @@ enum {
     GMG_CTR_ACTIVE = 0,   /* serving its tenant, takes new requests */
     GMG_CTR_DRAINING,     /* finishing its requests before it changes hands; takes no new ones */
     GMG_CTR_LOADING,      /* torn down and loading another tenant's weights: serves nobody */
+    GMG_CTR_STANDBY,      /* reserved for its tenant's auto-scaling, not serving */
 };
 
 /* A container is one scheduler with its own queues and KV pool. With pipeline parallelism a
@@ -243,6 +244,11 @@ void gmg_destroy(gmg **g);
  * between its pp containers. 0, SS_EINVAL (does not fit, with the numbers in eb) or
  * SS_ENOMEM. */
 int gmg_add_containers(gmg *g, const gmg_ctr_spec *spec, uint32_t replicas, ss_errbuf *eb);
+
+/* Give the empty, non-pipelined container c to another tenant or model (spec; same TP degree):
+ * new cost model, KV pool and memory ledger of its GPUs. 0, SS_EINVAL (not empty, other shape,
+ * or the model does not fit, with the numbers in eb) or SS_ENOMEM; c unchanged on failure. */
+int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, ss_errbuf *eb);
 
 /* Take a free request slot (state WAITING-to-be, links cleared). GMG_NONE on SS_ENOMEM. */
 gmg_id gmg_req_alloc(gmg *g);

@@ -12,14 +12,21 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2 };
+enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4 };
 
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
     gsim_tenant t;               /* copy of the configuration (strings borrowed) */
+    gmg_ctr_spec spec;           /* how its containers are built */
     gmg_id *cands;               /* owned: active containers serving it, ascending ids */
     uint32_t n_cands, cap;
+    uint32_t n_incoming;         /* containers being drained or loaded for it */
 } tenant_state;
+
+/* Per-container engine state for cluster policies. */
+typedef struct ctr_state {
+    int next_tenant;             /* DRAINING/LOADING: tenant it goes to */
+} ctr_state;
 
 struct gsim {
     gsim_config cfg;
@@ -30,6 +37,10 @@ struct gsim {
     gmg *g;
     des_engine *des;
     pol_route *route;
+    pol_cluster *cluster;
+    ctr_state *cs;               /* owned, one per container */
+    pol_tenant_view *views;      /* owned scratch for cluster ticks */
+    pol_cluster_decision cd;     /* owned scratch arrays */
     pol_batch *batch;            /* one instance; per-container state in gmg_container.batch_priv */
     ss_rng route_rng;
     metrics m;
@@ -49,6 +60,8 @@ struct gsim {
     gsim_observer obs;           /* optional callbacks */
 };
 
+static void maybe_drained(gsim *s, gmg_container *c);
+
 void gsim_config_defaults(gsim_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -56,7 +69,7 @@ void gsim_config_defaults(gsim_config *c)
     c->tp = 1;
     c->pp = 1;
     c->batching = "vllm";
-    c->routing = "rr";
+    c->routing = NULL; /* the cluster policy's choice: rr for container */
     c->cost = "roofline";
     c->seed = 1;
     c->gpu_mem_util = 0.9;
@@ -439,6 +452,149 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
     c->iterations++;
     s->iterations++;
     start_iteration(s, c);
+    if (c->status == GMG_CTR_DRAINING && !c->busy)
+        maybe_drained(s, c);
+}
+
+/* ---- cluster policies: re-allocation, draining, loading ------------------------------------ */
+
+static void cands_remove(tenant_state *t, gmg_id c)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < t->n_cands; i++)
+        if (t->cands[i] != c)
+            t->cands[j++] = t->cands[i];
+    t->n_cands = j;
+}
+
+static void cands_insert(tenant_state *t, gmg_id c)
+{
+    uint32_t i = t->n_cands++;
+    for (; i > 0 && t->cands[i - 1] > c; i--)
+        t->cands[i] = t->cands[i - 1];
+    t->cands[i] = c;
+}
+
+/* Move the queued requests of a container that stops taking requests to the other active
+ * containers of its tenant (chosen by the router, as if they had just arrived). */
+static void reroute_waiting(gsim *s, gmg_container *c)
+{
+    tenant_state *t = &s->ten[c->tenant];
+    while (c->waiting.head != GMG_NONE && t->n_cands) {
+        gmg_id r = c->waiting.head;
+        wait_remove(s, c, r);
+        gmg_id to = pol_route_pick(s->route, s->g, r, t->cands, t->n_cands);
+        gmg_req_at(s->g, r)->container = to;
+        wait_push(s, &s->g->ctrs[to], r, 0);
+        if (!s->g->ctrs[to].busy)
+            start_iteration(s, &s->g->ctrs[to]);
+    }
+}
+
+/* A draining container with nothing left starts loading its next tenant's weights. */
+static void maybe_drained(gsim *s, gmg_container *c)
+{
+    if (c->busy || c->waiting.n || c->running.n || c->swapped.n)
+        return;
+    const tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
+    double bytes = cost_weight_bytes_per_gpu(to->t.model, to->t.tp, to->t.pp);
+    c->status = GMG_CTR_LOADING;
+    c->ready_at = des_now(s->des) + s->cd.setup_ns + (ss_time)(bytes / s->cd.load_bw * 1e9 + 0.5);
+    if (!des_schedule(s->des, c->ready_at, EV_CTR_READY, c->id))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+static void on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)e;
+    gsim *s = ctx;
+    gmg_container *c = &s->g->ctrs[ev->target];
+    tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
+    int rc = gmg_container_retarget(s->g, c, &to->spec, s->eb);
+    if (rc) {
+        fail(s, rc);
+        return;
+    }
+    size_t sz = pol_batch_ctr_priv_size(s->batch);
+    if (sz)
+        memset(c->batch_priv, 0, sz);
+    c->status = GMG_CTR_ACTIVE;
+    to->n_incoming--;
+    cands_insert(to, c->id);
+    s->m.reallocations++;
+}
+
+/* Apply one re-allocation if it is still valid: the container is active, its tenant keeps at
+ * least one other, and the receiving tenant stays within its max_replicas. */
+static void apply_realloc(gsim *s, const pol_realloc *ra)
+{
+    if (ra->ctr >= s->g->n_ctrs || ra->to >= s->n_ten)
+        return;
+    gmg_container *c = &s->g->ctrs[ra->ctr];
+    tenant_state *from = &s->ten[c->tenant], *to = &s->ten[ra->to];
+    if (c->status != GMG_CTR_ACTIVE || ra->to == c->tenant || from->n_cands < 2 ||
+        to->n_cands + to->n_incoming >= to->t.max_replicas || c->pp != 1 ||
+        to->t.tp != c->tp || to->t.pp != 1)
+        return;
+    cands_remove(from, c->id);
+    to->n_incoming++;
+    s->cs[c->id].next_tenant = ra->to;
+    c->status = GMG_CTR_DRAINING;
+    reroute_waiting(s, c);
+    maybe_drained(s, c);
+}
+
+static void build_views(gsim *s)
+{
+    for (uint32_t i = 0; i < s->n_ten; i++) {
+        const tenant_state *t = &s->ten[i];
+        s->views[i] = (pol_tenant_view){
+            .name = t->t.name, .model = t->t.model, .tp = t->t.tp, .pp = t->t.pp,
+            .replicas = t->t.replicas, .max_replicas = t->t.max_replicas, .tiers = t->t.tiers,
+            .active = t->cands, .n_active = t->n_cands,
+        };
+    }
+}
+
+static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)ev;
+    gsim *s = ctx;
+    build_views(s);
+    pol_cluster_view v = {.now = des_now(e), .tenants = s->views, .n_tenants = s->n_ten};
+    pol_cluster_tick(s->cluster, s->g, &v, &s->cd);
+    for (uint32_t i = 0; i < s->cd.n_realloc; i++)
+        apply_realloc(s, &s->cd.realloc[i]);
+    /* keep ticking while anything can still happen */
+    if ((s->have_next || s->g->in_flight) && !s->rc &&
+        !des_schedule(e, des_now(e) + pol_cluster_period(s->cluster), EV_CLUSTER_TICK, 0))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+static int alloc_cluster_state(gsim *s, ss_errbuf *eb)
+{
+    pol_cluster_decision *d = &s->cd;
+    d->cap_migrate = 256;
+    d->cap_realloc = d->cap_scale_up = d->cap_scale_down = 16;
+    s->cs = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *s->cs);
+    s->views = ss_calloc(s->n_ten, sizeof *s->views);
+    d->migrate = ss_calloc(d->cap_migrate, sizeof *d->migrate);
+    d->realloc = ss_calloc(d->cap_realloc, sizeof *d->realloc);
+    d->scale_up = ss_calloc(d->cap_scale_up, sizeof *d->scale_up);
+    d->scale_down = ss_calloc(d->cap_scale_down, sizeof *d->scale_down);
+    if (!s->cs || !s->views || !d->migrate || !d->realloc || !d->scale_up || !d->scale_down)
+        return ss_err(eb, SS_ENOMEM, "cluster policy: out of memory");
+    return SS_OK;
+}
+
+static void free_cluster_state(gsim *s)
+{
+    ss_free(s->cs);
+    ss_free(s->views);
+    ss_free(s->cd.migrate);
+    ss_free(s->cd.realloc);
+    ss_free(s->cd.scale_up);
+    ss_free(s->cd.scale_down);
 }
 
 /* ---- arrivals --------------------------------------------------------------------------- */
@@ -607,6 +763,7 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
             .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
             .swap_bytes = c->swap_bytes,
         };
+        t->spec = spec;
         gmg_id first = s->g->n_ctrs;
         rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
         for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++)
@@ -621,7 +778,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
 static int check_params_used(const gsim_config *cfg, ss_errbuf *eb)
 {
     char who[128];
-    snprintf(who, sizeof who, "batching '%s' or routing '%s'", cfg->batching, cfg->routing);
+    snprintf(who, sizeof who, "batching '%s', routing '%s' or cluster '%s'", cfg->batching,
+             cfg->routing ? cfg->routing : "rr", cfg->cluster ? cfg->cluster : "container");
     return ss_params_check_unused(cfg->params, who, eb);
 }
 
@@ -645,20 +803,29 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     pol_engine_cfg ecfg = {.max_model_len = cfg->max_model_len};
     int rc = pol_batch_create(&s->batch, cfg->batching, cfg->params, &ecfg, eb);
     if (!rc)
-        rc = pol_route_create(&s->route, cfg->routing, cfg->params, &s->route_rng, eb);
+        rc = pol_cluster_create(&s->cluster, cfg->cluster ? cfg->cluster : "container",
+                                cfg->params, eb);
+    if (!rc && !s->cfg.routing)
+        s->cfg.routing = pol_cluster_default_routing(s->cluster);
     if (!rc)
-        rc = check_params_used(cfg, eb);
+        rc = pol_route_create(&s->route, s->cfg.routing, cfg->params, &s->route_rng, eb);
+    if (!rc)
+        rc = check_params_used(&s->cfg, eb);
     if (!rc)
         rc = build_cluster(s, eb);
     if (!rc && (rc = metrics_init(&s->m, s->n_ten, cfg->warmup)) != SS_OK)
         ss_err(eb, rc, "metrics: out of memory");
     if (!rc)
         rc = alloc_ctr_state(s, eb);
+    if (!rc)
+        rc = alloc_cluster_state(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");
     if (!rc) {
         des_handler_set(s->des, EV_ARRIVAL, on_arrival);
         des_handler_set(s->des, EV_ITER_DONE, on_iter_done);
+        des_handler_set(s->des, EV_CLUSTER_TICK, on_cluster_tick);
+        des_handler_set(s->des, EV_CTR_READY, on_ctr_ready);
         *out = s;
         return SS_OK;
     }
@@ -679,6 +846,8 @@ void gsim_destroy(gsim **sp)
         ss_free(s->g->ctrs[i].batch_priv);
     gmg_destroy(&s->g);
     pol_route_destroy(&s->route);
+    pol_cluster_destroy(&s->cluster);
+    free_cluster_state(s);
     pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
@@ -745,6 +914,9 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
     s->rc = SS_OK;
     if (read_next(s) && !des_schedule(s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
         return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    ss_time period = pol_cluster_period(s->cluster);
+    if (period > 0 && s->have_next && !des_schedule(s->des, period, EV_CLUSTER_TICK, 0))
+        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
     if (s->rc)
         return s->rc;
     int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
@@ -761,6 +933,8 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
 
 const metrics *gsim_metrics(const gsim *s) { return &s->m; }
 uint32_t gsim_n_tenants(const gsim *s) { return s->n_ten; }
+const char *gsim_routing_name(const gsim *s) { return pol_route_name(s->route); }
+const char *gsim_cluster_name(const gsim *s) { return pol_cluster_name(s->cluster); }
 const char *gsim_tenant_name(const gsim *s, uint32_t i) { return i < s->n_ten ? s->ten[i].t.name : NULL; }
 const gsim_tenant *gsim_tenant_at(const gsim *s, uint32_t i) { return i < s->n_ten ? &s->ten[i].t : NULL; }
 const gmg *gsim_graph(const gsim *s) { return s->g; }
@@ -793,5 +967,7 @@ void gsim_params_json(const gsim *s, ss_strbuf *b)
     pol_batch_describe(s->batch, emit_kv, &j);
     j.prefix = "routing";
     pol_route_describe(s->route, emit_kv, &j);
+    j.prefix = "cluster";
+    pol_cluster_describe(s->cluster, emit_kv, &j);
     ss_strbuf_printf(b, "}");
 }

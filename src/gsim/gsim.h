@@ -52,7 +52,7 @@ typedef struct gsim_config {
     uint32_t pp;                /* pipeline stages per replica (each runs pp virtual engines) */
     const char *batching;       /* "vllm" */
     const char *cluster;        /* cluster policy: "container" (default) */
-    const char *routing;        /* "rr" | "lor" */
+    const char *routing;        /* "rr", "lor", ...; NULL: the cluster policy's default */
     const char *cost;           /* "roofline" */
     const char *profiles_dir;   /* catalog directory (borrowed), for profile-table costs */
     ss_params *params;          /* batching and routing parameters (borrowed; unread keys are
@@ -66,8 +66,9 @@ typedef struct gsim_config {
     int check;                  /* verify graph invariants after every event (slow) */
 } gsim_config;
 
-/* Fill cfg with the defaults (vllm, rr, roofline, util 0.9, 16-token blocks, max_model_len
- * 16384, 1 GiB runtime reserve, 4 GiB swap space per GPU, seed 1, 1 replica, TP 1). */
+/* Fill cfg with the defaults (vllm batching, the cluster policy's routing, container cluster,
+ * roofline, util 0.9, 16-token blocks, max_model_len 16384, 1 GiB runtime reserve, 4 GiB swap
+ * space per GPU, seed 1, 1 replica, TP 1, PP 1). */
 void gsim_config_defaults(gsim_config *cfg);
 
 /* Request source: next request into *out; arrivals must not decrease. 1 = a request, 0 = no
@@ -93,6 +94,9 @@ void gsim_set_progress(gsim *g, gsim_progress_fn *fn, void *ud);
 const metrics *gsim_metrics(const gsim *g);
 /* Tenants of the run (1 with the single-tenant shortcut): count, name, configuration. */
 uint32_t gsim_n_tenants(const gsim *g);
+/* Names of the routing and cluster policies in use. */
+const char *gsim_routing_name(const gsim *g);
+const char *gsim_cluster_name(const gsim *g);
 const char *gsim_tenant_name(const gsim *g, uint32_t i);
 const gsim_tenant *gsim_tenant_at(const gsim *g, uint32_t i);
 const gmg *gsim_graph(const gsim *g);

@@ -138,3 +138,78 @@ void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)
     if (p->ops->describe)
         p->ops->describe(p->priv, emit, ud);
 }
+
+/* ---- cluster policies ------------------------------------------------------------------- */
+
+static const pol_cluster_ops *const cluster_builtin[] = {&pol_cluster_container, NULL};
+
+struct pol_cluster {
+    const pol_cluster_ops *ops;
+    _Alignas(16) unsigned char priv[];
+};
+
+const pol_cluster_ops *pol_cluster_find(const char *name)
+{
+    for (int i = 0; cluster_builtin[i]; i++)
+        if (!strcmp(cluster_builtin[i]->name, name))
+            return cluster_builtin[i];
+    return NULL;
+}
+
+const char *pol_cluster_names(void) { return "container"; }
+
+int pol_cluster_create(pol_cluster **out, const char *name, ss_params *params, ss_errbuf *eb)
+{
+    const pol_cluster_ops *ops = pol_cluster_find(name);
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "--cluster: unknown policy '%s' (known: %s)", name,
+                      pol_cluster_names());
+    if (ops->abi_version != POL_ABI_VERSION || !ops->period)
+        return ss_err(eb, SS_EINVAL, "cluster policy '%s': incompatible plug-in", name);
+    pol_cluster *p = ss_calloc(1, sizeof *p + ops->priv_size);
+    if (!p)
+        return ss_err(eb, SS_ENOMEM, "cluster policy: out of memory");
+    p->ops = ops;
+    int rc = ops->init ? ops->init(p->priv, params, eb) : SS_OK;
+    if (!rc && ops->period(p->priv) > 0 && !ops->tick)
+        rc = ss_err(eb, SS_EINVAL, "cluster policy '%s': ticks without a tick hook", name);
+    if (rc) {
+        ss_free(p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void pol_cluster_destroy(pol_cluster **pp)
+{
+    ss_free(*pp);
+    *pp = NULL;
+}
+
+ss_time pol_cluster_period(const pol_cluster *p) { return p->ops->period(p->priv); }
+
+void pol_cluster_tick(pol_cluster *p, const gmg *g, const pol_cluster_view *v,
+                      pol_cluster_decision *out)
+{
+    out->n_migrate = out->n_realloc = out->n_scale_up = out->n_scale_down = 0;
+    p->ops->tick(p->priv, g, v, out);
+}
+
+int pol_cluster_tier_ordered(const pol_cluster *p)
+{
+    return p->ops->tier_ordered_queues ? p->ops->tier_ordered_queues(p->priv) : 0;
+}
+
+const char *pol_cluster_name(const pol_cluster *p) { return p->ops->name; }
+
+const char *pol_cluster_default_routing(const pol_cluster *p)
+{
+    return p->ops->default_routing ? p->ops->default_routing : "rr";
+}
+
+void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud)
+{
+    if (p->ops->describe)
+        p->ops->describe(p->priv, emit, ud);
+}

@@ -117,6 +117,88 @@ uint32_t pol_batch_max_seqs(const pol_batch *p);
 const char *pol_batch_name(const pol_batch *p);
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud);
 
+/* ---- cluster (periodic) ---------------------------------------------------------------- */
+
+/* What a cluster policy sees of one tenant. */
+typedef struct pol_tenant_view {
+    const char *name;
+    const cat_model *model;
+    uint32_t tp, pp;
+    uint32_t replicas;       /* containers it started with (its floor under auto-scaling) */
+    uint32_t max_replicas;   /* containers it may own */
+    uint32_t tiers;          /* K */
+    const gmg_id *active;    /* its containers taking requests, ascending ids */
+    uint32_t n_active;
+    const gmg_id *standby;   /* its containers loaded with nothing (auto-scaling reserve) */
+    uint32_t n_standby;
+} pol_tenant_view;
+
+typedef struct pol_cluster_view {
+    ss_time now;
+    const pol_tenant_view *tenants;
+    uint32_t n_tenants;
+} pol_cluster_view;
+
+/* Move running request `req` from container `from` to `to` (same tenant) by live migration. */
+typedef struct pol_migration {
+    gmg_id req, from, to;
+} pol_migration;
+
+/* Give container `ctr` to tenant `to`: drain it, tear it down, load the new weights. */
+typedef struct pol_realloc {
+    gmg_id ctr;
+    uint16_t to;
+} pol_realloc;
+
+/* A cluster policy's advice for this tick (arrays owned by the engine; capacities given). */
+typedef struct pol_cluster_decision {
+    pol_migration *migrate;
+    uint32_t n_migrate, cap_migrate;
+    pol_realloc *realloc;
+    uint32_t n_realloc, cap_realloc;
+    gmg_id *scale_up;        /* standby containers to load and activate for their tenant */
+    uint32_t n_scale_up, cap_scale_up;
+    gmg_id *scale_down;      /* active containers to drain and put on standby */
+    uint32_t n_scale_down, cap_scale_down;
+    ss_time setup_ns;        /* teardown / start-up time of a container that changes hands */
+    double load_bw;          /* bytes/s at which a container loads its weights */
+} pol_cluster_decision;
+
+typedef struct pol_cluster_ops {
+    uint32_t abi_version;
+    const char *name;          /* "container", "llumnix", "llumnix-tiers"; --cluster */
+    const char *summary;
+    size_t priv_size;
+    /* Optional. Read parameters. */
+    int (*init)(void *priv, ss_params *params, ss_errbuf *eb);
+    /* Routing policy this cluster policy implies when the user names none (NULL: rr). */
+    const char *default_routing;
+    /* Required. Time between ticks, ns (0: never ticks). */
+    ss_time (*period)(const void *priv);
+    /* Required when period > 0. Fill *out (counts start at 0). */
+    void (*tick)(void *priv, const gmg *g, const pol_cluster_view *v, pol_cluster_decision *out);
+    /* Optional: queue order inside containers. 1 = waiting requests are kept ordered by
+     * (tier, arrival) instead of arrival (preempted requests still go first). */
+    int (*tier_ordered_queues)(const void *priv);
+    void (*describe)(const void *priv, ss_kv_emit_fn *emit, void *ud);
+} pol_cluster_ops;
+
+typedef struct pol_cluster pol_cluster;
+
+const pol_cluster_ops *pol_cluster_find(const char *name);
+const char *pol_cluster_names(void);
+int pol_cluster_create(pol_cluster **out, const char *name, ss_params *params, ss_errbuf *eb);
+void pol_cluster_destroy(pol_cluster **p);
+ss_time pol_cluster_period(const pol_cluster *p);
+void pol_cluster_tick(pol_cluster *p, const gmg *g, const pol_cluster_view *v,
+                      pol_cluster_decision *out);
+int pol_cluster_tier_ordered(const pol_cluster *p);
+const char *pol_cluster_name(const pol_cluster *p);
+const char *pol_cluster_default_routing(const pol_cluster *p);
+void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud);
+
+extern const pol_cluster_ops pol_cluster_container;
+
 extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;
 extern const pol_route_ops pol_route_random;
