@@ -147,6 +147,7 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
     c->ve = ve;
     c->gpu0 = r->gpu0;
     c->block_bytes = z->block_bytes;
+    c->tiers = s->tiers ? s->tiers : 1;
     c->block_tokens = s->block_tokens;
     c->blocks_total = c->blocks_free = (uint32_t)(z->blocks / s->pp);
     c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
@@ -209,6 +210,7 @@ int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, s
     c->cost = cm;
     c->tenant = spec->tenant;
     c->model = spec->model;
+    c->tiers = spec->tiers ? spec->tiers : 1;
     c->block_bytes = z.block_bytes;
     c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
     c->blocks_peak = 0;
@@ -244,6 +246,7 @@ gmg_id gmg_req_alloc(gmg *g)
     memset(&g->reqs[r], 0, sizeof g->reqs[r]); /* a free slot holds no prefix blocks */
     g->reqs[r].prev = g->reqs[r].next = GMG_NONE;
     g->reqs[r].container = GMG_NONE;
+    g->reqs[r].mig = GMG_NONE;
     g->reqs[r].first_token = -1;
     g->reqs[r].state = GMG_REQ_WAITING;
     if (++g->in_flight > g->peak_in_flight)
@@ -290,6 +293,24 @@ void gmg_list_push_front(gmg *g, gmg_list *l, gmg_id r)
     l->n++;
 }
 
+void gmg_list_insert_after(gmg *g, gmg_list *l, gmg_id after, gmg_id r)
+{
+    if (after == GMG_NONE) {
+        gmg_list_push_front(g, l, r);
+        return;
+    }
+    if (after == l->tail) {
+        gmg_list_push_back(g, l, r);
+        return;
+    }
+    gmg_req *q = &g->reqs[r], *a = &g->reqs[after];
+    q->prev = after;
+    q->next = a->next;
+    g->reqs[a->next].prev = r;
+    a->next = r;
+    l->n++;
+}
+
 void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
 {
     gmg_req *q = &g->reqs[r];
@@ -307,6 +328,17 @@ void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
 
 /* ---- KV blocks and the memory ledger ---------------------------------------------------- */
 
+/* Add delta blocks' worth of KV to every GPU of c's replica. */
+static void ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
+{
+    for (uint32_t k = 0; k < c->tp * c->pp; k++) {
+        gmg_gpu *u = &g->gpus[c->gpu0 + k];
+        u->mem.kv_used += (double)delta * c->block_bytes;
+        if (u->mem.kv_used > u->kv_used_peak)
+            u->kv_used_peak = u->mem.kv_used;
+    }
+}
+
 void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
 {
     if (blocks == r->blocks)
@@ -323,13 +355,36 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     uint32_t used = c->blocks_total - c->blocks_free;
     if (used > c->blocks_peak)
         c->blocks_peak = used;
-    /* every GPU of the replica holds its layers' share of every block */
-    for (uint32_t k = 0; k < c->tp * c->pp; k++) {
-        gmg_gpu *u = &g->gpus[c->gpu0 + k];
-        u->mem.kv_used += (double)delta * c->block_bytes;
-        if (u->mem.kv_used > u->kv_used_peak)
-            u->kv_used_peak = u->mem.kv_used;
-    }
+    ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
+}
+
+void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (n > c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: reserving %u blocks with %u free", c->id, n,
+                 c->blocks_free);
+    c->blocks_free -= n;
+    c->blocks_reserved += n;
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    ledger_kv(g, c, n);
+}
+
+void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (n > c->blocks_reserved)
+        ss_fatal(SS_LOC, "container %u: releasing %u reserved blocks of %u", c->id, n,
+                 c->blocks_reserved);
+    c->blocks_reserved -= n;
+    c->blocks_free += n;
+    ledger_kv(g, c, -(int64_t)n);
+}
+
+gmg_link *gmg_link_between(gmg *g, const gmg_container *a, const gmg_container *b)
+{
+    uint32_t na = g->gpus[a->gpu0].node, nb = g->gpus[b->gpu0].node;
+    return na == nb ? &g->links[na] : &g->links[g->n_links - 1];
 }
 
 void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r)
@@ -525,9 +580,11 @@ static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
             return ss_err(eb, SS_EINVAL, "container %u: list count %u but %u linked", c->id,
                           lists[li]->n, n);
     }
+    held += c->blocks_reserved + c->blocks_in_transit;
     if (held + c->blocks_free != c->blocks_total)
-        return ss_err(eb, SS_EINVAL, "container %u: %llu held + %u free != %u KV blocks", c->id,
-                      (unsigned long long)held, c->blocks_free, c->blocks_total);
+        return ss_err(eb, SS_EINVAL, "container %u: %llu held (reserved and in transit included) "
+                      "+ %u free != %u KV blocks", c->id, (unsigned long long)held,
+                      c->blocks_free, c->blocks_total);
     if (swapped + c->swap_free != c->swap_total)
         return ss_err(eb, SS_EINVAL, "container %u: %llu swapped + %u free != %u swap blocks",
                       c->id, (unsigned long long)swapped, c->swap_free, c->swap_total);

@@ -27,6 +27,8 @@ typedef enum gmg_req_state {
     GMG_REQ_WAITING,  /* in its container's waiting queue (new or preempted) */
     GMG_REQ_RUNNING,  /* in its container's running list, KV blocks held */
     GMG_REQ_SWAPPED,  /* preempted by swap: its KV blocks sit in host memory */
+    GMG_REQ_MIGRATING, /* in the stop-and-copy stage of a live migration: in no queue, its
+                          blocks still counted by the source (blocks_in_transit) */
     GMG_REQ_DONE,     /* all output tokens produced; slot about to be recycled */
     GMG_REQ_REJECTED, /* can never be served (too long for the KV cache or max_model_len) */
 } gmg_req_state;
@@ -46,6 +48,7 @@ typedef struct gmg_req {
     ss_time sla_e2e;
     uint32_t tbt_over;     /* inter-token gaps longer than sla_tbt so far */
     uint32_t migrations;   /* completed live migrations */
+    gmg_id mig;            /* live migration in progress (engine's id), GMG_NONE if none */
     uint32_t n_prefix_blocks; /* prefix-cache block ids from the trace (Mooncake hash_ids) */
     uint32_t *prefix_blocks;  /* owned copy, freed with the slot; NULL when none */
     /* state */
@@ -172,6 +175,10 @@ typedef struct gmg_container {
     uint32_t blocks_total;  /* KV blocks in the pool */
     uint32_t blocks_free;   /* not held by any request */
     uint32_t blocks_peak;   /* most blocks held at once */
+    uint32_t blocks_reserved;   /* held for incoming live migrations */
+    uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing one */
+    uint32_t migrating_out;     /* outgoing live migrations in progress */
+    uint32_t tiers;             /* its tenant's number of SLA tiers */
     uint32_t swap_total;    /* host-memory swap space, in KV blocks */
     uint32_t swap_free;     /* swap blocks not holding a swapped request */
     gmg_list waiting;       /* FCFS; preempted requests return to the front */
@@ -222,6 +229,7 @@ typedef struct gmg_ctr_spec {
     uint32_t tp;
     uint32_t pp;                /* pipeline stages (1 = none), at most GMG_MAX_PP */
     uint32_t gpus_per_node;     /* node size (0 = the GPU catalog's) */
+    uint32_t tiers;             /* the tenant's number of SLA tiers (>= 1) */
     const char *cost_backend;   /* "roofline" */
     const char *profiles_dir;   /* catalog directory for profile-table backends (borrowed) */
     double gpu_mem_util;        /* fraction of HBM the engine may use (vLLM's 0.9) */
@@ -260,6 +268,8 @@ static inline gmg_req *gmg_req_at(const gmg *g, gmg_id r) { return &g->reqs[r]; 
 void gmg_list_push_back(gmg *g, gmg_list *l, gmg_id r);
 void gmg_list_push_front(gmg *g, gmg_list *l, gmg_id r);
 void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r);
+/* Insert r right after `after` (GMG_NONE: at the front). */
+void gmg_list_insert_after(gmg *g, gmg_list *l, gmg_id after, gmg_id r);
 
 /* KV blocks a request needs to hold `tokens` tokens. */
 static inline uint32_t gmg_blocks_for(const gmg_container *c, uint64_t tokens)
@@ -282,6 +292,14 @@ void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r);
 void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r);
 /* Bytes one GPU of c moves over PCIe to swap `blocks` KV blocks. */
 double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks);
+
+/* Reserve n free blocks of c for an incoming migration (they count as used in the ledger), or
+ * release n reserved blocks. Reserving more than is free is corrupted state: fatal. */
+void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n);
+void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n);
+/* The link between the first GPUs of two containers: the node's NVLink/PCIe link when they
+ * share a node, the network otherwise. */
+gmg_link *gmg_link_between(gmg *g, const gmg_container *a, const gmg_container *b);
 
 /* Account dur ns of work of container c on the GPUs of its pipeline stage `stage`. */
 void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur);

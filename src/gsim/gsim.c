@@ -12,7 +12,20 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4 };
+enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5 };
+
+/* A live migration in progress (Llumnix): stages copy the KV blocks the request holds on the
+ * source while it keeps decoding there; the last stage stops it and copies what is left. */
+typedef struct migration {
+    gmg_id req, from, to;
+    uint32_t stage;       /* stages started */
+    uint32_t copied;      /* blocks copied (or being copied) so far */
+    uint32_t reserved;    /* blocks reserved at the destination */
+    uint8_t final;        /* the stop-and-copy stage is running */
+    uint8_t want_final;   /* stop-and-copy waits for the source's iteration to end */
+    uint8_t aborted;      /* ended early; its stage event is ignored */
+    gmg_id next_free;     /* free-list link */
+} migration;
 
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
@@ -21,6 +34,8 @@ typedef struct tenant_state {
     gmg_id *cands;               /* owned: active containers serving it, ascending ids */
     uint32_t n_cands, cap;
     uint32_t n_incoming;         /* containers being drained or loaded for it */
+    gmg_id *standby;             /* owned: its standby containers (auto-scaling), ascending */
+    uint32_t n_standby;
 } tenant_state;
 
 /* Per-container engine state for cluster policies. */
@@ -34,6 +49,7 @@ struct gsim {
     uint32_t n_ten;
     gsim_tenant single;          /* the tenant made from the single-tenant shortcut */
     uint64_t n_finished;         /* requests completed or rejected, warm-up included */
+    int tier_ordered;            /* waiting queues in (tier, arrival) order */
     gmg *g;
     des_engine *des;
     pol_route *route;
@@ -41,6 +57,9 @@ struct gsim {
     ctr_state *cs;               /* owned, one per container */
     pol_tenant_view *views;      /* owned scratch for cluster ticks */
     pol_cluster_decision cd;     /* owned scratch arrays */
+    migration *migs;             /* owned: live migrations, recycled through free_mig */
+    uint32_t n_migs, cap_migs;
+    gmg_id free_mig;
     pol_batch *batch;            /* one instance; per-container state in gmg_container.batch_priv */
     ss_rng route_rng;
     metrics m;
@@ -61,6 +80,9 @@ struct gsim {
 };
 
 static void maybe_drained(gsim *s, gmg_container *c);
+static void maybe_abort_migration(gsim *s, gmg_req *q);
+static migration *mig_at(gsim *s, gmg_id m);
+static void mig_begin_final(gsim *s, gmg_id mid);
 
 void gsim_config_defaults(gsim_config *c)
 {
@@ -142,10 +164,18 @@ static void wait_push(gsim *s, gmg_container *c, gmg_id r, int front)
     q->wait_blocks = gmg_blocks_for(c, (uint64_t)q->prompt + q->generated);
     c->waiting_blocks += q->wait_blocks;
     q->state = GMG_REQ_WAITING;
-    if (front)
+    if (front) {
         gmg_list_push_front(s->g, &c->waiting, r);
-    else
+    } else if (s->tier_ordered) {
+        /* (tier, arrival) order: after the last request of the same or a better tier */
+        gmg_id after = c->waiting.tail;
+        while (after != GMG_NONE && s->g->reqs[after].tier > q->tier &&
+               s->g->reqs[after].preemptions == 0)
+            after = s->g->reqs[after].prev;
+        gmg_list_insert_after(s->g, &c->waiting, after, r);
+    } else {
         gmg_list_push_back(s->g, &c->waiting, r);
+    }
 }
 
 static void wait_remove(gsim *s, gmg_container *c, gmg_id r)
@@ -179,6 +209,7 @@ static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
 static void reject(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
+    maybe_abort_migration(s, q);
     s->m.aborted += q->state != GMG_REQ_WAITING || q->preemptions > 0;
     unlink_request(s, c, r);
     q->state = GMG_REQ_REJECTED;
@@ -191,6 +222,7 @@ static void reject(gsim *s, gmg_container *c, gmg_id r)
 static void finish(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
+    maybe_abort_migration(s, q);
     unlink_request(s, c, r);
     q->state = GMG_REQ_DONE;
     q->finish = des_now(s->des);
@@ -238,6 +270,7 @@ static gmg_req *running_req(gsim *s, gmg_id r, const char *what)
 static void preempt(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = running_req(s, r, "preempt");
+    maybe_abort_migration(s, q);
     gmg_list_remove(s->g, &c->running, r);
     gmg_req_set_blocks(s->g, c, q, 0);
     q->computed = 0;
@@ -249,6 +282,7 @@ static void preempt(gsim *s, gmg_container *c, gmg_id r)
 static void swap_out(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = running_req(s, r, "swap out");
+    maybe_abort_migration(s, q);
     gmg_list_remove(s->g, &c->running, r);
     c->iter.swap_blocks += q->blocks;
     gmg_req_swap_out(s->g, c, q);
@@ -446,6 +480,8 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
         gmg_req *q = gmg_req_at(s->g, r);
         if (advance(s, q, now) && q->generated >= q->output)
             finish(s, c, r);
+        else if (q->mig != GMG_NONE && mig_at(s, q->mig)->want_final)
+            mig_begin_final(s, q->mig);
     }
     c->iter.n_reqs = 0;
     c->busy = 0;
@@ -494,8 +530,15 @@ static void reroute_waiting(gsim *s, gmg_container *c)
 /* A draining container with nothing left starts loading its next tenant's weights. */
 static void maybe_drained(gsim *s, gmg_container *c)
 {
-    if (c->busy || c->waiting.n || c->running.n || c->swapped.n)
+    if (c->busy || c->waiting.n || c->running.n || c->swapped.n || c->migrating_out ||
+        c->blocks_reserved)
         return;
+    if (s->cs[c->id].next_tenant < 0) { /* scaled down: back to standby */
+        tenant_state *t = &s->ten[c->tenant];
+        c->status = GMG_CTR_STANDBY;
+        t->standby[t->n_standby++] = c->id;
+        return;
+    }
     const tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
     double bytes = cost_weight_bytes_per_gpu(to->t.model, to->t.tp, to->t.pp);
     c->status = GMG_CTR_LOADING;
@@ -510,6 +553,7 @@ static void on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
     gsim *s = ctx;
     gmg_container *c = &s->g->ctrs[ev->target];
     tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
+    int moved = c->tenant != to->spec.tenant;
     int rc = gmg_container_retarget(s->g, c, &to->spec, s->eb);
     if (rc) {
         fail(s, rc);
@@ -518,10 +562,10 @@ static void on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
     size_t sz = pol_batch_ctr_priv_size(s->batch);
     if (sz)
         memset(c->batch_priv, 0, sz);
+    s->m.reallocations += moved;
     c->status = GMG_CTR_ACTIVE;
     to->n_incoming--;
     cands_insert(to, c->id);
-    s->m.reallocations++;
 }
 
 /* Apply one re-allocation if it is still valid: the container is active, its tenant keeps at
@@ -544,6 +588,234 @@ static void apply_realloc(gsim *s, const pol_realloc *ra)
     maybe_drained(s, c);
 }
 
+/* ---- live migration (Llumnix) ----------------------------------------------------------- */
+
+static migration *mig_at(gsim *s, gmg_id m) { return &s->migs[m]; }
+
+static gmg_id mig_alloc(gsim *s)
+{
+    if (s->free_mig == GMG_NONE) {
+        size_t cap = s->cap_migs;
+        if (ss_grow((void **)&s->migs, &cap, s->n_migs + 1, sizeof *s->migs))
+            return GMG_NONE;
+        s->cap_migs = (uint32_t)cap;
+        s->migs[s->n_migs].next_free = GMG_NONE;
+        s->free_mig = s->n_migs++;
+    }
+    gmg_id m = s->free_mig;
+    s->free_mig = s->migs[m].next_free;
+    memset(&s->migs[m], 0, sizeof s->migs[m]);
+    return m;
+}
+
+static void mig_free(gsim *s, gmg_id m)
+{
+    s->migs[m].next_free = s->free_mig;
+    s->free_mig = m;
+}
+
+/* Copy `blocks` KV blocks from the source to the destination over the link between them,
+ * queueing behind earlier transfers on it; schedules the stage's end. 0 or SS_ENOMEM. */
+static int mig_copy(gsim *s, gmg_id mid, uint32_t blocks)
+{
+    migration *m = mig_at(s, mid);
+    gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
+    gmg_link *l = gmg_link_between(s->g, from, to);
+    double per_gpu = gmg_swap_bytes_per_gpu(s->g, from, blocks);
+    ss_time now = des_now(s->des), begin = l->busy_until > now ? l->busy_until : now;
+    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
+    l->busy_until = end;
+    l->bytes_moved += per_gpu * from->tp * from->pp;
+    s->m.migration_bytes += per_gpu * from->tp * from->pp;
+    m->copied += blocks;
+    m->stage++;
+    des_event *ev = des_schedule(s->des, end, EV_MIG_STAGE, mid);
+    return ev ? SS_OK : SS_ENOMEM;
+}
+
+/* Reserve n more blocks at the destination; 0 when it has no room (the migration aborts). */
+static int mig_reserve(gsim *s, migration *m, uint32_t n)
+{
+    gmg_container *to = &s->g->ctrs[m->to];
+    if (to->status != GMG_CTR_ACTIVE || n > to->blocks_free)
+        return 0;
+    gmg_reserve_blocks(s->g, to, n);
+    m->reserved += n;
+    return 1;
+}
+
+static void mig_end(gsim *s, gmg_id mid)
+{
+    migration *m = mig_at(s, mid);
+    gmg_req_at(s->g, m->req)->mig = GMG_NONE;
+    s->g->ctrs[m->from].migrating_out--;
+    m->aborted = 1; /* a stage event still pending finds it ended */
+}
+
+/* The request finished, was preempted or rejected, or the destination is full: give the
+ * reservation back. The request stays where it is. */
+static void mig_abort(gsim *s, gmg_id mid)
+{
+    migration *m = mig_at(s, mid);
+    if (m->aborted)
+        return;
+    gmg_release_reserved(s->g, &s->g->ctrs[m->to], m->reserved);
+    m->reserved = 0;
+    s->m.migrations_aborted++;
+    mig_end(s, mid);
+}
+
+static void maybe_abort_migration(gsim *s, gmg_req *q)
+{
+    if (q->mig != GMG_NONE)
+        mig_abort(s, q->mig);
+}
+
+/* Stop the request on the source and copy what is left. */
+static void mig_begin_final(gsim *s, gmg_id mid)
+{
+    migration *m = mig_at(s, mid);
+    gmg_req *q = gmg_req_at(s->g, m->req);
+    gmg_container *from = &s->g->ctrs[m->from];
+    uint32_t left = q->blocks - m->copied;
+    if (!mig_reserve(s, m, left)) {
+        mig_abort(s, mid);
+        return;
+    }
+    gmg_list_remove(s->g, &from->running, m->req);
+    from->blocks_in_transit += q->blocks;
+    q->state = GMG_REQ_MIGRATING;
+    m->final = 1;
+    m->want_final = 0;
+    if (mig_copy(s, mid, left))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* The request resumes on the destination with the copied blocks. */
+static void mig_commit(gsim *s, gmg_id mid)
+{
+    migration *m = mig_at(s, mid);
+    gmg_req *q = gmg_req_at(s->g, m->req);
+    gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
+    uint32_t blocks = q->blocks;
+    from->blocks_in_transit -= blocks;
+    gmg_req_set_blocks(s->g, from, q, 0);
+    gmg_release_reserved(s->g, to, m->reserved);
+    gmg_req_set_blocks(s->g, to, q, blocks);
+    q->state = GMG_REQ_RUNNING;
+    q->container = to->id;
+    q->migrations++;
+    gmg_list_push_back(s->g, &to->running, m->req);
+    s->m.migrations++;
+    mig_end(s, mid);
+    mig_free(s, mid);
+    if (!to->busy)
+        start_iteration(s, to);
+    if (!from->busy)
+        start_iteration(s, from);
+    if (from->status == GMG_CTR_DRAINING && !from->busy)
+        maybe_drained(s, from);
+}
+
+static void on_mig_stage(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)e;
+    gsim *s = ctx;
+    gmg_id mid = ev->target;
+    migration *m = mig_at(s, mid);
+    if (m->aborted) { /* ended while this stage was copying */
+        mig_free(s, mid);
+        return;
+    }
+    if (m->final) {
+        mig_commit(s, mid);
+        return;
+    }
+    gmg_req *q = gmg_req_at(s->g, m->req);
+    uint32_t delta = q->blocks - m->copied;
+    if (delta < s->cd.stop_copy_blocks || m->stage >= s->cd.max_stages) {
+        if (q->q_tokens) /* in the source's executing iteration: stop it when that ends */
+            m->want_final = 1;
+        else
+            mig_begin_final(s, mid);
+        return;
+    }
+    if (!mig_reserve(s, m, delta))
+        mig_abort(s, mid);
+    else if (mig_copy(s, mid, delta))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* Start one migration the policy asked for, if it is still valid. */
+static void start_migration(gsim *s, const pol_migration *pm)
+{
+    if (pm->req >= s->g->n_slots || pm->from >= s->g->n_ctrs || pm->to >= s->g->n_ctrs)
+        return;
+    gmg_req *q = gmg_req_at(s->g, pm->req);
+    gmg_container *from = &s->g->ctrs[pm->from], *to = &s->g->ctrs[pm->to];
+    if (q->state != GMG_REQ_RUNNING || q->container != pm->from || q->mig != GMG_NONE ||
+        pm->from == pm->to || from->tenant != to->tenant || to->status != GMG_CTR_ACTIVE ||
+        from->block_bytes != to->block_bytes)
+        return;
+    gmg_id mid = mig_alloc(s);
+    if (mid == GMG_NONE) {
+        fail(s, ss_err(s->eb, SS_ENOMEM, "migrations: out of memory"));
+        return;
+    }
+    migration *m = mig_at(s, mid);
+    *m = (migration){.req = pm->req, .from = pm->from, .to = pm->to, .next_free = GMG_NONE};
+    q->mig = mid;
+    from->migrating_out++;
+    uint32_t n = q->blocks;
+    if (!mig_reserve(s, m, n)) {
+        mig_abort(s, mid); /* destination full */
+        mig_free(s, mid);
+        return;
+    }
+    if (mig_copy(s, mid, n))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* ---- auto-scaling ------------------------------------------------------------------------ */
+
+static void standby_remove(tenant_state *t, gmg_id c)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < t->n_standby; i++)
+        if (t->standby[i] != c)
+            t->standby[j++] = t->standby[i];
+    t->n_standby = j;
+}
+
+static void scale_up(gsim *s, gmg_id id)
+{
+    if (id >= s->g->n_ctrs || s->g->ctrs[id].status != GMG_CTR_STANDBY)
+        return;
+    gmg_container *c = &s->g->ctrs[id];
+    tenant_state *t = &s->ten[c->tenant];
+    standby_remove(t, id);
+    t->n_incoming++;
+    s->cs[id].next_tenant = c->tenant;
+    maybe_drained(s, c); /* empty: starts loading at once */
+    s->m.scale_ups++;
+}
+
+static void scale_down(gsim *s, gmg_id id)
+{
+    if (id >= s->g->n_ctrs || s->g->ctrs[id].status != GMG_CTR_ACTIVE)
+        return;
+    gmg_container *c = &s->g->ctrs[id];
+    tenant_state *t = &s->ten[c->tenant];
+    if (t->n_cands <= t->t.replicas)
+        return;
+    cands_remove(t, id);
+    s->cs[id].next_tenant = -1; /* to standby */
+    c->status = GMG_CTR_DRAINING;
+    reroute_waiting(s, c);
+    maybe_drained(s, c);
+    s->m.scale_downs++;
+}
+
 static void build_views(gsim *s)
 {
     for (uint32_t i = 0; i < s->n_ten; i++) {
@@ -551,7 +823,8 @@ static void build_views(gsim *s)
         s->views[i] = (pol_tenant_view){
             .name = t->t.name, .model = t->t.model, .tp = t->t.tp, .pp = t->t.pp,
             .replicas = t->t.replicas, .max_replicas = t->t.max_replicas, .tiers = t->t.tiers,
-            .active = t->cands, .n_active = t->n_cands,
+            .active = t->cands, .n_active = t->n_cands, .standby = t->standby,
+            .n_standby = t->n_standby,
         };
     }
 }
@@ -565,6 +838,12 @@ static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
     pol_cluster_tick(s->cluster, s->g, &v, &s->cd);
     for (uint32_t i = 0; i < s->cd.n_realloc; i++)
         apply_realloc(s, &s->cd.realloc[i]);
+    for (uint32_t i = 0; i < s->cd.n_migrate; i++)
+        start_migration(s, &s->cd.migrate[i]);
+    for (uint32_t i = 0; i < s->cd.n_scale_up; i++)
+        scale_up(s, s->cd.scale_up[i]);
+    for (uint32_t i = 0; i < s->cd.n_scale_down; i++)
+        scale_down(s, s->cd.scale_down[i]);
     /* keep ticking while anything can still happen */
     if ((s->have_next || s->g->in_flight) && !s->rc &&
         !des_schedule(e, des_now(e) + pol_cluster_period(s->cluster), EV_CLUSTER_TICK, 0))
@@ -574,6 +853,9 @@ static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
 static int alloc_cluster_state(gsim *s, ss_errbuf *eb)
 {
     pol_cluster_decision *d = &s->cd;
+    s->free_mig = GMG_NONE;
+    d->stop_copy_blocks = 16;
+    d->max_stages = 3;
     d->cap_migrate = 256;
     d->cap_realloc = d->cap_scale_up = d->cap_scale_down = 16;
     s->cs = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *s->cs);
@@ -595,6 +877,7 @@ static void free_cluster_state(gsim *s)
     ss_free(s->cd.realloc);
     ss_free(s->cd.scale_up);
     ss_free(s->cd.scale_down);
+    ss_free(s->migs);
 }
 
 /* ---- arrivals --------------------------------------------------------------------------- */
@@ -729,12 +1012,34 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* Auto-scaling cluster policies get (max_replicas - replicas) standby containers per tenant
+ * without pipeline parallelism: GPUs held for the tenant, serving nobody until scaled up. */
+static int add_standby(gsim *s, tenant_state *t, ss_errbuf *eb)
+{
+    uint32_t extra = t->t.max_replicas - t->t.replicas;
+    if (!pol_cluster_autoscale(s->cluster) || !extra || t->t.pp != 1)
+        return SS_OK;
+    if (!(t->standby = ss_calloc(extra, sizeof *t->standby)))
+        return ss_err(eb, SS_ENOMEM, "tenants: out of memory");
+    gmg_id first = s->g->n_ctrs;
+    int rc = gmg_add_containers(s->g, &t->spec, extra, eb);
+    for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++) {
+        s->g->ctrs[k].status = GMG_CTR_STANDBY;
+        t->standby[t->n_standby++] = k;
+    }
+    return rc;
+}
+
 /* GPUs the tenants' containers need, against the cluster's nodes when it has a size. */
 static int check_capacity(const gsim *s, uint32_t per_node, ss_errbuf *eb)
 {
     uint64_t need = 0;
-    for (uint32_t i = 0; i < s->n_ten; i++)
-        need += (uint64_t)s->ten[i].t.replicas * s->ten[i].t.tp * s->ten[i].t.pp;
+    for (uint32_t i = 0; i < s->n_ten; i++) {
+        const gsim_tenant *t = &s->ten[i].t;
+        uint32_t n = pol_cluster_autoscale(s->cluster) && t->pp == 1 ? t->max_replicas
+                                                                      : t->replicas;
+        need += (uint64_t)n * t->tp * t->pp;
+    }
     if (s->cfg.nodes && need > (uint64_t)s->cfg.nodes * per_node)
         return ss_err(eb, SS_EINVAL, "cluster: the tenants' containers need %llu GPUs but %u "
                       "nodes x %u GPUs have %llu", (unsigned long long)need, s->cfg.nodes,
@@ -761,13 +1066,15 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
             .gpus_per_node = per_node, .gpu_mem_util = c->gpu_mem_util,
             .block_tokens = c->block_tokens, .max_batch_tokens = pol_batch_max_tokens(s->batch),
             .max_seqs = pol_batch_max_seqs(s->batch), .runtime_reserve = c->runtime_reserve,
-            .swap_bytes = c->swap_bytes,
+            .swap_bytes = c->swap_bytes, .tiers = t->t.tiers,
         };
         t->spec = spec;
         gmg_id first = s->g->n_ctrs;
         rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
         for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++)
             t->cands[t->n_cands++] = k;
+        if (!rc)
+            rc = add_standby(s, t, eb);
         if (rc && c->n_tenants)
             ss_err(eb, rc, "tenant %s: %s", t->t.name, eb->msg);
     }
@@ -808,7 +1115,10 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc && !s->cfg.routing)
         s->cfg.routing = pol_cluster_default_routing(s->cluster);
     if (!rc)
-        rc = pol_route_create(&s->route, s->cfg.routing, cfg->params, &s->route_rng, eb);
+        s->tier_ordered = pol_cluster_tier_ordered(s->cluster);
+    if (!rc)
+        rc = pol_route_create(&s->route, s->cfg.routing, cfg->params,
+                              pol_cluster_name(s->cluster), &s->route_rng, eb);
     if (!rc)
         rc = check_params_used(&s->cfg, eb);
     if (!rc)
@@ -826,6 +1136,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_ITER_DONE, on_iter_done);
         des_handler_set(s->des, EV_CLUSTER_TICK, on_cluster_tick);
         des_handler_set(s->des, EV_CTR_READY, on_ctr_ready);
+        des_handler_set(s->des, EV_MIG_STAGE, on_mig_stage);
         *out = s;
         return SS_OK;
     }
@@ -839,8 +1150,10 @@ void gsim_destroy(gsim **sp)
     if (!s)
         return;
     des_engine_destroy(&s->des);
-    for (uint32_t i = 0; s->ten && i < s->n_ten; i++)
+    for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
+        ss_free(s->ten[i].standby);
+    }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
         ss_free(s->g->ctrs[i].batch_priv);

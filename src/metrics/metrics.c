@@ -151,4 +151,6 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->migrations_aborted = m->migrations_aborted;
     out->migration_gib = m->migration_bytes / 1073741824.0;
     out->reallocations = m->reallocations;
+    out->scale_ups = m->scale_ups;
+    out->scale_downs = m->scale_downs;
 }

@@ -69,6 +69,7 @@ typedef struct metrics {
     uint64_t migrations_aborted;
     double migration_bytes;    /* KV bytes moved by migrations, aborted ones included */
     uint64_t reallocations;    /* containers moved between tenants */
+    uint64_t scale_ups, scale_downs; /* auto-scaling: standby containers activated / retired */
     ss_time last_finish;       /* latest completion or rejection */
     int oom;                   /* an allocation failed while recording */
 } metrics;
@@ -93,6 +94,7 @@ typedef struct metrics_summary {
     metrics_group_summary all;    /* the measured requests of the run */
     uint64_t requests;            /* every request, warm-up included */
     uint64_t swap_outs, aborted, migrations, migrations_aborted, reallocations;
+    uint64_t scale_ups, scale_downs;
     double migration_gib;
     double sim_s;                 /* simulated makespan: 0 to the last completion, s */
     double window_s;              /* measurement window: warm-up end to the last completion, s */

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-static const pol_route_ops *const route_builtin[] = {&pol_route_rr, &pol_route_lor,
-                                                     &pol_route_random, &pol_route_infaas, NULL};
+static const pol_route_ops *const route_builtin[] = {
+    &pol_route_rr, &pol_route_lor, &pol_route_random, &pol_route_infaas, &pol_route_llumnix, NULL};
 static const pol_batch_ops *const batch_builtin[] = {&pol_batch_vllm, &pol_batch_orca,
                                                      &pol_batch_sarathi, &pol_batch_static, NULL};
 
@@ -29,10 +29,10 @@ const pol_route_ops *pol_route_find(const char *name)
     return NULL;
 }
 
-const char *pol_route_names(void) { return "rr, lor, random, infaas"; }
+const char *pol_route_names(void) { return "rr, lor, random, infaas, llumnix"; }
 
-int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rng *rng,
-                     ss_errbuf *eb)
+int pol_route_create(pol_route **out, const char *name, ss_params *params, const char *cluster,
+                     ss_rng *rng, ss_errbuf *eb)
 {
     const pol_route_ops *ops = pol_route_find(name);
     if (!ops)
@@ -45,7 +45,7 @@ int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rn
         return ss_err(eb, SS_ENOMEM, "routing: out of memory");
     p->ops = ops;
     p->rng = rng;
-    int rc = ops->init ? ops->init(p->priv, params, eb) : SS_OK;
+    int rc = ops->init ? ops->init(p->priv, params, cluster ? cluster : "container", eb) : SS_OK;
     if (rc) {
         ss_free(p);
         return rc;
@@ -141,7 +141,8 @@ void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)
 
 /* ---- cluster policies ------------------------------------------------------------------- */
 
-static const pol_cluster_ops *const cluster_builtin[] = {&pol_cluster_container, NULL};
+static const pol_cluster_ops *const cluster_builtin[] = {
+    &pol_cluster_container, &pol_cluster_llumnix, &pol_cluster_llumnix_tiers, NULL};
 
 struct pol_cluster {
     const pol_cluster_ops *ops;
@@ -156,7 +157,9 @@ const pol_cluster_ops *pol_cluster_find(const char *name)
     return NULL;
 }
 
-const char *pol_cluster_names(void) { return "container"; }
+const char *pol_cluster_names(void) { return "container, llumnix, llumnix-tiers"; }
+
+int pol_cluster_autoscale(const pol_cluster *p) { return p->ops->autoscale; }
 
 int pol_cluster_create(pol_cluster **out, const char *name, ss_params *params, ss_errbuf *eb)
 {

@@ -30,8 +30,9 @@ typedef struct pol_route_ops {
     const char *name;       /* "rr", "lor"; selected by --routing */
     const char *summary;    /* one line for --help */
     size_t priv_size;       /* zeroed bytes allocated with the instance */
-    /* Optional. Read parameters. 0 or <0 with eb set. */
-    int (*init)(void *priv, ss_params *params, ss_errbuf *eb);
+    /* Optional. Read parameters; cluster is the run's cluster policy name. 0 or <0 with eb
+     * set. */
+    int (*init)(void *priv, ss_params *params, const char *cluster, ss_errbuf *eb);
     /* Required. The container for request r (arrived, not yet routed): one of the n >= 1
      * candidates, the active containers serving r's tenant, in increasing id order. */
     gmg_id (*pick)(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
@@ -48,8 +49,8 @@ const pol_route_ops *pol_route_find(const char *name);
 const char *pol_route_names(void);
 /* Create an instance (checks the ABI and required hooks, calls init). 0, SS_ENOTFOUND,
  * SS_EINVAL or SS_ENOMEM with eb set. rng is borrowed for the instance's lifetime. */
-int pol_route_create(pol_route **out, const char *name, ss_params *params, ss_rng *rng,
-                     ss_errbuf *eb);
+int pol_route_create(pol_route **out, const char *name, ss_params *params, const char *cluster,
+                     ss_rng *rng, ss_errbuf *eb);
 void pol_route_destroy(pol_route **p);
 gmg_id pol_route_pick(pol_route *p, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n);
 const char *pol_route_name(const pol_route *p);
@@ -162,6 +163,8 @@ typedef struct pol_cluster_decision {
     uint32_t n_scale_down, cap_scale_down;
     ss_time setup_ns;        /* teardown / start-up time of a container that changes hands */
     double load_bw;          /* bytes/s at which a container loads its weights */
+    uint32_t stop_copy_blocks; /* a migration stops and copies once fewer blocks are left */
+    uint32_t max_stages;     /* ... or after this many stages */
 } pol_cluster_decision;
 
 typedef struct pol_cluster_ops {
@@ -177,6 +180,8 @@ typedef struct pol_cluster_ops {
     ss_time (*period)(const void *priv);
     /* Required when period > 0. Fill *out (counts start at 0). */
     void (*tick)(void *priv, const gmg *g, const pol_cluster_view *v, pol_cluster_decision *out);
+    /* 1: tenants get (max_replicas - replicas) standby containers to scale into. */
+    int autoscale;
     /* Optional: queue order inside containers. 1 = waiting requests are kept ordered by
      * (tier, arrival) instead of arrival (preempted requests still go first). */
     int (*tier_ordered_queues)(const void *priv);
@@ -193,11 +198,15 @@ ss_time pol_cluster_period(const pol_cluster *p);
 void pol_cluster_tick(pol_cluster *p, const gmg *g, const pol_cluster_view *v,
                       pol_cluster_decision *out);
 int pol_cluster_tier_ordered(const pol_cluster *p);
+int pol_cluster_autoscale(const pol_cluster *p);
 const char *pol_cluster_name(const pol_cluster *p);
 const char *pol_cluster_default_routing(const pol_cluster *p);
 void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud);
 
 extern const pol_cluster_ops pol_cluster_container;
+extern const pol_cluster_ops pol_cluster_llumnix;
+extern const pol_cluster_ops pol_cluster_llumnix_tiers;
+extern const pol_route_ops pol_route_llumnix;
 
 extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;

@@ -85,8 +85,9 @@ typedef struct infaas_priv {
     double watermark; /* fraction of the pool, as in the batching policy */
 } infaas_priv;
 
-static int infaas_init(void *priv, ss_params *p, ss_errbuf *eb)
+static int infaas_init(void *priv, ss_params *p, const char *cluster, ss_errbuf *eb)
 {
+    (void)cluster;
     infaas_priv *f = priv;
     return ss_params_get_double(p, "infaas", "watermark", 0.01, 0.0, 0.5, &f->watermark, eb);
 }

@@ -222,8 +222,8 @@ static void test_routers(void **state)
     ss_rng_seed(&rng, 1, SS_RNG_STREAM_ROUTING);
     pol_route *rr = NULL, *lor = NULL;
     ss_errbuf eb;
-    assert_int_equal(pol_route_create(&rr, "rr", f->params, &rng, &eb), 0);
-    assert_int_equal(pol_route_create(&lor, "lor", f->params, &rng, &eb), 0);
+    assert_int_equal(pol_route_create(&rr, "rr", f->params, NULL, &rng, &eb), 0);
+    assert_int_equal(pol_route_create(&lor, "lor", f->params, NULL, &rng, &eb), 0);
     gmg_id r = gmg_req_alloc(f->g);
     assert_int_equal(pol_route_pick(rr, f->g, r, all2, 2), 0);
     assert_int_equal(pol_route_pick(rr, f->g, r, all2, 2), 1);
@@ -234,7 +234,7 @@ static void test_routers(void **state)
     add_waiting(f, &f->g->ctrs[1], 10, 10);
     add_waiting(f, &f->g->ctrs[1], 10, 10);
     assert_int_equal(pol_route_pick(lor, f->g, r, all2, 2), 0);
-    assert_int_equal(pol_route_create(&rr, "random-ish", f->params, &rng, &eb), SS_ENOTFOUND);
+    assert_int_equal(pol_route_create(&rr, "random-ish", f->params, NULL, &rng, &eb), SS_ENOTFOUND);
     pol_route_destroy(&rr);
     pol_route_destroy(&lor);
 }
@@ -247,8 +247,8 @@ static void test_random_and_infaas_routers(void **state)
     ss_rng_seed(&b, 3, SS_RNG_STREAM_ROUTING);
     pol_route *r1 = NULL, *r2 = NULL, *inf = NULL;
     ss_errbuf eb;
-    assert_int_equal(pol_route_create(&r1, "random", f->params, &a, &eb), 0);
-    assert_int_equal(pol_route_create(&r2, "random", f->params, &b, &eb), 0);
+    assert_int_equal(pol_route_create(&r1, "random", f->params, NULL, &a, &eb), 0);
+    assert_int_equal(pol_route_create(&r2, "random", f->params, NULL, &b, &eb), 0);
     gmg_id r = gmg_req_alloc(f->g);
     int count[2] = {0, 0};
     for (int i = 0; i < 2000; i++) {
@@ -259,7 +259,7 @@ static void test_random_and_infaas_routers(void **state)
     }
     assert_true(count[0] > 900 && count[1] > 900);
     /* infaas: empty containers are infinitely free -> lowest id; then the freer one wins */
-    assert_int_equal(pol_route_create(&inf, "infaas", f->params, &a, &eb), 0);
+    assert_int_equal(pol_route_create(&inf, "infaas", f->params, NULL, &a, &eb), 0);
     assert_int_equal(pol_route_pick(inf, f->g, r, all2, 2), 0);
     gmg_container *c0 = small_pool(f, 100);
     gmg_container *c1 = &f->g->ctrs[1];

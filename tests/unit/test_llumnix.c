@@ -1,0 +1,241 @@
+/* Llumnix and multi-tier Llumnix: live migration happens under imbalance and never loses or
+ * duplicates a request, KV capacity holds at every event (destination blocks are reserved
+ * before each copy), migrations that cannot finish are aborted and counted, tier 0 beats the
+ * lowest tier on p99 TTFT under load, auto-scaling activates standby containers, and runs are
+ * deterministic. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "core/ss_rng.h"
+#include "gsim/gsim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct mem_src {
+    const trace_rec *recs;
+    size_t n, i;
+} mem_src;
+
+static int mem_next(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    (void)eb;
+    mem_src *s = ud;
+    if (s->i >= s->n)
+        return 0;
+    *out = s->recs[s->i++];
+    return 1;
+}
+
+typedef struct collect {
+    metrics_req *r;
+    size_t n, dup;
+} collect;
+
+static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
+{
+    (void)eb;
+    collect *c = ud;
+    if (c->r[r->trace_id].finish)
+        c->dup++; /* reported twice */
+    c->r[r->trace_id] = *r;
+    c->n++;
+    return 0;
+}
+
+typedef struct fx {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+    gsim_tenant ten;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    ss_errbuf eb;
+    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || ss_params_create(&f->params))
+        return -1;
+    gsim_config_defaults(&f->cfg);
+    f->cfg.gpu = catalog_gpu(f->cat, "a100-80g");
+    f->cfg.params = f->params;
+    f->cfg.cluster = "llumnix";
+    f->ten = (gsim_tenant){.name = "chat", .model = catalog_model(f->cat, "llama-2-7b"), .tp = 1,
+                           .pp = 1, .replicas = 4, .tiers = 1};
+    f->cfg.tenants = &f->ten;
+    f->cfg.n_tenants = 1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+/* Poisson arrivals with heavy-tailed outputs (imbalance builds up), tiers cycling over k. */
+static trace_rec *synth(size_t n, double rate, uint32_t k, uint64_t seed)
+{
+    trace_rec *r = calloc(n, sizeof *r);
+    ss_rng a, l;
+    ss_rng_seed(&a, seed, 1);
+    ss_rng_seed(&l, seed, 2);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        t += ss_rng_exp(&a, 1.0 / rate);
+        r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(t),
+                           .prompt_tokens = (uint32_t)(1000 * exp(0.8 * ss_rng_normal(&l))) + 1,
+                           .output_tokens = (uint32_t)(150 * exp(1.2 * ss_rng_normal(&l))) + 1,
+                           .tier = (uint8_t)(ss_rng_below(&l, k))};
+    }
+    return r;
+}
+
+static gsim *run(fx *f, const trace_rec *recs, size_t n, collect *c)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    mem_src src = {recs, n, 0};
+    if (gsim_run(g, mem_next, &src, c ? collect_req : NULL, c, &eb))
+        fail_msg("gsim_run: %s", eb.msg);
+    return g;
+}
+
+static void test_migration_conserves_requests_and_kv(void **state)
+{
+    fx *f = *state;
+    f->cfg.routing = "rr"; /* blind dispatch: imbalance for migration to repair */
+    f->cfg.check = 1;      /* KV and list invariants after every event */
+    f->cfg.gpu_mem_util = 0.35;
+    enum { N = 2500 };
+    trace_rec *r = synth(N, 14, 1, 4);
+    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    gsim *g = run(f, r, N, &c);
+    const metrics *m = gsim_metrics(g);
+    assert_true(m->migrations > 0);
+    assert_int_equal(c.n, N);
+    assert_int_equal(c.dup, 0);
+    uint64_t migrated = 0;
+    for (size_t i = 0; i < N; i++) {
+        migrated += c.r[i].migrations;
+        if (!c.r[i].rejected) /* every token once: exactly the output asked for */
+            assert_int_equal(c.r[i].generated, r[i].output_tokens);
+    }
+    assert_int_equal(migrated, m->migrations);
+    assert_true(m->migration_bytes > 0);
+    const gmg *G = gsim_graph(g);
+    for (uint32_t k = 0; k < G->n_ctrs; k++) {
+        assert_int_equal(G->ctrs[k].blocks_reserved, 0);
+        assert_int_equal(G->ctrs[k].blocks_in_transit, 0);
+        assert_int_equal(G->ctrs[k].blocks_free, G->ctrs[k].blocks_total);
+    }
+    printf("# %llu migrations, %llu aborted, %.2f GiB\n", (unsigned long long)m->migrations,
+           (unsigned long long)m->migrations_aborted, m->migration_bytes / 1073741824.0);
+    gsim_destroy(&g);
+    free(r);
+    free(c.r);
+}
+
+static void test_migration_aborts_are_counted(void **state)
+{
+    fx *f = *state;
+    f->cfg.routing = "rr";
+    f->cfg.check = 1;
+    /* Tiny outputs: many requests finish while their migration is still copying. */
+    ss_params_set(f->params, "migrate_period_s", "0.05");
+    enum { N = 2000 };
+    trace_rec *r = synth(N, 20, 1, 9);
+    for (size_t i = 0; i < N; i++)
+        r[i].output_tokens = 2 + (uint32_t)(i % 5);
+    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    gsim *g = run(f, r, N, &c);
+    const metrics *m = gsim_metrics(g);
+    assert_true(m->migrations_aborted > 0);
+    assert_int_equal(c.n, N);
+    assert_int_equal(c.dup, 0);
+    gsim_destroy(&g);
+    free(r);
+    free(c.r);
+}
+
+static void test_tier0_beats_lowest_tier(void **state)
+{
+    fx *f = *state;
+    f->cfg.cluster = "llumnix-tiers";
+    f->ten.tiers = 4;
+    enum { N = 4000 };
+    trace_rec *r = synth(N, 22, 4, 2); /* overloaded: queues build */
+    gsim *g = run(f, r, N, NULL);
+    const metrics *m = gsim_metrics(g);
+    metrics_group_summary t0, t3;
+    metrics_summarize_group(&m->tiers[0], 1, &t0);
+    metrics_summarize_group(&m->tiers[3], 1, &t3);
+    printf("# TTFT p99: tier 0 %.0f ms, tier 3 %.0f ms\n", t0.ttft_ms.p99, t3.ttft_ms.p99);
+    assert_true(t0.requests > 500 && t3.requests > 500);
+    assert_true(t0.ttft_ms.p99 < t3.ttft_ms.p99);
+    gsim_destroy(&g);
+    free(r);
+}
+
+static void test_autoscaling_activates_standby(void **state)
+{
+    fx *f = *state;
+    f->ten.replicas = 1;
+    f->ten.max_replicas = 3;
+    ss_params_set(f->params, "scale_period_s", "5");
+    enum { N = 1500 };
+    trace_rec *r = synth(N, 8, 1, 6);
+    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    gsim *g = run(f, r, N, &c);
+    const metrics *m = gsim_metrics(g);
+    assert_int_equal(gsim_graph(g)->n_ctrs, 3); /* the two standby containers exist */
+    assert_true(m->scale_ups >= 1);
+    uint32_t used = 0;
+    for (size_t i = 0; i < N; i++)
+        used |= 1u << c.r[i].container;
+    assert_true(used & ~1u); /* requests ran on scaled-up containers */
+    assert_int_equal(c.n, N);
+    gsim_destroy(&g);
+    free(r);
+    free(c.r);
+}
+
+static void test_deterministic(void **state)
+{
+    fx *f = *state;
+    f->cfg.cluster = "llumnix-tiers";
+    f->ten.tiers = 3;
+    enum { N = 1500 };
+    trace_rec *r = synth(N, 16, 3, 12);
+    collect a = {calloc(N, sizeof(metrics_req)), 0, 0}, b = {calloc(N, sizeof(metrics_req)), 0, 0};
+    gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+    assert_memory_equal(a.r, b.r, N * sizeof(metrics_req));
+    assert_int_equal(gsim_metrics(g1)->migrations, gsim_metrics(g2)->migrations);
+    gsim_destroy(&g1);
+    gsim_destroy(&g2);
+    free(r);
+    free(a.r);
+    free(b.r);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_migration_conserves_requests_and_kv),
+        T(test_migration_aborts_are_counted),
+        T(test_tier0_beats_lowest_tier),
+        T(test_autoscaling_activates_standby),
+        T(test_deterministic),
+    };
+    return cmocka_run_group_tests_name("llumnix", tests, NULL, NULL);
+}
