@@ -2,7 +2,7 @@
 # Install, with apt, whatever slicesim needs to build and test that this Debian/Ubuntu machine
 # lacks. Runs apt only when something is missing; uses sudo when not root. Sourced or run.
 set -eu
-pkgs=(meson ninja-build pkg-config gcc libc6-dev libcmocka-dev libsqlite3-dev libinih-dev
+pkgs=(meson ninja-build pkg-config gcc libc6-dev libcmocka-dev libsqlite3-dev libinih-dev zlib1g-dev
       sqlite3 gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,8 +1,10 @@
-/* `slicesim replay`: replay a trace on a simulated cluster, print a table or JSON, store the
- * run in SQLite. Owns option parsing, the trace source adapter (--limit, --rate-scale), the
- * store sink and the progress line; the simulation itself is gsim/. */
+/* `slicesim replay`: replay requests on a simulated cluster, print a table or JSON, store the
+ * run in SQLite. Owns option parsing (options become scenario assignments, so a scenario file,
+ * the options and --set share one set of keys), the workload source and store sink, and the
+ * progress line; the simulation itself is gsim/. */
 #include "cli.h"
 #include "report.h"
+#include "scenario_run.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
@@ -11,13 +13,13 @@
 #include "core/ss_strbuf.h"
 #include "gsim/gsim.h"
 #include "metrics/store.h"
+#include "scenario/scenario.h"
 #include "timeline/timeline.h"
-#include "trace/trace.h"
+#include "workload/workload.h"
 
 #include "config.h"
 
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +27,45 @@
 #include <unistd.h>
 
 #define DEFAULT_TRACE "traces/azure-conv-synth.csv"
-#define DEFAULT_DB "results/slicesim.db"
+
+/* Options of one tenant: they set keys of the scenario's only tenant. */
+enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T__N };
+static const char *const tenant_keys[T__N] = {"model", "tp", "pp", "replicas", "trace",
+                                              "trace_format", "rate_scale", "limit",
+                                              "trace_spread"};
 
 typedef struct replay_opts {
-    const char *trace, *format, *model, *gpu, *db, *profiles;
-    const char *timeline;  /* Chrome trace-event JSON output, NULL = none */
+    const char *config;      /* -c FILE */
+    const char *profiles;    /* --profiles */
+    const char *timeline;    /* Chrome trace-event JSON output, NULL = none */
     tl_opts tl;
-    uint64_t limit;
-    double rate_scale;
-    int json, progress, spread;
-    gsim_config sim;
+    int json, progress, check;
+    const char *tenant[T__N]; /* tenant options given, NULL otherwise */
+    char **assign;           /* owned "SECTION.KEY=VALUE" from options, in order */
+    size_t n_assign, cap_assign;
+    const char **sets;       /* --set values (borrowed from argv), in order */
+    size_t n_sets, cap_sets;
 } replay_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: slicesim replay [OPTIONS]\n"
+        "usage: slicesim replay [-c SCENARIO.ini] [--set SECTION.KEY=VALUE ...] [OPTIONS]\n"
         "\n"
-        "Replay a request trace on a simulated GPU cluster (one model served by --replicas\n"
-        "containers of --tp GPUs each) and report throughput and TTFT/TBT/E2E latency.\n"
-        "The run is stored in the SQLite results database (tables runs, requests, summary, gpus).\n"
+        "Replay requests on a simulated GPU cluster and report throughput, TTFT/TBT/E2E latency,\n"
+        "SLA violations and goodput, overall, per tenant and per tier. Without -c, one tenant\n"
+        "serves --model on --replicas containers and replays --trace. With -c, a scenario file\n"
+        "(experiments/README.md) describes the cluster, several tenants, their workloads, tiers\n"
+        "and SLAs, and the policies; the options below override it (the tenant options only for\n"
+        "a one-tenant scenario), then every --set is applied in order.\n"
+        "The run is stored in the SQLite results database (runs, requests, summary, tenants,\n"
+        "tiers, gpus).\n"
         "\n"
-        "Workload:\n"
+        "Scenario:\n"
+        "  -c, --config FILE       scenario file (INI)\n"
+        "  --set SECTION.KEY=VALUE override any scenario key, e.g. --set tenant.chat.rate_scale=2\n"
+        "                          or --set policy.cluster=llumnix (repeatable)\n"
+        "Workload (one tenant):\n"
         "  --trace FILE            trace to replay (default: " DEFAULT_TRACE ")\n"
         "  --trace-format F        auto|native|azure|vidur|burstgpt|mooncake (default auto:\n"
         "                          detected from the header or the first line)\n"
@@ -57,7 +76,7 @@ static void usage(FILE *f)
         "Cluster:\n"
         "  --model NAME            model from the catalog (default llama-2-7b; slicesim list models)\n"
         "  --gpu NAME              GPU from the catalog (default a100-80g; slicesim list gpus)\n"
-        "  --replicas N            serving replicas, each TP x PP GPUs (default 4)\n"
+        "  --replicas N            serving replicas, each TP x PP GPUs (default 4 without -c)\n"
         "  --tp N                  tensor-parallel GPUs per pipeline stage (default 1)\n"
         "  --pp N                  pipeline stages per replica (default 1); a replica runs N\n"
         "                          micro-batches in flight, one per virtual engine, each with\n"
@@ -65,8 +84,10 @@ static void usage(FILE *f)
         "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
         "Policies (README.md lists every policy and parameter):\n"
         "  --batching NAME         vllm (default) | sarathi | orca | static\n"
-        "  --routing NAME          rr (round-robin, default) | lor (least outstanding requests) |\n"
-        "                          random | infaas (argmax dispatch freeness)\n"
+        "  --routing NAME          rr (round-robin) | lor (least outstanding requests) | random |\n"
+        "                          infaas (argmax dispatch freeness) | llumnix (freest container);\n"
+        "                          default: the cluster policy's (rr; llumnix for llumnix*)\n"
+        "  --cluster NAME          container (default) | llumnix | llumnix-tiers\n"
         "  --cost NAME             roofline (default) | profile | auto: measured operator tables in\n"
         "                          PROFILES/<gpu>/ (profiles/PROFILE-FORMAT.md; slicesim profile)\n"
         "  vllm, sarathi:\n"
@@ -95,7 +116,10 @@ static void usage(FILE *f)
         "  --swap-space GIB        host memory per GPU for preemption by swap (default 4)\n"
         "Run:\n"
         "  --seed N                seed of every random stream (default 1)\n"
-        "  --db FILE               results database (default " DEFAULT_DB "; 'none' to skip)\n"
+        "  --warmup S              requests arriving before S seconds are not measured\n"
+        "  --duration S            no arrivals after S seconds\n"
+        "  --nodes N               cluster size in nodes (default: what the containers need)\n"
+        "  --db FILE               results database (default results/slicesim.db; 'none' to skip)\n"
         "  --json                  print one JSON object instead of the table\n"
         "  --check                 verify the cluster's invariants after every event (slow)\n"
         "  --timeline FILE.json    write what every GPU did as Chrome trace-event JSON (Perfetto)\n"
@@ -110,229 +134,273 @@ static void usage(FILE *f)
 /* ---- options ---------------------------------------------------------------------------- */
 
 enum {
-    OPT_TRACE = 256, OPT_FORMAT, OPT_LIMIT, OPT_RATE, OPT_MODEL, OPT_GPU, OPT_REPLICAS, OPT_TP, OPT_PP,
-    OPT_PROFILES, OPT_BATCHING, OPT_ROUTING, OPT_COST, OPT_SWAP, OPT_PARAM, OPT_MAXLEN, OPT_UTIL,
-    OPT_BLOCK, OPT_SEED, OPT_DB, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
-    OPT_TL_OPS, OPT_SPREAD,
-    OPT_POLICY_PARAM = 512, /* + index into policy_opts */
+    OPT_CONFIG = 'c', OPT_HELP = 'h',
+    OPT_SET = 256, OPT_PROFILES, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
+    OPT_TL_OPS, OPT_PARAM,
+    OPT_TENANT = 512,  /* + T_* */
+    OPT_KEY = 768,     /* + index into key_opts */
 };
 
-/* Options that set the policy parameter of the same meaning; a flag sets flag_value. */
-typedef struct policy_opt {
-    const char *key;        /* parameter name */
-    const char *flag_value; /* NULL: the option takes an argument */
-} policy_opt;
+/* Options that set one scenario key; kind says how the value is checked first. */
+typedef struct key_opt {
+    const char *opt, *key; /* option name, "SECTION.KEY" */
+    char kind;             /* 'u' integer >= 1, 'n' integer >= 0, 'd' positive number, 'z' number
+                              >= 0, 's' text, 'f' flag (sets flag_value) */
+    const char *flag_value;
+} key_opt;
 
-static const policy_opt policy_opts[] = {
-    {"max_num_seqs", NULL}, {"max_num_batched_tokens", NULL}, {"watermark", NULL},
-    {"preempt", NULL},      {"max_preemptions", NULL},        {"token_budget", NULL},
-    {"max_batch", NULL},    {"reserve", NULL},                {"shrink", "true"},
-    {"pad_prompts", "false"},
+static const key_opt key_opts[] = {
+    {"gpu", "cluster.gpu", 's', NULL},            {"nodes", "cluster.nodes", 'u', NULL},
+    {"batching", "policy.batching", 's', NULL},   {"routing", "policy.routing", 's', NULL},
+    {"cluster", "policy.cluster", 's', NULL},     {"cost", "policy.cost", 's', NULL},
+    {"seed", "run.seed", 'n', NULL},              {"db", "run.db", 's', NULL},
+    {"warmup", "run.warmup_s", 'z', NULL},        {"duration", "run.duration_s", 'z', NULL},
+    {"gpu-mem-util", "engine.gpu_mem_util", 'd', NULL},
+    {"block-size", "engine.block_size", 'u', NULL},
+    {"max-model-len", "engine.max_model_len", 'u', NULL},
+    {"swap-space", "engine.swap_space_gib", 'z', NULL},
+    {"max-num-seqs", "policy.max_num_seqs", 's', NULL},
+    {"max-num-batched-tokens", "policy.max_num_batched_tokens", 's', NULL},
+    {"watermark", "policy.watermark", 's', NULL}, {"preempt", "policy.preempt", 's', NULL},
+    {"max-preemptions", "policy.max_preemptions", 's', NULL},
+    {"token-budget", "policy.token_budget", 's', NULL},
+    {"max-batch", "policy.max_batch", 's', NULL}, {"reserve", "policy.reserve", 's', NULL},
+    {"shrink", "policy.shrink", 'f', "true"},     {"no-pad-prompts", "policy.pad_prompts", 'f', "false"},
 };
-#define N_POLICY_OPTS (sizeof policy_opts / sizeof *policy_opts)
+#define N_KEY_OPTS (sizeof key_opts / sizeof *key_opts)
 
-static const struct option long_opts[] = {
-    {"trace", required_argument, NULL, OPT_TRACE},
-    {"trace-format", required_argument, NULL, OPT_FORMAT},
-    {"trace-spread", no_argument, NULL, OPT_SPREAD},
-    {"limit", required_argument, NULL, OPT_LIMIT},
-    {"rate-scale", required_argument, NULL, OPT_RATE},
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"gpu", required_argument, NULL, OPT_GPU},
-    {"replicas", required_argument, NULL, OPT_REPLICAS},
-    {"tp", required_argument, NULL, OPT_TP},
-    {"pp", required_argument, NULL, OPT_PP},
-    {"profiles", required_argument, NULL, OPT_PROFILES},
-    {"batching", required_argument, NULL, OPT_BATCHING},
-    {"routing", required_argument, NULL, OPT_ROUTING},
-    {"cost", required_argument, NULL, OPT_COST},
-    {"swap-space", required_argument, NULL, OPT_SWAP},
-    {"max-num-seqs", required_argument, NULL, OPT_POLICY_PARAM + 0},
-    {"max-num-batched-tokens", required_argument, NULL, OPT_POLICY_PARAM + 1},
-    {"watermark", required_argument, NULL, OPT_POLICY_PARAM + 2},
-    {"preempt", required_argument, NULL, OPT_POLICY_PARAM + 3},
-    {"max-preemptions", required_argument, NULL, OPT_POLICY_PARAM + 4},
-    {"token-budget", required_argument, NULL, OPT_POLICY_PARAM + 5},
-    {"max-batch", required_argument, NULL, OPT_POLICY_PARAM + 6},
-    {"reserve", required_argument, NULL, OPT_POLICY_PARAM + 7},
-    {"shrink", no_argument, NULL, OPT_POLICY_PARAM + 8},
-    {"no-pad-prompts", no_argument, NULL, OPT_POLICY_PARAM + 9},
+static const struct option base_opts[] = {
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"set", required_argument, NULL, OPT_SET},
     {"param", required_argument, NULL, OPT_PARAM},
-    {"max-model-len", required_argument, NULL, OPT_MAXLEN},
-    {"gpu-mem-util", required_argument, NULL, OPT_UTIL},
-    {"block-size", required_argument, NULL, OPT_BLOCK},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"db", required_argument, NULL, OPT_DB},
+    {"profiles", required_argument, NULL, OPT_PROFILES},
     {"json", no_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
     {"no-progress", no_argument, NULL, OPT_NOPROG},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"timeline-window", required_argument, NULL, OPT_TL_WINDOW},
     {"timeline-ops", no_argument, NULL, OPT_TL_OPS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    {"model", required_argument, NULL, OPT_TENANT + T_MODEL},
+    {"tp", required_argument, NULL, OPT_TENANT + T_TP},
+    {"pp", required_argument, NULL, OPT_TENANT + T_PP},
+    {"replicas", required_argument, NULL, OPT_TENANT + T_REPLICAS},
+    {"trace", required_argument, NULL, OPT_TENANT + T_TRACE},
+    {"trace-format", required_argument, NULL, OPT_TENANT + T_FORMAT},
+    {"rate-scale", required_argument, NULL, OPT_TENANT + T_RATE},
+    {"limit", required_argument, NULL, OPT_TENANT + T_LIMIT},
+    {"trace-spread", no_argument, NULL, OPT_TENANT + T_SPREAD},
+    {"help", no_argument, NULL, OPT_HELP},
 };
+#define N_BASE_OPTS (sizeof base_opts / sizeof *base_opts)
 
-static int opt_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+static struct option long_opts[N_BASE_OPTS + N_KEY_OPTS + 1];
+
+static void build_long_opts(void)
+{
+    memcpy(long_opts, base_opts, sizeof base_opts);
+    for (size_t i = 0; i < N_KEY_OPTS; i++)
+        long_opts[N_BASE_OPTS + i] = (struct option){
+            key_opts[i].opt, key_opts[i].kind == 'f' ? no_argument : required_argument, NULL,
+            OPT_KEY + (int)i};
+    long_opts[N_BASE_OPTS + N_KEY_OPTS] = (struct option){NULL, 0, NULL, 0};
+}
+
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "slicesim: replay: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    return CLI_EUSAGE;
+}
+
+/* Check an option's value by kind before it becomes an assignment. */
+static int check_value(const char *name, char kind, const char *s)
 {
     int64_t v;
-    if (ss_parse_i64z(s, &v) || v < 0 || (uint64_t)v < min || (uint64_t)v > max) {
-        fprintf(stderr, "slicesim: replay: --%s: expected an integer from %llu to %llu, got '%s'\n",
-                name, (unsigned long long)min, (unsigned long long)max, s);
-        return CLI_EUSAGE;
-    }
-    *out = (uint64_t)v;
-    return CLI_OK;
-}
-
-static int opt_double(const char *name, const char *s, double *out)
-{
-    if (ss_parse_doublez(s, out) || !(*out > 0)) {
-        fprintf(stderr, "slicesim: replay: --%s: expected a positive number, got '%s'\n", name, s);
-        return CLI_EUSAGE;
+    double d;
+    if (kind == 'u' || kind == 'n') {
+        if (ss_parse_i64z(s, &v) || v < (kind == 'u'))
+            return usage_error("--%s: expected an integer of at least 1 (0 where allowed), "
+                               "got '%s'", name, s);
+    } else if (kind == 'd' || kind == 'z') {
+        if (ss_parse_doublez(s, &d) || d < 0 || (kind == 'd' && d == 0))
+            return usage_error("--%s: expected a positive number, got '%s'", name, s);
     }
     return CLI_OK;
 }
 
-/* Options that become policy parameters by name. */
-static int opt_param(ss_params *p, const char *key, const char *val)
+static int push_assign(replay_opts *o, const char *key, const char *value)
 {
-    if (ss_params_set(p, key, val)) {
-        fprintf(stderr, "slicesim: replay: out of memory\n");
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *a = ss_malloc(n);
+    if (!a || ss_grow((void **)&o->assign, &o->cap_assign, o->n_assign + 1, sizeof *o->assign)) {
+        ss_free(a);
         return CLI_EFAIL;
     }
+    snprintf(a, n, "%s=%s", key, value);
+    o->assign[o->n_assign++] = a;
     return CLI_OK;
+}
+
+static int parse_key_opt(replay_opts *o, const key_opt *k, const char *arg)
+{
+    const char *v = k->kind == 'f' ? k->flag_value : arg;
+    int rc = check_value(k->opt, k->kind, v);
+    return rc ? rc : push_assign(o, k->key, v);
+}
+
+/* --param KEY=VALUE is policy.KEY=VALUE. */
+static int parse_param(replay_opts *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return usage_error("--param: expected KEY=VALUE, got '%s'%s", arg, "");
+    char key[128];
+    snprintf(key, sizeof key, "policy.%.*s", (int)(eq - arg), arg);
+    return push_assign(o, key, eq + 1);
+}
+
+static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
+{
+    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f'};
+    static const char *const names[T__N] = {"model", "tp", "pp", "replicas", "trace",
+                                            "trace-format", "rate-scale", "limit", "trace-spread"};
+    const char *v = kinds[t] == 'f' ? "true" : arg;
+    int rc = check_value(names[t], kinds[t], v);
+    if (!rc)
+        o->tenant[t] = v;
+    return rc;
 }
 
 static int parse_one(replay_opts *o, int c, const char *arg)
 {
-    uint64_t u = 0;
-    int rc = CLI_OK;
     ss_errbuf eb = {{0}};
     switch (c) {
-    case OPT_TRACE: o->trace = arg; break;
-    case OPT_FORMAT: o->format = arg; break;
-    case OPT_SPREAD: o->spread = 1; break;
-    case OPT_LIMIT: rc = opt_u64("limit", arg, 1, UINT64_MAX / 2, &o->limit); break;
-    case OPT_RATE: rc = opt_double("rate-scale", arg, &o->rate_scale); break;
-    case OPT_MODEL: o->model = arg; break;
-    case OPT_GPU: o->gpu = arg; break;
-    case OPT_REPLICAS:
-        rc = opt_u64("replicas", arg, 1, 100000, &u);
-        o->sim.replicas = (uint32_t)u;
-        break;
-    case OPT_TP:
-        rc = opt_u64("tp", arg, 1, 64, &u);
-        o->sim.tp = (uint32_t)u;
-        break;
-    case OPT_PP:
-        rc = opt_u64("pp", arg, 1, 16, &u);
-        o->sim.pp = (uint32_t)u;
-        break;
-    case OPT_PROFILES: o->profiles = arg; break;
-    case OPT_BATCHING: o->sim.batching = arg; break;
-    case OPT_ROUTING: o->sim.routing = arg; break;
-    case OPT_COST: o->sim.cost = arg; break;
-    case OPT_SWAP: {
-        double gib;
-        rc = opt_double("swap-space", arg, &gib);
-        o->sim.swap_bytes = gib * 1073741824.0;
-        break;
-    }
-    case OPT_PARAM:
-        if (ss_params_set_kv(o->sim.params, arg, &eb)) {
-            fprintf(stderr, "slicesim: replay: %s\n", eb.msg);
-            rc = CLI_EUSAGE;
-        }
-        break;
-    case OPT_MAXLEN: rc = opt_u64("max-model-len", arg, 2, 1u << 24, &o->sim.max_model_len); break;
-    case OPT_UTIL:
-        rc = opt_double("gpu-mem-util", arg, &o->sim.gpu_mem_util);
-        break;
-    case OPT_BLOCK:
-        rc = opt_u64("block-size", arg, 1, 4096, &u);
-        o->sim.block_tokens = (uint32_t)u;
-        break;
-    case OPT_SEED: rc = opt_u64("seed", arg, 0, UINT64_MAX / 2, &o->sim.seed); break;
-    case OPT_DB: o->db = arg; break;
-    case OPT_JSON: o->json = 1; break;
-    case OPT_CHECK: o->sim.check = 1; break;
-    case OPT_NOPROG: o->progress = 0; break;
-    case OPT_TIMELINE: o->timeline = arg; break;
+    case OPT_CONFIG: o->config = arg; return CLI_OK;
+    case OPT_SET:
+        if (ss_grow((void **)&o->sets, &o->cap_sets, o->n_sets + 1, sizeof *o->sets))
+            return CLI_EFAIL;
+        o->sets[o->n_sets++] = arg;
+        return CLI_OK;
+    case OPT_PARAM: return parse_param(o, arg);
+    case OPT_PROFILES: o->profiles = arg; return CLI_OK;
+    case OPT_JSON: o->json = 1; return CLI_OK;
+    case OPT_CHECK: o->check = 1; return CLI_OK;
+    case OPT_NOPROG: o->progress = 0; return CLI_OK;
+    case OPT_TIMELINE: o->timeline = arg; return CLI_OK;
     case OPT_TL_WINDOW:
-        if (tl_parse_window(arg, &o->tl.start, &o->tl.end, &eb)) {
-            fprintf(stderr, "slicesim: replay: %s\n", eb.msg);
-            rc = CLI_EUSAGE;
-        }
-        break;
-    case OPT_TL_OPS: o->tl.ops = 1; break;
+        if (tl_parse_window(arg, &o->tl.start, &o->tl.end, &eb))
+            return usage_error("%s%s", eb.msg, "");
+        return CLI_OK;
+    case OPT_TL_OPS: o->tl.ops = 1; return CLI_OK;
     default:
-        if (c >= OPT_POLICY_PARAM && c < OPT_POLICY_PARAM + (int)N_POLICY_OPTS) {
-            const policy_opt *po = &policy_opts[c - OPT_POLICY_PARAM];
-            rc = opt_param(o->sim.params, po->key, po->flag_value ? po->flag_value : arg);
-        } else
-            rc = CLI_EUSAGE;
+        if (c >= OPT_TENANT && c < OPT_TENANT + T__N)
+            return parse_tenant_opt(o, c - OPT_TENANT, arg);
+        if (c >= OPT_KEY && c < OPT_KEY + (int)N_KEY_OPTS)
+            return parse_key_opt(o, &key_opts[c - OPT_KEY], arg);
+        return CLI_EUSAGE;
     }
-    return rc;
 }
 
 static int parse_opts(replay_opts *o, int argc, char **argv)
 {
     int c;
+    build_long_opts();
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == 'h') {
+    while ((c = getopt_long(argc, argv, "hc:", long_opts, NULL)) != -1) {
+        if (c == OPT_HELP) {
             usage(stdout);
             return -1;
         }
-        if (c == '?') {
-            fprintf(stderr, "slicesim: replay: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return CLI_EUSAGE;
-        }
+        if (c == '?')
+            return usage_error("unknown or incomplete option '%s' (see --help)%s",
+                               argv[optind - 1], "");
         int rc = parse_one(o, c, optarg);
         if (rc)
             return rc;
     }
-    if (optind < argc) {
-        fprintf(stderr, "slicesim: replay: unexpected argument '%s' (see --help)\n", argv[optind]);
-        return CLI_EUSAGE;
-    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s' (see --help)%s", argv[optind], "");
     return CLI_OK;
 }
 
-/* ---- trace source and store sink --------------------------------------------------------- */
+/* ---- options to scenario ----------------------------------------------------------------- */
 
-typedef struct source {
-    trace_reader *r;
-    uint64_t limit, n;
-    double rate_scale;
-} source;
+static int set_key(scn_scenario *sc, const char *key, const char *value, ss_errbuf *eb)
+{
+    char buf[SCN_PATH_MAX + 128];
+    snprintf(buf, sizeof buf, "%s=%s", key, value);
+    return scn_set(sc, buf, eb);
+}
+
+/* Without a scenario: one tenant "default" replaying the default trace on 4 x llama-2-7b. */
+static int default_tenant(scn_scenario *sc, ss_errbuf *eb)
+{
+    const char *trace = access(DEFAULT_TRACE, R_OK) == 0 ? DEFAULT_TRACE
+                                                         : SS_SOURCE_ROOT "/" DEFAULT_TRACE;
+    int rc = set_key(sc, "tenant.default.model", "llama-2-7b", eb);
+    if (!rc)
+        rc = set_key(sc, "tenant.default.replicas", "4", eb);
+    if (!rc)
+        rc = set_key(sc, "tenant.default.trace", trace, eb);
+    return rc;
+}
+
+static int apply_tenant_opts(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
+{
+    int any = 0;
+    for (int t = 0; t < T__N; t++)
+        any |= o->tenant[t] != NULL;
+    if (!any)
+        return SS_OK;
+    if (sc->n_tenants != 1)
+        return ss_err(eb, SS_EINVAL, "--model, --trace and the other tenant options need a "
+                      "one-tenant scenario; this one has %u: use --set tenant.NAME.KEY=VALUE",
+                      sc->n_tenants);
+    char key[SCN_NAME_MAX + 32];
+    for (int t = 0; t < T__N; t++) {
+        if (!o->tenant[t])
+            continue;
+        snprintf(key, sizeof key, "tenant.%s.%s", sc->tenants[0].name, tenant_keys[t]);
+        int rc = set_key(sc, key, o->tenant[t], eb);
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
+/* Scenario file, then the options, then --set in order; then the whole-scenario checks. */
+static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
+{
+    int rc = o->config ? scn_load(sc, o->config, eb) : default_tenant(sc, eb);
+    if (rc == SS_EIO)
+        rc = SS_EPARSE; /* an unreadable scenario is bad input */
+    if (!rc)
+        rc = apply_tenant_opts(o, sc, eb);
+    for (size_t i = 0; !rc && i < o->n_assign; i++)
+        rc = scn_set(sc, o->assign[i], eb);
+    for (size_t i = 0; !rc && i < o->n_sets; i++)
+        rc = scn_set(sc, o->sets[i], eb);
+    return rc ? rc : scn_check(sc, eb);
+}
+
+/* ---- workload source and store sink ------------------------------------------------------ */
 
 static int source_next(void *ud, trace_rec *out, ss_errbuf *eb)
 {
-    source *s = ud;
-    if (s->limit && s->n >= s->limit)
-        return 0;
-    int rc = trace_reader_next(s->r, out, eb);
-    if (rc != 1)
-        return rc;
-    s->n++;
-    if (s->rate_scale != 1.0)
-        out->arrival_ns = (ss_time)llround((double)out->arrival_ns / s->rate_scale);
-    return 1;
+    return wl_source_next(ud, out, eb);
 }
 
 typedef struct sink {
     store *st;
-    trace_reader *r;
+    const gsim *g;
 } sink;
 
 static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
 {
     sink *k = ud;
-    const char *tenant = trace_reader_tenant_name(k->r, m->tenant);
+    const char *tenant = gsim_tenant_name(k->g, m->tenant);
     return store_run_request(k->st, m, tenant ? tenant : "default", eb);
 }
 
@@ -381,31 +449,64 @@ static char *join_args(int argc, char **argv)
 
 typedef struct run_ctx {
     replay_opts *o;
+    scn_scenario *sc;
+    cli_run *run;
     catalog *cat;
-    trace_reader *r;
+    wl_source *ws;
     store *st;
     gsim *g;
     tl_writer *tl;
     char *cmdline;
+    char *ini;       /* the scenario as written back, for the runs table */
     ss_errbuf eb;
 } run_ctx;
+
+/* What the report and the runs table call the workload. */
+static const char *source_label(const run_ctx *x)
+{
+    if (x->sc->n_tenants == 1 && x->sc->tenants[0].trace[0])
+        return x->sc->tenants[0].trace;
+    return x->o->config ? x->o->config : "synthetic";
+}
+
+static const char *format_label(const run_ctx *x)
+{
+    return x->sc->n_tenants == 1 ? wl_source_format(x->ws, 0) : "multi-tenant";
+}
+
+static char *scenario_text(const scn_scenario *sc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    int rc = scn_write(sc, f);
+    fclose(f);
+    char *out = rc ? NULL : ss_strdup(buf);
+    free(buf);
+    return out;
+}
 
 static int begin_store(run_ctx *x, int argc, char **argv)
 {
     ss_strbuf pj = {0};
     gsim_params_json(x->g, &pj);
     x->cmdline = join_args(argc, argv);
+    x->ini = scenario_text(x->sc);
+    const scn_tenant *t0 = &x->sc->tenants[0];
     store_run_info info = {
-        .command = x->cmdline ? x->cmdline : "", .trace = x->o->trace,
-        .trace_format = trace_reader_format(x->r), .model = x->o->model, .gpu = x->o->gpu,
-        .replicas = x->o->sim.replicas, .tp = x->o->sim.tp, .batching = x->o->sim.batching,
-        .routing = gsim_routing_name(x->g), .cost_model = x->o->sim.cost,
-        .cluster_policy = gsim_cluster_name(x->g), .pp = x->o->sim.pp,
-        .params_json = ss_strbuf_str(&pj), .seed = x->o->sim.seed,
-        .rate_scale = x->o->rate_scale, .limit = x->o->limit,
+        .command = x->cmdline ? x->cmdline : "", .trace = source_label(x),
+        .trace_format = format_label(x), .model = t0->model, .gpu = x->sc->gpu,
+        .replicas = x->run->tenants[0].replicas, .tp = x->run->tenants[0].tp,
+        .pp = x->run->tenants[0].pp, .batching = x->sc->batching,
+        .routing = gsim_routing_name(x->g), .cluster_policy = gsim_cluster_name(x->g),
+        .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
+        .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
+        .scenario_ini = x->ini ? x->ini : "",
     };
     int64_t run_id;
-    int rc = ss_strbuf_ok(&pj) ? store_open(&x->st, x->o->db, &x->eb)
+    int rc = ss_strbuf_ok(&pj) ? store_open(&x->st, x->sc->db, &x->eb)
                                : ss_err(&x->eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = store_run_begin(x->st, &info, &run_id, &x->eb);
@@ -416,18 +517,25 @@ static int begin_store(run_ctx *x, int argc, char **argv)
 static int setup(run_ctx *x)
 {
     replay_opts *o = x->o;
-    o->sim.profiles_dir = catalog_default_dir(o->profiles);
-    int rc = catalog_load(&x->cat, o->sim.profiles_dir, &x->eb);
+    const char *dir = catalog_default_dir(o->profiles);
+    int rc = scn_create(&x->sc);
+    if (rc || !(x->run = ss_calloc(1, sizeof *x->run)))
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    rc = build_scenario(o, x->sc, &x->eb);
     if (!rc)
-        rc = catalog_model_find(x->cat, o->model, &o->sim.model, &x->eb);
+        rc = catalog_load(&x->cat, dir, &x->eb);
     if (!rc)
-        rc = catalog_gpu_find(x->cat, o->gpu, &o->sim.gpu, &x->eb);
+        rc = cli_run_make(x->run, x->sc, x->cat, &x->eb);
+    if (!rc) {
+        x->run->cfg.profiles_dir = dir;
+        x->run->cfg.check = o->check;
+        rc = wl_source_create(&x->ws, x->run->specs, x->sc->n_tenants, x->sc->seed,
+                              x->sc->servegen_dir[0] ? x->sc->servegen_dir : NULL, &x->eb);
+        if (rc == SS_EIO)
+            rc = SS_EPARSE; /* an unreadable trace is bad input, like a malformed one */
+    }
     if (!rc)
-        rc = cli_open_trace(&x->r, o->trace, o->format, &x->eb);
-    if (!rc && o->spread && trace_reader_set_spread(x->r, 1))
-        rc = ss_err(&x->eb, SS_EINVAL, "--trace-spread: not available for this trace");
-    if (!rc)
-        rc = gsim_create(&x->g, &o->sim, &x->eb);
+        rc = gsim_create(&x->g, &x->run->cfg, &x->eb);
     if (!rc && o->timeline && (rc = tl_open(&x->tl, o->timeline, &o->tl, &x->eb)) == SS_OK)
         tl_attach(x->tl, x->g);
     return rc;
@@ -435,13 +543,12 @@ static int setup(run_ctx *x)
 
 static int simulate(run_ctx *x, double *wall_s)
 {
-    source src = {x->r, x->o->limit, 0, x->o->rate_scale};
-    sink snk = {x->st, x->r};
+    sink snk = {x->st, x->g};
     progress prog = {wall_now(), wall_now(), 0};
     if (x->o->progress && isatty(STDERR_FILENO))
         gsim_set_progress(x->g, on_progress, &prog);
     double t0 = wall_now();
-    int rc = gsim_run(x->g, source_next, &src, x->st ? sink_req : NULL, &snk, &x->eb);
+    int rc = gsim_run(x->g, source_next, x->ws, x->st ? sink_req : NULL, &snk, &x->eb);
     *wall_s = wall_now() - t0;
     if (prog.shown)
         fprintf(stderr, "\r%*s\r", 100, "");
@@ -450,67 +557,73 @@ static int simulate(run_ctx *x, double *wall_s)
 
 static report_run report_of(const run_ctx *x, double wall_s)
 {
-    const replay_opts *o = x->o;
     report_run r = {
-        .source = o->trace, .format = trace_reader_format(x->r), .gpu = o->gpu,
-        .batching = o->sim.batching, .routing = gsim_routing_name(x->g),
-        .cluster = gsim_cluster_name(x->g), .cost = o->sim.cost,
-        .seed = o->sim.seed, .skipped = trace_reader_n_skipped(x->r),
-        .warmup_s = ss_time_to_s(o->sim.warmup), .wall_s = wall_s,
+        .source = source_label(x), .format = format_label(x), .gpu = x->sc->gpu,
+        .batching = x->sc->batching, .routing = gsim_routing_name(x->g),
+        .cluster = gsim_cluster_name(x->g), .cost = x->sc->cost, .seed = x->sc->seed,
+        .skipped = wl_source_n_skipped(x->ws), .warmup_s = x->sc->warmup_s, .wall_s = wall_s,
     };
     return r;
 }
 
+static void cleanup(run_ctx *x)
+{
+    tl_abort(&x->tl);
+    store_close(&x->st);
+    gsim_destroy(&x->g);
+    wl_source_destroy(&x->ws);
+    catalog_destroy(&x->cat);
+    scn_destroy(&x->sc);
+    ss_free(x->run);
+    ss_free(x->cmdline);
+    ss_free(x->ini);
+    for (size_t i = 0; i < x->o->n_assign; i++)
+        ss_free(x->o->assign[i]);
+    ss_free(x->o->assign);
+    ss_free(x->o->sets);
+}
+
+static void print_results(run_ctx *x, const metrics_summary *m, double wall_s, uint64_t tl_n)
+{
+    report_run rep = report_of(x, wall_s);
+    if (x->o->json) {
+        report_json(stdout, &rep, x->g, m);
+        return;
+    }
+    report_table(stdout, &rep, x->g, m);
+    if (x->st)
+        printf("  results: %s\n", store_path(x->st));
+    if (x->o->timeline)
+        printf("  timeline: %s (%llu events)\n", x->o->timeline, (unsigned long long)tl_n);
+}
+
 int cmd_replay(int argc, char **argv)
 {
-    replay_opts o = {.trace = DEFAULT_TRACE, .format = "auto", .model = "llama-2-7b",
-                     .gpu = "a100-80g", .db = DEFAULT_DB, .rate_scale = 1.0, .progress = 1,
-                     .tl = {.start = 0, .end = SS_TIME_MAX}};
-    gsim_config_defaults(&o.sim);
-    o.sim.replicas = 4;
-    if (ss_params_create(&o.sim.params)) {
-        fprintf(stderr, "slicesim: replay: out of memory\n");
-        return CLI_EFAIL;
-    }
+    replay_opts o = {.progress = 1, .tl = {.start = 0, .end = SS_TIME_MAX}};
     run_ctx x = {.o = &o};
     int rc = parse_opts(&o, argc, argv);
     if (rc) {
-        ss_params_destroy(&o.sim.params);
+        cleanup(&x);
         return rc < 0 ? CLI_OK : rc;
     }
-    if (access(o.trace, R_OK) != 0 && !strcmp(o.trace, DEFAULT_TRACE))
-        o.trace = SS_SOURCE_ROOT "/" DEFAULT_TRACE;
     double wall_s = 0;
     metrics_summary m;
     rc = setup(&x);
-    if (!rc && strcmp(o.db, "none"))
+    if (!rc && strcmp(x.sc->db, "none"))
         rc = begin_store(&x, argc, argv);
     if (!rc)
         rc = simulate(&x, &wall_s);
     if (!rc)
         metrics_summarize(gsim_metrics(x.g), gsim_end_time(x.g), &m);
     if (!rc && x.st)
-        rc = report_store(x.st, x.g, &m, wall_s, trace_reader_digest(x.r), &x.eb);
+        rc = report_store(x.st, x.g, &m, wall_s, wl_source_digest(x.ws), &x.eb);
     uint64_t tl_n = x.tl ? tl_events(x.tl) : 0;
     if (!rc && x.tl)
         rc = tl_close(&x.tl, &x.eb);
-    report_run rep = rc ? (report_run){0} : report_of(&x, wall_s);
-    if (!rc && o.json)
-        report_json(stdout, &rep, x.g, &m);
-    else if (!rc) {
-        report_table(stdout, &rep, x.g, &m);
-        if (x.st)
-            printf("  results: %s\n", store_path(x.st));
-        if (o.timeline)
-            printf("  timeline: %s (%llu events)\n", o.timeline, (unsigned long long)tl_n);
-    } else
+    if (!rc)
+        print_results(&x, &m, wall_s, tl_n);
+    else
         fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
-    tl_abort(&x.tl);
-    store_close(&x.st);
-    gsim_destroy(&x.g);
-    trace_reader_close(&x.r);
-    catalog_destroy(&x.cat);
-    ss_params_destroy(&o.sim.params);
-    ss_free(x.cmdline);
+    cleanup(&x);
     return cli_status_of(rc);
 }

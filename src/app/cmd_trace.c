@@ -17,8 +17,8 @@
 
 /* Defaults: piecewise-linear fits of the Azure LLM inference 2023 conversation trace
  * (see traces/README.md for how the knots were chosen). */
-#define GEN_PROMPT_DEFAULT "quantiles:0=2,0.5=1020,0.9=1871.4,0.99=4142,1=5921"
-#define GEN_OUTPUT_DEFAULT "quantiles:0=7,0.5=129,0.9=478.3,0.99=601,1=819"
+#define GEN_PROMPT_DEFAULT TRACE_GEN_PROMPT_DEFAULT
+#define GEN_OUTPUT_DEFAULT TRACE_GEN_OUTPUT_DEFAULT
 
 static void usage_trace(FILE *f)
 {

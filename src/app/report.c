@@ -80,9 +80,11 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
     fprintf(f, ", \"measured_requests\": %" PRIu64 ", \"warmup_s\": %.3f, \"window_s\": %.9f, "
                "\"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
                "\"migrations\": %" PRIu64 ", \"migrations_aborted\": %" PRIu64
-               ", \"migration_gib\": %.6f, \"reallocations\": %" PRIu64,
+               ", \"migration_gib\": %.6f, \"reallocations\": %" PRIu64 ", \"scale_ups\": %" PRIu64
+               ", \"scale_downs\": %" PRIu64,
             a->requests, r->warmup_s, m->window_s, a->sla_violation_rate, a->goodput_tokens_per_s,
-            m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations);
+            m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations, m->scale_ups,
+            m->scale_downs);
     json_tenants(f, g, m->window_s);
     json_tiers(f, g, m->window_s);
     fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
@@ -152,10 +154,11 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
     if (r->skipped)
         fprintf(f, "  skipped %" PRIu64 " trace rows the format marks as failed requests\n",
                 r->skipped);
-    if (m->migrations || m->migrations_aborted || m->reallocations)
+    if (m->migrations || m->migrations_aborted || m->reallocations || m->scale_ups)
         fprintf(f, "  migrations %" PRIu64 " (%" PRIu64 " aborted, %.2f GiB moved); container "
-                   "re-allocations %" PRIu64 "\n", m->migrations, m->migrations_aborted,
-                m->migration_gib, m->reallocations);
+                   "re-allocations %" PRIu64 "; scaled up %" PRIu64 ", down %" PRIu64 "\n",
+                m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations,
+                m->scale_ups, m->scale_downs);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64
                " iterations)\n", m->sim_s, r->wall_s, d->n_events,
             r->wall_s > 0 ? (double)d->n_events / r->wall_s / 1e6 : 0.0, gsim_iterations(g));

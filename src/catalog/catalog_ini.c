@@ -1,49 +1,24 @@
-/* Table-driven reader of the catalog's INI files on top of inih. inih's handler is not told
- * the line number, so the file is fed through a reader that counts lines (and rejects lines
- * longer than inih's buffer, which inih would otherwise split silently). Not for semantics:
- * hw_catalog.c and model_catalog.c own the key tables and cross-field checks. */
+/* Table-driven reader of the catalog's INI files on top of ss_ini (inih with line numbers and
+ * a line-length check). Not for semantics: hw_catalog.c and model_catalog.c own the key tables
+ * and cross-field checks. */
 #include "catalog_int.h"
 
+#include "../core/ss_ini.h"
 #include "../core/ss_parse.h"
 
-#include <errno.h>
-#include <ini.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 typedef struct ini_ctx {
-    FILE *f;                /* the open file */
     const char *path;       /* for messages */
-    unsigned line;          /* lines handed to inih so far = number of the current line */
+    unsigned line;          /* line of the key being applied */
     void *dst;              /* struct being filled */
     const cat__key *keys;   /* accepted keys */
     size_t n_keys;
     cat__ini_info *info;    /* line of each key */
-    int rc;                 /* first error seen by the reader or the handler */
-    unsigned err_line;      /* its line */
     ss_errbuf *eb;
 } ini_ctx;
-
-/* Read one line for inih; a line that does not fit stops parsing with an error. */
-static char *count_lines_reader(char *str, int num, void *stream)
-{
-    ini_ctx *c = stream;
-    if (c->rc || !fgets(str, num, c->f))
-        return NULL;
-    c->line++;
-    size_t len = strlen(str);
-    if (len + 1 == (size_t)num && str[len - 1] != '\n') {
-        int next = getc(c->f);
-        if (next != '\n' && next != EOF) {
-            c->err_line = c->line;
-            c->rc = ss_err(c->eb, SS_EPARSE, "%s:%u: line longer than %d characters", c->path,
-                           c->line, num - 1);
-            return NULL;
-        }
-    }
-    return str;
-}
 
 static int section_known(const ini_ctx *c, const char *section)
 {
@@ -209,18 +184,17 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
     return SS_OK;
 }
 
-static int on_key(void *user, const char *section, const char *name, const char *value)
+/* ss_ini callback. Section headers are not checked on their own: an unknown section is
+ * reported at its first key, naming it. */
+static int on_entry(void *user, unsigned line, const char *section, const char *name,
+                    const char *value, ss_errbuf *eb)
 {
     ini_ctx *c = user;
-    if (c->rc)
-        return 1;
-    int rc = apply(c, section, name, value);
-    if (rc) {
-        c->rc = rc;
-        c->err_line = c->line;
-        return 0;
-    }
-    return 1;
+    (void)eb; /* c->eb is the same buffer */
+    if (!name)
+        return SS_OK;
+    c->line = line;
+    return apply(c, section, name, value);
 }
 
 static int check_required(const ini_ctx *c)
@@ -259,20 +233,6 @@ int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *pa
             return ss_err(eb, SS_EINVAL, "%s: bad key table entry %s", path, keys[i].key);
     memset(info, 0, sizeof *info);
     ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info, .eb = eb};
-    c.f = fopen(path, "r");
-    if (!c.f)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int at = ini_parse_stream(count_lines_reader, &c, on_key, &c);
-    int rc = SS_OK;
-    if (ferror(c.f))
-        rc = ss_err(eb, SS_EIO, "%s: read error: %s", path, strerror(errno));
-    else if (at > 0 && (!c.rc || c.err_line != (unsigned)at))
-        rc = ss_err(eb, SS_EPARSE, "%s:%d: syntax error (expected [section] or key = value)",
-                    path, at);
-    else if (c.rc)
-        rc = c.rc;
-    else if (at < 0)
-        rc = ss_err(eb, SS_ENOMEM, "%s: out of memory in the INI parser", path);
-    fclose(c.f);
+    int rc = ss_ini_parse(path, on_entry, &c, eb);
     return rc ? rc : check_required(&c);
 }

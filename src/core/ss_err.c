@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *ss_strerror(int rc)
 {
@@ -32,6 +33,23 @@ int ss_err(ss_errbuf *eb, int rc, const char *fmt, ...)
     va_start(ap, fmt);
     ss_verr(eb, rc, fmt, ap);
     va_end(ap);
+    return rc;
+}
+
+int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...)
+{
+    if (!eb)
+        return rc;
+    char old[SS_ERRBUF_LEN], pre[SS_ERRBUF_LEN];
+    snprintf(old, sizeof old, "%s", eb->msg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    char both[2 * SS_ERRBUF_LEN + 4];
+    snprintf(both, sizeof both, "%s: %s", pre, old);
+    memcpy(eb->msg, both, SS_ERRBUF_LEN - 1); /* truncated to the buffer, always terminated */
+    eb->msg[SS_ERRBUF_LEN - 1] = '\0';
     return rc;
 }
 

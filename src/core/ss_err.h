@@ -33,6 +33,9 @@ typedef struct ss_errbuf {
 int ss_err(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap);
 
+/* Put "prefix: " (formatted) in front of the message already in eb; returns rc. */
+int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #define SS_LOC __FILE__, __LINE__
 
 /* Corrupted simulation state (time going backwards, negative KV blocks): print the

@@ -136,3 +136,17 @@ int ss_params_check_unused(const ss_params *p, const char *who, ss_errbuf *eb)
 }
 
 size_t ss_params_count(const ss_params *p) { return p ? p->n : 0; }
+
+const char *ss_params_unused_at(const ss_params *p, size_t i)
+{
+    for (size_t k = 0; p && k < p->n; k++)
+        if (!p->v[k].used && i-- == 0)
+            return p->v[k].key;
+    return NULL;
+}
+
+void ss_params_each(const ss_params *p, ss_kv_emit_fn *emit, void *ud)
+{
+    for (size_t i = 0; p && i < p->n; i++)
+        emit(ud, p->v[i].key, p->v[i].value);
+}

@@ -29,9 +29,15 @@ int ss_params_get_double(ss_params *p, const char *who, const char *key, double 
                          double max, double *out, ss_errbuf *eb);
 /* SS_EINVAL naming the first key that no getter read ("unknown parameter 'x' for who"). */
 int ss_params_check_unused(const ss_params *p, const char *who, ss_errbuf *eb);
+/* The i-th key no getter has read (in the order keys were set), or NULL past the last. */
+const char *ss_params_unused_at(const ss_params *p, size_t i);
 size_t ss_params_count(const ss_params *p);
 
 /* Emitter for a plug-in's describe hook: one resolved parameter at a time. */
 typedef void ss_kv_emit_fn(void *ud, const char *key, const char *value);
+
+/* Call emit for every key in the order keys were first set (NULL-safe; does not mark keys as
+ * used). */
+void ss_params_each(const ss_params *p, ss_kv_emit_fn *emit, void *ud);
 
 #endif

@@ -1075,19 +1075,27 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
             t->cands[t->n_cands++] = k;
         if (!rc)
             rc = add_standby(s, t, eb);
-        if (rc && c->n_tenants)
-            ss_err(eb, rc, "tenant %s: %s", t->t.name, eb->msg);
+        if (rc && c->n_tenants > 1)
+            ss_err_prefix(eb, rc, "tenant %s", t->t.name);
     }
     return rc;
 }
 
-/* A parameter that neither policy reads is a typo or belongs to another policy. */
+/* A parameter no policy of the run reads belongs to another policy (a warning: one scenario
+ * serves several policies) or is a typo (an error). */
 static int check_params_used(const gsim_config *cfg, ss_errbuf *eb)
 {
     char who[128];
     snprintf(who, sizeof who, "batching '%s', routing '%s' or cluster '%s'", cfg->batching,
              cfg->routing ? cfg->routing : "rr", cfg->cluster ? cfg->cluster : "container");
-    return ss_params_check_unused(cfg->params, who, eb);
+    const char *key;
+    for (size_t i = 0; (key = ss_params_unused_at(cfg->params, i)); i++) {
+        const char *owner = pol_param_owner(key);
+        if (!owner)
+            return ss_err(eb, SS_EINVAL, "unknown parameter '%s' for %s", key, who);
+        ss_warn("parameter '%s' is not used by %s (it belongs to %s)", key, who, owner);
+    }
+    return SS_OK;
 }
 
 /* Per-container batching-policy state, in each container's extension slot. */

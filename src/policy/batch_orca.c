@@ -92,8 +92,11 @@ static void orca_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "reserve", reserve_names[o->reserve]);
 }
 
+static const char *const pol_batch_orca_params[] = {"max_batch", "reserve", NULL};
+
 const pol_batch_ops pol_batch_orca = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_batch_orca_params,
     .name = "orca",
     .summary = "Orca: iteration-level FCFS, KV reserved for the maximum length, no preemption",
     .priv_size = sizeof(orca_priv),

@@ -100,8 +100,11 @@ static void sarathi_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "token_budget", buf);
 }
 
+static const char *const pol_batch_sarathi_params[] = {"max_num_seqs", "watermark", "preempt", "max_preemptions", "token_budget", NULL};
+
 const pol_batch_ops pol_batch_sarathi = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_batch_sarathi_params,
     .name = "sarathi",
     .summary = "Sarathi-Serve: decodes first, then prefill chunks within a token budget",
     .priv_size = sizeof(sarathi_priv),

@@ -128,8 +128,11 @@ static void static_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "pad_prompts", s->pad_prompts ? "true" : "false");
 }
 
+static const char *const pol_batch_static_params[] = {"max_batch", "shrink", "pad_prompts", NULL};
+
 const pol_batch_ops pol_batch_static = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_batch_static_params,
     .name = "static",
     .summary = "static request-level batching (FasterTransformer): a batch runs to completion",
     .priv_size = sizeof(static_priv),

@@ -87,8 +87,11 @@ static void vllm_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "max_num_batched_tokens", buf);
 }
 
+static const char *const pol_batch_vllm_params[] = {"max_num_seqs", "watermark", "preempt", "max_preemptions", "max_num_batched_tokens", NULL};
+
 const pol_batch_ops pol_batch_vllm = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_batch_vllm_params,
     .name = "vllm",
     .summary = "vLLM v0: prefill-first, watermark admission, preempt newest (recompute|swap)",
     .priv_size = sizeof(vllm_priv),

@@ -102,8 +102,11 @@ static void container_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "weight_load_gbps", buf);
 }
 
+static const char *const pol_cluster_container_params[] = {"realloc_period_s", "realloc_ratio", "teardown_s", "weight_load_gbps", NULL};
+
 const pol_cluster_ops pol_cluster_container = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_cluster_container_params,
     .name = "container",
     .summary = "each tenant owns whole containers; optional periodic re-allocation by load",
     .priv_size = sizeof(container_priv),

@@ -157,14 +157,28 @@ static void rebalance(const llumnix_priv *l, const gmg *g, const pol_tenant_view
     }
 }
 
+/* A tenant's average freeness for scaling decisions: like dispatch freeness, but counting the
+ * demand of every queued request (not just the head of line) and dividing by at least one
+ * request, so that a long queue reads as overload and a just-activated, still empty container
+ * does not read as infinitely free. */
 static double average_freeness(const llumnix_priv *l, const gmg *g, const pol_tenant_view *t)
 {
     double sum = 0;
     for (uint32_t i = 0; i < t->n_active; i++) {
-        double f = llx_freeness(&l->lx, g, &g->ctrs[t->active[i]]);
-        sum += isinf(f) ? l->down * 2 : f; /* an idle container counts as very free */
+        const gmg_container *c = &g->ctrs[t->active[i]];
+        double used = (double)(c->blocks_total - c->blocks_free) + (double)c->waiting_blocks +
+                      llx_headroom_blocks(&l->lx, g, c);
+        sum += ((double)c->blocks_total - used) / (c->running.n ? c->running.n : 1);
     }
     return t->n_active ? sum / t->n_active : INFINITY;
+}
+
+static int queued(const gmg *g, const pol_tenant_view *t)
+{
+    for (uint32_t i = 0; i < t->n_active; i++)
+        if (g->ctrs[t->active[i]].waiting.n)
+            return 1;
+    return 0;
 }
 
 static void autoscale(llumnix_priv *l, const gmg *g, const pol_cluster_view *v,
@@ -178,7 +192,8 @@ static void autoscale(llumnix_priv *l, const gmg *g, const pol_cluster_view *v,
         double f = average_freeness(l, g, t);
         if (f < l->up && t->n_standby && out->n_scale_up < out->cap_scale_up)
             out->scale_up[out->n_scale_up++] = t->standby[0];
-        else if (f > l->down && t->n_active > t->replicas && out->n_scale_down < out->cap_scale_down)
+        else if (f > l->down && t->n_active > t->replicas && !queued(g, t) &&
+                 out->n_scale_down < out->cap_scale_down)
             out->scale_down[out->n_scale_down++] = t->active[t->n_active - 1];
     }
 }
@@ -222,8 +237,11 @@ static void llumnix_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
 #undef EMIT
 }
 
+static const char *const pol_cluster_llumnix_params[] = {"headroom", "h_max", "headroom_shape", "migrate_period_s", "migrate_threshold", "scale_period_s", "scale_up_freeness", "scale_down_freeness", "weight_load_gbps", "teardown_s", "stop_copy_blocks", "max_stages", NULL};
+
 const pol_cluster_ops pol_cluster_llumnix = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_cluster_llumnix_params,
     .name = "llumnix",
     .summary = "Llumnix: freest-instance dispatch, live migration, priority headroom, scaling",
     .priv_size = sizeof(llumnix_priv),
@@ -236,6 +254,7 @@ const pol_cluster_ops pol_cluster_llumnix = {
 };
 
 const pol_cluster_ops pol_cluster_llumnix_tiers = {
+    .params = pol_cluster_llumnix_params,
     .abi_version = POL_ABI_VERSION,
     .name = "llumnix-tiers",
     .summary = "multi-tier Llumnix: per-tier headroom, (tier, arrival) queues, tier-aware "
@@ -282,6 +301,7 @@ static gmg_id route_llx_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *c
 }
 
 const pol_route_ops pol_route_llumnix = {
+    .params = pol_cluster_llumnix_params,
     .abi_version = POL_ABI_VERSION,
     .name = "llumnix",
     .summary = "Llumnix dispatch: the freest container (virtual usage with headroom)",

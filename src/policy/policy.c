@@ -216,3 +216,27 @@ void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud)
     if (p->ops->describe)
         p->ops->describe(p->priv, emit, ud);
 }
+
+/* ---- parameter owners -------------------------------------------------------------------- */
+
+static int has_param(const char *const *names, const char *key)
+{
+    for (int i = 0; names && names[i]; i++)
+        if (!strcmp(names[i], key))
+            return 1;
+    return 0;
+}
+
+const char *pol_param_owner(const char *key)
+{
+    for (int i = 0; batch_builtin[i]; i++)
+        if (has_param(batch_builtin[i]->params, key))
+            return batch_builtin[i]->name;
+    for (int i = 0; route_builtin[i]; i++)
+        if (has_param(route_builtin[i]->params, key))
+            return route_builtin[i]->name;
+    for (int i = 0; cluster_builtin[i]; i++)
+        if (has_param(cluster_builtin[i]->params, key))
+            return cluster_builtin[i]->name;
+    return NULL;
+}

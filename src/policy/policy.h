@@ -29,6 +29,7 @@ typedef struct pol_route_ops {
     uint32_t abi_version;   /* POL_ABI_VERSION */
     const char *name;       /* "rr", "lor"; selected by --routing */
     const char *summary;    /* one line for --help */
+    const char *const *params; /* NULL-terminated names of the parameters it reads, or NULL */
     size_t priv_size;       /* zeroed bytes allocated with the instance */
     /* Optional. Read parameters; cluster is the run's cluster policy name. 0 or <0 with eb
      * set. */
@@ -86,6 +87,7 @@ typedef struct pol_batch_ops {
     uint32_t abi_version;
     const char *name;       /* "vllm", "orca", "sarathi", "static"; selected by --batching */
     const char *summary;
+    const char *const *params; /* NULL-terminated names of the parameters it reads */
     size_t priv_size;       /* state shared by every container (parameters) */
     size_t ctr_priv_size;   /* zeroed state the engine keeps per container (0 = none) */
     /* Required. Read parameters (the same params for every container). */
@@ -171,6 +173,7 @@ typedef struct pol_cluster_ops {
     uint32_t abi_version;
     const char *name;          /* "container", "llumnix", "llumnix-tiers"; --cluster */
     const char *summary;
+    const char *const *params; /* NULL-terminated names of the parameters it reads */
     size_t priv_size;
     /* Optional. Read parameters. */
     int (*init)(void *priv, ss_params *params, ss_errbuf *eb);
@@ -202,6 +205,10 @@ int pol_cluster_autoscale(const pol_cluster *p);
 const char *pol_cluster_name(const pol_cluster *p);
 const char *pol_cluster_default_routing(const pol_cluster *p);
 void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud);
+
+/* The built-in policy that reads parameter `key` (first found, batching, routing, then
+ * cluster), or NULL when none does: tells a parameter meant for another policy from a typo. */
+const char *pol_param_owner(const char *key);
 
 extern const pol_cluster_ops pol_cluster_container;
 extern const pol_cluster_ops pol_cluster_llumnix;

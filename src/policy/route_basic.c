@@ -110,8 +110,11 @@ static gmg_id infaas_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cand
     return best;
 }
 
+static const char *const pol_route_infaas_params[] = {"watermark", NULL};
+
 const pol_route_ops pol_route_infaas = {
     .abi_version = POL_ABI_VERSION,
+    .params = pol_route_infaas_params,
     .name = "infaas",
     .summary = "INFaaS++: argmax (free - watermark - waiting blocks) / (running + waiting)",
     .priv_size = sizeof(infaas_priv),

@@ -1,5 +1,5 @@
-/* Scenario files (experiments/*.ini): a whole multi-tenant experiment in one INI file read with
- * inih: the cluster, the policy bundle and its parameters, the run, the engine, and one
+/* Scenario files (experiments/NAME.ini): a whole multi-tenant experiment in one INI file read
+ * with inih: the cluster, the policy bundle and its parameters, the run, the engine, and one
  * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
@@ -36,7 +36,8 @@ typedef struct scn_tenant {
     uint32_t max_replicas;       /* max_replicas: most it may own under auto-scaling or
                                     re-allocation (default = replicas) */
     /* workload: exactly one of trace, synthetic, servegen */
-    char trace[SCN_PATH_MAX];    /* trace (relative paths: from the scenario file's folder) */
+    char trace[SCN_PATH_MAX];    /* trace (relative paths: from the scenario file's folder,
+                                    stored as an absolute path; from --set: as given) */
     char trace_format[16];       /* trace_format (default auto) */
     int trace_spread;            /* trace_spread = true|false */
     char trace_tenant[SCN_NAME_MAX]; /* trace_tenant: only rows of this tenant name */
@@ -56,7 +57,8 @@ typedef struct scn_tenant {
                                     weights:W0,W1,... (default uniform) */
     double tier_alpha;           /* tier_alpha: power-law exponent (default 1) */
     scn_sla sla[SCN_MAX_TIERS];  /* sla_ttft_ms / sla_tbt_ms / sla_e2e_ms = one value for every
-                                    tier, or K comma-separated values from tier 0 */
+                                    tier, or K comma-separated values from tier 0 (the
+                                    entries from K on are then 0) */
 } scn_tenant;
 
 typedef struct scn_scenario {
@@ -66,7 +68,8 @@ typedef struct scn_scenario {
     uint32_t nodes;              /* nodes (0 = as many as the tenants' containers need) */
     uint32_t gpus_per_node;      /* gpus_per_node (0 = the GPU catalog's) */
     /* [policy] */
-    char routing[32];            /* routing (default rr; llumnix clusters default to their own) */
+    char routing[32];            /* routing (default rr; llumnix clusters default to their own,
+                                    "llumnix") */
     char batching[32];           /* batching (default vllm) */
     char cluster[32];            /* cluster = container|llumnix|llumnix-tiers (default container) */
     char cost[32];               /* cost (default roofline) */
@@ -75,8 +78,10 @@ typedef struct scn_scenario {
     uint64_t seed;               /* seed (default 1) */
     double duration_s;           /* duration_s: no arrivals after this (0 = the workload's end) */
     double warmup_s;             /* warmup_s: requests arriving earlier are simulated, not measured */
-    char db[SCN_PATH_MAX];       /* db (default results/slicesim.db; "none") */
-    char servegen_dir[SCN_PATH_MAX]; /* servegen_dir: ServeGen's data folder */
+    char db[SCN_PATH_MAX];       /* db (default results/slicesim.db; "none"); an output, so a
+                                    relative path is from the current directory */
+    char servegen_dir[SCN_PATH_MAX]; /* servegen_dir: ServeGen's data folder (relative paths
+                                        as for trace) */
     /* [engine] */
     double gpu_mem_util;         /* gpu_mem_util (default 0.9) */
     uint32_t block_size;         /* block_size (default 16) */
@@ -84,6 +89,7 @@ typedef struct scn_scenario {
     double swap_space_gib;       /* swap_space_gib (default 4) */
     scn_tenant tenants[SCN_MAX_TENANTS];
     uint32_t n_tenants;
+    struct scn__priv *priv;      /* private to src/scenario: where keys were set (owned) */
 } scn_scenario;
 
 /* A scenario with every default and no tenant. Caller frees with scn_destroy. 0 or SS_ENOMEM. */
@@ -109,7 +115,9 @@ scn_tenant *scn_tenant_find(scn_scenario *s, const char *name);
  * rejecting a parameter can point at it. */
 unsigned scn_param_line(const scn_scenario *s, const char *key);
 /* Write s back as an INI file (every key, canonical order): stored with each run so that a
- * result can be reproduced. 0 or SS_EIO. */
+ * result can be reproduced. Relative paths (only --set makes them) are written as absolute
+ * ones, so the file means the same wherever it is read; a scenario loaded from files reads
+ * back identical. 0 or SS_EIO. */
 int scn_write(const scn_scenario *s, FILE *f);
 
 #endif

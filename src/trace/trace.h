@@ -117,6 +117,11 @@ typedef struct trace_len_dist {
     double knot_v[TRACE_MAX_KNOTS]; /* non-decreasing, >= 1 */
 } trace_len_dist;
 
+/* Length distributions of the default synthetic trace: the Azure LLM inference conversation
+ * trace's published mean / p50 / p99 (traces/README.md explains the knots). */
+#define TRACE_GEN_PROMPT_DEFAULT "quantiles:0=2,0.5=1020,0.9=1871.4,0.99=4142,1=5921"
+#define TRACE_GEN_OUTPUT_DEFAULT "quantiles:0=7,0.5=129,0.9=478.3,0.99=601,1=819"
+
 typedef struct trace_gen_spec {
     uint64_t seed;           /* all randomness derives from this */
     uint64_t n_requests;     /* stop after this many (0 = use duration_s) */

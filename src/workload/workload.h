@@ -38,9 +38,11 @@ typedef struct wl_tier_mix {
 
 /* Build a mix: name is "trace", "uniform", "gaussian", "enterprise", "powerlaw" (alpha > 0, use
  * 1 when unsure) or "weights:W0,W1,..." (exactly k non-negative weights, not all 0).
- * 0 or SS_EINVAL with "tier_mix: ..." in eb. The README documents how each is generalised. */
+ * 0 or SS_EINVAL with "tier_mix: ..." in eb; *m is written only on success. tier_mix.c
+ * documents how each shape is generalised from K = 5 to other K. */
 int wl_tier_mix_make(wl_tier_mix *m, const char *name, uint32_t k, double alpha, ss_errbuf *eb);
-/* Draw a tier. */
+/* Draw a tier from m with r (one uniform; nothing is drawn for one tier or the trace mix,
+ * which always gives 0: the caller keeps the trace's tier). */
 uint8_t wl_tier_draw(const wl_tier_mix *m, ss_rng *r);
 
 /* ---- tenants ---------------------------------------------------------------------------- */
@@ -75,24 +77,43 @@ typedef struct wl_tenant_spec {
 
 typedef struct wl_source wl_source;
 
-/* Build the merged stream of n tenants (n <= WL_MAX_TENANTS). Requests carry tenant = index of
+/* Build the merged stream of n tenants (n <= WL_MAX_TENANTS). specs and their strings are
+ * borrowed for this call only (copied as needed). Requests carry tenant = index of
  * their spec and a tier from its mix; ids are renumbered 0, 1, ... in merged order (the trace's
  * own id is lost). servegen_dir is where ServeGen's category folders live (NULL: only needed
  * when a tenant names a ServeGen client). Validates every spec (one source, split partners on
  * the same trace agree, weights and classes sane, files readable). 0, or SS_EINVAL / SS_EPARSE
  * / SS_ENOTFOUND / SS_ENOMEM / SS_EIO with "tenant NAME: ..." or the reader's FILE:LINE message
  * in eb; nothing returned on failure. */
+/* Sources. Tenants naming the same trace path (as written) with a split other than none share
+ * one reader and must agree on trace_format, trace_spread, trace_tenant, split and
+ * rate_scale; rows are dealt in turn (rr), at random by weight (random; the stream of the
+ * group's first tenant), or by prompt length (class: ranges must not overlap; a row in no
+ * range is dropped, see wl_source_n_dropped). trace_tenant filters rows before dealing; a
+ * name that never occurs is an error once the trace ends. A synthetic tenant's generator seed
+ * is spec->seed when not 0, else derived from (seed, tenant index); ServeGen follows upstream's
+ * generator (servegen.c). Shaping per tenant: arrival = llround(arrival / rate_scale), then
+ * the first arrival > duration_s ends the tenant, and so does the limit-th request. Every
+ * tenant has its own tier (and ServeGen) rng streams, derived from (seed, tenant index), so
+ * appending a tenant changes no other tenant's requests. */
 int wl_source_create(wl_source **s_out, const wl_tenant_spec *specs, uint32_t n, uint64_t seed,
                      const char *servegen_dir, ss_errbuf *eb);
 /* Next request in arrival order (ties: lower tenant index first, then the tenant's own order).
- * 1, 0 at the end, or <0 with eb set (a reader error: FILE:LINE: field: ...). */
+ * 1, 0 at the end, or <0 with eb set (a reader error: FILE:LINE: field: ...; sticky).
+ * out->prefix_blocks is owned by the source and stays valid until the next wl_source_next or
+ * wl_source_destroy call. */
 int wl_source_next(wl_source *s, trace_rec *out, ss_errbuf *eb);
+/* Close every reader and free the source. NULL-safe; sets *s to NULL. */
 void wl_source_destroy(wl_source **s);
 /* Rows that readers skipped (failed requests, rows of other tenants are not counted). */
 uint64_t wl_source_n_skipped(const wl_source *s);
-/* FNV-1a 64 over the digests of every trace read and the synthetic/ServeGen specs. */
+/* Rows of class-split traces that no tenant's [class_lo, class_hi] holds: dropped. */
+uint64_t wl_source_n_dropped(const wl_source *s);
+/* FNV-1a 64 over the seed, the digests of every trace read (bytes consumed so far), the
+ * synthetic/ServeGen specs (and ServeGen bytes read), and each tenant's shaping and mix. */
 uint64_t wl_source_digest(const wl_source *s);
-/* Human-readable format of tenant i's source ("native", "azure", "synthetic", "servegen"). */
+/* Human-readable format of tenant i's source ("native", "azure", "synthetic", "servegen");
+ * NULL when i is out of range. */
 const char *wl_source_format(const wl_source *s, uint32_t i);
 
 #endif

@@ -1,0 +1,171 @@
+/* From a scenario to a run: catalog lookups, SLAs in nanoseconds, workload specs. */
+#include "scenario_run.h"
+
+#include "core/ss_parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- synthetic workload specs ------------------------------------------------------------ */
+
+static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errbuf *eb)
+{
+    double d;
+    int64_t n;
+    if (!strcmp(key, "prompt"))
+        return trace_len_dist_parse(&g->prompt, val, eb);
+    if (!strcmp(key, "output"))
+        return trace_len_dist_parse(&g->output, val, eb);
+    if (!strcmp(key, "arrival")) {
+        if (strcmp(val, "poisson") && strcmp(val, "gamma"))
+            return ss_err(eb, SS_EPARSE, "synthetic: arrival: expected poisson or gamma, got '%s'",
+                          val);
+        g->arrival = strcmp(val, "gamma") ? TRACE_ARRIVAL_POISSON : TRACE_ARRIVAL_GAMMA;
+        return SS_OK;
+    }
+    if (!strcmp(key, "requests") || !strcmp(key, "seed")) {
+        if (ss_parse_i64z(val, &n) || n < 0)
+            return ss_err(eb, SS_EPARSE, "synthetic: %s: not a count: '%s'", key, val);
+        *(!strcmp(key, "seed") ? &g->seed : &g->n_requests) = (uint64_t)n;
+        return SS_OK;
+    }
+    double *dst = !strcmp(key, "rate") ? &g->rate : !strcmp(key, "duration") ? &g->duration_s
+                : !strcmp(key, "cv") ? &g->cv : NULL;
+    if (!dst)
+        return ss_err(eb, SS_EPARSE, "synthetic: unknown key '%s' (known: rate, duration, "
+                      "requests, arrival, cv, prompt, output, seed)", key);
+    if (ss_parse_doublez(val, &d) || !(d > 0))
+        return ss_err(eb, SS_EPARSE, "synthetic: %s: expected a positive number, got '%s'", key,
+                      val);
+    *dst = d;
+    return SS_OK;
+}
+
+int cli_parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
+{
+    memset(g, 0, sizeof *g);
+    g->cv = 1.0;
+    int rc = trace_len_dist_parse(&g->prompt, TRACE_GEN_PROMPT_DEFAULT, eb);
+    if (!rc)
+        rc = trace_len_dist_parse(&g->output, TRACE_GEN_OUTPUT_DEFAULT, eb);
+    char item[SCN_TEXT_MAX];
+    for (const char *p = text; !rc && *p;) {
+        size_t n = strcspn(p, " \t");
+        if (n >= sizeof item)
+            return ss_err(eb, SS_EPARSE, "synthetic: item too long");
+        memcpy(item, p, n);
+        item[n] = '\0';
+        p += n + strspn(p + n, " \t");
+        if (!n)
+            continue;
+        char *eq = strchr(item, '=');
+        if (!eq)
+            return ss_err(eb, SS_EPARSE, "synthetic: expected KEY=VALUE, got '%s'", item);
+        *eq = '\0';
+        rc = synth_kv(g, item, eq + 1, eb);
+    }
+    if (!rc && g->rate <= 0)
+        rc = ss_err(eb, SS_EPARSE, "synthetic: rate=R (requests/s) is required");
+    if (!rc && !g->n_requests && !(g->duration_s > 0))
+        rc = ss_err(eb, SS_EPARSE, "synthetic: needs duration=S or requests=N");
+    return rc ? rc : trace_gen_spec_check(g, eb);
+}
+
+/* ---- tenants ----------------------------------------------------------------------------- */
+
+static wl_split split_of(const char *s)
+{
+    return !strcmp(s, "rr") ? WL_SPLIT_RR : !strcmp(s, "random") ? WL_SPLIT_RANDOM
+         : !strcmp(s, "class") ? WL_SPLIT_CLASS : WL_SPLIT_NONE;
+}
+
+static void sla_ns(gsim_tenant *t, const scn_tenant *st)
+{
+    for (uint32_t k = 0; k < SCN_MAX_TIERS && k < GSIM_MAX_TIERS; k++) {
+        t->sla[k].ttft = ss_time_from_s(st->sla[k].ttft_ms / 1e3);
+        t->sla[k].tbt_p99 = ss_time_from_s(st->sla[k].tbt_p99_ms / 1e3);
+        t->sla[k].e2e = ss_time_from_s(st->sla[k].e2e_ms / 1e3);
+    }
+}
+
+/* The workload part of tenant i. */
+static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *eb)
+{
+    const scn_tenant *st = &sc->tenants[i];
+    wl_tenant_spec *w = &r->specs[i];
+    *w = (wl_tenant_spec){
+        .name = st->name, .trace = st->trace[0] ? st->trace : NULL,
+        .trace_format = st->trace_format[0] ? st->trace_format : "auto",
+        .trace_spread = st->trace_spread,
+        .trace_tenant = st->trace_tenant[0] ? st->trace_tenant : NULL,
+        .split = split_of(st->split), .weight = st->weight > 0 ? st->weight : 1,
+        .class_lo = st->class_lo, .class_hi = st->class_hi,
+        .servegen = st->servegen[0] ? st->servegen : NULL,
+        .servegen_start_s = st->servegen_start_s,
+        .rate_scale = st->rate_scale > 0 ? st->rate_scale : 1, .limit = st->limit,
+    };
+    double dur = st->duration_s;
+    if (sc->duration_s > 0 && (!(dur > 0) || sc->duration_s < dur))
+        dur = sc->duration_s;
+    w->duration_s = dur;
+    int rc = SS_OK;
+    if (st->synthetic[0] && (rc = cli_parse_synthetic(&r->synth[i], st->synthetic, eb)) == SS_OK)
+        w->synth = &r->synth[i];
+    if (!rc)
+        rc = wl_tier_mix_make(&w->tiers, st->tier_mix[0] ? st->tier_mix : "uniform",
+                              st->tiers ? st->tiers : 1, st->tier_alpha > 0 ? st->tier_alpha : 1,
+                              eb);
+    return rc;
+}
+
+static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
+                       ss_errbuf *eb)
+{
+    const scn_tenant *st = &sc->tenants[i];
+    gsim_tenant *t = &r->tenants[i];
+    const cat_model *m;
+    int rc = catalog_model_find(cat, st->model, &m, eb);
+    if (rc)
+        return sc->n_tenants > 1 ? ss_err_prefix(eb, rc, "tenant %s", st->name) : rc;
+    *t = (gsim_tenant){.name = st->name, .model = m, .tp = st->tp ? st->tp : 1,
+                       .pp = st->pp ? st->pp : 1, .replicas = st->replicas ? st->replicas : 1,
+                       .max_replicas = st->max_replicas, .tiers = st->tiers ? st->tiers : 1};
+    sla_ns(t, st);
+    rc = make_spec(r, sc, i, eb);
+    if (rc && sc->n_tenants > 1 && strncmp(eb->msg, "tenant ", 7))
+        ss_err_prefix(eb, rc, "tenant %s", st->name);
+    return rc;
+}
+
+int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errbuf *eb)
+{
+    memset(r, 0, sizeof *r);
+    gsim_config *c = &r->cfg;
+    gsim_config_defaults(c);
+    int rc = catalog_gpu_find(cat, sc->gpu, &c->gpu, eb);
+    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++)
+        rc = make_tenant(r, sc, cat, i, eb);
+    if (rc)
+        return rc;
+    c->tenants = r->tenants;
+    c->n_tenants = sc->n_tenants;
+    c->nodes = sc->nodes;
+    c->gpus_per_node = sc->gpus_per_node;
+    c->warmup = ss_time_from_s(sc->warmup_s);
+    c->batching = sc->batching;
+    c->routing = sc->routing[0] ? sc->routing : NULL;
+    c->cluster = sc->cluster;
+    c->cost = sc->cost;
+    c->params = sc->params;
+    c->seed = sc->seed;
+    c->gpu_mem_util = sc->gpu_mem_util;
+    c->block_tokens = sc->block_size;
+    c->max_model_len = sc->max_model_len;
+    c->swap_bytes = sc->swap_space_gib * 1073741824.0;
+    /* the single-tenant shortcut fields mirror tenant 0, for reports */
+    c->model = r->tenants[0].model;
+    c->tp = r->tenants[0].tp;
+    c->pp = r->tenants[0].pp;
+    c->replicas = r->tenants[0].replicas;
+    return SS_OK;
+}

@@ -1,0 +1,31 @@
+/* Private to app/: turning a checked scenario into what a run needs: the simulator's
+ * configuration (tenants with their models and per-tier SLAs, cluster, policies, engine) and
+ * the workload's per-tenant specifications (trace, synthetic or ServeGen source, shaping,
+ * tier mix). Everything it fills borrows strings from the scenario and the catalog. */
+#ifndef SS_APP_SCENARIO_RUN_H
+#define SS_APP_SCENARIO_RUN_H
+
+#include "catalog/catalog.h"
+#include "gsim/gsim.h"
+#include "scenario/scenario.h"
+#include "workload/workload.h"
+
+typedef struct cli_run {
+    gsim_config cfg;                      /* cfg.tenants points into tenants[] */
+    gsim_tenant tenants[SCN_MAX_TENANTS];
+    wl_tenant_spec specs[SCN_MAX_TENANTS];
+    trace_gen_spec synth[SCN_MAX_TENANTS];
+} cli_run;
+
+/* Fill r from scenario sc (already checked) and catalog cat. Unknown models or GPUs, bad
+ * synthetic specs and bad tier mixes give SS_ENOTFOUND / SS_EINVAL / SS_EPARSE with
+ * "tenant NAME: ..." in eb. */
+int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errbuf *eb);
+
+/* Parse a synthetic workload spec: space-separated KEY=VALUE with rate (req/s, required),
+ * duration (s) or requests (count), arrival (poisson|gamma), cv, prompt and output (length
+ * distributions as for slicesim trace gen; default: the Azure conversation quantiles) and
+ * seed (default: derived by the workload from the run seed). 0 or SS_EPARSE. */
+int cli_parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb);
+
+#endif

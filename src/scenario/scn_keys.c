@@ -1,0 +1,432 @@
+/* The scenario key table and the per-kind value parsers and formatters behind it: the single
+ * place that says which keys exist, where their values go, and what values are accepted. Not
+ * for file reading or cross-key checks (scenario.c, scn_check.c). */
+#include "scn_int.h"
+
+#include "../core/ss_parse.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SF(f) .off = offsetof(scn_scenario, f), .size = sizeof(((scn_scenario *)0)->f)
+#define TF(f) .off = offsetof(scn_tenant, f), .size = sizeof(((scn_tenant *)0)->f)
+#define SLAF(f) .off = offsetof(scn_sla, f), .size = sizeof(double)
+#define I64_MAX_D 9223372036854775807.0
+
+/* {======================================================================
+ * The table (canonical order)
+ * ======================================================================= */
+
+const scn__key scn__keys[] = {
+    {.sect = SCN__CLUSTER, .name = "gpu", .kind = SCN__NAME, SF(gpu)},
+    {.sect = SCN__CLUSTER, .name = "nodes", .kind = SCN__U32, SF(nodes), .hi = 65536},
+    {.sect = SCN__CLUSTER, .name = "gpus_per_node", .kind = SCN__U32, SF(gpus_per_node), .hi = 64},
+    {.sect = SCN__POLICY, .name = "routing", .kind = SCN__NAME, SF(routing)},
+    {.sect = SCN__POLICY, .name = "batching", .kind = SCN__NAME, SF(batching)},
+    {.sect = SCN__POLICY, .name = "cluster", .kind = SCN__ENUM, SF(cluster),
+     .choices = "container, llumnix, llumnix-tiers"},
+    {.sect = SCN__POLICY, .name = "cost", .kind = SCN__NAME, SF(cost)},
+    {.sect = SCN__RUN, .name = "seed", .kind = SCN__U64, SF(seed), .hi = I64_MAX_D},
+    {.sect = SCN__RUN, .name = "duration_s", .kind = SCN__F64, SF(duration_s), .hi = INFINITY},
+    {.sect = SCN__RUN, .name = "warmup_s", .kind = SCN__F64, SF(warmup_s), .hi = INFINITY},
+    {.sect = SCN__RUN, .name = "db", .kind = SCN__TEXT, SF(db)},
+    {.sect = SCN__RUN, .name = "servegen_dir", .kind = SCN__PATH, SF(servegen_dir)},
+    {.sect = SCN__ENGINE, .name = "gpu_mem_util", .kind = SCN__F64, SF(gpu_mem_util), .hi = 1,
+     .lo_open = 1},
+    {.sect = SCN__ENGINE, .name = "block_size", .kind = SCN__U32, SF(block_size), .lo = 1,
+     .hi = 1024},
+    {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 1,
+     .hi = 1 << 30},
+    {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
+     .hi = INFINITY},
+    {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
+    {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},
+    {.sect = SCN__TENANT, .name = "pp", .kind = SCN__U32, TF(pp), .lo = 1, .hi = 16},
+    {.sect = SCN__TENANT, .name = "replicas", .kind = SCN__U32, TF(replicas), .lo = 1, .hi = 4096},
+    {.sect = SCN__TENANT, .name = "max_replicas", .kind = SCN__U32, TF(max_replicas), .lo = 1,
+     .hi = 4096},
+    {.sect = SCN__TENANT, .name = "trace", .kind = SCN__PATH, TF(trace)},
+    {.sect = SCN__TENANT, .name = "trace_format", .kind = SCN__ENUM, TF(trace_format),
+     .choices = "auto, native, azure, vidur, burstgpt, mooncake"},
+    {.sect = SCN__TENANT, .name = "trace_spread", .kind = SCN__BOOL, TF(trace_spread)},
+    {.sect = SCN__TENANT, .name = "trace_tenant", .kind = SCN__OPT, TF(trace_tenant)},
+    {.sect = SCN__TENANT, .name = "split", .kind = SCN__ENUM, TF(split),
+     .choices = "none, rr, random, class"},
+    {.sect = SCN__TENANT, .name = "weight", .kind = SCN__F64, TF(weight), .hi = INFINITY,
+     .lo_open = 1},
+    {.sect = SCN__TENANT, .name = "class", .kind = SCN__CLASS, TF(class_lo)},
+    {.sect = SCN__TENANT, .name = "synthetic", .kind = SCN__OPT, TF(synthetic)},
+    {.sect = SCN__TENANT, .name = "servegen", .kind = SCN__OPT, TF(servegen)},
+    {.sect = SCN__TENANT, .name = "servegen_start_s", .kind = SCN__F64, TF(servegen_start_s),
+     .hi = INFINITY},
+    {.sect = SCN__TENANT, .name = "rate_scale", .kind = SCN__F64, TF(rate_scale), .hi = INFINITY,
+     .lo_open = 1},
+    {.sect = SCN__TENANT, .name = "duration_s", .kind = SCN__F64, TF(duration_s), .hi = INFINITY},
+    {.sect = SCN__TENANT, .name = "limit", .kind = SCN__U64, TF(limit), .hi = I64_MAX_D},
+    {.sect = SCN__TENANT, .name = "tiers", .kind = SCN__U32, TF(tiers), .lo = 1,
+     .hi = SCN_MAX_TIERS},
+    {.sect = SCN__TENANT, .name = "tier_mix", .kind = SCN__TEXT, TF(tier_mix)},
+    {.sect = SCN__TENANT, .name = "tier_alpha", .kind = SCN__F64, TF(tier_alpha), .hi = INFINITY,
+     .lo_open = 1},
+    {.sect = SCN__TENANT, .name = "sla_ttft_ms", .kind = SCN__SLA, SLAF(ttft_ms)},
+    {.sect = SCN__TENANT, .name = "sla_tbt_ms", .kind = SCN__SLA, SLAF(tbt_p99_ms)},
+    {.sect = SCN__TENANT, .name = "sla_e2e_ms", .kind = SCN__SLA, SLAF(e2e_ms)},
+};
+
+const size_t scn__n_keys = sizeof scn__keys / sizeof *scn__keys;
+
+static const char *const sect_names[] = {
+    [SCN__CLUSTER] = "cluster", [SCN__POLICY] = "policy", [SCN__RUN] = "run",
+    [SCN__ENGINE] = "engine",
+};
+
+int scn__sect_find(const char *section, const char **tenant)
+{
+    *tenant = NULL;
+    for (size_t i = 0; i < sizeof sect_names / sizeof *sect_names; i++)
+        if (!strcmp(section, sect_names[i]))
+            return (int)i;
+    if (!strncmp(section, "tenant", 6) && (section[6] == '.' || section[6] == '\0')) {
+        *tenant = section[6] ? section + 7 : section + 6;
+        return SCN__TENANT;
+    }
+    return -1;
+}
+
+const scn__key *scn__key_find(scn__sect sect, const char *name)
+{
+    for (size_t i = 0; i < scn__n_keys; i++)
+        if (scn__keys[i].sect == sect && !strcmp(scn__keys[i].name, name))
+            return &scn__keys[i];
+    return NULL;
+}
+
+/* {======================================================================
+ * Parsing
+ * ======================================================================= */
+
+int scn__text_ok(const char *v)
+{
+    for (const char *p = v; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '"')
+            return 0;
+        if (*p == ';' && (p == v || p[-1] == ' ' || p[-1] == '\t'))
+            return 0;
+    }
+    return 1;
+}
+
+int scn__name_ok(const char *v, size_t size)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n >= size)
+        return 0;
+    return strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static int enum_ok(const char *v, const char *choices)
+{
+    size_t n = strlen(v);
+    for (const char *c = choices;; c += strcspn(c, ",") + 2) {
+        size_t len = strcspn(c, ",");
+        if (len == n && !strncmp(c, v, n))
+            return 1;
+        if (!c[len])
+            return 0;
+    }
+}
+
+/* "expected ..." for numbers of kind k. */
+static void expect_number(const scn__key *k, char *why, size_t n)
+{
+    int integer = k->kind == SCN__U32 || k->kind == SCN__U64;
+    if (integer && k->hi < 1e15)
+        snprintf(why, n, "expected an integer from %.0f to %.0f", k->lo, k->hi);
+    else if (integer)
+        snprintf(why, n, "expected an integer >= %.0f", k->lo);
+    else if (isfinite(k->hi))
+        snprintf(why, n, "expected a number in %c%g, %g]", k->lo_open ? '(' : '[', k->lo, k->hi);
+    else
+        snprintf(why, n, "expected a number %s %g", k->lo_open ? ">" : ">=", k->lo);
+}
+
+static int store_number(char *field, const scn__key *k, const char *v)
+{
+    if (k->kind == SCN__F64) {
+        double x;
+        if (ss_parse_doublez(v, &x) || x < k->lo || (k->lo_open && x == k->lo) || x > k->hi)
+            return SS_EPARSE;
+        memcpy(field, &x, sizeof x);
+        return SS_OK;
+    }
+    int64_t x;
+    if (ss_parse_i64z(v, &x) || (double)x < k->lo || (double)x > k->hi)
+        return SS_EPARSE;
+    if (k->kind == SCN__U32) {
+        uint32_t u = (uint32_t)x;
+        memcpy(field, &u, sizeof u);
+    } else {
+        uint64_t u = (uint64_t)x;
+        memcpy(field, &u, sizeof u);
+    }
+    return SS_OK;
+}
+
+/* dir + "/" + rel, dropping leading "./" and "../" components of rel against dir when dir is
+ * absolute (ss_realpath'd by the caller, so ".." is its real parent). */
+static int join_path(const char *dir, const char *rel, char *out, size_t size)
+{
+    size_t n = strlen(dir);
+    if (n >= size)
+        return SS_EPARSE;
+    memcpy(out, dir, n + 1);
+    while (dir[0] == '/') {
+        if (!strcmp(rel, ".") || !strncmp(rel, "./", 2)) {
+            rel += rel[1] ? 2 : 1;
+        } else if (!strcmp(rel, "..") || !strncmp(rel, "../", 3)) {
+            rel += rel[2] ? 3 : 2;
+            while (n > 1 && out[n - 1] != '/')
+                n--;
+            n = n > 1 ? n - 1 : 1;
+            out[n] = '\0';
+        } else if (rel[0] == '/') {
+            rel++;
+        } else {
+            break;
+        }
+    }
+    if (!*rel)
+        return SS_OK;
+    int w = snprintf(out + n, size - n, "%s%s", n && out[n - 1] == '/' ? "" : "/", rel);
+    return w < 0 || (size_t)w >= size - n ? SS_EPARSE : SS_OK;
+}
+
+/* What is wrong with text value v for key k, or NULL. */
+static const char *text_problem(const scn__key *k, const char *v, char *buf, size_t n)
+{
+    size_t len = strlen(v);
+    if (k->kind == SCN__NAME && !scn__name_ok(v, k->size))
+        snprintf(buf, n, "expected a name of 1 to %zu characters from [a-z0-9._-]", k->size - 1);
+    else if (k->kind == SCN__ENUM && !enum_ok(v, k->choices))
+        snprintf(buf, n, "expected one of %s", k->choices);
+    else if (k->kind == SCN__TEXT && len == 0)
+        snprintf(buf, n, "expected a non-empty value");
+    else if (len >= k->size)
+        snprintf(buf, n, "expected at most %zu characters", k->size - 1);
+    else if (!scn__text_ok(v))
+        snprintf(buf, n, "expected text without '\"', control characters or ';' after a blank");
+    else
+        return NULL;
+    return buf;
+}
+
+static int store_text(char *field, const scn__key *k, const char *v, const char *dir, char *why,
+                      size_t n)
+{
+    char path[SCN_PATH_MAX];
+    if (k->kind == SCN__PATH && dir && v[0] && v[0] != '/') {
+        if (join_path(dir, v, path, sizeof path)) {
+            snprintf(why, n, "path longer than %zu characters from %s", sizeof path - 1, dir);
+            return SS_EPARSE;
+        }
+        v = path;
+    }
+    if (text_problem(k, v, why, n))
+        return SS_EPARSE;
+    memset(field, 0, k->size); /* no stale bytes: equal scenarios compare equal bytewise */
+    memcpy(field, v, strlen(v));
+    return SS_OK;
+}
+
+static int store_bool(char *field, const char *v)
+{
+    int x = !strcmp(v, "true") ? 1 : !strcmp(v, "false") ? 0 : -1;
+    if (x < 0)
+        return SS_EPARSE;
+    memcpy(field, &x, sizeof x);
+    return SS_OK;
+}
+
+static int store_class(scn_tenant *t, const char *v)
+{
+    const char *colon = strchr(v, ':');
+    int64_t lo, hi;
+    if (!colon || ss_parse_i64(v, (size_t)(colon - v), &lo) || ss_parse_i64z(colon + 1, &hi) ||
+        lo < 0 || hi < lo || hi > UINT32_MAX)
+        return SS_EPARSE;
+    t->class_lo = (uint32_t)lo;
+    t->class_hi = (uint32_t)hi;
+    return SS_OK;
+}
+
+/* One value for every tier, or values for tiers 0..n-1 and 0 (no bound) after them. */
+static int store_sla(scn_tenant *t, size_t off, const char *v)
+{
+    double x[SCN_MAX_TIERS];
+    size_t n = 0;
+    for (const char *p = v;; p += strcspn(p, ",") + 1) {
+        size_t len = strcspn(p, ",");
+        if (n == SCN_MAX_TIERS || ss_parse_double(p, len, &x[n]) || x[n] < 0)
+            return SS_EPARSE;
+        n++;
+        if (!p[len])
+            break;
+    }
+    for (size_t i = 0; i < SCN_MAX_TIERS; i++) {
+        double y = n == 1 ? x[0] : i < n ? x[i] : 0;
+        memcpy((char *)&t->sla[i] + off, &y, sizeof y);
+    }
+    return SS_OK;
+}
+
+int scn__key_store(void *base, const scn__key *k, const char *value, const char *dir, char *why,
+                   size_t why_size)
+{
+    char *field = (char *)base + k->off;
+    int rc = SS_EPARSE;
+    why[0] = '\0';
+    switch (k->kind) {
+    case SCN__NAME:
+    case SCN__TEXT:
+    case SCN__OPT:
+    case SCN__PATH:
+    case SCN__ENUM: rc = store_text(field, k, value, dir, why, why_size); break;
+    case SCN__U32:
+    case SCN__U64:
+    case SCN__F64:
+        if ((rc = store_number(field, k, value)))
+            expect_number(k, why, why_size);
+        break;
+    case SCN__BOOL:
+        if ((rc = store_bool(field, value)))
+            snprintf(why, why_size, "expected true or false");
+        break;
+    case SCN__CLASS:
+        if ((rc = store_class(base, value)))
+            snprintf(why, why_size, "expected LO:HI prompt tokens, integers with LO <= HI");
+        break;
+    case SCN__SLA:
+        if ((rc = store_sla(base, k->off, value)))
+            snprintf(why, why_size, "expected 1 to %d comma-separated numbers >= 0 (ms)",
+                     SCN_MAX_TIERS);
+        break;
+    }
+    if (rc) {
+        size_t used = strlen(why);
+        snprintf(why + used, why_size - used, ", got '%.60s'", value);
+    }
+    return rc;
+}
+
+/* {======================================================================
+ * Formatting
+ * ======================================================================= */
+
+/* The shortest of %.15g and %.17g that reads back as exactly x. */
+static void format_double(double x, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.15g", x);
+    if (strtod(buf, NULL) != x)
+        snprintf(buf, size, "%.17g", x);
+}
+
+uint32_t scn__sla_count(const scn_scenario *s, const scn_tenant *t, size_t off)
+{
+    uint8_t n = s->priv->sla_n[t - s->tenants][off / sizeof(double)];
+    return n ? n : 1;
+}
+
+static void format_sla(const scn_scenario *s, const scn_tenant *t, size_t off, char *buf,
+                       size_t size)
+{
+    uint32_t n = scn__sla_count(s, t, off);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < size; i++) {
+        double x;
+        char num[32];
+        memcpy(&x, (const char *)&t->sla[i] + off, sizeof x);
+        format_double(x, num, sizeof num);
+        int w = snprintf(buf + used, size - used, "%s%s", i ? "," : "", num);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static void format_number(const char *field, const scn__key *k, char *buf, size_t size)
+{
+    if (k->kind == SCN__U32) {
+        uint32_t x;
+        memcpy(&x, field, sizeof x);
+        snprintf(buf, size, "%" PRIu32, x);
+    } else if (k->kind == SCN__U64) {
+        uint64_t x;
+        memcpy(&x, field, sizeof x);
+        snprintf(buf, size, "%" PRIu64, x);
+    } else {
+        double x;
+        memcpy(&x, field, sizeof x);
+        format_double(x, buf, size);
+    }
+}
+
+void scn__key_format(const scn_scenario *s, const void *base, const scn__key *k, char *buf,
+                     size_t size)
+{
+    const char *field = (const char *)base + k->off;
+    const scn_tenant *t = base;
+    int b;
+    switch (k->kind) {
+    case SCN__NAME:
+    case SCN__TEXT:
+    case SCN__OPT:
+    case SCN__PATH:
+    case SCN__ENUM: snprintf(buf, size, "%s", field); break;
+    case SCN__U32:
+    case SCN__U64:
+    case SCN__F64: format_number(field, k, buf, size); break;
+    case SCN__BOOL:
+        memcpy(&b, field, sizeof b);
+        snprintf(buf, size, "%s", b ? "true" : "false");
+        break;
+    case SCN__CLASS: snprintf(buf, size, "%" PRIu32 ":%" PRIu32, t->class_lo, t->class_hi); break;
+    case SCN__SLA: format_sla(s, t, k->off, buf, size); break;
+    }
+}
+
+/* The destination of k has the size its kind writes (catches a table typo). */
+static int key_size_ok(const scn__key *k)
+{
+    switch (k->kind) {
+    case SCN__NAME:
+    case SCN__TEXT:
+    case SCN__OPT:
+    case SCN__PATH:
+    case SCN__ENUM: return k->size > 1;
+    case SCN__U32: return k->size == sizeof(uint32_t);
+    case SCN__U64: return k->size == sizeof(uint64_t);
+    case SCN__F64:
+    case SCN__SLA: return k->size == sizeof(double);
+    case SCN__BOOL: return k->size == sizeof(int);
+    case SCN__CLASS: return k->size == sizeof(uint32_t);
+    }
+    return 0;
+}
+
+/* Rules beyond sizes: tenant-only kinds, and SLA offsets that index scn__priv.sla_n. */
+static int key_place_ok(const scn__key *k)
+{
+    if ((k->kind == SCN__CLASS || k->kind == SCN__SLA) && k->sect != SCN__TENANT)
+        return 0;
+    return k->kind != SCN__SLA || (k->off % sizeof(double) == 0 && k->off / sizeof(double) < 3);
+}
+
+int scn__keys_ok(void)
+{
+    for (size_t i = 0; i < scn__n_keys; i++)
+        if (!key_size_ok(&scn__keys[i]) || !key_place_ok(&scn__keys[i]))
+            return 0;
+    return 1;
+}

@@ -1,0 +1,70 @@
+#!/bin/bash
+# `slicesim replay -c SCENARIO`: multi-tenant runs from scenario files, --set overrides, the
+# per-tenant and per-tier JSON and database rows, and the error contract for scenario files,
+# --set and tenant options on multi-tenant scenarios. A parameter meant for another policy is a
+# warning, an unknown one an error.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+EX=$ROOT/experiments/example-two-tenants.ini
+
+"$S" replay -c "$EX" --db r.db --json >a.json 2>err || fail "example scenario: $(cat err)"
+for k in sla_violation_rate goodput_tokens_per_s migrations tenants tiers; do
+    grep -q "\"$k\": " a.json || fail "JSON lacks $k"
+done
+grep -q '"tenants": \[{"name": "chat", "model": "llama-2-7b"' a.json || fail "tenant chat"
+grep -q '{"name": "batch", "model": "llama-3-8b"' a.json || fail "tenant batch"
+grep -q '"tiers": \[{"tier": 0, "requests": [0-9]*, "completed"' a.json || fail "tier 0"
+grep -q '{"tier": 1, ' a.json || fail "tier 1"
+if command -v python3 >/dev/null; then
+    python3 - a.json <<'PY' || fail "tenant and tier counts do not add up"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sum(t["requests"] for t in d["tenants"]) == d["measured_requests"]
+assert sum(t["requests"] for t in d["tiers"]) == d["measured_requests"]
+for g in d["tenants"] + d["tiers"]:
+    for k in ("ttft_ms", "tbt_ms", "e2e_ms"):
+        assert set(("p50", "p90", "p99")) <= set(g[k])
+PY
+fi
+[ "$(sql r.db 'SELECT count(*) FROM tenants')" = 2 ] || fail "tenants rows"
+[ "$(sql r.db 'SELECT count(*) FROM tiers')" = 2 ] || fail "tiers rows"
+[ "$(sql r.db "SELECT cluster_policy FROM runs")" = container ] || fail "runs.cluster_policy"
+sql r.db "SELECT scenario FROM runs" | grep -q '^\[tenant.batch\]' || fail "runs.scenario text"
+
+# --set overrides any key; a run with llumnix-tiers migrates and stores its counts
+"$S" replay -c "$EX" --db r.db --json --set tenant.chat.rate_scale=3 \
+    --set policy.cluster=llumnix-tiers >b.json 2>err || fail "--set run: $(cat err)"
+grep -q '"cluster": "llumnix-tiers"' b.json || fail "cluster not overridden"
+grep -q '"routing": "rr"' b.json || fail "the file's explicit routing must stay"
+[ "$(sql r.db "SELECT count(*) FROM runs WHERE cluster_policy = 'llumnix-tiers'")" = 1 ] ||
+    fail "second run not stored"
+
+# the multi-tier experiment, shortened with a tenant option (it has one tenant): K = 4 tiers,
+# Llumnix dispatch by default with the llumnix-tiers cluster
+"$S" replay -c "$ROOT/experiments/multitier-llama2-7b.ini" --limit 3000 --db r.db --json \
+    >c.json 2>err || fail "multitier scenario: $(cat err)"
+grep -q '"routing": "llumnix"' c.json || fail "llumnix clusters dispatch with llumnix"
+[ "$(sql r.db "SELECT count(*) FROM tiers WHERE run_id = 3")" = 4 ] || fail "4 tiers stored"
+
+# warnings and errors
+"$S" replay --limit 50 --db none --param token_budget=100 >/dev/null 2>err ||
+    fail "a parameter of another policy must not stop the run"
+grep -q "parameter 'token_budget' is not used .*(it belongs to sarathi)" err ||
+    fail "no warning: $(cat err)"
+expect_error 2 "^slicesim: replay: --set: run.sed: unknown key" \
+    "$S" replay -c "$EX" --set run.sed=3 --db none
+expect_error 2 "need a one-tenant scenario" "$S" replay -c "$EX" --model llama-2-13b --db none
+printf '[run]\nseed = 1\n[tenant.x]\nmodel = llama-2-7b\nreplicas = two\n' >bad.ini
+expect_error 2 "bad.ini:5: tenant.x.replicas: " "$S" replay -c bad.ini --db none
+printf '[polcy]\n' >bad2.ini
+expect_error 2 "bad2.ini:1: section \\[polcy\\]: unknown section" "$S" replay -c bad2.ini --db none
+expect_error 2 "no-such.ini" "$S" replay -c no-such.ini --db none
+printf '[tenant.x]\nmodel = llama-2-7b\ntrace = %s\nsynthetic = "rate=1 duration=5"\n' \
+    "$ROOT/traces/azure-conv-synth.csv" >two.ini
+expect_error 2 "two.ini:1: tenant.x: needs exactly one workload source" "$S" replay -c two.ini --db none
+echo "scenario_cli: all checks passed"
