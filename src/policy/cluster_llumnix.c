@@ -6,8 +6,13 @@
  *    high priority, then fewest KV blocks; tiers: lowest tier, then fewest blocks). A container
  *    with an outgoing migration is not paired again until it ends;
  *  - auto-scaling (two-level and tiers): every scale_period_s, a tenant whose average freeness
- *    falls below scale_up_freeness activates a standby container (max_replicas bounds them),
- *    one above scale_down_freeness puts one back (draining it first), never below replicas.
+ *    (KV blocks per running request, counting every queued request's demand) falls below
+ *    scale_up_freeness (200) activates a standby container (max_replicas bounds them); one above
+ *    scale_down_freeness (2000: a Llama-2-7B A100 replica with ~3 requests) with nothing queued
+ *    puts its newest one back, draining it first, never below replicas and not within
+ *    scale_cooldown_s of that container becoming ready. The defaults were chosen on
+ *    experiments/skewed-three-tenants.ini, where tighter thresholds made containers flap
+ *    between standby and loading.
  * The engine carries out migrations stage by stage (see gsim.c). */
 #include "llumnix_int.h"
 
@@ -26,6 +31,7 @@ typedef struct llumnix_priv {
     double setup_s;             /* teardown_s: start-up time of a scaled-up container */
     uint64_t stop_copy;         /* stop_copy_blocks: last stage below this many blocks */
     uint64_t max_stages;        /* max_stages: at most this many copy stages */
+    double cooldown_s;          /* scale_cooldown_s: no scale-down this soon after a scale-up */
     ss_time next_scale;         /* next scaling decision */
 } llumnix_priv;
 
@@ -39,13 +45,15 @@ static int init_common(llumnix_priv *l, ss_params *p, const char *who, ss_errbuf
     if (!rc)
         rc = ss_params_get_double(p, who, "scale_period_s", 0, 0, 1e7, &l->scale_period_s, eb);
     if (!rc)
-        rc = ss_params_get_double(p, who, "scale_up_freeness", 10, -1e9, 1e9, &l->up, eb);
+        rc = ss_params_get_double(p, who, "scale_up_freeness", 200, -1e9, 1e9, &l->up, eb);
     if (!rc)
-        rc = ss_params_get_double(p, who, "scale_down_freeness", 200, -1e9, 1e9, &l->down, eb);
+        rc = ss_params_get_double(p, who, "scale_down_freeness", 2000, -1e9, 1e9, &l->down, eb);
     if (!rc)
         rc = ss_params_get_double(p, who, "weight_load_gbps", 3.0, 1e-3, 1e5, &l->load_gbps, eb);
     if (!rc)
         rc = ss_params_get_double(p, who, "teardown_s", 5.0, 0, 1e5, &l->setup_s, eb);
+    if (!rc)
+        rc = ss_params_get_double(p, who, "scale_cooldown_s", 60, 0, 1e7, &l->cooldown_s, eb);
     if (!rc)
         rc = ss_params_get_u64(p, who, "stop_copy_blocks", 16, 0, 1u << 30, &l->stop_copy, eb);
     if (!rc)
@@ -190,11 +198,15 @@ static void autoscale(llumnix_priv *l, const gmg *g, const pol_cluster_view *v,
     for (uint32_t i = 0; i < v->n_tenants; i++) {
         const pol_tenant_view *t = &v->tenants[i];
         double f = average_freeness(l, g, t);
-        if (f < l->up && t->n_standby && out->n_scale_up < out->cap_scale_up)
+        if (f < l->up && t->n_standby && out->n_scale_up < out->cap_scale_up) {
             out->scale_up[out->n_scale_up++] = t->standby[0];
-        else if (f > l->down && t->n_active > t->replicas && !queued(g, t) &&
-                 out->n_scale_down < out->cap_scale_down)
-            out->scale_down[out->n_scale_down++] = t->active[t->n_active - 1];
+        } else if (f > l->down && t->n_active > t->replicas && !queued(g, t) &&
+                   out->n_scale_down < out->cap_scale_down) {
+            gmg_id last = t->active[t->n_active - 1];
+            /* ready_at: when a scaled-up container finished loading its weights */
+            if (v->now - g->ctrs[last].ready_at >= ss_time_from_s(l->cooldown_s))
+                out->scale_down[out->n_scale_down++] = last;
+        }
     }
 }
 
@@ -232,12 +244,13 @@ static void llumnix_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     EMIT("scale_period_s", l->scale_period_s);
     EMIT("scale_up_freeness", l->up);
     EMIT("scale_down_freeness", l->down);
+    EMIT("scale_cooldown_s", l->cooldown_s);
     EMIT("stop_copy_blocks", l->stop_copy);
     EMIT("max_stages", l->max_stages);
 #undef EMIT
 }
 
-static const char *const pol_cluster_llumnix_params[] = {"headroom", "h_max", "headroom_shape", "migrate_period_s", "migrate_threshold", "scale_period_s", "scale_up_freeness", "scale_down_freeness", "weight_load_gbps", "teardown_s", "stop_copy_blocks", "max_stages", NULL};
+static const char *const pol_cluster_llumnix_params[] = {"headroom", "h_max", "headroom_shape", "migrate_period_s", "migrate_threshold", "scale_period_s", "scale_up_freeness", "scale_down_freeness", "scale_cooldown_s", "weight_load_gbps", "teardown_s", "stop_copy_blocks", "max_stages", NULL};
 
 const pol_cluster_ops pol_cluster_llumnix = {
     .abi_version = POL_ABI_VERSION,

@@ -209,6 +209,49 @@ static void test_autoscaling_activates_standby(void **state)
     free(c.r);
 }
 
+/* A burst that needs the standby containers, then a trickle: the scaled-up containers go back
+ * once idle, but not within scale_cooldown_s of becoming ready. */
+static size_t burst_then_trickle(trace_rec **out)
+{
+    enum { BURST = 1500, TRICKLE = 40 };
+    trace_rec *r = synth(BURST + TRICKLE, 8, 1, 6);
+    ss_time end = r[BURST - 1].arrival_ns;
+    for (size_t i = 0; i < TRICKLE; i++) /* one short request every 10 s */
+        r[BURST + i] = (trace_rec){.id = BURST + i,
+                                   .arrival_ns = end + ss_time_from_s(10.0 * (double)(i + 1)),
+                                   .prompt_tokens = 100, .output_tokens = 10};
+    *out = r;
+    return BURST + TRICKLE;
+}
+
+static uint64_t scale_downs_with_cooldown(fx *f, const char *cooldown)
+{
+    f->ten.replicas = 1;
+    f->ten.max_replicas = 3;
+    ss_params_set(f->params, "scale_period_s", "5");
+    ss_params_set(f->params, "scale_cooldown_s", cooldown);
+    trace_rec *r;
+    size_t n = burst_then_trickle(&r);
+    gsim *g = run(f, r, n, NULL);
+    const metrics *m = gsim_metrics(g);
+    assert_true(m->scale_ups >= 1);
+    uint64_t downs = m->scale_downs;
+    gsim_destroy(&g);
+    free(r);
+    return downs;
+}
+
+static void test_scale_down_after_burst(void **state)
+{
+    assert_true(scale_downs_with_cooldown(*state, "0") >= 1);
+}
+
+static void test_scale_down_waits_for_cooldown(void **state)
+{
+    /* the trickle lasts 400 s; a longer cooldown keeps every scaled-up container */
+    assert_int_equal(scale_downs_with_cooldown(*state, "100000"), 0);
+}
+
 static void test_deterministic(void **state)
 {
     fx *f = *state;
@@ -235,6 +278,8 @@ int main(void)
         T(test_migration_aborts_are_counted),
         T(test_tier0_beats_lowest_tier),
         T(test_autoscaling_activates_standby),
+        T(test_scale_down_after_burst),
+        T(test_scale_down_waits_for_cooldown),
         T(test_deterministic),
     };
     return cmocka_run_group_tests_name("llumnix", tests, NULL, NULL);
