@@ -17,7 +17,7 @@
 /* Schema: a new database gets version 1 and then every migration, so that new and upgraded
  * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
  * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
- * tenants and tiers tables, SLA and migration columns. */
+ * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs. */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -93,6 +93,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "CREATE TABLE tiers (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
           " tier INTEGER NOT NULL," GROUP_COLS ", PRIMARY KEY (run_id, tier));"
           "PRAGMA user_version = 3;",
+    [3] = "ALTER TABLE summary ADD COLUMN scale_ups INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN scale_downs INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 4;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -120,7 +123,8 @@ static const char *const stmt_sql[ST__N] = {
     [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
                " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
                " migrations, migrations_aborted, migration_gib, reallocations,"
-               GROUP_NAMES ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ")",
+               GROUP_NAMES ", scale_ups, scale_downs)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
@@ -443,6 +447,8 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     b_real(&b, m->migration_gib);
     b_int(&b, (int64_t)m->reallocations);
     bind_group(&b, &m->all);
+    b_int(&b, (int64_t)m->scale_ups);
+    b_int(&b, (int64_t)m->scale_downs);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);

@@ -58,7 +58,8 @@ static void write_run(store *s, int n_req, int commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
                          .all = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
-                                 .rejected = 1}};
+                                 .rejected = 1},
+                         .scale_ups = 3, .scale_downs = 2};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
 }
@@ -84,6 +85,7 @@ static void test_commit_and_read_back(void **state)
                                  "WHERE req_id = 2"), 50); /* 450 ms over 9 gaps */
     assert_int_equal(q_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
     assert_int_equal(q_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
+    assert_int_equal(q_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
     assert_int_equal(q_int(path, "SELECT count(*) FROM gpus"), 1);
     assert_int_equal(q_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
 }
@@ -165,6 +167,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN migrations_aborted;"
         "ALTER TABLE summary DROP COLUMN migration_gib;"
         "ALTER TABLE summary DROP COLUMN reallocations;"
+        "ALTER TABLE summary DROP COLUMN scale_ups; ALTER TABLE summary DROP COLUMN scale_downs;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -176,6 +179,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE swap_outs = 0"), 2);
     assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE pp = 1"), 2);
     assert_int_equal(q_int(path, "SELECT count(*) FROM tenants"), 0);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 0"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 3"), 1);
 }
 
 static void test_allocation_failures(void **state)
