@@ -1,10 +1,12 @@
-/* `slicesim list models|gpus`: prints the catalog as an aligned table or as JSON. Not for
- * checking profiles beyond what catalog_load does, nor for anything the cost model derives. */
+/* `slicesim list models|gpus|tier-mixes`: prints the catalog, or the tier mixes of the
+ * workload module, as an aligned table or as JSON. Not for checking profiles beyond what
+ * catalog_load does, nor for anything the cost model derives. */
 #include "cli.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_err.h"
 #include "core/ss_strbuf.h"
+#include "workload/workload.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -218,15 +220,59 @@ static void print_json(const list_kind *k, const catalog *c, FILE *out)
     fputs("]\n", out);
 }
 
+/* {======================================================================
+ * Tier mixes: each named mix for K = 1 .. WL_MAX_TIERS (powerlaw with alpha = 1)
+ * ======================================================================= */
+
+static const char *const mix_names[] = {"uniform", "gaussian", "enterprise", "powerlaw"};
+
+static int print_mixes(int json, FILE *out)
+{
+    ss_errbuf eb = {""};
+    if (json)
+        fputs("[\n", out);
+    else
+        fprintf(out, "%-10s %2s  %s\n", "MIX", "K", "P(TIER 0) P(TIER 1) ...");
+    size_t n_mix = sizeof mix_names / sizeof *mix_names;
+    for (size_t i = 0; i < n_mix; i++) {
+        for (uint32_t k = 1; k <= WL_MAX_TIERS; k++) {
+            wl_tier_mix m;
+            if (wl_tier_mix_make(&m, mix_names[i], k, 1.0, &eb)) {
+                fprintf(stderr, "slicesim: list: %s\n", eb.msg);
+                return CLI_EFAIL;
+            }
+            if (json) {
+                fprintf(out, "  {\"mix\": \"%s\", \"tiers\": %u, \"p\": [", mix_names[i], k);
+                for (uint32_t t = 0; t < k; t++)
+                    fprintf(out, "%.6f%s", m.p[t], t + 1 < k ? ", " : "");
+                fprintf(out, "]}%s\n", i + 1 < n_mix || k < WL_MAX_TIERS ? "," : "");
+            } else {
+                fprintf(out, "%-10s %2u ", mix_names[i], k);
+                for (uint32_t t = 0; t < k; t++)
+                    fprintf(out, " %.3f", m.p[t]);
+                fputc('\n', out);
+            }
+        }
+    }
+    if (json)
+        fputs("]\n", out);
+    return CLI_OK;
+}
+
+/* }====================================================================== */
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: slicesim list [--profiles DIR] [--json] models|gpus\n\n"
-            "List the catalog of model shapes or GPU kinds read from the profiles directory.\n\n"
+            "usage: slicesim list [--profiles DIR] [--json] models|gpus|tier-mixes\n\n"
+            "List the catalog of model shapes or GPU kinds read from the profiles directory,\n"
+            "or the tier mixes a scenario's tier_mix may name.\n\n"
             "  models           parameters, layers, width, heads/KV heads, MLP size, vocabulary,\n"
             "                   experts/top-k, context window, KV cache per token\n"
             "  gpus             peak dense bf16 FLOP/s, device memory and its bandwidth,\n"
             "                   NVLink and PCIe bandwidth per direction\n"
+            "  tier-mixes       the probability of each tier under the uniform, gaussian,\n"
+            "                   enterprise and powerlaw (alpha 1) mixes, for K = 1 .. 10\n"
             "  --profiles DIR   profiles directory (default: $SLICESIM_PROFILES, else ./profiles,\n"
             "                   else the source tree's profiles/)\n"
             "  --json           print a JSON array (SI units) instead of a table\n"
@@ -275,7 +321,7 @@ static int parse_args(int argc, char **argv, list_opts *o)
     if (o->help)
         return CLI_OK;
     if (optind != argc - 1) {
-        fprintf(stderr, "slicesim: list: expected one of models, gpus (try --help)\n");
+        fprintf(stderr, "slicesim: list: expected one of models, gpus, tier-mixes (try --help)\n");
         return CLI_EUSAGE;
     }
     o->kind = argv[optind];
@@ -291,9 +337,18 @@ int cmd_list(int argc, char **argv)
             usage(stdout);
         return st;
     }
+    if (!strcmp(o.kind, "tier-mixes")) {
+        st = print_mixes(o.json, stdout);
+        if (!st && (fflush(stdout) || ferror(stdout))) {
+            fprintf(stderr, "slicesim: list: cannot write to standard output\n");
+            return CLI_EFAIL;
+        }
+        return st;
+    }
     const list_kind *k = find_kind(o.kind);
     if (!k) {
-        fprintf(stderr, "slicesim: list: unknown kind '%s' (valid: models, gpus)\n", o.kind);
+        fprintf(stderr, "slicesim: list: unknown kind '%s' (valid: models, gpus, tier-mixes)\n",
+                o.kind);
         return CLI_EUSAGE;
     }
     catalog *c = NULL;

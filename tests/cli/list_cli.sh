@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CLI test of `slicesim list`: both listings show every shipped profile, --json is valid JSON
-# with the same entries, usage errors exit 2 with one "slicesim: " line, a missing profiles
+# CLI test of `slicesim list`: both catalog listings show every shipped profile, tier-mixes
+# shows the workload module's mixes, --json is valid JSON with the same entries, usage errors exit 2 with one "slicesim: " line, a missing profiles
 # directory exits 1, --help exits 0. Needs $SLICESIM and $SS_SOURCE_ROOT (set by meson).
 set -u
 
@@ -72,12 +72,33 @@ PY
         "$tmp/gjson.out" || fail "list --json gpus is not a 4-entry JSON array"
 fi
 
+# Tier mixes need no catalog: 4 mixes x K = 1..10, the K = 5 shapes as specified.
+run mixes 0 list tier-mixes --profiles "$tmp/none"
+[ "$(wc -l <"$tmp/mixes.out")" -eq 41 ] || fail "list tier-mixes: want a header and 40 rows"
+grep -q '^enterprise  5  0\.100 0\.300 0\.500 0\.080 0\.020$' "$tmp/mixes.out" ||
+    fail "enterprise K=5: $(grep '^enterprise  5' "$tmp/mixes.out")"
+grep -q '^gaussian    5  0\.050 0\.200 0\.500 0\.200 0\.050$' "$tmp/mixes.out" ||
+    fail "gaussian K=5: $(grep '^gaussian    5' "$tmp/mixes.out")"
+if command -v python3 >/dev/null; then
+    run mjson 0 list tier-mixes --json
+    python3 - "$tmp/mjson.out" <<'PY' || fail "list --json tier-mixes is not the expected JSON"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 40, len(rows)
+for r in rows:
+    assert len(r["p"]) == r["tiers"], r
+    assert abs(sum(r["p"]) - 1) < 1e-5, r
+    if r["mix"] == "powerlaw":  # p_k ~ 1/(k+1): tier 0 twice as likely as tier 1
+        assert r["tiers"] == 1 or abs(r["p"][0] / r["p"][1] - 2) < 1e-4, r
+PY
+fi
+
 run bad_kind 2 list tenants --profiles "$PROFILES"
-one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus)"
+one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus, tier-mixes)"
 run no_kind 2 list
-one_error_line no_kind "models, gpus"
+one_error_line no_kind "models, gpus, tier-mixes"
 run two_kinds 2 list models gpus
-one_error_line two_kinds "models, gpus"
+one_error_line two_kinds "models, gpus, tier-mixes"
 run bad_opt 2 list --frobnicate models
 one_error_line bad_opt "unknown option '--frobnicate'"
 run no_arg 2 list models --profiles
