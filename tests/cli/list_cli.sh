@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI test of `slicesim list`: both catalog listings show every shipped profile, tier-mixes
-# shows the workload module's mixes, --json is valid JSON with the same entries, usage errors exit 2 with one "slicesim: " line, a missing profiles
-# directory exits 1, --help exits 0. Needs $SLICESIM and $SS_SOURCE_ROOT (set by meson).
+# shows the workload module's mixes, --json is valid JSON with the same entries, usage errors
+# exit 2 with one "slicesim: " line, a missing profiles directory exits 1, --help exits 0.
+# Needs $SLICESIM and $SS_SOURCE_ROOT (set by meson).
 set -u
 
 : "${SLICESIM:?set SLICESIM to the slicesim binary}"
