@@ -73,3 +73,13 @@ const char *tu_write_file(const char *dir, const char *name, const char *text)
 }
 
 void tu_assert_no_leaks(void) { assert_int_equal(ss_alloc_live_bytes(), 0); }
+
+int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    (void)eb;
+    tu_recs *s = ud;
+    if (s->i >= s->n)
+        return 0;
+    *out = s->recs[s->i++];
+    return 1;
+}

@@ -1,5 +1,6 @@
 /* Helpers shared by the cmocka unit tests: temporary directories, file writing, paths to the
- * source tree and to ../shared/data, and the allocator leak check every test ends with. */
+ * source tree and to ../shared/data, the allocator leak check every test ends with, and an
+ * in-memory request source for the simulator. */
 #ifndef SS_TESTS_TEST_UTIL_H
 #define SS_TESTS_TEST_UTIL_H
 
@@ -9,6 +10,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include "trace/trace.h"
 
 /* Path under the source tree (SS_SOURCE_ROOT env or the configured one); static buffer. */
 const char *tu_src_path(const char *rel);
@@ -21,5 +24,12 @@ void tu_tmpdir_cleanup(void);
 const char *tu_write_file(const char *dir, const char *name, const char *text);
 /* Fail the test unless every byte allocated through ss_alloc has been freed. */
 void tu_assert_no_leaks(void);
+
+/* Requests from an array, for gsim_run: pass tu_recs_next and a tu_recs {recs, n, 0}. */
+typedef struct tu_recs {
+    const trace_rec *recs;
+    size_t n, i;
+} tu_recs;
+int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb);
 
 #endif

@@ -15,21 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct mem_src {
-    const trace_rec *recs;
-    size_t n, i;
-} mem_src;
-
-static int mem_next(void *ud, trace_rec *out, ss_errbuf *eb)
-{
-    (void)eb;
-    mem_src *s = ud;
-    if (s->i >= s->n)
-        return 0;
-    *out = s->recs[s->i++];
-    return 1;
-}
-
 typedef struct collect {
     metrics_req *r; /* by trace id */
     size_t n_calls;
@@ -90,8 +75,8 @@ static int run(fx *f, const trace_rec *recs, size_t n, collect *c, metrics_summa
     int rc = gsim_create(&g, &f->cfg, &eb);
     if (rc)
         fail_msg("gsim_create: %s", eb.msg);
-    mem_src src = {recs, n, 0};
-    rc = gsim_run(g, mem_next, &src, c ? collect_req : NULL, c, &eb);
+    tu_recs src = {recs, n, 0};
+    rc = gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb);
     if (rc)
         fail_msg("gsim_run: %s", eb.msg);
     if (sum)
@@ -279,8 +264,8 @@ static void test_operator_expansion_matches_fast_path(void **state)
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
     gsim_observer obs = {.on_iter = on_iter, .ud = x};
     gsim_set_observer(g, &obs);
-    mem_src src = {r, N, 0};
-    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    tu_recs src = {r, N, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
     assert_int_equal(x->n_iters, gsim_iterations(g));
     assert_int_equal(x->bad, 0);
     assert_true(gsim_metrics(g)->swap_outs > 0);
@@ -321,8 +306,8 @@ static void test_allocation_failures_are_clean(void **state)
         ss_alloc_fail_after(k);
         int rc = gsim_create(&g, &f->cfg, &eb);
         if (!rc) {
-            mem_src src = {r, N, 0};
-            rc = gsim_run(g, mem_next, &src, NULL, NULL, &eb);
+            tu_recs src = {r, N, 0};
+            rc = gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb);
         }
         ss_alloc_fail_after(0);
         assert_true(rc == SS_OK || rc == SS_ENOMEM);
@@ -544,8 +529,8 @@ static void test_swap_preemption(void **state)
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
     gsim_observer obs = {.on_iter = watch_iter, .on_request = watch_req, .ud = &w};
     gsim_set_observer(g, &obs);
-    mem_src src = {r, N, 0};
-    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    tu_recs src = {r, N, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
     const metrics *m = gsim_metrics(g);
     assert_true(w.swap_outs > 0);
     assert_int_equal(w.swap_outs, m->swap_outs);
@@ -602,8 +587,8 @@ static void test_pipeline_expansion_and_busy_time(void **state)
     assert_int_equal(G->gpus[8].node, 1); /* stages 2 and 3 on the second node */
     gsim_observer obs = {.on_iter = on_iter, .ud = x};
     gsim_set_observer(g, &obs);
-    mem_src src = {r, N, 0};
-    assert_int_equal(gsim_run(g, mem_next, &src, NULL, NULL, &eb), 0);
+    tu_recs src = {r, N, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
     assert_int_equal(x->bad, 0);
     assert_int_equal(x->stage_changes, 3 * x->n_iters);
     assert_int_equal(x->sends, 3 * x->n_iters);
@@ -669,7 +654,7 @@ static void watch_prefix(void *ud, const gmg *g, const gmg_container *c)
 static int scribbling_next(void *ud, trace_rec *out, ss_errbuf *eb)
 {
     static uint32_t blocks[8]; /* reused on every call, like the reader's line buffer */
-    int rc = mem_next(ud, out, eb);
+    int rc = tu_recs_next(ud, out, eb);
     if (rc != 1)
         return rc;
     out->n_prefix_blocks = (uint32_t)out->id % 5;
@@ -691,7 +676,7 @@ static void test_prefix_blocks_kept_on_requests(void **state)
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
     gsim_observer obs = {.on_iter = watch_prefix, .ud = &w};
     gsim_set_observer(g, &obs);
-    mem_src src = {r, N, 0};
+    tu_recs src = {r, N, 0};
     assert_int_equal(gsim_run(g, scribbling_next, &src, NULL, NULL, &eb), 0);
     assert_true(w.seen > N);
     assert_int_equal(w.bad, 0);

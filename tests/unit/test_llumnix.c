@@ -14,21 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct mem_src {
-    const trace_rec *recs;
-    size_t n, i;
-} mem_src;
-
-static int mem_next(void *ud, trace_rec *out, ss_errbuf *eb)
-{
-    (void)eb;
-    mem_src *s = ud;
-    if (s->i >= s->n)
-        return 0;
-    *out = s->recs[s->i++];
-    return 1;
-}
-
 typedef struct collect {
     metrics_req *r;
     size_t n, dup;
@@ -104,8 +89,8 @@ static gsim *run(fx *f, const trace_rec *recs, size_t n, collect *c)
     ss_errbuf eb;
     if (gsim_create(&g, &f->cfg, &eb))
         fail_msg("gsim_create: %s", eb.msg);
-    mem_src src = {recs, n, 0};
-    if (gsim_run(g, mem_next, &src, c ? collect_req : NULL, c, &eb))
+    tu_recs src = {recs, n, 0};
+    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
         fail_msg("gsim_run: %s", eb.msg);
     return g;
 }
