@@ -59,6 +59,30 @@ static void json_tiers(FILE *f, const gsim *g, double window_s)
     fputc(']', f);
 }
 
+/* Idle GPU slices: totals and one object per length bucket (hi_ms null for the last). */
+static void json_slices(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    const metrics_slices *sl = &gsim_metrics(g)->slices;
+    fprintf(f, ", \"idle_slices\": {\"count\": %" PRIu64 ", \"gpu_s\": %.6f, \"buckets\": [",
+            m->idle_slices, m->idle_gpu_s);
+    for (int i = 0; i < METRICS_SLICE_BUCKETS; i++) {
+        ss_time hi = metrics_slice_bucket_hi(i);
+        fprintf(f, "%s{\"lo_ms\": %g, \"hi_ms\": ", i ? ", " : "",
+                (double)metrics_slice_bucket_lo(i) / SS_NS_PER_MS);
+        if (hi == SS_TIME_MAX)
+            fputs("null", f);
+        else
+            fprintf(f, "%g", (double)hi / SS_NS_PER_MS);
+        fprintf(f, ", \"count\": %" PRIu64 ", \"gpu_s\": %.6f, \"free_gib_mean\": ",
+                sl->count[i], ss_time_to_s(sl->idle_ns[i]));
+        if (sl->idle_ns[i] > 0)
+            fprintf(f, "%.3f}", sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+        else
+            fputs("null}", f);
+    }
+    fputs("]}", f);
+}
+
 void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
@@ -87,6 +111,7 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
             m->scale_downs);
     json_tenants(f, g, m->window_s);
     json_tiers(f, g, m->window_s);
+    json_slices(f, g, m);
     fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
                "\"batching\": \"%s\", \"routing\": \"%s\", \"cluster\": \"%s\", "
                "\"cost_model\": \"%s\", \"seed\": %" PRIu64 "}\n",
@@ -129,6 +154,20 @@ static void table_groups(FILE *f, const gsim *g, const metrics_summary *m)
     }
 }
 
+/* One line: how much GPU time idles, and in slices of which lengths. */
+static void table_slices(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    static const char *const labels[METRICS_SLICE_BUCKETS] = {
+        "<10us", "<100us", "<1ms", "<10ms", "<100ms", "<1s", "<10s", ">=10s"};
+    const metrics_slices *sl = &gsim_metrics(g)->slices;
+    double gpu_time = m->window_s * gsim_graph(g)->n_gpus;
+    fprintf(f, "  idle GPU slices: %" PRIu64 ", %.1f GPU-s (%.1f %% of GPU time):", m->idle_slices,
+            m->idle_gpu_s, gpu_time > 0 ? 100 * m->idle_gpu_s / gpu_time : 0.0);
+    for (int i = 0; i < METRICS_SLICE_BUCKETS; i++)
+        fprintf(f, " %s %" PRIu64 "%s", labels[i], sl->count[i],
+                i + 1 < METRICS_SLICE_BUCKETS ? "," : "\n");
+}
+
 void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
@@ -159,6 +198,7 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
                    "re-allocations %" PRIu64 "; scaled up %" PRIu64 ", down %" PRIu64 "\n",
                 m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations,
                 m->scale_ups, m->scale_downs);
+    table_slices(f, g, m);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64
                " iterations)\n", m->sim_s, r->wall_s, d->n_events,
             r->wall_s > 0 ? (double)d->n_events / r->wall_s / 1e6 : 0.0, gsim_iterations(g));
@@ -190,6 +230,8 @@ static int store_gpus(store *st, const gsim *g, ss_errbuf *eb)
             .iterations = u->iterations, .kv_blocks = c->blocks_total,
             .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
             .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
+            .device_busy_s = ss_time_to_s(u->dev_busy_ns), .idle_slices = u->idle_slices,
+            .idle_s = ss_time_to_s(u->idle_ns),
         };
         int rc = store_run_gpu(st, &row, eb);
         if (rc)
@@ -226,6 +268,8 @@ int report_store(store *st, const gsim *g, const metrics_summary *m, double wall
     int rc = store_gpus(st, g, eb);
     if (!rc)
         rc = store_groups(st, g, m->window_s, eb);
+    if (!rc)
+        rc = store_run_slices(st, &gsim_metrics(g)->slices, eb);
     if (!rc)
         rc = store_run_commit(st, m, &end, eb);
     return rc;

@@ -303,7 +303,8 @@ void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
     out->layer_ns = e->layer;
     for (size_t i = 0; i < n; i++)
         out->layer_ns += cm->ops->op_ns(cm->priv, &att[i]);
-    out->head_ns = host_ns(cm, b) + e->head;
+    out->host_ns = host_ns(cm, b);
+    out->head_ns = out->host_ns + e->head;
     out->tail_ns = e->tail;
     out->send_ns = 0;
 }

@@ -135,6 +135,7 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
 typedef struct cost_split {
     ss_time layer_ns; /* one decoder layer, attention included */
     ss_time head_ns;  /* host overhead + embedding (+ its all-reduce) */
+    ss_time host_ns;  /* the host-overhead part of head_ns: the GPU idles meanwhile */
     ss_time tail_ns;  /* final norm + LM head */
     ss_time send_ns;  /* pp_send of the batch's activations to the next stage */
 } cost_split;

@@ -96,8 +96,12 @@ typedef struct gmg_gpu {
     gmg_id container;       /* first container (virtual engine) using it, GMG_NONE if idle */
     gmg_id replica;         /* replica (serving instance) it belongs to */
     uint32_t stage;         /* pipeline stage of that replica it serves */
-    ss_time busy_ns;        /* total time executing iterations */
+    ss_time busy_ns;        /* total time executing iterations (host phases included) */
     uint64_t iterations;    /* iterations executed */
+    ss_time dev_busy_ns;    /* compute time: iterations minus their host phases */
+    ss_time dev_free;       /* end of its last compute phase (the open idle slice's start) */
+    uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
+    ss_time idle_ns;        /* their summed length */
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
@@ -300,6 +304,14 @@ void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n);
 /* The link between the first GPUs of two containers: the node's NVLink/PCIe link when they
  * share a node, the network otherwise. */
 gmg_link *gmg_link_between(gmg *g, const gmg_container *a, const gmg_container *b);
+
+/* Memory of GPU u that nothing holds: capacity minus weights, KV blocks in use, activation
+ * reserve, runtime and transfer buffers (free KV blocks of the pool count as free). */
+static inline double gmg_gpu_free_bytes(const gmg_gpu *u)
+{
+    const gmg_mem *m = &u->mem;
+    return u->capacity - m->weights - m->kv_used - m->activations - m->runtime - m->transfer;
+}
 
 /* Account dur ns of work of container c on the GPUs of its pipeline stage `stage`. */
 void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur);

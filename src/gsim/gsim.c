@@ -399,6 +399,29 @@ static int decide_batch(gsim *s, gmg_container *c)
     }
 }
 
+/* GPU u idles from its last compute phase until `until`: record that slice, if any, with the
+ * memory free now. */
+static void idle_until(gsim *s, gmg_gpu *u, ss_time until)
+{
+    if (until <= u->dev_free)
+        return;
+    ss_time len = metrics_add_slice(&s->m, u->dev_free, until, gmg_gpu_free_bytes(u));
+    u->idle_slices += len > 0;
+    u->idle_ns += len;
+}
+
+/* The GPUs of stage st of c compute over [from, to). */
+static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time from, ss_time to)
+{
+    for (uint32_t k = 0; k < c->tp; k++) {
+        gmg_gpu *u = &s->g->gpus[gmg_stage_gpu(c, st) + k];
+        idle_until(s, u, from);
+        u->dev_busy_ns += to - from;
+        if (to > u->dev_free)
+            u->dev_free = to;
+    }
+}
+
 /* Time the decided batch through the replica's pipeline: each stage runs its layers (the first
  * also swaps and the head, the last the tail, the others end by sending the activations) as
  * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
@@ -422,6 +445,8 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
         c->iter.stage_end[st] = begin + d;
         rep->stage_free[st] = begin + d;
         gmg_account_busy(s->g, c, st, d);
+        /* the host phase (scheduling, input preparation, sampling) opens the first stage */
+        compute_phase(s, c, st, begin + (st == 0 ? sp.host_ns : 0), begin + d);
         t = begin + d;
     }
     c->iter.start = c->iter.stage_start[0];
@@ -1224,6 +1249,17 @@ static int check_conservation(gsim *s)
     return SS_OK;
 }
 
+/* Every GPU idles from its last compute phase to the end of the run. */
+static void close_slices(gsim *s)
+{
+    ss_time end = des_now(s->des);
+    for (uint32_t i = 0; i < s->g->n_gpus; i++) {
+        idle_until(s, &s->g->gpus[i], end);
+        if (end > s->g->gpus[i].dev_free)
+            s->g->gpus[i].dev_free = end;
+    }
+}
+
 int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
              ss_errbuf *eb)
 {
@@ -1241,6 +1277,7 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
     if (s->rc)
         return s->rc;
     int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
+    close_slices(s);
     metrics_flush(&s->m);
     if (!rc && s->m.oom)
         rc = ss_err(eb, SS_ENOMEM, "metrics: out of memory");

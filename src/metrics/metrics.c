@@ -137,6 +137,35 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->e2e_ms = pct(&g->e2e);
 }
 
+ss_time metrics_slice_bucket_lo(int i)
+{
+    ss_time lo = 0, d = 10 * SS_NS_PER_US;
+    for (int k = 0; k < i; k++, d *= 10)
+        lo = d;
+    return lo;
+}
+
+ss_time metrics_slice_bucket_hi(int i)
+{
+    return i + 1 >= METRICS_SLICE_BUCKETS ? SS_TIME_MAX : metrics_slice_bucket_lo(i + 1);
+}
+
+ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes)
+{
+    if (from < m->measure_from)
+        from = m->measure_from;
+    if (to <= from)
+        return 0;
+    ss_time len = to - from;
+    int b = 0;
+    for (ss_time hi = 10 * SS_NS_PER_US; b + 1 < METRICS_SLICE_BUCKETS && len >= hi; hi *= 10)
+        b++;
+    m->slices.count[b]++;
+    m->slices.idle_ns[b] += len;
+    m->slices.free_byte_ns[b] += free_bytes * (double)len;
+    return len;
+}
+
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
 {
     memset(out, 0, sizeof *out);
@@ -153,4 +182,10 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->reallocations = m->reallocations;
     out->scale_ups = m->scale_ups;
     out->scale_downs = m->scale_downs;
+    ss_time idle = 0;
+    for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
+        out->idle_slices += m->slices.count[b];
+        idle += m->slices.idle_ns[b];
+    }
+    out->idle_gpu_s = ss_time_to_s(idle);
 }

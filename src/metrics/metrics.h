@@ -12,6 +12,8 @@
 #include "../core/ss_time.h"
 
 #define METRICS_MAX_TIERS 10
+/* Idle GPU slices are binned by length in decades: < 10 us, 10-100 us, ..., 1-10 s, >= 10 s. */
+#define METRICS_SLICE_BUCKETS 8
 
 /* Why a request broke its SLA (bits of metrics_req.sla). */
 enum {
@@ -42,6 +44,14 @@ typedef struct metrics_req {
     ss_time tbt_max;        /* largest gap, ns */
 } metrics_req;
 
+/* Idle GPU slices: gaps in a GPU's compute timeline (between iterations, and the host phase
+ * that opens each iteration, when the GPU waits for the engine's CPU work), by length. */
+typedef struct metrics_slices {
+    uint64_t count[METRICS_SLICE_BUCKETS];
+    ss_time idle_ns[METRICS_SLICE_BUCKETS];       /* summed lengths */
+    double free_byte_ns[METRICS_SLICE_BUCKETS];   /* free GPU memory x length, for the mean */
+} metrics_slices;
+
 /* Everything measured about one set of requests (the run, a tenant, a tier). */
 typedef struct metrics_group {
     uint64_t requests, completed, rejected, truncated, preemptions;
@@ -70,6 +80,7 @@ typedef struct metrics {
     double migration_bytes;    /* KV bytes moved by migrations, aborted ones included */
     uint64_t reallocations;    /* containers moved between tenants */
     uint64_t scale_ups, scale_downs; /* auto-scaling: standby containers activated / retired */
+    metrics_slices slices;     /* idle GPU slices within the measurement window */
     ss_time last_finish;       /* latest completion or rejection */
     int oom;                   /* an allocation failed while recording */
 } metrics;
@@ -96,6 +107,8 @@ typedef struct metrics_summary {
     uint64_t swap_outs, aborted, migrations, migrations_aborted, reallocations;
     uint64_t scale_ups, scale_downs;
     double migration_gib;
+    uint64_t idle_slices;         /* idle GPU slices in the window, every GPU */
+    double idle_gpu_s;            /* their summed length, GPU-seconds */
     double sim_s;                 /* simulated makespan: 0 to the last completion, s */
     double window_s;              /* measurement window: warm-up end to the last completion, s */
 } metrics_summary;
@@ -112,6 +125,12 @@ void metrics_add_req(metrics *m, const metrics_req *r);
 void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap);
 /* Add every buffered gap to the histograms (before summarising). */
 void metrics_flush(metrics *m);
+/* Record the idle slice [from, to) of one GPU with free_bytes of memory free over it; the part
+ * before measure_from is left out. Returns the length recorded (0 when nothing is left). */
+ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes);
+/* Bounds of slice bucket i in ns: [lo, hi); hi is SS_TIME_MAX for the last. */
+ss_time metrics_slice_bucket_lo(int i);
+ss_time metrics_slice_bucket_hi(int i);
 /* Summaries over the window [measure_from, sim_end]. */
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out);
 void metrics_summarize_group(const metrics_group *g, double window_s, metrics_group_summary *out);

@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 typedef struct store store;
 
@@ -40,6 +40,9 @@ typedef struct store_gpu_row {
     uint64_t iterations;
     uint32_t kv_blocks, kv_peak_blocks;
     double weights_gib, kv_pool_gib;
+    double device_busy_s;           /* busy_s without the host phases */
+    uint64_t idle_slices;           /* idle slices in the measurement window */
+    double idle_s;                  /* their summed length */
 } store_gpu_row;
 
 /* Run-level figures known only at the end. */
@@ -65,6 +68,8 @@ int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_err
 int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
                      const metrics_group_summary *g, ss_errbuf *eb);
 int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_errbuf *eb);
+/* Append the idle-slice histogram (one row per length bucket) to the open run. */
+int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb);
 /* Append one GPU row to the open run. */
 int store_run_gpu(store *s, const store_gpu_row *row, ss_errbuf *eb);
 /* Write the summary and end-of-run figures, then COMMIT. On failure the run is rolled back. */

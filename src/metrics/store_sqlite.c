@@ -17,7 +17,8 @@
 /* Schema: a new database gets version 1 and then every migration, so that new and upgraded
  * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
  * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
- * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs. */
+ * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
+ * version 5 idle GPU slices (the idle_slices table, summary and gpus columns). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -96,6 +97,15 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     [3] = "ALTER TABLE summary ADD COLUMN scale_ups INTEGER DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN scale_downs INTEGER DEFAULT 0;"
           "PRAGMA user_version = 4;",
+    [4] = "ALTER TABLE summary ADD COLUMN idle_slices INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN idle_gpu_s REAL DEFAULT 0;"
+          "ALTER TABLE gpus ADD COLUMN device_busy_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN idle_slices INTEGER;"
+          "ALTER TABLE gpus ADD COLUMN idle_s REAL;"
+          "CREATE TABLE idle_slices (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " bucket INTEGER NOT NULL, lo_ms REAL NOT NULL, hi_ms REAL, count INTEGER NOT NULL,"
+          " gpu_s REAL NOT NULL, free_gib_mean REAL, PRIMARY KEY (run_id, bucket));"
+          "PRAGMA user_version = 5;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -106,7 +116,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms"
 #define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
-enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST__N };
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
@@ -118,16 +128,18 @@ static const char *const stmt_sql[ST__N] = {
                " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
-               " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+               " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib,"
+               " device_busy_s, idle_slices, idle_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
                " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
                " migrations, migrations_aborted, migration_gib, reallocations,"
-               GROUP_NAMES ", scale_ups, scale_downs)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?)",
+               GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
+    [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
+                 " free_gib_mean) VALUES (?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
                " WHERE run_id = ?",
 };
@@ -397,7 +409,36 @@ int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)
     b_int(&b, g->kv_peak_blocks);
     b_real(&b, g->weights_gib);
     b_real(&b, g->kv_pool_gib);
+    b_real(&b, g->device_busy_s);
+    b_int(&b, (int64_t)g->idle_slices);
+    b_real(&b, g->idle_s);
     return run_stmt(s, &b, eb, "inserting a GPU row");
+}
+
+int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb)
+{
+    for (int i = 0; i < METRICS_SLICE_BUCKETS; i++) {
+        binder b = {s->st[ST_SLICE], 0, 0};
+        ss_time hi = metrics_slice_bucket_hi(i);
+        double gpu_s = ss_time_to_s(sl->idle_ns[i]);
+        b_int(&b, s->run_id);
+        b_int(&b, i);
+        b_real(&b, (double)metrics_slice_bucket_lo(i) / SS_NS_PER_MS);
+        if (hi == SS_TIME_MAX)
+            b_null(&b);
+        else
+            b_real(&b, (double)hi / SS_NS_PER_MS);
+        b_int(&b, (int64_t)sl->count[i]);
+        b_real(&b, gpu_s);
+        if (sl->idle_ns[i] > 0)
+            b_real(&b, sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+        else
+            b_null(&b);
+        int rc = run_stmt(s, &b, eb, "inserting an idle-slice row");
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
 }
 
 static void bind_pct(binder *b, const metrics_pct *p)
@@ -449,6 +490,8 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     bind_group(&b, &m->all);
     b_int(&b, (int64_t)m->scale_ups);
     b_int(&b, (int64_t)m->scale_downs);
+    b_int(&b, (int64_t)m->idle_slices);
+    b_real(&b, m->idle_gpu_s);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);

@@ -26,7 +26,7 @@ grep -Eq "TTFT +[0-9.]+" table || fail "table lacks the TTFT row"
 [ "$(sql r.db 'SELECT count(*) FROM runs')" = 1 ] || fail "runs rows"
 [ "$(sql r.db 'SELECT count(*) FROM requests WHERE run_id = 1')" = 2000 ] || fail "requests rows"
 [ "$(sql r.db 'SELECT completed FROM summary')" = 2000 ] || fail "summary row"
-[ "$(sql r.db 'PRAGMA user_version')" = 4 ] || fail "schema version"
+[ "$(sql r.db 'PRAGMA user_version')" = 5 ] || fail "schema version"
 
 # JSON: the contract keys, and identical output on a second run apart from wall_s.
 "$S" replay --trace "$TRACE" --limit 2000 --db r.db --json >a.json || fail "json run 1"
@@ -42,6 +42,15 @@ for k in ttft_ms tbt_ms e2e_ms; do
 done
 if command -v python3 >/dev/null; then
     python3 -c 'import json,sys; json.load(open(sys.argv[1]))' a.json || fail "invalid JSON"
+    # idle slices: the buckets add up to the totals, which the database repeats
+    python3 - a.json "$(sql r.db 'SELECT idle_slices FROM summary WHERE run_id = 2')" <<'PY' ||
+import json, sys
+s = json.load(open(sys.argv[1]))["idle_slices"]
+assert len(s["buckets"]) == 8 and s["buckets"][-1]["hi_ms"] is None, s
+assert sum(b["count"] for b in s["buckets"]) == s["count"] == int(sys.argv[2]) > 0, s
+assert abs(sum(b["gpu_s"] for b in s["buckets"]) - s["gpu_s"]) < 1e-6, s
+PY
+        fail "JSON idle_slices: $(grep -o '"idle_slices": {[^]]*' a.json)"
 fi
 sed 's/"wall_s": [0-9.]*//' a.json >a.cmp
 sed 's/"wall_s": [0-9.]*//' b.json >b.cmp

@@ -684,6 +684,71 @@ static void test_prefix_blocks_kept_on_requests(void **state)
     free(r);
 }
 
+/* Idle slices: on every GPU, compute time + idle slices tile the run exactly; a request alone
+ * gives one slice per iteration (its host phase), the first merged with the idle time before
+ * it, and the long gaps land in their decade bucket. */
+static void test_idle_slices_tile_the_run(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2; /* GPU 1 gets the second request only */
+    trace_rec recs[2] = {rec(0, 1.0, 600, 20), rec(1, 30.0, 600, 20)};
+    gsim *g;
+    run(f, recs, 2, NULL, NULL, &g);
+    const gmg *G = gsim_graph(g);
+    const metrics *m = gsim_metrics(g);
+    ss_time end = gsim_end_time(g), idle = 0;
+    uint64_t slices = 0;
+    for (uint32_t i = 0; i < G->n_gpus; i++) {
+        const gmg_gpu *u = &G->gpus[i];
+        assert_int_equal(u->iterations, 20);
+        assert_int_equal(u->dev_busy_ns + u->idle_ns, end);
+        assert_true(u->dev_busy_ns < u->busy_ns); /* the host phases are idle */
+        /* 20 host phases, the first merged with the gap before it, and a trailing gap on
+         * GPU 0 (GPU 1 finishes last) */
+        assert_int_equal(u->idle_slices, 20 + (i == 0));
+        idle += u->idle_ns;
+        slices += u->idle_slices;
+    }
+    uint64_t count = 0;
+    ss_time sum = 0;
+    for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
+        count += m->slices.count[b];
+        sum += m->slices.idle_ns[b];
+        assert_true(m->slices.idle_ns[b] >= (ss_time)m->slices.count[b] *
+                                              metrics_slice_bucket_lo(b));
+        if (b + 1 < METRICS_SLICE_BUCKETS)
+            assert_true(m->slices.count[b] == 0 || m->slices.idle_ns[b] <
+                                                       (ss_time)m->slices.count[b] *
+                                                           metrics_slice_bucket_hi(b));
+    }
+    assert_int_equal(count, slices);
+    assert_int_equal(sum, idle);
+    /* GPU 1 idles 30 s before its request, GPU 0 about 29 s after its own: both >= 10 s;
+     * GPU 0's first 1 s: the 1-10 s decade */
+    assert_int_equal(m->slices.count[METRICS_SLICE_BUCKETS - 1], 2);
+    assert_int_equal(m->slices.count[METRICS_SLICE_BUCKETS - 2], 1);
+    /* the other host phases, 3 ms and more: the 1-10 ms decade */
+    assert_int_equal(metrics_slice_bucket_lo(3), 1 * SS_NS_PER_MS);
+    assert_int_equal(m->slices.count[3], 38);
+    gsim_destroy(&g);
+}
+
+static void test_idle_slices_skip_the_warmup(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    f->cfg.warmup = ss_time_from_s(20);
+    trace_rec recs[2] = {rec(0, 1.0, 600, 20), rec(1, 30.0, 600, 20)};
+    gsim *g;
+    run(f, recs, 2, NULL, NULL, &g);
+    const gmg_gpu *u = &gsim_graph(g)->gpus[0];
+    /* measured from 20 s on: the gap before the second request counts from 20 s (merged with
+     * its first host phase), then its 19 other host phases; the two identical requests computed for the same time */
+    assert_int_equal(u->idle_slices, 20);
+    assert_int_equal(u->idle_ns + u->dev_busy_ns / 2, gsim_end_time(g) - ss_time_from_s(20));
+    gsim_destroy(&g);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -704,6 +769,8 @@ int main(void)
         T(test_pipeline_expansion_and_busy_time),
         T(test_pipeline_timings),
         T(test_prefix_blocks_kept_on_requests),
+        T(test_idle_slices_tile_the_run),
+        T(test_idle_slices_skip_the_warmup),
         T(test_livelock_guard_rejects_and_counts),
     };
     return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);

@@ -52,8 +52,13 @@ static void write_run(store *s, int n_req, int commit)
                          .rejected = i == 3};
         assert_int_equal(store_run_request(s, &r, "default", &eb), 0);
     }
-    store_gpu_row g = {.gpu = 0, .kind = "a100-80g", .busy_s = 1.5, .utilization = 0.5};
+    store_gpu_row g = {.gpu = 0, .kind = "a100-80g", .busy_s = 1.5, .utilization = 0.5,
+                       .device_busy_s = 1.25, .idle_slices = 7, .idle_s = 8.75};
     assert_int_equal(store_run_gpu(s, &g, &eb), 0);
+    metrics_slices sl = {.count = {[3] = 6, [7] = 1},
+                         .idle_ns = {[3] = 30 * SS_NS_PER_MS, [7] = 12 * SS_NS_PER_S},
+                         .free_byte_ns = {[3] = 30e6 * 1073741824.0}};
+    assert_int_equal(store_run_slices(s, &sl, &eb), 0);
     if (!commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
@@ -86,6 +91,15 @@ static void test_commit_and_read_back(void **state)
     assert_int_equal(q_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
     assert_int_equal(q_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
     assert_int_equal(q_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
+    assert_int_equal(q_int(path, "SELECT idle_slices FROM gpus"), 7);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM idle_slices"), METRICS_SLICE_BUCKETS);
+    assert_int_equal(q_int(path, "SELECT count FROM idle_slices WHERE lo_ms = 1 AND hi_ms = 10"),
+                     6);
+    assert_int_equal(q_int(path, "SELECT free_gib_mean FROM idle_slices WHERE bucket = 3"), 1);
+    /* no mean free memory for the buckets without slices */
+    assert_int_equal(q_int(path, "SELECT count(*) FROM idle_slices WHERE free_gib_mean IS NULL"),
+                     METRICS_SLICE_BUCKETS - 2);
+    assert_int_equal(q_int(path, "SELECT count FROM idle_slices WHERE hi_ms IS NULL"), 1);
     assert_int_equal(q_int(path, "SELECT count(*) FROM gpus"), 1);
     assert_int_equal(q_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
 }
@@ -168,6 +182,9 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN migration_gib;"
         "ALTER TABLE summary DROP COLUMN reallocations;"
         "ALTER TABLE summary DROP COLUMN scale_ups; ALTER TABLE summary DROP COLUMN scale_downs;"
+        "ALTER TABLE summary DROP COLUMN idle_slices; ALTER TABLE summary DROP COLUMN idle_gpu_s;"
+        "ALTER TABLE gpus DROP COLUMN device_busy_s; ALTER TABLE gpus DROP COLUMN idle_slices;"
+        "ALTER TABLE gpus DROP COLUMN idle_s; DROP TABLE idle_slices;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
