@@ -23,7 +23,8 @@ void gmg_destroy(gmg **gp)
     if (!g)
         return;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
-        cost_model_destroy(&g->ctrs[i].cost);
+        if (!g->borrowed_costs)
+            cost_model_destroy(&g->ctrs[i].cost);
         ss_free(g->ctrs[i].iter.reqs);
     }
     ss_free(g->ctrs);
@@ -36,6 +37,62 @@ void gmg_destroy(gmg **gp)
     ss_free(g->reqs);
     ss_free(g);
     *gp = NULL;
+}
+
+/* Copy n elements of elem bytes (NULL when n is 0); 0 or SS_ENOMEM. */
+static int dup_array(void **out, const void *src, size_t n, size_t elem)
+{
+    *out = NULL;
+    if (!n)
+        return SS_OK;
+    if (!(*out = ss_malloc(n * elem)))
+        return SS_ENOMEM;
+    memcpy(*out, src, n * elem);
+    return SS_OK;
+}
+
+int gmg_clone(const gmg *src, gmg **out)
+{
+    gmg *g = ss_calloc(1, sizeof *g);
+    if (!g)
+        return SS_ENOMEM;
+    *g = *src;
+    g->borrowed_costs = 1;
+    g->gpus = NULL, g->links = NULL, g->ctrs = NULL, g->replicas = NULL, g->reqs = NULL;
+    g->n_ctrs = 0, g->n_slots = 0; /* what gmg_destroy frees, raised as the copies land */
+    int rc = dup_array((void **)&g->gpus, src->gpus, src->n_gpus, sizeof *g->gpus);
+    if (!rc)
+        rc = dup_array((void **)&g->links, src->links, src->n_links, sizeof *g->links);
+    if (!rc)
+        rc = dup_array((void **)&g->replicas, src->replicas, src->n_replicas,
+                       sizeof *g->replicas);
+    if (!rc && !(g->ctrs = ss_calloc(src->n_ctrs ? src->n_ctrs : 1, sizeof *g->ctrs)))
+        rc = SS_ENOMEM;
+    for (uint32_t i = 0; !rc && i < src->n_ctrs; i++) {
+        gmg_container *c = &g->ctrs[i];
+        *c = src->ctrs[i];
+        c->iter.reqs = NULL;
+        g->n_ctrs = i + 1;
+        rc = dup_array((void **)&c->iter.reqs, src->ctrs[i].iter.reqs, c->iter.cap,
+                       sizeof *c->iter.reqs);
+    }
+    if (!rc && !(g->reqs = ss_calloc(src->cap_slots ? src->cap_slots : 1, sizeof *g->reqs)))
+        rc = SS_ENOMEM;
+    for (uint32_t i = 0; !rc && i < src->n_slots; i++) {
+        gmg_req *q = &g->reqs[i];
+        *q = src->reqs[i];
+        q->prefix_blocks = NULL;
+        g->n_slots = i + 1;
+        if (q->state != GMG_REQ_FREE)
+            rc = dup_array((void **)&q->prefix_blocks, src->reqs[i].prefix_blocks,
+                           q->n_prefix_blocks, sizeof *q->prefix_blocks);
+    }
+    if (rc) {
+        gmg_destroy(&g);
+        return rc;
+    }
+    *out = g;
+    return SS_OK;
 }
 
 /* ---- construction ----------------------------------------------------------------------- */

@@ -223,6 +223,7 @@ typedef struct gmg {
     gmg_id free_slot;       /* free-list head through gmg_req.next */
     uint32_t in_flight;     /* slots in use */
     uint32_t peak_in_flight;
+    int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
 } gmg;
 
 /* How one container is laid out and sized. */
@@ -246,8 +247,13 @@ typedef struct gmg_ctr_spec {
 
 /* Create an empty cluster. 0 or SS_ENOMEM. */
 int gmg_create(gmg **g_out);
-/* Free everything, including containers' cost models. NULL-safe; sets *g to NULL. */
+/* Free everything, including containers' cost models (unless borrowed). NULL-safe; sets *g
+ * to NULL. */
 void gmg_destroy(gmg **g);
+/* A deep copy of src (requests, queues, iterations, ledgers) for what-if simulation. Its
+ * containers borrow src's cost models, so src must outlive it; batch_priv pointers are copied
+ * as they are (their owner replaces them). 0 or SS_ENOMEM. */
+int gmg_clone(const gmg *src, gmg **out);
 /* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
  * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
  * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV

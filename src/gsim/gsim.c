@@ -77,6 +77,7 @@ struct gsim {
     gsim_progress_fn *progress;
     void *progress_ud;
     gsim_observer obs;           /* optional callbacks */
+    int fork;                    /* a what-if copy: borrows the batching policy and costs */
 };
 
 static void maybe_drained(gsim *s, gmg_container *c);
@@ -1194,7 +1195,8 @@ void gsim_destroy(gsim **sp)
     pol_route_destroy(&s->route);
     pol_cluster_destroy(&s->cluster);
     free_cluster_state(s);
-    pol_batch_destroy(&s->batch);
+    if (!s->fork)
+        pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
     ss_free(s);
@@ -1223,11 +1225,11 @@ void gsim_set_observer(gsim *s, const gsim_observer *obs)
         memset(&s->obs, 0, sizeof s->obs);
 }
 
-/* With --check: after every event, the graph's invariants. */
-static int run_checked(gsim *s)
+/* With --check: after every event up to `until`, the graph's invariants. */
+static int run_checked(gsim *s, ss_time until)
 {
-    ss_time last = 0;
-    while (!s->rc && des_step(s->des)) {
+    ss_time last = des_now(s->des);
+    while (!s->rc && des_next_time(s->des) <= until && des_step(s->des)) {
         if (des_now(s->des) < last)
             return ss_err(s->eb, SS_EINVAL, "invariant: clock went back from %lld to %lld",
                           (long long)last, (long long)des_now(s->des));
@@ -1241,12 +1243,39 @@ static int run_checked(gsim *s)
 
 static int check_conservation(gsim *s)
 {
-    const metrics *m = &s->m;
-    if (m->arrived != s->n_finished || s->g->in_flight != 0)
-        return ss_err(s->eb, SS_EINVAL, "invariant: %llu arrived but %llu completed or rejected "
-                      "(%u in flight) at the end of the run", (unsigned long long)m->arrived,
-                      (unsigned long long)s->n_finished, s->g->in_flight);
+    if (s->m.arrived != s->n_finished || s->g->in_flight)
+        return ss_err(s->eb, SS_EINVAL, "conservation: %llu arrived, %llu finished, %u in flight",
+                      (unsigned long long)s->m.arrived, (unsigned long long)s->n_finished,
+                      s->g->in_flight);
     return SS_OK;
+}
+
+int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
+               ss_errbuf *eb)
+{
+    s->src = src;
+    s->src_ud = src_ud;
+    s->sink = sink;
+    s->sink_ud = sink_ud;
+    s->eb = eb;
+    s->rc = SS_OK;
+    if (read_next(s) && !des_schedule(s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
+        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    ss_time period = pol_cluster_period(s->cluster);
+    if (period > 0 && s->have_next && !des_schedule(s->des, period, EV_CLUSTER_TICK, 0))
+        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    return s->rc;
+}
+
+int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
+{
+    s->eb = eb;
+    if (s->rc)
+        return s->rc;
+    if (s->cfg.check)
+        return run_checked(s, until);
+    des_run(s->des, until);
+    return s->rc;
 }
 
 /* Every GPU idles from its last compute phase to the end of the run. */
@@ -1260,33 +1289,131 @@ static void close_slices(gsim *s)
     }
 }
 
-int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
-             ss_errbuf *eb)
+int gsim_finish(gsim *s)
 {
-    s->src = src;
-    s->src_ud = src_ud;
-    s->sink = sink;
-    s->sink_ud = sink_ud;
-    s->eb = eb;
-    s->rc = SS_OK;
-    if (read_next(s) && !des_schedule(s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
-        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
-    ss_time period = pol_cluster_period(s->cluster);
-    if (period > 0 && s->have_next && !des_schedule(s->des, period, EV_CLUSTER_TICK, 0))
-        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
-    if (s->rc)
-        return s->rc;
-    int rc = s->cfg.check ? run_checked(s) : (des_run(s->des, SS_TIME_MAX), s->rc);
     close_slices(s);
     metrics_flush(&s->m);
+    int rc = s->rc;
     if (!rc && s->m.oom)
-        rc = ss_err(eb, SS_ENOMEM, "metrics: out of memory");
-    if (!rc)
-        rc = s->rc ? s->rc : check_conservation(s);
+        rc = ss_err(s->eb, SS_ENOMEM, "metrics: out of memory");
+    if (!rc && !s->fork)
+        rc = check_conservation(s);
     if (!rc && s->m.aborted)
         ss_warn("%llu requests were rejected after being preempted too often (the livelock "
                 "guard, parameter max_preemptions)", (unsigned long long)s->m.aborted);
     return rc;
+}
+
+int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
+             ss_errbuf *eb)
+{
+    int rc = gsim_start(s, src, src_ud, sink, sink_ud, eb);
+    if (!rc)
+        rc = gsim_advance(s, SS_TIME_MAX, eb);
+    int frc = gsim_finish(s);
+    return rc ? rc : frc;
+}
+
+/* ---- what-if forks ---------------------------------------------------------------------- */
+
+static int fork_tenants(gsim *f, const gsim *s)
+{
+    if (!(f->ten = ss_calloc(s->n_ten, sizeof *f->ten)))
+        return SS_ENOMEM;
+    f->n_ten = s->n_ten;
+    for (uint32_t i = 0; i < s->n_ten; i++) {
+        tenant_state *t = &f->ten[i];
+        *t = s->ten[i];
+        t->cands = NULL, t->standby = NULL;
+        size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
+        if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
+            !(t->standby = ss_calloc(ns, sizeof *t->standby)))
+            return SS_ENOMEM;
+        if (t->n_cands)
+            memcpy(t->cands, s->ten[i].cands, t->n_cands * sizeof *t->cands);
+        if (t->n_standby)
+            memcpy(t->standby, s->ten[i].standby, t->n_standby * sizeof *t->standby);
+    }
+    return SS_OK;
+}
+
+/* The per-container state a fork needs: batching state, cluster bookkeeping, decision scratch
+ * (views and decision arrays stay empty: forks make no cluster decisions). */
+static int fork_ctr_state(gsim *f, const gsim *s)
+{
+    size_t sz = pol_batch_ctr_priv_size(s->batch);
+    for (uint32_t i = 0; i < f->g->n_ctrs; i++)
+        f->g->ctrs[i].batch_priv = NULL;
+    for (uint32_t i = 0; sz && i < f->g->n_ctrs; i++) {
+        if (!(f->g->ctrs[i].batch_priv = ss_malloc(sz)))
+            return SS_ENOMEM;
+        memcpy(f->g->ctrs[i].batch_priv, s->g->ctrs[i].batch_priv, sz);
+    }
+    if (!(f->cs = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *f->cs)))
+        return SS_ENOMEM;
+    memcpy(f->cs, s->cs, s->g->n_ctrs * sizeof *f->cs);
+    return SS_OK;
+}
+
+/* Schedule what is pending for the forked containers: a running iteration's end, a loading
+ * container's readiness. */
+static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const gmg_container *c = &f->g->ctrs[ctrs[i]];
+        if (c->busy && !des_schedule(f->des, c->iter.end, EV_ITER_DONE, c->id))
+            return SS_ENOMEM;
+        if (c->status == GMG_CTR_LOADING && !des_schedule(f->des, c->ready_at, EV_CTR_READY, c->id))
+            return SS_ENOMEM;
+    }
+    return SS_OK;
+}
+
+int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
+              gsim **out, ss_errbuf *eb)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (ctrs[i] >= s->g->n_ctrs)
+            return ss_err(eb, SS_EINVAL, "fork: no container %u", ctrs[i]);
+        const gmg_container *c = &s->g->ctrs[ctrs[i]];
+        if (c->migrating_out || c->blocks_reserved)
+            return ss_err(eb, SS_EINVAL, "fork: container %u has a live migration in flight",
+                          c->id);
+    }
+    gsim *f = ss_calloc(1, sizeof *f);
+    if (!f)
+        return ss_err(eb, SS_ENOMEM, "fork: out of memory");
+    f->fork = 1;
+    f->cfg = s->cfg;
+    f->single = s->single;
+    f->tier_ordered = s->tier_ordered;
+    f->batch = s->batch;
+    f->free_mig = GMG_NONE;
+    f->cd.setup_ns = s->cd.setup_ns; /* a draining container still loads its next tenant */
+    f->cd.load_bw = s->cd.load_bw;
+    f->sink = sink;
+    f->sink_ud = sink_ud;
+    f->eb = eb;
+    int rc = gmg_clone(s->g, &f->g);
+    if (!rc)
+        rc = fork_tenants(f, s);
+    if (!rc)
+        rc = fork_ctr_state(f, s);
+    if (!rc)
+        rc = metrics_init(&f->m, s->n_ten, s->cfg.warmup);
+    if (!rc)
+        rc = des_engine_create(&f->des, f);
+    if (!rc) {
+        des_handler_set(f->des, EV_ITER_DONE, on_iter_done);
+        des_handler_set(f->des, EV_CTR_READY, on_ctr_ready);
+        rc = fork_events(f, ctrs, n);
+    }
+    if (rc) {
+        gsim_destroy(&f);
+        return ss_err(eb, rc, "fork: out of memory");
+    }
+    *out = f;
+    return SS_OK;
 }
 
 const metrics *gsim_metrics(const gsim *s) { return &s->m; }

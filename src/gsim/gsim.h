@@ -91,6 +91,27 @@ int gsim_run(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
              ss_errbuf *eb);
 void gsim_set_progress(gsim *g, gsim_progress_fn *fn, void *ud);
 
+/* The same replay in steps: gsim_run is gsim_start, gsim_advance(SS_TIME_MAX) and
+ * gsim_finish. gsim_start installs the source and sink and schedules the first arrival;
+ * gsim_advance dispatches every event at or before `until` (the clock stays at the last one);
+ * gsim_finish closes the idle slices, flushes the metrics and (for a replay, not a fork)
+ * checks that every request arrived has finished. Each returns 0 or the first error. */
+int gsim_start(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
+               ss_errbuf *eb);
+int gsim_advance(gsim *g, ss_time until, ss_errbuf *eb);
+int gsim_finish(gsim *g);
+
+/* What-if: an independent copy of g in which the containers ctrs[0..n-1] continue from g's
+ * present with the same engine, batching policy and cost models, but no new arrivals and no
+ * cluster-policy decisions; every other container stays frozen as it is. Run it with
+ * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, gsim_metrics and
+ * an observer show the predicted state. When nothing reaches those containers in g over the
+ * same span, g's own outcome is identical to the fork's prediction. The fork borrows g's
+ * policy and cost models: destroy it before g. Containers with a live migration in flight
+ * cannot be forked (SS_EINVAL). 0, SS_EINVAL or SS_ENOMEM with eb set. */
+int gsim_fork(const gsim *g, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
+              gsim **out, ss_errbuf *eb);
+
 const metrics *gsim_metrics(const gsim *g);
 /* Tenants of the run (1 with the single-tenant shortcut): count, name, configuration. */
 uint32_t gsim_n_tenants(const gsim *g);

@@ -749,6 +749,174 @@ static void test_idle_slices_skip_the_warmup(void **state)
     gsim_destroy(&g);
 }
 
+/* What-if forks. Two bursts of requests with a quiet gap between them; the replay pauses in
+ * the gap, a fork of the named containers runs to the end of the gap, and every request of
+ * those containers that the replay finishes within the gap must have been predicted exactly. */
+enum { FORK_N1 = 160, FORK_N2 = 80 };
+
+static trace_rec *two_bursts(ss_time *gap_from, ss_time *gap_to)
+{
+    trace_rec *a = synth(FORK_N1, 14, 21), *b = synth(FORK_N2, 14, 22);
+    trace_rec *r = calloc(FORK_N1 + FORK_N2, sizeof *r);
+    memcpy(r, a, FORK_N1 * sizeof *r);
+    *gap_from = r[FORK_N1 - 1].arrival_ns;
+    *gap_to = *gap_from + ss_time_from_s(60);
+    for (size_t i = 0; i < FORK_N2; i++) {
+        r[FORK_N1 + i] = b[i];
+        r[FORK_N1 + i].id = FORK_N1 + i;
+        r[FORK_N1 + i].arrival_ns += *gap_to;
+    }
+    free(a);
+    free(b);
+    return r;
+}
+
+static int same_outcome(const metrics_req *a, const metrics_req *b)
+{
+    return a->first_token == b->first_token && a->finish == b->finish &&
+           a->tbt_sum == b->tbt_sum && a->tbt_max == b->tbt_max && a->generated == b->generated &&
+           a->preemptions == b->preemptions && a->container == b->container &&
+           a->rejected == b->rejected && a->sla == b->sla;
+}
+
+/* Pause the replay `pause` after the first burst's last arrival, fork ctrs, run the fork to
+ * the end of the gap; returns the number of requests checked. */
+static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ctrs)
+{
+    ss_time gap_from, gap_to;
+    trace_rec *r = two_bursts(&gap_from, &gap_to);
+    size_t n = FORK_N1 + FORK_N2;
+    collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
+    ss_errbuf eb;
+    gsim *g = NULL, *w = NULL;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    ss_time t0 = gap_from + pause;
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_advance(g, t0, &eb), 0);
+    uint64_t it0 = gsim_iterations(g);
+    if (gsim_fork(g, ctrs, n_ctrs, collect_req, &wc, &w, &eb))
+        fail_msg("gsim_fork: %s", eb.msg);
+    assert_int_equal(gsim_advance(w, gap_to - 1, &eb), 0);
+    assert_int_equal(gsim_advance(g, gap_to - 1, &eb), 0);
+    if (n_ctrs == gsim_graph(g)->n_ctrs) { /* the whole cluster: every iteration predicted */
+        assert_int_equal(gsim_iterations(w), gsim_iterations(g) - it0);
+        for (uint32_t i = 0; i < gsim_graph(g)->n_gpus; i++) {
+            assert_int_equal(gsim_graph(w)->gpus[i].busy_ns, gsim_graph(g)->gpus[i].busy_ns);
+            assert_true(gsim_graph(w)->gpus[i].mem.kv_used == gsim_graph(g)->gpus[i].mem.kv_used);
+        }
+    }
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    size_t checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        int in_fork = 0;
+        for (uint32_t k = 0; k < n_ctrs; k++)
+            in_fork |= rc.r[i].container == ctrs[k];
+        if (!in_fork || rc.r[i].finish <= t0 || rc.r[i].finish >= gap_to)
+            continue;
+        if (!same_outcome(&rc.r[i], &wc.r[i]))
+            fail_msg("request %zu: replay finished at %lld, fork predicted %lld", i,
+                     (long long)rc.r[i].finish, (long long)wc.r[i].finish);
+        checked++;
+    }
+    assert_int_equal(wc.n_calls, checked); /* nothing else finished in the fork */
+    gsim_destroy(&w);
+    gsim_destroy(&g);
+    free(r);
+    free(rc.r);
+    free(wc.r);
+    return checked;
+}
+
+static void test_fork_predicts_the_replay_exactly(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 3;
+    gmg_id all[3] = {0, 1, 2}, one[1] = {1};
+    size_t n = check_fork(f, ss_time_from_s(0.5), all, 3);
+    printf("# whole cluster: %zu requests predicted exactly\n", n);
+    assert_true(n > 40);
+    n = check_fork(f, ss_time_from_s(2), one, 1);
+    printf("# container 1 alone: %zu requests predicted exactly\n", n);
+    assert_true(n > 10);
+}
+
+/* A fork changes nothing in the replay it was taken from. */
+static void test_fork_leaves_the_replay_alone(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2;
+    f->cfg.check = 1;
+    ss_time gap_from, gap_to;
+    trace_rec *r = two_bursts(&gap_from, &gap_to);
+    size_t n = FORK_N1 + FORK_N2;
+    collect plain = {calloc(n, sizeof(metrics_req)), 0}, forked = {calloc(n, sizeof(metrics_req)), 0};
+    run(f, r, n, &plain, NULL, NULL);
+    ss_errbuf eb;
+    gsim *g = NULL, *w = NULL;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    gmg_id all[2] = {0, 1};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &forked, &eb), 0);
+    for (ss_time t = ss_time_from_s(1); t < gap_to + ss_time_from_s(20); t += ss_time_from_s(3)) {
+        assert_int_equal(gsim_advance(g, t, &eb), 0);
+        assert_int_equal(gsim_fork(g, all, 2, NULL, NULL, &w, &eb), 0);
+        assert_int_equal(gsim_advance(w, t + ss_time_from_s(2), &eb), 0); /* checked too */
+        gsim_destroy(&w);
+    }
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_true(same_outcome(&plain.r[i], &forked.r[i]));
+    gsim_destroy(&g);
+    free(r);
+    free(plain.r);
+    free(forked.r);
+}
+
+/* Every allocation of a fork and of its run can fail cleanly: SS_ENOMEM, nothing leaked, the
+ * replay it was taken from unharmed. */
+static void test_fork_allocation_failures_are_clean(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 2;
+    ss_time gap_from, gap_to;
+    trace_rec *r = two_bursts(&gap_from, &gap_to);
+    size_t n = FORK_N1 + FORK_N2;
+    ss_errbuf eb;
+    gsim *g = NULL;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    assert_int_equal(gsim_advance(g, gap_from + ss_time_from_s(1), &eb), 0);
+    gmg_id all[2] = {0, 1};
+    size_t base = ss_alloc_live_bytes();
+    int ok = 0;
+    for (uint64_t k = 1; k < 400 && !ok; k++) {
+        gsim *w = NULL;
+        ss_alloc_fail_after(k);
+        int rc = gsim_fork(g, all, 2, NULL, NULL, &w, &eb);
+        if (!rc)
+            rc = gsim_advance(w, gap_to, &eb);
+        ss_alloc_fail_after(0);
+        assert_true(rc == SS_OK || rc == SS_ENOMEM);
+        ok = rc == SS_OK;
+        gsim_destroy(&w);
+        if (ss_alloc_live_bytes() != base)
+            fail_msg("leak of %zu bytes after failing allocation %llu",
+                     ss_alloc_live_bytes() - base, (unsigned long long)k);
+    }
+    assert_true(ok);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    gsim_destroy(&g);
+    free(r);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -771,6 +939,9 @@ int main(void)
         T(test_prefix_blocks_kept_on_requests),
         T(test_idle_slices_tile_the_run),
         T(test_idle_slices_skip_the_warmup),
+        T(test_fork_predicts_the_replay_exactly),
+        T(test_fork_leaves_the_replay_alone),
+        T(test_fork_allocation_failures_are_clean),
         T(test_livelock_guard_rejects_and_counts),
     };
     return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);
