@@ -147,7 +147,8 @@ static void emit_result(gsim *s, const gmg_req *q, int rejected)
         .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish,
         .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max,
     };
-    metrics_add_req(&s->m, &r);
+    if (!s->fork) /* a fork's predictions are its requests and its sink's records */
+        metrics_add_req(&s->m, &r);
     s->n_finished++;
     if (s->m.oom)
         fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
@@ -489,7 +490,7 @@ static int advance(gsim *s, gmg_req *q, ss_time now)
         if (gap > q->tbt_max)
             q->tbt_max = gap;
         q->tbt_over += q->sla_tbt && gap > q->sla_tbt;
-        if (q->measured)
+        if (q->measured && !s->fork)
             metrics_add_gap(&s->m, q->tenant, q->tier, gap);
     }
     q->last_token = now;

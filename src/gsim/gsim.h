@@ -104,8 +104,9 @@ int gsim_finish(gsim *g);
 /* What-if: an independent copy of g in which the containers ctrs[0..n-1] continue from g's
  * present with the same engine, batching policy and cost models, but no new arrivals and no
  * cluster-policy decisions; every other container stays frozen as it is. Run it with
- * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, gsim_metrics and
- * an observer show the predicted state. When nothing reaches those containers in g over the
+ * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, an observer and
+ * the idle slices of gsim_metrics show the predicted state (its latency histograms stay
+ * empty: the sink's records and the requests in gsim_graph are the predictions). When nothing reaches those containers in g over the
  * same span, g's own outcome is identical to the fork's prediction. The fork borrows g's
  * policy and cost models: destroy it before g. Containers with a live migration in flight
  * cannot be forked (SS_EINVAL). 0, SS_EINVAL or SS_ENOMEM with eb set. */
