@@ -499,7 +499,7 @@ static const cost_op_kind layer_order[] = {
     COST_OP_OPROJ,    COST_OP_ALLREDUCE, COST_OP_RESIDUAL, COST_OP_NORM,     COST_OP_MOE_ROUTER,
     COST_OP_MLP_UP,   COST_OP_ACT,     COST_OP_MLP_DOWN, COST_OP_ALLREDUCE, COST_OP_RESIDUAL,
 };
-static const cost_op_kind head_order[] = {COST_OP_HOST, COST_OP_EMBED, COST_OP_ALLREDUCE};
+static const cost_op_kind head_order[] = {COST_OP_EMBED, COST_OP_ALLREDUCE};
 static const cost_op_kind tail_order[] = {COST_OP_FINAL_NORM, COST_OP_LM_HEAD};
 
 typedef struct expander {
@@ -568,6 +568,10 @@ static void emit_stage(const gmg *g, expander *x, uint32_t st, uint32_t *layer)
     x->t = c->iter.stage_start[st];
     x->gpu = gmg_stage_gpu(c, st);
     if (st == 0) {
+        /* the host phase opens the iteration (the GPU idles); then the stage may wait for
+         * guest operators still running on its GPUs, then swaps precede the forward pass */
+        emit(x, COST_OP_HOST, UINT32_MAX);
+        x->t += c->iter.wait_ns;
         emit(x, COST_OP_KV_SWAP, UINT32_MAX);
         /* the embedding's all-reduce is the one left over after 2 per layer */
         for (size_t k = 0; k < sizeof head_order / sizeof *head_order; k++)
@@ -637,7 +641,7 @@ static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
             return ss_err(eb, SS_EINVAL, "container %u: list count %u but %u linked", c->id,
                           lists[li]->n, n);
     }
-    held += c->blocks_reserved + c->blocks_in_transit;
+    held += c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded;
     if (held + c->blocks_free != c->blocks_total)
         return ss_err(eb, SS_EINVAL, "container %u: %llu held (reserved and in transit included) "
                       "+ %u free != %u KV blocks", c->id, (unsigned long long)held,

@@ -29,6 +29,8 @@ typedef enum gmg_req_state {
     GMG_REQ_SWAPPED,  /* preempted by swap: its KV blocks sit in host memory */
     GMG_REQ_MIGRATING, /* in the stop-and-copy stage of a live migration: in no queue, its
                           blocks still counted by the source (blocks_in_transit) */
+    GMG_REQ_OFFLOADED, /* its prefill runs on another container's GPUs (SliceScheduler): in no
+                          queue, its KV blocks held at home (blocks_offloaded) */
     GMG_REQ_DONE,     /* all output tokens produced; slot about to be recycled */
     GMG_REQ_REJECTED, /* can never be served (too long for the KV cache or max_model_len) */
 } gmg_req_state;
@@ -102,6 +104,7 @@ typedef struct gmg_gpu {
     ss_time dev_free;       /* end of its last compute phase (the open idle slice's start) */
     uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
     ss_time idle_ns;        /* their summed length */
+    ss_time guest_ns;       /* compute time of other containers' offloaded prefills */
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
@@ -125,6 +128,8 @@ typedef struct gmg_iter {
     ss_time start, end;     /* first stage's start, last stage's end (fast path: exact) */
     ss_time stage_start[GMG_MAX_PP], stage_end[GMG_MAX_PP]; /* per pipeline stage */
     ss_time swap_ns;        /* KV swap transfers over PCIe before the forward pass */
+    ss_time wait_ns;        /* after its host phase, the first stage waited this long for guest
+                               operators (offloaded prefills) still running on its GPUs */
     uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
     gmg_id *reqs;           /* requests in the batch (owned array, cap entries) */
     uint32_t n_reqs, cap;
@@ -181,6 +186,7 @@ typedef struct gmg_container {
     uint32_t blocks_peak;   /* most blocks held at once */
     uint32_t blocks_reserved;   /* held for incoming live migrations */
     uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing one */
+    uint32_t blocks_offloaded;  /* held by its requests whose prefill runs elsewhere */
     uint32_t migrating_out;     /* outgoing live migrations in progress */
     uint32_t tiers;             /* its tenant's number of SLA tiers */
     uint32_t swap_total;    /* host-memory swap space, in KV blocks */
@@ -319,6 +325,14 @@ static inline double gmg_gpu_free_bytes(const gmg_gpu *u)
     return u->capacity - m->weights - m->kv_used - m->activations - m->runtime - m->transfer;
 }
 
+/* Memory of GPU u outside every reservation (weights, KV pool, activations, runtime, transfer
+ * buffers): what a guest may use without touching its container's KV pool. */
+static inline double gmg_gpu_spare_bytes(const gmg_gpu *u)
+{
+    const gmg_mem *m = &u->mem;
+    return u->capacity - m->weights - m->kv_pool - m->activations - m->runtime - m->transfer;
+}
+
 /* Account dur ns of work of container c on the GPUs of its pipeline stage `stage`. */
 void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur);
 /* First GPU of pipeline stage `stage` of c's replica. */
@@ -336,9 +350,9 @@ ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t st
                                double bytes);
 
 /* Expand the executing iteration of c into operator nodes in execution order, stage by stage
- * (swaps, host and embedding on the first, its layers, the final norm and LM head on the last,
- * a pp_send closing every other stage), each with its predicted start/end from the cost model
- * from its stage's start, placed on the stage's first GPU, and the edges between consecutive
+ * (host, any wait for guest operators, swaps and embedding on the first, its layers, the final
+ * norm and LM head on the last, a pp_send closing every other stage), each with its predicted
+ * start/end from the cost model from its stage's start, placed on the stage's first GPU, and the edges between consecutive
  * operators. Returns the number of operators (which may exceed cap: then only cap were
  * written); edges_out may be NULL. */
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,

@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5 };
+enum {
+    EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5,
+    EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
+    EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
+};
 
 /* A live migration in progress (Llumnix): stages copy the KV blocks the request holds on the
  * source while it keeps decoding there; the last stage stops it and copies what is left. */
@@ -38,9 +42,34 @@ typedef struct tenant_state {
     uint32_t n_standby;
 } tenant_state;
 
-/* Per-container engine state for cluster policies. */
+/* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
+ * by chunk (0: embedding, 1..L: the decoder layers, L + 1: final norm and LM head), on the
+ * GPUs of container `helper`, in their idle time (see guest_place). Each chunk's weights are
+ * streamed from home ahead of it (double-buffered), each layer's KV goes home after it; the
+ * request rejoins home, with its first token, once both are done. */
+typedef struct offload {
+    gmg_id req, home, helper;
+    uint32_t n_chunks, next;     /* chunks in all; the first one not yet placed */
+    ss_time head_ns, layer_ns, tail_ns; /* chunk durations on the helper */
+    double w_head, w_layer, w_tail;     /* weight bytes per GPU streamed for each chunk */
+    double kv_layer;             /* KV bytes per GPU of one layer */
+    double buffers;              /* bytes held on each helper GPU while it runs */
+    ss_time w_ready;             /* when the next unplaced chunk's weights have arrived */
+    ss_time kv_ready;            /* when the latest layer's KV has arrived home */
+    ss_time event_at;            /* pending EV_GUEST (end of the last placed chunk), 0: none */
+    des_event *ev;               /* that event */
+    ss_time done_at;             /* pending EV_OFFLOAD_DONE time, 0: none */
+    ss_time started;             /* when it was decided */
+    ss_time predicted;           /* the what-if's predicted first token (0: none) */
+    gmg_id next_free;            /* free-list link; GMG_NONE also marks a job in use */
+    uint8_t in_use;
+} offload;
+
+/* Per-container engine state for cluster policies and guest work. */
 typedef struct ctr_state {
     int next_tenant;             /* DRAINING/LOADING: tenant it goes to */
+    gmg_id guest;                /* offload running on its GPUs, GMG_NONE if none */
+    ss_time guest_until;         /* end of the last guest chunk placed on its GPUs */
 } ctr_state;
 
 struct gsim {
@@ -78,12 +107,18 @@ struct gsim {
     void *progress_ud;
     gsim_observer obs;           /* optional callbacks */
     int fork;                    /* a what-if copy: borrows the batching policy and costs */
+    offload *offs;               /* owned: offloaded prefills, recycled through free_off */
+    uint32_t n_offs, cap_offs;
+    gmg_id free_off;
+    ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
 };
 
 static void maybe_drained(gsim *s, gmg_container *c);
 static void maybe_abort_migration(gsim *s, gmg_req *q);
 static migration *mig_at(gsim *s, gmg_id m);
 static void mig_begin_final(gsim *s, gmg_id mid);
+static void guest_idle(gsim *s, gmg_container *h);
+static ss_time guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until);
 
 void gsim_config_defaults(gsim_config *c)
 {
@@ -100,6 +135,7 @@ void gsim_config_defaults(gsim_config *c)
     c->max_model_len = 16384;
     c->runtime_reserve = 1073741824.0;
     c->swap_bytes = 4.0 * 1073741824.0;
+    c->guest_overrun = 1 * SS_NS_PER_MS;
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -443,13 +479,21 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
         else
             d += gmg_stage_send_ns(s->g, c, st, NULL);
         ss_time begin = t > rep->stage_free[st] ? t : rep->stage_free[st];
+        /* the host phase (scheduling, input preparation, sampling) opens the first stage; guest
+         * chunks may fill it, and its compute waits for the last of them */
+        ss_time host = st == 0 ? sp.host_ns : 0, dev = begin + host, wait = 0;
+        if (st == 0) {
+            ss_time free_at = guest_fill(s, c, begin, dev);
+            if (free_at > dev)
+                wait = free_at - dev;
+            c->iter.wait_ns = wait;
+        }
         c->iter.stage_start[st] = begin;
-        c->iter.stage_end[st] = begin + d;
-        rep->stage_free[st] = begin + d;
+        c->iter.stage_end[st] = begin + wait + d;
+        rep->stage_free[st] = begin + wait + d;
         gmg_account_busy(s->g, c, st, d);
-        /* the host phase (scheduling, input preparation, sampling) opens the first stage */
-        compute_phase(s, c, st, begin + (st == 0 ? sp.host_ns : 0), begin + d);
-        t = begin + d;
+        compute_phase(s, c, st, dev + wait, begin + wait + d);
+        t = begin + wait + d;
     }
     c->iter.start = c->iter.stage_start[0];
     c->iter.end = t;
@@ -515,8 +559,293 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
     c->iterations++;
     s->iterations++;
     start_iteration(s, c);
+    if (!c->busy)
+        guest_idle(s, c);
     if (c->status == GMG_CTR_DRAINING && !c->busy)
         maybe_drained(s, c);
+}
+
+/* ---- offloaded prefills: guest work on other containers' GPUs ------------------------------- */
+
+/* Move per_gpu bytes (on each of `tp` GPUs) between the first GPUs of containers a and b over
+ * the link between them, no earlier than `earliest` and behind the link's earlier transfers
+ * (the link is booked first come, first served). Returns the arrival time. */
+static ss_time link_send(gsim *s, const gmg_container *a, const gmg_container *b, double per_gpu,
+                         uint32_t tp, ss_time earliest)
+{
+    gmg_link *l = gmg_link_between(s->g, a, b);
+    ss_time begin = l->busy_until > earliest ? l->busy_until : earliest;
+    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
+    l->busy_until = end;
+    l->bytes_moved += per_gpu * tp;
+    return end;
+}
+
+static ss_time chunk_ns(const offload *o, uint32_t k)
+{
+    return k == 0 ? o->head_ns : k + 1 == o->n_chunks ? o->tail_ns : o->layer_ns;
+}
+
+static double chunk_weights(const offload *o, uint32_t k)
+{
+    return k == 0 ? o->w_head : k + 1 == o->n_chunks ? o->w_tail : o->w_layer;
+}
+
+/* (Re)schedule the job's one EV_GUEST at `at`, the end of its last placed chunk. */
+static void guest_event(gsim *s, gmg_id oid, ss_time at)
+{
+    offload *o = &s->offs[oid];
+    if (o->ev)
+        des_cancel(s->des, o->ev);
+    o->ev = des_schedule(s->des, at, EV_GUEST, oid);
+    o->event_at = at;
+    if (!o->ev)
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* Place the job's next chunk on the helper's GPUs at `at` (or once its weights are in and the
+ * previous chunk is done): its compute time, the stream of the following chunk's weights, the
+ * KV it produces sent home. Returns its end. */
+static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
+{
+    offload *o = &s->offs[oid];
+    gmg_container *h = &s->g->ctrs[o->helper], *home = &s->g->ctrs[o->home];
+    ctr_state *cs = &s->cs[o->helper];
+    uint32_t k = o->next++;
+    ss_time start = at;
+    if (o->w_ready > start)
+        start = o->w_ready;
+    if (cs->guest_until > start)
+        start = cs->guest_until;
+    ss_time end = start + chunk_ns(o, k);
+    for (uint32_t i = 0; i < h->tp; i++) {
+        gmg_gpu *u = &s->g->gpus[h->gpu0 + i];
+        idle_until(s, u, start);
+        u->dev_busy_ns += end - start;
+        u->guest_ns += end - start;
+        u->dev_free = end;
+    }
+    cs->guest_until = end;
+    s->m.offload_chunks++;
+    if (o->next < o->n_chunks) { /* double buffering: the next chunk's weights come meanwhile */
+        o->w_ready = link_send(s, home, h, chunk_weights(o, o->next), h->tp, start);
+        s->m.offload_bytes += chunk_weights(o, o->next) * h->tp;
+    }
+    if (k > 0 && k + 1 < o->n_chunks) { /* a decoder layer: its KV goes home */
+        ss_time kv = link_send(s, h, home, o->kv_layer, h->tp, end);
+        if (kv > o->kv_ready)
+            o->kv_ready = kv;
+        s->m.offload_bytes += o->kv_layer * h->tp;
+    }
+    return end;
+}
+
+/* The helper idles now: run one more chunk (one at a time, so that a request arriving at the
+ * helper waits at most one chunk). */
+static void guest_idle(gsim *s, gmg_container *h)
+{
+    gmg_id oid = s->cs[h->id].guest;
+    if (oid == GMG_NONE || h->busy)
+        return;
+    offload *o = &s->offs[oid];
+    ss_time now = des_now(s->des);
+    if (o->next >= o->n_chunks || s->cs[h->id].guest_until > now)
+        return; /* all placed, or one still running: its EV_GUEST comes back here */
+    guest_event(s, oid, guest_place(s, oid, now));
+}
+
+/* The helper's iteration starts at `from` with a host phase until `until`: fill it with the
+ * chunks that start before its end and overrun it by at most max_overrun. Returns when the
+ * helper's GPUs are free of guest work again. */
+static ss_time guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until)
+{
+    ctr_state *cs = &s->cs[h->id];
+    gmg_id oid = cs->guest;
+    if (oid == GMG_NONE)
+        return cs->guest_until;
+    offload *o = &s->offs[oid];
+    int placed = 0;
+    while (o->next < o->n_chunks) {
+        ss_time start = from;
+        if (o->w_ready > start)
+            start = o->w_ready;
+        if (cs->guest_until > start)
+            start = cs->guest_until;
+        if (start >= until || start + chunk_ns(o, o->next) > until + s->max_overrun)
+            break;
+        guest_place(s, oid, start);
+        placed = 1;
+    }
+    if (placed)
+        guest_event(s, oid, cs->guest_until);
+    return cs->guest_until;
+}
+
+static void offload_free(gsim *s, gmg_id oid)
+{
+    offload *o = &s->offs[oid];
+    o->in_use = 0;
+    o->next_free = s->free_off;
+    s->free_off = oid;
+}
+
+/* EV_GUEST: the job's placed chunks are done. */
+static void on_guest(des_engine *e, des_event *ev, void *ctx)
+{
+    gsim *s = ctx;
+    gmg_id oid = ev->target;
+    offload *o = &s->offs[oid];
+    o->ev = NULL;
+    o->event_at = 0;
+    gmg_container *h = &s->g->ctrs[o->helper];
+    if (o->next < o->n_chunks) {
+        guest_idle(s, h);
+        return;
+    }
+    /* every chunk ran: free the helper, and the request is ready once its KV is home */
+    for (uint32_t i = 0; i < h->tp; i++)
+        s->g->gpus[h->gpu0 + i].mem.transfer -= o->buffers;
+    s->cs[o->helper].guest = GMG_NONE;
+    o->done_at = o->kv_ready > des_now(e) ? o->kv_ready : des_now(e);
+    if (!des_schedule(e, o->done_at, EV_OFFLOAD_DONE, oid))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
+/* EV_OFFLOAD_DONE: the request rejoins its container with its first token. */
+static void on_offload_done(des_engine *e, des_event *ev, void *ctx)
+{
+    gsim *s = ctx;
+    gmg_id oid = ev->target;
+    offload *o = &s->offs[oid];
+    gmg_container *home = &s->g->ctrs[o->home];
+    gmg_req *q = gmg_req_at(s->g, o->req);
+    ss_time now = des_now(e);
+    s->m.offloads_done++;
+    if (o->predicted > 0) {
+        ss_time err = now > o->predicted ? now - o->predicted : o->predicted - now;
+        s->m.offload_pred_err_ns += err;
+        s->m.offload_predicted++;
+    }
+    home->blocks_offloaded -= q->blocks;
+    q->computed = q->prompt;
+    q->generated = 1;
+    q->first_token = now;
+    q->last_token = now;
+    gmg_id r = o->req;
+    offload_free(s, oid);
+    if (q->generated >= q->output) {
+        q->state = GMG_REQ_RUNNING; /* finish() takes it from the running list */
+        gmg_list_push_back(s->g, &home->running, r);
+        finish(s, home, r);
+    } else {
+        q->state = GMG_REQ_RUNNING;
+        gmg_list_push_back(s->g, &home->running, r);
+    }
+    if (!home->busy && home->status != GMG_CTR_LOADING && home->status != GMG_CTR_STANDBY)
+        start_iteration(s, home);
+    if (home->status == GMG_CTR_DRAINING && !home->busy)
+        maybe_drained(s, home);
+}
+
+static gmg_id offload_alloc(gsim *s)
+{
+    if (s->free_off == GMG_NONE) {
+        size_t cap = s->cap_offs;
+        if (ss_grow((void **)&s->offs, &cap, s->n_offs + 1, sizeof *s->offs))
+            return GMG_NONE;
+        s->cap_offs = (uint32_t)cap;
+        s->offs[s->n_offs].next_free = GMG_NONE;
+        s->free_off = s->n_offs++;
+    }
+    gmg_id oid = s->free_off;
+    s->free_off = s->offs[oid].next_free;
+    memset(&s->offs[oid], 0, sizeof s->offs[oid]);
+    s->offs[oid].in_use = 1;
+    return oid;
+}
+
+/* The job's shape: chunk durations from the home container's cost model (the helper's GPUs
+ * are of the same kind and TP degree), weights and KV per GPU, the helper's buffers. */
+static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
+                          const gmg_req *q)
+{
+    const cat_model *m = home->model;
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, q->prompt, 0);
+    cost_split sp;
+    cost_iteration_split(home->cost, &b, &sp);
+    o->n_chunks = m->layers + 2;
+    o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; home's host time is not repeated */
+    o->layer_ns = sp.layer_ns;
+    o->tail_ns = sp.tail_ns;
+    double tp = home->tp, dt = m->dtype_bytes;
+    double vocab = (double)m->vocab * m->hidden * dt / tp;
+    double total = cost_weight_bytes_per_gpu(m, home->tp, 1);
+    o->w_head = vocab;
+    o->w_tail = vocab;
+    o->w_layer = (total - vocab * (m->tied_embeddings ? 1 : 2)) / m->layers;
+    o->kv_layer = (double)q->prompt * cat_model_kv_bytes_per_token(m) / m->layers / tp;
+    double act = (double)q->prompt * (4.0 * m->hidden + 2.0 * m->ffn / tp) * dt;
+    double w = o->w_layer > o->w_head ? o->w_layer : o->w_head;
+    o->buffers = 2 * w + act + o->kv_layer;
+    (void)s;
+}
+
+int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb)
+{
+    if (r >= s->g->n_slots || s->g->reqs[r].state != GMG_REQ_WAITING)
+        return ss_err(eb, SS_EINVAL, "offload: request slot %u is not waiting", r);
+    gmg_req *q = gmg_req_at(s->g, r);
+    if (q->computed || q->generated || q->preemptions || q->mig != GMG_NONE)
+        return ss_err(eb, SS_EINVAL, "offload: request %llu has started already",
+                      (unsigned long long)q->trace_id);
+    gmg_container *home = &s->g->ctrs[q->container];
+    if (helper >= s->g->n_ctrs || helper == home->id)
+        return ss_err(eb, SS_EINVAL, "offload: container %u cannot help container %u", helper,
+                      home->id);
+    gmg_container *h = &s->g->ctrs[helper];
+    if (home->pp != 1 || h->pp != 1 || h->tp != home->tp || h->status != GMG_CTR_ACTIVE ||
+        home->status != GMG_CTR_ACTIVE)
+        return ss_err(eb, SS_EINVAL, "offload: containers %u and %u must be active, unpipelined "
+                      "and of the same TP degree", home->id, helper);
+    if (s->cs[helper].guest != GMG_NONE)
+        return ss_err(eb, SS_EINVAL, "offload: container %u already runs a guest prefill",
+                      helper);
+    uint32_t need = gmg_blocks_for(home, q->prompt);
+    if (need > home->blocks_free)
+        return ss_err(eb, SS_EINVAL, "offload: container %u has %u free KV blocks, the prompt "
+                      "needs %u", home->id, home->blocks_free, need);
+    offload shape = {0};
+    offload_shape(s, &shape, home, q);
+    for (uint32_t i = 0; i < h->tp; i++)
+        if (gmg_gpu_spare_bytes(&s->g->gpus[h->gpu0 + i]) < shape.buffers)
+            return ss_err(eb, SS_EINVAL, "offload: GPU %u has %.2f GiB spare, the prefill needs "
+                          "%.2f GiB", h->gpu0 + i,
+                          gmg_gpu_spare_bytes(&s->g->gpus[h->gpu0 + i]) / 1073741824.0,
+                          shape.buffers / 1073741824.0);
+    gmg_id oid = offload_alloc(s);
+    if (oid == GMG_NONE)
+        return ss_err(eb, SS_ENOMEM, "offload: out of memory");
+    offload *o = &s->offs[oid];
+    *o = shape;
+    o->in_use = 1;
+    o->next_free = GMG_NONE;
+    o->req = r, o->home = home->id, o->helper = helper;
+    ss_time now = des_now(s->des);
+    o->started = now;
+    o->predicted = predicted;
+    wait_remove(s, home, r);
+    gmg_req_set_blocks(s->g, home, q, need);
+    home->blocks_offloaded += need;
+    q->state = GMG_REQ_OFFLOADED;
+    for (uint32_t i = 0; i < h->tp; i++)
+        s->g->gpus[h->gpu0 + i].mem.transfer += o->buffers;
+    o->w_ready = link_send(s, home, h, o->w_head, h->tp, now);
+    s->m.offload_bytes += o->w_head * h->tp;
+    s->cs[helper].guest = oid;
+    s->m.offloads++;
+    guest_idle(s, h);
+    return SS_OK;
 }
 
 /* ---- cluster policies: re-allocation, draining, loading ------------------------------------ */
@@ -558,7 +887,7 @@ static void reroute_waiting(gsim *s, gmg_container *c)
 static void maybe_drained(gsim *s, gmg_container *c)
 {
     if (c->busy || c->waiting.n || c->running.n || c->swapped.n || c->migrating_out ||
-        c->blocks_reserved)
+        c->blocks_reserved || c->blocks_offloaded || s->cs[c->id].guest != GMG_NONE)
         return;
     if (s->cs[c->id].next_tenant < 0) { /* scaled down: back to standby */
         tenant_state *t = &s->ten[c->tenant];
@@ -886,6 +1215,8 @@ static int alloc_cluster_state(gsim *s, ss_errbuf *eb)
     d->cap_migrate = 256;
     d->cap_realloc = d->cap_scale_up = d->cap_scale_down = 16;
     s->cs = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *s->cs);
+    for (uint32_t i = 0; s->cs && i < s->g->n_ctrs; i++)
+        s->cs[i].guest = GMG_NONE;
     s->views = ss_calloc(s->n_ten, sizeof *s->views);
     d->migrate = ss_calloc(d->cap_migrate, sizeof *d->migrate);
     d->realloc = ss_calloc(d->cap_realloc, sizeof *d->realloc);
@@ -905,6 +1236,7 @@ static void free_cluster_state(gsim *s)
     ss_free(s->cd.scale_up);
     ss_free(s->cd.scale_down);
     ss_free(s->migs);
+    ss_free(s->offs);
 }
 
 /* ---- arrivals --------------------------------------------------------------------------- */
@@ -1141,6 +1473,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!s)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     s->cfg = *cfg;
+    s->free_off = GMG_NONE;
+    s->max_overrun = cfg->guest_overrun;
     ss_rng_seed(&s->route_rng, cfg->seed, SS_RNG_STREAM_ROUTING);
     pol_engine_cfg ecfg = {.max_model_len = cfg->max_model_len};
     int rc = pol_batch_create(&s->batch, cfg->batching, cfg->params, &ecfg, eb);
@@ -1172,6 +1506,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_CLUSTER_TICK, on_cluster_tick);
         des_handler_set(s->des, EV_CTR_READY, on_ctr_ready);
         des_handler_set(s->des, EV_MIG_STAGE, on_mig_stage);
+        des_handler_set(s->des, EV_GUEST, on_guest);
+        des_handler_set(s->des, EV_OFFLOAD_DONE, on_offload_done);
         *out = s;
         return SS_OK;
     }
@@ -1356,10 +1692,43 @@ static int fork_ctr_state(gsim *f, const gsim *s)
     return SS_OK;
 }
 
+/* The offloaded prefills in flight (their events are rescheduled by fork_events). */
+static int fork_offloads(gsim *f, const gsim *s)
+{
+    f->free_off = s->free_off;
+    f->max_overrun = s->max_overrun;
+    if (!s->n_offs)
+        return SS_OK;
+    if (!(f->offs = ss_malloc(s->cap_offs * sizeof *f->offs)))
+        return SS_ENOMEM;
+    memcpy(f->offs, s->offs, s->n_offs * sizeof *f->offs);
+    f->n_offs = s->n_offs, f->cap_offs = s->cap_offs;
+    for (uint32_t i = 0; i < f->n_offs; i++)
+        f->offs[i].ev = NULL;
+    return SS_OK;
+}
+
+static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ctrs[i] == c)
+            return 1;
+    return 0;
+}
+
 /* Schedule what is pending for the forked containers: a running iteration's end, a loading
- * container's readiness. */
+ * container's readiness, the chunks and completion of offloaded prefills they take part in. */
 static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
 {
+    for (uint32_t i = 0; i < f->n_offs; i++) {
+        offload *o = &f->offs[i];
+        if (!o->in_use || (!in_set(ctrs, n, o->home) && !in_set(ctrs, n, o->helper)))
+            continue;
+        if (o->event_at && !(o->ev = des_schedule(f->des, o->event_at, EV_GUEST, i)))
+            return SS_ENOMEM;
+        if (o->done_at && !des_schedule(f->des, o->done_at, EV_OFFLOAD_DONE, i))
+            return SS_ENOMEM;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const gmg_container *c = &f->g->ctrs[ctrs[i]];
         if (c->busy && !des_schedule(f->des, c->iter.end, EV_ITER_DONE, c->id))
@@ -1401,12 +1770,16 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     if (!rc)
         rc = fork_ctr_state(f, s);
     if (!rc)
+        rc = fork_offloads(f, s);
+    if (!rc)
         rc = metrics_init(&f->m, s->n_ten, s->cfg.warmup);
     if (!rc)
         rc = des_engine_create(&f->des, f);
     if (!rc) {
         des_handler_set(f->des, EV_ITER_DONE, on_iter_done);
         des_handler_set(f->des, EV_CTR_READY, on_ctr_ready);
+        des_handler_set(f->des, EV_GUEST, on_guest);
+        des_handler_set(f->des, EV_OFFLOAD_DONE, on_offload_done);
         rc = fork_events(f, ctrs, n);
     }
     if (rc) {

@@ -64,6 +64,8 @@ typedef struct gsim_config {
     double runtime_reserve;     /* bytes per GPU kept for CUDA context and workspaces */
     double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
     int check;                  /* verify graph invariants after every event (slow) */
+    ss_time guest_overrun;      /* a guest chunk placed in a host phase may end this long after
+                                   it (delaying the host's compute); default 1 ms */
 } gsim_config;
 
 /* Fill cfg with the defaults (vllm batching, the cluster policy's routing, container cluster,
@@ -100,6 +102,19 @@ int gsim_start(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
                ss_errbuf *eb);
 int gsim_advance(gsim *g, ss_time until, ss_errbuf *eb);
 int gsim_finish(gsim *g);
+
+/* SliceScheduler's mechanism: prefill waiting request slot r (fresh: nothing computed, never
+ * preempted) of its container on the GPUs of container `helper` (active, same TP degree, no
+ * pipeline, no other guest), in their idle time. r leaves its queue and holds its prompt's KV
+ * blocks at home; the prefill runs chunk by chunk (embedding, each layer, final norm and LM
+ * head) whenever the helper's GPUs idle (between its iterations, one chunk at a time, or in
+ * its host phases, chunks that end at most cfg.guest_overrun after the phase), each chunk's
+ * weights streamed from home over the link ahead of it and each layer's KV sent home after
+ * it; then r rejoins home's running requests with its first token. `predicted` (0: none) is
+ * the first-token time a what-if predicted, for the prediction-error figure. 0, or SS_EINVAL
+ * (with the reason: not eligible, home lacks the KV blocks, a helper GPU lacks spare memory
+ * for the job's buffers) or SS_ENOMEM. */
+int gsim_offload(gsim *g, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb);
 
 /* What-if: an independent copy of g in which the containers ctrs[0..n-1] continue from g's
  * present with the same engine, batching policy and cost models, but no new arrivals and no

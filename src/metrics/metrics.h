@@ -81,6 +81,12 @@ typedef struct metrics {
     uint64_t reallocations;    /* containers moved between tenants */
     uint64_t scale_ups, scale_downs; /* auto-scaling: standby containers activated / retired */
     metrics_slices slices;     /* idle GPU slices within the measurement window */
+    /* offloaded prefills (SliceScheduler), every request included */
+    uint64_t offloads, offloads_done; /* started; rejoined their container */
+    uint64_t offload_chunks;   /* chunks (embedding, layers, head) run on helper GPUs */
+    double offload_bytes;      /* weights streamed to helpers + KV sent home */
+    uint64_t offload_predicted;   /* finished offloads that had a what-if prediction */
+    ss_time offload_pred_err_ns;  /* sum of |predicted - simulated| first-token times */
     ss_time last_finish;       /* latest completion or rejection */
     int oom;                   /* an allocation failed while recording */
 } metrics;

@@ -1,0 +1,290 @@
+/* Offloaded prefills, SliceScheduler's mechanism: a waiting request of a busy container is
+ * prefilled chunk by chunk on another container's GPUs in their idle time and rejoins home with
+ * its first token. Tested: timing on an idle helper (the chunks, the streamed weights and the KV
+ * transfers add up), that chunks fitted strictly into host phases never delay the helper, that
+ * the helper's memory and home's KV blocks are checked first, and that a fork predicts an
+ * offload in flight exactly. Runs with --check (every invariant after every event). */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "core/ss_rng.h"
+#include "gsim/gsim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct collect {
+    metrics_req *r; /* by trace id */
+    size_t n;
+} collect;
+
+static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
+{
+    (void)eb;
+    collect *c = ud;
+    c->r[r->trace_id] = *r;
+    c->n++;
+    return 0;
+}
+
+/* Tenant 0 "hot" (Llama-2-7B) and tenant 1 "cold" (Llama-3-8B), one A100 container each. */
+typedef struct fx {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+    gsim_tenant ten[2];
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    ss_errbuf eb;
+    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || ss_params_create(&f->params))
+        return -1;
+    gsim_config_defaults(&f->cfg);
+    f->cfg.gpu = catalog_gpu(f->cat, "a100-80g");
+    f->cfg.params = f->params;
+    f->cfg.check = 1;
+    f->ten[0] = (gsim_tenant){.name = "hot", .model = catalog_model(f->cat, "llama-2-7b"),
+                              .tp = 1, .pp = 1, .replicas = 1, .tiers = 1};
+    f->ten[1] = (gsim_tenant){.name = "cold", .model = catalog_model(f->cat, "llama-3-8b"),
+                              .tp = 1, .pp = 1, .replicas = 1, .tiers = 1};
+    f->cfg.tenants = f->ten;
+    f->cfg.n_tenants = 2;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+/* n_hot requests of `prompt` tokens for the hot tenant at t = 0 (a queue builds: vLLM admits
+ * 16,384 prompt tokens per iteration), then, when `cold_rate` > 0, Poisson requests for the cold
+ * tenant from 0 to 30 s. Returns the count in *n. */
+static trace_rec *workload(uint32_t n_hot, uint32_t prompt, double cold_rate, size_t *n)
+{
+    size_t cap = n_hot + 2000;
+    trace_rec *r = calloc(cap, sizeof *r);
+    size_t k = 0;
+    for (uint32_t i = 0; i < n_hot; i++)
+        r[k++] = (trace_rec){.arrival_ns = i, .prompt_tokens = prompt, .output_tokens = 64};
+    ss_rng a;
+    ss_rng_seed(&a, 5, 1);
+    for (double t = 0; cold_rate > 0 && k < cap;) {
+        t += ss_rng_exp(&a, 1.0 / cold_rate);
+        if (t > 30)
+            break;
+        r[k++] = (trace_rec){.arrival_ns = ss_time_from_s(t) + 1000, .prompt_tokens = 300,
+                             .output_tokens = 100, .tenant = 1};
+    }
+    /* arrival order, ids in that order */
+    for (size_t i = 1; i < k; i++)
+        for (size_t j = i; j > 0 && r[j].arrival_ns < r[j - 1].arrival_ns; j--) {
+            trace_rec t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    for (size_t i = 0; i < k; i++)
+        r[i].id = i;
+    *n = k;
+    return r;
+}
+
+typedef struct run_out {
+    collect c;
+    metrics m;       /* copy of the run's counters (histograms not used) */
+    ss_time ttft0;   /* TTFT of the offloaded request */
+    uint64_t id0;    /* its trace id */
+    int rc;          /* gsim_offload's result */
+    char msg[sizeof(((ss_errbuf *)0)->msg)];
+} run_out;
+
+/* Replay; at `at`, offload the last waiting request of the hot container to the cold one (when
+ * offload is set). */
+static void replay(fx *f, const trace_rec *r, size_t n, int offload, ss_time at, run_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->c.r = calloc(n, sizeof(metrics_req));
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &o->c, &eb), 0);
+    assert_int_equal(gsim_advance(g, at, &eb), 0);
+    if (offload) {
+        const gmg *G = gsim_graph(g);
+        gmg_id q = G->ctrs[0].waiting.tail;
+        assert_true(q != GMG_NONE);
+        o->id0 = G->reqs[q].trace_id;
+        o->rc = gsim_offload(g, q, 1, 0, &eb);
+        if (o->rc)
+            snprintf(o->msg, sizeof o->msg, "%s", eb.msg);
+    }
+    if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
+        fail_msg("replay: %s", eb.msg);
+    o->m = *gsim_metrics(g);
+    assert_int_equal(o->c.n, n);
+    if (offload && !o->rc)
+        o->ttft0 = o->c.r[o->id0].first_token - o->c.r[o->id0].arrival;
+    gsim_destroy(&g);
+}
+
+static void test_offload_to_an_idle_helper(void **state)
+{
+    fx *f = *state;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    run_out base, off;
+    replay(f, r, n, 0, 1, &base);
+    replay(f, r, n, 1, 1, &off);
+    assert_int_equal(off.rc, 0);
+    assert_int_equal(off.m.offloads, 1);
+    assert_int_equal(off.m.offloads_done, 1);
+    assert_int_equal(off.m.offload_chunks, 32 + 2); /* embedding, 32 layers, LM head */
+    /* Llama-2-7B, 2,000 tokens: 33 chunks' weights (~13 GB) streamed, 32 layers of KV sent */
+    assert_true(off.m.offload_bytes > 12e9 && off.m.offload_bytes < 15e9);
+    /* the helper is idle, so the prefill takes about what it takes at home with the weights
+     * arriving ahead: at least its compute, at most the streaming of every chunk's weights */
+    ss_time home_ttft = base.c.r[off.id0].first_token - base.c.r[off.id0].arrival;
+    printf("# TTFT of the last request: %.1f ms at home, %.1f ms offloaded\n",
+           home_ttft / 1e6, off.ttft0 / 1e6);
+    assert_true(off.ttft0 > 0);
+    assert_true(off.ttft0 < home_ttft); /* it was last in a long queue */
+    /* the others finish no later than without the offload */
+    for (size_t i = 0; i < n; i++)
+        if (i != off.id0)
+            assert_true(off.c.r[i].finish <= base.c.r[i].finish);
+    assert_int_equal(off.c.r[off.id0].generated, 64);
+    free(base.c.r);
+    free(off.c.r);
+    free(r);
+}
+
+/* With no overrun allowed, guest chunks only fill host phases and idle time: every request of
+ * the helper's own tenant is served exactly as without the offload. */
+static void test_strict_fit_never_delays_the_helper(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_overrun = 0;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 6, &n);
+    run_out base, off;
+    replay(f, r, n, 0, ss_time_from_s(0.5), &base);
+    replay(f, r, n, 1, ss_time_from_s(0.5), &off);
+    assert_int_equal(off.rc, 0);
+    assert_int_equal(off.m.offloads_done, 1);
+    size_t cold = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].tenant == 1) {
+            assert_int_equal(off.c.r[i].first_token, base.c.r[i].first_token);
+            assert_int_equal(off.c.r[i].finish, base.c.r[i].finish);
+            cold++;
+        }
+    assert_true(cold > 100);
+    free(base.c.r);
+    free(off.c.r);
+    free(r);
+}
+
+/* With a generous overrun the helper's iterations do wait for guest chunks. */
+static void test_overrun_delays_the_helper(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_overrun = 50 * SS_NS_PER_MS;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 6, &n);
+    run_out base, off;
+    replay(f, r, n, 0, ss_time_from_s(0.5), &base);
+    replay(f, r, n, 1, ss_time_from_s(0.5), &off);
+    assert_int_equal(off.rc, 0);
+    int later = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].tenant == 1)
+            later += off.c.r[i].finish > base.c.r[i].finish;
+    assert_true(later > 0);
+    free(base.c.r);
+    free(off.c.r);
+    free(r);
+}
+
+/* No spare memory on the helper: the offload is refused before anything changes. */
+static void test_helper_memory_is_checked(void **state)
+{
+    fx *f = *state;
+    f->cfg.gpu_mem_util = 0.995; /* 0.4 GB of an A100-80G left outside the engines */
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    run_out base, off;
+    replay(f, r, n, 0, 1, &base);
+    replay(f, r, n, 1, 1, &off);
+    assert_int_equal(off.rc, SS_EINVAL);
+    assert_non_null(strstr(off.msg, "spare"));
+    assert_int_equal(off.m.offloads, 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(off.c.r[i].finish, base.c.r[i].finish);
+    free(base.c.r);
+    free(off.c.r);
+    free(r);
+}
+
+/* A fork taken while an offload is in flight predicts its outcome exactly. */
+static void test_fork_predicts_an_offload(void **state)
+{
+    fx *f = *state;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
+    gsim *g = NULL, *w = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    const gmg *G = gsim_graph(g);
+    gmg_id q = G->ctrs[0].waiting.tail;
+    uint64_t id = G->reqs[q].trace_id;
+    assert_int_equal(gsim_offload(g, q, 1, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(0.05), &eb), 0); /* chunks in flight */
+    gmg_id both[2] = {0, 1};
+    assert_int_equal(gsim_fork(g, both, 2, collect_req, &wc, &w, &eb), 0);
+    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_true(wc.r[id].finish > 0);
+    assert_int_equal(wc.r[id].first_token, rc.r[id].first_token);
+    for (size_t i = 0; i < n; i++)
+        if (wc.r[i].finish)
+            assert_int_equal(wc.r[i].finish, rc.r[i].finish);
+    gsim_destroy(&w);
+    gsim_destroy(&g);
+    free(rc.r);
+    free(wc.r);
+    free(r);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_offload_to_an_idle_helper),
+        T(test_strict_fit_never_delays_the_helper),
+        T(test_overrun_delays_the_helper),
+        T(test_helper_memory_is_checked),
+        T(test_fork_predicts_an_offload),
+    };
+#undef T
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_tmpdir_cleanup();
+    return rc;
+}
