@@ -88,6 +88,9 @@ static void usage(FILE *f)
         "                          infaas (argmax dispatch freeness) | llumnix (freest container);\n"
         "                          default: the cluster policy's (rr; llumnix for llumnix*)\n"
         "  --cluster NAME          container (default) | llumnix | llumnix-tiers\n"
+        "  --ops NAME              operator placement: home (default) | slice (SliceScheduler:\n"
+        "                          prefills of queued requests run in other containers' idle\n"
+        "                          GPU time when a what-if shows it helps; vllm or sarathi)\n"
         "  --cost NAME             roofline (default) | profile | auto: measured operator tables in\n"
         "                          PROFILES/<gpu>/ (profiles/PROFILE-FORMAT.md; slicesim profile)\n"
         "  vllm, sarathi:\n"
@@ -153,6 +156,7 @@ static const key_opt key_opts[] = {
     {"gpu", "cluster.gpu", 's', NULL},            {"nodes", "cluster.nodes", 'u', NULL},
     {"batching", "policy.batching", 's', NULL},   {"routing", "policy.routing", 's', NULL},
     {"cluster", "policy.cluster", 's', NULL},     {"cost", "policy.cost", 's', NULL},
+    {"ops", "policy.ops", 's', NULL},
     {"seed", "run.seed", 'n', NULL},              {"db", "run.db", 's', NULL},
     {"warmup", "run.warmup_s", 'z', NULL},        {"duration", "run.duration_s", 'z', NULL},
     {"gpu-mem-util", "engine.gpu_mem_util", 'd', NULL},
@@ -503,7 +507,7 @@ static int begin_store(run_ctx *x, int argc, char **argv)
         .routing = gsim_routing_name(x->g), .cluster_policy = gsim_cluster_name(x->g),
         .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
         .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
-        .scenario_ini = x->ini ? x->ini : "",
+        .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops,
     };
     int64_t run_id;
     int rc = ss_strbuf_ok(&pj) ? store_open(&x->st, x->sc->db, &x->eb)
@@ -561,7 +565,7 @@ static report_run report_of(const run_ctx *x, double wall_s)
         .source = source_label(x), .format = format_label(x), .gpu = x->sc->gpu,
         .batching = x->sc->batching, .routing = gsim_routing_name(x->g),
         .cluster = gsim_cluster_name(x->g), .cost = x->sc->cost, .seed = x->sc->seed,
-        .skipped = wl_source_n_skipped(x->ws), .warmup_s = x->sc->warmup_s, .wall_s = wall_s,
+        .ops = x->sc->ops, .skipped = wl_source_n_skipped(x->ws), .warmup_s = x->sc->warmup_s, .wall_s = wall_s,
     };
     return r;
 }

@@ -83,6 +83,25 @@ static void json_slices(FILE *f, const gsim *g, const metrics_summary *m)
     fputs("]}", f);
 }
 
+/* Operator placement, and what SliceScheduler did. decision_wall_s and decisions_per_s are
+ * wall-clock figures, like wall_s. */
+static void json_ops(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+{
+    const slice_stats *sl = gsim_slice_stats(g);
+    fprintf(f, ", \"ops\": \"%s\"", r->ops ? r->ops : "home");
+    if (!sl)
+        return;
+    fprintf(f, ", \"slice\": {\"offloads\": %" PRIu64 ", \"offloaded_ops\": %" PRIu64
+               ", \"offload_gib\": %.6f, \"slices_used\": %" PRIu64 ", \"decisions\": %" PRIu64
+               ", \"whatifs\": %" PRIu64 ", \"candidates\": %" PRIu64
+               ", \"refused_memory\": %" PRIu64 ", \"refused_sla\": %" PRIu64
+               ", \"refused_gain\": %" PRIu64 ", \"prediction_error_ms\": %.6f, "
+               "\"decision_wall_s\": %.6f, \"decisions_per_s\": %.1f}",
+            m->offloads, m->offload_ops, m->offload_gib, m->slices_used, sl->ticks, sl->whatifs,
+            sl->candidates, sl->refused_memory, sl->refused_sla, sl->refused_gain, m->pred_err_ms,
+            sl->wall_s, sl->wall_s > 0 ? (double)sl->ticks / sl->wall_s : 0.0);
+}
+
 void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
@@ -112,6 +131,7 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
     json_tenants(f, g, m->window_s);
     json_tiers(f, g, m->window_s);
     json_slices(f, g, m);
+    json_ops(f, r, g, m);
     fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
                "\"batching\": \"%s\", \"routing\": \"%s\", \"cluster\": \"%s\", "
                "\"cost_model\": \"%s\", \"seed\": %" PRIu64 "}\n",
@@ -168,6 +188,20 @@ static void table_slices(FILE *f, const gsim *g, const metrics_summary *m)
                 i + 1 < METRICS_SLICE_BUCKETS ? "," : "\n");
 }
 
+/* SliceScheduler's line, when it ran. */
+static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    const slice_stats *sl = gsim_slice_stats(g);
+    if (!sl)
+        return;
+    fprintf(f, "  SliceScheduler: %" PRIu64 " prefills offloaded (%" PRIu64 " operators, %.1f GiB "
+               "moved, %" PRIu64 " idle slices used); %" PRIu64 " decisions, %" PRIu64
+               " what-ifs in %.2f s wall; refused %" PRIu64 " memory, %" PRIu64 " SLA, %" PRIu64
+               " gain; first-token prediction error %.3f ms\n",
+            m->offloads, m->offload_ops, m->offload_gib, m->slices_used, sl->ticks, sl->whatifs,
+            sl->wall_s, sl->refused_memory, sl->refused_sla, sl->refused_gain, m->pred_err_ms);
+}
+
 void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
@@ -199,6 +233,7 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
                 m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations,
                 m->scale_ups, m->scale_downs);
     table_slices(f, g, m);
+    table_ops(f, g, m);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64
                " iterations)\n", m->sim_s, r->wall_s, d->n_events,
             r->wall_s > 0 ? (double)d->n_events / r->wall_s / 1e6 : 0.0, gsim_iterations(g));
@@ -265,6 +300,12 @@ int report_store(store *st, const gsim *g, const metrics_summary *m, double wall
         .iterations = gsim_iterations(g), .peak_in_flight = gsim_graph(g)->peak_in_flight,
         .trace_digest = trace_digest,
     };
+    const slice_stats *sl = gsim_slice_stats(g);
+    if (sl) {
+        end.whatifs = sl->whatifs;
+        end.slice_decisions = sl->ticks;
+        end.slice_wall_s = sl->wall_s;
+    }
     int rc = store_gpus(st, g, eb);
     if (!rc)
         rc = store_groups(st, g, m->window_s, eb);

@@ -16,6 +16,7 @@ typedef struct report_run {
     const char *format;   /* trace format or "multi-tenant" */
     const char *gpu;      /* GPU kind */
     const char *batching, *routing, *cluster, *cost;
+    const char *ops;      /* operator placement: "home" or "slice" */
     uint64_t seed;
     uint64_t skipped;     /* trace rows the readers dropped */
     double warmup_s;      /* measurement starts here */

@@ -155,6 +155,7 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     c->batching = sc->batching;
     c->routing = sc->routing[0] ? sc->routing : NULL;
     c->cluster = sc->cluster;
+    c->ops = sc->ops;
     c->cost = sc->cost;
     c->params = sc->params;
     c->seed = sc->seed;

@@ -438,10 +438,49 @@ void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n)
     ledger_kv(g, c, -(int64_t)n);
 }
 
-gmg_link *gmg_link_between(gmg *g, const gmg_container *a, const gmg_container *b)
+void gmg_stage_blocks(gmg *g, gmg_container *c, uint32_t n)
 {
-    uint32_t na = g->gpus[a->gpu0].node, nb = g->gpus[b->gpu0].node;
-    return na == nb ? &g->links[na] : &g->links[g->n_links - 1];
+    if (n > c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: staging into %u blocks with %u free", c->id, n,
+                 c->blocks_free);
+    c->blocks_free -= n;
+    c->blocks_staged += n;
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    ledger_kv(g, c, n);
+}
+
+void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (n > c->blocks_staged)
+        ss_fatal(SS_LOC, "container %u: unstaging %u blocks of %u", c->id, n, c->blocks_staged);
+    c->blocks_staged -= n;
+    c->blocks_free += n;
+    ledger_kv(g, c, -(int64_t)n);
+}
+
+ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
+                     ss_time earliest)
+{
+    gmg_link *l = g->gpus[src].node == g->gpus[dst].node ? &g->links[g->gpus[src].node]
+                                                         : &g->links[g->n_links - 1];
+    ss_time begin = earliest;
+    for (uint32_t i = 0; i < n; i++) {
+        if (g->gpus[src + i].tx_busy > begin)
+            begin = g->gpus[src + i].tx_busy;
+        if (g->gpus[dst + i].rx_busy > begin)
+            begin = g->gpus[dst + i].rx_busy;
+    }
+    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
+    for (uint32_t i = 0; i < n; i++) {
+        g->gpus[src + i].tx_busy = end;
+        g->gpus[dst + i].rx_busy = end;
+    }
+    if (end > l->busy_until)
+        l->busy_until = end;
+    l->bytes_moved += per_gpu * n;
+    return end;
 }
 
 void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r)
@@ -641,7 +680,7 @@ static int check_container(const gmg *g, const gmg_container *c, ss_errbuf *eb)
             return ss_err(eb, SS_EINVAL, "container %u: list count %u but %u linked", c->id,
                           lists[li]->n, n);
     }
-    held += c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded;
+    held += c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded + c->blocks_staged;
     if (held + c->blocks_free != c->blocks_total)
         return ss_err(eb, SS_EINVAL, "container %u: %llu held (reserved and in transit included) "
                       "+ %u free != %u KV blocks", c->id, (unsigned long long)held,

@@ -105,6 +105,8 @@ typedef struct gmg_gpu {
     uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
     ss_time idle_ns;        /* their summed length */
     ss_time guest_ns;       /* compute time of other containers' offloaded prefills */
+    ss_time tx_busy, rx_busy; /* its link ports (NVLink in a node, NIC across): transfers
+                                 from and to it queue behind these times */
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
@@ -116,7 +118,7 @@ typedef struct gmg_link {
     uint32_t node;          /* node it belongs to (GMG_NONE for the network) */
     double bw;              /* bytes/s per direction */
     double latency_s;       /* per message */
-    ss_time busy_until;     /* occupancy: transfers queue behind this time */
+    ss_time busy_until;     /* the latest arrival of a transfer over it */
     double bytes_moved;     /* total bytes carried */
 } gmg_link;
 
@@ -187,6 +189,7 @@ typedef struct gmg_container {
     uint32_t blocks_reserved;   /* held for incoming live migrations */
     uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing one */
     uint32_t blocks_offloaded;  /* held by its requests whose prefill runs elsewhere */
+    uint32_t blocks_staged;     /* lent to another model's weights staged here (SliceScheduler) */
     uint32_t migrating_out;     /* outgoing live migrations in progress */
     uint32_t tiers;             /* its tenant's number of SLA tiers */
     uint32_t swap_total;    /* host-memory swap space, in KV blocks */
@@ -313,9 +316,18 @@ double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blo
  * release n reserved blocks. Reserving more than is free is corrupted state: fatal. */
 void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n);
 void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n);
-/* The link between the first GPUs of two containers: the node's NVLink/PCIe link when they
- * share a node, the network otherwise. */
-gmg_link *gmg_link_between(gmg *g, const gmg_container *a, const gmg_container *b);
+/* Lend n free KV blocks of c to staged guest weights, or take n of them back. Lending more than
+ * is free, or taking back more than is lent, is corrupted state: fatal. */
+void gmg_stage_blocks(gmg *g, gmg_container *c, uint32_t n);
+void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n);
+/* Move per_gpu bytes from each of the n GPUs src .. src + n - 1 to dst .. dst + n - 1 (a TP
+ * group's shards, in parallel), no earlier than `earliest`. Every GPU has its own send and
+ * receive port of the link kind's per-GPU bandwidth (the node's NVLink or PCIe within a node,
+ * the network across nodes), as with NVSwitch and one NIC per GPU: the transfer starts when
+ * all its ports are free, occupies them until it lands, and counts on the link's bytes.
+ * Returns the arrival time. */
+ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
+                     ss_time earliest);
 
 /* Memory of GPU u that nothing holds: capacity minus weights, KV blocks in use, activation
  * reserve, runtime and transfer buffers (free KV blocks of the pool count as free). */

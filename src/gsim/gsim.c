@@ -8,6 +8,7 @@
 #include "../core/ss_log.h"
 #include "../core/ss_rng.h"
 #include "../policy/policy.h"
+#include "slice.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,7 @@ enum {
     EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5,
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
+    EV_SLICE_TICK = 8,   /* SliceScheduler decides */
 };
 
 /* A live migration in progress (Llumnix): stages copy the KV blocks the request holds on the
@@ -54,6 +56,7 @@ typedef struct offload {
     double w_head, w_layer, w_tail;     /* weight bytes per GPU streamed for each chunk */
     double kv_layer;             /* KV bytes per GPU of one layer */
     double buffers;              /* bytes held on each helper GPU while it runs */
+    uint32_t n_ops;              /* operators of the prefill (host work not included) */
     ss_time w_ready;             /* when the next unplaced chunk's weights have arrived */
     ss_time kv_ready;            /* when the latest layer's KV has arrived home */
     ss_time event_at;            /* pending EV_GUEST (end of the last placed chunk), 0: none */
@@ -70,6 +73,12 @@ typedef struct ctr_state {
     int next_tenant;             /* DRAINING/LOADING: tenant it goes to */
     gmg_id guest;                /* offload running on its GPUs, GMG_NONE if none */
     ss_time guest_until;         /* end of the last guest chunk placed on its GPUs */
+    const cat_model *staged;     /* another model's weights staged on its GPUs, NULL if none */
+    uint32_t staged_blocks;      /* KV blocks lent to them */
+    ss_time stage_ready;         /* when they have arrived */
+    uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
+                                    it (an arrival, an offload, a migration, a cluster action):
+                                    a what-if taken before is then out of date */
 } ctr_state;
 
 struct gsim {
@@ -111,12 +120,15 @@ struct gsim {
     uint32_t n_offs, cap_offs;
     gmg_id free_off;
     ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
+    slice_sched *slice;          /* owned: SliceScheduler, NULL under "home" placement */
 };
 
 static void maybe_drained(gsim *s, gmg_container *c);
 static void maybe_abort_migration(gsim *s, gmg_req *q);
 static migration *mig_at(gsim *s, gmg_id m);
 static void mig_begin_final(gsim *s, gmg_id mid);
+static void maybe_evict(gsim *s, gmg_container *h);
+static void unstage(gsim *s, gmg_container *h);
 static void guest_idle(gsim *s, gmg_container *h);
 static ss_time guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until);
 
@@ -501,6 +513,7 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
 
 static void start_iteration(gsim *s, gmg_container *c)
 {
+    maybe_evict(s, c);
     memset(&c->iter.batch, 0, sizeof c->iter.batch);
     c->iter.n_reqs = 0;
     c->iter.swap_blocks = 0;
@@ -567,18 +580,12 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
 
 /* ---- offloaded prefills: guest work on other containers' GPUs ------------------------------- */
 
-/* Move per_gpu bytes (on each of `tp` GPUs) between the first GPUs of containers a and b over
- * the link between them, no earlier than `earliest` and behind the link's earlier transfers
- * (the link is booked first come, first served). Returns the arrival time. */
+/* Move per_gpu bytes from each GPU of container a's TP group to b's (gmg_transfer), no earlier
+ * than `earliest`. Returns the arrival time. */
 static ss_time link_send(gsim *s, const gmg_container *a, const gmg_container *b, double per_gpu,
                          uint32_t tp, ss_time earliest)
 {
-    gmg_link *l = gmg_link_between(s->g, a, b);
-    ss_time begin = l->busy_until > earliest ? l->busy_until : earliest;
-    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
-    l->busy_until = end;
-    l->bytes_moved += per_gpu * tp;
-    return end;
+    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, earliest);
 }
 
 static ss_time chunk_ns(const offload *o, uint32_t k)
@@ -618,6 +625,7 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
     if (cs->guest_until > start)
         start = cs->guest_until;
     ss_time end = start + chunk_ns(o, k);
+    s->m.slices_used += start != cs->guest_until; /* not a continuation of guest work */
     for (uint32_t i = 0; i < h->tp; i++) {
         gmg_gpu *u = &s->g->gpus[h->gpu0 + i];
         idle_until(s, u, start);
@@ -720,7 +728,9 @@ static void on_offload_done(des_engine *e, des_event *ev, void *ctx)
     gmg_container *home = &s->g->ctrs[o->home];
     gmg_req *q = gmg_req_at(s->g, o->req);
     ss_time now = des_now(e);
+    s->cs[o->home].epoch++;
     s->m.offloads_done++;
+    s->m.offload_ops += o->n_ops;
     if (o->predicted > 0) {
         ss_time err = now > o->predicted ? now - o->predicted : o->predicted - now;
         s->m.offload_pred_err_ns += err;
@@ -767,7 +777,7 @@ static gmg_id offload_alloc(gsim *s)
 /* The job's shape: chunk durations from the home container's cost model (the helper's GPUs
  * are of the same kind and TP degree), weights and KV per GPU, the helper's buffers. */
 static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
-                          const gmg_req *q)
+                          const gmg_req *q, int staged)
 {
     const cat_model *m = home->model;
     cost_batch b = {0};
@@ -788,22 +798,76 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
     double act = (double)q->prompt * (4.0 * m->hidden + 2.0 * m->ffn / tp) * dt;
     double w = o->w_layer > o->w_head ? o->w_layer : o->w_head;
     o->buffers = 2 * w + act + o->kv_layer;
+    if (staged) { /* the weights are (or will be) resident: nothing to stream per chunk */
+        o->w_head = o->w_tail = o->w_layer = 0;
+        o->buffers = act + o->kv_layer;
+    }
+    cost_op ops[COST_OP__COUNT + 4];
+    ss_time ns[COST_OP__COUNT + 4];
+    size_t n = cost_iteration_ops(home->cost, &b, ops, ns, COST_OP__COUNT + 4);
+    o->n_ops = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].kind != COST_OP_HOST)
+            o->n_ops += ops[i].count;
     (void)s;
 }
 
-int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb)
+/* KV blocks of helper h that staging home's model weights would take. */
+static uint32_t stage_blocks_needed(const gmg_container *home, const gmg_container *h)
+{
+    double bytes = cost_weight_bytes_per_gpu(home->model, home->tp, 1);
+    return (uint32_t)((bytes + h->block_bytes - 1) / h->block_bytes);
+}
+
+/* Whether home's weights are staged on h, or can be: h lends free KV blocks while keeping a
+ * fifth of its pool plus its queue's demand free (another model staged there is evicted). */
+static int can_stage(const gsim *s, const gmg_container *home, const gmg_container *h)
+{
+    const ctr_state *cs = &s->cs[h->id];
+    if (s->cfg.guest_weights == GSIM_WEIGHTS_STREAM)
+        return 0;
+    if (cs->staged == home->model)
+        return 1;
+    uint64_t avail = (uint64_t)h->blocks_free + cs->staged_blocks;
+    uint64_t need = stage_blocks_needed(home, h) + h->blocks_total / 5 + h->waiting_blocks;
+    return avail >= need;
+}
+
+static void unstage(gsim *s, gmg_container *h)
+{
+    ctr_state *cs = &s->cs[h->id];
+    if (!cs->staged)
+        return;
+    gmg_unstage_blocks(s->g, h, cs->staged_blocks);
+    cs->staged = NULL;
+    cs->staged_blocks = 0;
+}
+
+/* Memory pressure: the helper's own queue needs the blocks its staged guest weights hold. */
+static void maybe_evict(gsim *s, gmg_container *h)
+{
+    ctr_state *cs = &s->cs[h->id];
+    if (cs->staged && cs->guest == GMG_NONE && h->waiting_blocks &&
+        h->blocks_free < h->waiting_blocks + h->blocks_total / 100) {
+        unstage(s, h);
+        s->m.evictions++;
+        cs->epoch++;
+    }
+}
+
+int gsim_offload_check(const gsim *s, gmg_id r, gmg_id helper, ss_errbuf *eb)
 {
     if (r >= s->g->n_slots || s->g->reqs[r].state != GMG_REQ_WAITING)
         return ss_err(eb, SS_EINVAL, "offload: request slot %u is not waiting", r);
-    gmg_req *q = gmg_req_at(s->g, r);
+    const gmg_req *q = gmg_req_at(s->g, r);
     if (q->computed || q->generated || q->preemptions || q->mig != GMG_NONE)
         return ss_err(eb, SS_EINVAL, "offload: request %llu has started already",
                       (unsigned long long)q->trace_id);
-    gmg_container *home = &s->g->ctrs[q->container];
+    const gmg_container *home = &s->g->ctrs[q->container];
     if (helper >= s->g->n_ctrs || helper == home->id)
         return ss_err(eb, SS_EINVAL, "offload: container %u cannot help container %u", helper,
                       home->id);
-    gmg_container *h = &s->g->ctrs[helper];
+    const gmg_container *h = &s->g->ctrs[helper];
     if (home->pp != 1 || h->pp != 1 || h->tp != home->tp || h->status != GMG_CTR_ACTIVE ||
         home->status != GMG_CTR_ACTIVE)
         return ss_err(eb, SS_EINVAL, "offload: containers %u and %u must be active, unpipelined "
@@ -816,13 +880,30 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
         return ss_err(eb, SS_EINVAL, "offload: container %u has %u free KV blocks, the prompt "
                       "needs %u", home->id, home->blocks_free, need);
     offload shape = {0};
-    offload_shape(s, &shape, home, q);
+    offload_shape(s, &shape, home, q, can_stage(s, home, h));
+    if (s->cfg.guest_weights == GSIM_WEIGHTS_STAGE && !can_stage(s, home, h))
+        return ss_err(eb, SS_EINVAL, "offload: container %u has too few free KV blocks to stage "
+                      "%s's weights", helper, home->model->name);
     for (uint32_t i = 0; i < h->tp; i++)
         if (gmg_gpu_spare_bytes(&s->g->gpus[h->gpu0 + i]) < shape.buffers)
             return ss_err(eb, SS_EINVAL, "offload: GPU %u has %.2f GiB spare, the prefill needs "
                           "%.2f GiB", h->gpu0 + i,
                           gmg_gpu_spare_bytes(&s->g->gpus[h->gpu0 + i]) / 1073741824.0,
                           shape.buffers / 1073741824.0);
+    return SS_OK;
+}
+
+int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb)
+{
+    int rc = gsim_offload_check(s, r, helper, eb);
+    if (rc)
+        return rc;
+    gmg_req *q = gmg_req_at(s->g, r);
+    gmg_container *home = &s->g->ctrs[q->container], *h = &s->g->ctrs[helper];
+    uint32_t need = gmg_blocks_for(home, q->prompt);
+    int staged = can_stage(s, home, h);
+    offload shape = {0};
+    offload_shape(s, &shape, home, q, staged);
     gmg_id oid = offload_alloc(s);
     if (oid == GMG_NONE)
         return ss_err(eb, SS_ENOMEM, "offload: out of memory");
@@ -840,9 +921,25 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     q->state = GMG_REQ_OFFLOADED;
     for (uint32_t i = 0; i < h->tp; i++)
         s->g->gpus[h->gpu0 + i].mem.transfer += o->buffers;
-    o->w_ready = link_send(s, home, h, o->w_head, h->tp, now);
+    ctr_state *hs = &s->cs[helper];
+    if (staged && hs->staged != home->model) { /* stage: lend blocks, copy the whole model */
+        unstage(s, h);
+        hs->staged_blocks = stage_blocks_needed(home, h);
+        gmg_stage_blocks(s->g, h, hs->staged_blocks);
+        hs->staged = home->model;
+        double bytes = cost_weight_bytes_per_gpu(home->model, home->tp, 1);
+        hs->stage_ready = link_send(s, home, h, bytes, h->tp, now);
+        s->m.offload_bytes += bytes * h->tp;
+        s->m.stagings++;
+    }
+    if (staged)
+        o->w_ready = hs->stage_ready > now ? hs->stage_ready : now;
+    else
+        o->w_ready = link_send(s, home, h, o->w_head, h->tp, now);
     s->m.offload_bytes += o->w_head * h->tp;
     s->cs[helper].guest = oid;
+    s->cs[helper].epoch++;
+    s->cs[home->id].epoch++;
     s->m.offloads++;
     guest_idle(s, h);
     return SS_OK;
@@ -889,6 +986,7 @@ static void maybe_drained(gsim *s, gmg_container *c)
     if (c->busy || c->waiting.n || c->running.n || c->swapped.n || c->migrating_out ||
         c->blocks_reserved || c->blocks_offloaded || s->cs[c->id].guest != GMG_NONE)
         return;
+    unstage(s, c); /* guest weights go with the container */
     if (s->cs[c->id].next_tenant < 0) { /* scaled down: back to standby */
         tenant_state *t = &s->ten[c->tenant];
         c->status = GMG_CTR_STANDBY;
@@ -976,12 +1074,10 @@ static int mig_copy(gsim *s, gmg_id mid, uint32_t blocks)
 {
     migration *m = mig_at(s, mid);
     gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
-    gmg_link *l = gmg_link_between(s->g, from, to);
     double per_gpu = gmg_swap_bytes_per_gpu(s->g, from, blocks);
-    ss_time now = des_now(s->des), begin = l->busy_until > now ? l->busy_until : now;
-    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
-    l->busy_until = end;
-    l->bytes_moved += per_gpu * from->tp * from->pp;
+    /* every GPU of the replica (tp x pp) sends its shard of the blocks to its counterpart */
+    ss_time end = gmg_transfer(s->g, from->gpu0, to->gpu0, from->tp * from->pp, per_gpu,
+                               des_now(s->des));
     s->m.migration_bytes += per_gpu * from->tp * from->pp;
     m->copied += blocks;
     m->stage++;
@@ -1079,6 +1175,8 @@ static void on_mig_stage(des_engine *e, des_event *ev, void *ctx)
     gsim *s = ctx;
     gmg_id mid = ev->target;
     migration *m = mig_at(s, mid);
+    s->cs[m->from].epoch++;
+    s->cs[m->to].epoch++;
     if (m->aborted) { /* ended while this stage was copying */
         mig_free(s, mid);
         return;
@@ -1185,6 +1283,18 @@ static void build_views(gsim *s)
     }
 }
 
+static void on_slice_tick(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)ev;
+    gsim *s = ctx;
+    int rc = slice_tick(s->slice, s, s->eb);
+    if (rc)
+        fail(s, rc);
+    else if ((s->have_next || s->g->in_flight) &&
+             !des_schedule(e, des_now(e) + slice_period(s->slice), EV_SLICE_TICK, 0))
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+}
+
 static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
 {
     (void)ev;
@@ -1192,6 +1302,9 @@ static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
     build_views(s);
     pol_cluster_view v = {.now = des_now(e), .tenants = s->views, .n_tenants = s->n_ten};
     pol_cluster_tick(s->cluster, s->g, &v, &s->cd);
+    if (s->cd.n_realloc || s->cd.n_migrate || s->cd.n_scale_up || s->cd.n_scale_down)
+        for (uint32_t i = 0; i < s->g->n_ctrs; i++)
+            s->cs[i].epoch++;
     for (uint32_t i = 0; i < s->cd.n_realloc; i++)
         apply_realloc(s, &s->cd.realloc[i]);
     for (uint32_t i = 0; i < s->cd.n_migrate; i++)
@@ -1305,6 +1418,7 @@ static gmg_container *admit_arrival(gsim *s)
         ci = ts->cands[0];
     q->container = ci;
     gmg_container *c = &s->g->ctrs[ci];
+    s->cs[ci].epoch++;
     wait_push(s, c, r, 0);
     return c;
 }
@@ -1450,6 +1564,9 @@ static int check_params_used(const gsim_config *cfg, ss_errbuf *eb)
     const char *key;
     for (size_t i = 0; (key = ss_params_unused_at(cfg->params, i)); i++) {
         const char *owner = pol_param_owner(key);
+        for (size_t k = 0; !owner && slice_param_names[k]; k++)
+            if (!strcmp(key, slice_param_names[k]))
+                owner = "operator placement 'slice' (--ops slice)";
         if (!owner)
             return ss_err(eb, SS_EINVAL, "unknown parameter '%s' for %s", key, who);
         ss_warn("parameter '%s' is not used by %s (it belongs to %s)", key, who, owner);
@@ -1488,6 +1605,18 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = pol_route_create(&s->route, s->cfg.routing, cfg->params,
                               pol_cluster_name(s->cluster), &s->route_rng, eb);
+    if (!rc && cfg->ops && strcmp(cfg->ops, "home")) {
+        if (strcmp(cfg->ops, "slice"))
+            rc = ss_err(eb, SS_EINVAL, "--ops: unknown operator placement '%s' (valid: home, "
+                        "slice)", cfg->ops);
+        else if (strcmp(cfg->batching, "vllm") && strcmp(cfg->batching, "sarathi"))
+            rc = ss_err(eb, SS_EINVAL, "--ops slice: needs vllm or sarathi batching (static "
+                        "batches and Orca's reservations are not modelled for offloaded "
+                        "prefills), got '%s'", cfg->batching);
+        else
+            rc = slice_create(&s->slice, cfg->params, &s->cfg, eb);
+        s->max_overrun = s->cfg.guest_overrun;
+    }
     if (!rc)
         rc = check_params_used(&s->cfg, eb);
     if (!rc)
@@ -1508,6 +1637,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_MIG_STAGE, on_mig_stage);
         des_handler_set(s->des, EV_GUEST, on_guest);
         des_handler_set(s->des, EV_OFFLOAD_DONE, on_offload_done);
+        des_handler_set(s->des, EV_SLICE_TICK, on_slice_tick);
         *out = s;
         return SS_OK;
     }
@@ -1534,6 +1664,7 @@ void gsim_destroy(gsim **sp)
     free_cluster_state(s);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
+    slice_destroy(&s->slice);
     metrics_fini(&s->m);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
     ss_free(s);
@@ -1600,6 +1731,9 @@ int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
         return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
     ss_time period = pol_cluster_period(s->cluster);
     if (period > 0 && s->have_next && !des_schedule(s->des, period, EV_CLUSTER_TICK, 0))
+        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    if (s->slice && s->have_next &&
+        !des_schedule(s->des, slice_period(s->slice), EV_SLICE_TICK, 0))
         return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
     return s->rc;
 }
@@ -1788,6 +1922,30 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     }
     *out = f;
     return SS_OK;
+}
+
+const slice_stats *gsim_slice_stats(const gsim *s)
+{
+    return s->slice ? slice_get_stats(s->slice) : NULL;
+}
+
+int gsim_has_guest(const gsim *s, gmg_id c) { return s->cs[c].guest != GMG_NONE; }
+uint64_t gsim_ctr_epoch(const gsim *s, gmg_id c) { return s->cs[c].epoch; }
+
+uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now)
+{
+    uint8_t b = 0;
+    ss_time first = q->first_token >= 0 ? q->first_token : now;
+    if (q->sla_ttft && first - q->arrival > q->sla_ttft)
+        b |= METRICS_SLA_TTFT;
+    ss_time end = q->state == GMG_REQ_DONE ? q->finish : now;
+    if (q->sla_e2e && end - q->arrival > q->sla_e2e)
+        b |= METRICS_SLA_E2E;
+    uint32_t gaps = q->output > 1 ? q->output - 1 : 0; /* all it will have */
+    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u);
+    if (q->sla_tbt && gaps && q->tbt_over > gaps - rank)
+        b |= METRICS_SLA_TBT;
+    return b;
 }
 
 const metrics *gsim_metrics(const gsim *s) { return &s->m; }

@@ -66,7 +66,29 @@ typedef struct gsim_config {
     int check;                  /* verify graph invariants after every event (slow) */
     ss_time guest_overrun;      /* a guest chunk placed in a host phase may end this long after
                                    it (delaying the host's compute); default 1 ms */
+    const char *ops;            /* operator placement: "home" (default: every operator on its
+                                   container's GPUs) or "slice" (SliceScheduler) */
+    int guest_weights;          /* how an offloaded prefill gets its weights: GSIM_WEIGHTS_* */
 } gsim_config;
+
+/* Where an offloaded prefill's weights come from. */
+enum {
+    GSIM_WEIGHTS_AUTO = 0, /* staged on the helper when its free KV blocks allow, else streamed */
+    GSIM_WEIGHTS_STREAM,   /* streamed from home, chunk by chunk, for every prefill */
+    GSIM_WEIGHTS_STAGE,    /* staged, or the offload is refused */
+};
+
+/* What SliceScheduler did in a run (all zero under "home" placement). */
+typedef struct slice_stats {
+    uint64_t ticks;           /* decisions with at least one candidate judged */
+    uint64_t whatifs;         /* forks simulated (baselines and candidates) */
+    uint64_t candidates;      /* (request, helper) pairs judged by a what-if */
+    uint64_t refused_memory;  /* the helper lacked spare memory or home the KV blocks */
+    uint64_t refused_sla;     /* a request of either container would break its SLA */
+    uint64_t refused_gain;    /* no first token earlier than at home by slice_min_gain_ms */
+    uint64_t chosen;          /* offloads made */
+    double wall_s;            /* wall-clock time spent deciding */
+} slice_stats;
 
 /* Fill cfg with the defaults (vllm batching, the cluster policy's routing, container cluster,
  * roofline, util 0.9, 16-token blocks, max_model_len 16384, 1 GiB runtime reserve, 4 GiB swap
@@ -115,6 +137,21 @@ int gsim_finish(gsim *g);
  * (with the reason: not eligible, home lacks the KV blocks, a helper GPU lacks spare memory
  * for the job's buffers) or SS_ENOMEM. */
 int gsim_offload(gsim *g, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb);
+/* gsim_offload's checks alone: 0 when it would accept the move now, else SS_EINVAL and why. */
+int gsim_offload_check(const gsim *g, gmg_id r, gmg_id helper, ss_errbuf *eb);
+/* SliceScheduler's figures for the run (NULL under "home" placement). */
+const slice_stats *gsim_slice_stats(const gsim *g);
+
+/* Whether container c's GPUs run an offloaded prefill now. */
+int gsim_has_guest(const gsim *g, gmg_id c);
+/* A counter bumped whenever something from outside container c's own evolution reaches it (an
+ * arrival, an offload, a migration stage, a cluster action): a what-if of c taken at an earlier
+ * epoch no longer predicts it. */
+uint64_t gsim_ctr_epoch(const gsim *g, gmg_id c);
+/* The METRICS_SLA_* bounds request q has broken by `now` for good: its first token later than
+ * its TTFT bound (or not there yet and already too late), its end-to-end bound passed, or more
+ * of its inter-token gaps over the TBT bound than the 1 % its full output may leave. */
+uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
 
 /* What-if: an independent copy of g in which the containers ctrs[0..n-1] continue from g's
  * present with the same engine, batching policy and cost models, but no new arrivals and no

@@ -188,4 +188,11 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
         idle += m->slices.idle_ns[b];
     }
     out->idle_gpu_s = ss_time_to_s(idle);
+    out->offloads = m->offloads_done;
+    out->offload_ops = m->offload_ops;
+    out->slices_used = m->slices_used;
+    out->offload_gib = m->offload_bytes / 1073741824.0;
+    out->pred_err_ms = m->offload_predicted
+                           ? (double)m->offload_pred_err_ns / (double)m->offload_predicted / 1e6
+                           : 0;
 }

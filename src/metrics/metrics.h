@@ -84,6 +84,9 @@ typedef struct metrics {
     /* offloaded prefills (SliceScheduler), every request included */
     uint64_t offloads, offloads_done; /* started; rejoined their container */
     uint64_t offload_chunks;   /* chunks (embedding, layers, head) run on helper GPUs */
+    uint64_t offload_ops;      /* operators of the offloaded prefills that completed */
+    uint64_t slices_used;      /* idle stretches of helper GPUs that took guest chunks */
+    uint64_t stagings, evictions; /* guest weights staged on a helper; evicted for its own KV */
     double offload_bytes;      /* weights streamed to helpers + KV sent home */
     uint64_t offload_predicted;   /* finished offloads that had a what-if prediction */
     ss_time offload_pred_err_ns;  /* sum of |predicted - simulated| first-token times */
@@ -115,6 +118,9 @@ typedef struct metrics_summary {
     double migration_gib;
     uint64_t idle_slices;         /* idle GPU slices in the window, every GPU */
     double idle_gpu_s;            /* their summed length, GPU-seconds */
+    uint64_t offloads, offload_ops, slices_used; /* offloaded prefills (every request) */
+    double offload_gib;           /* weights streamed and KV sent for them */
+    double pred_err_ms;           /* mean |predicted - simulated| first token of an offload */
     double sim_s;                 /* simulated makespan: 0 to the last completion, s */
     double window_s;              /* measurement window: warm-up end to the last completion, s */
 } metrics_summary;

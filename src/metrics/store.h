@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 typedef struct store store;
 
@@ -30,6 +30,7 @@ typedef struct store_run_info {
     const char *cluster_policy; /* "container", "llumnix", ... */
     double warmup_s;          /* measurement starts here */
     const char *scenario_ini; /* the scenario as INI text, "" when the run had none */
+    const char *ops;          /* operator placement: "home" or "slice" (NULL: home) */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */
@@ -52,6 +53,9 @@ typedef struct store_run_end {
     uint64_t iterations;     /* iterations executed over all containers */
     uint32_t peak_in_flight; /* most requests in the system at once */
     uint64_t trace_digest;   /* FNV-1a 64 of the trace bytes the run consumed */
+    uint64_t whatifs;        /* SliceScheduler: forks simulated */
+    uint64_t slice_decisions;/* SliceScheduler: decisions that judged a candidate */
+    double slice_wall_s;     /* SliceScheduler: wall-clock time deciding */
 } store_run_end;
 
 /* Open or create the database at path (its parent directory is created if missing), in WAL

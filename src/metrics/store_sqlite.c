@@ -18,7 +18,8 @@
  * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
  * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
  * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
- * version 5 idle GPU slices (the idle_slices table, summary and gpus columns). */
+ * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
+ * operator placement (runs.ops, SliceScheduler's summary columns). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -106,6 +107,16 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           " bucket INTEGER NOT NULL, lo_ms REAL NOT NULL, hi_ms REAL, count INTEGER NOT NULL,"
           " gpu_s REAL NOT NULL, free_gib_mean REAL, PRIMARY KEY (run_id, bucket));"
           "PRAGMA user_version = 5;",
+    [5] = "ALTER TABLE runs ADD COLUMN ops TEXT DEFAULT 'home';"
+          "ALTER TABLE summary ADD COLUMN offloads INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN offload_ops INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN offload_gib REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slices_used INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN whatifs INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slice_decisions INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slice_wall_s REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prediction_error_ms REAL DEFAULT 0;"
+          "PRAGMA user_version = 6;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -121,8 +132,8 @@ enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
-               " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario)"
-               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops)"
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"
                " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"
                " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
@@ -133,8 +144,10 @@ static const char *const stmt_sql[ST__N] = {
     [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
                " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
                " migrations, migrations_aborted, migration_gib, reallocations,"
-               GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?)",
+               GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s, offloads,"
+               " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
+               " prediction_error_ms)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
@@ -353,6 +366,7 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     b_text(&b, in->cluster_policy ? in->cluster_policy : "container");
     b_real(&b, in->warmup_s);
     b_text(&b, in->scenario_ini);
+    b_text(&b, in->ops ? in->ops : "home");
     if ((rc = run_stmt(s, &b, eb, "inserting the run"))) {
         store_run_abort(s);
         return rc;
@@ -492,6 +506,14 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     b_int(&b, (int64_t)m->scale_downs);
     b_int(&b, (int64_t)m->idle_slices);
     b_real(&b, m->idle_gpu_s);
+    b_int(&b, (int64_t)m->offloads);
+    b_int(&b, (int64_t)m->offload_ops);
+    b_real(&b, m->offload_gib);
+    b_int(&b, (int64_t)m->slices_used);
+    b_int(&b, (int64_t)e->whatifs);
+    b_int(&b, (int64_t)e->slice_decisions);
+    b_real(&b, e->slice_wall_s);
+    b_real(&b, m->pred_err_ms);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);

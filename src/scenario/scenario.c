@@ -36,6 +36,7 @@ static void set_defaults(scn_scenario *s)
     copy_text(s->batching, sizeof s->batching, "vllm");
     copy_text(s->cluster, sizeof s->cluster, "container");
     copy_text(s->cost, sizeof s->cost, "roofline");
+    copy_text(s->ops, sizeof s->ops, "home");
     copy_text(s->db, sizeof s->db, "results/slicesim.db");
     s->seed = 1;
     s->gpu_mem_util = 0.9;

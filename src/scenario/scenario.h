@@ -73,6 +73,7 @@ typedef struct scn_scenario {
     char batching[32];           /* batching (default vllm) */
     char cluster[32];            /* cluster = container|llumnix|llumnix-tiers (default container) */
     char cost[32];               /* cost (default roofline) */
+    char ops[32];                /* ops = home|slice: operator placement (default home) */
     ss_params *params;           /* every other [policy] key: a policy parameter (owned) */
     /* [run] */
     uint64_t seed;               /* seed (default 1) */

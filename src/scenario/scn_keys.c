@@ -29,6 +29,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__POLICY, .name = "cluster", .kind = SCN__ENUM, SF(cluster),
      .choices = "container, llumnix, llumnix-tiers"},
     {.sect = SCN__POLICY, .name = "cost", .kind = SCN__NAME, SF(cost)},
+    {.sect = SCN__POLICY, .name = "ops", .kind = SCN__ENUM, SF(ops), .choices = "home, slice"},
     {.sect = SCN__RUN, .name = "seed", .kind = SCN__U64, SF(seed), .hi = I64_MAX_D},
     {.sect = SCN__RUN, .name = "duration_s", .kind = SCN__F64, SF(duration_s), .hi = INFINITY},
     {.sect = SCN__RUN, .name = "warmup_s", .kind = SCN__F64, SF(warmup_s), .hi = INFINITY},

@@ -217,10 +217,12 @@ static void test_overrun_delays_the_helper(void **state)
     free(r);
 }
 
-/* No spare memory on the helper: the offload is refused before anything changes. */
+/* No spare memory on the helper for streamed weights' buffers: the offload is refused before
+ * anything changes. */
 static void test_helper_memory_is_checked(void **state)
 {
     fx *f = *state;
+    f->cfg.guest_weights = GSIM_WEIGHTS_STREAM;
     f->cfg.gpu_mem_util = 0.995; /* 0.4 GB of an A100-80G left outside the engines */
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
@@ -234,6 +236,90 @@ static void test_helper_memory_is_checked(void **state)
         assert_int_equal(off.c.r[i].finish, base.c.r[i].finish);
     free(base.c.r);
     free(off.c.r);
+    free(r);
+}
+
+/* Staged weights: the first offload to a helper copies the model into KV blocks the helper
+ * lends (and no chunk streams weights), the next one reuses them; in stage mode a helper
+ * without enough free blocks refuses. */
+static void test_weights_staged_once(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &c, &eb), 0);
+    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    const gmg *G = gsim_graph(g);
+    uint32_t free0 = G->ctrs[1].blocks_free;
+    assert_int_equal(gsim_offload(g, G->ctrs[0].waiting.tail, 1, 0, &eb), 0);
+    uint32_t lent = G->ctrs[1].blocks_staged;
+    assert_true(lent > 0 && G->ctrs[1].blocks_free == free0 - lent);
+    /* Llama-2-7B in 16-token blocks of Llama-3-8B's KV (128 KiB): about 12.6 GB */
+    assert_true((double)lent * G->ctrs[1].block_bytes > 12e9);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(1), &eb), 0);
+    assert_int_equal(gsim_metrics(g)->offloads_done, 1);
+    double bytes1 = gsim_metrics(g)->offload_bytes;
+    assert_int_equal(gsim_offload(g, G->ctrs[0].waiting.tail, 1, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(2), &eb), 0);
+    const metrics *m = gsim_metrics(g);
+    assert_int_equal(m->offloads_done, 2);
+    assert_int_equal(m->stagings, 1);
+    assert_true(m->offload_bytes - bytes1 < 1.1e9); /* only the second prompt's KV */
+    assert_int_equal(G->ctrs[1].blocks_staged, lent);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_int_equal(c.n, n);
+    gsim_destroy(&g);
+    free(c.r);
+    free(r);
+}
+
+/* The helper's own requests take their blocks back: a burst for the helper evicts the staged
+ * weights, and staging is refused while its pool is that full. */
+static void test_staged_weights_evicted_under_pressure(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    size_t n = 60 + 400 + 60;
+    trace_rec *r = calloc(n, sizeof *r);
+    for (size_t i = 0; i < 60; i++)
+        r[i] = (trace_rec){.id = i, .arrival_ns = (ss_time)i, .prompt_tokens = 2000,
+                           .output_tokens = 64};
+    for (size_t i = 60; i < 460; i++) /* 400 long requests for the helper at 2 s: KV fills */
+        r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(2) + (ss_time)i,
+                           .prompt_tokens = 3000, .output_tokens = 2000, .tenant = 1};
+    for (size_t i = 460; i < n; i++) /* and another queue at home at 3.9 s */
+        r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(3.9) + (ss_time)i,
+                           .prompt_tokens = 2000, .output_tokens = 64};
+    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &c, &eb), 0);
+    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    const gmg *G = gsim_graph(g);
+    assert_int_equal(gsim_offload(g, G->ctrs[0].waiting.tail, 1, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(4), &eb), 0);
+    assert_int_equal(gsim_metrics(g)->evictions, 1);
+    assert_int_equal(G->ctrs[1].blocks_staged, 0);
+    gmg_id q = G->ctrs[0].waiting.tail;
+    assert_true(q != GMG_NONE);
+    assert_int_equal(gsim_offload_check(g, q, 1, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "stage"));
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_int_equal(c.n, n);
+    gsim_destroy(&g);
+    free(c.r);
     free(r);
 }
 
@@ -281,6 +367,8 @@ int main(void)
         T(test_strict_fit_never_delays_the_helper),
         T(test_overrun_delays_the_helper),
         T(test_helper_memory_is_checked),
+        T(test_weights_staged_once),
+        T(test_staged_weights_evicted_under_pressure),
         T(test_fork_predicts_an_offload),
     };
 #undef T

@@ -185,6 +185,12 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN idle_slices; ALTER TABLE summary DROP COLUMN idle_gpu_s;"
         "ALTER TABLE gpus DROP COLUMN device_busy_s; ALTER TABLE gpus DROP COLUMN idle_slices;"
         "ALTER TABLE gpus DROP COLUMN idle_s; DROP TABLE idle_slices;"
+        "ALTER TABLE runs DROP COLUMN ops; ALTER TABLE summary DROP COLUMN offloads;"
+        "ALTER TABLE summary DROP COLUMN offload_ops; ALTER TABLE summary DROP COLUMN offload_gib;"
+        "ALTER TABLE summary DROP COLUMN slices_used; ALTER TABLE summary DROP COLUMN whatifs;"
+        "ALTER TABLE summary DROP COLUMN slice_decisions;"
+        "ALTER TABLE summary DROP COLUMN slice_wall_s;"
+        "ALTER TABLE summary DROP COLUMN prediction_error_ms;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -198,6 +204,7 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(q_int(path, "SELECT count(*) FROM tenants"), 0);
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 0"), 1);
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 3"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
 }
 
 static void test_allocation_failures(void **state)
