@@ -70,6 +70,9 @@ int des_step(des_engine *e);
 /* Ask des_run to return after the current handler. */
 void des_stop(des_engine *e);
 ss_time des_now(const des_engine *e);
+/* Start a fresh engine's clock at t (a copy of a simulation continues from the original's
+ * present). Fatal when events are already pending or have been dispatched. */
+void des_start_at(des_engine *e, ss_time t);
 size_t des_pending(const des_engine *e);
 /* Time of the next pending event, or SS_TIME_MAX when none. */
 ss_time des_next_time(des_engine *e);

@@ -171,6 +171,13 @@ uint64_t des_run(des_engine *e, ss_time until)
 
 void des_stop(des_engine *e) { e->stop = 1; }
 ss_time des_now(const des_engine *e) { return e->now; }
+
+void des_start_at(des_engine *e, ss_time t)
+{
+    if (e->dispatched_any || des__queue_peek(&e->q))
+        ss_fatal(SS_LOC, "des_start_at: the engine has already run or has events pending");
+    e->now = t;
+}
 size_t des_pending(const des_engine *e) { return des__queue_size(&e->q); }
 
 ss_time des_next_time(des_engine *e)

@@ -619,7 +619,7 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
     gmg_container *h = &s->g->ctrs[o->helper], *home = &s->g->ctrs[o->home];
     ctr_state *cs = &s->cs[o->helper];
     uint32_t k = o->next++;
-    ss_time start = at;
+    ss_time start = at, weights_at = o->w_ready;
     if (o->w_ready > start)
         start = o->w_ready;
     if (cs->guest_until > start)
@@ -635,6 +635,9 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
     }
     cs->guest_until = end;
     s->m.offload_chunks++;
+    if (s->obs.on_guest)
+        s->obs.on_guest(s->obs.ud, s->g, h, gmg_req_at(s->g, o->req), k, o->n_chunks, start, end,
+                        weights_at);
     if (o->next < o->n_chunks) { /* double buffering: the next chunk's weights come meanwhile */
         o->w_ready = link_send(s, home, h, chunk_weights(o, o->next), h->tp, start);
         s->m.offload_bytes += chunk_weights(o, o->next) * h->tp;
@@ -1910,6 +1913,7 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     if (!rc)
         rc = des_engine_create(&f->des, f);
     if (!rc) {
+        des_start_at(f->des, des_now(s->des));
         des_handler_set(f->des, EV_ITER_DONE, on_iter_done);
         des_handler_set(f->des, EV_CTR_READY, on_ctr_ready);
         des_handler_set(f->des, EV_GUEST, on_guest);

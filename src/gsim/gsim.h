@@ -197,6 +197,11 @@ typedef struct gsim_observer {
     /* Request r of container c changed state at simulated time now. */
     void (*on_request)(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,
                        gsim_req_event what, ss_time now);
+    /* A chunk of request r's offloaded prefill (0: embedding, 1..L: decoder layer k - 1, L + 1:
+     * final norm and LM head, of n in all) is placed on the GPUs of container helper over
+     * [start, end); weights_at is when its weights were in place. */
+    void (*on_guest)(void *ud, const gmg *g, const gmg_container *helper, const gmg_req *r,
+                     uint32_t chunk, uint32_t n, ss_time start, ss_time end, ss_time weights_at);
     void *ud;
 } gsim_observer;
 

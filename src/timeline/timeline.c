@@ -150,6 +150,29 @@ static void on_request(void *ud, const gmg *g, const gmg_container *c, const gmg
             r->trace_id, c->id, r->preemptions);
 }
 
+/* An offloaded prefill's chunk, on its own track of each helper GPU. */
+static void on_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_req *r,
+                     uint32_t chunk, uint32_t n, ss_time start, ss_time end, ss_time weights_at)
+{
+    (void)g;
+    (void)weights_at;
+    tl_writer *w = ud;
+    if (!overlaps(w, start, end))
+        return;
+    const char *what = chunk == 0 ? "guest embedding" : chunk + 1 == n ? "guest head"
+                                                                       : "guest layer";
+    for (uint32_t k = 0; k < h->tp; k++) {
+        begin_event(w);
+        fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"guest\",\"ph\":\"X\",\"pid\":%u,\"tid\":2,",
+                what, h->gpu0 + k);
+        ts(w->f, "ts", start);
+        fputc(',', w->f);
+        ts(w->f, "dur", end - start);
+        fprintf(w->f, ",\"args\":{\"request\":%" PRIu64 ",\"home\":%u,\"chunk\":%u}}",
+                r->trace_id, r->container, chunk);
+    }
+}
+
 void tl_attach(tl_writer *w, gsim *g)
 {
     const gmg *G = gsim_graph(g);
@@ -161,8 +184,10 @@ void tl_attach(tl_writer *w, gsim *g)
         meta(w, i, 0, "thread_name", "iterations");
         if (w->o.ops)
             meta(w, i, 1, "thread_name", "operators");
+        meta(w, i, 2, "thread_name", "guest prefills");
     }
-    gsim_observer obs = {.on_iter = on_iter, .on_request = on_request, .ud = w};
+    gsim_observer obs = {.on_iter = on_iter, .on_request = on_request, .on_guest = on_guest,
+                         .ud = w};
     gsim_set_observer(g, &obs);
 }
 

@@ -359,6 +359,169 @@ static void test_fork_predicts_an_offload(void **state)
     free(r);
 }
 
+/* ---- operator order ------------------------------------------------------------------ */
+
+typedef struct order_check {
+    uint64_t req;        /* request being followed (UINT64_MAX: the first seen) */
+    uint32_t next;       /* chunk expected next */
+    ss_time prev_end;
+    uint32_t n, bad;
+} order_check;
+
+static void on_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_req *r,
+                     uint32_t chunk, uint32_t n, ss_time start, ss_time end, ss_time weights_at)
+{
+    (void)g;
+    (void)h;
+    order_check *o = ud;
+    if (o->req == UINT64_MAX)
+        o->req = r->trace_id;
+    if (r->trace_id != o->req)
+        return;
+    o->bad += chunk != o->next || start < o->prev_end || start < weights_at || end <= start;
+    o->next = chunk + 1;
+    o->prev_end = end;
+    o->n = n;
+}
+
+/* Dependencies: chunk k + 1 of a prefill starts only after chunk k has ended and its own
+ * weights are in place, whether streamed or staged, and every chunk runs once. */
+static void test_chunks_run_in_dependency_order(void **state)
+{
+    fx *f = *state;
+    for (int mode = GSIM_WEIGHTS_STREAM; mode <= GSIM_WEIGHTS_STAGE; mode++) {
+        f->cfg.guest_weights = mode;
+        size_t n;
+        trace_rec *r = workload(60, 2000, 6, &n);
+        gsim *g = NULL;
+        ss_errbuf eb;
+        if (gsim_create(&g, &f->cfg, &eb))
+            fail_msg("gsim_create: %s", eb.msg);
+        order_check oc = {.req = UINT64_MAX};
+        gsim_observer obs = {.on_guest = on_guest, .ud = &oc};
+        gsim_set_observer(g, &obs);
+        tu_recs src = {r, n, 0};
+        assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+        assert_int_equal(gsim_advance(g, ss_time_from_s(0.5), &eb), 0);
+        assert_int_equal(gsim_offload(g, gsim_graph(g)->ctrs[0].waiting.tail, 1, 0, &eb), 0);
+        assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+        assert_int_equal(gsim_finish(g), 0);
+        assert_int_equal(oc.bad, 0);
+        assert_int_equal(oc.n, 34);
+        assert_int_equal(oc.next, 34); /* every chunk, in order */
+        gsim_destroy(&g);
+        free(r);
+    }
+}
+
+/* ---- the scheduler ------------------------------------------------------------------- */
+
+/* Run the workload under --ops slice; returns the run's metrics and SliceScheduler's figures,
+ * and the per-request outcomes in c. */
+static void slice_run(fx *f, const trace_rec *r, size_t n, collect *c, metrics *m,
+                      slice_stats *st)
+{
+    f->cfg.ops = "slice";
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
+        fail_msg("gsim_run: %s", eb.msg);
+    *m = *gsim_metrics(g);
+    *st = *gsim_slice_stats(g);
+    gsim_destroy(&g);
+}
+
+/* One burst for the hot tenant and nothing after it: SliceScheduler offloads to the idle cold
+ * container, and since nothing arrives after a decision, every first token comes exactly when
+ * the what-if said. */
+static void test_scheduler_predictions_are_exact_without_arrivals(void **state)
+{
+    fx *f = *state;
+    size_t n;
+    trace_rec *r = workload(80, 2000, 0, &n);
+    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    metrics m;
+    slice_stats st;
+    slice_run(f, r, n, &c, &m, &st);
+    printf("# %llu offloads, %llu what-ifs, prediction error %lld ns in all\n",
+           (unsigned long long)m.offloads_done, (unsigned long long)st.whatifs,
+           (long long)m.offload_pred_err_ns);
+    assert_true(m.offloads_done > 0);
+    assert_int_equal(m.offload_predicted, m.offloads_done);
+    assert_int_equal(m.offload_pred_err_ns, 0);
+    assert_int_equal(c.n, n);
+    free(c.r);
+    free(r);
+}
+
+/* Memory safety: with streamed weights and 0.4 GB outside the engines, every offload would
+ * overflow the helper's memory, so none is made; with the usual 8 GB they are. */
+static void test_scheduler_refuses_what_memory_cannot_hold(void **state)
+{
+    fx *f = *state;
+    ss_params_set(f->params, "slice_weights", "stream");
+    size_t n;
+    trace_rec *r = workload(80, 2000, 0, &n);
+    metrics m;
+    slice_stats st;
+    f->cfg.gpu_mem_util = 0.995;
+    slice_run(f, r, n, NULL, &m, &st);
+    assert_int_equal(m.offloads, 0);
+    assert_true(st.refused_memory > 0);
+    f->cfg.gpu_mem_util = 0.9;
+    slice_run(f, r, n, NULL, &m, &st);
+    assert_true(m.offloads > 0);
+    free(r);
+}
+
+/* SLA safety: chunks may overrun the helper's host phases by up to 50 ms, which would stretch
+ * the cold tenant's inter-token gaps past a 60 ms TBT bound; the what-if sees it and refuses,
+ * and no cold request breaks its SLA. Without the bound the same offloads are made and do
+ * delay the cold tenant. */
+static void test_scheduler_refuses_what_breaks_an_sla(void **state)
+{
+    fx *f = *state;
+    ss_params_set(f->params, "slice_overrun_ms", "50");
+    size_t n;
+    trace_rec *r = workload(120, 2000, 4, &n);
+    collect base = {calloc(n, sizeof(metrics_req)), 0}, tight = {calloc(n, sizeof(metrics_req)), 0},
+            loose = {calloc(n, sizeof(metrics_req)), 0};
+    metrics m;
+    slice_stats st;
+    f->ten[1].sla[0].tbt_p99 = 60 * SS_NS_PER_MS;
+    f->cfg.ops = "home";
+    run_out ro;
+    replay(f, r, n, 0, 1, &ro);
+    memcpy(base.r, ro.c.r, n * sizeof(metrics_req));
+    free(ro.c.r);
+    slice_run(f, r, n, &tight, &m, &st);
+    printf("# tight TBT bound: %llu offloads, %llu refused for SLA\n",
+           (unsigned long long)m.offloads, (unsigned long long)st.refused_sla);
+    assert_true(st.refused_sla > 0);
+    size_t cold = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].tenant == 1) {
+            cold++;
+            assert_false(tight.r[i].sla & ~base.r[i].sla); /* nothing newly broken */
+        }
+    assert_true(cold > 50);
+    f->ten[1].sla[0].tbt_p99 = 0;
+    slice_run(f, r, n, &loose, &m, &st);
+    assert_true(m.offloads > 0);
+    int later = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].tenant == 1)
+            later += loose.r[i].finish > base.r[i].finish;
+    assert_true(later > 0);
+    free(base.r);
+    free(tight.r);
+    free(loose.r);
+    free(r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -370,6 +533,10 @@ int main(void)
         T(test_weights_staged_once),
         T(test_staged_weights_evicted_under_pressure),
         T(test_fork_predicts_an_offload),
+        T(test_chunks_run_in_dependency_order),
+        T(test_scheduler_predictions_are_exact_without_arrivals),
+        T(test_scheduler_refuses_what_memory_cannot_hold),
+        T(test_scheduler_refuses_what_breaks_an_sla),
     };
 #undef T
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
