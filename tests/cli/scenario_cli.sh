@@ -51,6 +51,25 @@ grep -q '"routing": "rr"' b.json || fail "the file's explicit routing must stay"
 grep -q '"routing": "llumnix"' c.json || fail "llumnix clusters dispatch with llumnix"
 [ "$(sql r.db "SELECT count(*) FROM tiers WHERE run_id = 3")" = 4 ] || fail "4 tiers stored"
 
+# SliceScheduler on its experiment, shortened: offloads happen, the run says how many, and the
+# database records the placement
+SV="$ROOT/experiments/slice-vs-container.ini"
+"$S" replay -c "$SV" --ops slice --set run.duration_s=150 --set run.warmup_s=20 --db r.db \
+    --json >d.json 2>err || fail "slice scenario: $(cat err)"
+grep -q '"ops": "slice"' d.json || fail "JSON lacks the placement"
+grep -Eq '"slice": \{"offloads": [1-9]' d.json || fail "no offload: $(grep -o '"slice": {[^}]*' d.json)"
+[ "$(sql r.db "SELECT count(*) FROM runs JOIN summary USING (run_id) WHERE ops = 'slice' AND
+    offloads > 0 AND whatifs >= offloads")" = 1 ] || fail "slice run not stored"
+"$S" replay -c "$SV" --set run.duration_s=150 --set run.warmup_s=20 --db none --json >e.json ||
+    fail "container run of the slice scenario"
+grep -q '"ops": "home"' e.json || fail "the scenario's default placement is home"
+grep -q '"slice"' e.json && fail "a home run reports SliceScheduler figures"
+expect_error 2 "ops: expected one of home, slice" "$S" replay --ops slices --limit 10 --db none
+expect_error 2 "needs vllm or sarathi batching" \
+    "$S" replay --ops slice --batching static --limit 10 --db none
+expect_error 2 "slice_weights: expected auto, stream or stage" \
+    "$S" replay --ops slice --param slice_weights=fast --limit 10 --db none
+
 # warnings and errors
 "$S" replay --limit 50 --db none --param token_budget=100 >/dev/null 2>err ||
     fail "a parameter of another policy must not stop the run"
