@@ -414,6 +414,59 @@ static void test_chunks_run_in_dependency_order(void **state)
     }
 }
 
+/* ---- operator expansion ---------------------------------------------------------------- */
+
+typedef struct expand_check {
+    gmg_op ops[4096];
+    uint64_t iters, waited, bad;
+} expand_check;
+
+static void on_iter_expand(void *ud, const gmg *g, const gmg_container *c)
+{
+    expand_check *x = ud;
+    size_t n = gmg_iter_expand(g, c, x->ops, 4096, NULL);
+    x->iters++;
+    x->waited += c->iter.wait_ns > 0;
+    if (n == 0 || n > 4096 || x->ops[0].start != c->iter.start ||
+        x->ops[n - 1].end != c->iter.end)
+        x->bad++;
+    for (size_t i = 1; i < n && i < 4096; i++) {
+        ss_time gap = x->ops[i].start - x->ops[i - 1].end;
+        ss_time want = x->ops[i - 1].shape.kind == COST_OP_HOST ? c->iter.wait_ns : 0;
+        x->bad += gap != want;
+    }
+}
+
+/* When guest chunks overrun a helper's host phase, the helper's iteration expands into
+ * operators that wait for them after the host operator and still end exactly when the fast path
+ * says. */
+static void test_expansion_includes_guest_waits(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_overrun = 50 * SS_NS_PER_MS;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 6, &n);
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    expand_check *x = calloc(1, sizeof *x);
+    gsim_observer obs = {.on_iter = on_iter_expand, .ud = x};
+    gsim_set_observer(g, &obs);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(0.5), &eb), 0);
+    assert_int_equal(gsim_offload(g, gsim_graph(g)->ctrs[0].waiting.tail, 1, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_int_equal(x->iters, gsim_iterations(g));
+    assert_true(x->waited > 0);
+    assert_int_equal(x->bad, 0);
+    gsim_destroy(&g);
+    free(x);
+    free(r);
+}
+
 /* ---- the scheduler ------------------------------------------------------------------- */
 
 /* Run the workload under --ops slice; returns the run's metrics and SliceScheduler's figures,
@@ -534,6 +587,7 @@ int main(void)
         T(test_staged_weights_evicted_under_pressure),
         T(test_fork_predicts_an_offload),
         T(test_chunks_run_in_dependency_order),
+        T(test_expansion_includes_guest_waits),
         T(test_scheduler_predictions_are_exact_without_arrivals),
         T(test_scheduler_refuses_what_memory_cannot_hold),
         T(test_scheduler_refuses_what_breaks_an_sla),
