@@ -415,49 +415,48 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
 }
 
-void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n)
+/* Move n blocks between c's free pool and one of its holders (`held`: reserved for a migration,
+ * lent to staged weights), with the ledger; `what` names the holder in the fatal message. */
+static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)
 {
     if (n > c->blocks_free)
-        ss_fatal(SS_LOC, "container %u: reserving %u blocks with %u free", c->id, n,
+        ss_fatal(SS_LOC, "container %u: %s %u blocks with %u free", c->id, what, n,
                  c->blocks_free);
     c->blocks_free -= n;
-    c->blocks_reserved += n;
+    *held += n;
     uint32_t used = c->blocks_total - c->blocks_free;
     if (used > c->blocks_peak)
         c->blocks_peak = used;
     ledger_kv(g, c, n);
+}
+
+static void give_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)
+{
+    if (n > *held)
+        ss_fatal(SS_LOC, "container %u: %s %u blocks of %u", c->id, what, n, *held);
+    *held -= n;
+    c->blocks_free += n;
+    ledger_kv(g, c, -(int64_t)n);
+}
+
+void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    take_blocks(g, c, &c->blocks_reserved, n, "reserving");
 }
 
 void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n)
 {
-    if (n > c->blocks_reserved)
-        ss_fatal(SS_LOC, "container %u: releasing %u reserved blocks of %u", c->id, n,
-                 c->blocks_reserved);
-    c->blocks_reserved -= n;
-    c->blocks_free += n;
-    ledger_kv(g, c, -(int64_t)n);
+    give_blocks(g, c, &c->blocks_reserved, n, "releasing reserved");
 }
 
 void gmg_stage_blocks(gmg *g, gmg_container *c, uint32_t n)
 {
-    if (n > c->blocks_free)
-        ss_fatal(SS_LOC, "container %u: staging into %u blocks with %u free", c->id, n,
-                 c->blocks_free);
-    c->blocks_free -= n;
-    c->blocks_staged += n;
-    uint32_t used = c->blocks_total - c->blocks_free;
-    if (used > c->blocks_peak)
-        c->blocks_peak = used;
-    ledger_kv(g, c, n);
+    take_blocks(g, c, &c->blocks_staged, n, "staging into");
 }
 
 void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n)
 {
-    if (n > c->blocks_staged)
-        ss_fatal(SS_LOC, "container %u: unstaging %u blocks of %u", c->id, n, c->blocks_staged);
-    c->blocks_staged -= n;
-    c->blocks_free += n;
-    ledger_kv(g, c, -(int64_t)n);
+    give_blocks(g, c, &c->blocks_staged, n, "unstaging");
 }
 
 ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,

@@ -99,6 +99,21 @@ static trace_rec *workload(uint32_t n_hot, uint32_t prompt, double cold_rate, si
     return r;
 }
 
+/* A replay of src (results to c when set, observed by obs when set), advanced to `at`. */
+static gsim *begin(fx *f, tu_recs *src, collect *c, const gsim_observer *obs, ss_time at)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    if (obs)
+        gsim_set_observer(g, obs);
+    if (gsim_start(g, tu_recs_next, src, c ? collect_req : NULL, c, &eb) ||
+        gsim_advance(g, at, &eb))
+        fail_msg("replay: %s", eb.msg);
+    return g;
+}
+
 typedef struct run_out {
     collect c;
     metrics m;       /* copy of the run's counters (histograms not used) */
@@ -114,13 +129,9 @@ static void replay(fx *f, const trace_rec *r, size_t n, int offload, ss_time at,
 {
     memset(o, 0, sizeof *o);
     o->c.r = calloc(n, sizeof(metrics_req));
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &o->c, &eb), 0);
-    assert_int_equal(gsim_advance(g, at, &eb), 0);
+    gsim *g = begin(f, &src, &o->c, NULL, at);
+    ss_errbuf eb;
     if (offload) {
         const gmg *G = gsim_graph(g);
         gmg_id q = G->ctrs[0].waiting.tail;
@@ -249,13 +260,9 @@ static void test_weights_staged_once(void **state)
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
     collect c = {calloc(n, sizeof(metrics_req)), 0};
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &c, &eb), 0);
-    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    gsim *g = begin(f, &src, &c, NULL, 1);
+    ss_errbuf eb;
     const gmg *G = gsim_graph(g);
     uint32_t free0 = G->ctrs[1].blocks_free;
     assert_int_equal(gsim_offload(g, G->ctrs[0].waiting.tail, 1, 0, &eb), 0);
@@ -299,13 +306,9 @@ static void test_staged_weights_evicted_under_pressure(void **state)
         r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(3.9) + (ss_time)i,
                            .prompt_tokens = 2000, .output_tokens = 64};
     collect c = {calloc(n, sizeof(metrics_req)), 0};
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &c, &eb), 0);
-    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    gsim *g = begin(f, &src, &c, NULL, 1);
+    ss_errbuf eb;
     const gmg *G = gsim_graph(g);
     assert_int_equal(gsim_offload(g, G->ctrs[0].waiting.tail, 1, 0, &eb), 0);
     assert_int_equal(gsim_advance(g, ss_time_from_s(4), &eb), 0);
@@ -330,13 +333,9 @@ static void test_fork_predicts_an_offload(void **state)
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
     collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
-    gsim *g = NULL, *w = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
-    assert_int_equal(gsim_advance(g, 1, &eb), 0);
+    gsim *g = begin(f, &src, &rc, NULL, 1), *w = NULL;
+    ss_errbuf eb;
     const gmg *G = gsim_graph(g);
     gmg_id q = G->ctrs[0].waiting.tail;
     uint64_t id = G->reqs[q].trace_id;
@@ -393,16 +392,11 @@ static void test_chunks_run_in_dependency_order(void **state)
         f->cfg.guest_weights = mode;
         size_t n;
         trace_rec *r = workload(60, 2000, 6, &n);
-        gsim *g = NULL;
-        ss_errbuf eb;
-        if (gsim_create(&g, &f->cfg, &eb))
-            fail_msg("gsim_create: %s", eb.msg);
         order_check oc = {.req = UINT64_MAX};
         gsim_observer obs = {.on_guest = on_guest, .ud = &oc};
-        gsim_set_observer(g, &obs);
         tu_recs src = {r, n, 0};
-        assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
-        assert_int_equal(gsim_advance(g, ss_time_from_s(0.5), &eb), 0);
+        gsim *g = begin(f, &src, NULL, &obs, ss_time_from_s(0.5));
+        ss_errbuf eb;
         assert_int_equal(gsim_offload(g, gsim_graph(g)->ctrs[0].waiting.tail, 1, 0, &eb), 0);
         assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
         assert_int_equal(gsim_finish(g), 0);
@@ -446,16 +440,11 @@ static void test_expansion_includes_guest_waits(void **state)
     f->cfg.guest_overrun = 50 * SS_NS_PER_MS;
     size_t n;
     trace_rec *r = workload(60, 2000, 6, &n);
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     expand_check *x = calloc(1, sizeof *x);
     gsim_observer obs = {.on_iter = on_iter_expand, .ud = x};
-    gsim_set_observer(g, &obs);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
-    assert_int_equal(gsim_advance(g, ss_time_from_s(0.5), &eb), 0);
+    gsim *g = begin(f, &src, NULL, &obs, ss_time_from_s(0.5));
+    ss_errbuf eb;
     assert_int_equal(gsim_offload(g, gsim_graph(g)->ctrs[0].waiting.tail, 1, 0, &eb), 0);
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
