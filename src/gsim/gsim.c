@@ -1653,6 +1653,7 @@ void gsim_destroy(gsim **sp)
     gsim *s = *sp;
     if (!s)
         return;
+    slice_destroy(&s->slice); /* its what-if forks borrow from this simulation */
     des_engine_destroy(&s->des);
     for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
@@ -1667,7 +1668,6 @@ void gsim_destroy(gsim **sp)
     free_cluster_state(s);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
-    slice_destroy(&s->slice);
     metrics_fini(&s->m);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
     ss_free(s);
