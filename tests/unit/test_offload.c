@@ -564,6 +564,44 @@ static void test_scheduler_refuses_what_breaks_an_sla(void **state)
     free(r);
 }
 
+/* Every allocation of a run with SliceScheduler (its forks and offloads included) can fail
+ * cleanly: SS_ENOMEM and nothing leaked. */
+static void test_scheduler_allocation_failures_are_clean(void **state)
+{
+    fx *f = *state;
+    f->cfg.ops = "slice";
+    f->cfg.check = 0;
+    size_t n;
+    trace_rec *r = workload(24, 2000, 0, &n);
+    size_t base = ss_alloc_live_bytes();
+    int ok = 0;
+    uint64_t offloads = 0, k = 1;
+    for (; k < 5000 && !ok; k += 1 + k / 64) {
+        gsim *g = NULL;
+        ss_errbuf eb;
+        ss_alloc_fail_after(k);
+        int rc = gsim_create(&g, &f->cfg, &eb);
+        if (!rc) {
+            tu_recs src = {r, n, 0};
+            rc = gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb);
+        }
+        ss_alloc_fail_after(0);
+        assert_true(rc == SS_OK || rc == SS_ENOMEM);
+        ok = rc == SS_OK;
+        if (ok)
+            offloads = gsim_metrics(g)->offloads_done;
+        gsim_destroy(&g);
+        if (ss_alloc_live_bytes() != base)
+            fail_msg("leak of %zu bytes after failing allocation %llu",
+                     ss_alloc_live_bytes() - base, (unsigned long long)k);
+    }
+    printf("# a clean run after failing each of the first %llu allocations (sampled)\n",
+           (unsigned long long)k);
+    assert_true(ok);
+    assert_true(offloads > 0);
+    free(r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -580,6 +618,7 @@ int main(void)
         T(test_scheduler_predictions_are_exact_without_arrivals),
         T(test_scheduler_refuses_what_memory_cannot_hold),
         T(test_scheduler_refuses_what_breaks_an_sla),
+        T(test_scheduler_allocation_failures_are_clean),
     };
 #undef T
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
