@@ -90,7 +90,7 @@ static void usage(FILE *f)
         "  --cluster NAME          container (default) | llumnix | llumnix-tiers\n"
         "  --ops NAME              operator placement: home (default) | slice (SliceScheduler:\n"
         "                          prefills of queued requests run in other containers' idle\n"
-        "                          GPU time when a what-if shows it helps; vllm or sarathi)\n"
+        "                          GPU time when a what-if shows it helps)\n"
         "  --cost NAME             roofline (default) | profile | auto: measured operator tables in\n"
         "                          PROFILES/<gpu>/ (profiles/PROFILE-FORMAT.md; slicesim profile)\n"
         "  vllm, sarathi:\n"

@@ -189,6 +189,7 @@ typedef struct gmg_container {
     uint32_t blocks_reserved;   /* held for incoming live migrations */
     uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing one */
     uint32_t blocks_offloaded;  /* held by its requests whose prefill runs elsewhere */
+    uint32_t n_offloaded;       /* those requests */
     uint32_t blocks_staged;     /* lent to another model's weights staged here (SliceScheduler) */
     uint32_t migrating_out;     /* outgoing live migrations in progress */
     uint32_t tiers;             /* its tenant's number of SLA tiers */

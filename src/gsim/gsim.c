@@ -740,6 +740,7 @@ static void on_offload_done(des_engine *e, des_event *ev, void *ctx)
         s->m.offload_predicted++;
     }
     home->blocks_offloaded -= q->blocks;
+    home->n_offloaded--;
     q->computed = q->prompt;
     q->generated = 1;
     q->first_token = now;
@@ -878,10 +879,15 @@ int gsim_offload_check(const gsim *s, gmg_id r, gmg_id helper, ss_errbuf *eb)
     if (s->cs[helper].guest != GMG_NONE)
         return ss_err(eb, SS_EINVAL, "offload: container %u already runs a guest prefill",
                       helper);
-    uint32_t need = gmg_blocks_for(home, q->prompt);
+    uint32_t need = pol_batch_offload_hold(s->batch, home, q);
+    if (need == POL_NO_OFFLOAD)
+        return ss_err(eb, SS_EINVAL, "offload: batching '%s' cannot take request %llu back from "
+                      "another container's GPUs now", pol_batch_name(s->batch),
+                      (unsigned long long)q->trace_id);
     if (need > home->blocks_free)
-        return ss_err(eb, SS_EINVAL, "offload: container %u has %u free KV blocks, the prompt "
-                      "needs %u", home->id, home->blocks_free, need);
+        return ss_err(eb, SS_EINVAL, "offload: container %u has %u free KV blocks, request %llu "
+                      "needs %u", home->id, home->blocks_free, (unsigned long long)q->trace_id,
+                      need);
     offload shape = {0};
     offload_shape(s, &shape, home, q, can_stage(s, home, h));
     if (s->cfg.guest_weights == GSIM_WEIGHTS_STAGE && !can_stage(s, home, h))
@@ -903,7 +909,7 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
         return rc;
     gmg_req *q = gmg_req_at(s->g, r);
     gmg_container *home = &s->g->ctrs[q->container], *h = &s->g->ctrs[helper];
-    uint32_t need = gmg_blocks_for(home, q->prompt);
+    uint32_t need = pol_batch_offload_hold(s->batch, home, q);
     int staged = can_stage(s, home, h);
     offload shape = {0};
     offload_shape(s, &shape, home, q, staged);
@@ -921,6 +927,7 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     wait_remove(s, home, r);
     gmg_req_set_blocks(s->g, home, q, need);
     home->blocks_offloaded += need;
+    home->n_offloaded++;
     q->state = GMG_REQ_OFFLOADED;
     for (uint32_t i = 0; i < h->tp; i++)
         s->g->gpus[h->gpu0 + i].mem.transfer += o->buffers;
@@ -1612,10 +1619,6 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         if (strcmp(cfg->ops, "slice"))
             rc = ss_err(eb, SS_EINVAL, "--ops: unknown operator placement '%s' (valid: home, "
                         "slice)", cfg->ops);
-        else if (strcmp(cfg->batching, "vllm") && strcmp(cfg->batching, "sarathi"))
-            rc = ss_err(eb, SS_EINVAL, "--ops slice: needs vllm or sarathi batching (static "
-                        "batches and Orca's reservations are not modelled for offloaded "
-                        "prefills), got '%s'", cfg->batching);
         else
             rc = slice_create(&s->slice, cfg->params, &s->cfg, eb);
         s->max_overrun = s->cfg.guest_overrun;
@@ -1931,6 +1934,12 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
 const slice_stats *gsim_slice_stats(const gsim *s)
 {
     return s->slice ? slice_get_stats(s->slice) : NULL;
+}
+
+int gsim_offload_allowed(const gsim *s, gmg_id r)
+{
+    const gmg_req *q = gmg_req_at(s->g, r);
+    return pol_batch_offload_hold(s->batch, &s->g->ctrs[q->container], q) != POL_NO_OFFLOAD;
 }
 
 int gsim_has_guest(const gsim *s, gmg_id c) { return s->cs[c].guest != GMG_NONE; }

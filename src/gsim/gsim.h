@@ -137,6 +137,9 @@ int gsim_finish(gsim *g);
  * (with the reason: not eligible, home lacks the KV blocks, a helper GPU lacks spare memory
  * for the job's buffers) or SS_ENOMEM. */
 int gsim_offload(gsim *g, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf *eb);
+/* Whether the batching policy could take waiting request slot r back after a remote prefill
+ * (static batching never can; Orca while its batch has room). */
+int gsim_offload_allowed(const gsim *g, gmg_id r);
 /* gsim_offload's checks alone: 0 when it would accept the move now, else SS_EINVAL and why. */
 int gsim_offload_check(const gsim *g, gmg_id r, gmg_id helper, ss_errbuf *eb);
 /* SliceScheduler's figures for the run (NULL under "home" placement). */

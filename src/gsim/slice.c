@@ -387,7 +387,7 @@ static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
     for (uint32_t ai = 0; ai < G->n_ctrs && budget; ai++) {
         const gmg_container *a = &G->ctrs[ai];
         gmg_id r = servable(a) ? fresh_tail(G, a) : GMG_NONE;
-        if (r == GMG_NONE)
+        if (r == GMG_NONE || !gsim_offload_allowed(g, r))
             continue;
         uint32_t nh = helpers(G, g, a, s->order);
         if (!nh)

@@ -80,6 +80,15 @@ static void orca_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_cont
     }
 }
 
+/* An offloaded request holds its reservation from the start and counts in the batch. */
+static uint32_t orca_offload_hold(const void *priv, const gmg_container *c, const gmg_req *q)
+{
+    const orca_priv *o = priv;
+    if (c->running.n + c->n_offloaded + 1 > o->max_batch)
+        return POL_NO_OFFLOAD;
+    return gmg_blocks_for(c, reservation(o, q));
+}
+
 static uint64_t orca_max_tokens(const void *priv) { return ((const orca_priv *)priv)->max_model_len; }
 static uint32_t orca_max_seqs(const void *priv) { return (uint32_t)((const orca_priv *)priv)->max_batch; }
 
@@ -105,4 +114,5 @@ const pol_batch_ops pol_batch_orca = {
     .max_batch_tokens = orca_max_tokens,
     .max_seqs = orca_max_seqs,
     .describe = orca_describe,
+    .offload_hold = orca_offload_hold,
 };

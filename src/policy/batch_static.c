@@ -128,6 +128,13 @@ static void static_describe(const void *priv, ss_kv_emit_fn *emit, void *ud)
     emit(ud, "pad_prompts", s->pad_prompts ? "true" : "false");
 }
 
+/* A static batch forms at once and nobody joins it: a request prefilled elsewhere cannot. */
+static uint32_t static_offload_hold(const void *priv, const gmg_container *c, const gmg_req *q)
+{
+    (void)priv, (void)c, (void)q;
+    return POL_NO_OFFLOAD;
+}
+
 static const char *const pol_batch_static_params[] = {"max_batch", "shrink", "pad_prompts", NULL};
 
 const pol_batch_ops pol_batch_static = {
@@ -142,4 +149,5 @@ const pol_batch_ops pol_batch_static = {
     .max_batch_tokens = static_max_tokens,
     .max_seqs = static_max_seqs,
     .describe = static_describe,
+    .offload_hold = static_offload_hold,
 };

@@ -131,6 +131,12 @@ uint32_t pol_batch_max_seqs(const pol_batch *p)
     return p->ops->max_seqs ? p->ops->max_seqs(p->priv) : 0;
 }
 
+uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, const gmg_req *q)
+{
+    return p->ops->offload_hold ? p->ops->offload_hold(p->priv, c, q)
+                                : gmg_blocks_for(c, q->prompt);
+}
+
 const char *pol_batch_name(const pol_batch *p) { return p->ops->name; }
 
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)

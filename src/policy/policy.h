@@ -102,7 +102,14 @@ typedef struct pol_batch_ops {
     uint64_t (*max_batch_tokens)(const void *priv);
     uint32_t (*max_seqs)(const void *priv);
     void (*describe)(const void *priv, ss_kv_emit_fn *emit, void *ud);
+    /* Optional (SliceScheduler): the KV blocks waiting request q of c must hold from the moment
+     * its prefill moves to another container's GPUs (it rejoins c's running requests with its
+     * first token), or POL_NO_OFFLOAD when the policy cannot take it back that way. NULL: the
+     * blocks of its prompt. */
+    uint32_t (*offload_hold)(const void *priv, const gmg_container *c, const gmg_req *q);
 } pol_batch_ops;
+
+#define POL_NO_OFFLOAD UINT32_MAX
 
 typedef struct pol_batch pol_batch;
 
@@ -117,6 +124,8 @@ void pol_batch_decide(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_cont
                       pol_batch_decision *out);
 uint64_t pol_batch_max_tokens(const pol_batch *p);
 uint32_t pol_batch_max_seqs(const pol_batch *p);
+/* The policy's offload_hold (its default when it has none). */
+uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, const gmg_req *q);
 const char *pol_batch_name(const pol_batch *p);
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud);
 

@@ -70,8 +70,13 @@ strip_wall() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]*/
 grep -q '"ops": "home"' e.json || fail "the scenario's default placement is home"
 grep -q '"slice"' e.json && fail "a home run reports SliceScheduler figures"
 expect_error 2 "ops: expected one of home, slice" "$S" replay --ops slices --limit 10 --db none
-expect_error 2 "needs vllm or sarathi batching" \
-    "$S" replay --ops slice --batching static --limit 10 --db none
+# any batching: Orca holds its reservation for a moved request; static batching takes none
+for b in orca static; do
+    "$S" replay -c "$SV" --ops slice --batching "$b" --set run.duration_s=150 \
+        --set run.warmup_s=20 --db none --json >"$b.json" 2>err || fail "slice + $b: $(cat err)"
+done
+grep -Eq '"slice": \{"offloads": [1-9]' orca.json || fail "no offload under orca"
+grep -Eq '"slice": \{"offloads": 0,' static.json || fail "offloads under static batching"
 expect_error 2 "slice_weights: expected auto, stream or stage" \
     "$S" replay --ops slice --param slice_weights=fast --limit 10 --db none
 

@@ -358,6 +358,52 @@ static void test_fork_predicts_an_offload(void **state)
     free(r);
 }
 
+/* The batching policy decides what a moved request holds at home: Orca its whole reservation
+ * (here the oracle length), static batching nothing, because nobody joins a static batch. */
+static void test_batching_decides_what_a_move_holds(void **state)
+{
+    fx *f = *state;
+    f->cfg.batching = "orca";
+    ss_params_set(f->params, "reserve", "oracle");
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    tu_recs src = {r, n, 0};
+    gsim *g = begin(f, &src, &c, NULL, 1);
+    ss_errbuf eb;
+    const gmg *G = gsim_graph(g);
+    gmg_id q = G->ctrs[0].waiting.tail;
+    assert_true(q != GMG_NONE);
+    uint32_t want = gmg_blocks_for(&G->ctrs[0], 2000 + 64);
+    assert_int_equal(gsim_offload(g, q, 1, 0, &eb), 0);
+    assert_int_equal(G->ctrs[0].blocks_offloaded, want);
+    assert_int_equal(G->ctrs[0].n_offloaded, 1);
+    if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
+        fail_msg("replay: %s", eb.msg);
+    assert_int_equal(c.n, n);
+    assert_int_equal(gsim_metrics(g)->offloads_done, 1);
+    gsim_destroy(&g);
+    free(c.r);
+
+    f->cfg.batching = "static";
+    ss_params_destroy(&f->params);
+    assert_int_equal(ss_params_create(&f->params), 0);
+    f->cfg.params = f->params;
+    c = (collect){calloc(n, sizeof(metrics_req)), 0};
+    src = (tu_recs){r, n, 0};
+    g = begin(f, &src, &c, NULL, 1);
+    q = gsim_graph(g)->ctrs[0].waiting.tail;
+    assert_true(q != GMG_NONE);
+    assert_false(gsim_offload_allowed(g, q));
+    assert_int_equal(gsim_offload(g, q, 1, 0, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "cannot take request"));
+    if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
+        fail_msg("replay: %s", eb.msg);
+    gsim_destroy(&g);
+    free(c.r);
+    free(r);
+}
+
 /* ---- operator order ------------------------------------------------------------------ */
 
 typedef struct order_check {
@@ -613,6 +659,7 @@ int main(void)
         T(test_weights_staged_once),
         T(test_staged_weights_evicted_under_pressure),
         T(test_fork_predicts_an_offload),
+        T(test_batching_decides_what_a_move_holds),
         T(test_chunks_run_in_dependency_order),
         T(test_expansion_includes_guest_waits),
         T(test_scheduler_predictions_are_exact_without_arrivals),
