@@ -4,6 +4,7 @@
  * progress line; the simulation itself is gsim/. */
 #include "cli.h"
 #include "report.h"
+#include "run.h"
 #include "scenario_run.h"
 
 #include "catalog/catalog.h"
@@ -389,55 +390,6 @@ static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
     return rc ? rc : scn_check(sc, eb);
 }
 
-/* ---- workload source and store sink ------------------------------------------------------ */
-
-static int source_next(void *ud, trace_rec *out, ss_errbuf *eb)
-{
-    return wl_source_next(ud, out, eb);
-}
-
-typedef struct sink {
-    store *st;
-    const gsim *g;
-} sink;
-
-static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
-{
-    sink *k = ud;
-    const char *tenant = gsim_tenant_name(k->g, m->tenant);
-    return store_run_request(k->st, m, tenant ? tenant : "default", eb);
-}
-
-/* ---- progress line ---------------------------------------------------------------------- */
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-typedef struct progress {
-    double start, last;
-    int shown;
-} progress;
-
-static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finished,
-                        uint64_t events)
-{
-    progress *p = ud;
-    double w = wall_now();
-    if (w - p->last < 0.5)
-        return;
-    p->last = w;
-    p->shown = 1;
-    fprintf(stderr, "\rslicesim: replay: simulated %.1f s | %llu arrived, %llu finished | "
-                    "%.2f M events/s   ",
-            ss_time_to_s(now), (unsigned long long)arrived, (unsigned long long)finished,
-            (double)events / (w - p->start) / 1e6);
-    fflush(stderr);
-}
-
 /* ---- the run ---------------------------------------------------------------------------- */
 
 static char *join_args(int argc, char **argv)
@@ -451,183 +403,63 @@ static char *join_args(int argc, char **argv)
     return s;
 }
 
-typedef struct run_ctx {
-    replay_opts *o;
-    scn_scenario *sc;
-    cli_run *run;
-    catalog *cat;
-    wl_source *ws;
-    store *st;
-    gsim *g;
-    tl_writer *tl;
-    char *cmdline;
-    char *ini;       /* the scenario as written back, for the runs table */
-    ss_errbuf eb;
-} run_ctx;
-
-/* What the report and the runs table call the workload. */
-static const char *source_label(const run_ctx *x)
+static void free_opts(replay_opts *o)
 {
-    if (x->sc->n_tenants == 1 && x->sc->tenants[0].trace[0])
-        return x->sc->tenants[0].trace;
-    return x->o->config ? x->o->config : "synthetic";
+    for (size_t i = 0; i < o->n_assign; i++)
+        ss_free(o->assign[i]);
+    ss_free(o->assign);
+    ss_free(o->sets);
 }
 
-static const char *format_label(const run_ctx *x)
+static void print_results(const app_run *x, const replay_opts *o, uint64_t tl_n)
 {
-    return x->sc->n_tenants == 1 ? wl_source_format(x->ws, 0) : "multi-tenant";
-}
-
-static char *scenario_text(const scn_scenario *sc)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    int rc = scn_write(sc, f);
-    fclose(f);
-    char *out = rc ? NULL : ss_strdup(buf);
-    free(buf);
-    return out;
-}
-
-static int begin_store(run_ctx *x, int argc, char **argv)
-{
-    ss_strbuf pj = {0};
-    gsim_params_json(x->g, &pj);
-    x->cmdline = join_args(argc, argv);
-    x->ini = scenario_text(x->sc);
-    const scn_tenant *t0 = &x->sc->tenants[0];
-    store_run_info info = {
-        .command = x->cmdline ? x->cmdline : "", .trace = source_label(x),
-        .trace_format = format_label(x), .model = t0->model, .gpu = x->sc->gpu,
-        .replicas = x->run->tenants[0].replicas, .tp = x->run->tenants[0].tp,
-        .pp = x->run->tenants[0].pp, .batching = x->sc->batching,
-        .routing = gsim_routing_name(x->g), .cluster_policy = gsim_cluster_name(x->g),
-        .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
-        .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
-        .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops,
-    };
-    int64_t run_id;
-    int rc = ss_strbuf_ok(&pj) ? store_open(&x->st, x->sc->db, &x->eb)
-                               : ss_err(&x->eb, SS_ENOMEM, "out of memory");
-    if (!rc)
-        rc = store_run_begin(x->st, &info, &run_id, &x->eb);
-    ss_strbuf_fini(&pj);
-    return rc;
-}
-
-static int setup(run_ctx *x)
-{
-    replay_opts *o = x->o;
-    const char *dir = catalog_default_dir(o->profiles);
-    int rc = scn_create(&x->sc);
-    if (rc || !(x->run = ss_calloc(1, sizeof *x->run)))
-        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
-    rc = build_scenario(o, x->sc, &x->eb);
-    if (!rc)
-        rc = catalog_load(&x->cat, dir, &x->eb);
-    if (!rc)
-        rc = cli_run_make(x->run, x->sc, x->cat, &x->eb);
-    if (!rc) {
-        x->run->cfg.profiles_dir = dir;
-        x->run->cfg.check = o->check;
-        rc = wl_source_create(&x->ws, x->run->specs, x->sc->n_tenants, x->sc->seed,
-                              x->sc->servegen_dir[0] ? x->sc->servegen_dir : NULL, &x->eb);
-        if (rc == SS_EIO)
-            rc = SS_EPARSE; /* an unreadable trace is bad input, like a malformed one */
-    }
-    if (!rc)
-        rc = gsim_create(&x->g, &x->run->cfg, &x->eb);
-    if (!rc && o->timeline && (rc = tl_open(&x->tl, o->timeline, &o->tl, &x->eb)) == SS_OK)
-        tl_attach(x->tl, x->g);
-    return rc;
-}
-
-static int simulate(run_ctx *x, double *wall_s)
-{
-    sink snk = {x->st, x->g};
-    progress prog = {wall_now(), wall_now(), 0};
-    if (x->o->progress && isatty(STDERR_FILENO))
-        gsim_set_progress(x->g, on_progress, &prog);
-    double t0 = wall_now();
-    int rc = gsim_run(x->g, source_next, x->ws, x->st ? sink_req : NULL, &snk, &x->eb);
-    *wall_s = wall_now() - t0;
-    if (prog.shown)
-        fprintf(stderr, "\r%*s\r", 100, "");
-    return rc;
-}
-
-static report_run report_of(const run_ctx *x, double wall_s)
-{
-    report_run r = {
-        .source = source_label(x), .format = format_label(x), .gpu = x->sc->gpu,
-        .batching = x->sc->batching, .routing = gsim_routing_name(x->g),
-        .cluster = gsim_cluster_name(x->g), .cost = x->sc->cost, .seed = x->sc->seed,
-        .ops = x->sc->ops, .skipped = wl_source_n_skipped(x->ws), .warmup_s = x->sc->warmup_s, .wall_s = wall_s,
-    };
-    return r;
-}
-
-static void cleanup(run_ctx *x)
-{
-    tl_abort(&x->tl);
-    store_close(&x->st);
-    gsim_destroy(&x->g);
-    wl_source_destroy(&x->ws);
-    catalog_destroy(&x->cat);
-    scn_destroy(&x->sc);
-    ss_free(x->run);
-    ss_free(x->cmdline);
-    ss_free(x->ini);
-    for (size_t i = 0; i < x->o->n_assign; i++)
-        ss_free(x->o->assign[i]);
-    ss_free(x->o->assign);
-    ss_free(x->o->sets);
-}
-
-static void print_results(run_ctx *x, const metrics_summary *m, double wall_s, uint64_t tl_n)
-{
-    report_run rep = report_of(x, wall_s);
-    if (x->o->json) {
-        report_json(stdout, &rep, x->g, m);
+    report_run rep = app_run_report(x);
+    if (o->json) {
+        report_json(stdout, &rep, x->g, &x->m);
         return;
     }
-    report_table(stdout, &rep, x->g, m);
+    report_table(stdout, &rep, x->g, &x->m);
     if (x->st)
         printf("  results: %s\n", store_path(x->st));
-    if (x->o->timeline)
-        printf("  timeline: %s (%llu events)\n", x->o->timeline, (unsigned long long)tl_n);
+    if (o->timeline)
+        printf("  timeline: %s (%llu events)\n", o->timeline, (unsigned long long)tl_n);
 }
 
 int cmd_replay(int argc, char **argv)
 {
     replay_opts o = {.progress = 1, .tl = {.start = 0, .end = SS_TIME_MAX}};
-    run_ctx x = {.o = &o};
     int rc = parse_opts(&o, argc, argv);
     if (rc) {
-        cleanup(&x);
+        free_opts(&o);
         return rc < 0 ? CLI_OK : rc;
     }
-    double wall_s = 0;
-    metrics_summary m;
-    rc = setup(&x);
-    if (!rc && strcmp(x.sc->db, "none"))
-        rc = begin_store(&x, argc, argv);
+    char *cmdline = join_args(argc, argv);
+    app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
+                       .check = o.check, .progress = o.progress};
+    app_run x = {0};
+    scn_scenario *sc = NULL;
+    tl_writer *tl = NULL;
+    if (scn_create(&sc))
+        rc = ss_err(&x.eb, SS_ENOMEM, "out of memory");
     if (!rc)
-        rc = simulate(&x, &wall_s);
+        rc = build_scenario(&o, sc, &x.eb);
     if (!rc)
-        metrics_summarize(gsim_metrics(x.g), gsim_end_time(x.g), &m);
-    if (!rc && x.st)
-        rc = report_store(x.st, x.g, &m, wall_s, wl_source_digest(x.ws), &x.eb);
-    uint64_t tl_n = x.tl ? tl_events(x.tl) : 0;
-    if (!rc && x.tl)
-        rc = tl_close(&x.tl, &x.eb);
+        rc = app_run_setup(&x, sc, &ro);
+    if (!rc && o.timeline && (rc = tl_open(&tl, o.timeline, &o.tl, &x.eb)) == SS_OK)
+        tl_attach(tl, x.g);
     if (!rc)
-        print_results(&x, &m, wall_s, tl_n);
+        rc = app_run_exec(&x);
+    uint64_t tl_n = tl ? tl_events(tl) : 0;
+    if (!rc && tl)
+        rc = tl_close(&tl, &x.eb);
+    if (!rc)
+        print_results(&x, &o, tl_n);
     else
         fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
-    cleanup(&x);
+    tl_abort(&tl);
+    app_run_fini(&x);
+    scn_destroy(&sc);
+    ss_free(cmdline);
+    free_opts(&o);
     return cli_status_of(rc);
 }

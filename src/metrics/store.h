@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 typedef struct store store;
 
@@ -31,6 +31,8 @@ typedef struct store_run_info {
     double warmup_s;          /* measurement starts here */
     const char *scenario_ini; /* the scenario as INI text, "" when the run had none */
     const char *ops;          /* operator placement: "home" or "slice" (NULL: home) */
+    const char *sweep;        /* the sweep this run is a point of, and the point's key (both */
+    const char *point;        /* NULL when the run is not part of a sweep) */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */
@@ -62,6 +64,10 @@ typedef struct store_run_end {
  * mode with a busy timeout so concurrent writers serialise. Fails with SS_EDB if the file is
  * not a slicesim database or has a newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
+/* Whether the database already holds a committed run for point `point` of sweep `sweep`:
+ * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
+int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,
+                    ss_errbuf *eb);
 /* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */

@@ -19,7 +19,8 @@
  * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
  * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
  * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
- * operator placement (runs.ops, SliceScheduler's summary columns). */
+ * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
+ * sweep_points table: which run is which point of which sweep). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -117,6 +118,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE summary ADD COLUMN slice_wall_s REAL DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN prediction_error_ms REAL DEFAULT 0;"
           "PRAGMA user_version = 6;",
+    [6] = "CREATE TABLE sweep_points (sweep TEXT NOT NULL, point TEXT NOT NULL,"
+          " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
+          "PRAGMA user_version = 7;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -127,7 +131,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms"
 #define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
-enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST__N };
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
@@ -151,6 +155,8 @@ static const char *const stmt_sql[ST__N] = {
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
+    [ST_POINT] = "INSERT INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
+    [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
     [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
                  " free_gib_mean) VALUES (?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
@@ -373,7 +379,41 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     }
     s->run_id = sqlite3_last_insert_rowid(s->db);
     *run_id_out = s->run_id;
+    if (in->sweep && in->point) {
+        binder p = {s->st[ST_POINT], 0, 0};
+        b_text(&p, in->sweep);
+        b_text(&p, in->point);
+        b_int(&p, s->run_id);
+        if ((rc = run_stmt(s, &p, eb, "recording the sweep point"))) {
+            store_run_abort(s);
+            return rc;
+        }
+    }
     return SS_OK;
+}
+
+int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,
+                    ss_errbuf *eb)
+{
+    sqlite3_stmt *st = s->st[ST_HAS];
+    int rc = sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, point, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int out;
+    if (rc == SQLITE_ROW) {
+        if (run_id)
+            *run_id = sqlite3_column_int64(st, 0);
+        out = 1;
+    } else if (rc == SQLITE_DONE) {
+        out = 0;
+    } else {
+        out = -db_err(s, eb, "looking up a sweep point");
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return out;
 }
 
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb)

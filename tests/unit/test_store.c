@@ -190,7 +190,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN slices_used; ALTER TABLE summary DROP COLUMN whatifs;"
         "ALTER TABLE summary DROP COLUMN slice_decisions;"
         "ALTER TABLE summary DROP COLUMN slice_wall_s;"
-        "ALTER TABLE summary DROP COLUMN prediction_error_ms;"
+        "ALTER TABLE summary DROP COLUMN prediction_error_ms; DROP TABLE sweep_points;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -224,6 +224,36 @@ static void test_allocation_failures(void **state)
     }
 }
 
+/* A sweep point is recorded with its run, in the same transaction: an aborted run leaves no
+ * point behind, a committed one is found again. */
+static void test_sweep_points(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/sweep.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    store_run_info in = info;
+    in.sweep = "demo";
+    in.point = "policy=slice;rate=2";
+    int64_t id, found = 0;
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    store_run_abort(s);
+    assert_int_equal(store_has_point(s, "demo", in.point, &found, &eb), 0);
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    metrics_summary m = {.requests = 1, .sim_s = 1};
+    store_run_end e = {.wall_s = 0.1};
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    assert_int_equal(store_has_point(s, "demo", in.point, &found, &eb), 1);
+    assert_int_equal(found, id);
+    assert_int_equal(store_has_point(s, "other", in.point, NULL, &eb), 0);
+    /* the same point twice in one sweep is refused, and the run with it */
+    assert_true(store_run_begin(s, &in, &id, &eb) != 0);
+    store_close(&s);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +262,7 @@ int main(void)
         cmocka_unit_test_teardown(test_refuses_foreign_and_newer, teardown),
         cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
+        cmocka_unit_test_teardown(test_sweep_points, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

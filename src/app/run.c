@@ -1,0 +1,205 @@
+/* One run of a scenario: the common core of replay, compare and sweep. */
+#include "run.h"
+
+#include "cli.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- workload source and store sink ------------------------------------------------------ */
+
+static int source_next(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    return wl_source_next(ud, out, eb);
+}
+
+typedef struct sink {
+    store *st;
+    const gsim *g;
+} sink;
+
+static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
+{
+    sink *k = ud;
+    const char *tenant = gsim_tenant_name(k->g, m->tenant);
+    return store_run_request(k->st, m, tenant ? tenant : "default", eb);
+}
+
+/* ---- progress line ---------------------------------------------------------------------- */
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct progress {
+    double start, last;
+    int shown;
+} progress;
+
+static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finished,
+                        uint64_t events)
+{
+    progress *p = ud;
+    double w = wall_now();
+    if (w - p->last < 0.5)
+        return;
+    p->last = w;
+    p->shown = 1;
+    fprintf(stderr, "\rslicesim: simulated %.1f s | %llu arrived, %llu finished | "
+                    "%.2f M events/s   ",
+            ss_time_to_s(now), (unsigned long long)arrived, (unsigned long long)finished,
+            (double)events / (w - p->start) / 1e6);
+    fflush(stderr);
+}
+
+/* ---- labels ----------------------------------------------------------------------------- */
+
+static const char *source_label(const app_run *x)
+{
+    if (x->sc->n_tenants == 1 && x->sc->tenants[0].trace[0])
+        return x->sc->tenants[0].trace;
+    return x->o->config ? x->o->config : "synthetic";
+}
+
+static const char *format_label(const app_run *x)
+{
+    return x->sc->n_tenants == 1 ? wl_source_format(x->ws, 0) : "multi-tenant";
+}
+
+static char *scenario_text(const scn_scenario *sc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    int rc = scn_write(sc, f);
+    fclose(f);
+    char *out = rc ? NULL : ss_strdup(buf);
+    free(buf);
+    return out;
+}
+
+report_run app_run_report(const app_run *x)
+{
+    report_run r = {
+        .source = source_label(x), .format = format_label(x), .gpu = x->sc->gpu,
+        .batching = x->sc->batching, .routing = gsim_routing_name(x->g),
+        .cluster = gsim_cluster_name(x->g), .cost = x->sc->cost, .seed = x->sc->seed,
+        .ops = x->sc->ops, .skipped = wl_source_n_skipped(x->ws), .warmup_s = x->sc->warmup_s,
+        .wall_s = x->wall_s,
+    };
+    return r;
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
+{
+    x->sc = sc;
+    x->o = o;
+    const char *dir = catalog_default_dir(o->profiles);
+    if (!(x->run = ss_calloc(1, sizeof *x->run)))
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    int rc = catalog_load(&x->cat, dir, &x->eb);
+    if (!rc)
+        rc = cli_run_make(x->run, sc, x->cat, &x->eb);
+    if (!rc) {
+        x->run->cfg.profiles_dir = dir;
+        x->run->cfg.check = o->check;
+        rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed,
+                              sc->servegen_dir[0] ? sc->servegen_dir : NULL, &x->eb);
+        if (rc == SS_EIO)
+            rc = SS_EPARSE; /* an unreadable trace is bad input, like a malformed one */
+    }
+    if (!rc)
+        rc = gsim_create(&x->g, &x->run->cfg, &x->eb);
+    return rc;
+}
+
+static int begin_store(app_run *x)
+{
+    ss_strbuf pj = {0};
+    gsim_params_json(x->g, &pj);
+    x->ini = scenario_text(x->sc);
+    const scn_tenant *t0 = &x->sc->tenants[0];
+    store_run_info info = {
+        .command = x->o->command ? x->o->command : "", .trace = source_label(x),
+        .trace_format = format_label(x), .model = t0->model, .gpu = x->sc->gpu,
+        .replicas = x->run->tenants[0].replicas, .tp = x->run->tenants[0].tp,
+        .pp = x->run->tenants[0].pp, .batching = x->sc->batching,
+        .routing = gsim_routing_name(x->g), .cluster_policy = gsim_cluster_name(x->g),
+        .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
+        .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
+        .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops, .sweep = x->o->sweep,
+        .point = x->o->point,
+    };
+    int64_t run_id;
+    int rc = ss_strbuf_ok(&pj) ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    if (!rc && x->o->st) {
+        x->st = x->o->st;
+    } else if (!rc) {
+        rc = store_open(&x->st, x->sc->db, &x->eb);
+        x->own_store = !rc;
+    }
+    if (!rc)
+        rc = store_run_begin(x->st, &info, &run_id, &x->eb);
+    ss_strbuf_fini(&pj);
+    return rc;
+}
+
+int app_run_exec(app_run *x)
+{
+    int rc = SS_OK;
+    if (x->o->st || strcmp(x->sc->db, "none"))
+        rc = begin_store(x);
+    if (rc)
+        return rc;
+    sink snk = {x->st, x->g};
+    progress prog = {wall_now(), wall_now(), 0};
+    if (x->o->progress && isatty(STDERR_FILENO))
+        gsim_set_progress(x->g, on_progress, &prog);
+    double t0 = wall_now();
+    rc = gsim_run(x->g, source_next, x->ws, x->st ? sink_req : NULL, &snk, &x->eb);
+    x->wall_s = wall_now() - t0;
+    if (prog.shown)
+        fprintf(stderr, "\r%*s\r", 100, "");
+    if (!rc)
+        metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
+    if (!rc && x->st)
+        rc = report_store(x->st, x->g, &x->m, x->wall_s, wl_source_digest(x->ws), &x->eb);
+    else if (x->st)
+        store_run_abort(x->st);
+    return rc;
+}
+
+void app_run_fini(app_run *x)
+{
+    if (x->own_store)
+        store_close(&x->st);
+    else if (x->st)
+        store_run_abort(x->st); /* an unfinished run leaves nothing */
+    x->st = NULL;
+    gsim_destroy(&x->g);
+    wl_source_destroy(&x->ws);
+    catalog_destroy(&x->cat);
+    ss_free(x->run);
+    ss_free(x->ini);
+    x->run = NULL;
+    x->ini = NULL;
+}
+
+void app_scale_rates(scn_scenario *sc, double factor)
+{
+    for (uint32_t i = 0; i < sc->n_tenants; i++)
+        sc->tenants[i].rate_scale *= factor;
+}

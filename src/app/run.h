@@ -1,0 +1,54 @@
+/* Private to app/: one run of a checked scenario, as replay, compare and sweep all make it:
+ * catalog, workload source, simulator, results store (one transaction), summary. The caller
+ * may attach observers (the timeline) to x->g between app_run_setup and app_run_exec. */
+#ifndef SS_APP_RUN_H
+#define SS_APP_RUN_H
+
+#include "report.h"
+#include "scenario_run.h"
+
+#include "catalog/catalog.h"
+#include "gsim/gsim.h"
+#include "metrics/store.h"
+#include "scenario/scenario.h"
+#include "workload/workload.h"
+
+typedef struct app_run_opts {
+    const char *profiles;     /* catalog directory (NULL: catalog_default_dir) */
+    const char *config;       /* the scenario file, for labels (NULL: none) */
+    const char *command;      /* the command line, for the runs table */
+    const char *sweep;        /* sweep name and point key, stored with the run (NULL: none) */
+    const char *point;
+    int check;                /* verify invariants after every event */
+    int progress;             /* progress line on a terminal */
+    store *st;                /* an open store to write to instead of opening sc->db (borrowed) */
+} app_run_opts;
+
+typedef struct app_run {
+    const scn_scenario *sc;   /* borrowed */
+    const app_run_opts *o;    /* borrowed */
+    cli_run *run;
+    catalog *cat;
+    wl_source *ws;
+    store *st;                /* opened here unless o->st */
+    int own_store;
+    gsim *g;
+    char *ini;                /* the scenario as written back, for the runs table */
+    metrics_summary m;        /* after app_run_exec */
+    double wall_s;
+    ss_errbuf eb;
+} app_run;
+
+/* Build everything for scenario sc (already checked). 0 or an SS_E* code with x->eb set. */
+int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o);
+/* Simulate, summarise, and store the run (unless sc->db is "none" and no store was given). */
+int app_run_exec(app_run *x);
+/* What the report calls the run. */
+report_run app_run_report(const app_run *x);
+/* Free what setup made (NULL-safe fields). */
+void app_run_fini(app_run *x);
+
+/* Multiply every tenant's rate_scale by factor. */
+void app_scale_rates(scn_scenario *sc, double factor);
+
+#endif
