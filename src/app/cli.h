@@ -10,6 +10,8 @@ enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 
 /* `slicesim replay ...`: replay a trace on a simulated cluster (cmd_replay.c). */
 int cmd_replay(int argc, char **argv);
+/* `slicesim compare -c SCENARIO --policies ...` (cmd_compare.c). */
+int cmd_compare(int argc, char **argv);
 /* `slicesim trace stats|gen ...` (cmd_trace.c). */
 int cmd_trace(int argc, char **argv);
 /* `slicesim list models|gpus` (cmd_list.c). */

@@ -32,7 +32,8 @@ typedef struct store_run_info {
     const char *scenario_ini; /* the scenario as INI text, "" when the run had none */
     const char *ops;          /* operator placement: "home" or "slice" (NULL: home) */
     const char *sweep;        /* the sweep this run is a point of, and the point's key (both */
-    const char *point;        /* NULL when the run is not part of a sweep) */
+    const char *point;        /* NULL when the run is not part of a sweep); a later run of the
+                                 same point takes its place there */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */

@@ -155,7 +155,7 @@ static const char *const stmt_sql[ST__N] = {
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
-    [ST_POINT] = "INSERT INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
+    [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
     [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
                  " free_gib_mean) VALUES (?,?,?,?,?,?,?)",

@@ -248,10 +248,15 @@ static void test_sweep_points(void **state)
     assert_int_equal(store_has_point(s, "demo", in.point, &found, &eb), 1);
     assert_int_equal(found, id);
     assert_int_equal(store_has_point(s, "other", in.point, NULL, &eb), 0);
-    /* the same point twice in one sweep is refused, and the run with it */
-    assert_true(store_run_begin(s, &in, &id, &eb) != 0);
+    /* the same point again: the newer run takes its place */
+    int64_t id2;
+    assert_int_equal(store_run_begin(s, &in, &id2, &eb), 0);
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    assert_int_equal(store_has_point(s, "demo", in.point, &found, &eb), 1);
+    assert_int_equal(found, id2);
     store_close(&s);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM sweep_points"), 1);
 }
 
 int main(void)

@@ -1,0 +1,98 @@
+/* Policy bundles: built-in ones and LABEL:assignments. */
+#include "bundle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct builtin {
+    const char *name;
+    const char *const assign[4]; /* NULL-terminated */
+} builtin;
+
+/* Llumnix bundles name their dispatch, so that a scenario's own routing does not stay. */
+static const builtin builtins[] = {
+    {"container", {"policy.cluster=container", "policy.ops=home", NULL}},
+    {"realloc", {"policy.cluster=container", "policy.realloc_period_s=60", "policy.ops=home",
+                 NULL}},
+    {"infaas", {"policy.cluster=container", "policy.routing=infaas", "policy.ops=home", NULL}},
+    {"llumnix", {"policy.cluster=llumnix", "policy.routing=llumnix", "policy.ops=home", NULL}},
+    {"llumnix-tiers", {"policy.cluster=llumnix-tiers", "policy.routing=llumnix",
+                       "policy.ops=home", NULL}},
+    {"slice", {"policy.cluster=container", "policy.ops=slice", NULL}},
+};
+
+const char *app_bundle_names(void)
+{
+    return "container, realloc, infaas, llumnix, llumnix-tiers, slice";
+}
+
+static const builtin *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        if (!strcmp(builtins[i].name, name))
+            return &builtins[i];
+    return NULL;
+}
+
+int app_bundle_label(const char *spec, char *label, ss_errbuf *eb)
+{
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (!colon && !find(spec))
+        return ss_err(eb, SS_EPARSE, "policy '%s': not a built-in bundle (%s), nor "
+                      "LABEL:SECTION.KEY=VALUE[+...]", spec, app_bundle_names());
+    if (n == 0 || n >= APP_LABEL_MAX)
+        return ss_err(eb, SS_EPARSE, "policy '%s': the label must have 1 to %d characters", spec,
+                      APP_LABEL_MAX - 1);
+    for (size_t i = 0; i < n; i++)
+        if (!((spec[i] >= 'a' && spec[i] <= 'z') || (spec[i] >= '0' && spec[i] <= '9') ||
+              spec[i] == '-' || spec[i] == '_' || spec[i] == '.' || spec[i] == '+'))
+            return ss_err(eb, SS_EPARSE, "policy '%s': the label may use a-z, 0-9 and -_.+",
+                          spec);
+    if (colon && (!colon[1] || !strchr(colon + 1, '=')))
+        return ss_err(eb, SS_EPARSE, "policy '%s': expected LABEL:SECTION.KEY=VALUE[+...]", spec);
+    memcpy(label, spec, n);
+    label[n] = 0;
+    return SS_OK;
+}
+
+int app_bundle_apply(scn_scenario *sc, const char *spec, ss_errbuf *eb)
+{
+    const char *colon = strchr(spec, ':');
+    if (!colon) {
+        const builtin *b = find(spec);
+        if (!b)
+            return ss_err(eb, SS_EPARSE, "policy '%s': unknown bundle", spec);
+        for (int i = 0; b->assign[i]; i++) {
+            int rc = scn_set(sc, b->assign[i], eb);
+            if (rc)
+                return rc;
+        }
+        return SS_OK;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", colon + 1);
+    char *save = NULL;
+    for (char *a = strtok_r(buf, "+", &save); a; a = strtok_r(NULL, "+", &save)) {
+        int rc = scn_set(sc, a, eb);
+        if (rc)
+            return ss_err_prefix(eb, rc, "policy '%.*s'", (int)(colon - spec), spec);
+    }
+    return SS_OK;
+}
+
+int app_split_list(char *s, char **items, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    if (!*s || s[strlen(s) - 1] == ',' || *s == ',' || strstr(s, ",,"))
+        return -1;
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (!*t || n == max)
+            return -1;
+        items[n++] = t;
+    }
+    return n;
+}

@@ -1,0 +1,56 @@
+#!/bin/bash
+# `slicesim compare`: one scenario under several bundles and loads, one table with ratios
+# against the first bundle, the runs stored as points of a sweep, --json as an array of
+# replay objects, and one clear error for bad bundles, loads and options.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+SV=$ROOT/experiments/slice-vs-container.ini
+SHORT=(--set run.duration_s=120 --set run.warmup_s=20)
+
+"$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --rates 1,1.5 --db c.db \
+    >table 2>err || fail "compare: $(cat err)"
+grep -q "^slicesim compare: .*2 bundle(s) x 2 load(s); ratios against container" table ||
+    fail "header: $(head -1 table)"
+[ "$(grep -cE '^  (1|1.5) +(container|slice) ' table)" = 4 ] || fail "want 4 rows: $(cat table)"
+grep -Eq '^  1 +container +[0-9.]+  1.00 +[0-9.]+  1.00 ' table || fail "container row is 1.00"
+[ "$(sql c.db "SELECT count(*) FROM sweep_points WHERE sweep = 'compare:slice-vs-container.ini'")" = 4 ] ||
+    fail "4 sweep points"
+[ "$(sql c.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id) WHERE ops = 'slice'
+    AND point LIKE 'policy=slice;%'")" = 2 ] || fail "slice points are slice runs"
+# the ratio column is the bundle's throughput over the first bundle's, at the same load
+python3 - table <<'PY' || fail "ratios do not match the throughputs"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("  1")]
+by = {(r[0], r[1]): r for r in rows}
+for load in ("1", "1.5"):
+    base, s = float(by[(load, "container")][2]), by[(load, "slice")]
+    assert abs(float(s[2]) / base - float(s[3])) < 0.006, (s, base)
+PY
+
+# a custom bundle and JSON
+"$S" compare -c "$SV" "${SHORT[@]}" --db none --json \
+    --policies 'container,fast:policy.batching=vllm+policy.ops=slice' >a.json 2>err ||
+    fail "compare --json: $(cat err)"
+python3 - a.json <<'PY' || fail "JSON: $(head -c 300 a.json)"
+import json, sys
+runs = json.load(open(sys.argv[1]))
+assert [r["policy"] for r in runs] == ["container", "fast"], runs
+assert runs[1]["run"]["batching"] == "vllm" and runs[1]["run"]["ops"] == "slice"
+assert runs[0]["run"]["ops"] == "home" and runs[0]["rate"] == 1
+PY
+
+# errors: nothing runs, one line, exit 2
+expect_error 2 "compare: -c SCENARIO.ini is required" "$S" compare --policies container
+expect_error 2 "policy 'magic': not a built-in bundle" "$S" compare -c "$SV" --policies magic
+expect_error 2 "the same label twice" "$S" compare -c "$SV" --policies slice,slice
+expect_error 2 "rates: expected positive numbers, got '0'" "$S" compare -c "$SV" --rates 1,0
+expect_error 2 "policy 'x': .*run.sed: unknown key" "$S" compare -c "$SV" \
+    --policies 'container,x:run.sed=2' --db none
+expect_error 2 "unknown option '--frob'" "$S" compare -c "$SV" --frob
+[ ! -e results ] || fail "a failed compare wrote results"
+echo "compare_cli: all checks passed"
