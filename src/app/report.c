@@ -293,12 +293,12 @@ static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb
 }
 
 int report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
-                 uint64_t trace_digest, ss_errbuf *eb)
+                 uint64_t trace_digest, const char *result_json, ss_errbuf *eb)
 {
     store_run_end end = {
         .wall_s = wall_s, .events = gsim_des_stats(g)->n_events,
         .iterations = gsim_iterations(g), .peak_in_flight = gsim_graph(g)->peak_in_flight,
-        .trace_digest = trace_digest,
+        .trace_digest = trace_digest, .result_json = result_json,
     };
     const slice_stats *sl = gsim_slice_stats(g);
     if (sl) {

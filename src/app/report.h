@@ -29,6 +29,6 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
 void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m);
 /* Write the run's GPU, tenant and tier rows and commit it. 0 or the store's error. */
 int report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
-                 uint64_t trace_digest, ss_errbuf *eb);
+                 uint64_t trace_digest, const char *result_json, ss_errbuf *eb);
 
 #endif

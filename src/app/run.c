@@ -175,9 +175,18 @@ int app_run_exec(app_run *x)
         fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc)
         metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
-    if (!rc && x->st)
-        rc = report_store(x->st, x->g, &x->m, x->wall_s, wl_source_digest(x->ws), &x->eb);
-    else if (x->st)
+    if (!rc && x->st) {
+        char *json = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&json, &len);
+        if (f) {
+            report_run rep = app_run_report(x);
+            report_json(f, &rep, x->g, &x->m);
+            fclose(f);
+        }
+        rc = report_store(x->st, x->g, &x->m, x->wall_s, wl_source_digest(x->ws), json, &x->eb);
+        free(json);
+    } else if (x->st)
         store_run_abort(x->st);
     return rc;
 }

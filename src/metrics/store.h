@@ -59,6 +59,7 @@ typedef struct store_run_end {
     uint64_t whatifs;        /* SliceScheduler: forks simulated */
     uint64_t slice_decisions;/* SliceScheduler: decisions that judged a candidate */
     double slice_wall_s;     /* SliceScheduler: wall-clock time deciding */
+    const char *result_json; /* the run's `replay --json` object, or NULL */
 } store_run_end;
 
 /* Open or create the database at path (its parent directory is created if missing), in WAL

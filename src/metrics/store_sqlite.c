@@ -20,7 +20,8 @@
  * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
  * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
  * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
- * sweep_points table: which run is which point of which sweep). */
+ * sweep_points table: which run is which point of which sweep; runs.result_json: what
+ * `replay --json` printed for the run). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -120,6 +121,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "PRAGMA user_version = 6;",
     [6] = "CREATE TABLE sweep_points (sweep TEXT NOT NULL, point TEXT NOT NULL,"
           " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
+          "ALTER TABLE runs ADD COLUMN result_json TEXT;"
           "PRAGMA user_version = 7;",
 };
 
@@ -159,8 +161,8 @@ static const char *const stmt_sql[ST__N] = {
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
     [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
                  " free_gib_mean) VALUES (?,?,?,?,?,?,?)",
-    [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?"
-               " WHERE run_id = ?",
+    [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?,"
+               " result_json = ? WHERE run_id = ?",
 };
 
 struct store {
@@ -594,6 +596,10 @@ int store_run_commit(store *s, const metrics_summary *m, const store_run_end *e,
         snprintf(digest, sizeof digest, "%016llx", (unsigned long long)e->trace_digest);
         b_real(&b, m->sim_s);
         b_text(&b, digest);
+        if (e->result_json)
+            b_text(&b, e->result_json);
+        else
+            b_null(&b);
         b_int(&b, s->run_id);
         rc = run_stmt(s, &b, eb, "finishing the run");
     }

@@ -191,6 +191,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN slice_decisions;"
         "ALTER TABLE summary DROP COLUMN slice_wall_s;"
         "ALTER TABLE summary DROP COLUMN prediction_error_ms; DROP TABLE sweep_points;"
+        "ALTER TABLE runs DROP COLUMN result_json;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
