@@ -70,6 +70,13 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb);
  * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
 int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,
                     ss_errbuf *eb);
+/* Copy every run of the database at in_path (its rows in every table, under new run ids) into
+ * s, in one transaction. A run that is a sweep point s already has is skipped and counted in
+ * *skipped; *copied counts the others. in_path must exist and be a slicesim database (an older
+ * schema is upgraded in place first). 0, SS_EIO, SS_EDB or SS_ENOMEM with eb set; on failure
+ * s is unchanged. */
+int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
+                ss_errbuf *eb);
 /* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */

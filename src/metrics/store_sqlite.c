@@ -1,11 +1,13 @@
 /* SQLite implementation of the results store: schema, prepared statements, one transaction
- * per run. Every sqlite3 return code is checked and its message copied into the errbuf. */
+ * per run, and merging databases. Every sqlite3 return code is checked and its message copied
+ * into the errbuf. */
 #include "store.h"
 
 #include "config.h"
 #include "version.h"
 
 #include "../core/ss_alloc.h"
+#include "../core/ss_strbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Schema: a new database gets version 1 and then every migration, so that new and upgraded
  * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
@@ -619,4 +622,156 @@ void store_run_abort(store *s)
         return;
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     s->in_run = 0;
+}
+
+/* ---- merging databases ------------------------------------------------------------------- */
+
+/* The tables that hang off runs, in the order they are copied. */
+static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants", "tiers",
+                                         "idle_slices", "sweep_points"};
+
+/* "a, b, c": the columns of main.table except run_id. NULL on error (eb set). */
+static char *column_list(store *s, const char *table, ss_errbuf *eb)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA main.table_info(%s)", table);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        db_err(s, eb, "reading the schema");
+        return NULL;
+    }
+    ss_strbuf b = {0};
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (!strcmp(name, "run_id"))
+            continue;
+        ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
+    }
+    sqlite3_finalize(st);
+    char *out = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    ss_strbuf_fini(&b);
+    if (!out)
+        ss_err(eb, SS_ENOMEM, "out of memory");
+    return out;
+}
+
+typedef struct merger {
+    sqlite3_stmt *runs, *dup, *copy_run, *copy[sizeof run_tables / sizeof *run_tables];
+} merger;
+
+static void merger_free(merger *m)
+{
+    sqlite3_finalize(m->runs);
+    sqlite3_finalize(m->dup);
+    sqlite3_finalize(m->copy_run);
+    for (size_t i = 0; i < sizeof m->copy / sizeof *m->copy; i++)
+        sqlite3_finalize(m->copy[i]);
+}
+
+static int prep(store *s, const char *sql, sqlite3_stmt **st, ss_errbuf *eb)
+{
+    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK
+               ? SS_OK
+               : db_err(s, eb, "preparing the merge");
+}
+
+static int merger_make(store *s, merger *m, ss_errbuf *eb)
+{
+    char sql[4096];
+    int rc = prep(s, "SELECT run_id FROM src.runs ORDER BY run_id", &m->runs, eb);
+    if (!rc)
+        rc = prep(s, "SELECT count(*) FROM src.sweep_points p JOIN main.sweep_points q"
+                     " ON p.sweep = q.sweep AND p.point = q.point WHERE p.run_id = ?",
+                  &m->dup, eb);
+    char *cols = rc ? NULL : column_list(s, "runs", eb);
+    if (!rc && !cols)
+        rc = SS_EDB;
+    if (!rc) {
+        snprintf(sql, sizeof sql, "INSERT INTO main.runs (%s) SELECT %s FROM src.runs"
+                                  " WHERE run_id = ?", cols, cols);
+        rc = prep(s, sql, &m->copy_run, eb);
+    }
+    ss_free(cols);
+    for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        if (!(cols = column_list(s, run_tables[i], eb)))
+            return SS_EDB;
+        snprintf(sql, sizeof sql, "INSERT INTO main.%s (run_id, %s) SELECT ?1, %s FROM src.%s"
+                                  " WHERE run_id = ?2", run_tables[i], cols, cols, run_tables[i]);
+        rc = prep(s, sql, &m->copy[i], eb);
+        ss_free(cols);
+    }
+    return rc;
+}
+
+static int step_done(store *s, sqlite3_stmt *st, ss_errbuf *eb, const char *what)
+{
+    int rc = sqlite3_step(st) == SQLITE_DONE ? SS_OK : db_err(s, eb, what);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Copy run `old` of src with all its rows. */
+static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
+{
+    sqlite3_bind_int64(m->copy_run, 1, old);
+    int rc = step_done(s, m->copy_run, eb, "copying a run");
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        sqlite3_bind_int64(m->copy[i], 1, id);
+        sqlite3_bind_int64(m->copy[i], 2, old);
+        rc = step_done(s, m->copy[i], eb, "copying a run's rows");
+    }
+    return rc;
+}
+
+int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
+                ss_errbuf *eb)
+{
+    *copied = *skipped = 0;
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
+    if (access(in_path, R_OK) != 0)
+        return ss_err(eb, SS_EIO, "%s: cannot open: %s", in_path, strerror(errno));
+    store *in = NULL; /* checks it is ours, upgrades an older schema */
+    int rc = store_open(&in, in_path, eb);
+    store_close(&in);
+    if (rc)
+        return rc;
+    sqlite3_stmt *att;
+    if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ? AS src", -1, &att, NULL) != SQLITE_OK)
+        return db_err(s, eb, "attaching");
+    sqlite3_bind_text(att, 1, in_path, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(att) == SQLITE_DONE ? SS_OK : db_err(s, eb, "attaching");
+    sqlite3_finalize(att);
+    if (rc)
+        return rc;
+    merger m = {0};
+    rc = exec(s, "BEGIN IMMEDIATE", eb, "starting the merge");
+    int began = !rc;
+    if (!rc)
+        rc = merger_make(s, &m, eb);
+    while (!rc && sqlite3_step(m.runs) == SQLITE_ROW) {
+        int64_t old = sqlite3_column_int64(m.runs, 0);
+        sqlite3_bind_int64(m.dup, 1, old);
+        int dup = sqlite3_step(m.dup) == SQLITE_ROW && sqlite3_column_int64(m.dup, 0) > 0;
+        sqlite3_reset(m.dup);
+        if (dup) {
+            (*skipped)++;
+            continue;
+        }
+        rc = merge_run(s, &m, old, eb);
+        *copied += !rc;
+    }
+    merger_free(&m);
+    if (!rc)
+        rc = exec(s, "COMMIT", eb, "committing the merge");
+    else if (began)
+        exec(s, "ROLLBACK", eb, "rolling back");
+    char *msg = NULL;
+    sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
+    sqlite3_free(msg);
+    if (rc)
+        *copied = *skipped = 0;
+    return rc;
 }

@@ -260,6 +260,63 @@ static void test_sweep_points(void **state)
     assert_int_equal(q_int(path, "SELECT count(*) FROM sweep_points"), 1);
 }
 
+/* Merging: every run of each input arrives with its rows under a new id; a sweep point the
+ * output already has is skipped; a missing or foreign input changes nothing. */
+static void test_merge(void **state)
+{
+    (void)state;
+    char a[600], b[600], out[600];
+    snprintf(a, sizeof a, "%s/ma.db", tu_tmpdir());
+    snprintf(b, sizeof b, "%s/mb.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/mo.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    store_run_info in = info;
+    in.sweep = "demo";
+    int64_t id;
+    metrics_summary m = {.requests = 1, .sim_s = 1};
+    store_run_end e = {.wall_s = 0.1};
+    assert_int_equal(store_open(&s, a, &eb), 0);
+    write_run(s, 5, 1); /* not a sweep point */
+    in.point = "p=1";
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    store_close(&s);
+    assert_int_equal(store_open(&s, b, &eb), 0);
+    write_run(s, 3, 1);
+    in.point = "p=1"; /* the same point again: skipped in the merge */
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    in.point = "p=2";
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    store_close(&s);
+
+    uint64_t copied, skipped;
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    assert_int_equal(store_merge(s, a, &copied, &skipped, &eb), 0);
+    assert_int_equal(copied, 2);
+    assert_int_equal(skipped, 0);
+    assert_int_equal(store_merge(s, b, &copied, &skipped, &eb), 0);
+    assert_int_equal(copied, 2);
+    assert_int_equal(skipped, 1);
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/none.db", tu_tmpdir());
+    assert_int_equal(store_merge(s, missing, &copied, &skipped, &eb), SS_EIO);
+    assert_non_null(strstr(eb.msg, "none.db"));
+    const char *junk = tu_write_file(tu_tmpdir(), "junk2.db", "not a database");
+    assert_int_equal(store_merge(s, junk, &copied, &skipped, &eb), SS_EDB);
+    store_close(&s);
+    assert_int_equal(q_int(out, "SELECT count(*) FROM runs"), 4);
+    assert_int_equal(q_int(out, "SELECT count(*) FROM requests"), 8);
+    assert_int_equal(q_int(out, "SELECT count(*) FROM summary"), 4);
+    assert_int_equal(q_int(out, "SELECT count(*) FROM gpus"), 2);
+    assert_int_equal(q_int(out, "SELECT count(*) FROM sweep_points"), 2);
+    /* the copies point at their own runs */
+    assert_int_equal(q_int(out, "SELECT count(*) FROM requests r JOIN runs USING (run_id)"), 8);
+    assert_int_equal(q_int(out, "SELECT count(DISTINCT run_id) FROM requests"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +326,7 @@ int main(void)
         cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
         cmocka_unit_test_teardown(test_sweep_points, teardown),
+        cmocka_unit_test_teardown(test_merge, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
