@@ -12,6 +12,10 @@ enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 int cmd_replay(int argc, char **argv);
 /* `slicesim compare -c SCENARIO --policies ...` (cmd_compare.c). */
 int cmd_compare(int argc, char **argv);
+/* `slicesim sweep EXPERIMENT.ini` (cmd_sweep.c). */
+int cmd_sweep(int argc, char **argv);
+/* `slicesim db merge OUT.db IN.db...` (cmd_db.c). */
+int cmd_db(int argc, char **argv);
 /* `slicesim trace stats|gen ...` (cmd_trace.c). */
 int cmd_trace(int argc, char **argv);
 /* `slicesim list models|gpus` (cmd_list.c). */

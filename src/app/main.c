@@ -14,6 +14,8 @@ typedef struct command {
 static const command commands[] = {
     {"replay", cmd_replay, "replay a trace on a simulated GPU cluster; results to SQLite"},
     {"compare", cmd_compare, "one scenario under several policies, one table with ratios"},
+    {"sweep", cmd_sweep, "a grid of scenario keys, policies and loads; parallel, resumable"},
+    {"db", cmd_db, "results databases: merge"},
     {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
     {"list", cmd_list, "list the catalog's models or GPUs"},
     {"profile", cmd_profile, "import measured operator profiles; roofline fidelity report"},

@@ -77,6 +77,18 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
  * s is unchanged. */
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
+/* The headline figures of a sweep point's run. */
+typedef struct store_point_row {
+    int64_t run_id;
+    double output_tokens_per_s, goodput_tokens_per_s, sla_violation_rate;
+    double ttft_p99_ms, tbt_p99_ms, e2e_p99_ms;
+    char *result_json;       /* owned (NULL when the run has none); store_point_row_free */
+} store_point_row;
+/* Read point `point` of sweep `sweep`: 1 (row filled), 0 (no such point), or a negative SS_E*
+ * code with eb set. */
+int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
+                        ss_errbuf *eb);
+void store_point_row_free(store_point_row *row);
 /* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */

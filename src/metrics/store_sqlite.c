@@ -775,3 +775,46 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
         *copied = *skipped = 0;
     return rc;
 }
+
+/* ---- reading sweep points ---------------------------------------------------------------- */
+
+int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
+                        ss_errbuf *eb)
+{
+    static const char sql[] =
+        "SELECT p.run_id, m.output_tokens_per_s, m.goodput_tokens_per_s, m.sla_violation_rate,"
+        " m.ttft_p99_ms, m.tbt_p99_ms, m.e2e_p99_ms, r.result_json FROM sweep_points p"
+        " JOIN summary m USING (run_id) JOIN runs r USING (run_id)"
+        " WHERE p.sweep = ? AND p.point = ?";
+    sqlite3_stmt *st;
+    memset(row, 0, sizeof *row);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -db_err(s, eb, "reading a sweep point");
+    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, point, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st), out = 0;
+    if (rc == SQLITE_ROW) {
+        row->run_id = sqlite3_column_int64(st, 0);
+        row->output_tokens_per_s = sqlite3_column_double(st, 1);
+        row->goodput_tokens_per_s = sqlite3_column_double(st, 2);
+        row->sla_violation_rate = sqlite3_column_double(st, 3);
+        row->ttft_p99_ms = sqlite3_column_double(st, 4);
+        row->tbt_p99_ms = sqlite3_column_double(st, 5);
+        row->e2e_p99_ms = sqlite3_column_double(st, 6);
+        const char *j = (const char *)sqlite3_column_text(st, 7);
+        if (j && !(row->result_json = ss_strdup(j)))
+            out = -ss_err(eb, SS_ENOMEM, "out of memory");
+        else
+            out = 1;
+    } else if (rc != SQLITE_DONE) {
+        out = -db_err(s, eb, "reading a sweep point");
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+void store_point_row_free(store_point_row *row)
+{
+    ss_free(row->result_json);
+    row->result_json = NULL;
+}

@@ -1,0 +1,70 @@
+/* `slicesim db merge OUT.db IN.db...`: join results databases (a sharded sweep's, or any
+ * runs) into one; a sweep point OUT already has is kept and the input's copy skipped. */
+#include "cli.h"
+
+#include "core/ss_err.h"
+#include "metrics/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: slicesim db merge OUT.db IN.db [IN.db ...]\n"
+        "\n"
+        "Copy every run of each input database (all its rows, under new run ids) into OUT.db,\n"
+        "created if missing. A run that is a sweep point OUT.db already has is skipped, so\n"
+        "merging the shards of a sweep (`slicesim sweep --shard K/N`) gives one complete sweep,\n"
+        "and merging twice adds nothing. Each input is merged in one transaction.\n"
+        "\n"
+        "Exit status: 0 success, 1 a database failed, 2 bad input or usage.\n");
+}
+
+int cmd_db(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (argc < 2 || strcmp(argv[1], "merge")) {
+        fprintf(stderr, "slicesim: db: expected 'merge' (see slicesim db --help)\n");
+        return CLI_EUSAGE;
+    }
+    if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (argc < 4) {
+        fprintf(stderr, "slicesim: db merge: expected OUT.db and at least one IN.db\n");
+        return CLI_EUSAGE;
+    }
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], argv[2])) {
+            fprintf(stderr, "slicesim: db merge: %s is both the output and an input\n", argv[i]);
+            return CLI_EUSAGE;
+        }
+    ss_errbuf eb = {""};
+    store *out = NULL;
+    int rc = store_open(&out, argv[2], &eb);
+    uint64_t total = 0, dups = 0;
+    for (int i = 3; !rc && i < argc; i++) {
+        uint64_t copied, skipped;
+        rc = store_merge(out, argv[i], &copied, &skipped, &eb);
+        if (!rc) {
+            printf("  %s: %" PRIu64 " runs copied, %" PRIu64 " sweep points already there\n",
+                   argv[i], copied, skipped);
+            total += copied;
+            dups += skipped;
+        }
+    }
+    store_close(&out);
+    if (rc) {
+        fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
+        return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);
+    }
+    printf("slicesim db merge: %s: %" PRIu64 " runs added, %" PRIu64 " skipped\n", argv[2], total,
+           dups);
+    return CLI_OK;
+}

@@ -1,0 +1,585 @@
+/* `slicesim sweep EXPERIMENT.ini`: a grid over scenario keys, policy bundles and loads, run
+ * point by point into one results database. Points already in the database are skipped, so
+ * an interrupted sweep resumes; --jobs runs points in parallel processes, --shard k/N runs one
+ * slice of the grid (for job arrays), and `slicesim db merge` joins the shards' databases.
+ *
+ * The experiment file (INI):
+ *   [sweep]  name (default: the file's base name), scenario (required; relative to this
+ *            file's folder), db (default results/NAME.db; relative to the current directory)
+ *   [set]    SECTION.KEY = VALUE applied to every point (after the scenario file)
+ *   [grid]   KEY = V1, V2, ...: `policy` (bundles, see compare), `rate` (multiplies every
+ *            tenant's rate_scale), or any scenario key SECTION.KEY. The first key varies
+ *            slowest; a point's key in the database is "K1=V1;K2=V2;...". */
+#include "bundle.h"
+#include "cli.h"
+#include "report.h"
+#include "run.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_ini.h"
+#include "core/ss_parse.h"
+#include "core/ss_strbuf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_KEYS 16
+#define MAX_VALUES 64
+#define MAX_SETS 64
+#define KEY_MAX 160
+
+typedef struct grid_key {
+    char name[KEY_MAX];
+    char *text;                  /* owned copy of the value list, split in place */
+    char *values[MAX_VALUES];
+    int n;
+    unsigned line;
+} grid_key;
+
+typedef struct experiment {
+    const char *path;
+    char dir[SCN_PATH_MAX];      /* folder of the file, for the scenario path */
+    char name[KEY_MAX];
+    char scenario[SCN_PATH_MAX];
+    char db[SCN_PATH_MAX];
+    char *set[MAX_SETS];         /* owned "SECTION.KEY=VALUE" */
+    unsigned set_line[MAX_SETS];
+    int n_sets;
+    grid_key keys[MAX_KEYS];
+    int n_keys;
+    size_t n_points;
+    char section[16];            /* current section while parsing */
+} experiment;
+
+static void exp_free(experiment *x)
+{
+    for (int i = 0; i < x->n_sets; i++)
+        ss_free(x->set[i]);
+    for (int i = 0; i < x->n_keys; i++)
+        ss_free(x->keys[i].text);
+}
+
+static int copy_into(char *dst, size_t size, const char *src)
+{
+    if (strlen(src) >= size)
+        return -1;
+    memcpy(dst, src, strlen(src) + 1);
+    return 0;
+}
+
+static int on_entry(void *ud, unsigned line, const char *section, const char *key,
+                    const char *value, ss_errbuf *eb)
+{
+    experiment *x = ud;
+    if (!key) {
+        if (strcmp(section, "sweep") && strcmp(section, "set") && strcmp(section, "grid"))
+            return ss_err(eb, SS_EPARSE, "%s:%u: section [%s]: unknown section (known: sweep, "
+                          "set, grid)", x->path, line, section);
+        copy_into(x->section, sizeof x->section, section);
+        return SS_OK;
+    }
+    if (!x->section[0])
+        return ss_err(eb, SS_EPARSE, "%s:%u: %s: key outside any section", x->path, line, key);
+    if (!strcmp(x->section, "sweep")) {
+        char *dst = !strcmp(key, "name") ? x->name : !strcmp(key, "scenario") ? x->scenario
+                  : !strcmp(key, "db") ? x->db : NULL;
+        size_t size = dst == x->name ? sizeof x->name : SCN_PATH_MAX;
+        if (!dst)
+            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: unknown key (known: name, scenario, "
+                          "db)", x->path, line, key);
+        if (dst[0])
+            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: set twice", x->path, line, key);
+        if (!value[0] || copy_into(dst, size, value))
+            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: expected a value of 1 to %zu "
+                          "characters", x->path, line, key, size - 1);
+        return SS_OK;
+    }
+    if (!strcmp(x->section, "set")) {
+        if (x->n_sets == MAX_SETS)
+            return ss_err(eb, SS_EPARSE, "%s:%u: set: more than %d keys", x->path, line, MAX_SETS);
+        ss_strbuf b = {0};
+        ss_strbuf_printf(&b, "%s=%s", key, value);
+        x->set[x->n_sets] = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+        ss_strbuf_fini(&b);
+        if (!x->set[x->n_sets])
+            return ss_err(eb, SS_ENOMEM, "out of memory");
+        x->set_line[x->n_sets++] = line;
+        return SS_OK;
+    }
+    /* [grid] */
+    for (int i = 0; i < x->n_keys; i++)
+        if (!strcmp(x->keys[i].name, key))
+            return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: set twice (first on line %u)", x->path,
+                          line, key, x->keys[i].line);
+    if (x->n_keys == MAX_KEYS)
+        return ss_err(eb, SS_EPARSE, "%s:%u: grid: more than %d keys", x->path, line, MAX_KEYS);
+    grid_key *k = &x->keys[x->n_keys];
+    if (copy_into(k->name, sizeof k->name, key) || strchr(key, ';') || strchr(key, '='))
+        return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: not a key", x->path, line, key);
+    if (!(k->text = ss_strdup(value)))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    k->line = line;
+    x->n_keys++;
+    k->n = app_split_list(k->text, k->values, MAX_VALUES);
+    if (k->n < 1)
+        return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: expected 1 to %d comma-separated values",
+                      x->path, line, key, MAX_VALUES);
+    for (int i = 0; i < k->n; i++) {
+        char *v = k->values[i];
+        for (size_t e = strlen(v); e && v[e - 1] == ' '; e--)
+            v[e - 1] = 0;
+        if (strchr(v, ';'))
+            return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: a value may not contain ';'", x->path,
+                          line, key);
+    }
+    return SS_OK;
+}
+
+static int exp_load(experiment *x, const char *path, ss_errbuf *eb)
+{
+    x->path = path;
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(x->dir, sizeof x->dir, "%.*s", (int)(slash - path), path);
+    int rc = ss_ini_parse(path, on_entry, x, eb);
+    if (rc == SS_EIO)
+        return SS_EPARSE; /* an unreadable experiment is bad input */
+    if (rc)
+        return rc;
+    if (!x->scenario[0])
+        return ss_err(eb, SS_EPARSE, "%s: sweep.scenario: required", path);
+    if (!x->n_keys)
+        return ss_err(eb, SS_EPARSE, "%s: [grid]: empty: a sweep needs at least one key with "
+                      "values", path);
+    if (!x->name[0]) {
+        const char *b = slash ? slash + 1 : path;
+        size_t n = strlen(b);
+        if (n > 4 && !strcmp(b + n - 4, ".ini"))
+            n -= 4;
+        snprintf(x->name, sizeof x->name, "%.*s", (int)(n < KEY_MAX - 1 ? n : KEY_MAX - 1), b);
+    }
+    if (x->scenario[0] != '/' && x->dir[0]) {
+        char full[SCN_PATH_MAX];
+        if (snprintf(full, sizeof full, "%s/%s", x->dir, x->scenario) >= (int)sizeof full)
+            return ss_err(eb, SS_EPARSE, "%s: sweep.scenario: path too long", path);
+        memcpy(x->scenario, full, sizeof full);
+    }
+    if (!x->db[0])
+        snprintf(x->db, sizeof x->db, "results/%s.db", x->name);
+    x->n_points = 1;
+    for (int i = 0; i < x->n_keys; i++) {
+        if (!strcmp(x->keys[i].name, "policy"))
+            for (int v = 0; v < x->keys[i].n; v++) {
+                char label[APP_LABEL_MAX];
+                int rc2 = app_bundle_label(x->keys[i].values[v], label, eb);
+                if (rc2)
+                    return ss_err_prefix(eb, rc2, "%s:%u: grid.policy", path, x->keys[i].line);
+            }
+        x->n_points *= (size_t)x->keys[i].n;
+    }
+    return SS_OK;
+}
+
+/* Value index of key k at point p (the first key varies slowest). */
+static int value_at(const experiment *x, size_t p, int k)
+{
+    size_t stride = 1;
+    for (int i = x->n_keys - 1; i > k; i--)
+        stride *= (size_t)x->keys[i].n;
+    return (int)((p / stride) % (size_t)x->keys[k].n);
+}
+
+static void point_key(const experiment *x, size_t p, char *out, size_t size)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int k = 0; k < x->n_keys; k++) {
+        char label[APP_LABEL_MAX];
+        const char *v = x->keys[k].values[value_at(x, p, k)];
+        ss_errbuf eb;
+        if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
+            v = label;
+        int w = snprintf(out + n, size - n, "%s%s=%s", k ? ";" : "", x->keys[k].name, v);
+        if (w < 0 || (size_t)w >= size - n)
+            break;
+        n += (size_t)w;
+    }
+}
+
+/* The scenario of point p: the file, [set], then the grid keys in order. */
+static int build_point(const experiment *x, size_t p, scn_scenario **out, ss_errbuf *eb)
+{
+    scn_scenario *sc = NULL;
+    int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
+    if (!rc && (rc = scn_load(sc, x->scenario, eb)) == SS_EIO)
+        rc = SS_EPARSE;
+    if (rc && rc != SS_ENOMEM)
+        ss_err_prefix(eb, rc, "%s: sweep.scenario", x->path);
+    for (int i = 0; !rc && i < x->n_sets; i++)
+        if ((rc = scn_set(sc, x->set[i], eb)))
+            ss_err_prefix(eb, rc, "%s:%u: set", x->path, x->set_line[i]);
+    double rate = 1;
+    for (int k = 0; !rc && k < x->n_keys; k++) {
+        const grid_key *g = &x->keys[k];
+        const char *v = g->values[value_at(x, p, k)];
+        if (!strcmp(g->name, "policy")) {
+            rc = app_bundle_apply(sc, v, eb);
+        } else if (!strcmp(g->name, "rate")) {
+            if (ss_parse_doublez(v, &rate) || !(rate > 0) || rate > 1e6)
+                rc = ss_err(eb, SS_EPARSE, "expected a positive number, got '%s'", v);
+        } else {
+            char a[KEY_MAX + SCN_PATH_MAX];
+            snprintf(a, sizeof a, "%s=%s", g->name, v);
+            rc = scn_set(sc, a, eb);
+        }
+        if (rc)
+            ss_err_prefix(eb, rc, "%s:%u: grid.%s", x->path, g->line, g->name);
+    }
+    if (!rc) {
+        app_scale_rates(sc, rate);
+        if ((rc = scn_check(sc, eb)))
+            ss_err_prefix(eb, rc, "%s", x->path);
+    }
+    if (rc)
+        scn_destroy(&sc);
+    *out = sc;
+    return rc;
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+typedef struct sweep_opts {
+    const char *file, *db, *profiles;
+    int jobs, shard_k, shard_n, json, progress, dry_run;
+} sweep_opts;
+
+/* Run the listed points (todo[i] for i = first, first + step, ...) into db. */
+static int run_points(const experiment *x, const sweep_opts *o, const size_t *todo, size_t n_todo,
+                      size_t first, size_t step, const char *db, ss_errbuf *eb)
+{
+    store *st = NULL;
+    int rc = store_open(&st, db, eb);
+    for (size_t i = first; !rc && i < n_todo; i += step) {
+        char key[1024];
+        point_key(x, todo[i], key, sizeof key);
+        int64_t have;
+        int has = store_has_point(st, x->name, key, &have, eb);
+        if (has < 0) {
+            rc = -has;
+            break;
+        }
+        if (has) /* another process, or an earlier run, did it meanwhile */
+            continue;
+        if (o->progress && isatty(STDERR_FILENO))
+            fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_todo, key);
+        scn_scenario *sc = NULL;
+        app_run_opts ro = {.profiles = o->profiles, .config = x->scenario, .command = key,
+                           .sweep = x->name, .point = key, .progress = o->progress, .st = st};
+        app_run r = {0};
+        rc = build_point(x, todo[i], &sc, &r.eb);
+        if (!rc)
+            rc = app_run_setup(&r, sc, &ro);
+        if (!rc)
+            rc = app_run_exec(&r);
+        if (rc) {
+            ss_err_prefix(&r.eb, rc, "%s", key);
+            *eb = r.eb;
+        }
+        app_run_fini(&r);
+        scn_destroy(&sc);
+    }
+    store_close(&st);
+    return rc;
+}
+
+/* Worker j's database: DB.jobJ. A run is one transaction from start to commit, so workers
+ * sharing one database would take turns; each writes its own and the parent merges them. */
+static void job_db(const char *db, int j, char *out, size_t size)
+{
+    snprintf(out, size, "%s.job%d", db, j + 1);
+}
+
+/* Merge what workers left in DB.job1 .. DB.job64 (also after an interrupted sweep) into db
+ * and remove them (with their WAL files). */
+static int collect_jobs(const char *db, ss_errbuf *eb)
+{
+    store *st = NULL;
+    int rc = SS_OK;
+    for (int j = 0; !rc && j < 64; j++) {
+        char path[SCN_PATH_MAX + 16], side[SCN_PATH_MAX + 24];
+        job_db(db, j, path, sizeof path);
+        if (access(path, F_OK) != 0)
+            continue;
+        if (!st && (rc = store_open(&st, db, eb)))
+            break;
+        uint64_t copied, skipped;
+        rc = store_merge(st, path, &copied, &skipped, eb);
+        if (!rc) {
+            remove(path);
+            snprintf(side, sizeof side, "%s-wal", path);
+            remove(side);
+            snprintf(side, sizeof side, "%s-shm", path);
+            remove(side);
+        }
+    }
+    store_close(&st);
+    return rc;
+}
+
+/* Fork `jobs` workers over the list, worker j into DB.jobJ, then merge. 0 when every worker
+ * succeeded, else an SS_E* code with eb naming the failure (what finished is kept). */
+static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *todo,
+                        size_t n_todo, const char *db, ss_errbuf *eb)
+{
+    pid_t pid[64];
+    int n = o->jobs < 64 ? o->jobs : 64;
+    fflush(NULL);
+    for (int j = 0; j < n; j++) {
+        pid[j] = fork();
+        if (pid[j] < 0) {
+            for (int k = 0; k < j; k++)
+                kill(pid[k], SIGTERM);
+            return ss_err(eb, SS_EIO, "sweep: cannot start worker %d: %s", j + 1, strerror(errno));
+        }
+        if (pid[j] == 0) {
+            ss_errbuf web = {""};
+            char path[SCN_PATH_MAX + 16];
+            job_db(db, j, path, sizeof path);
+            int rc = run_points(x, o, todo, n_todo, (size_t)j, (size_t)n, path, &web);
+            if (rc)
+                fprintf(stderr, "slicesim: sweep: worker %d: %s\n", j + 1, web.msg);
+            fflush(NULL);
+            _exit(cli_status_of(rc));
+        }
+    }
+    int worst = 0;
+    for (int j = 0; j < n; j++) {
+        int status = 0;
+        while (waitpid(pid[j], &status, 0) < 0 && errno == EINTR)
+            ;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : CLI_EFAIL;
+        if (code > worst)
+            worst = code;
+    }
+    int rc = collect_jobs(db, eb);
+    if (rc)
+        return rc;
+    if (!worst)
+        return SS_OK;
+    return ss_err(eb, worst == CLI_EUSAGE ? SS_EPARSE : SS_EIO,
+                  "sweep: a worker failed (its message is above)");
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void print_point_json(const experiment *x, size_t p, const char *json, int64_t run_id,
+                             int last)
+{
+    printf("  {\"point\": {");
+    for (int k = 0; k < x->n_keys; k++) {
+        char label[APP_LABEL_MAX];
+        const char *v = x->keys[k].values[value_at(x, p, k)];
+        ss_errbuf eb;
+        if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
+            v = label;
+        printf("%s\"%s\": ", k ? ", " : "", x->keys[k].name);
+        ss_json_fputs(stdout, v);
+    }
+    printf("}, \"run_id\": %" PRId64 ", ", run_id);
+    const char *body = json ? strchr(json, '{') : NULL;
+    size_t len = body ? strlen(body) : 0;
+    while (len && (body[len - 1] == '\n' || body[len - 1] == '}'))
+        len--; /* drop the closing brace: the object continues */
+    if (body && len > 1)
+        printf("%.*s}%s\n", (int)(len - 1), body + 1, last ? "" : ",");
+    else
+        printf("\"missing\": true}%s\n", last ? "" : ",");
+}
+
+/* The shard's points as a table or JSON, from the database. */
+static int report(const experiment *x, const sweep_opts *o, const size_t *pts, size_t n,
+                  const char *db, ss_errbuf *eb)
+{
+    store *st = NULL;
+    int rc = store_open(&st, db, eb);
+    if (rc)
+        return rc;
+    if (o->json)
+        printf("[\n");
+    else
+        printf("slicesim sweep %s: %zu of %zu points (%s)\n  %-44s %10s %10s %8s %9s %9s %9s\n",
+               x->name, n, x->n_points, db, "point", "out tok/s", "goodput", "SLA miss",
+               "TTFT p99", "TBT p99", "E2E p99");
+    for (size_t i = 0; !rc && i < n; i++) {
+        char key[1024];
+        point_key(x, pts[i], key, sizeof key);
+        store_point_row row;
+        int has = store_point_summary(st, x->name, key, &row, eb);
+        if (has < 0) {
+            rc = -has;
+            break;
+        }
+        if (o->json)
+            print_point_json(x, pts[i], has ? row.result_json : NULL, has ? row.run_id : 0,
+                             i + 1 == n);
+        else if (has)
+            printf("  %-44s %10.1f %10.1f %7.1f%% %9.0f %9.1f %9.0f\n", key,
+                   row.output_tokens_per_s, row.goodput_tokens_per_s,
+                   100 * row.sla_violation_rate, row.ttft_p99_ms, row.tbt_p99_ms, row.e2e_p99_ms);
+        else
+            printf("  %-44s %10s\n", key, "(not run)");
+        if (has)
+            store_point_row_free(&row);
+    }
+    if (o->json)
+        printf("]\n");
+    store_close(&st);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: slicesim sweep EXPERIMENT.ini [--jobs N] [--shard K/N] [--db FILE] [--json]\n"
+        "\n"
+        "Run every point of an experiment's grid (scenario keys, policy bundles, loads) into one\n"
+        "results database. Points the database already has are skipped: an interrupted sweep\n"
+        "picks up where it stopped. Then print one line per point (or --json).\n"
+        "\n"
+        "EXPERIMENT.ini:\n"
+        "  [sweep]  scenario = FILE (relative to the experiment's folder; required),\n"
+        "           name = NAME (default: the file's base name), db = FILE (default\n"
+        "           results/NAME.db)\n"
+        "  [set]    SECTION.KEY = VALUE for every point\n"
+        "  [grid]   KEY = V1, V2, ...   where KEY is policy (bundles: %s,\n"
+        "           or LABEL:SECTION.KEY=VALUE+...), rate (multiplies every tenant's\n"
+        "           rate_scale) or any scenario key (run.seed, tenant.chat.tiers, ...)\n"
+        "\n"
+        "  --jobs N        run points in N parallel processes (default 1)\n"
+        "  --shard K/N     run only points i with i %% N = K - 1 (for job arrays; merge the\n"
+        "                  databases with `slicesim db merge`)\n"
+        "  --db FILE       results database (overrides the experiment's)\n"
+        "  --json          print a JSON array: per point {point: {KEY: VALUE}, run_id, and what\n"
+        "                  `replay --json` prints}\n"
+        "  --dry-run       list the points and whether they are done; run nothing\n"
+        "  --profiles DIR  catalog directory\n"
+        "  --no-progress   no progress lines on a terminal\n"
+        "  -h, --help      this help\n"
+        "\n"
+        "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
+        app_bundle_names());
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "slicesim: sweep: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
+    return CLI_EUSAGE;
+}
+
+enum { O_JOBS = 256, O_SHARD, O_DB, O_JSON, O_PROFILES, O_NOPROG, O_DRY };
+
+static int parse_opts(sweep_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"jobs", required_argument, NULL, O_JOBS},     {"shard", required_argument, NULL, O_SHARD},
+        {"db", required_argument, NULL, O_DB},         {"json", no_argument, NULL, O_JSON},
+        {"profiles", required_argument, NULL, O_PROFILES},
+        {"no-progress", no_argument, NULL, O_NOPROG},  {"dry-run", no_argument, NULL, O_DRY},
+        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+        int64_t v;
+        switch (c) {
+        case 'h': usage(stdout); return -1;
+        case O_JOBS:
+            if (ss_parse_i64z(optarg, &v) || v < 1 || v > 64)
+                return usage_error("--jobs: expected 1 to 64, got '", optarg);
+            o->jobs = (int)v;
+            break;
+        case O_SHARD: {
+            int k, n, end = 0;
+            if (sscanf(optarg, "%d/%d%n", &k, &n, &end) != 2 || optarg[end] || n < 1 ||
+                n > 100000 || k < 1 || k > n)
+                return usage_error("--shard: expected K/N with 1 <= K <= N, got '", optarg);
+            o->shard_k = k, o->shard_n = n;
+            break;
+        }
+        case O_DB: o->db = optarg; break;
+        case O_JSON: o->json = 1; break;
+        case O_PROFILES: o->profiles = optarg; break;
+        case O_NOPROG: o->progress = 0; break;
+        case O_DRY: o->dry_run = 1; break;
+        case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
+        default: return usage_error("unknown option '", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return usage_error("expected one EXPERIMENT.ini (see --help)", NULL);
+    o->file = argv[optind];
+    return CLI_OK;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    sweep_opts o = {.jobs = 1, .shard_k = 1, .shard_n = 1, .progress = 1};
+    int rc = parse_opts(&o, argc, argv);
+    if (rc)
+        return rc < 0 ? CLI_OK : rc;
+    experiment x = {0};
+    ss_errbuf eb = {""};
+    size_t *pts = NULL, *todo = NULL, n_pts = 0, n_todo = 0;
+    rc = exp_load(&x, o.file, &eb);
+    const char *db = o.db ? o.db : x.db;
+    if (!rc && (!(pts = ss_calloc(x.n_points, sizeof *pts)) ||
+                !(todo = ss_calloc(x.n_points, sizeof *todo))))
+        rc = ss_err(&eb, SS_ENOMEM, "out of memory");
+    for (size_t p = 0; !rc && p < x.n_points; p++)
+        if (p % (size_t)o.shard_n == (size_t)(o.shard_k - 1))
+            pts[n_pts++] = p;
+    /* every point's scenario must build before anything runs */
+    for (size_t i = 0; !rc && i < n_pts; i++) {
+        scn_scenario *sc = NULL;
+        rc = build_point(&x, pts[i], &sc, &eb);
+        scn_destroy(&sc);
+    }
+    if (!rc)
+        rc = collect_jobs(db, &eb); /* an interrupted parallel sweep's finished runs */
+    store *st = NULL;
+    if (!rc)
+        rc = store_open(&st, db, &eb);
+    for (size_t i = 0; !rc && i < n_pts; i++) {
+        char key[1024];
+        point_key(&x, pts[i], key, sizeof key);
+        int has = store_has_point(st, x.name, key, NULL, &eb);
+        if (has < 0)
+            rc = -has;
+        else if (!has)
+            todo[n_todo++] = pts[i];
+    }
+    store_close(&st);
+    if (!rc && !o.json)
+        fprintf(stderr, "slicesim: sweep %s: %zu points in this shard, %zu already in %s, %zu "
+                        "to run\n", x.name, n_pts, n_pts - n_todo, db, n_todo);
+    if (!rc && !o.dry_run && n_todo)
+        rc = o.jobs > 1 ? run_parallel(&x, &o, todo, n_todo, db, &eb)
+                        : run_points(&x, &o, todo, n_todo, 0, 1, db, &eb);
+    if (!rc)
+        rc = report(&x, &o, pts, n_pts, db, &eb);
+    if (rc)
+        fprintf(stderr, "slicesim: sweep: %s\n", eb.msg);
+    ss_free(pts);
+    ss_free(todo);
+    exp_free(&x);
+    return cli_status_of(rc);
+}

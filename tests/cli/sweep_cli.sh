@@ -1,0 +1,99 @@
+#!/bin/bash
+# `slicesim sweep` and `slicesim db merge`: a 3 policies x 6 loads x 2 seeds grid run with
+# --jobs 2 gives the same result rows as its two shards merged; a sweep killed midway finishes
+# only the missing points when run again; --json is one object per point; bad experiment
+# files give one clear error each.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'pkill -KILL -P $$ 2>/dev/null; rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+# the demo grid, shortened to 40 simulated seconds per point
+cat >exp.ini <<INI
+[sweep]
+name = demo
+scenario = $ROOT/experiments/slice-vs-container.ini
+[set]
+run.duration_s = 40
+run.warmup_s = 5
+[grid]
+policy = container, llumnix, slice
+rate = 0.5, 0.75, 1, 1.25, 1.5, 2
+run.seed = 1, 2
+INI
+ROWS="SELECT p.point, s.requests, s.completed, s.output_tokens_per_s, s.goodput_tokens_per_s,
+      s.sla_violation_rate, s.ttft_p99_ms, s.tbt_p99_ms, s.e2e_p99_ms, s.iterations, s.offloads
+      FROM sweep_points p JOIN summary s USING (run_id) WHERE p.sweep = 'demo' ORDER BY p.point"
+rows() { sqlite3 "$1" "$ROWS"; }
+
+"$S" sweep exp.ini --jobs 2 --db all.db >table 2>err || fail "sweep --jobs 2: $(cat err)"
+[ "$(sql all.db "SELECT count(*) FROM sweep_points")" = 36 ] || fail "36 points"
+[ "$(sql all.db "SELECT count(*) FROM runs")" = 36 ] || fail "36 runs"
+ls all.db.job* >/dev/null 2>&1 && fail "worker databases left behind"
+grep -q "36 points in this shard, 0 already in all.db, 36 to run" err || fail "plan: $(cat err)"
+[ "$(grep -c '^  policy=' table)" = 36 ] || fail "table: $(head -3 table)"
+
+"$S" sweep exp.ini --shard 1/2 --db s1.db >/dev/null 2>err || fail "shard 1: $(cat err)"
+"$S" sweep exp.ini --shard 2/2 --db s2.db >/dev/null 2>err || fail "shard 2: $(cat err)"
+[ "$(sql s1.db "SELECT count(*) FROM runs")" = 18 ] || fail "shard 1 has 18 runs"
+"$S" db merge merged.db s1.db s2.db >out 2>err || fail "merge: $(cat err)"
+grep -q "36 runs added, 0 skipped" out || fail "merge output: $(cat out)"
+[ "$(rows all.db)" = "$(rows merged.db)" ] || fail "--jobs 2 and the merged shards differ"
+"$S" db merge merged.db s1.db >out 2>err || fail "second merge"
+grep -q "0 runs added, 18 skipped" out || fail "merging again must add nothing: $(cat out)"
+# the merged database is a finished sweep: nothing left to run
+"$S" sweep exp.ini --db merged.db --json >m.json 2>err || fail "sweep over merged db"
+python3 - m.json <<'PY' || fail "JSON: $(head -c 300 m.json)"
+import json, sys
+pts = json.load(open(sys.argv[1]))
+assert len(pts) == 36, len(pts)
+assert pts[0]["point"] == {"policy": "container", "rate": "0.5", "run.seed": "1"}, pts[0]
+assert all(p["output_tokens_per_s"] > 0 and p["run_id"] > 0 for p in pts)
+assert pts[-1]["ops"] == "slice" and pts[0]["ops"] == "home"
+PY
+[ "$(sql merged.db "SELECT count(*) FROM runs")" = 36 ] || fail "nothing may run again"
+
+# kill a parallel sweep midway, run it again: only the missing points run
+"$S" sweep exp.ini --jobs 2 --db k.db >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+    n=0
+    for f in k.db.job1 k.db.job2; do
+        [ -e "$f" ] && n=$((n + $(sqlite3 "$f" "SELECT count(*) FROM sweep_points" 2>/dev/null || echo 0)))
+    done
+    [ "$n" -ge 6 ] && break
+    sleep 0.05
+done
+pkill -KILL -P "$pid" 2>/dev/null
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+"$S" sweep exp.ini --jobs 2 --db k.db >/dev/null 2>err || fail "resumed sweep: $(cat err)"
+done_before=$(grep -o '[0-9]* already in k.db' err | cut -d' ' -f1)
+[ "${done_before:-0}" -ge 6 ] && [ "$done_before" -lt 36 ] ||
+    fail "the rerun should find the finished points: $(cat err)"
+[ "$(sql k.db "SELECT count(*) FROM runs")" = 36 ] || fail "resumed sweep: 36 runs, no repeats"
+[ "$(rows k.db)" = "$(rows all.db)" ] || fail "the resumed sweep's results differ"
+
+# errors: one line each, exit 2, nothing run
+printf '[sweep]\nscenario = %s\n[grid]\n' "$ROOT/experiments/slice-vs-container.ini" >empty.ini
+expect_error 2 "empty.ini: \\[grid\\]: empty" "$S" sweep empty.ini --db none.db
+printf '[sweep]\nscenario = %s\n[grid]\npolicy = container, magic\n' \
+    "$ROOT/experiments/slice-vs-container.ini" >pol.ini
+expect_error 2 "pol.ini:4: grid.policy: policy 'magic': not a built-in bundle" "$S" sweep pol.ini
+printf '[sweep]\nscenario = %s\n[grid]\nrun.sed = 1, 2\n' \
+    "$ROOT/experiments/slice-vs-container.ini" >key.ini
+expect_error 2 "key.ini:4: grid.run.sed: .*unknown key" "$S" sweep key.ini
+printf '[sweep]\nscenrio = x.ini\n' >typo.ini
+expect_error 2 "typo.ini:2: sweep.scenrio: unknown key" "$S" sweep typo.ini
+printf '[swep]\n' >sect.ini
+expect_error 2 "sect.ini:1: section \\[swep\\]: unknown section" "$S" sweep sect.ini
+printf '[sweep]\nscenario = nowhere.ini\n[grid]\nrate = 1\n' >miss.ini
+expect_error 2 "nowhere.ini" "$S" sweep miss.ini
+expect_error 2 "shard: expected K/N" "$S" sweep exp.ini --shard 3/2
+expect_error 2 "expected OUT.db and at least one IN.db" "$S" db merge out.db
+expect_error 2 "no-such.db: cannot open" "$S" db merge out2.db no-such.db
+[ ! -e results ] || fail "a failed sweep wrote results"
+echo "sweep_cli: all checks passed"
