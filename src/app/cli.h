@@ -14,6 +14,8 @@ int cmd_replay(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 /* `slicesim sweep EXPERIMENT.ini` (cmd_sweep.c). */
 int cmd_sweep(int argc, char **argv);
+/* `slicesim plot DB --kind ... -o DIR` (cmd_plot.c). */
+int cmd_plot(int argc, char **argv);
 /* `slicesim db merge OUT.db IN.db...` (cmd_db.c). */
 int cmd_db(int argc, char **argv);
 /* `slicesim trace stats|gen ...` (cmd_trace.c). */

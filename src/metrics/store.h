@@ -89,6 +89,12 @@ typedef struct store_point_row {
 int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
                         ss_errbuf *eb);
 void store_point_row_free(store_point_row *row);
+/* Read-only query for reports and plots: fn gets each row's n columns as text (NULL for SQL
+ * NULL) and returns 0 to go on or an SS_E* code to stop. `params` (n_params texts) bind to ?1...
+ * 0, fn's code, or SS_EDB with eb set. */
+typedef int store_row_fn(void *ud, int n, const char *const *cols, ss_errbuf *eb);
+int store_query(store *s, const char *sql, const char *const *params, int n_params,
+                store_row_fn *fn, void *ud, ss_errbuf *eb);
 /* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */

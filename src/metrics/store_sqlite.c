@@ -818,3 +818,33 @@ void store_point_row_free(store_point_row *row)
     ss_free(row->result_json);
     row->result_json = NULL;
 }
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+int store_query(store *s, const char *sql, const char *const *params, int n_params,
+                store_row_fn *fn, void *ud, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, eb, "preparing a query");
+    if (!sqlite3_stmt_readonly(st)) {
+        sqlite3_finalize(st);
+        return ss_err(eb, SS_EINVAL, "%s: store_query: not a read-only query", s->path);
+    }
+    for (int i = 0; i < n_params; i++)
+        sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
+    int n = sqlite3_column_count(st), rc = SS_OK, step;
+    const char *cols[64];
+    if (n > 64)
+        n = 64;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        for (int i = 0; i < n; i++)
+            cols[i] = (const char *)sqlite3_column_text(st, i);
+        if ((rc = fn(ud, n, cols, eb)))
+            break;
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = db_err(s, eb, "running a query");
+    sqlite3_finalize(st);
+    return rc;
+}
