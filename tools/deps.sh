@@ -3,6 +3,7 @@
 # lacks. Runs apt only when something is missing; uses sudo when not root. Sourced or run.
 set -eu
 pkgs=(meson ninja-build pkg-config gcc libc6-dev libcmocka-dev libsqlite3-dev libinih-dev zlib1g-dev
+      libopenmpi-dev openmpi-bin
       sqlite3 gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,7 +1,8 @@
 /* `slicesim sweep EXPERIMENT.ini`: a grid over scenario keys, policy bundles and loads, run
  * point by point into one results database. Points already in the database are skipped, so
  * an interrupted sweep resumes; --jobs runs points in parallel processes, --shard k/N runs one
- * slice of the grid (for job arrays), and `slicesim db merge` joins the shards' databases.
+ * slice of the grid (for job arrays), `mpirun -n N slicesim sweep` runs rank r's slice into
+ * DB.rankR, and `slicesim db merge` joins the shards' databases.
  *
  * The experiment file (INI):
  *   [sweep]  name (default: the file's base name), scenario (required; relative to this
@@ -19,6 +20,12 @@
 #include "core/ss_ini.h"
 #include "core/ss_parse.h"
 #include "core/ss_strbuf.h"
+
+#include "config.h"
+
+#if HAVE_MPI
+#include <mpi.h>
+#endif
 
 #include <errno.h>
 #include <getopt.h>
@@ -313,7 +320,7 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
     store *st = NULL;
     int rc = SS_OK;
     for (int j = 0; !rc && j < 64; j++) {
-        char path[SCN_PATH_MAX + 16], side[SCN_PATH_MAX + 24];
+        char path[SCN_PATH_MAX + 64], side[SCN_PATH_MAX + 80];
         job_db(db, j, path, sizeof path);
         if (access(path, F_OK) != 0)
             continue;
@@ -350,7 +357,7 @@ static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *
         }
         if (pid[j] == 0) {
             ss_errbuf web = {""};
-            char path[SCN_PATH_MAX + 16];
+            char path[SCN_PATH_MAX + 64];
             job_db(db, j, path, sizeof path);
             int rc = run_points(x, o, todo, n_todo, (size_t)j, (size_t)n, path, &web);
             if (rc)
@@ -444,6 +451,35 @@ static int report(const experiment *x, const sweep_opts *o, const size_t *pts, s
     return rc;
 }
 
+/* ---- MPI -------------------------------------------------------------------------------- */
+
+/* Under mpirun (Open MPI's or a PMI launcher's environment): this process's rank and the
+ * number of ranks; 0 when not launched by mpirun. With MPI built in, MPI itself says (and
+ * *inited is set: MPI_Finalize is due); without, the launcher's environment does. */
+static int mpi_world(int *rank, int *size, int *inited)
+{
+    const char *sz = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *rk = getenv("OMPI_COMM_WORLD_RANK");
+    if (!sz) {
+        sz = getenv("PMI_SIZE");
+        rk = getenv("PMI_RANK");
+    }
+    *inited = 0;
+    if (!sz || !rk)
+        return 0;
+#if HAVE_MPI
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS)
+        return 0;
+    *inited = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+#else
+    *rank = atoi(rk);
+    *size = atoi(sz);
+#endif
+    return *size >= 1 && *rank >= 0 && *rank < *size;
+}
+
 /* ---- the command ------------------------------------------------------------------------ */
 
 static void usage(FILE *f)
@@ -467,6 +503,8 @@ static void usage(FILE *f)
         "  --jobs N        run points in N parallel processes (default 1)\n"
         "  --shard K/N     run only points i with i %% N = K - 1 (for job arrays; merge the\n"
         "                  databases with `slicesim db merge`)\n"
+        "  mpirun -n N slicesim sweep ...  rank r runs shard r+1/N into DB.rank<r+1>\n"
+        "                  (%s)\n"
         "  --db FILE       results database (overrides the experiment's)\n"
         "  --json          print a JSON array: per point {point: {KEY: VALUE}, run_id, and what\n"
         "                  `replay --json` prints}\n"
@@ -476,7 +514,8 @@ static void usage(FILE *f)
         "  -h, --help      this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        app_bundle_names());
+        app_bundle_names(),
+        HAVE_MPI ? "built with MPI" : "not built with MPI: the launcher's environment says");
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -539,8 +578,18 @@ int cmd_sweep(int argc, char **argv)
     experiment x = {0};
     ss_errbuf eb = {""};
     size_t *pts = NULL, *todo = NULL, n_pts = 0, n_todo = 0;
+    int rank = 0, size = 1, inited = 0, quiet = 0;
     rc = exp_load(&x, o.file, &eb);
     const char *db = o.db ? o.db : x.db;
+    char rank_db[SCN_PATH_MAX + 16];
+    if (!rc && mpi_world(&rank, &size, &inited)) {
+        if (o.shard_n > 1)
+            rc = ss_err(&eb, SS_EPARSE, "--shard and mpirun both split the grid: use one");
+        o.shard_k = rank + 1, o.shard_n = size;
+        snprintf(rank_db, sizeof rank_db, "%s.rank%d", db, rank + 1);
+        db = rank_db;
+        quiet = rank > 0; /* every rank writes its own database; rank 1 prints */
+    }
     if (!rc && (!(pts = ss_calloc(x.n_points, sizeof *pts)) ||
                 !(todo = ss_calloc(x.n_points, sizeof *todo))))
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
@@ -571,13 +620,25 @@ int cmd_sweep(int argc, char **argv)
     if (!rc && !o.json)
         fprintf(stderr, "slicesim: sweep %s: %zu points in this shard, %zu already in %s, %zu "
                         "to run\n", x.name, n_pts, n_pts - n_todo, db, n_todo);
+    if (!rc && size > 1 && !quiet && !o.json)
+        fprintf(stderr, "slicesim: sweep %s: rank 1 of %d; merge the ranks' databases with "
+                        "`slicesim db merge OUT.db %s ... %s.rank%d`\n", x.name, size, db,
+                o.db ? o.db : x.db, size);
     if (!rc && !o.dry_run && n_todo)
         rc = o.jobs > 1 ? run_parallel(&x, &o, todo, n_todo, db, &eb)
                         : run_points(&x, &o, todo, n_todo, 0, 1, db, &eb);
-    if (!rc)
+    if (!rc && !quiet)
         rc = report(&x, &o, pts, n_pts, db, &eb);
-    if (rc)
+    if (rc && size > 1)
+        fprintf(stderr, "slicesim: sweep: rank %d: %s\n", rank + 1, eb.msg);
+    else if (rc)
         fprintf(stderr, "slicesim: sweep: %s\n", eb.msg);
+#if HAVE_MPI
+    if (inited)
+        MPI_Finalize();
+#else
+    (void)inited;
+#endif
     ss_free(pts);
     ss_free(todo);
     exp_free(&x);
