@@ -1,11 +1,20 @@
 #!/bin/bash
-# The main job on a fresh machine: install what is missing, build slicesim (release), and
-# replay the default trace (traces/azure-conv-synth.csv: one hour of Azure-conversation-like
-# traffic) on 4 x A100-80G serving Llama-2-7B with vLLM batching. Prints the result table and
-# stores the run in results/slicesim.db. Extra arguments go to `slicesim replay`.
+# The main job on a fresh machine: install what is missing, build slicesim (release), then
+# compare the container-level policy, Llumnix and SliceScheduler on the default multi-tenant
+# scenario (experiments/slice-vs-container.ini: three models on one 8 x A100-80G node, skewed
+# load, the shipped Azure-conversation-like trace) at three loads. Prints the comparison table,
+# stores every run in results/main.db and draws the figures into plots/out/ (PNG and SVG).
+# Extra arguments go to `slicesim compare` (e.g. --rates 1 for one load).
 set -eu
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
 bash tools/build-release.sh
-exec ./build-release/src/slicesim replay --trace traces/azure-conv-synth.csv --model llama-2-7b \
-    --gpu a100-80g --replicas 4 --tp 1 --db results/slicesim.db "$@"
+S=./build-release/src/slicesim
+rm -f results/main.db results/main.db-wal results/main.db-shm
+"$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
+    --rates 0.5,0.75,1 --db results/main.db --name main "$@"
+if command -v gnuplot >/dev/null; then
+    "$S" plot results/main.db -o plots/out
+else
+    echo "gnuplot is not installed: no figures (slicesim plot results/main.db draws them)"
+fi
