@@ -10,7 +10,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 SV=$ROOT/experiments/slice-vs-container.ini
-SHORT=(--set run.duration_s=120 --set run.warmup_s=20)
+SHORT=(--set run.duration_s=60 --set run.warmup_s=10)
 
 "$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --rates 1,1.5 --db c.db \
     >table 2>err || fail "compare: $(cat err)"

@@ -54,25 +54,25 @@ grep -q '"routing": "llumnix"' c.json || fail "llumnix clusters dispatch with ll
 # SliceScheduler on its experiment, shortened: offloads happen, the run says how many, and the
 # database records the placement
 SV="$ROOT/experiments/slice-vs-container.ini"
-"$S" replay -c "$SV" --ops slice --set run.duration_s=150 --set run.warmup_s=20 --db r.db \
+"$S" replay -c "$SV" --ops slice --set run.duration_s=80 --set run.warmup_s=20 --db r.db \
     --json >d.json 2>err || fail "slice scenario: $(cat err)"
 grep -q '"ops": "slice"' d.json || fail "JSON lacks the placement"
 grep -Eq '"slice": \{"offloads": [1-9]' d.json || fail "no offload: $(grep -o '"slice": {[^}]*' d.json)"
 [ "$(sql r.db "SELECT count(*) FROM runs JOIN summary USING (run_id) WHERE ops = 'slice' AND
     offloads > 0 AND whatifs >= offloads")" = 1 ] || fail "slice run not stored"
 # deterministic: a second run differs only in its wall-clock figures
-"$S" replay -c "$SV" --ops slice --set run.duration_s=150 --set run.warmup_s=20 --db none \
+"$S" replay -c "$SV" --ops slice --set run.duration_s=80 --set run.warmup_s=20 --db none \
     --json >d2.json 2>err || fail "slice scenario again: $(cat err)"
 strip_wall() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]*//g' "$1"; }
 [ "$(strip_wall d.json)" = "$(strip_wall d2.json)" ] || fail "two slice runs differ"
-"$S" replay -c "$SV" --set run.duration_s=150 --set run.warmup_s=20 --db none --json >e.json ||
+"$S" replay -c "$SV" --set run.duration_s=80 --set run.warmup_s=20 --db none --json >e.json ||
     fail "container run of the slice scenario"
 grep -q '"ops": "home"' e.json || fail "the scenario's default placement is home"
 grep -q '"slice"' e.json && fail "a home run reports SliceScheduler figures"
 expect_error 2 "ops: expected one of home, slice" "$S" replay --ops slices --limit 10 --db none
 # any batching: Orca holds its reservation for a moved request; static batching takes none
 for b in orca static; do
-    "$S" replay -c "$SV" --ops slice --batching "$b" --set run.duration_s=150 \
+    "$S" replay -c "$SV" --ops slice --batching "$b" --set run.duration_s=80 \
         --set run.warmup_s=20 --db none --json >"$b.json" 2>err || fail "slice + $b: $(cat err)"
 done
 grep -Eq '"slice": \{"offloads": [1-9]' orca.json || fail "no offload under orca"

@@ -11,14 +11,14 @@ T=$(mktemp -d)
 trap 'pkill -KILL -P $$ 2>/dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
-# the demo grid, shortened to 40 simulated seconds per point
+# the demo grid, shortened to 20 simulated seconds per point
 cat >exp.ini <<INI
 [sweep]
 name = demo
 scenario = $ROOT/experiments/slice-vs-container.ini
 [set]
-run.duration_s = 40
-run.warmup_s = 5
+run.duration_s = 20
+run.warmup_s = 2
 [grid]
 policy = container, llumnix, slice
 rate = 0.5, 0.75, 1, 1.25, 1.5, 2
