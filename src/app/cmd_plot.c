@@ -229,6 +229,20 @@ static const prun *run_at(const plot_data *d, int s)
     return NULL;
 }
 
+/* Run `sql` (one parameter: the run id) on series s's run at the chosen load; nothing when the
+ * series has no run there. */
+static int query_run(const plot_data *d, int s, const char *sql, store_row_fn *fn, void *ud,
+                     ss_errbuf *eb)
+{
+    const prun *r = run_at(d, s);
+    if (!r)
+        return SS_OK;
+    char id[24];
+    snprintf(id, sizeof id, "%lld", (long long)r->id);
+    const char *p[1] = {id};
+    return store_query(d->st, sql, p, 1, fn, ud, eb);
+}
+
 /* ---- writing gnuplot input --------------------------------------------------------------- */
 
 static void titles(FILE *g, const plot_data *d)
@@ -288,14 +302,8 @@ static int cdf_block(FILE *g, const plot_data *d, const char *block, const char 
     fprintf(g, "$%s << EOD\n", block);
     int rc = SS_OK;
     for (int s = 0; !rc && s < d->n_series; s++) {
-        const prun *r = run_at(d, s);
         cdf x = {0};
-        char id[24];
-        if (r) {
-            snprintf(id, sizeof id, "%lld", (long long)r->id);
-            const char *p[1] = {id};
-            rc = store_query(d->st, sql, p, 1, on_value, &x, eb);
-        }
+        rc = query_run(d, s, sql, on_value, &x, eb);
         for (size_t k = 0; !rc && x.n && k < 400; k++) {
             size_t i = (size_t)((double)(x.n - 1) * k / 399.0);
             fprintf(g, "%g %g\n", x.v[i], (double)(i + 1) / (double)x.n);
@@ -365,14 +373,8 @@ static int grid_block(FILE *g, const plot_data *d, const char *block, const char
     x->max_key = -1;
     int rc = SS_OK;
     for (int s = 0; !rc && s < d->n_series; s++) {
-        const prun *r = run_at(d, s);
-        if (!r)
-            continue;
-        char id[24];
-        snprintf(id, sizeof id, "%lld", (long long)r->id);
-        const char *p[1] = {id};
         x->s = s;
-        rc = store_query(d->st, sql, p, 1, on_pair, x, eb);
+        rc = query_run(d, s, sql, on_pair, x, eb);
     }
     fprintf(g, "$%s << EOD\n", block);
     for (int k = 0; !rc && k <= x->max_key; k++) {
@@ -406,15 +408,9 @@ static int write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
     case 3:
         fprintf(g, "$DATA << EOD\n");
         for (int s = 0; !rc && s < d->n_series; s++) {
-            const prun *r = run_at(d, s);
-            if (!r)
-                continue;
-            char id[24];
-            snprintf(id, sizeof id, "%lld", (long long)r->id);
-            const char *p[1] = {id};
             rows_ctx x = {g, d->series[s]};
-            rc = store_query(d->st, "SELECT gpu, device_busy_s, busy_s, idle_s FROM gpus"
-                                    " WHERE run_id = ?1 ORDER BY gpu", p, 1, on_gpu, &x, eb);
+            rc = query_run(d, s, "SELECT gpu, device_busy_s, busy_s, idle_s FROM gpus"
+                                 " WHERE run_id = ?1 ORDER BY gpu", on_gpu, &x, eb);
         }
         fprintf(g, "EOD\n");
         break;
