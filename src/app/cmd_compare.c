@@ -202,20 +202,21 @@ static void print_table(const compare_opts *o, const result *res, int n)
 {
     printf("slicesim compare: %s, %d bundle(s) x %d load(s); ratios against %s\n", o->config,
            o->n_policies, o->n_rates, o->label[0]);
-    printf("  %-5s %-16s %10s %5s %10s %5s %8s %9s %9s %8s %8s %9s  %s\n", "load", "policy",
-           "out tok/s", "x", "goodput", "x", "SLA miss", "TTFT p50", "TTFT p99", "TBT p50",
-           "TBT p99", "E2E p99", "SLA miss by tier");
+    printf("  %-5s %-16s %10s %5s %10s %5s %8s %9s %9s %8s %8s %9s %9s  %s\n", "load",
+           "policy", "out tok/s", "x", "goodput", "x", "SLA miss", "TTFT p50", "TTFT p99",
+           "TBT p50", "TBT p99", "E2E p50", "E2E p99", "SLA miss by tier");
     for (int i = 0; i < n; i++) {
         const result *r = &res[i], *b = &res[i - i % o->n_policies];
         const metrics_group_summary *a = &r->m.all, *ba = &b->m.all;
-        printf("  %-5g %-16s %10.1f %5.2f %10.1f %5.2f %7.1f%% %9.0f %9.0f %8.1f %8.1f %9.0f ",
+        printf("  %-5g %-16s %10.1f %5.2f %10.1f %5.2f %7.1f%% %9.0f %9.0f %8.1f %8.1f %9.0f "
+               "%9.0f ",
                r->rate, o->label[r->policy], a->output_tokens_per_s,
                ba->output_tokens_per_s > 0 ? a->output_tokens_per_s / ba->output_tokens_per_s : 0,
                a->goodput_tokens_per_s,
                ba->goodput_tokens_per_s > 0 ? a->goodput_tokens_per_s / ba->goodput_tokens_per_s
                                             : 0,
                100 * a->sla_violation_rate, a->ttft_ms.p50, a->ttft_ms.p99, a->tbt_ms.p50,
-               a->tbt_ms.p99, a->e2e_ms.p99);
+               a->tbt_ms.p99, a->e2e_ms.p50, a->e2e_ms.p99);
         for (uint32_t k = 0; k < r->n_tiers; k++)
             printf(" t%u %.1f%%", k, 100 * r->tier_sla[k]);
         putchar('\n');
