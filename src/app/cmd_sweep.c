@@ -267,17 +267,17 @@ typedef struct sweep_opts {
     int jobs, shard_k, shard_n, json, progress, dry_run;
 } sweep_opts;
 
-/* Run the listed points (todo[i] for i = first, first + step, ...) into db. */
-static int run_points(const experiment *x, const sweep_opts *o, const size_t *todo, size_t n_todo,
-                      size_t first, size_t step, const char *db, ss_errbuf *eb)
+/* Run the points pending[first], pending[first + step], ... into db, skipping any the database
+ * gained meanwhile. */
+static int run_points(const experiment *x, const sweep_opts *o, const size_t *pending,
+                      size_t n_pending, size_t first, size_t step, const char *db, ss_errbuf *eb)
 {
     store *st = NULL;
     int rc = store_open(&st, db, eb);
-    for (size_t i = first; !rc && i < n_todo; i += step) {
+    for (size_t i = first; !rc && i < n_pending; i += step) {
         char key[1024];
-        point_key(x, todo[i], key, sizeof key);
-        int64_t have;
-        int has = store_has_point(st, x->name, key, &have, eb);
+        point_key(x, pending[i], key, sizeof key);
+        int has = store_has_point(st, x->name, key, NULL, eb);
         if (has < 0) {
             rc = -has;
             break;
@@ -285,12 +285,12 @@ static int run_points(const experiment *x, const sweep_opts *o, const size_t *to
         if (has) /* another process, or an earlier run, did it meanwhile */
             continue;
         if (o->progress && isatty(STDERR_FILENO))
-            fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_todo, key);
+            fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
         scn_scenario *sc = NULL;
         app_run_opts ro = {.profiles = o->profiles, .config = x->scenario, .command = key,
                            .sweep = x->name, .point = key, .progress = o->progress, .st = st};
         app_run r = {0};
-        rc = build_point(x, todo[i], &sc, &r.eb);
+        rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)
             rc = app_run_setup(&r, sc, &ro);
         if (!rc)
@@ -342,8 +342,8 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
 
 /* Fork `jobs` workers over the list, worker j into DB.jobJ, then merge. 0 when every worker
  * succeeded, else an SS_E* code with eb naming the failure (what finished is kept). */
-static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *todo,
-                        size_t n_todo, const char *db, ss_errbuf *eb)
+static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *pending,
+                        size_t n_pending, const char *db, ss_errbuf *eb)
 {
     pid_t pid[64];
     int n = o->jobs < 64 ? o->jobs : 64;
@@ -359,7 +359,7 @@ static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *
             ss_errbuf web = {""};
             char path[SCN_PATH_MAX + 64];
             job_db(db, j, path, sizeof path);
-            int rc = run_points(x, o, todo, n_todo, (size_t)j, (size_t)n, path, &web);
+            int rc = run_points(x, o, pending, n_pending, (size_t)j, (size_t)n, path, &web);
             if (rc)
                 fprintf(stderr, "slicesim: sweep: worker %d: %s\n", j + 1, web.msg);
             fflush(NULL);
@@ -577,7 +577,7 @@ int cmd_sweep(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     experiment x = {0};
     ss_errbuf eb = {""};
-    size_t *pts = NULL, *todo = NULL, n_pts = 0, n_todo = 0;
+    size_t *pts = NULL, *pending = NULL, n_pts = 0, n_pending = 0;
     int rank = 0, size = 1, inited = 0, quiet = 0;
     rc = exp_load(&x, o.file, &eb);
     const char *db = o.db ? o.db : x.db;
@@ -591,7 +591,7 @@ int cmd_sweep(int argc, char **argv)
         quiet = rank > 0; /* every rank writes its own database; rank 1 prints */
     }
     if (!rc && (!(pts = ss_calloc(x.n_points, sizeof *pts)) ||
-                !(todo = ss_calloc(x.n_points, sizeof *todo))))
+                !(pending = ss_calloc(x.n_points, sizeof *pending))))
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
     for (size_t p = 0; !rc && p < x.n_points; p++)
         if (p % (size_t)o.shard_n == (size_t)(o.shard_k - 1))
@@ -614,19 +614,19 @@ int cmd_sweep(int argc, char **argv)
         if (has < 0)
             rc = -has;
         else if (!has)
-            todo[n_todo++] = pts[i];
+            pending[n_pending++] = pts[i];
     }
     store_close(&st);
     if (!rc && !o.json)
         fprintf(stderr, "slicesim: sweep %s: %zu points in this shard, %zu already in %s, %zu "
-                        "to run\n", x.name, n_pts, n_pts - n_todo, db, n_todo);
+                        "to run\n", x.name, n_pts, n_pts - n_pending, db, n_pending);
     if (!rc && size > 1 && !quiet && !o.json)
         fprintf(stderr, "slicesim: sweep %s: rank 1 of %d; merge the ranks' databases with "
                         "`slicesim db merge OUT.db %s ... %s.rank%d`\n", x.name, size, db,
                 o.db ? o.db : x.db, size);
-    if (!rc && !o.dry_run && n_todo)
-        rc = o.jobs > 1 ? run_parallel(&x, &o, todo, n_todo, db, &eb)
-                        : run_points(&x, &o, todo, n_todo, 0, 1, db, &eb);
+    if (!rc && !o.dry_run && n_pending)
+        rc = o.jobs > 1 ? run_parallel(&x, &o, pending, n_pending, db, &eb)
+                        : run_points(&x, &o, pending, n_pending, 0, 1, db, &eb);
     if (!rc && !quiet)
         rc = report(&x, &o, pts, n_pts, db, &eb);
     if (rc && size > 1)
@@ -640,7 +640,7 @@ int cmd_sweep(int argc, char **argv)
     (void)inited;
 #endif
     ss_free(pts);
-    ss_free(todo);
+    ss_free(pending);
     exp_free(&x);
     return cli_status_of(rc);
 }

@@ -476,8 +476,6 @@ ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
         g->gpus[src + i].tx_busy = end;
         g->gpus[dst + i].rx_busy = end;
     }
-    if (end > l->busy_until)
-        l->busy_until = end;
     l->bytes_moved += per_gpu * n;
     return end;
 }

@@ -118,7 +118,6 @@ typedef struct gmg_link {
     uint32_t node;          /* node it belongs to (GMG_NONE for the network) */
     double bw;              /* bytes/s per direction */
     double latency_s;       /* per message */
-    ss_time busy_until;     /* the latest arrival of a transfer over it */
     double bytes_moved;     /* total bytes carried */
 } gmg_link;
 

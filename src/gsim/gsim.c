@@ -62,7 +62,6 @@ typedef struct offload {
     ss_time event_at;            /* pending EV_GUEST (end of the last placed chunk), 0: none */
     des_event *ev;               /* that event */
     ss_time done_at;             /* pending EV_OFFLOAD_DONE time, 0: none */
-    ss_time started;             /* when it was decided */
     ss_time predicted;           /* the what-if's predicted first token (0: none) */
     gmg_id next_free;            /* free-list link; GMG_NONE also marks a job in use */
     uint8_t in_use;
@@ -922,7 +921,6 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     o->next_free = GMG_NONE;
     o->req = r, o->home = home->id, o->helper = helper;
     ss_time now = des_now(s->des);
-    o->started = now;
     o->predicted = predicted;
     wait_remove(s, home, r);
     gmg_req_set_blocks(s->g, home, q, need);
