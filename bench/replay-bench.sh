@@ -5,7 +5,8 @@
 #  - the same engine's raw event-queue loop (bench_des) in the same run, and the ratio;
 #  - instructions (valgrind --tool=callgrind, repeatable on a noisy machine) with --callgrind;
 #  - peak RSS for the trace and for a 1,000,000-request synthetic trace of the same rate, to
-#    show that memory follows requests in flight, not trace length.
+#    show that memory follows requests in flight, not trace length (bench/rss-bench.sh goes on
+#    to 10 million requests, with and without the results database).
 # Usage: bench/replay-bench.sh [--callgrind]
 set -eu
 cd "$(dirname "$0")/.."

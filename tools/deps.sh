@@ -2,9 +2,10 @@
 # Install, with apt, whatever slicesim needs to build and test that this Debian/Ubuntu machine
 # lacks. Runs apt only when something is missing; uses sudo when not root. Sourced or run.
 set -eu
-pkgs=(meson ninja-build pkg-config gcc libc6-dev libcmocka-dev libsqlite3-dev libinih-dev zlib1g-dev
+pkgs=(meson ninja-build pkg-config gcc g++ libc6-dev libcmocka-dev libsqlite3-dev libinih-dev zlib1g-dev
       libopenmpi-dev openmpi-bin
-      sqlite3 gnuplot-nox)
+      sqlite3 gnuplot-nox valgrind
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,7 +2,7 @@
 # The whole test suite: install what is missing, then build and test twice: an optimised build
 # with assertions, and a debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then
 # check that the release build compiles. Compiler warnings are errors in all three.
-# Tests that need ../shared/data or gnuplot skip cleanly (exit 77) without them.
+# Tests that need ../shared/data, gnuplot or a GPU skip cleanly (exit 77) without them.
 set -eu
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
@@ -11,18 +11,35 @@ run_suite() {
     shift
     if [ ! -f "$dir/build.ninja" ]; then
         meson setup "$dir" -Dtests=enabled "$@" >/dev/null
+    else
+        meson configure "$dir" -Dtests=enabled "$@" >/dev/null
     fi
     ninja -C "$dir"
     meson test -C "$dir" --print-errorlogs
 }
-echo "== optimised build (debugoptimized, assertions on) =="
-run_suite build-test --buildtype=debugoptimized -Dwerror=true
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
+# The CUDA executor is built (and its GPU tests run, or skip without a GPU) wherever the CUDA
+# toolkit is installed; the sanitizer build is the CPU-only build (-Dcuda=disabled).
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+cuda=disabled
+command -v nvcc >/dev/null && cuda=enabled
+echo "== optimised build (debugoptimized, assertions on; CUDA executor: $cuda) =="
+run_suite build-test --buildtype=debugoptimized -Dwerror=true -Dcuda=$cuda
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (CPU only) =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     run_suite build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-        -Dwerror=true
+        -Dwerror=true -Dcuda=disabled
 echo "== release build compiles warning-free =="
 [ -f build-release-check/build.ninja ] ||
     meson setup build-release-check --buildtype=release -Dwerror=true >/dev/null
 ninja -C build-release-check
+echo "== fuzzing: each parser's libFuzzer target, ASan + UBSan, ${SS_FUZZ_SECONDS:-20} s each =="
+# Replays fuzz/corpus, then fuzzes; any crash, leak, UBSan report or hang fails the run (inputs
+# in build-fuzz/artifacts). SS_FUZZ_SECONDS=0 replays only.
+bash tools/fuzz.sh --jobs "$(nproc)" all "${SS_FUZZ_SECONDS:-20}"
+echo "== determinism across the three builds; a full replay under valgrind =="
+# The same scenarios and seeds give the same result rows from the debug (ASan, every invariant
+# checked), optimised and release builds; the release build's replay is memcheck-clean.
+bash tests/cli/cross_build.sh build-test/src/slicesim build-asan/src/slicesim \
+    build-release-check/src/slicesim
+bash tests/cli/valgrind_replay.sh build-release-check/src/slicesim
 echo "slicesim: all tests passed in both builds; the release build is warning-free"

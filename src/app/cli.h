@@ -25,9 +25,23 @@ int cmd_list(int argc, char **argv);
 /* `slicesim profile import ...`: convert measured profiles into profile tables (cmd_profile.c). */
 int cmd_profile(int argc, char **argv);
 
+/* `slicesim calibrate --model M --tp N ...`: operator profiles measured on a GPU
+ * (cmd_calibrate.c). */
+int cmd_calibrate(int argc, char **argv);
+/* `slicesim validate --model M ...`: a simulated schedule run on a GPU (cmd_validate.c). */
+int cmd_validate(int argc, char **argv);
+
 /* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),
  * everything else is a failed run (1). */
 int cli_status_of(int ss_rc);
+
+/* Parse option opt's value s as an integer in [lo, hi] into *out: CLI_OK, or CLI_EUSAGE after
+ * one line on stderr. */
+int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+/* "slicesim ARG..." (owned, ss_free), for the runs table; NULL when out of memory. */
+char *cli_join_args(int argc, char **argv);
+/* qsort comparator of ss_time values, ascending. */
+int cli_cmp_time(const void *a, const void *b);
 
 typedef struct trace_reader trace_reader;
 typedef struct ss_errbuf ss_errbuf;

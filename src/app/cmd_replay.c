@@ -125,21 +125,23 @@ static void usage(FILE *f)
         "  --nodes N               cluster size in nodes (default: what the containers need)\n"
         "  --db FILE               results database (default results/slicesim.db; 'none' to skip)\n"
         "  --json                  print one JSON object instead of the table\n"
-        "  --check                 verify the cluster's invariants after every event (slow)\n"
+        "  --check, --no-check     verify every invariant after every event (slower; on by\n"
+        "                          default in debug builds)\n"
         "  --timeline FILE.json    write what every GPU did as Chrome trace-event JSON (Perfetto)\n"
         "  --timeline-window S:E   only events between S and E seconds of simulated time\n"
         "  --timeline-ops          also write each iteration's operators (large; use a window)\n"
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
-        "Exit status: 0 success, 1 the run failed (I/O, database), 2 bad input or usage.\n");
+        "Exit status: 0 success, 1 the run failed (I/O, database, a violated invariant), 2 bad\n"
+        "input or usage.\n");
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
 
 enum {
     OPT_CONFIG = 'c', OPT_HELP = 'h',
-    OPT_SET = 256, OPT_PROFILES, OPT_JSON, OPT_CHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
+    OPT_SET = 256, OPT_PROFILES, OPT_JSON, OPT_CHECK, OPT_NOCHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
     OPT_TL_OPS, OPT_PARAM,
     OPT_TENANT = 512,  /* + T_* */
     OPT_KEY = 768,     /* + index into key_opts */
@@ -181,6 +183,7 @@ static const struct option base_opts[] = {
     {"profiles", required_argument, NULL, OPT_PROFILES},
     {"json", no_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"no-check", no_argument, NULL, OPT_NOCHECK},
     {"no-progress", no_argument, NULL, OPT_NOPROG},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"timeline-window", required_argument, NULL, OPT_TL_WINDOW},
@@ -290,7 +293,8 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     case OPT_PARAM: return parse_param(o, arg);
     case OPT_PROFILES: o->profiles = arg; return CLI_OK;
     case OPT_JSON: o->json = 1; return CLI_OK;
-    case OPT_CHECK: o->check = 1; return CLI_OK;
+    case OPT_CHECK: o->check = APP_CHECK_ON; return CLI_OK;
+    case OPT_NOCHECK: o->check = APP_CHECK_OFF; return CLI_OK;
     case OPT_NOPROG: o->progress = 0; return CLI_OK;
     case OPT_TIMELINE: o->timeline = arg; return CLI_OK;
     case OPT_TL_WINDOW:
@@ -392,17 +396,6 @@ static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-static char *join_args(int argc, char **argv)
-{
-    ss_strbuf b = {0};
-    ss_strbuf_printf(&b, "slicesim");
-    for (int i = 0; i < argc; i++)
-        ss_strbuf_printf(&b, " %s", argv[i]);
-    char *s = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
-    ss_strbuf_fini(&b);
-    return s;
-}
-
 static void free_opts(replay_opts *o)
 {
     for (size_t i = 0; i < o->n_assign; i++)
@@ -433,7 +426,7 @@ int cmd_replay(int argc, char **argv)
         free_opts(&o);
         return rc < 0 ? CLI_OK : rc;
     }
-    char *cmdline = join_args(argc, argv);
+    char *cmdline = cli_join_args(argc, argv);
     app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
                        .check = o.check, .progress = o.progress};
     app_run x = {0};

@@ -15,11 +15,10 @@
 #include "cli.h"
 #include "report.h"
 #include "run.h"
+#include "sweep_exp.h"
 
 #include "core/ss_alloc.h"
-#include "core/ss_ini.h"
 #include "core/ss_parse.h"
-#include "core/ss_strbuf.h"
 
 #include "config.h"
 
@@ -37,165 +36,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_KEYS 16
-#define MAX_VALUES 64
-#define MAX_SETS 64
-#define KEY_MAX 160
-
-typedef struct grid_key {
-    char name[KEY_MAX];
-    char *text;                  /* owned copy of the value list, split in place */
-    char *values[MAX_VALUES];
-    int n;
-    unsigned line;
-} grid_key;
-
-typedef struct experiment {
-    const char *path;
-    char dir[SCN_PATH_MAX];      /* folder of the file, for the scenario path */
-    char name[KEY_MAX];
-    char scenario[SCN_PATH_MAX];
-    char db[SCN_PATH_MAX];
-    char *set[MAX_SETS];         /* owned "SECTION.KEY=VALUE" */
-    unsigned set_line[MAX_SETS];
-    int n_sets;
-    grid_key keys[MAX_KEYS];
-    int n_keys;
-    size_t n_points;
-    char section[16];            /* current section while parsing */
-} experiment;
-
-static void exp_free(experiment *x)
-{
-    for (int i = 0; i < x->n_sets; i++)
-        ss_free(x->set[i]);
-    for (int i = 0; i < x->n_keys; i++)
-        ss_free(x->keys[i].text);
-}
-
-static int copy_into(char *dst, size_t size, const char *src)
-{
-    if (strlen(src) >= size)
-        return -1;
-    memcpy(dst, src, strlen(src) + 1);
-    return 0;
-}
-
-static int on_entry(void *ud, unsigned line, const char *section, const char *key,
-                    const char *value, ss_errbuf *eb)
-{
-    experiment *x = ud;
-    if (!key) {
-        if (strcmp(section, "sweep") && strcmp(section, "set") && strcmp(section, "grid"))
-            return ss_err(eb, SS_EPARSE, "%s:%u: section [%s]: unknown section (known: sweep, "
-                          "set, grid)", x->path, line, section);
-        copy_into(x->section, sizeof x->section, section);
-        return SS_OK;
-    }
-    if (!x->section[0])
-        return ss_err(eb, SS_EPARSE, "%s:%u: %s: key outside any section", x->path, line, key);
-    if (!strcmp(x->section, "sweep")) {
-        char *dst = !strcmp(key, "name") ? x->name : !strcmp(key, "scenario") ? x->scenario
-                  : !strcmp(key, "db") ? x->db : NULL;
-        size_t size = dst == x->name ? sizeof x->name : SCN_PATH_MAX;
-        if (!dst)
-            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: unknown key (known: name, scenario, "
-                          "db)", x->path, line, key);
-        if (dst[0])
-            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: set twice", x->path, line, key);
-        if (!value[0] || copy_into(dst, size, value))
-            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: expected a value of 1 to %zu "
-                          "characters", x->path, line, key, size - 1);
-        return SS_OK;
-    }
-    if (!strcmp(x->section, "set")) {
-        if (x->n_sets == MAX_SETS)
-            return ss_err(eb, SS_EPARSE, "%s:%u: set: more than %d keys", x->path, line, MAX_SETS);
-        ss_strbuf b = {0};
-        ss_strbuf_printf(&b, "%s=%s", key, value);
-        x->set[x->n_sets] = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
-        ss_strbuf_fini(&b);
-        if (!x->set[x->n_sets])
-            return ss_err(eb, SS_ENOMEM, "out of memory");
-        x->set_line[x->n_sets++] = line;
-        return SS_OK;
-    }
-    /* [grid] */
-    for (int i = 0; i < x->n_keys; i++)
-        if (!strcmp(x->keys[i].name, key))
-            return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: set twice (first on line %u)", x->path,
-                          line, key, x->keys[i].line);
-    if (x->n_keys == MAX_KEYS)
-        return ss_err(eb, SS_EPARSE, "%s:%u: grid: more than %d keys", x->path, line, MAX_KEYS);
-    grid_key *k = &x->keys[x->n_keys];
-    if (copy_into(k->name, sizeof k->name, key) || strchr(key, ';') || strchr(key, '='))
-        return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: not a key", x->path, line, key);
-    if (!(k->text = ss_strdup(value)))
-        return ss_err(eb, SS_ENOMEM, "out of memory");
-    k->line = line;
-    x->n_keys++;
-    k->n = app_split_list(k->text, k->values, MAX_VALUES);
-    if (k->n < 1)
-        return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: expected 1 to %d comma-separated values",
-                      x->path, line, key, MAX_VALUES);
-    for (int i = 0; i < k->n; i++) {
-        char *v = k->values[i];
-        for (size_t e = strlen(v); e && v[e - 1] == ' '; e--)
-            v[e - 1] = 0;
-        if (strchr(v, ';'))
-            return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: a value may not contain ';'", x->path,
-                          line, key);
-    }
-    return SS_OK;
-}
-
-static int exp_load(experiment *x, const char *path, ss_errbuf *eb)
-{
-    x->path = path;
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        snprintf(x->dir, sizeof x->dir, "%.*s", (int)(slash - path), path);
-    int rc = ss_ini_parse(path, on_entry, x, eb);
-    if (rc == SS_EIO)
-        return SS_EPARSE; /* an unreadable experiment is bad input */
-    if (rc)
-        return rc;
-    if (!x->scenario[0])
-        return ss_err(eb, SS_EPARSE, "%s: sweep.scenario: required", path);
-    if (!x->n_keys)
-        return ss_err(eb, SS_EPARSE, "%s: [grid]: empty: a sweep needs at least one key with "
-                      "values", path);
-    if (!x->name[0]) {
-        const char *b = slash ? slash + 1 : path;
-        size_t n = strlen(b);
-        if (n > 4 && !strcmp(b + n - 4, ".ini"))
-            n -= 4;
-        snprintf(x->name, sizeof x->name, "%.*s", (int)(n < KEY_MAX - 1 ? n : KEY_MAX - 1), b);
-    }
-    if (x->scenario[0] != '/' && x->dir[0]) {
-        char full[SCN_PATH_MAX];
-        if (snprintf(full, sizeof full, "%s/%s", x->dir, x->scenario) >= (int)sizeof full)
-            return ss_err(eb, SS_EPARSE, "%s: sweep.scenario: path too long", path);
-        memcpy(x->scenario, full, sizeof full);
-    }
-    if (!x->db[0])
-        snprintf(x->db, sizeof x->db, "results/%s.db", x->name);
-    x->n_points = 1;
-    for (int i = 0; i < x->n_keys; i++) {
-        if (!strcmp(x->keys[i].name, "policy"))
-            for (int v = 0; v < x->keys[i].n; v++) {
-                char label[APP_LABEL_MAX];
-                int rc2 = app_bundle_label(x->keys[i].values[v], label, eb);
-                if (rc2)
-                    return ss_err_prefix(eb, rc2, "%s:%u: grid.policy", path, x->keys[i].line);
-            }
-        x->n_points *= (size_t)x->keys[i].n;
-    }
-    return SS_OK;
-}
-
 /* Value index of key k at point p (the first key varies slowest). */
-static int value_at(const experiment *x, size_t p, int k)
+static int value_at(const sweep_exp *x, size_t p, int k)
 {
     size_t stride = 1;
     for (int i = x->n_keys - 1; i > k; i--)
@@ -203,7 +45,7 @@ static int value_at(const experiment *x, size_t p, int k)
     return (int)((p / stride) % (size_t)x->keys[k].n);
 }
 
-static void point_key(const experiment *x, size_t p, char *out, size_t size)
+static void point_key(const sweep_exp *x, size_t p, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = 0;
@@ -221,7 +63,7 @@ static void point_key(const experiment *x, size_t p, char *out, size_t size)
 }
 
 /* The scenario of point p: the file, [set], then the grid keys in order. */
-static int build_point(const experiment *x, size_t p, scn_scenario **out, ss_errbuf *eb)
+static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errbuf *eb)
 {
     scn_scenario *sc = NULL;
     int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
@@ -234,7 +76,7 @@ static int build_point(const experiment *x, size_t p, scn_scenario **out, ss_err
             ss_err_prefix(eb, rc, "%s:%u: set", x->path, x->set_line[i]);
     double rate = 1;
     for (int k = 0; !rc && k < x->n_keys; k++) {
-        const grid_key *g = &x->keys[k];
+        const sweep_grid_key *g = &x->keys[k];
         const char *v = g->values[value_at(x, p, k)];
         if (!strcmp(g->name, "policy")) {
             rc = app_bundle_apply(sc, v, eb);
@@ -242,7 +84,7 @@ static int build_point(const experiment *x, size_t p, scn_scenario **out, ss_err
             if (ss_parse_doublez(v, &rate) || !(rate > 0) || rate > 1e6)
                 rc = ss_err(eb, SS_EPARSE, "expected a positive number, got '%s'", v);
         } else {
-            char a[KEY_MAX + SCN_PATH_MAX];
+            char a[SWEEP_KEY_MAX + SCN_PATH_MAX];
             snprintf(a, sizeof a, "%s=%s", g->name, v);
             rc = scn_set(sc, a, eb);
         }
@@ -269,7 +111,7 @@ typedef struct sweep_opts {
 
 /* Run the points pending[first], pending[first + step], ... into db, skipping any the database
  * gained meanwhile. */
-static int run_points(const experiment *x, const sweep_opts *o, const size_t *pending,
+static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pending,
                       size_t n_pending, size_t first, size_t step, const char *db, ss_errbuf *eb)
 {
     store *st = NULL;
@@ -279,7 +121,7 @@ static int run_points(const experiment *x, const sweep_opts *o, const size_t *pe
         point_key(x, pending[i], key, sizeof key);
         int has = store_has_point(st, x->name, key, NULL, eb);
         if (has < 0) {
-            rc = -has;
+            rc = has;
             break;
         }
         if (has) /* another process, or an earlier run, did it meanwhile */
@@ -342,7 +184,7 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
 
 /* Fork `jobs` workers over the list, worker j into DB.jobJ, then merge. 0 when every worker
  * succeeded, else an SS_E* code with eb naming the failure (what finished is kept). */
-static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *pending,
+static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *pending,
                         size_t n_pending, const char *db, ss_errbuf *eb)
 {
     pid_t pid[64];
@@ -386,7 +228,7 @@ static int run_parallel(const experiment *x, const sweep_opts *o, const size_t *
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-static void print_point_json(const experiment *x, size_t p, const char *json, int64_t run_id,
+static void print_point_json(const sweep_exp *x, size_t p, const char *json, int64_t run_id,
                              int last)
 {
     printf("  {\"point\": {");
@@ -411,7 +253,7 @@ static void print_point_json(const experiment *x, size_t p, const char *json, in
 }
 
 /* The shard's points as a table or JSON, from the database. */
-static int report(const experiment *x, const sweep_opts *o, const size_t *pts, size_t n,
+static int report(const sweep_exp *x, const sweep_opts *o, const size_t *pts, size_t n,
                   const char *db, ss_errbuf *eb)
 {
     store *st = NULL;
@@ -430,7 +272,7 @@ static int report(const experiment *x, const sweep_opts *o, const size_t *pts, s
         store_point_row row;
         int has = store_point_summary(st, x->name, key, &row, eb);
         if (has < 0) {
-            rc = -has;
+            rc = has;
             break;
         }
         if (o->json)
@@ -575,11 +417,11 @@ int cmd_sweep(int argc, char **argv)
     int rc = parse_opts(&o, argc, argv);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
-    experiment x = {0};
+    sweep_exp x = {0};
     ss_errbuf eb = {""};
     size_t *pts = NULL, *pending = NULL, n_pts = 0, n_pending = 0;
     int rank = 0, size = 1, inited = 0, quiet = 0;
-    rc = exp_load(&x, o.file, &eb);
+    rc = sweep_exp_load(&x, o.file, &eb);
     const char *db = o.db ? o.db : x.db;
     char rank_db[SCN_PATH_MAX + 16];
     if (!rc && mpi_world(&rank, &size, &inited)) {
@@ -612,7 +454,7 @@ int cmd_sweep(int argc, char **argv)
         point_key(&x, pts[i], key, sizeof key);
         int has = store_has_point(st, x.name, key, NULL, &eb);
         if (has < 0)
-            rc = -has;
+            rc = has;
         else if (!has)
             pending[n_pending++] = pts[i];
     }
@@ -641,6 +483,6 @@ int cmd_sweep(int argc, char **argv)
 #endif
     ss_free(pts);
     ss_free(pending);
-    exp_free(&x);
+    sweep_exp_free(&x);
     return cli_status_of(rc);
 }

@@ -20,6 +20,8 @@ static const command commands[] = {
     {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
     {"list", cmd_list, "list the catalog's models or GPUs"},
     {"profile", cmd_profile, "import measured operator profiles; roofline fidelity report"},
+    {"calibrate", cmd_calibrate, "measure operator profiles on a GPU (CUDA, CUPTI)"},
+    {"validate", cmd_validate, "run a simulated schedule's operators on a GPU; predicted vs measured"},
 };
 
 static void usage(FILE *f)
@@ -29,7 +31,7 @@ static void usage(FILE *f)
                "commands:\n",
             SS_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv)

@@ -115,7 +115,8 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
         rc = cli_run_make(x->run, sc, x->cat, &x->eb);
     if (!rc) {
         x->run->cfg.profiles_dir = dir;
-        x->run->cfg.check = o->check;
+        if (o->check != APP_CHECK_DEFAULT)
+            x->run->cfg.check = o->check == APP_CHECK_ON;
         rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed,
                               sc->servegen_dir[0] ? sc->servegen_dir : NULL, &x->eb);
         if (rc == SS_EIO)

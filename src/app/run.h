@@ -13,13 +13,16 @@
 #include "scenario/scenario.h"
 #include "workload/workload.h"
 
+/* --check: the build's default (on in debug builds, gsim_config_defaults), on or off. */
+enum { APP_CHECK_DEFAULT = 0, APP_CHECK_ON = 1, APP_CHECK_OFF = -1 };
+
 typedef struct app_run_opts {
     const char *profiles;     /* catalog directory (NULL: catalog_default_dir) */
     const char *config;       /* the scenario file, for labels (NULL: none) */
     const char *command;      /* the command line, for the runs table */
     const char *sweep;        /* sweep name and point key, stored with the run (NULL: none) */
     const char *point;
-    int check;                /* verify invariants after every event */
+    int check;                /* verify invariants after every event: APP_CHECK_* */
     int progress;             /* progress line on a terminal */
     store *st;                /* an open store to write to instead of opening sc->db (borrowed) */
 } app_run_opts;

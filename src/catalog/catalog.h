@@ -11,6 +11,9 @@
 #include "../core/ss_err.h"
 
 #define CAT_NAME_MAX 48
+/* Most decoder layers a model may have (the largest models have under 200). The bound keeps
+ * layer counts times operator times inside ss_time. */
+#define CAT_MAX_LAYERS 10000
 
 /* One GPU kind plus the node it usually sits in, and its roofline/overhead defaults. */
 typedef struct cat_gpu {

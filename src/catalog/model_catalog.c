@@ -30,7 +30,7 @@ static const cat__key model_keys[] = {
     KEY("model", "tied_embeddings", CAT__BOOL, tied_embeddings, 1),
 };
 
-enum { K_NAME = 0, K_KV_HEADS = 5, K_EXPERTS = 9, K_TOP_K = 10 };
+enum { K_NAME = 0, K_LAYERS = 2, K_KV_HEADS = 5, K_EXPERTS = 9, K_TOP_K = 10 };
 
 #define N_MODEL_KEYS (sizeof model_keys / sizeof *model_keys)
 _Static_assert(N_MODEL_KEYS <= CAT__MAX_KEYS, "raise CAT__MAX_KEYS");
@@ -46,6 +46,9 @@ static unsigned blame(const cat__ini_info *info, int k)
 static int check_shape(const cat_model *m, const char *path, const cat__ini_info *info,
                        ss_errbuf *eb)
 {
+    if (m->layers > CAT_MAX_LAYERS)
+        return ss_err(eb, SS_EPARSE, "%s:%u: model.layers: %u is more than %d", path,
+                      blame(info, K_LAYERS), m->layers, CAT_MAX_LAYERS);
     if (m->heads % m->kv_heads)
         return ss_err(eb, SS_EPARSE, "%s:%u: model.kv_heads: heads (%u) is not a multiple of "
                       "kv_heads (%u)", path, blame(info, K_KV_HEADS), m->heads, m->kv_heads);

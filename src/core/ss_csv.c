@@ -136,12 +136,13 @@ int ss_csv_err(const ss_csv *c, ss_errbuf *eb, int rc, const char *col, const ch
         return rc;
     int w = col ? snprintf(eb->msg, sizeof eb->msg, "%s:%u: %s: ", c->path, c->line, col)
                 : snprintf(eb->msg, sizeof eb->msg, "%s:%u: ", c->path, c->line);
-    if (w < 0 || (size_t)w >= sizeof eb->msg)
-        return rc;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(eb->msg + w, sizeof eb->msg - (size_t)w, fmt, ap);
-    va_end(ap);
+    if (w >= 0 && (size_t)w < sizeof eb->msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(eb->msg + w, sizeof eb->msg - (size_t)w, fmt, ap);
+        va_end(ap);
+    }
+    ss_errbuf_oneline(eb); /* a field or column name may hold a bare CR */
     return rc;
 }
 

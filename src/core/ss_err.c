@@ -16,14 +16,44 @@ const char *ss_strerror(int rc)
     case SS_ENOTFOUND: return "not found";
     case SS_EDB: return "results database error";
     case SS_ENOTSUP: return "not supported";
+    case SS_ECHECK: return "invariant violated";
     default: return "unknown error";
     }
 }
 
+static int is_ctrl(unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }
+
+void ss_errbuf_oneline(ss_errbuf *eb)
+{
+    if (!eb)
+        return;
+    size_t i = 0;
+    while (eb->msg[i] && !is_ctrl((unsigned char)eb->msg[i]))
+        i++;
+    if (!eb->msg[i])
+        return; /* the usual case: nothing to escape */
+    char rest[SS_ERRBUF_LEN];
+    memcpy(rest, eb->msg + i, sizeof rest - i);
+    size_t o = i;
+    for (const char *p = rest; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        size_t need = is_ctrl(c) ? 4 : 1;
+        if (o + need >= sizeof eb->msg)
+            break;
+        if (is_ctrl(c))
+            o += (size_t)snprintf(eb->msg + o, 5, "\\x%02x", c);
+        else
+            eb->msg[o++] = (char)c;
+    }
+    eb->msg[o] = '\0';
+}
+
 int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap)
 {
-    if (eb)
+    if (eb) {
         vsnprintf(eb->msg, sizeof eb->msg, fmt, ap);
+        ss_errbuf_oneline(eb);
+    }
     return rc;
 }
 
@@ -50,6 +80,7 @@ int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...)
     snprintf(both, sizeof both, "%s: %s", pre, old);
     memcpy(eb->msg, both, SS_ERRBUF_LEN - 1); /* truncated to the buffer, always terminated */
     eb->msg[SS_ERRBUF_LEN - 1] = '\0';
+    ss_errbuf_oneline(eb);
     return rc;
 }
 

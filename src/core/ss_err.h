@@ -16,6 +16,8 @@ enum {
     SS_ENOTFOUND = -5, /* unknown name (model, GPU, policy, format) */
     SS_EDB = -6,       /* the results database refused an operation */
     SS_ENOTSUP = -7,   /* a feature not built in or not supported here */
+    SS_ECHECK = -8,    /* a simulation invariant was violated (--check, end-of-run
+                          conservation): a bug in slicesim, not in the input */
 };
 
 /* Short English name of an SS_E* code; never NULL. */
@@ -35,6 +37,12 @@ int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap);
 
 /* Put "prefix: " (formatted) in front of the message already in eb; returns rc. */
 int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Keep eb's message one line: show each control character other than tab (a bare CR or a line
+ * break that malformed input carried into a quoted value) as \xNN, cutting the message short
+ * if it no longer fits. ss_err, ss_verr and ss_err_prefix do this; code that formats eb->msg
+ * itself calls it. eb may be NULL. */
+void ss_errbuf_oneline(ss_errbuf *eb);
 
 #define SS_LOC __FILE__, __LINE__
 

@@ -3,6 +3,7 @@
 #include "cost.h"
 
 #include "../core/ss_alloc.h"
+#include "cost_roofline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -258,7 +259,7 @@ static ss_time host_ns(const cost_model *cm, const cost_batch *b)
     const cat_gpu *g = cm->p.gpu;
     double s = g->iter_fixed_s + g->iter_per_seq_s * batch_seqs(b) +
                g->iter_per_token_s * (double)batch_tokens(b);
-    return (ss_time)(s * 1e9 + 0.5);
+    return s * 1e9 < (double)COST__MAX_OP_NS ? (ss_time)(s * 1e9 + 0.5) : COST__MAX_OP_NS;
 }
 
 /* Executions of op per decoder layer; 0 for once-per-iteration operators. */
@@ -338,6 +339,26 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
         ns_out[n] = host_ns(cm, b);
     }
     return n + 1;
+}
+
+int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *out)
+{
+    if (k == COST_OP_PP_SEND && batch_seqs(b)) {
+        cost_pp_send(cm, b, out);
+        return SS_OK;
+    }
+    cost_op ops[MAX_OPS];
+    size_t n = 0;
+    if (batch_seqs(b)) {
+        n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
+        n += attention_ops(cm, b, ops + n);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].kind == k) {
+            *out = ops[i];
+            return SS_OK;
+        }
+    return SS_ENOTFOUND;
 }
 
 ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b)

@@ -143,6 +143,11 @@ void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out);
 /* The pp_send operator of batch b (activations of its query tokens) and its duration. */
 ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out);
 
+/* The shape of operator kind k in an iteration of batch b, as cost_iteration_ops gives it
+ * (count = executions per iteration). 0, or SS_ENOTFOUND when the iteration has no such
+ * operator (all_reduce at TP 1, a router in a dense model, attention without its sequences,
+ * host time, an empty batch). */
+int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *out);
 /* Duration of one operator with this model's backend, ns. */
 ss_time cost_op_ns(cost_model *cm, const cost_op *op);
 

@@ -271,6 +271,48 @@ static void write_us(FILE *f, double us)
         fprintf(f, ",%.9g", us);
 }
 
+static int64_t model_key(const cat_model *m, int k);
+
+void cost_prof_shape_keys(cost_prof_row *row, const cat_model *m)
+{
+#define KB(k) (1u << COST_PK_##k)
+    unsigned keys = 0;
+    switch (row->op) {
+    case COST_OP_EMBED: case COST_OP_NORM: case COST_OP_FINAL_NORM: case COST_OP_RESIDUAL:
+        keys = KB(HIDDEN);
+        break;
+    case COST_OP_QKV:
+        keys = KB(HIDDEN) | KB(HEADS) | KB(KV_HEADS) | KB(HEAD_DIM);
+        break;
+    case COST_OP_ROPE: case COST_OP_ATTN_PREFILL: case COST_OP_ATTN_DECODE:
+        keys = KB(HEADS) | KB(KV_HEADS) | KB(HEAD_DIM);
+        break;
+    case COST_OP_OPROJ:
+        keys = KB(HIDDEN) | KB(HEADS) | KB(HEAD_DIM);
+        break;
+    case COST_OP_MOE_ROUTER:
+        keys = KB(HIDDEN) | KB(EXPERTS) | KB(TOP_K);
+        break;
+    case COST_OP_MLP_UP:
+        keys = KB(HIDDEN) | KB(FFN) | KB(GATED) | KB(EXPERTS) | KB(TOP_K);
+        break;
+    case COST_OP_ACT:
+        keys = KB(FFN) | KB(GATED) | KB(EXPERTS) | KB(TOP_K);
+        break;
+    case COST_OP_MLP_DOWN:
+        keys = KB(HIDDEN) | KB(FFN) | KB(EXPERTS) | KB(TOP_K);
+        break;
+    case COST_OP_LM_HEAD:
+        keys = KB(HIDDEN) | KB(VOCAB);
+        break;
+    default:
+        break;
+    }
+#undef KB
+    for (int k = 0; k < COST_PK__COUNT; k++)
+        row->key[k] = k <= COST_PK_TOP_K && (keys & (1u << k)) ? model_key(m, k) : COST_PROF_ANY;
+}
+
 void cost_prof_write_row(FILE *f, const cost_prof_row *row)
 {
     fputs(cost_op_name(row->op), f);
@@ -610,7 +652,7 @@ static ss_time profile_op_ns(void *priv, const cost_op *op)
         int in;
         double ns = table_at(pp, t, g, x, &in);
         if (in || !pp->in_range_only)
-            return ns < 1 ? 1 : (ss_time)(ns + 0.5);
+            return cost__op_ns(ns);
     }
     return cost_roofline_ns(&pp->roof, op);
 }

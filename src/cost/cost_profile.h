@@ -64,6 +64,15 @@ unsigned cost_prof_reader_line(const cost_prof_reader *r);
 /* Close; accepts NULL and sets *r = NULL. */
 void cost_prof_reader_close(cost_prof_reader **r);
 
+/* Fill row->key with the shape keys operator row->op of model m depends on (the others, and
+ * tp, tokens, kv_tokens, n_gpus and bytes, become COST_PROF_ANY): the keys `slicesim profile
+ * import` and `slicesim calibrate` write, so that a table applies to every catalog model
+ * sharing them (profiles/PROFILE-FORMAT.md). Collectives get no shape keys. */
+void cost_prof_shape_keys(cost_prof_row *row, const cat_model *m);
+
+/* mkdir -p dir: 0, SS_EINVAL (path too long) or SS_EIO ("DIR: cannot create directory: why"). */
+int cost_prof_make_dirs(const char *dir, ss_errbuf *eb);
+
 /* Write the header row (all columns of the format) to f. */
 void cost_prof_write_header(FILE *f);
 /* Write one row to f in the column order of cost_prof_write_header. */

@@ -29,11 +29,7 @@ static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
     return cost_roofline_rates_init(priv, p->gpu, eb);
 }
 
-static ss_time to_ns(double s)
-{
-    ss_time t = (ss_time)(s * 1e9 + 0.5); /* s >= 0 */
-    return t < 1 ? 1 : t;
-}
+static ss_time to_ns(double s) { return cost__op_ns(s * 1e9); }
 
 /* Element-wise kernels reach a lower fraction of HBM bandwidth than GEMMs and attention
  * (measured per-layer profiles show 30-60 %). */

@@ -16,6 +16,23 @@ typedef struct cost_roofline_rates {
     double floor_s;     /* per kernel, s */
 } cost_roofline_rates;
 
+/* The longest time one operator, or one engine step's host work, is given: 10^13 ns (about
+ * 2.8 hours). Extreme catalog figures (a GPU of 10^-30 TFLOP/s) or profile tables (a steep
+ * last slope extrapolated to 10^7 tokens) saturate here instead of overflowing ss_time; with
+ * at most CAT_MAX_LAYERS layers an iteration's sum stays far below SS_TIME_MAX too. */
+#define COST__MAX_OP_NS INT64_C(10000000000000)
+
+/* A computed duration in ns as an operator time: rounded to nearest, at least 1, at most
+ * COST__MAX_OP_NS (NaN, from inf - inf in an extreme table, gives the maximum). */
+static inline ss_time cost__op_ns(double ns)
+{
+    if (ns < 1)
+        return 1;
+    if (!(ns < (double)COST__MAX_OP_NS))
+        return COST__MAX_OP_NS;
+    return (ss_time)(ns + 0.5);
+}
+
 /* Fill r from GPU g (borrowed). 0, or SS_EINVAL with eb set when g lacks peak FLOP/s or
  * bandwidth; r is then unspecified. */
 int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, ss_errbuf *eb);

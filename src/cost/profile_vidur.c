@@ -110,15 +110,34 @@ static int get_int(const ss_csv *c, int col, int64_t lo, int64_t *out, ss_errbuf
     return SS_OK;
 }
 
-/* A time in ms, returned in us. */
+/* A time in ms, returned in us. The bound keeps sums and means of times finite. */
 static int get_ms(const ss_csv *c, int col, double *us, ss_errbuf *eb)
 {
     const char *s = ss_csv_get(c, col);
     double v;
-    if (ss_parse_doublez(s, &v) || v < 0)
-        return ss_csv_err(c, eb, SS_EPARSE, c->hdr[col], "not a non-negative number: '%s'", s);
+    if (ss_parse_doublez(s, &v) || v < 0 || v > 1e12)
+        return ss_csv_err(c, eb, SS_EPARSE, c->hdr[col],
+                          "not a non-negative number of at most 1e12 ms: '%s'", s);
     *us = v * 1e3;
     return SS_OK;
+}
+
+/* An operator's median and minimum, in us. A profile table needs median > 0 and min <=
+ * median, so a source row without them is an error at its own line (else the import would
+ * write a table that the profile reader rejects). */
+static int get_times(const ss_csv *c, int med_col, int min_col, double *med, double *mn,
+                     ss_errbuf *eb)
+{
+    int rc = get_ms(c, med_col, med, eb);
+    if (!rc)
+        rc = get_ms(c, min_col, mn, eb);
+    if (!rc && !(*med > 0))
+        rc = ss_csv_err(c, eb, SS_EPARSE, c->hdr[med_col], "must be positive, got '%s'",
+                        ss_csv_get(c, med_col));
+    if (!rc && *mn > *med)
+        rc = ss_csv_err(c, eb, SS_EPARSE, c->hdr[min_col], "%s is above the median %s",
+                        ss_csv_get(c, min_col), ss_csv_get(c, med_col));
+    return rc;
 }
 
 static int get_bool(const ss_csv *c, int col, int64_t *out, ss_errbuf *eb)
@@ -223,7 +242,7 @@ static int compute_row(imp *im, const ss_csv *c, const vcols *k, ss_errbuf *eb)
         int o = vidur_ops[i].out;
         if (k->med[i] < 0)
             continue;
-        if ((rc = get_ms(c, k->med[i], &med, eb)) || (rc = get_ms(c, k->min[i], &mn, eb)))
+        if ((rc = get_times(c, k->med[i], k->min[i], &med, &mn, eb)))
             return rc;
         r->med[o] += med;
         r->min[o] = cnt[o]++ ? fmin(r->min[o], mn) : mn;
@@ -291,7 +310,7 @@ static int network_row(imp *im, const ss_csv *c, const ncols *k, const char *nam
         (rc = get_int(c, k->workers, 1, &workers, eb)) ||
         (rc = get_int(c, k->size, 1, &size, eb)) ||
         (rc = get_int(c, k->per_node, 1, &per_node, eb)) ||
-        (rc = get_ms(c, k->med, &med, eb)) || (rc = get_ms(c, k->min, &mn, eb)))
+        (rc = get_times(c, k->med, k->min, &med, &mn, eb)))
         return rc;
     if (strcmp(ss_csv_get(c, k->coll), name))
         return ss_csv_err(c, eb, SS_EPARSE, "collective", "'%s' in a file of %s timings",
@@ -538,8 +557,7 @@ static void table_name(const imp *im, char *buf, size_t n)
     safe_name(buf);
 }
 
-/* mkdir -p dir. */
-static int make_dirs(const char *dir, ss_errbuf *eb)
+int cost_prof_make_dirs(const char *dir, ss_errbuf *eb)
 {
     char buf[1024];
     if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
@@ -681,7 +699,7 @@ int cost_prof_import_vidur(const char *in_path, const catalog *cat, const cat_gp
             rc = ss_err(eb, SS_EINVAL, "-o: path too long: %s", out_dir);
     }
     if (!rc)
-        rc = make_dirs(out_dir, eb);
+        rc = cost_prof_make_dirs(out_dir, eb);
     if (!rc)
         rc = roofline_all(&im, eb);
     if (!rc)

@@ -77,6 +77,9 @@ size_t des_pending(const des_engine *e);
 /* Time of the next pending event, or SS_TIME_MAX when none. */
 ss_time des_next_time(des_engine *e);
 const des_stats *des_get_stats(const des_engine *e);
+/* Kind and target of the event dispatched last (for messages about what it did); both 0 before
+ * the first. */
+void des_last_event(const des_engine *e, uint16_t *kind, uint32_t *target);
 /* Call fn(e, ud) every `every` dispatched events during des_run (every = 0 disables). */
 void des_progress_set(des_engine *e, des_progress_fn *fn, void *ud, uint64_t every);
 

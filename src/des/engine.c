@@ -25,6 +25,8 @@ struct des_engine {
     pool_chunk *chunks;                 /* owned; freed only at destroy */
     int stop;                           /* set by des_stop */
     int dispatched_any;                 /* tie counting starts after the first event */
+    uint16_t last_kind;                 /* kind and target of the event dispatched last */
+    uint32_t last_target;
     des_stats st;
     des_progress_fn *progress;
     void *progress_ud;
@@ -142,6 +144,8 @@ static void dispatch(des_engine *e, des_event *ev)
         e->st.n_ties++;
     e->dispatched_any = 1;
     e->now = ev->at;
+    e->last_kind = ev->kind;
+    e->last_target = ev->target;
     e->st.n_events++;
     e->handlers[ev->kind](e, ev, e->ctx);
     pool_put(e, ev);
@@ -187,6 +191,12 @@ ss_time des_next_time(des_engine *e)
 }
 
 const des_stats *des_get_stats(const des_engine *e) { return &e->st; }
+
+void des_last_event(const des_engine *e, uint16_t *kind, uint32_t *target)
+{
+    *kind = e->last_kind;
+    *target = e->last_target;
+}
 
 void des_progress_set(des_engine *e, des_progress_fn *fn, void *ud, uint64_t every)
 {

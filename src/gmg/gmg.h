@@ -70,6 +70,8 @@ typedef struct gmg_req {
     ss_time tbt_sum;       /* sum of inter-token gaps, ns */
     ss_time tbt_max;       /* largest inter-token gap, ns */
     gmg_id prev, next;     /* links in the waiting queue or running list */
+    uint64_t serial;       /* which allocation of the slot this is (gmg.n_allocs then): tells a
+                              recycled slot's new request from the one before (--check) */
 } gmg_req;
 
 /* Intrusive doubly linked list of request ids. */
@@ -232,6 +234,7 @@ typedef struct gmg {
     gmg_id free_slot;       /* free-list head through gmg_req.next */
     uint32_t in_flight;     /* slots in use */
     uint32_t peak_in_flight;
+    uint64_t n_allocs;      /* request slots handed out so far (the last one's serial) */
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
 } gmg;
 
@@ -370,8 +373,19 @@ ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t st
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,
                        gmg_edge *edges_out);
 
-/* Check every invariant of the graph (block conservation, ledger within capacity, list
- * membership matches state). 0, or SS_EINVAL with the first violation in eb. O(in flight). */
+/* Check every invariant of the graph as it stands: each container's KV and swap blocks within
+ * [0, pool] and conserved (free + held = pool), each GPU's memory ledger within [0, capacity],
+ * every request slot in exactly one state (the free list, or one container's waiting, running
+ * or swapped list matching its state, or migrating/offloaded, counts agreeing with in_flight),
+ * and every request's tokens in order (generated <= output, computed <= prompt + generated, a
+ * first token exactly when something was generated, arrival <= first token <= latest token).
+ * 0, or SS_ECHECK with the first violation in eb, naming the container, GPU or request (trace
+ * id and slot) and the values. O(slots). */
 int gmg_check(const gmg *g, ss_errbuf *eb);
+/* gmg_check without what costs O(waiting requests): the slot scan and the waiting lists (their
+ * requests are taken to hold no GPU blocks, as a full check found). Every container's and GPU's
+ * bounds and block conservation, and the running and swapped requests, are still checked.
+ * O(containers + GPUs + running + swapped). */
+int gmg_check_active(const gmg *g, ss_errbuf *eb);
 
 #endif

@@ -8,7 +8,10 @@
 #include "../core/ss_log.h"
 #include "../core/ss_rng.h"
 #include "../policy/policy.h"
+#include "check.h"
 #include "slice.h"
+
+#include "config.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +21,15 @@ enum {
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
     EV_SLICE_TICK = 8,   /* SliceScheduler decides */
+    EV__COUNT
+};
+
+/* Each event kind's name and what its target id is (NULL: none), for --check's messages. */
+static const struct { const char *name, *target; } ev_names[EV__COUNT] = {
+    [EV_ARRIVAL] = {"ARRIVAL", NULL},          [EV_ITER_DONE] = {"ITER_DONE", "container"},
+    [EV_CLUSTER_TICK] = {"CLUSTER_TICK", NULL}, [EV_CTR_READY] = {"CTR_READY", "container"},
+    [EV_MIG_STAGE] = {"MIG_STAGE", "migration"}, [EV_GUEST] = {"GUEST", "offload"},
+    [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_SLICE_TICK] = {"SLICE_TICK", NULL},
 };
 
 /* A live migration in progress (Llumnix): stages copy the KV blocks the request holds on the
@@ -86,6 +98,8 @@ struct gsim {
     uint32_t n_ten;
     gsim_tenant single;          /* the tenant made from the single-tenant shortcut */
     uint64_t n_finished;         /* requests completed or rejected, warm-up included */
+    uint64_t n_completed, n_rejected; /* the two kinds of n_finished, apart */
+    gsim_checker chk;            /* --check's memory between events */
     int tier_ordered;            /* waiting queues in (tier, arrival) order */
     gmg *g;
     des_engine *des;
@@ -147,6 +161,9 @@ void gsim_config_defaults(gsim_config *c)
     c->runtime_reserve = 1073741824.0;
     c->swap_bytes = 4.0 * 1073741824.0;
     c->guest_overrun = 1 * SS_NS_PER_MS;
+#if SS_CHECK_DEFAULT && !defined(NDEBUG)
+    c->check = 1; /* a debug build checks every invariant after every event */
+#endif
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -197,6 +214,10 @@ static void emit_result(gsim *s, const gmg_req *q, int rejected)
     if (!s->fork) /* a fork's predictions are its requests and its sink's records */
         metrics_add_req(&s->m, &r);
     s->n_finished++;
+    if (rejected)
+        s->n_rejected++;
+    else
+        s->n_completed++;
     if (s->m.oom)
         fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
     else if (s->sink) {
@@ -1670,6 +1691,7 @@ void gsim_destroy(gsim **sp)
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
+    gsim__check_fini(&s->chk);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
     ss_free(s);
     *sp = NULL;
@@ -1697,29 +1719,43 @@ void gsim_set_observer(gsim *s, const gsim_observer *obs)
         memset(&s->obs, 0, sizeof s->obs);
 }
 
-/* With --check: after every event up to `until`, the graph's invariants. */
+static gsim_check_counts check_counts(const gsim *s)
+{
+    gsim_check_counts n = {.conserve = !s->fork, .arrived = s->m.arrived,
+                           .completed = s->n_completed, .rejected = s->n_rejected};
+    return n;
+}
+
+/* With --check: after every event up to `until`, every invariant (check.h). A violation stops
+ * the run with the event, the entity and the values in eb. */
 static int run_checked(gsim *s, ss_time until)
 {
-    ss_time last = des_now(s->des);
     while (!s->rc && des_next_time(s->des) <= until && des_step(s->des)) {
-        if (des_now(s->des) < last)
-            return ss_err(s->eb, SS_EINVAL, "invariant: clock went back from %lld to %lld",
-                          (long long)last, (long long)des_now(s->des));
-        last = des_now(s->des);
-        int rc = gmg_check(s->g, s->eb);
+        if (s->rc)
+            break; /* the event failed (a sink, out of memory): that error is the one to tell */
+        gsim_check_event ev = {.kind = "?", .at = des_now(s->des)};
+        uint16_t kind;
+        des_last_event(s->des, &kind, &ev.target_id);
+        if (kind < EV__COUNT && ev_names[kind].name) {
+            ev.kind = ev_names[kind].name;
+            ev.target = ev_names[kind].target;
+        }
+        gsim_check_counts n = check_counts(s);
+        int rc = gsim__check_event(&s->chk, s->g, &ev, &n, s->eb);
         if (rc)
-            return rc;
+            return s->rc = rc;
+        if (s->progress && des_get_stats(s->des)->n_events % (1u << 18) == 0)
+            progress_tramp(s->des, s);
     }
     return s->rc;
 }
 
+/* Every request arrived has completed or been rejected, or is still in flight when the run was
+ * cut short (events left pending after gsim_advance). */
 static int check_conservation(gsim *s)
 {
-    if (s->m.arrived != s->n_finished || s->g->in_flight)
-        return ss_err(s->eb, SS_EINVAL, "conservation: %llu arrived, %llu finished, %u in flight",
-                      (unsigned long long)s->m.arrived, (unsigned long long)s->n_finished,
-                      s->g->in_flight);
-    return SS_OK;
+    gsim_check_counts n = check_counts(s);
+    return gsim__check_end(s->g, &n, des_next_time(s->des) != SS_TIME_MAX, s->eb);
 }
 
 int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,

@@ -63,7 +63,8 @@ typedef struct gsim_config {
     uint64_t max_model_len;     /* longest prompt + output accepted */
     double runtime_reserve;     /* bytes per GPU kept for CUDA context and workspaces */
     double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
-    int check;                  /* verify graph invariants after every event (slow) */
+    int check;                  /* verify every invariant after every event (slower; the
+                                   default is on in debug builds, see gsim_config_defaults) */
     ss_time guest_overrun;      /* a guest chunk placed in a host phase may end this long after
                                    it (delaying the host's compute); default 1 ms */
     const char *ops;            /* operator placement: "home" (default: every operator on its
@@ -92,7 +93,8 @@ typedef struct slice_stats {
 
 /* Fill cfg with the defaults (vllm batching, the cluster policy's routing, container cluster,
  * roofline, util 0.9, 16-token blocks, max_model_len 16384, 1 GiB runtime reserve, 4 GiB swap
- * space per GPU, seed 1, 1 replica, TP 1, PP 1). */
+ * space per GPU, seed 1, 1 replica, TP 1, PP 1; check on in a debug build: buildtype=debug
+ * without NDEBUG). */
 void gsim_config_defaults(gsim_config *cfg);
 
 /* Request source: next request into *out; arrivals must not decrease. 1 = a request, 0 = no
@@ -110,7 +112,8 @@ typedef struct gsim gsim;
 int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
 void gsim_destroy(gsim **g);
 /* Replay every request of src to completion. 0, or the first error from the source, the sink
- * or the invariant checks (eb set). */
+ * or the invariant checks (SS_ECHECK: --check after every event, and the conservation of
+ * requests at the end), with eb set. */
 int gsim_run(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, void *sink_ud,
              ss_errbuf *eb);
 void gsim_set_progress(gsim *g, gsim_progress_fn *fn, void *ud);

@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 typedef struct store store;
 
@@ -63,8 +63,10 @@ typedef struct store_run_end {
 } store_run_end;
 
 /* Open or create the database at path (its parent directory is created if missing), in WAL
- * mode with a busy timeout so concurrent writers serialise. Fails with SS_EDB if the file is
- * not a slicesim database or has a newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
+ * mode with a busy timeout so concurrent writers serialise: a writer waits up to 30 s (or
+ * SLICESIM_BUSY_TIMEOUT_MS from the environment) for another's run to commit, then fails with
+ * "database is locked". Fails with SS_EDB if the file is not a slicesim database or has a
+ * newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
 /* Whether the database already holds a committed run for point `point` of sweep `sweep`:
  * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
@@ -114,7 +116,54 @@ int store_run_commit(store *s, const metrics_summary *sum, const store_run_end *
                      ss_errbuf *eb);
 /* Roll the open run back (nothing of it remains). No-op when no run is open. */
 void store_run_abort(store *s);
+/* {======================================================================
+ * Validations (`slicesim validate`): predicted vs measured operator times of a simulated
+ * schedule run on a GPU. One transaction per validation, like a run.
+ * ======================================================================= */
+
+typedef struct store_validation {
+    const char *command, *name;          /* command line; user label ("" when none) */
+    const char *model, *gpu, *device;    /* catalog model and GPU; the device's own name */
+    const char *backend, *timer;         /* executor ("cuda", "sim"); "cupti", "events", ... */
+    const char *cost_model, *trace;      /* cost model under test; trace path */
+    uint32_t tp, reps;
+    int l2_cold;
+    uint64_t requests, iterations;
+    double mape_pct, bias_pct;           /* per-iteration device time */
+    double predicted_ms, measured_ms, measured_span_ms; /* summed over the iterations */
+} store_validation;
+
+typedef struct store_validation_op {
+    const char *op;
+    uint64_t executions, worst_iteration;
+    double predicted_ms, measured_ms, mape_pct, bias_pct, worst_pct;
+} store_validation_op;
+
+typedef struct store_validation_iter {
+    uint64_t iteration, prefills, prefill_tokens, decodes, decode_ctx_tokens;
+    double sim_start_s, sim_ms;          /* simulated start and length (host time included) */
+    double predicted_ms, measured_ms, measured_span_ms, predicted_host_ms, error_pct;
+} store_validation_iter;
+
+/* BEGIN IMMEDIATE and insert the validations row; *id_out gets its id. */
+int store_validation_begin(store *s, const store_validation *v, int64_t *id_out, ss_errbuf *eb);
+int store_validation_add_op(store *s, const store_validation_op *row, ss_errbuf *eb);
+int store_validation_add_iter(store *s, const store_validation_iter *row, ss_errbuf *eb);
+/* COMMIT; on failure the validation is rolled back (store_close does the same). */
+int store_validation_commit(store *s, ss_errbuf *eb);
+
+/* }====================================================================== */
+
 /* Path the store was opened with (borrowed). */
 const char *store_path(const store *s);
+
+/* Test hook (fault injection, like ss_alloc_fail_after): make the n-th SQLite statement step
+ * from now (1 = the next; SQL text run in one go counts as one step) fail with SQLite result
+ * code sqlite_rc (SQLITE_FULL, SQLITE_BUSY, SQLITE_READONLY, ...) without running; the error
+ * reads as SQLite words that code. A ROLLBACK never fails this way. 0 turns it off.
+ * Process-wide; not thread-safe. */
+void store_fail_step_after(uint64_t n, int sqlite_rc);
+/* Statement steps made so far by every store (for sizing fault-injection loops). */
+uint64_t store_step_count(void);
 
 #endif

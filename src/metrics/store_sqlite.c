@@ -1,6 +1,7 @@
 /* SQLite implementation of the results store: schema, prepared statements, one transaction
  * per run, and merging databases. Every sqlite3 return code is checked and its message copied
- * into the errbuf. */
+ * into the errbuf; every statement step goes through step() or exec(), where tests make the
+ * N-th one fail (store_fail_step_after). */
 #include "store.h"
 
 #include "config.h"
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -126,6 +128,24 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
           "ALTER TABLE runs ADD COLUMN result_json TEXT;"
           "PRAGMA user_version = 7;",
+    [7] = "CREATE TABLE validations (validation_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+          " version TEXT NOT NULL, command TEXT, name TEXT, model TEXT NOT NULL,"
+          " tp INTEGER NOT NULL, gpu TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL,"
+          " timer TEXT NOT NULL, cost_model TEXT NOT NULL, trace TEXT, requests INTEGER,"
+          " iterations INTEGER, reps INTEGER, l2_cold INTEGER, mape_pct REAL, bias_pct REAL,"
+          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL);"
+          "CREATE TABLE validation_ops ("
+          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
+          " op TEXT NOT NULL, executions INTEGER, predicted_ms REAL, measured_ms REAL,"
+          " mape_pct REAL, bias_pct REAL, worst_pct REAL, worst_iteration INTEGER,"
+          " PRIMARY KEY (validation_id, op));"
+          "CREATE TABLE validation_iters ("
+          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
+          " iteration INTEGER NOT NULL, sim_start_s REAL, sim_ms REAL, prefills INTEGER,"
+          " prefill_tokens INTEGER, decodes INTEGER, decode_ctx_tokens INTEGER,"
+          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"
+          " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
+          "PRAGMA user_version = 8;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -171,25 +191,84 @@ static const char *const stmt_sql[ST__N] = {
 struct store {
     sqlite3 *db;
     sqlite3_stmt *st[ST__N];
+    int injected;    /* SQLite code of an injected step failure not yet reported, 0: none */
     int in_run;      /* a transaction is open */
     int64_t run_id;  /* of the open run */
     char *path;      /* owned */
 };
 
-static int db_err(store *s, ss_errbuf *eb, const char *what)
+/* ---- fault injection: every statement step goes through step() or exec() ------------------ */
+
+static uint64_t fail_countdown; /* steps until the injected failure (1: the next); 0: off */
+static int fail_rc;             /* the SQLite result code it returns */
+static uint64_t n_steps;        /* steps so far */
+
+void store_fail_step_after(uint64_t n, int sqlite_rc)
 {
-    return ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what,
-                  s->db ? sqlite3_errmsg(s->db) : "cannot open");
+    fail_countdown = n;
+    fail_rc = sqlite_rc;
 }
 
+uint64_t store_step_count(void) { return n_steps; }
+
+/* Whether this step is the one to fail: then its code goes to *injected (for the message),
+ * else *injected is cleared (a real step's failure is SQLite's own). */
+static int injected_now(int *injected)
+{
+    n_steps++;
+    *injected = fail_countdown && !--fail_countdown ? fail_rc : 0;
+    return *injected != 0;
+}
+
+static int step(store *s, sqlite3_stmt *st)
+{
+    return injected_now(&s->injected) ? s->injected : sqlite3_step(st);
+}
+
+/* The message of the last failure: the injected one's, or SQLite's. */
+static const char *last_error(store *s)
+{
+    if (s->injected) {
+        int rc = s->injected;
+        s->injected = 0;
+        return sqlite3_errstr(rc);
+    }
+    return s->db ? sqlite3_errmsg(s->db) : "cannot open";
+}
+
+static int db_err(store *s, ss_errbuf *eb, const char *what)
+{
+    return ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, last_error(s));
+}
+
+/* Run SQL text (one step, for fault injection). */
 static int exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
 {
     char *msg = NULL;
+    if (injected_now(&s->injected))
+        return db_err(s, eb, what);
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
         return SS_OK;
     int rc = ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, msg ? msg : "failed");
     sqlite3_free(msg);
     return rc;
+}
+
+/* Roll back the open transaction. Never fails by injection: a failed write must still be
+ * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
+static void rollback(store *s)
+{
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a
+ * short one), else 30 s. */
+static int busy_timeout_ms(void)
+{
+    const char *v = getenv("SLICESIM_BUSY_TIMEOUT_MS");
+    char *end;
+    long ms = v && *v ? strtol(v, &end, 10) : -1;
+    return v && *v && !*end && ms >= 0 && ms <= 3600000 ? (int)ms : 30000;
 }
 
 /* Create parent directory of path (one level) when missing. */
@@ -213,37 +292,77 @@ static int query_int(store *s, const char *sql, int64_t *out)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SS_EDB;
-    int rc = sqlite3_step(st);
+    int rc = step(s, st);
     *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
 }
 
-static int init_schema(store *s, ss_errbuf *eb)
+/* The schema version in *ver, refusing a newer one or a database that is not ours. */
+static int schema_version(store *s, int64_t *ver, ss_errbuf *eb)
 {
-    int64_t ver, n_tables;
-    if (query_int(s, "PRAGMA user_version", &ver) ||
+    int64_t n_tables;
+    if (query_int(s, "PRAGMA user_version", ver) ||
         query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables))
         return db_err(s, eb, "not a readable SQLite database");
-    if (ver > STORE_SCHEMA_VERSION)
+    if (*ver > STORE_SCHEMA_VERSION)
         return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
-                      s->path, (long long)ver, STORE_SCHEMA_VERSION);
-    if (ver == STORE_SCHEMA_VERSION)
-        return SS_OK;
-    if (ver == 0 && n_tables > 0)
+                      s->path, (long long)*ver, STORE_SCHEMA_VERSION);
+    if (*ver == 0 && n_tables > 0)
         return ss_err(eb, SS_EDB, "%s: not a slicesim results database (it has other tables)",
                       s->path);
-    int rc = exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
+    return SS_OK;
+}
+
+static int init_schema(store *s, ss_errbuf *eb)
+{
+    int64_t ver;
+    int rc = schema_version(s, &ver, eb);
+    if (rc || ver == STORE_SCHEMA_VERSION)
+        return rc;
+    rc = exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
+    /* Read it again under the lock: another process may have created or upgraded the schema
+     * while this one waited (two runs starting on a new database at once). */
+    if (!rc)
+        rc = schema_version(s, &ver, eb);
     if (ver == 0 && !rc) {
         rc = exec(s, schema_sql, eb, "creating schema");
         ver = 1;
     }
     for (int64_t v = ver; v < STORE_SCHEMA_VERSION && !rc; v++)
         rc = exec(s, migrations[v], eb, "upgrading the schema");
-    if (!rc)
-        return exec(s, "COMMIT", eb, "creating schema");
-    exec(s, "ROLLBACK", NULL, "");
+    if (!rc && !(rc = exec(s, "COMMIT", eb, "creating schema")))
+        return SS_OK;
+    rollback(s);
     return rc;
+}
+
+/* WAL mode (readers never wait for a run being written), synchronous=NORMAL. Turning a new
+ * file to WAL needs it to itself, and SQLite does not wait for that (its busy handler could
+ * deadlock there): when two runs start on a new database at once, one finds it busy. So wait
+ * here, up to the busy timeout. */
+static int set_wal(store *s, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, eb, "setting WAL");
+    int rc, wal, limit = busy_timeout_ms();
+    for (int waited = 0;; waited += 10) {
+        rc = step(s, st);
+        /* refused for now: an error, or the old mode back without one */
+        wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
+        int busy = rc == SQLITE_BUSY || (rc == SQLITE_ROW && !wal);
+        sqlite3_reset(st);
+        if (!busy || s->injected || waited >= limit)
+            break;
+        sqlite3_sleep(10);
+    }
+    sqlite3_finalize(st);
+    if (!wal && rc == SQLITE_ROW)
+        return ss_err(eb, SS_EDB, "%s: setting WAL: %s", s->path, sqlite3_errstr(SQLITE_BUSY));
+    if (!wal)
+        return db_err(s, eb, "setting WAL");
+    return exec(s, "PRAGMA synchronous=NORMAL", eb, "setting WAL");
 }
 
 static int prepare_all(store *s, ss_errbuf *eb)
@@ -267,8 +386,8 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
                    SQLITE_OK)
         rc = db_err(s, eb, "cannot open");
     if (!rc) {
-        sqlite3_busy_timeout(s->db, 30000);
-        rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", eb, "setting WAL");
+        sqlite3_busy_timeout(s->db, busy_timeout_ms());
+        rc = set_wal(s, eb);
     }
     if (!rc)
         rc = init_schema(s, eb);
@@ -329,7 +448,7 @@ static void b_null(binder *b)
 /* Step a bound statement once and reset it. */
 static int run_stmt(store *s, binder *b, ss_errbuf *eb, const char *what)
 {
-    int rc = b->rc == SQLITE_OK ? sqlite3_step(b->st) : b->rc;
+    int rc = b->rc == SQLITE_OK ? step(s, b->st) : b->rc;
     int ok = rc == SQLITE_DONE;
     int out = ok ? SS_OK : db_err(s, eb, what);
     sqlite3_reset(b->st);
@@ -405,7 +524,7 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, point, -1, SQLITE_TRANSIENT);
     if (rc == SQLITE_OK)
-        rc = sqlite3_step(st);
+        rc = step(s, st);
     int out;
     if (rc == SQLITE_ROW) {
         if (run_id)
@@ -414,7 +533,7 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
     } else if (rc == SQLITE_DONE) {
         out = 0;
     } else {
-        out = -db_err(s, eb, "looking up a sweep point");
+        out = db_err(s, eb, "looking up a sweep point");
     }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
@@ -620,7 +739,7 @@ void store_run_abort(store *s)
 {
     if (!s->in_run)
         return;
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    rollback(s);
     s->in_run = 0;
 }
 
@@ -641,18 +760,21 @@ static char *column_list(store *s, const char *table, ss_errbuf *eb)
         return NULL;
     }
     ss_strbuf b = {0};
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, rc;
+    while ((rc = step(s, st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
         if (!strcmp(name, "run_id"))
             continue;
         ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
     }
-    sqlite3_finalize(st);
-    char *out = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
-    ss_strbuf_fini(&b);
-    if (!out)
+    /* a failed step is an error, not the end of the list (a merge would drop columns) */
+    char *out = rc == SQLITE_DONE && ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    if (rc != SQLITE_DONE)
+        db_err(s, eb, "reading the schema");
+    else if (!out)
         ss_err(eb, SS_ENOMEM, "out of memory");
+    sqlite3_finalize(st);
+    ss_strbuf_fini(&b);
     return out;
 }
 
@@ -706,7 +828,7 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
 
 static int step_done(store *s, sqlite3_stmt *st, ss_errbuf *eb, const char *what)
 {
-    int rc = sqlite3_step(st) == SQLITE_DONE ? SS_OK : db_err(s, eb, what);
+    int rc = step(s, st) == SQLITE_DONE ? SS_OK : db_err(s, eb, what);
     sqlite3_reset(st);
     return rc;
 }
@@ -742,7 +864,7 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ? AS src", -1, &att, NULL) != SQLITE_OK)
         return db_err(s, eb, "attaching");
     sqlite3_bind_text(att, 1, in_path, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(att) == SQLITE_DONE ? SS_OK : db_err(s, eb, "attaching");
+    rc = step(s, att) == SQLITE_DONE ? SS_OK : db_err(s, eb, "attaching");
     sqlite3_finalize(att);
     if (rc)
         return rc;
@@ -751,10 +873,21 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     int began = !rc;
     if (!rc)
         rc = merger_make(s, &m, eb);
-    while (!rc && sqlite3_step(m.runs) == SQLITE_ROW) {
+    /* a failed step is an error, not the end of the runs (that would commit half a merge) */
+    while (!rc) {
+        int more = step(s, m.runs);
+        if (more != SQLITE_ROW) {
+            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the runs to merge");
+            break;
+        }
         int64_t old = sqlite3_column_int64(m.runs, 0);
         sqlite3_bind_int64(m.dup, 1, old);
-        int dup = sqlite3_step(m.dup) == SQLITE_ROW && sqlite3_column_int64(m.dup, 0) > 0;
+        int dup = step(s, m.dup);
+        if (dup != SQLITE_ROW) {
+            rc = db_err(s, eb, "looking up a sweep point");
+            break;
+        }
+        dup = sqlite3_column_int64(m.dup, 0) > 0;
         sqlite3_reset(m.dup);
         if (dup) {
             (*skipped)++;
@@ -766,8 +899,8 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     merger_free(&m);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
-    else if (began)
-        exec(s, "ROLLBACK", eb, "rolling back");
+    if (rc && began)
+        rollback(s);
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
     sqlite3_free(msg);
@@ -789,10 +922,10 @@ int store_point_summary(store *s, const char *sweep, const char *point, store_po
     sqlite3_stmt *st;
     memset(row, 0, sizeof *row);
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -db_err(s, eb, "reading a sweep point");
+        return db_err(s, eb, "reading a sweep point");
     sqlite3_bind_text(st, 1, sweep, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, point, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st), out = 0;
+    int rc = step(s, st), out = 0;
     if (rc == SQLITE_ROW) {
         row->run_id = sqlite3_column_int64(st, 0);
         row->output_tokens_per_s = sqlite3_column_double(st, 1);
@@ -803,11 +936,11 @@ int store_point_summary(store *s, const char *sweep, const char *point, store_po
         row->e2e_p99_ms = sqlite3_column_double(st, 6);
         const char *j = (const char *)sqlite3_column_text(st, 7);
         if (j && !(row->result_json = ss_strdup(j)))
-            out = -ss_err(eb, SS_ENOMEM, "out of memory");
+            out = ss_err(eb, SS_ENOMEM, "out of memory");
         else
             out = 1;
     } else if (rc != SQLITE_DONE) {
-        out = -db_err(s, eb, "reading a sweep point");
+        out = db_err(s, eb, "reading a sweep point");
     }
     sqlite3_finalize(st);
     return out;
@@ -833,18 +966,160 @@ int store_query(store *s, const char *sql, const char *const *params, int n_para
     }
     for (int i = 0; i < n_params; i++)
         sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
-    int n = sqlite3_column_count(st), rc = SS_OK, step;
+    int n = sqlite3_column_count(st), rc = SS_OK, step_rc;
     const char *cols[64];
     if (n > 64)
         n = 64;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step_rc = step(s, st)) == SQLITE_ROW) {
         for (int i = 0; i < n; i++)
             cols[i] = (const char *)sqlite3_column_text(st, i);
         if ((rc = fn(ud, n, cols, eb)))
             break;
     }
-    if (!rc && step != SQLITE_DONE)
+    if (!rc && step_rc != SQLITE_DONE)
         rc = db_err(s, eb, "running a query");
     sqlite3_finalize(st);
     return rc;
+}
+
+/* ---- validations -------------------------------------------------------------------------- */
+
+/* Prepare sql, bind through fill, step once. */
+static int one_row(store *s, const char *sql, void (*fill)(binder *, const void *),
+                   const void *row, ss_errbuf *eb, const char *what)
+{
+    binder b = {NULL, 0, 0};
+    if (sqlite3_prepare_v2(s->db, sql, -1, &b.st, NULL) != SQLITE_OK)
+        return db_err(s, eb, what);
+    fill(&b, row);
+    int rc = run_stmt(s, &b, eb, what);
+    sqlite3_finalize(b.st);
+    return rc;
+}
+
+typedef struct val_head {
+    const store_validation *v;
+    const char *now;
+} val_head;
+
+static void fill_validation(binder *b, const void *p)
+{
+    const val_head *h = p;
+    const store_validation *v = h->v;
+    b_text(b, h->now);
+    b_text(b, SS_VERSION);
+    b_text(b, v->command);
+    b_text(b, v->name);
+    b_text(b, v->model);
+    b_int(b, v->tp);
+    b_text(b, v->gpu);
+    b_text(b, v->device);
+    b_text(b, v->backend);
+    b_text(b, v->timer);
+    b_text(b, v->cost_model);
+    b_text(b, v->trace);
+    b_int(b, (int64_t)v->requests);
+    b_int(b, (int64_t)v->iterations);
+    b_int(b, v->reps);
+    b_int(b, v->l2_cold);
+    b_real(b, v->mape_pct);
+    b_real(b, v->bias_pct);
+    b_real(b, v->predicted_ms);
+    b_real(b, v->measured_ms);
+    b_real(b, v->measured_span_ms);
+}
+
+int store_validation_begin(store *s, const store_validation *v, int64_t *id_out, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    int rc = exec(s, "BEGIN IMMEDIATE", eb, "starting the validation's transaction");
+    if (rc)
+        return rc;
+    s->in_run = 1;
+    char now[32];
+    utc_now(now);
+    val_head h = {v, now};
+    rc = one_row(s, "INSERT INTO validations (created, version, command, name, model, tp, gpu,"
+                    " device, backend, timer, cost_model, trace, requests, iterations, reps,"
+                    " l2_cold, mape_pct, bias_pct, predicted_ms, measured_ms, measured_span_ms)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 fill_validation, &h, eb, "storing the validation");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->run_id = sqlite3_last_insert_rowid(s->db);
+    *id_out = s->run_id;
+    return SS_OK;
+}
+
+typedef struct val_row {
+    int64_t id;
+    const void *row;
+} val_row;
+
+static void fill_op(binder *b, const void *p)
+{
+    const val_row *r = p;
+    const store_validation_op *o = r->row;
+    b_int(b, r->id);
+    b_text(b, o->op);
+    b_int(b, (int64_t)o->executions);
+    b_real(b, o->predicted_ms);
+    b_real(b, o->measured_ms);
+    b_real(b, o->mape_pct);
+    b_real(b, o->bias_pct);
+    b_real(b, o->worst_pct);
+    b_int(b, (int64_t)o->worst_iteration);
+}
+
+int store_validation_add_op(store *s, const store_validation_op *row, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no validation is open", s->path);
+    val_row r = {s->run_id, row};
+    return one_row(s, "INSERT INTO validation_ops VALUES (?,?,?,?,?,?,?,?,?)", fill_op, &r, eb,
+                   "storing a validated operator");
+}
+
+static void fill_iter(binder *b, const void *p)
+{
+    const val_row *r = p;
+    const store_validation_iter *i = r->row;
+    b_int(b, r->id);
+    b_int(b, (int64_t)i->iteration);
+    b_real(b, i->sim_start_s);
+    b_real(b, i->sim_ms);
+    b_int(b, (int64_t)i->prefills);
+    b_int(b, (int64_t)i->prefill_tokens);
+    b_int(b, (int64_t)i->decodes);
+    b_int(b, (int64_t)i->decode_ctx_tokens);
+    b_real(b, i->predicted_ms);
+    b_real(b, i->measured_ms);
+    b_real(b, i->measured_span_ms);
+    b_real(b, i->predicted_host_ms);
+    b_real(b, i->error_pct);
+}
+
+int store_validation_add_iter(store *s, const store_validation_iter *row, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no validation is open", s->path);
+    val_row r = {s->run_id, row};
+    return one_row(s, "INSERT INTO validation_iters VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   fill_iter, &r, eb, "storing a validated iteration");
+}
+
+int store_validation_commit(store *s, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no validation is open", s->path);
+    int rc = exec(s, "COMMIT", eb, "committing the validation");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->in_run = 0;
+    return SS_OK;
 }

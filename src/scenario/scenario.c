@@ -170,6 +170,10 @@ static int set_param(scn_scenario *s, const char *key, const char *value, unsign
         return ss_err(eb, SS_EPARSE, "%s: policy.%s: expected a non-empty value of at most %d "
                       "characters without '\"' or ';' after a blank, got '%.60s'", where, key,
                       SCN_TEXT_MAX - 1, value);
+    if (!scn__line_fits(key, value, 0))
+        return ss_err(eb, SS_EPARSE, "%s: policy.%s: too long: '%s = ...' must fit on one line "
+                      "of %d characters (the scenario is stored with each run)", where, key, key,
+                      SS_INI_LINE_MAX);
     char text[16];
     snprintf(text, sizeof text, "%u", line);
     ss_params *lines = s->priv->param_lines;

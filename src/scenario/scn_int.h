@@ -81,6 +81,10 @@ int scn__keys_ok(void);
 /* Text rule shared by every free-text value: no control character, no '"', no ';' at the start
  * or after a blank (INI comment). 1 when ok. */
 int scn__text_ok(const char *v);
+/* 1 when the line "key = value" that scn_write writes (value quoted when it holds a blank; a
+ * relative path, abs_path set, made absolute from the current directory) fits on one line of
+ * a scenario file (SS_INI_LINE_MAX), so that a written scenario reads back. */
+int scn__line_fits(const char *key, const char *value, int abs_path);
 /* The number of values given for tenant t's SLA list of the field at off (1 when unset). */
 uint32_t scn__sla_count(const scn_scenario *s, const scn_tenant *t, size_t off);
 

@@ -3,13 +3,16 @@
  * for file reading or cross-key checks (scenario.c, scn_check.c). */
 #include "scn_int.h"
 
+#include "../core/ss_ini.h"
 #include "../core/ss_parse.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SF(f) .off = offsetof(scn_scenario, f), .size = sizeof(((scn_scenario *)0)->f)
 #define TF(f) .off = offsetof(scn_tenant, f), .size = sizeof(((scn_tenant *)0)->f)
@@ -120,6 +123,17 @@ int scn__text_ok(const char *v)
     return 1;
 }
 
+int scn__line_fits(const char *key, const char *value, int abs_path)
+{
+    size_t len = strlen(key) + 3 + strlen(value); /* "key = value" */
+    if (*value && strpbrk(value, " \t"))
+        len += 2; /* quotes */
+    char cwd[PATH_MAX];
+    if (abs_path && getcwd(cwd, sizeof cwd))
+        len += strlen(cwd) + 1;
+    return len <= SS_INI_LINE_MAX;
+}
+
 int scn__name_ok(const char *v, size_t size)
 {
     size_t n = strlen(v);
@@ -219,6 +233,10 @@ static const char *text_problem(const scn__key *k, const char *v, char *buf, siz
         snprintf(buf, n, "expected at most %zu characters", k->size - 1);
     else if (!scn__text_ok(v))
         snprintf(buf, n, "expected text without '\"', control characters or ';' after a blank");
+    else if (!scn__line_fits(k->name, v, k->kind == SCN__PATH && v[0] && v[0] != '/'))
+        snprintf(buf, n, "too long: '%s = ...' must fit on one line of %d characters (the "
+                 "scenario is stored with each run%s)", k->name, SS_INI_LINE_MAX,
+                 k->kind == SCN__PATH && v[0] != '/' ? ", its paths made absolute" : "");
     else
         return NULL;
     return buf;

@@ -33,6 +33,7 @@ int trace__err(const trace__row *row, ss_errbuf *eb, int rc, const char *field, 
         vsnprintf(eb->msg + n, sizeof eb->msg - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    ss_errbuf_oneline(eb);
     return rc;
 }
 

@@ -72,6 +72,7 @@ __attribute__((format(printf, 5, 0))) static int vfail(trace_reader *r, int rc, 
     int n = snprintf(r->err.msg, sizeof r->err.msg, "%s:%" PRIu64 ": %s: ", r->name, line, field);
     if (n >= 0 && (size_t)n < sizeof r->err.msg)
         vsnprintf(r->err.msg + n, sizeof r->err.msg - (size_t)n, fmt, ap);
+    ss_errbuf_oneline(&r->err);
     r->rc = rc;
     return rc;
 }

@@ -53,6 +53,7 @@ static int ds_err(wl__sg_dataset *d, ss_errbuf *eb, int rc, const char *fmt, ...
         vsnprintf(d->err.msg + n, sizeof d->err.msg - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    ss_errbuf_oneline(&d->err); /* a JSON string may decode to a line break */
     d->rc = rc;
     if (eb)
         *eb = d->err;

@@ -106,6 +106,8 @@ printf '[sweep]\nscenrio = x.ini\n' >typo.ini
 expect_error 2 "typo.ini:2: sweep.scenrio: unknown key" "$S" sweep typo.ini
 printf '[swep]\n' >sect.ini
 expect_error 2 "sect.ini:1: section \\[swep\\]: unknown section" "$S" sweep sect.ini
+printf '[swe\r]\n' >cr.ini # a bare CR is shown escaped: the message stays one clean line
+expect_error 2 'cr.ini:1: section \[swe\\x0d\]: unknown section' "$S" sweep cr.ini
 printf '[sweep]\nscenario = nowhere.ini\n[grid]\nrate = 1\n' >miss.ini
 expect_error 2 "nowhere.ini" "$S" sweep miss.ini
 expect_error 2 "shard: expected K/N" "$S" sweep exp.ini --shard 3/2

@@ -130,7 +130,7 @@ static void expect_error(const char *dir, int want_rc, const char *fmt, ...)
         fail_msg("rc %d (%s), want %d; message '%s'", rc, ss_strerror(rc), want_rc, eb.msg);
     assert_null(c);
     assert_prefix(eb.msg, want);
-    assert_null(strchr(eb.msg, '\n'));
+    assert_null(strpbrk(eb.msg, "\r\n"));
     tu_assert_no_leaks();
 }
 
@@ -432,9 +432,14 @@ static void test_bad_values(void **state)
     expect_gpu_error("link_latency_us", "link_latency_us = -1",
                      "node.link_latency_us: '-1' is not a number >= 0");
     expect_gpu_error("name", "name = H100 SXM", "gpu.name: 'H100 SXM' is not a name");
+    /* A bare CR (old Mac line end) does not end an INI line: the message shows it escaped. */
+    expect_gpu_error("name", "name = tgpu\rdescription = x",
+                     "gpu.name: 'tgpu\\x0ddescription = x' is not a name");
     expect_gpu_error("name", "name = a-name-that-is-much-too-long-to-fit-in-the-name-field",
                      "gpu.name: 'a-name-that-is-much-too-long");
     expect_model_error("layers", "layers = 4294967296", NULL, 4, "model.layers: '4294967296'");
+    expect_model_error("layers", "layers = 10001", NULL, 4,
+                       "model.layers: 10001 is more than 10000");
     expect_model_error("dtype", "dtype = int4", NULL, 12,
                        "model.dtype: 'int4' is not bf16, fp16, fp32 or fp8");
     expect_model_error("gated_mlp", "gated_mlp = yes", NULL, 13,

@@ -1,6 +1,7 @@
 /* Core utilities: exact decimal-seconds parsing, strict number parsing, the log-linear
  * histogram's percentile accuracy against exact sorting, rng determinism and distribution
- * moments, parameter lists, and the allocator's accounting and failure injection. */
+ * moments, parameter lists, the allocator's accounting and failure injection, and one-line error
+ * messages. */
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
@@ -11,6 +12,7 @@
 #include "core/ss_strbuf.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +194,35 @@ static void test_alloc_accounting_and_injection(void **state)
     tu_assert_no_leaks();
 }
 
+/* Error messages stay one line whatever the input carried into them (fuzzing found bare CRs
+ * from INI values, CSV headers and JSON strings printed raw). */
+static void test_errbuf_one_line(void **state)
+{
+    (void)state;
+    ss_errbuf eb = {""};
+    assert_int_equal(ss_err(&eb, SS_EPARSE, "f.ini:4: gpu.name: '%s' is bad", "a\rb\nc\td\x7f"),
+                     SS_EPARSE);
+    assert_string_equal(eb.msg, "f.ini:4: gpu.name: 'a\\x0db\\x0ac\td\\x7f' is bad");
+    assert_int_equal(ss_err_prefix(&eb, SS_EIO, "tenant %s", "x\ny"), SS_EIO);
+    assert_string_equal(eb.msg,
+                        "tenant x\\x0ay: f.ini:4: gpu.name: 'a\\x0db\\x0ac\td\\x7f' is bad");
+    /* A message filling the buffer is cut short, never split inside an escape. */
+    char crs[SS_ERRBUF_LEN];
+    memset(crs, '\r', sizeof crs - 1);
+    crs[sizeof crs - 1] = '\0';
+    ss_err(&eb, SS_EPARSE, "x%s", crs);
+    size_t n = strlen(eb.msg);
+    assert_true(n < SS_ERRBUF_LEN && n > SS_ERRBUF_LEN - 6);
+    assert_null(strchr(eb.msg, '\r'));
+    assert_int_equal((n - 1) % 4, 0);
+    assert_string_equal(eb.msg + n - 4, "\\x0d");
+    /* Messages formatted by hand get the same treatment. */
+    snprintf(eb.msg, sizeof eb.msg, "a\r");
+    ss_errbuf_oneline(&eb);
+    assert_string_equal(eb.msg, "a\\x0d");
+    ss_errbuf_oneline(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_rng_streams),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_alloc_accounting_and_injection),
+        cmocka_unit_test(test_errbuf_one_line),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -191,6 +191,38 @@ static void test_bad_params(void **state)
     assert_null(cm);
 }
 
+/* Extreme catalog figures saturate operator and host times at 10^13 ns instead of overflowing
+ * (fuzzing found a float-to-integer overflow for a GPU of 10^-300 TFLOP/s and a host overhead
+ * of 10^300 us); a 10^7-token iteration of the largest allowed model stays positive. */
+static void test_extreme_figures_saturate(void **state)
+{
+    fx *f = *state;
+    const ss_time cap = INT64_C(10000000000000);
+    cat_gpu g = *catalog_gpu(f->cat, "a100-80g");
+    cat_model m = *catalog_model(f->cat, "llama-2-7b");
+    g.peak_flops = 1e-300;
+    g.iter_fixed_s = 1e300;
+    m.layers = CAT_MAX_LAYERS;
+    m.hidden = m.ffn = m.vocab = 4000000000u;
+    cost_params p = {&g, &m, 1, NULL};
+    cost_model *cm = NULL;
+    ss_errbuf eb;
+    assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), 0);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 10000000, 10000000);
+    cost_op ops[32];
+    ss_time ns[32];
+    size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+    ss_time qkv = 0, host = 0;
+    assert_non_null(find_op(ops, n, COST_OP_QKV, &qkv, ns));
+    assert_non_null(find_op(ops, n, COST_OP_HOST, &host, ns));
+    assert_int_equal(qkv, cap);
+    assert_int_equal(host, cap);
+    ss_time it = cost_iteration_ns(cm, &b);
+    assert_true(it > cap && it < INT64_MAX / 2);
+    cost_model_destroy(&cm);
+}
+
 /* DESIGN.md section 5: Llama-2-70B on two A100s measures about 55 ms per decode step. */
 static void test_llama70b_tp2_decode_step_near_measured(void **state)
 {
@@ -327,6 +359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tp2_halves_gemms_and_adds_allreduce, setup, teardown),
         cmocka_unit_test_setup_teardown(test_iteration_is_sum_of_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extreme_figures_saturate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_llama70b_tp2_decode_step_near_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fidelity_vs_vidur_profiles, setup, teardown),
     };

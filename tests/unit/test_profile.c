@@ -104,6 +104,25 @@ static void test_interpolation_and_extrapolation(void **state)
     cost_model_destroy(&cm);
 }
 
+/* Huge medians, or a steep last slope extrapolated far, saturate at 10^13 ns instead of
+ * overflowing the float-to-integer conversion (found by fuzzing). */
+static void test_extreme_tables_saturate(void **state)
+{
+    fx *f = *state;
+    tu_write_file(f->gpudir, "t.csv", HDR NORM(1, 100, 1e300) NORM(1, 200, 1e301)
+                  "rope,-,32,32,128,-,-,-,-,-,1,1,-,-,-,1,-,-,steep\n"
+                  "rope,-,32,32,128,-,-,-,-,-,1,2,-,-,-,1e9,-,-,steep\n");
+    cost_model *cm = mk(f, "profile", "llama-2-7b", 1);
+    const ss_time cap = INT64_C(10000000000000);
+    assert_int_equal(op_ns(cm, COST_OP_NORM, 150), cap);
+    assert_int_equal(op_ns(cm, COST_OP_ROPE, 1), 1000);
+    assert_int_equal(op_ns(cm, COST_OP_ROPE, 10000000), cap);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 10000000, 0);
+    assert_true(cost_iteration_ns(cm, &b) > cap);
+    cost_model_destroy(&cm);
+}
+
 static void test_monotonic_fixup_and_duplicates(void **state)
 {
     fx *f = *state;
@@ -438,6 +457,51 @@ static void test_vidur_import_small(void **state)
     cost_model_destroy(&rf);
 }
 
+/* A source row whose median is 0 or below its minimum would be written into a table that the
+ * profile reader rejects (fuzzing found it): the import fails at that row and writes nothing. */
+static void test_vidur_import_bad_times(void **state)
+{
+    fx *f = *state;
+    static const struct {
+        double min, med;
+        const char *want; /* message after "mlp.csv:3: " */
+    } cases[] = {
+        {0.8, 0.2, "time_stats.mlp_up_proj.min: 0.8 is above the median 0.2"},
+        {0, 0, "time_stats.mlp_up_proj.median: must be positive, got '0'"},
+        {1, 2e12, "time_stats.mlp_up_proj.median: not a non-negative number of at most 1e12 ms"},
+    };
+    const cat_gpu *gpu = catalog_gpu(f->cat, "a100-80g");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *src = write_vidur(f->dir);
+        char head[4096], row[4096];
+        FILE *in = fopen(src, "r");
+        assert_non_null(in);
+        assert_non_null(fgets(head, sizeof head, in));
+        assert_non_null(fgets(row, sizeof row, in)); /* row 2 stays valid */
+        assert_int_equal(fclose(in), 0);
+        FILE *out = fopen(src, "w");
+        assert_non_null(out);
+        fputs(head, out);
+        fputs(row, out);
+        for (int k = 0; k < 10; k++) /* row 3: operator 6 (mlp_up_proj) gets the bad times */
+            fprintf(out, "%g,9,5,%g,0.01,", k == 6 ? cases[i].min : 1.0,
+                    k == 6 ? cases[i].med : 2.0);
+        fprintf(out, "32,32,4096,11008,32000,True,16,1\n");
+        assert_int_equal(fclose(out), 0);
+        cost_prof_import res;
+        ss_errbuf eb = {""};
+        assert_int_equal(cost_prof_import_vidur(src, f->cat, gpu, f->gpudir, &res, &eb),
+                         SS_EPARSE);
+        char want[1024];
+        snprintf(want, sizeof want, "%s:3: %s", src, cases[i].want);
+        if (strncmp(eb.msg, want, strlen(want)))
+            fail_msg("got '%s'\nwant '%s...'", eb.msg, want);
+        char table[900];
+        snprintf(table, sizeof table, "%s/llama-2-7b.csv", f->gpudir);
+        assert_null(fopen(table, "r"));
+    }
+}
+
 /* Every allocation failure during an import gives SS_ENOMEM, leaks nothing and leaves no
  * table behind. */
 static void test_vidur_import_alloc_failures(void **state)
@@ -537,6 +601,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_interpolation_and_extrapolation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_monotonic_fixup_and_duplicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extreme_tables_saturate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_and_tp_matching, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auto_only_inside_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fallback_to_roofline, setup, teardown),
@@ -547,6 +612,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vidur_import_small, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vidur_import_alloc_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vidur_import_bad_times, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vidur_import_moves_norm_up, setup, teardown),
     };
     return cmocka_run_group_tests_name("profile", tests, NULL, NULL);

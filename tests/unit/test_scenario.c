@@ -639,7 +639,7 @@ static void test_set_errors(void **state)
     expect_set(s, "policy.cluster=x", "--set: policy.cluster: expected one of container, "
                                       "llumnix, llumnix-tiers, got 'x'");
     expect_set(s, "run.db=a\nb", "--set: run.db: expected text without '\"', control "
-                                 "characters or ';' after a blank, got 'a\nb'");
+                                 "characters or ';' after a blank, got 'a\\x0ab'");
     expect_set(s, "tenant.chat.synthetic=rate=1 ;x", "--set: tenant.chat.synthetic: expected "
                "text without '\"', control characters or ';' after a blank, got 'rate=1 ;x'");
     assert_string_equal(s->tenants[0].synthetic, "rate=1 duration=1"); /* unchanged */
@@ -806,6 +806,32 @@ static void test_round_trip(void **state)
     snprintf(want, sizeof want, "%s/rel.csv", cwd);
     assert_string_equal(scn_tenant_find(r, "extra")->trace, want);
     scn_destroy(&r);
+
+    /* Values are refused when their written line would not fit a scenario file line (199
+     * characters), so every scenario scn_write stores reads back (found by fuzzing). */
+    char a[512];
+    ss_errbuf eb = {""};
+    snprintf(a, sizeof a, "tenant.extra.synthetic=rate=1 duration=600 prompt=fixed:%0170d", 1);
+    assert_int_equal(scn_set(s, a, &eb), SS_EPARSE);
+    assert_prefix(eb.msg, "--set: tenant.extra.synthetic: too long: 'synthetic = ...' must fit "
+                          "on one line of 199 characters (the scenario is stored with each run)");
+    snprintf(a, sizeof a, "policy.note=%0195d", 1);
+    expect_set(s, a, "--set: policy.note: too long: 'note = ...' must fit on one line of 199 "
+                     "characters (the scenario is stored with each run)");
+    snprintf(a, sizeof a, "tenant.extra.trace=%0185d.csv", 1); /* relative: cwd/ in front */
+    assert_int_equal(scn_set(s, a, &eb), SS_EPARSE);
+    assert_non_null(strstr(eb.msg, "its paths made absolute"));
+    scn_destroy(&s);
+    /* A relative path in a file that only becomes too long made absolute. */
+    char deep[PATH_MAX], text[256];
+    snprintf(deep, sizeof deep, "%s/%0120d", tu_tmpdir(), 1);
+    assert_int_equal(mkdir(deep, 0755), 0);
+    snprintf(text, sizeof text, "[tenant.a]\ntrace = %0150d.csv\n", 2);
+    const char *path = tu_write_file(deep, "s.ini", text);
+    s = create();
+    assert_int_equal(scn_load(s, path, &eb), SS_EPARSE);
+    assert_non_null(strstr(eb.msg, "s.ini:2: tenant.a.trace: "));
+    assert_non_null(strstr(eb.msg, "path longer than") || strstr(eb.msg, "too long"));
     scn_destroy(&s);
     tu_assert_no_leaks();
 }

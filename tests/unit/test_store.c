@@ -192,6 +192,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN slice_wall_s;"
         "ALTER TABLE summary DROP COLUMN prediction_error_ms; DROP TABLE sweep_points;"
         "ALTER TABLE runs DROP COLUMN result_json;"
+        "DROP TABLE validation_iters; DROP TABLE validation_ops; DROP TABLE validations;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -206,6 +207,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 0"), 1);
     assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 3"), 1);
     assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM validations"), 0);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_iters"), 0);
 }
 
 static void test_allocation_failures(void **state)
@@ -262,6 +265,42 @@ static void test_sweep_points(void **state)
 
 /* Merging: every run of each input arrives with its rows under a new id; a sweep point the
  * output already has is skipped; a missing or foreign input changes nothing. */
+/* A validation is one transaction: committed with its rows, or (closed before the commit)
+ * absent without a trace. */
+static void test_validations(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/val.db", tu_tmpdir());
+    ss_errbuf eb;
+    store *s = NULL;
+    int64_t id = 0;
+    store_validation v = {.command = "slicesim validate", .name = "t", .model = "llama-2-7b",
+                          .gpu = "h200", .device = "NVIDIA H200", .backend = "sim",
+                          .timer = "model", .cost_model = "roofline", .trace = "x.csv", .tp = 1,
+                          .reps = 3, .requests = 8, .iterations = 2, .mape_pct = 4.5};
+    store_validation_op op = {.op = "qkv", .executions = 64, .predicted_ms = 1.5,
+                              .measured_ms = 1.4};
+    store_validation_iter it = {.iteration = 1, .decodes = 3, .predicted_ms = 2, .measured_ms = 2.1};
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    assert_int_equal(store_validation_add_op(s, &op, &eb), SS_EINVAL); /* none open */
+    assert_int_equal(store_validation_begin(s, &v, &id, &eb), 0);
+    assert_true(id > 0);
+    assert_int_equal(store_validation_add_op(s, &op, &eb), 0);
+    assert_int_equal(store_validation_add_iter(s, &it, &eb), 0);
+    it.iteration = 2;
+    assert_int_equal(store_validation_add_iter(s, &it, &eb), 0);
+    assert_int_equal(store_validation_add_iter(s, &it, &eb), SS_EDB); /* same iteration twice */
+    assert_int_equal(store_validation_commit(s, &eb), 0);
+    assert_int_equal(store_validation_begin(s, &v, &id, &eb), 0);
+    assert_int_equal(store_validation_add_op(s, &op, &eb), 0);
+    store_close(&s); /* never committed */
+    assert_int_equal(q_int(path, "SELECT count(*) FROM validations"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_ops"), 1);
+    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_iters"), 2);
+    assert_int_equal(q_int(path, "SELECT executions FROM validation_ops"), 64);
+}
+
 static void test_merge(void **state)
 {
     (void)state;
@@ -327,6 +366,7 @@ int main(void)
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
         cmocka_unit_test_teardown(test_sweep_points, teardown),
         cmocka_unit_test_teardown(test_merge, teardown),
+        cmocka_unit_test_teardown(test_validations, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
