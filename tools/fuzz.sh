@@ -60,6 +60,13 @@ else
     exit 2
 fi
 
+# One run at a time per checkout: runs share build-fuzz (its binaries, logs, temporary files).
+exec 9<tools/fuzz.sh # (the working directory is the repository root)
+if ! flock -n 9; then
+    echo "fuzz.sh: another fuzz.sh runs in this checkout; waiting for it" >&2
+    flock 9
+fi
+
 B=build-fuzz
 if [ ! -f $B/build.ninja ]; then
     CC=clang meson setup $B -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
