@@ -24,6 +24,9 @@ void tu_tmpdir_cleanup(void);
 const char *tu_write_file(const char *dir, const char *name, const char *text);
 /* Fail the test unless every byte allocated through ss_alloc has been freed. */
 void tu_assert_no_leaks(void);
+/* The first column of the first row of sql on the SQLite database at path, read with plain
+ * SQLite (not the store); fails the test when the query cannot run or returns no row. */
+int64_t tu_sql_int(const char *path, const char *sql);
 
 /* Requests from an array, for gsim_run: pass tu_recs_next and a tu_recs {recs, n, 0}. */
 typedef struct tu_recs {

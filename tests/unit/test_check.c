@@ -14,7 +14,6 @@
 #include "metrics/store.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,19 +489,6 @@ static void test_active_checks_between_full_ones(void **state)
 
 /* ---- nothing stored ---------------------------------------------------------------------- */
 
-static int64_t q_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static int sink_store(void *ud, const metrics_req *r, ss_errbuf *eb)
 {
     return store_run_request(ud, r, "default", eb);
@@ -547,10 +533,10 @@ static void test_violated_run_stores_nothing(void **state)
     /* the second run streams request rows, then breaks an invariant */
     assert_int_equal(stored_run(f, st, miscount_in_flight, &eb), SS_ECHECK);
     store_close(&st);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM requests"), N_REQS);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM summary"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM pragma_integrity_check "
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests"), N_REQS);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_integrity_check "
                                  "WHERE integrity_check = 'ok'"), 1);
 }
 

@@ -18,19 +18,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static int64_t q_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static const store_run_info info = {
     .command = "slicesim replay --test", .trace = "t.csv", .trace_format = "native",
     .model = "llama-2-7b", .gpu = "a100-80g", .replicas = 2, .tp = 1,
@@ -79,29 +66,29 @@ static void test_commit_and_read_back(void **state)
     assert_int_equal(store_open(&s, path, &eb), 0);
     write_run(s, 5, 1);
     store_close(&s);
-    assert_int_equal(q_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM requests WHERE run_id = 1"), 5);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM requests WHERE status = 'rejected' "
+    assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE run_id = 1"), 5);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE status = 'rejected' "
                                  "AND ttft_ms IS NULL"), 1);
-    assert_int_equal(q_int(path, "SELECT CAST(round(ttft_ms) AS INT) FROM requests "
+    assert_int_equal(tu_sql_int(path, "SELECT CAST(round(ttft_ms) AS INT) FROM requests "
                                  "WHERE req_id = 2"), 50);
-    assert_int_equal(q_int(path, "SELECT CAST(tbt_mean_ms AS INT) FROM requests "
+    assert_int_equal(tu_sql_int(path, "SELECT CAST(tbt_mean_ms AS INT) FROM requests "
                                  "WHERE req_id = 2"), 50); /* 450 ms over 9 gaps */
-    assert_int_equal(q_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
-    assert_int_equal(q_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
-    assert_int_equal(q_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
-    assert_int_equal(q_int(path, "SELECT idle_slices FROM gpus"), 7);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM idle_slices"), METRICS_SLICE_BUCKETS);
-    assert_int_equal(q_int(path, "SELECT count FROM idle_slices WHERE lo_ms = 1 AND hi_ms = 10"),
+    assert_int_equal(tu_sql_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
+    assert_int_equal(tu_sql_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
+    assert_int_equal(tu_sql_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
+    assert_int_equal(tu_sql_int(path, "SELECT idle_slices FROM gpus"), 7);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM idle_slices"), METRICS_SLICE_BUCKETS);
+    assert_int_equal(tu_sql_int(path, "SELECT count FROM idle_slices WHERE lo_ms = 1 AND hi_ms = 10"),
                      6);
-    assert_int_equal(q_int(path, "SELECT free_gib_mean FROM idle_slices WHERE bucket = 3"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT free_gib_mean FROM idle_slices WHERE bucket = 3"), 1);
     /* no mean free memory for the buckets without slices */
-    assert_int_equal(q_int(path, "SELECT count(*) FROM idle_slices WHERE free_gib_mean IS NULL"),
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM idle_slices WHERE free_gib_mean IS NULL"),
                      METRICS_SLICE_BUCKETS - 2);
-    assert_int_equal(q_int(path, "SELECT count FROM idle_slices WHERE hi_ms IS NULL"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM gpus"), 1);
-    assert_int_equal(q_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count FROM idle_slices WHERE hi_ms IS NULL"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
 }
 
 static void test_abort_and_close_leave_earlier_runs(void **state)
@@ -120,10 +107,10 @@ static void test_abort_and_close_leave_earlier_runs(void **state)
     assert_int_equal(store_open(&s, path, &eb), 0);
     write_run(s, 6, 1);
     store_close(&s);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM summary"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM requests"), 9);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE run_id NOT IN "
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests"), 9);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE run_id NOT IN "
                                  "(SELECT run_id FROM summary)"), 0);
 }
 
@@ -199,16 +186,16 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(store_open(&s, path, &eb), 0);
     write_run(s, 2, 1);
     store_close(&s);
-    assert_int_equal(q_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE swap_outs = 0"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE pp = 1"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM tenants"), 0);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 0"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 3"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM validations"), 0);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_iters"), 0);
+    assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE swap_outs = 0"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE pp = 1"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM tenants"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 0"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE scale_ups = 3"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validations"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
 }
 
 static void test_allocation_failures(void **state)
@@ -259,8 +246,8 @@ static void test_sweep_points(void **state)
     assert_int_equal(store_has_point(s, "demo", in.point, &found, &eb), 1);
     assert_int_equal(found, id2);
     store_close(&s);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), 2);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM sweep_points"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sweep_points"), 1);
 }
 
 /* Merging: every run of each input arrives with its rows under a new id; a sweep point the
@@ -295,10 +282,10 @@ static void test_validations(void **state)
     assert_int_equal(store_validation_begin(s, &v, &id, &eb), 0);
     assert_int_equal(store_validation_add_op(s, &op, &eb), 0);
     store_close(&s); /* never committed */
-    assert_int_equal(q_int(path, "SELECT count(*) FROM validations"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_ops"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM validation_iters"), 2);
-    assert_int_equal(q_int(path, "SELECT executions FROM validation_ops"), 64);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validations"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_ops"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT executions FROM validation_ops"), 64);
 }
 
 static void test_merge(void **state)
@@ -346,14 +333,14 @@ static void test_merge(void **state)
     const char *junk = tu_write_file(tu_tmpdir(), "junk2.db", "not a database");
     assert_int_equal(store_merge(s, junk, &copied, &skipped, &eb), SS_EDB);
     store_close(&s);
-    assert_int_equal(q_int(out, "SELECT count(*) FROM runs"), 4);
-    assert_int_equal(q_int(out, "SELECT count(*) FROM requests"), 8);
-    assert_int_equal(q_int(out, "SELECT count(*) FROM summary"), 4);
-    assert_int_equal(q_int(out, "SELECT count(*) FROM gpus"), 2);
-    assert_int_equal(q_int(out, "SELECT count(*) FROM sweep_points"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 4);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 8);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM summary"), 4);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM gpus"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM sweep_points"), 2);
     /* the copies point at their own runs */
-    assert_int_equal(q_int(out, "SELECT count(*) FROM requests r JOIN runs USING (run_id)"), 8);
-    assert_int_equal(q_int(out, "SELECT count(DISTINCT run_id) FROM requests"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests r JOIN runs USING (run_id)"), 8);
+    assert_int_equal(tu_sql_int(out, "SELECT count(DISTINCT run_id) FROM requests"), 2);
 }
 
 int main(void)

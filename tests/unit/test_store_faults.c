@@ -28,36 +28,21 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The first column of the first row of sql, read with plain SQLite. */
-static int64_t q_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 /* The database is sound: integrity ok, every run whole (its summary, requests as many as the
  * summary counts, GPU and idle-slice rows), and it holds `runs` runs. */
 static void assert_sound(const char *path, int64_t runs)
 {
-    assert_int_equal(q_int(path, "SELECT count(*) FROM pragma_integrity_check "
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_integrity_check "
                                  "WHERE integrity_check = 'ok'"), 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs"), runs);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM runs r WHERE"
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), runs);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs r WHERE"
                                  " (SELECT count(*) FROM summary WHERE run_id = r.run_id) != 1"
                                  " OR (SELECT count(*) FROM requests WHERE run_id = r.run_id)"
                                  "   != (SELECT requests FROM summary WHERE run_id = r.run_id)"
                                  " OR NOT EXISTS (SELECT 1 FROM gpus WHERE run_id = r.run_id)"
                                  " OR (SELECT count(*) FROM idle_slices WHERE run_id = r.run_id)"
                                  "   != 8"), 0);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM requests WHERE run_id NOT IN"
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE run_id NOT IN"
                                  " (SELECT run_id FROM runs)"), 0);
 }
 
@@ -181,14 +166,14 @@ static void fail_each_step_of_a_run(int fresh)
         }
         store_close(&s);
         assert_int_equal(ss_alloc_live_bytes(), base);
-        if (fresh && q_int(path, "SELECT count(*) FROM sqlite_master") == 0)
+        if (fresh && tu_sql_int(path, "SELECT count(*) FROM sqlite_master") == 0)
             continue; /* failed before the schema was made: an empty database */
         assert_sound(path, runs);
-        assert_int_equal(q_int(path, "SELECT count(*) FROM sweep_points WHERE point = 'p1'"), 0);
+        assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sweep_points WHERE point = 'p1'"), 0);
     }
     assert_int_equal(ss_alloc_live_bytes(), base);
     assert_sound(path, runs + 1);
-    assert_int_equal(q_int(path, "SELECT count(*) FROM sweep_points WHERE point = 'p1'"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sweep_points WHERE point = 'p1'"), 1);
 }
 
 static void test_each_step_of_a_run_fails(void **state)
