@@ -14,7 +14,6 @@
 #include "config.h"
 #include "version.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #define DEFAULT_TRACE "traces/azure-conv-synth.csv"
 #define MAX_IOPS 24
 #define N_WORST 5
+#define MAX_REPS 64 /* executions of one iteration (--reps) */
 
 typedef struct val_opts {
     const char *trace, *model, *gpu, *backend, *cost, *batching, *profiles, *db, *name;
@@ -86,7 +86,7 @@ static void usage(FILE *f)
           "  --iters N         iterations executed and compared (default 200)\n"
           "  --rate-scale X    arrival rate multiplier: larger batches (default 1)\n"
           "  --reps N          executions of each iteration; the median per operator is kept\n"
-          "                    (default 3)\n"
+          "                    (default 3, at most 64)\n"
           "  --batching B      vllm (default), sarathi, orca, static\n"
           "  --cost C          cost model under test: roofline (default), profile, auto\n"
           "  --set K=V         any scenario key (experiments/README.md), e.g. engine.block_size=32;\n"
@@ -135,7 +135,7 @@ static int parse_args(int argc, char **argv, val_opts *o)
         case 't': st = cli_parse_long("--tp", optarg, 1, 64, &v); o->tp = (unsigned)v; break;
         case 'l': st = cli_parse_long("--limit", optarg, 1, 100000000, &o->limit); break;
         case 'I': st = cli_parse_long("--iters", optarg, 1, 1000000, &o->iters); break;
-        case 'r': st = cli_parse_long("--reps", optarg, 1, 1000, &o->reps); break;
+        case 'r': st = cli_parse_long("--reps", optarg, 1, MAX_REPS, &o->reps); break;
         case 'B': o->batching = optarg; break;
         case 'R': o->rate_scale = optarg; break;
         case 'C': o->cost = optarg; break;
@@ -336,8 +336,8 @@ static int launch_iteration(launch_ctx *lc)
 /* Run iteration it reps times; keep per kind the median over the repetitions. */
 static int measure_iteration(val_run *v, val_iter *it)
 {
-    ss_time rep[COST_OP__COUNT][64], span[64];
-    long reps = v->o->reps > 64 ? 64 : v->o->reps;
+    ss_time rep[COST_OP__COUNT][MAX_REPS], span[MAX_REPS];
+    long reps = v->o->reps;
     launch_ctx lc = {.v = v, .it = it};
     int rc = SS_OK;
     for (long r = 0; !rc && r < reps; r++) {

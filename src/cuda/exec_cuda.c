@@ -743,10 +743,8 @@ static int cuda_collect(void *priv, const exec_sample **out, size_t *n_out, ss_e
  * Self-test: every operator on a small model shape against exec_ref.c
  * ======================================================================= */
 
-static int to_host(float *dst, const void *src, size_t n, size_t ld, size_t cols, size_t rows,
-                   ss_errbuf *eb)
+static int to_host(float *dst, const void *src, size_t ld, size_t cols, size_t rows, ss_errbuf *eb)
 {
-    (void)n;
     uint16_t *tmp = ss_malloc(rows * ld * 2 + 2);
     if (!tmp)
         return ss_err(eb, SS_ENOMEM, "self-test: out of memory");
@@ -813,8 +811,8 @@ static int check_linear(st_ctx *c, exec_op *op, cost_op_kind kind, const char *n
     ss_errbuf *eb = c->eb;
     int rc;
     op->op.kind = kind;
-    if ((rc = to_host(a, in, 0, k, k, t, eb)) || (rc = to_host(w, weights, 0, k, k, n, eb)) ||
-        (rc = run_untimed(p, op, eb)) || (rc = to_host(g, out, 0, n, n, t, eb)))
+    if ((rc = to_host(a, in, k, k, t, eb)) || (rc = to_host(w, weights, k, k, n, eb)) ||
+        (rc = run_untimed(p, op, eb)) || (rc = to_host(g, out, n, n, t, eb)))
         return rc;
     exec_ref_gemm(r, a, w, t, k, n);
     return verdict(c, name, g, r, t * n);
@@ -844,16 +842,16 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
     exec_op op = {.op = base};
     /* embedding */
     op.op.kind = COST_OP_EMBED;
-    if ((rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->x, 0, h, h, T, eb)) ||
-        (rc = to_host(w, p->emb, 0, h, h, 1000, eb)))
+    if ((rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->x, h, h, T, eb)) ||
+        (rc = to_host(w, p->emb, h, h, 1000, eb)))
         goto out;
     for (size_t t = 0; t < T; t++)
         memcpy(r + t * h, w + token_id(t, 1000) * h, h * sizeof *r);
     verdict(&c, "embed", g, r, T * h);
     /* RMSNorm */
     op.op.kind = COST_OP_NORM;
-    if ((rc = to_host(a, p->x, 0, h, h, T, eb)) || (rc = to_host(b, p->gamma, 0, h, h, 1, eb)) ||
-        (rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->y, 0, h, h, T, eb)))
+    if ((rc = to_host(a, p->x, h, h, T, eb)) || (rc = to_host(b, p->gamma, h, h, 1, eb)) ||
+        (rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->y, h, h, T, eb)))
         goto out;
     exec_ref_rmsnorm(r, a, b, T, h, 1e-5f);
     verdict(&c, "norm", g, r, T * h);
@@ -863,8 +861,8 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
         goto out;
     /* rotary on Q and K heads (positions = rows) */
     op.op.kind = COST_OP_ROPE;
-    if ((rc = to_host(a, p->qkv, 0, nqkv, nqkv, T, eb)) || (rc = run_untimed(p, &op, eb)) ||
-        (rc = to_host(g, p->qkv, 0, nqkv, nqkv, T, eb)))
+    if ((rc = to_host(a, p->qkv, nqkv, nqkv, T, eb)) || (rc = run_untimed(p, &op, eb)) ||
+        (rc = to_host(g, p->qkv, nqkv, nqkv, T, eb)))
         goto out;
     {
         uint32_t pos[16];
@@ -883,10 +881,10 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
         exec_seq seqs[2] = {{.q = 5, .c0 = 3}, {.q = 2, .c0 = 0}};
         exec_op at = {.op = base, .seqs = seqs, .n_seqs = 2};
         at.op.kind = COST_OP_ATTN_PREFILL;
-        if ((rc = to_host(a, p->qkv, 0, nqkv, nqkv, T, eb)) || (rc = run_untimed(p, &at, eb)) ||
-            (rc = to_host(g, p->attn, 0, 256, 256, T, eb)) ||
-            (rc = to_host(w, p->kc, 0, 128, 128, 10, eb)) ||
-            (rc = to_host(w + 10 * 128, p->vc, 0, 128, 128, 10, eb)))
+        if ((rc = to_host(a, p->qkv, nqkv, nqkv, T, eb)) || (rc = run_untimed(p, &at, eb)) ||
+            (rc = to_host(g, p->attn, 256, 256, T, eb)) ||
+            (rc = to_host(w, p->kc, 128, 128, 10, eb)) ||
+            (rc = to_host(w + 10 * 128, p->vc, 128, 128, 10, eb)))
             goto out;
         size_t t0 = 0, r0 = 0;
         for (int s = 0; s < 2; s++) {
@@ -907,10 +905,10 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
         at.op.kind = COST_OP_ATTN_DECODE;
         at.op.tokens = 3;
         at.op.n_seqs = 3;
-        if ((rc = to_host(a, p->qkv, 0, nqkv, nqkv, 3, eb)) || (rc = run_untimed(p, &at, eb)) ||
-            (rc = to_host(g, p->attn, 0, 256, 256, 3, eb)) ||
-            (rc = to_host(w, p->kc, 0, 128, 128, 52, eb)) ||
-            (rc = to_host(w + 52 * 128, p->vc, 0, 128, 128, 52, eb)))
+        if ((rc = to_host(a, p->qkv, nqkv, nqkv, 3, eb)) || (rc = run_untimed(p, &at, eb)) ||
+            (rc = to_host(g, p->attn, 256, 256, 3, eb)) ||
+            (rc = to_host(w, p->kc, 128, 128, 52, eb)) ||
+            (rc = to_host(w + 52 * 128, p->vc, 128, 128, 52, eb)))
             goto out;
         size_t r0 = 0;
         for (int s = 0; s < 3; s++) {
@@ -927,8 +925,8 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
         goto out;
     /* residual (x += y) */
     op.op.kind = COST_OP_RESIDUAL;
-    if ((rc = to_host(a, p->x, 0, h, h, T, eb)) || (rc = to_host(b, p->y, 0, h, h, T, eb)) ||
-        (rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->x, 0, h, h, T, eb)))
+    if ((rc = to_host(a, p->x, h, h, T, eb)) || (rc = to_host(b, p->y, h, h, T, eb)) ||
+        (rc = run_untimed(p, &op, eb)) || (rc = to_host(g, p->x, h, h, T, eb)))
         goto out;
     for (size_t i = 0; i < T * h; i++)
         r[i] = a[i] + b[i];
@@ -938,8 +936,8 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
                            h, 2 * F, a, w, g, r)))
         goto out;
     op.op.kind = COST_OP_ACT;
-    if ((rc = to_host(a, p->up, 0, 2 * F, 2 * F, T, eb)) || (rc = run_untimed(p, &op, eb)) ||
-        (rc = to_host(g, p->act, 0, F, F, T, eb)))
+    if ((rc = to_host(a, p->up, 2 * F, 2 * F, T, eb)) || (rc = run_untimed(p, &op, eb)) ||
+        (rc = to_host(g, p->act, F, F, T, eb)))
         goto out;
     exec_ref_silu_mul(r, a, T, F);
     verdict(&c, "silu_mul", g, r, T * F);
