@@ -4,6 +4,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 if [ ! -f build-release/build.ninja ]; then
-    meson setup build-release --buildtype=release >/dev/null
+    bash tools/quiet.sh meson setup build-release --buildtype=release
 fi
 ninja -C build-release >/dev/null

@@ -28,13 +28,13 @@ while [ $# -gt 0 ]; do
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 
 if [ "$pack" = 1 ]; then
     set -e
     rm -rf build-gpu-pack .gpu
-    meson setup build-gpu-pack --buildtype=release -Dcuda=enabled -Dmpi=disabled \
-        -Dtests=disabled -Dgnuplot=disabled >/dev/null
+    bash tools/quiet.sh meson setup build-gpu-pack --buildtype=release -Dcuda=enabled \
+        -Dmpi=disabled -Dtests=disabled -Dgnuplot=disabled
     ninja -C build-gpu-pack src/slicesim src/libslicesim-cuda.so
     mkdir -p .gpu/bin .gpu/lib
     cp build-gpu-pack/src/slicesim build-gpu-pack/src/libslicesim-cuda.so .gpu/bin/

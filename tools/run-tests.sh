@@ -10,16 +10,17 @@ run_suite() {
     local dir=$1
     shift
     if [ ! -f "$dir/build.ninja" ]; then
-        meson setup "$dir" -Dtests=enabled "$@" >/dev/null
+        bash tools/quiet.sh meson setup "$dir" -Dtests=enabled "$@"
     else
-        meson configure "$dir" -Dtests=enabled "$@" >/dev/null
+        bash tools/quiet.sh meson configure "$dir" -Dtests=enabled "$@"
     fi
     ninja -C "$dir"
     meson test -C "$dir" --print-errorlogs
 }
 # The CUDA executor is built (and its GPU tests run, or skip without a GPU) wherever the CUDA
 # toolkit is installed; the sanitizer build is the CPU-only build (-Dcuda=disabled).
-[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+# The toolkit's own bin/ goes first: an nvcc elsewhere on PATH may be a wrapper script.
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 cuda=disabled
 command -v nvcc >/dev/null && cuda=enabled
 echo "== optimised build (debugoptimized, assertions on; CUDA executor: $cuda) =="
@@ -30,7 +31,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         -Dwerror=true -Dcuda=disabled
 echo "== release build compiles warning-free =="
 [ -f build-release-check/build.ninja ] ||
-    meson setup build-release-check --buildtype=release -Dwerror=true >/dev/null
+    bash tools/quiet.sh meson setup build-release-check --buildtype=release -Dwerror=true
 ninja -C build-release-check
 echo "== fuzzing: each parser's libFuzzer target, ASan + UBSan, ${SS_FUZZ_SECONDS:-20} s each =="
 # Replays fuzz/corpus, then fuzzes; any crash, leak, UBSan report or hang fails the run (inputs
