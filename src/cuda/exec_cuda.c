@@ -34,6 +34,7 @@ typedef struct plan_key {
     int ta, tb, c32, batch;
     uint64_t m, n, k, lda, ldb, ldc;
     int64_t sa, sb, sc;
+    uint32_t al_a, al_b, al_c, pad; /* the buffers' alignment in bytes (for the heuristic) */
 } plan_key;
 
 typedef struct plan {
@@ -71,6 +72,9 @@ typedef struct cuda_priv {
     float *S;
     void *P;
     size_t s_elems;     /* capacity of S and P, elements */
+    float *dec_part;    /* decode attention's split partials */
+    size_t dec_part_floats;
+    int dec_split_cap; /* at most this many splits (0: as many as help; the self-test sets 1) */
     void *flush;
     size_t flush_bytes;
     void *cp_src, *cp_dst;
@@ -106,6 +110,15 @@ static int lt_err(ss_errbuf *eb, cublasStatus_t s, const char *what)
         int e_ = (call);                                                                         \
         if (e_)                                                                                  \
             return cu_err(eb, (cudaError_t)e_, what);                                            \
+    } while (0)
+
+/* A kernel launcher's own error code (it has already cleared CUDA's last-error state) into rc,
+ * keeping the first error. */
+#define KRC(rc, call, what)                                                                      \
+    do {                                                                                         \
+        int e_ = (call);                                                                         \
+        if (e_ && (rc) == SS_OK)                                                                 \
+            (rc) = cu_err(eb, (cudaError_t)e_, what);                                            \
     } while (0)
 
 /* {======================================================================
@@ -153,18 +166,26 @@ static void free_model(cuda_priv *p)
     memset(p->set, 0, sizeof p->set);
 }
 
+/* Destroy what a plan holds (also a half-made one: its handles start NULL). */
+static void plan_drop(plan *pl)
+{
+    if (pl->op)
+        cublasLtMatmulDescDestroy(pl->op);
+    if (pl->a)
+        cublasLtMatrixLayoutDestroy(pl->a);
+    if (pl->b)
+        cublasLtMatrixLayoutDestroy(pl->b);
+    if (pl->c)
+        cublasLtMatrixLayoutDestroy(pl->c);
+    pl->op = NULL;
+    pl->a = pl->b = pl->c = NULL;
+    pl->used = 0;
+}
+
 static void free_plans(cuda_priv *p)
 {
-    for (int i = 0; i < N_PLANS; i++) {
-        plan *pl = &p->plans[i];
-        if (!pl->used)
-            continue;
-        cublasLtMatmulDescDestroy(pl->op);
-        cublasLtMatrixLayoutDestroy(pl->a);
-        cublasLtMatrixLayoutDestroy(pl->b);
-        cublasLtMatrixLayoutDestroy(pl->c);
-        pl->used = 0;
-    }
+    for (int i = 0; i < N_PLANS; i++)
+        plan_drop(&p->plans[i]);
 }
 
 static int cuda_init(void *priv, const exec_config *cfg, exec_device *d, ss_errbuf *eb)
@@ -218,6 +239,7 @@ static int cuda_init(void *priv, const exec_config *cfg, exec_device *d, ss_errb
     CU(cudaMalloc((void **)&p->d_meta, META_WORDS * sizeof(uint32_t)), "cudaMalloc (metadata)");
     p->flush_bytes = (size_t)(2.0 * (l2 > 0 ? l2 : 64 << 20));
     CU(cudaMalloc(&p->flush, p->flush_bytes), "cudaMalloc (L2 flush buffer)");
+    CU(cudaMemset(p->flush, 0x5a, p->flush_bytes), "L2 flush buffer");
     char bus[32] = "";
     if (cudaDeviceGetPCIBusId(bus, sizeof bus, p->dev) == cudaSuccess)
         p->nvml = cu_nvml_open(bus);
@@ -299,9 +321,12 @@ static int cuda_prepare(void *priv, const cat_model *m, uint32_t tp, const exec_
     p->n_sets = sets;
     /* scores of one prefill sequence for the KV heads of one query-head group */
     p->s_elems = (size_t)p->KV * (lim->max_scores ? lim->max_scores : T * round8(C));
+    /* splits fill the GPU only while sequences x heads < 2048 blocks: 4096 blocks' partials */
+    p->dec_part_floats = (size_t)4096 * (size_t)(p->hd + 2);
     double need = layer_bytes * sets + 2.0 * h * (double)p->V * 2 +
                   2.0 * T * (2.0 * h + nqkv + (double)p->H * p->hd + p->W + p->F) +
                   2.0 * S * (double)p->V + 4.0 * C * p->KV * p->hd + 6.0 * p->s_elems +
+                  4.0 * p->dec_part_floats +
                   2.0 * lim->max_copy_bytes;
     size_t free_b = 0, total_b = 0;
     CU(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -332,6 +357,7 @@ static int cuda_prepare(void *priv, const cat_model *m, uint32_t tp, const exec_
         (rc = dev_rand(p, &p->kc, C * p->KV * p->hd, 1.0f, eb)) ||
         (rc = dev_rand(p, &p->vc, C * p->KV * p->hd, 1.0f, eb)) ||
         (rc = dev_alloc(p, (void **)&p->S, p->s_elems * 4, eb)) ||
+        (rc = dev_alloc(p, (void **)&p->dec_part, p->dec_part_floats * 4, eb)) ||
         (rc = dev_rand(p, &p->P, p->s_elems, 1.0f, eb)))
         return rc;
     if (lim->max_copy_bytes) {
@@ -423,6 +449,14 @@ static int plan_make(cuda_priv *p, plan *pl, const plan_key *k, ss_errbuf *eb)
     size_t ws = WS_BYTES;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                          sizeof ws);
+    /* The heuristic assumes 256-byte aligned buffers unless told otherwise, and the algorithm it
+       picks then fails (NOT_SUPPORTED) on the offset and batch-strided attention operands. */
+    const uint32_t al[4] = {k->al_a, k->al_b, k->al_c, k->al_c};
+    const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]);
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     s = cublasLtMatmulAlgoGetHeuristic(p->lt, pl->op, pl->a, pl->b, pl->c, pl->c, pref, 1, &res,
@@ -452,16 +486,12 @@ static int gemm(cuda_priv *p, const plan_key *k, const void *A, const void *B, v
             victim = &p->plans[i];
     }
     if (!pl) {
-        if (victim->used) {
-            cublasLtMatmulDescDestroy(victim->op);
-            cublasLtMatrixLayoutDestroy(victim->a);
-            cublasLtMatrixLayoutDestroy(victim->b);
-            cublasLtMatrixLayoutDestroy(victim->c);
-            victim->used = 0;
-        }
+        plan_drop(victim);
         int rc = plan_make(p, victim, k, eb);
-        if (rc)
+        if (rc) {
+            plan_drop(victim);
             return rc;
+        }
         pl = victim;
     }
     pl->stamp = ++p->plan_clock;
@@ -471,15 +501,30 @@ static int gemm(cuda_priv *p, const plan_key *k, const void *A, const void *B, v
     return s ? lt_err(eb, s, "cublasLtMatmul") : SS_OK;
 }
 
+/* The largest power of two up to 256 that divides the address and, when batched, the batch
+   stride in bytes. */
+static uint32_t gemm_align(const void *ptr, int64_t stride, size_t elem, int batch)
+{
+    uint64_t bytes = batch > 1 ? (uint64_t)stride * elem : 0;
+    uint32_t al = 256;
+    while (al > 1 && (((uintptr_t)ptr % al) || bytes % al))
+        al >>= 1;
+    return al;
+}
+
 /* Run layout g on buffers a, b (bf16) and c (fp32 when c32, else bf16). */
 static int gemm_run(cuda_priv *p, const exec_gemm *g, int c32, const void *a, const void *b,
                     void *c, ss_errbuf *eb)
 {
-    plan_key key = {.ta = g->ta, .tb = g->tb, .c32 = c32, .batch = g->batch > 1 ? g->batch : 1,
-                    .m = g->m, .n = g->n, .k = g->k, .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc,
-                    .sa = g->sa, .sb = g->sb, .sc = g->sc};
-    return gemm(p, &key, (const uint16_t *)a + g->a_off, (const uint16_t *)b + g->b_off,
-                c32 ? (void *)((float *)c + g->c_off) : (void *)((uint16_t *)c + g->c_off), eb);
+    const void *A = (const uint16_t *)a + g->a_off, *B = (const uint16_t *)b + g->b_off;
+    void *C = c32 ? (void *)((float *)c + g->c_off) : (void *)((uint16_t *)c + g->c_off);
+    int batch = g->batch > 1 ? g->batch : 1;
+    plan_key key = {.ta = g->ta, .tb = g->tb, .c32 = c32, .batch = batch, .m = g->m, .n = g->n,
+                    .k = g->k, .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc, .sa = g->sa,
+                    .sb = g->sb, .sc = g->sc, .al_a = gemm_align(A, g->sa, 2, batch),
+                    .al_b = gemm_align(B, g->sb, 2, batch),
+                    .al_c = gemm_align(C, g->sc, c32 ? 4 : 2, batch)};
+    return gemm(p, &key, A, B, C, eb);
 }
 
 /* Y[t x n] = X[t x k] W^T, W stored [n][k] (rows of X ldx apart, of Y ldy apart). */
@@ -642,43 +687,48 @@ static int run_op(cuda_priv *p, const exec_op *eo, uint64_t tag, ss_errbuf *eb)
             return rc;
     }
     if (tag && p->cfg.l2_cold)
-        CU(cudaMemsetAsync(p->flush, (int)(p->plan_clock++ & 0xff), p->flush_bytes, p->st),
-           "L2 flush");
+        K(ssk_l2_flush(p->flush, p->flush_bytes, p->st), "L2 flush");
     if (tag && (rc = cu_timer_begin(p->timer, tag, eb)))
         return rc;
     switch (op->kind) {
     case COST_OP_EMBED:
-        rc = ssk_embed(p->x, p->emb, ids, T, (int)h, p->st) ? cu_err(eb, cudaGetLastError(), "embed")
-                                                             : SS_OK;
+        KRC(rc, ssk_embed(p->x, p->emb, ids, T, (int)h, p->st), "embed");
         break;
     case COST_OP_NORM:
     case COST_OP_FINAL_NORM:
-        if (ssk_rmsnorm(p->y, p->x, p->gamma, T, (int)h, 1e-5f, p->st))
-            rc = cu_err(eb, cudaGetLastError(), "rmsnorm");
+        KRC(rc, ssk_rmsnorm(p->y, p->x, p->gamma, T, (int)h, 1e-5f, p->st), "rmsnorm");
         break;
     case COST_OP_QKV:
         rc = linear(p, p->qkv, nqkv, p->y, h, w->qkv, T, h, nqkv, eb);
         break;
     case COST_OP_ROPE:
-        if (ssk_rope(p->qkv, T, (int)nqkv, H + KV, hd, NULL, 10000.0f, p->st))
-            rc = cu_err(eb, cudaGetLastError(), "rotary");
+        KRC(rc, ssk_rope(p->qkv, T, (int)nqkv, H + KV, hd, NULL, 10000.0f, p->st), "rotary");
         break;
     case COST_OP_ATTN_PREFILL:
         rc = attn_prefill(p, eo->seqs, eo->n_seqs, slot, rows, eb);
         break;
     case COST_OP_ATTN_DECODE:
-        if (ssk_kv_write(p->kc, p->vc, p->qkv, rows, (int)nqkv, H * hd, (H + KV) * hd, KV * hd,
-                         slot, p->st) ||
-            ssk_decode_attn(p->attn, H * hd, p->qkv, (int)nqkv, p->kc, p->vc, start, len,
-                            (int)eo->n_seqs, H, KV, hd, 1.0f / sqrtf((float)hd), p->st))
-            rc = cu_err(eb, cudaGetLastError(), "decode attention");
+        KRC(rc, ssk_kv_write(p->kc, p->vc, p->qkv, rows, (int)nqkv, H * hd, (H + KV) * hd,
+                             KV * hd, slot, p->st), "decode attention: KV-cache write");
+        if (rc == SS_OK) {
+            uint32_t max_len = 0;
+            for (uint32_t i = 0; i < eo->n_seqs; i++)
+                if (eo->seqs[i].c0 + eo->seqs[i].q > max_len)
+                    max_len = eo->seqs[i].c0 + eo->seqs[i].q;
+            int ns = ssk_decode_splits((int)eo->n_seqs, H, hd, max_len, p->dec_part_floats);
+            if (p->dec_split_cap > 0 && ns > p->dec_split_cap)
+                ns = p->dec_split_cap;
+            KRC(rc, ssk_decode_attn(p->attn, H * hd, p->qkv, (int)nqkv, p->kc, p->vc, start, len,
+                                    (int)eo->n_seqs, H, KV, hd, 1.0f / sqrtf((float)hd), ns,
+                                    p->dec_part, p->st),
+                "decode attention");
+        }
         break;
     case COST_OP_OPROJ:
         rc = linear(p, p->y, h, p->attn, (uint64_t)H * hd, w->o, T, (uint64_t)H * hd, h, eb);
         break;
     case COST_OP_RESIDUAL:
-        if (ssk_add(p->x, p->y, T * h, p->st))
-            rc = cu_err(eb, cudaGetLastError(), "residual add");
+        KRC(rc, ssk_add(p->x, p->y, T * h, p->st), "residual add");
         break;
     case COST_OP_MOE_ROUTER:
         rc = linear(p, p->logits, (uint64_t)p->E, p->y, h, w->router, T, h, (uint64_t)p->E, eb);
@@ -687,9 +737,9 @@ static int run_op(cuda_priv *p, const exec_op *eo, uint64_t tag, ss_errbuf *eb)
         rc = experts(p, p->up, (uint64_t)p->W, p->y, h, w->up, h, (uint64_t)p->W, T, eb);
         break;
     case COST_OP_ACT:
-        if (p->gated ? ssk_silu_mul(p->act, p->up, T, (size_t)p->F, p->st)
-                     : ssk_gelu(p->act, p->up, T * (size_t)p->F, p->st))
-            rc = cu_err(eb, cudaGetLastError(), "activation");
+        KRC(rc, p->gated ? ssk_silu_mul(p->act, p->up, T, (size_t)p->F, p->st)
+                         : ssk_gelu(p->act, p->up, T * (size_t)p->F, p->st),
+            "activation");
         break;
     case COST_OP_MLP_DOWN:
         rc = experts(p, p->y, h, p->act, (uint64_t)p->F, w->down, (uint64_t)p->F, h, T, eb);
@@ -898,15 +948,20 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
         }
         verdict(&c, "attn_prefill", g, r, T * 256);
     }
-    /* decode attention: three sequences of 1, 10 and 41 tokens */
-    {
+    /* decode attention: three sequences of 1, 10 and 41 tokens, keys split over blocks (the
+       split count the shape gets, with empty splits) and in one block per head */
+    for (int pass = 0; pass < 2; pass++) {
         exec_seq seqs[3] = {{.q = 1, .c0 = 0}, {.q = 1, .c0 = 9}, {.q = 1, .c0 = 40}};
         exec_op at = {.op = base, .seqs = seqs, .n_seqs = 3};
         at.op.kind = COST_OP_ATTN_DECODE;
         at.op.tokens = 3;
         at.op.n_seqs = 3;
-        if ((rc = to_host(a, p->qkv, nqkv, nqkv, 3, eb)) || (rc = run_untimed(p, &at, eb)) ||
-            (rc = to_host(g, p->attn, 256, 256, 3, eb)) ||
+        p->dec_split_cap = pass; /* 0: automatic; 1: no split */
+        rc = to_host(a, p->qkv, nqkv, nqkv, 3, eb);
+        if (!rc)
+            rc = run_untimed(p, &at, eb);
+        p->dec_split_cap = 0;
+        if (rc || (rc = to_host(g, p->attn, 256, 256, 3, eb)) ||
             (rc = to_host(w, p->kc, 128, 128, 52, eb)) ||
             (rc = to_host(w + 52 * 128, p->vc, 128, 128, 52, eb)))
             goto out;
@@ -917,7 +972,7 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
                                seqs[s].c0, 4, 2, 64);
             r0 += seqs[s].c0 + 1;
         }
-        verdict(&c, "attn_decode", g, r, 3 * 256);
+        verdict(&c, pass ? "attn_decode_1block" : "attn_decode", g, r, 3 * 256);
     }
     /* output projection (attn -> y) */
     if ((rc = check_linear(&c, &op, COST_OP_OPROJ, "o_proj_gemm", p->attn, p->set[0].o, p->y, T,

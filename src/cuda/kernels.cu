@@ -142,7 +142,7 @@ extern "C" int ssk_gelu(void *y, const void *x, size_t n, void *stream)
 // ---- rotary embedding (rotate-half layout), in place on the Q and K heads of a QKV row -------
 
 static __global__ void k_rope(bf16 *qkv, size_t rows, int ld_row, int heads, int hd,
-                              const uint32_t *pos, float theta)
+                              const uint32_t *pos, float log2_theta)
 {
     int half = hd / 2;
     size_t n = rows * (size_t)heads * half;
@@ -152,7 +152,7 @@ static __global__ void k_rope(bf16 *qkv, size_t rows, int ld_row, int heads, int
         int rem = (int)(i - r * (size_t)heads * half), h = rem / half, d = rem - h * half;
         bf16 *v = qkv + r * (size_t)ld_row + (size_t)h * hd;
         float p = pos ? (float)pos[r] : (float)r;
-        float a = p * powf(theta, -2.0f * (float)d / (float)hd), s, c;
+        float a = p * exp2f(-2.0f * (float)d / (float)hd * log2_theta), s, c;
         sincosf(a, &s, &c);
         float x0 = ld(v + d), x1 = ld(v + d + half);
         v[d] = st(x0 * c - x1 * s);
@@ -164,7 +164,7 @@ extern "C" int ssk_rope(void *qkv, size_t rows, int ld_row, int heads, int hd,
                         const uint32_t *pos, float theta, void *stream)
 {
     k_rope<<<grid_for(rows * heads * (hd / 2), 256), 256, 0, (cudaStream_t)stream>>>(
-        (bf16 *)qkv, rows, ld_row, heads, hd, pos, theta);
+        (bf16 *)qkv, rows, ld_row, heads, hd, pos, log2f(theta));
     return (int)cudaGetLastError();
 }
 
@@ -180,6 +180,31 @@ static __global__ void k_add(bf16 *y, const bf16 *a, size_t n)
 extern "C" int ssk_add(void *y, const void *a, size_t n, void *stream)
 {
     k_add<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((bf16 *)y, (const bf16 *)a, n);
+    return (int)cudaGetLastError();
+}
+
+// ---- L2 flush -------------------------------------------------------------------------------------
+// Read a buffer of twice the L2's size so that the next operator finds none of its data in L2.
+// Reading (not writing, as a memset would) leaves L2 holding clean lines: the timed operator
+// never pays for writing the flush back. The one store happens only for an improbable sum, so
+// the loads cannot be optimised away.
+
+static __global__ void k_l2_flush(uint4 *buf, size_t n)
+{
+    unsigned x = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = buf[i];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u && threadIdx.x == 0)
+        buf[0].x = x;
+}
+
+extern "C" int ssk_l2_flush(void *buf, size_t bytes, void *stream)
+{
+    size_t n = bytes / sizeof(uint4);
+    k_l2_flush<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((uint4 *)buf, n);
     return (int)cudaGetLastError();
 }
 
@@ -262,75 +287,191 @@ extern "C" int ssk_causal_softmax(void *p, const float *s, size_t batch, int row
 }
 
 // ---- decode attention ------------------------------------------------------------------------------
-// One block per (sequence, query head), DEC_WARPS warps; each warp takes every DEC_WARPS-th key
-// with an online softmax, lanes split the head dimension; the warps merge at the end.
+// Split-K ("flash decoding"): block (sequence, query head, split) takes the split's share of the
+// sequence's keys; its DEC_WARPS warps each take every DEC_WARPS-th key with an online softmax,
+// lanes holding PER = head_dim / 32 consecutive elements of q, the accumulator, K and V rows in
+// registers. With one split a block writes the output row; with several it writes its partial
+// (max, sum, unnormalised accumulator) and k_decode_merge combines them. Splitting keeps the
+// GPU's SMs busy (and enough loads in flight) when sequences x heads alone is a few dozen blocks.
 
 #define DEC_WARPS 4
-#define DEC_MAXE 8 // head_dim / 32 <= 8: head_dim <= 256
+#define DEC_MAXE 8             // head_dim / 32 <= 8: head_dim <= 256
+#define DEC_TARGET_BLOCKS 2048 // about 64 warps on each of ~130 SMs
+#define DEC_MAX_SPLITS 64
+#define DEC_MIN_KEYS 16 // keys per split at least (4 per warp)
 
-static __global__ void k_decode_attn(bf16 *out, int ld_out, const bf16 *q, int ld_q,
-                                     const bf16 *kc, const bf16 *vc, const uint32_t *start,
-                                     const uint32_t *len, int heads, int kv_heads, int hd,
-                                     float scale)
+// PER consecutive bf16 in one load where PER is a power of two (aligned: offsets are multiples
+// of PER elements from a cudaMalloc'd base).
+template <int PER> struct alignas((PER & (PER - 1)) ? 2 : 2 * PER) bvec {
+    bf16 v[PER];
+};
+template <int PER> static __device__ __forceinline__ void ldv(float *f, const bf16 *p)
 {
-    int seq = blockIdx.x, h = blockIdx.y, g = h / (heads / kv_heads);
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, per = hd / 32;
-    const bf16 *qr = q + (size_t)seq * ld_q + (size_t)h * hd;
-    float qv[DEC_MAXE], acc[DEC_MAXE];
-    for (int e = 0; e < per; e++) {
-        qv[e] = ld(qr + lane * per + e) * scale;
+    bvec<PER> x = *reinterpret_cast<const bvec<PER> *>(p);
+#pragma unroll
+    for (int e = 0; e < PER; e++)
+        f[e] = __bfloat162float(x.v[e]);
+}
+
+template <int PER>
+static __global__ void k_decode_attn(bf16 *out, float *part, int ld_out, const bf16 *q, int ld_q,
+                                     const bf16 *kc, const bf16 *vc, const uint32_t *start,
+                                     const uint32_t *len, int heads, int kv_heads, float scale)
+{
+    const int HD = 32 * PER;
+    int seq = blockIdx.x, h = blockIdx.y, sp = blockIdx.z, nsplit = gridDim.z;
+    int g = h / (heads / kv_heads), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t n = len[seq], chunk = (n + nsplit - 1) / nsplit;
+    uint32_t j0 = (uint32_t)sp * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
+    float qv[PER], acc[PER], kv[PER];
+    ldv<PER>(qv, q + (size_t)seq * ld_q + (size_t)h * HD + lane * PER);
+#pragma unroll
+    for (int e = 0; e < PER; e++) {
+        qv[e] *= scale;
         acc[e] = 0;
     }
     float m = -INFINITY, l = 0;
-    size_t row0 = start[seq], width = (size_t)kv_heads * hd;
-    for (uint32_t j = warp; j < len[seq]; j += DEC_WARPS) {
-        const bf16 *kr = kc + (row0 + j) * width + (size_t)g * hd + lane * per;
+    size_t width = (size_t)kv_heads * HD;
+    const bf16 *kb = kc + (size_t)start[seq] * width + (size_t)g * HD + lane * PER;
+    const bf16 *vb = vc + (size_t)start[seq] * width + (size_t)g * HD + lane * PER;
+    for (uint32_t j = j0 + warp; j < j1; j += DEC_WARPS) {
+        ldv<PER>(kv, kb + j * width);
         float s = 0;
-        for (int e = 0; e < per; e++)
-            s += qv[e] * ld(kr + e);
+#pragma unroll
+        for (int e = 0; e < PER; e++)
+            s += qv[e] * kv[e];
+        ldv<PER>(kv, vb + j * width);
         s = warp_sum(s);
         float mn = fmaxf(m, s), corr = __expf(m - mn), pj = __expf(s - mn);
-        const bf16 *vr = vc + (row0 + j) * width + (size_t)g * hd + lane * per;
-        for (int e = 0; e < per; e++)
-            acc[e] = acc[e] * corr + pj * ld(vr + e);
+#pragma unroll
+        for (int e = 0; e < PER; e++)
+            acc[e] = acc[e] * corr + pj * kv[e];
         l = l * corr + pj;
         m = mn;
     }
-    __shared__ float sm[DEC_WARPS], sl[DEC_WARPS], sacc[DEC_WARPS][256];
+    __shared__ float sm[DEC_WARPS], sl[DEC_WARPS], sacc[DEC_WARPS][HD];
     if (lane == 0) {
         sm[warp] = m;
         sl[warp] = l;
     }
-    for (int e = 0; e < per; e++)
-        sacc[warp][lane * per + e] = acc[e];
+#pragma unroll
+    for (int e = 0; e < PER; e++)
+        sacc[warp][lane * PER + e] = acc[e];
     __syncthreads();
-    if (warp == 0) {
-        float M = -INFINITY;
-        for (int w = 0; w < DEC_WARPS; w++)
+    if (warp)
+        return;
+    float M = -INFINITY;
+    for (int w = 0; w < DEC_WARPS; w++)
+        if (sl[w] > 0)
             M = fmaxf(M, sm[w]);
-        float L = 0;
-        for (int w = 0; w < DEC_WARPS; w++)
-            L += sl[w] > 0 ? sl[w] * __expf(sm[w] - M) : 0.0f;
-        bf16 *o = out + (size_t)seq * ld_out + (size_t)h * hd;
-        for (int e = 0; e < per; e++) {
+    float L = 0, sc[DEC_WARPS];
+    for (int w = 0; w < DEC_WARPS; w++) {
+        sc[w] = sl[w] > 0 ? __expf(sm[w] - M) : 0.0f;
+        L += sl[w] * sc[w];
+    }
+    if (nsplit == 1) {
+        bf16 *o = out + (size_t)seq * ld_out + (size_t)h * HD + lane * PER;
+#pragma unroll
+        for (int e = 0; e < PER; e++) {
             float v = 0;
             for (int w = 0; w < DEC_WARPS; w++)
-                v += sl[w] > 0 ? sacc[w][lane * per + e] * __expf(sm[w] - M) : 0.0f;
-            o[lane * per + e] = st(L > 0 ? v / L : 0.0f);
+                v += sacc[w][lane * PER + e] * sc[w];
+            o[e] = st(L > 0 ? v / L : 0.0f);
+        }
+        return;
+    }
+    // partial (M, L, accumulator relative to M) of this split
+    float *pr = part + (((size_t)seq * heads + h) * nsplit + sp) * (HD + 2);
+    if (lane == 0) {
+        pr[0] = M;
+        pr[1] = L;
+    }
+#pragma unroll
+    for (int e = 0; e < PER; e++) {
+        float v = 0;
+        for (int w = 0; w < DEC_WARPS; w++)
+            v += sacc[w][lane * PER + e] * sc[w];
+        pr[2 + lane * PER + e] = v;
+    }
+}
+
+// One block of hd threads per (sequence, query head): combine the splits' partials.
+static __global__ void k_decode_merge(bf16 *out, const float *part, int ld_out, int heads, int hd,
+                                      int nsplit)
+{
+    int seq = blockIdx.x, h = blockIdx.y, e = threadIdx.x;
+    const float *pr = part + ((size_t)seq * heads + h) * nsplit * (size_t)(hd + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; s++)
+        if (pr[s * (hd + 2) + 1] > 0)
+            M = fmaxf(M, pr[s * (hd + 2)]);
+    float L = 0, v = 0;
+    for (int s = 0; s < nsplit; s++) {
+        const float *ps = pr + s * (hd + 2);
+        if (ps[1] > 0) {
+            float c = __expf(ps[0] - M);
+            L += ps[1] * c;
+            v += ps[2 + e] * c;
         }
     }
+    out[(size_t)seq * ld_out + (size_t)h * hd + e] = st(L > 0 ? v / L : 0.0f);
+}
+
+extern "C" int ssk_decode_splits(int n_seqs, int heads, int hd, uint32_t max_len,
+                                 size_t scratch_floats)
+{
+    if (n_seqs <= 0 || heads <= 0)
+        return 1;
+    size_t blocks = (size_t)n_seqs * heads;
+    size_t n = (DEC_TARGET_BLOCKS + blocks - 1) / blocks;
+    size_t by_len = (max_len + DEC_MIN_KEYS - 1) / DEC_MIN_KEYS;
+    if (n > by_len)
+        n = by_len;
+    if (n > DEC_MAX_SPLITS)
+        n = DEC_MAX_SPLITS;
+    while (n > 1 && blocks * n * (size_t)(hd + 2) > scratch_floats)
+        n--;
+    return n ? (int)n : 1;
+}
+
+template <int PER>
+static void launch_decode(dim3 grid, cudaStream_t st, bf16 *out, float *part, int ld_out,
+                          const bf16 *q, int ld_q, const bf16 *kc, const bf16 *vc,
+                          const uint32_t *start, const uint32_t *len, int heads, int kv_heads,
+                          float scale)
+{
+    k_decode_attn<PER><<<grid, 32 * DEC_WARPS, 0, st>>>(out, part, ld_out, q, ld_q, kc, vc, start,
+                                                        len, heads, kv_heads, scale);
 }
 
 extern "C" int ssk_decode_attn(void *out, int ld_out, const void *q, int ld_q, const void *kc,
                                const void *vc, const uint32_t *start, const uint32_t *len,
                                int n_seqs, int heads, int kv_heads, int hd, float scale,
-                               void *stream)
+                               int nsplit, float *scratch, void *stream)
 {
-    if (hd % 32 || hd > 32 * DEC_MAXE || heads % kv_heads)
+    if (hd % 32 || hd > 32 * DEC_MAXE || heads % kv_heads || nsplit < 1 ||
+        nsplit > DEC_MAX_SPLITS || (nsplit > 1 && !scratch))
         return (int)cudaErrorInvalidValue;
-    dim3 grid((unsigned)n_seqs, (unsigned)heads);
-    k_decode_attn<<<grid, 32 * DEC_WARPS, 0, (cudaStream_t)stream>>>(
-        (bf16 *)out, ld_out, (const bf16 *)q, ld_q, (const bf16 *)kc, (const bf16 *)vc, start,
-        len, heads, kv_heads, hd, scale);
+    if (n_seqs <= 0)
+        return 0;
+    dim3 grid((unsigned)n_seqs, (unsigned)heads, (unsigned)nsplit);
+    cudaStream_t st = (cudaStream_t)stream;
+    bf16 *o = (bf16 *)out;
+    const bf16 *qq = (const bf16 *)q, *k = (const bf16 *)kc, *v = (const bf16 *)vc;
+    switch (hd / 32) {
+    case 1: launch_decode<1>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 2: launch_decode<2>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 3: launch_decode<3>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 4: launch_decode<4>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 5: launch_decode<5>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 6: launch_decode<6>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    case 7: launch_decode<7>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    default: launch_decode<8>(grid, st, o, scratch, ld_out, qq, ld_q, k, v, start, len, heads, kv_heads, scale); break;
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || nsplit == 1)
+        return (int)e;
+    k_decode_merge<<<dim3((unsigned)n_seqs, (unsigned)heads), (unsigned)hd, 0, st>>>(
+        o, scratch, ld_out, heads, hd, nsplit);
     return (int)cudaGetLastError();
 }

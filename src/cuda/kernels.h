@@ -36,12 +36,20 @@ int ssk_kv_write(void *kc, void *vc, const void *qkv, size_t rows, int ld_row, i
  * cols) scaled by scale, into bf16 probabilities p of the same layout (masked keys are 0). */
 int ssk_causal_softmax(void *p, const float *s, size_t batch, int rows, int cols, int ld, int c0,
                        float scale, void *stream);
+/* Read bytes of buf (16-byte aligned) through L2, evicting what L2 held (no dirty lines). */
+int ssk_l2_flush(void *buf, size_t bytes, void *stream);
 /* Decode attention: sequence i's query is row i of q (head h at column h * hd), its keys and
  * values are cache rows start[i] .. start[i] + len[i] - 1 (KV heads kv_heads wide); output
- * row i of out. hd must be a multiple of 32 and at most 256. */
+ * row i of out. hd must be a multiple of 32 and at most 256. Each sequence's keys are split
+ * nsplit ways (1..64), the parts merged through scratch (n_seqs x heads x nsplit x (hd + 2)
+ * floats; unused when nsplit is 1). */
 int ssk_decode_attn(void *out, int ld_out, const void *q, int ld_q, const void *kc,
                     const void *vc, const uint32_t *start, const uint32_t *len, int n_seqs,
-                    int heads, int kv_heads, int hd, float scale, void *stream);
+                    int heads, int kv_heads, int hd, float scale, int nsplit, float *scratch,
+                    void *stream);
+/* The split count ssk_decode_attn should use: enough blocks to fill the GPU, at least 16 keys
+ * of the longest sequence (max_len) per split, and a scratch of scratch_floats floats. */
+int ssk_decode_splits(int n_seqs, int heads, int hd, uint32_t max_len, size_t scratch_floats);
 
 #ifdef __cplusplus
 }
