@@ -433,6 +433,7 @@ typedef struct cal_run {
     char final_path[1100], partial_path[1110];
     char settings[1024];
     exec_sensors before, after;
+    exec_sensors busy;  /* while points ran: lowest clocks, highest temperature and power */
     char started[32];
     size_t measured;    /* points measured in this run */
     ss_errbuf eb;
@@ -491,7 +492,16 @@ static void write_meta(FILE *f, const cal_run *c, int final)
     write_sensors(f, "before", &c->before);
     if (final) {
         write_sensors(f, "after", &c->after);
-        uint64_t bad = c->before.throttle | c->after.throttle;
+        const exec_sensors *b = &c->busy;
+        if (!b->valid)
+            fprintf(f, "# sensors_during: unavailable (NVML not found or no point measured)\n");
+        else
+            fprintf(f, "# sensors_during: lowest sm %.0f MHz, lowest memory %.0f MHz, hottest "
+                       "%.0f C, highest %.1f W, clock-event reasons 0x%llx (read as each "
+                       "point's runs were queued)\n",
+                    b->sm_mhz, b->mem_mhz, b->temp_c, b->power_w,
+                    (unsigned long long)b->throttle);
+        uint64_t bad = c->before.throttle | c->after.throttle | b->throttle;
         fprintf(f, "# throttled: %s\n", bad ? "yes (see the clock-event reasons)" : "no");
     }
 }
@@ -535,6 +545,20 @@ static int measure(cal_run *c, const exec_op *eo, cost_prof_row *row, char *src,
         rc = exec_launch(c->x, eo, 0, &c->eb);
     for (int i = 0; !rc && i < c->o->reps; i++)
         rc = exec_launch(c->x, eo, (uint64_t)i + 1, &c->eb);
+    if (!rc) { /* the GPU is busy with the timed runs now: read its clocks and limits */
+        exec_sensors now;
+        exec_sensors_read(c->x, &now);
+        exec_sensors *b = &c->busy;
+        if (now.valid && !b->valid) {
+            *b = now;
+        } else if (now.valid) {
+            b->sm_mhz = fmin(b->sm_mhz, now.sm_mhz);
+            b->mem_mhz = fmin(b->mem_mhz, now.mem_mhz);
+            b->temp_c = fmax(b->temp_c, now.temp_c);
+            b->power_w = fmax(b->power_w, now.power_w);
+            b->throttle |= now.throttle;
+        }
+    }
     const exec_sample *s = NULL;
     size_t n = 0;
     if (!rc)

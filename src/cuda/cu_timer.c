@@ -35,7 +35,6 @@ typedef struct op_rec {
 struct cu_timer {
     cudaStream_t stream;
     int cupti;
-    pthread_mutex_t lock; /* guards k, map_*, names, oom against the CUPTI callbacks */
     /* CUPTI records of the current window */
     krec *k;
     size_t n_k, cap_k;
@@ -55,6 +54,9 @@ struct cu_timer {
 
 /* CUPTI's buffer callbacks carry no user pointer: one timer records at a time. */
 static cu_timer *active;
+/* Guards `active` and the active timer's k, map_*, names and oom against the CUPTI callbacks
+   (one lock outliving every timer, so a late callback never takes a destroyed mutex). */
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -156,10 +158,9 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id, uint8_t *b
     (void)ctx;
     (void)stream_id;
     (void)size;
+    pthread_mutex_lock(&active_lock);
     cu_timer *t = active;
     CUpti_Activity *rec = NULL;
-    if (t)
-        pthread_mutex_lock(&t->lock);
     while (t && valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -188,8 +189,7 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id, uint8_t *b
             break;
         }
     }
-    if (t)
-        pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&active_lock);
     free(buffer);
 }
 
@@ -234,13 +234,19 @@ int cu_timer_open(cu_timer **t_out, void *stream, int want_cupti, char kind_out[
         return ss_err(eb, SS_ENOMEM, "timer: out of memory");
     t->stream = stream;
     t->ext_base = 1; /* external ids start at 1: 0 is "no operator" */
-    pthread_mutex_init(&t->lock, NULL);
-    if (want_cupti && !active) {
+    pthread_mutex_lock(&active_lock);
+    cu_timer *busy = active;
+    if (want_cupti && !busy)
         active = t; /* before any buffer can come back */
-        if (enable_cupti(note) == 0)
+    pthread_mutex_unlock(&active_lock);
+    if (want_cupti && !busy) {
+        if (enable_cupti(note) == 0) {
             t->cupti = 1;
-        else
+        } else {
+            pthread_mutex_lock(&active_lock);
             active = NULL;
+            pthread_mutex_unlock(&active_lock);
+        }
     } else if (want_cupti) {
         snprintf(note, 160, "CUPTI is in use by another executor");
     }
@@ -324,7 +330,7 @@ int cu_timer_collect(cu_timer *t, const exec_sample **out, size_t *n_out, ss_err
         if (!rc && cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS &&
             dropped)
             rc = ss_err(eb, SS_EIO, "CUPTI dropped %zu activity records", dropped);
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&active_lock);
         if (!rc && t->oom)
             rc = ss_err(eb, SS_ENOMEM, "timer: out of memory while reading CUPTI records");
         uint64_t *longest = ss_calloc(n ? n : 1, sizeof *longest);
@@ -336,7 +342,15 @@ int cu_timer_collect(cu_timer *t, const exec_sample **out, size_t *n_out, ss_err
                 continue; /* untimed work: warm-ups, L2 flushes, uploads */
             exec_sample *s = &t->s[ext - t->ext_base];
             const krec *k = &t->k[i];
-            uint64_t d = k->end > k->start ? k->end - k->start : 0;
+            if (!k->start || !k->end || k->end < k->start) {
+                /* 0 means CUPTI could not take the timestamp: never count it as 0 ns */
+                rc = ss_err(eb, SS_EIO, "CUPTI: incomplete kernel record for timed operator %llu "
+                                        "(start %llu, end %llu)",
+                            (unsigned long long)(ext - t->ext_base),
+                            (unsigned long long)k->start, (unsigned long long)k->end);
+                break;
+            }
+            uint64_t d = k->end - k->start;
             s->ns += (ss_time)d;
             if (!s->n_kernels || (ss_time)k->start < s->start)
                 s->start = (ss_time)k->start;
@@ -358,7 +372,7 @@ int cu_timer_collect(cu_timer *t, const exec_sample **out, size_t *n_out, ss_err
             memset(t->map_key, 0, t->map_cap * sizeof *t->map_key);
             t->map_n = 0;
         }
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&active_lock);
         t->ext_base += n;
     } else {
         /* start and end relative to the first operator's start event */
@@ -402,7 +416,9 @@ void cu_timer_close(cu_timer **tp)
         cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
         cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
         cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+        pthread_mutex_lock(&active_lock);
         active = NULL;
+        pthread_mutex_unlock(&active_lock);
     }
     for (size_t i = 0; i < t->cap_ops; i++)
         for (int j = 0; j < 2; j++)
@@ -414,7 +430,6 @@ void cu_timer_close(cu_timer **tp)
     free(t->k);
     free(t->map_key);
     free(t->map_val);
-    pthread_mutex_destroy(&t->lock);
     ss_free(t->ops);
     ss_free(t->s);
     ss_free(t);
@@ -451,7 +466,11 @@ struct cu_nvml {
 #define NVML_CLOCK_SM 1
 #define NVML_CLOCK_MEM 2
 #define NVML_TEMPERATURE_GPU 0
+/* clocks-event reasons that are settings, not slowdowns: GPU idle, applications clocks set,
+   display clock set */
 #define NVML_REASON_GPU_IDLE 0x1ull
+#define NVML_REASON_APP_CLOCKS 0x2ull
+#define NVML_REASON_DISPLAY_CLOCK 0x100ull
 
 static void *sym(void *lib, const char *a, const char *b)
 {
@@ -511,7 +530,8 @@ void cu_nvml_read(cu_nvml *n, exec_sensors *out)
     if (n->power && n->power(n->dev, &v) == 0)
         out->power_w = v / 1000.0;
     if (n->reasons && n->reasons(n->dev, &r) == 0)
-        out->throttle = r & ~NVML_REASON_GPU_IDLE;
+        out->throttle = r & ~(NVML_REASON_GPU_IDLE | NVML_REASON_APP_CLOCKS |
+                              NVML_REASON_DISPLAY_CLOCK);
 }
 
 void cu_nvml_ids(cu_nvml *n, char *driver, size_t driver_len, char *uuid, size_t uuid_len)
@@ -521,8 +541,9 @@ void cu_nvml_ids(cu_nvml *n, char *driver, size_t driver_len, char *uuid, size_t
         return;
     if (n->driver && n->driver(driver, (unsigned)driver_len) != 0)
         driver[0] = 0;
-    if (n->uuid && n->uuid(n->dev, uuid, (unsigned)uuid_len) != 0)
-        uuid[0] = 0;
+    char u[96] = ""; /* NVML's recommended UUID buffer size */
+    if (n->uuid && n->uuid(n->dev, u, (unsigned)sizeof u) == 0)
+        snprintf(uuid, uuid_len, "%s", u);
 }
 
 void cu_nvml_close(cu_nvml **np)

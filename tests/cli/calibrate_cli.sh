@@ -36,6 +36,7 @@ TAB=full/llama-3-8b-tp2.csv
 grep -q '^# gpu: h200$' "$TAB" || fail "table metadata lacks the GPU"
 grep -q '^# settings: model=llama-3-8b tp=2 ' "$TAB" || fail "table metadata lacks the settings"
 grep -q '^# throttled: no$' "$TAB" || fail "table metadata lacks the throttle flag"
+grep -q '^# sensors_during: unavailable' "$TAB" || fail "table metadata lacks the sensors read during the sweep"
 rows() { grep -v '^#' "$1" | tail -n +2; }
 # quick grid: 13 token counts for each of 10 dense operators, 9 for lm_head, 21 prefill and
 # 20 decode attention points (the decode grid stops at 2 M KV tokens)
