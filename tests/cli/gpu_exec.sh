@@ -19,8 +19,8 @@ if ! "$S" calibrate --model llama-2-7b --selftest >selftest.out 2>selftest.err; 
     fail "self-test failed: $(cat selftest.err)"
 fi
 grep -q 'WRONG' selftest.err && fail "self-test: $(cat selftest.err)"
-for k in embed norm qkv_gemm rope attn_prefill attn_decode o_proj_gemm residual mlp_up_gemm \
-         silu_mul mlp_down_gemm lm_head_gemm timer; do
+for k in embed norm qkv_gemm rope attn_prefill attn_decode attn_decode_1block o_proj_gemm \
+         residual mlp_up_gemm silu_mul mlp_down_gemm lm_head_gemm timer; do
     grep -Eq "^selftest $k .* ok$" selftest.err || fail "self-test did not check $k: $(cat selftest.err)"
 done
 mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" cat/ || fail "catalog copy"
