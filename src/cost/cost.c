@@ -148,6 +148,7 @@ static size_t attention_ops(const cost_model *cm, const cost_batch *b, cost_op *
         op.tokens = b->prefill_tokens;
         op.n_seqs = b->n_prefill;
         op.ctx_tokens = b->prefill_ctx_tokens;
+        op.attn_pairs = b->prefill_attn_pairs;
         op.flops = 4.0 * hd * H * b->prefill_attn_pairs;
         op.bytes = (2.0 * q * H * hd + 2.0 * (double)b->prefill_ctx_tokens * KV * hd +
                     2.0 * q * KV * hd) * c->d;

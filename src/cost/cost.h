@@ -54,6 +54,7 @@ typedef struct cost_op {
     double bytes;        /* HBM bytes read + written on this GPU */
     double comm_bytes;   /* collective payload per GPU (all-reduce), bytes */
     uint32_t count;      /* how many times it runs per iteration (layers x per-layer count) */
+    double attn_pairs;   /* prefill attention: causal (query, key) pairs over its sequences */
 } cost_op;
 
 /* The batch of one iteration, summarised for costing. */

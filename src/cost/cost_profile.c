@@ -408,6 +408,8 @@ static prof_raw raw_of(const cost_prof_row *row)
     case PC_ATTN:
         r.g = (double)row->key[COST_PK_TOKENS];
         r.x = (double)row->key[COST_PK_KV_TOKENS];
+        if (row->op == COST_OP_ATTN_PREFILL) /* curves over the cached tokens c0 = kv - q */
+            r.x = r.x > r.g ? r.x - r.g : 0;
         break;
     default: r.x = (double)row->key[COST_PK_BYTES]; break;
     }
@@ -603,10 +605,12 @@ static double curve_at(const prof_pt *pt, uint32_t n, double x, int *in)
 }
 
 /* The table at (g, x): each curve at x, then linear in g between the two curves whose outer
- * keys bracket g; outside the outer keys' range, the nearest curve (for attention the KV
- * tokens, not the batch, dominate the time). Inside the range means x inside the curves used
- * and g inside the outer keys' range. */
-static double table_at(const profile_priv *pp, const prof_tab *t, double g, double x, int *in)
+ * keys bracket g (geometric, log y linear in log g, when `geo`: prefill attention, whose time
+ * grows as a power of the chunk, quadratically once compute-bound); outside the outer keys'
+ * range, the nearest curve (for attention the KV tokens, not the batch, dominate the time).
+ * Inside the range means x inside the curves used and g inside the outer keys' range. */
+static double table_at(const profile_priv *pp, const prof_tab *t, double g, double x, int geo,
+                       int *in)
 {
     const prof_grp *gr = pp->grp + t->first;
     uint32_t n = t->n, i = 0;
@@ -620,7 +624,10 @@ static double table_at(const profile_priv *pp, const prof_tab *t, double g, doub
     }
     double yb = curve_at(pp->pt + gr[i + 1].first, gr[i + 1].n, x, &in_b);
     *in = in_a && in_b;
-    return ya + (g - gr[i].g) / (gr[i + 1].g - gr[i].g) * (yb - ya);
+    double f = (g - gr[i].g) / (gr[i + 1].g - gr[i].g);
+    if (geo && ya > 0 && yb > 0 && gr[i].g > 0)
+        return ya * pow(yb / ya, log(g / gr[i].g) / log(gr[i + 1].g / gr[i].g));
+    return ya + f * (yb - ya);
 }
 
 /* The table for kind, or NULL. The final norm is the same RMSNorm kernel over the same
@@ -637,20 +644,36 @@ static const prof_tab *table_for(const profile_priv *pp, cost_op_kind k)
     return NULL;
 }
 
+double cost_prof_prefill_equiv_tokens(uint64_t tokens, uint32_t n_seqs, uint64_t ctx_tokens,
+                                      double pairs)
+{
+    if (n_seqs <= 1 || !(pairs > 0) || ctx_tokens < tokens)
+        return (double)tokens;
+    double b = 2.0 * (double)ctx_tokens + 1.0, d = b * b - 8.0 * pairs;
+    double q = 0.5 * (b - sqrt(d > 0 ? d : 0));
+    return q < 1 ? 1 : q > (double)tokens ? (double)tokens : q;
+}
+
 static ss_time profile_op_ns(void *priv, const cost_op *op)
 {
     const profile_priv *pp = priv;
     const prof_tab *t = table_for(pp, op->kind);
     if (t) {
         double g = 0, x = (double)op->tokens;
-        if (op_class(op->kind) == PC_ATTN) {
+        if (op->kind == COST_OP_ATTN_PREFILL) {
+            /* the tables hold one sequence per point: a batch of several is looked up as the
+               one sequence with the same keys and the same (query, key) pairs */
+            g = cost_prof_prefill_equiv_tokens(op->tokens, op->n_seqs, op->ctx_tokens,
+                                               op->attn_pairs);
+            x = (double)op->ctx_tokens > g ? (double)op->ctx_tokens - g : 0;
+        } else if (op_class(op->kind) == PC_ATTN) {
             g = (double)op->tokens;
             x = (double)op->ctx_tokens;
         } else if (op_class(op->kind) == PC_COLL) {
             x = op->comm_bytes;
         }
         int in;
-        double ns = table_at(pp, t, g, x, &in);
+        double ns = table_at(pp, t, g, x, op->kind == COST_OP_ATTN_PREFILL, &in);
         if (in || !pp->in_range_only)
             return cost__op_ns(ns);
     }

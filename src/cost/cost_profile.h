@@ -70,6 +70,15 @@ void cost_prof_reader_close(cost_prof_reader **r);
  * sharing them (profiles/PROFILE-FORMAT.md). Collectives get no shape keys. */
 void cost_prof_shape_keys(cost_prof_row *row, const cat_model *m);
 
+/* The query tokens of the one sequence a table lookup stands in for a prefill-attention batch
+ * of n_seqs sequences with `tokens` query tokens, `ctx_tokens` keys (sum of c0 + q) and `pairs`
+ * causal (query, key) pairs: the q with q * ctx_tokens - q (q - 1) / 2 = pairs, so that the
+ * lookup (q, ctx_tokens) does the batch's arithmetic and reads its keys. Tables measure one
+ * sequence per point; looking a batch up at its total tokens would price n prompts as one
+ * n times longer (quadratic). One sequence (or no pairs given) keeps `tokens`. */
+double cost_prof_prefill_equiv_tokens(uint64_t tokens, uint32_t n_seqs, uint64_t ctx_tokens,
+                                      double pairs);
+
 /* mkdir -p dir: 0, SS_EINVAL (path too long) or SS_EIO ("DIR: cannot create directory: why"). */
 int cost_prof_make_dirs(const char *dir, ss_errbuf *eb);
 

@@ -115,6 +115,19 @@ assert ops["embed"]["mape_pct"] < 0.01, ops["embed"]   # 1 token: a grid point
 assert len(d["worst_iterations"]) == 5
 EOF
 [ "$(sql v.db 'SELECT count(*) FROM validations')" = 2 ] || fail "second validation not stored"
+# a busier schedule batches several prompts into one prefill: the tables hold one sequence per
+# point, and a batch is not priced as one sequence of all its tokens (that was +38 %, worst
+# +177 %, on this run)
+"${VAL[@]}" --cost profile --rate-scale 8 --db v.db --json >val8.json ||
+    fail "validate --cost profile --rate-scale 8 failed"
+[ "$(sql v.db 'SELECT count(*) FROM validation_iters WHERE validation_id = 3 AND prefills > 1')" \
+    -gt 0 ] || fail "rate x8: no iteration batched several prefills"
+python3 - val8.json <<'EOF' || fail "validate --cost profile --rate-scale 8: prefill attention"
+import json, sys
+ops = {o["op"]: o for o in json.load(open(sys.argv[1]))["ops"]}
+assert ops["attn_prefill"]["mape_pct"] < 6, ops["attn_prefill"]
+assert ops["attn_prefill"]["worst_pct"] < 15, ops["attn_prefill"]
+EOF
 
 # ---- no GPU, bad usage --------------------------------------------------------------------------
 if "$S" calibrate --model llama-2-7b --selftest -q >gpu.out 2>gpu.err; then

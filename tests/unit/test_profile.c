@@ -255,6 +255,80 @@ static void test_attention_tables(void **state)
     cost_model_destroy(&rf);
 }
 
+/* Prefill attention from a table of single sequences, on the calibrate grid (chunks of 16 ...
+ * 4096 tokens over 0, 1024 and 4096 cached tokens), for a kernel whose time is a launch floor
+ * plus a cost per causal (query, key) pair and per key read: a chunk between grid points, and
+ * batches of several prompts, come out at that kernel's time. Looking a batch up at its total
+ * tokens (as one sequence) would price 4 prompts of 700 as one of 2800: 4 times the pairs. */
+static double kernel_us(double pairs, double keys) { return 5 + 1e-4 * pairs + 2e-3 * keys; }
+
+static ss_time prefill_ns(cost_model *cm, const uint64_t *q, const uint64_t *c0, size_t n,
+                          double *want_us)
+{
+    cost_batch b = {0};
+    for (size_t i = 0; i < n; i++)
+        cost_batch_add_prefill(&b, q[i], c0[i]);
+    *want_us = kernel_us(b.prefill_attn_pairs, (double)b.prefill_ctx_tokens);
+    cost_op op;
+    assert_int_equal(cost_op_shape(cm, COST_OP_ATTN_PREFILL, &b, &op), SS_OK);
+    return cost_op_ns(cm, &op);
+}
+
+static void test_prefill_attention_batches(void **state)
+{
+    fx *f = *state;
+    static const uint64_t gq[] = {16, 64, 256, 512, 1024, 2048, 4096}, gc[] = {0, 1024, 4096};
+    char tab[8192];
+    size_t used = (size_t)snprintf(tab, sizeof tab, "op,heads,kv_heads,head_dim,tp,tokens,"
+                                                    "kv_tokens,median_us\n");
+    for (size_t i = 0; i < sizeof gq / sizeof *gq; i++)
+        for (size_t j = 0; j < sizeof gc / sizeof *gc; j++) {
+            double q = (double)gq[i], c = (double)(gq[i] + gc[j]);
+            used += (size_t)snprintf(tab + used, sizeof tab - used,
+                                     "attn_prefill,32,32,128,1,%llu,%llu,%.4f\n",
+                                     (unsigned long long)gq[i], (unsigned long long)c,
+                                     kernel_us(q * (c - q) + q * (q + 1) / 2, c));
+            assert_true(used < sizeof tab);
+        }
+    tu_write_file(f->gpudir, "prefill.csv", tab);
+    cost_model *pr = mk(f, "profile", "llama-2-7b", 1);
+    static const struct {
+        size_t n;
+        uint64_t q[4], c0[4];
+    } cases[] = {
+        {1, {700}, {0}},                        /* between chunk sizes */
+        {1, {300}, {2000}},                     /* between chunks and cache sizes */
+        {1, {1500}, {500}},
+        {4, {700, 700, 700, 700}, {0, 0, 0, 0}}, /* four prompts */
+        {3, {100, 900, 2000}, {0, 0, 1000}},    /* mixed, one chunk over a cache */
+        {2, {3000, 16}, {0, 0}},                /* one long, one short */
+        {2, {500, 500}, {0, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double want_us;
+        double got = (double)prefill_ns(pr, cases[i].q, cases[i].c0, cases[i].n, &want_us);
+        double err = got / (want_us * 1e3) - 1;
+        print_message("# prefill attention case %zu: %+.2f %% from the kernel\n", i, 100 * err);
+        if (fabs(err) > 0.05) {
+            cost_model_destroy(&pr);
+            fail_msg("case %zu: profile %.0f ns, the kernel %.0f ns (%+.1f %%)", i, got,
+                     want_us * 1e3, 100 * err);
+        }
+    }
+    /* the stand-in sequence: itself for one sequence; for several, the same keys and pairs */
+    assert_true(cost_prof_prefill_equiv_tokens(700, 1, 1700, 700.0 * 1000 + 700.0 * 701 / 2) ==
+                700);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 1000, 0);
+    cost_batch_add_prefill(&b, 1000, 0);
+    double q = cost_prof_prefill_equiv_tokens(b.prefill_tokens, b.n_prefill,
+                                              b.prefill_ctx_tokens, b.prefill_attn_pairs);
+    double pairs = q * (double)b.prefill_ctx_tokens - q * (q - 1) / 2;
+    assert_true(q > 1 && q < 1000);
+    assert_true(fabs(pairs / b.prefill_attn_pairs - 1) < 1e-9);
+    cost_model_destroy(&pr);
+}
+
 /* Each bad table gives SS_EPARSE with "FILE:LINE: column: what", naming the right line. */
 static void test_bad_tables(void **state)
 {
@@ -607,6 +681,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_to_roofline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collectives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attention_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefill_attention_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_tables, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
