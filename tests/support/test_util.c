@@ -3,7 +3,9 @@
 
 #include "config.h"
 #include "core/ss_alloc.h"
+#include "core/ss_rng.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,4 +99,22 @@ int64_t tu_sql_int(const char *path, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+trace_rec *tu_synth_conv(size_t n, double rate, uint64_t seed, uint32_t min_output)
+{
+    trace_rec *r = calloc(n ? n : 1, sizeof *r);
+    assert_non_null(r);
+    ss_rng a, l;
+    ss_rng_seed(&a, seed, 1);
+    ss_rng_seed(&l, seed, 2);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        t += ss_rng_exp(&a, 1.0 / rate);
+        uint32_t p = (uint32_t)(1020 * exp(0.6 * ss_rng_normal(&l))) + 1;
+        uint32_t o = (uint32_t)(129 * exp(0.8 * ss_rng_normal(&l))) + min_output;
+        r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(t), .prompt_tokens = p,
+                           .output_tokens = o};
+    }
+    return r;
 }

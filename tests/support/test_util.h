@@ -35,4 +35,9 @@ typedef struct tu_recs {
 } tu_recs;
 int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb);
 
+/* n requests of an Azure-conversation-like load: Poisson arrivals at rate req/s, lognormal
+ * prompts (median ~1020 tokens) and outputs (median ~129 + min_output); deterministic in seed.
+ * calloc'd: the caller frees. */
+trace_rec *tu_synth_conv(size_t n, double rate, uint64_t seed, uint32_t min_output);
+
 #endif

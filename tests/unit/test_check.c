@@ -8,12 +8,10 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
-#include "core/ss_rng.h"
 #include "gsim/check.h"
 #include "gsim/gsim.h"
 #include "metrics/store.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,22 +26,6 @@ typedef struct fx {
 
 enum { N_REQS = 300 };
 
-/* Poisson arrivals at `rate` req/s with Azure-conversation-like lengths (deterministic). */
-static trace_rec *synth(size_t n, double rate, uint64_t seed)
-{
-    trace_rec *r = calloc(n, sizeof *r);
-    ss_rng a, l;
-    ss_rng_seed(&a, seed, 1);
-    ss_rng_seed(&l, seed, 2);
-    double t = 0;
-    for (size_t i = 0; i < n; i++) {
-        t += ss_rng_exp(&a, 1.0 / rate);
-        r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(t),
-                           .prompt_tokens = (uint32_t)(1020 * exp(0.6 * ss_rng_normal(&l))) + 1,
-                           .output_tokens = (uint32_t)(129 * exp(0.8 * ss_rng_normal(&l))) + 2};
-    }
-    return r;
-}
 
 static int setup(void **state)
 {
@@ -57,7 +39,8 @@ static int setup(void **state)
     f->cfg.params = f->params;
     f->cfg.replicas = 1;
     f->cfg.check = 1;
-    f->recs = synth(N_REQS, 12, 5); /* about twice what one replica serves: a queue builds */
+    /* about twice what one replica serves: a queue builds */
+    f->recs = tu_synth_conv(N_REQS, 12, 5, 2);
     f->n = N_REQS;
     *state = f;
     return 0;

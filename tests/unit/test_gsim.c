@@ -118,21 +118,10 @@ static void test_unloaded_ttft_equals_prefill_prediction(void **state)
     free(c.r);
 }
 
-/* A synthetic Azure-conversation-like load (Poisson, lognormal lengths) on one replica. */
+/* A synthetic Azure-conversation-like load (Poisson, lognormal lengths). */
 static trace_rec *synth(size_t n, double rate, uint64_t seed)
 {
-    trace_rec *r = calloc(n, sizeof *r);
-    ss_rng a, l;
-    ss_rng_seed(&a, seed, 1);
-    ss_rng_seed(&l, seed, 2);
-    double t = 0;
-    for (size_t i = 0; i < n; i++) {
-        t += ss_rng_exp(&a, 1.0 / rate);
-        uint32_t p = (uint32_t)(1020 * exp(0.6 * ss_rng_normal(&l))) + 1;
-        uint32_t o = (uint32_t)(129 * exp(0.8 * ss_rng_normal(&l))) + 1;
-        r[i] = rec(i, t, p, o);
-    }
-    return r;
+    return tu_synth_conv(n, rate, seed, 1);
 }
 
 static void test_doubling_rate_never_lowers_p99_ttft(void **state)
