@@ -45,16 +45,23 @@ static int value_at(const sweep_exp *x, size_t p, int k)
     return (int)((p / stride) % (size_t)x->keys[k].n);
 }
 
+/* Point p's value of key k as results name it: a policy bundle by its label (in label). */
+static const char *point_value(const sweep_exp *x, size_t p, int k, char label[APP_LABEL_MAX])
+{
+    const char *v = x->keys[k].values[value_at(x, p, k)];
+    ss_errbuf eb;
+    if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
+        return label;
+    return v;
+}
+
 static void point_key(const sweep_exp *x, size_t p, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = 0;
     for (int k = 0; k < x->n_keys; k++) {
         char label[APP_LABEL_MAX];
-        const char *v = x->keys[k].values[value_at(x, p, k)];
-        ss_errbuf eb;
-        if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
-            v = label;
+        const char *v = point_value(x, p, k, label);
         int w = snprintf(out + n, size - n, "%s%s=%s", k ? ";" : "", x->keys[k].name, v);
         if (w < 0 || (size_t)w >= size - n)
             break;
@@ -234,10 +241,7 @@ static void print_point_json(const sweep_exp *x, size_t p, const char *json, int
     printf("  {\"point\": {");
     for (int k = 0; k < x->n_keys; k++) {
         char label[APP_LABEL_MAX];
-        const char *v = x->keys[k].values[value_at(x, p, k)];
-        ss_errbuf eb;
-        if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
-            v = label;
+        const char *v = point_value(x, p, k, label);
         printf("%s\"%s\": ", k ? ", " : "", x->keys[k].name);
         ss_json_fputs(stdout, v);
     }
