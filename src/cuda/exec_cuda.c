@@ -424,8 +424,9 @@ static int plan_make(cuda_priv *p, plan *pl, const plan_key *k, ss_errbuf *eb)
     cublasOperation_t ta = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     if ((s = cublasLtMatmulDescCreate(&pl->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)))
         return lt_err(eb, s, "cublasLtMatmulDescCreate");
-    cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if ((s = cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) ||
+        (s = cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)))
+        return lt_err(eb, s, "cublasLtMatmulDescSetAttribute (transpose)");
     uint64_t ar = k->ta ? k->k : k->m, ac = k->ta ? k->m : k->k;
     uint64_t br = k->tb ? k->n : k->k, bc = k->tb ? k->k : k->n;
     if ((s = cublasLtMatrixLayoutCreate(&pl->a, CUDA_R_16BF, ar, ac, (int64_t)k->lda)) ||
@@ -437,26 +438,31 @@ static int plan_make(cuda_priv *p, plan *pl, const plan_key *k, ss_errbuf *eb)
         int32_t b = k->batch;
         cublasLtMatrixLayout_t l[3] = {pl->a, pl->b, pl->c};
         const int64_t st[3] = {k->sa, k->sb, k->sc};
-        for (int i = 0; i < 3; i++) {
-            cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b);
-            cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                             &st[i], sizeof st[i]);
-        }
+        for (int i = 0; i < 3; i++)
+            if ((s = cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b,
+                                                      sizeof b)) ||
+                (s = cublasLtMatrixLayoutSetAttribute(
+                     l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i], sizeof st[i])))
+                return lt_err(eb, s, "cublasLtMatrixLayoutSetAttribute (batch)");
     }
     cublasLtMatmulPreference_t pref;
     if ((s = cublasLtMatmulPreferenceCreate(&pref)))
         return lt_err(eb, s, "cublasLtMatmulPreferenceCreate");
-    size_t ws = WS_BYTES;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof ws);
+    uint64_t ws = WS_BYTES;
+    s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                             sizeof ws);
     /* The heuristic assumes 256-byte aligned buffers unless told otherwise, and the algorithm it
        picks then fails (NOT_SUPPORTED) on the offset and batch-strided attention operands. */
     const uint32_t al[4] = {k->al_a, k->al_b, k->al_c, k->al_c};
     const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    for (int i = 0; i < 4; i++)
-        cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]);
+    for (int i = 0; i < 4 && !s; i++)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]);
+    if (s) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        return lt_err(eb, s, "cublasLtMatmulPreferenceSetAttribute");
+    }
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     s = cublasLtMatmulAlgoGetHeuristic(p->lt, pl->op, pl->a, pl->b, pl->c, pl->c, pref, 1, &res,

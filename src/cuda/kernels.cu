@@ -2,8 +2,14 @@
 // fill, RMSNorm, SiLU-and-multiply, GELU, rotary embedding, residual add, embedding gather,
 // KV-cache write, causal softmax for prefill attention, and decode attention. bf16 storage,
 // fp32 arithmetic. Each launcher is extern "C" and returns the launch's cudaError_t as int.
+#ifdef SS_CUDA_EMU
+#include "cuda/emu/cuemu_kernels.h" // compiled as host C++ for the CPU emulator (src/cuda/emu/)
+#else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+// SSK_LAUNCH(kernel, grid, block, shared bytes, stream)(arguments...)
+#define SSK_LAUNCH(k, g, b, s, st) k<<<g, b, s, st>>>
+#endif
 #include <math.h>
 #include <stdint.h>
 
@@ -72,7 +78,7 @@ static __global__ void k_fill(bf16 *p, size_t n, uint64_t seed, float scale)
 
 extern "C" int ssk_fill(void *p, size_t n, uint64_t seed, float scale, void *stream)
 {
-    k_fill<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((bf16 *)p, n, seed, scale);
+    SSK_LAUNCH(k_fill, grid_for(n, 256), 256, 0, (cudaStream_t)stream)((bf16 *)p, n, seed, scale);
     return (int)cudaGetLastError();
 }
 
@@ -99,8 +105,8 @@ extern "C" int ssk_rmsnorm(void *y, const void *x, const void *g, size_t rows, i
     if (!rows)
         return 0;
     int block = h >= 4096 ? 1024 : h >= 1024 ? 512 : 128;
-    k_rmsnorm<<<(unsigned)rows, block, 0, (cudaStream_t)stream>>>((bf16 *)y, (const bf16 *)x,
-                                                                  (const bf16 *)g, h, eps);
+    SSK_LAUNCH(k_rmsnorm, (unsigned)rows, block, 0, (cudaStream_t)stream)(
+        (bf16 *)y, (const bf16 *)x, (const bf16 *)g, h, eps);
     return (int)cudaGetLastError();
 }
 
@@ -119,7 +125,7 @@ static __global__ void k_silu_mul(bf16 *y, const bf16 *x, size_t rows, size_t f)
 
 extern "C" int ssk_silu_mul(void *y, const void *x, size_t rows, size_t f, void *stream)
 {
-    k_silu_mul<<<grid_for(rows * f, 256), 256, 0, (cudaStream_t)stream>>>(
+    SSK_LAUNCH(k_silu_mul, grid_for(rows * f, 256), 256, 0, (cudaStream_t)stream)(
         (bf16 *)y, (const bf16 *)x, rows, f);
     return (int)cudaGetLastError();
 }
@@ -135,7 +141,8 @@ static __global__ void k_gelu(bf16 *y, const bf16 *x, size_t n)
 
 extern "C" int ssk_gelu(void *y, const void *x, size_t n, void *stream)
 {
-    k_gelu<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((bf16 *)y, (const bf16 *)x, n);
+    SSK_LAUNCH(k_gelu, grid_for(n, 256), 256, 0, (cudaStream_t)stream)(
+        (bf16 *)y, (const bf16 *)x, n);
     return (int)cudaGetLastError();
 }
 
@@ -163,7 +170,7 @@ static __global__ void k_rope(bf16 *qkv, size_t rows, int ld_row, int heads, int
 extern "C" int ssk_rope(void *qkv, size_t rows, int ld_row, int heads, int hd,
                         const uint32_t *pos, float theta, void *stream)
 {
-    k_rope<<<grid_for(rows * heads * (hd / 2), 256), 256, 0, (cudaStream_t)stream>>>(
+    SSK_LAUNCH(k_rope, grid_for(rows * heads * (hd / 2), 256), 256, 0, (cudaStream_t)stream)(
         (bf16 *)qkv, rows, ld_row, heads, hd, pos, log2f(theta));
     return (int)cudaGetLastError();
 }
@@ -179,7 +186,8 @@ static __global__ void k_add(bf16 *y, const bf16 *a, size_t n)
 
 extern "C" int ssk_add(void *y, const void *a, size_t n, void *stream)
 {
-    k_add<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((bf16 *)y, (const bf16 *)a, n);
+    SSK_LAUNCH(k_add, grid_for(n, 256), 256, 0, (cudaStream_t)stream)(
+        (bf16 *)y, (const bf16 *)a, n);
     return (int)cudaGetLastError();
 }
 
@@ -204,7 +212,7 @@ static __global__ void k_l2_flush(uint4 *buf, size_t n)
 extern "C" int ssk_l2_flush(void *buf, size_t bytes, void *stream)
 {
     size_t n = bytes / sizeof(uint4);
-    k_l2_flush<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>((uint4 *)buf, n);
+    SSK_LAUNCH(k_l2_flush, grid_for(n, 256), 256, 0, (cudaStream_t)stream)((uint4 *)buf, n);
     return (int)cudaGetLastError();
 }
 
@@ -222,7 +230,7 @@ static __global__ void k_embed(bf16 *y, const bf16 *table, const uint32_t *ids, 
 extern "C" int ssk_embed(void *y, const void *table, const uint32_t *ids, size_t rows, int h,
                          void *stream)
 {
-    k_embed<<<grid_for(rows * h, 256), 256, 0, (cudaStream_t)stream>>>(
+    SSK_LAUNCH(k_embed, grid_for(rows * h, 256), 256, 0, (cudaStream_t)stream)(
         (bf16 *)y, (const bf16 *)table, ids, rows, h);
     return (int)cudaGetLastError();
 }
@@ -244,7 +252,7 @@ static __global__ void k_kv_write(bf16 *kc, bf16 *vc, const bf16 *qkv, size_t ro
 extern "C" int ssk_kv_write(void *kc, void *vc, const void *qkv, size_t rows, int ld_row,
                             int k_col, int v_col, int width, const uint32_t *slot, void *stream)
 {
-    k_kv_write<<<grid_for(rows * width, 256), 256, 0, (cudaStream_t)stream>>>(
+    SSK_LAUNCH(k_kv_write, grid_for(rows * width, 256), 256, 0, (cudaStream_t)stream)(
         (bf16 *)kc, (bf16 *)vc, (const bf16 *)qkv, rows, ld_row, k_col, v_col, width, slot);
     return (int)cudaGetLastError();
 }
@@ -281,8 +289,8 @@ extern "C" int ssk_causal_softmax(void *p, const float *s, size_t batch, int row
     size_t n = batch * (size_t)rows;
     if (!n)
         return 0;
-    k_causal_softmax<<<(unsigned)n, 256, 0, (cudaStream_t)stream>>>((bf16 *)p, s, rows, cols, ld,
-                                                                     c0, scale);
+    SSK_LAUNCH(k_causal_softmax, (unsigned)n, 256, 0, (cudaStream_t)stream)(
+        (bf16 *)p, s, rows, cols, ld, c0, scale);
     return (int)cudaGetLastError();
 }
 
@@ -440,8 +448,8 @@ static void launch_decode(dim3 grid, cudaStream_t st, bf16 *out, float *part, in
                           const uint32_t *start, const uint32_t *len, int heads, int kv_heads,
                           float scale)
 {
-    k_decode_attn<PER><<<grid, 32 * DEC_WARPS, 0, st>>>(out, part, ld_out, q, ld_q, kc, vc, start,
-                                                        len, heads, kv_heads, scale);
+    SSK_LAUNCH(k_decode_attn<PER>, grid, 32 * DEC_WARPS, 0, st)(
+        out, part, ld_out, q, ld_q, kc, vc, start, len, heads, kv_heads, scale);
 }
 
 extern "C" int ssk_decode_attn(void *out, int ld_out, const void *q, int ld_q, const void *kc,
@@ -471,7 +479,7 @@ extern "C" int ssk_decode_attn(void *out, int ld_out, const void *q, int ld_q, c
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || nsplit == 1)
         return (int)e;
-    k_decode_merge<<<dim3((unsigned)n_seqs, (unsigned)heads), (unsigned)hd, 0, st>>>(
+    SSK_LAUNCH(k_decode_merge, dim3((unsigned)n_seqs, (unsigned)heads), (unsigned)hd, 0, st)(
         o, scratch, ld_out, heads, hd, nsplit);
     return (int)cudaGetLastError();
 }

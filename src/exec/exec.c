@@ -27,12 +27,20 @@ static const char *const names[] = {
     "sim", NULL,
 };
 
+/* $SLICESIM_CUDA_MODULE, when set: also honoured by a build without the CUDA executor, so that
+ * one built apart (the tests' CPU stand-in, libslicesim-cudaemu.so) can be plugged in. */
+static const char *module_env(void)
+{
+    const char *env = getenv("SLICESIM_CUDA_MODULE");
+    return env && *env ? env : NULL;
+}
+
 /* The CUDA executor module: $SLICESIM_CUDA_MODULE, else the build tree's, else the one beside
  * the executable, else the installed one. Loaded once, never unloaded. */
 static const exec_ops *load_cuda(ss_errbuf *eb)
 {
     static const exec_ops *ops;
-    if (ops || !HAVE_CUDA_EXEC)
+    if (ops || (!HAVE_CUDA_EXEC && !module_env()))
         return ops;
     char beside[4200] = "";
     char exe[4096];
@@ -45,9 +53,9 @@ static const exec_ops *load_cuda(ss_errbuf *eb)
             snprintf(beside, sizeof beside, "%s/libslicesim-cuda.so", exe);
         }
     }
-    const char *env = getenv("SLICESIM_CUDA_MODULE");
-    const char *paths[] = {env && *env ? env : NULL, SS_CUDA_MODULE_BUILD, beside,
-                           SS_CUDA_MODULE_INSTALL};
+    const char *paths[] = {module_env(), HAVE_CUDA_EXEC ? SS_CUDA_MODULE_BUILD : NULL,
+                           HAVE_CUDA_EXEC ? beside : NULL,
+                           HAVE_CUDA_EXEC ? SS_CUDA_MODULE_INSTALL : NULL};
     char why[300] = "not found";
     void *lib = NULL;
     for (size_t i = 0; !lib && i < sizeof paths / sizeof *paths; i++) {
@@ -90,7 +98,7 @@ int exec_create(exec **x_out, const char *backend, const exec_config *cfg, ss_er
     *x_out = NULL;
     int cuda = !strcmp(backend, "cuda");
     const exec_ops *ops = cuda ? load_cuda(eb) : exec_find(backend);
-    if (!ops && cuda && HAVE_CUDA_EXEC)
+    if (!ops && cuda && (HAVE_CUDA_EXEC || module_env()))
         return SS_ENOTFOUND; /* eb says why the module did not load */
     if (!ops && cuda)
         return ss_err(eb, SS_ENOTFOUND,
