@@ -17,7 +17,9 @@ static void usage(FILE *f)
         "Copy every run of each input database (all its rows, under new run ids) into OUT.db,\n"
         "created if missing. A run that is a sweep point OUT.db already has is skipped, so\n"
         "merging the shards of a sweep (`slicesim sweep --shard K/N`) gives one complete sweep,\n"
-        "and merging twice adds nothing. Each input is merged in one transaction.\n"
+        "and merging twice adds nothing. Validations (slicesim validate) are copied too, with\n"
+        "their operator and iteration rows; one OUT.db already holds (equal in every column but\n"
+        "its id) is skipped. Each input is merged in one transaction.\n"
         "\n"
         "Exit status: 0 success, 1 a database failed, 2 bad input or usage.\n");
 }
@@ -48,15 +50,21 @@ int cmd_db(int argc, char **argv)
     ss_errbuf eb = {""};
     store *out = NULL;
     int rc = store_open(&out, argv[2], &eb);
-    uint64_t total = 0, dups = 0;
+    uint64_t total = 0, dups = 0, vals = 0, val_dups = 0;
     for (int i = 3; !rc && i < argc; i++) {
-        uint64_t copied, skipped;
-        rc = store_merge(out, argv[i], &copied, &skipped, &eb);
+        store_merge_counts c;
+        rc = store_merge_counted(out, argv[i], &c, &eb);
         if (!rc) {
-            printf("  %s: %" PRIu64 " runs copied, %" PRIu64 " sweep points already there\n",
-                   argv[i], copied, skipped);
-            total += copied;
-            dups += skipped;
+            printf("  %s: %" PRIu64 " runs copied, %" PRIu64 " sweep points already there",
+                   argv[i], c.runs_copied, c.runs_skipped);
+            if (c.validations_copied || c.validations_skipped)
+                printf("; %" PRIu64 " validations copied, %" PRIu64 " already there",
+                       c.validations_copied, c.validations_skipped);
+            putchar('\n');
+            total += c.runs_copied;
+            dups += c.runs_skipped;
+            vals += c.validations_copied;
+            val_dups += c.validations_skipped;
         }
     }
     store_close(&out);
@@ -64,7 +72,10 @@ int cmd_db(int argc, char **argv)
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);
     }
-    printf("slicesim db merge: %s: %" PRIu64 " runs added, %" PRIu64 " skipped\n", argv[2], total,
+    printf("slicesim db merge: %s: %" PRIu64 " runs added, %" PRIu64 " skipped", argv[2], total,
            dups);
+    if (vals || val_dups)
+        printf("; %" PRIu64 " validations added, %" PRIu64 " skipped", vals, val_dups);
+    putchar('\n');
     return CLI_OK;
 }

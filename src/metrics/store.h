@@ -79,6 +79,13 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
  * s is unchanged. */
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
+/* store_merge with every count. Both also copy the input's validations (slicesim validate)
+ * with their operator and iteration rows, under new ids, in the same transaction: one that s
+ * holds already (equal in every column but the id) is skipped, so merging twice adds none. */
+typedef struct store_merge_counts {
+    uint64_t runs_copied, runs_skipped, validations_copied, validations_skipped;
+} store_merge_counts;
+int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
 /* The headline figures of a sweep point's run. */
 typedef struct store_point_row {
     int64_t run_id;

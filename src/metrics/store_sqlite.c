@@ -750,7 +750,10 @@ static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants
                                          "idle_slices", "sweep_points"};
 
 /* "a, b, c": the columns of main.table except run_id. NULL on error (eb set). */
-static char *column_list(store *s, const char *table, ss_errbuf *eb)
+/* The columns of table but `skip` (the key a copy renumbers), comma-separated; with cmp, as
+ * "m.c IS v.c AND ..." instead (rows equal in every other column). */
+static char *column_list_of(store *s, const char *table, const char *skip, int cmp,
+                            ss_errbuf *eb)
 {
     char sql[128];
     snprintf(sql, sizeof sql, "PRAGMA main.table_info(%s)", table);
@@ -763,9 +766,12 @@ static char *column_list(store *s, const char *table, ss_errbuf *eb)
     int n = 0, rc;
     while ((rc = step(s, st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
-        if (!strcmp(name, "run_id"))
+        if (!strcmp(name, skip))
             continue;
-        ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
+        if (cmp)
+            ss_strbuf_printf(&b, "%sm.%s IS v.%s", n++ ? " AND " : "", name, name);
+        else
+            ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
     }
     /* a failed step is an error, not the end of the list (a merge would drop columns) */
     char *out = rc == SQLITE_DONE && ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
@@ -776,6 +782,11 @@ static char *column_list(store *s, const char *table, ss_errbuf *eb)
     sqlite3_finalize(st);
     ss_strbuf_fini(&b);
     return out;
+}
+
+static char *column_list(store *s, const char *table, ss_errbuf *eb)
+{
+    return column_list_of(s, table, "run_id", 0, eb);
 }
 
 typedef struct merger {
@@ -847,10 +858,96 @@ static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
     return rc;
 }
 
+/* Copy every validation of src (with its operator and iteration rows, under a new id) that
+ * main does not hold already (one equal in every column but the id). */
+static int merge_validations(store *s, uint64_t *copied, uint64_t *skipped, ss_errbuf *eb)
+{
+    static const char *const child[] = {"validation_ops", "validation_iters"};
+    sqlite3_stmt *ids = NULL, *dup = NULL, *copy = NULL, *copy_child[2] = {NULL, NULL};
+    char *cols = column_list_of(s, "validations", "validation_id", 0, eb);
+    char *same = cols ? column_list_of(s, "validations", "validation_id", 1, eb) : NULL;
+    int rc = cols && same ? SS_OK : SS_EDB;
+    size_t sql_len = 256 + 2 * (cols ? strlen(cols) : 0) + (same ? strlen(same) : 0);
+    char *sql = rc ? NULL : ss_malloc(sql_len);
+    if (!rc && !sql)
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = prep(s, "SELECT validation_id FROM src.validations ORDER BY validation_id", &ids, eb);
+    if (!rc) {
+        snprintf(sql, sql_len, "SELECT count(*) FROM main.validations m, src.validations v"
+                               " WHERE v.validation_id = ? AND %s", same);
+        rc = prep(s, sql, &dup, eb);
+    }
+    if (!rc) {
+        snprintf(sql, sql_len, "INSERT INTO main.validations (%s) SELECT %s FROM"
+                               " src.validations WHERE validation_id = ?", cols, cols);
+        rc = prep(s, sql, &copy, eb);
+    }
+    for (int i = 0; !rc && i < 2; i++) {
+        char *cc = column_list_of(s, child[i], "validation_id", 0, eb);
+        if (!cc) {
+            rc = SS_EDB;
+            break;
+        }
+        char q[2048];
+        snprintf(q, sizeof q, "INSERT INTO main.%s (validation_id, %s) SELECT ?1, %s FROM src.%s"
+                              " WHERE validation_id = ?2", child[i], cc, cc, child[i]);
+        ss_free(cc);
+        rc = prep(s, q, &copy_child[i], eb);
+    }
+    while (!rc) {
+        int more = step(s, ids);
+        if (more != SQLITE_ROW) {
+            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the validations to merge");
+            break;
+        }
+        int64_t old = sqlite3_column_int64(ids, 0);
+        sqlite3_bind_int64(dup, 1, old);
+        if (step(s, dup) != SQLITE_ROW) {
+            rc = db_err(s, eb, "looking up a validation");
+            break;
+        }
+        int have = sqlite3_column_int64(dup, 0) > 0;
+        sqlite3_reset(dup);
+        if (have) {
+            (*skipped)++;
+            continue;
+        }
+        sqlite3_bind_int64(copy, 1, old);
+        rc = step_done(s, copy, eb, "copying a validation");
+        int64_t id = sqlite3_last_insert_rowid(s->db);
+        for (int i = 0; !rc && i < 2; i++) {
+            sqlite3_bind_int64(copy_child[i], 1, id);
+            sqlite3_bind_int64(copy_child[i], 2, old);
+            rc = step_done(s, copy_child[i], eb, "copying a validation's rows");
+        }
+        *copied += !rc;
+    }
+    sqlite3_finalize(ids);
+    sqlite3_finalize(dup);
+    sqlite3_finalize(copy);
+    sqlite3_finalize(copy_child[0]);
+    sqlite3_finalize(copy_child[1]);
+    ss_free(sql);
+    ss_free(cols);
+    ss_free(same);
+    return rc;
+}
+
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb)
 {
-    *copied = *skipped = 0;
+    store_merge_counts c;
+    int rc = store_merge_counted(s, in_path, &c, eb);
+    *copied = c.runs_copied;
+    *skipped = c.runs_skipped;
+    return rc;
+}
+
+int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t *copied = &c->runs_copied, *skipped = &c->runs_skipped;
     if (s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
     if (access(in_path, R_OK) != 0)
@@ -898,6 +995,8 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     }
     merger_free(&m);
     if (!rc)
+        rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
+    if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
     if (rc && began)
         rollback(s);
@@ -905,7 +1004,7 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
     sqlite3_free(msg);
     if (rc)
-        *copied = *skipped = 0;
+        memset(c, 0, sizeof *c);
     return rc;
 }
 

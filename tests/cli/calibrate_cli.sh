@@ -115,6 +115,18 @@ assert ops["embed"]["mape_pct"] < 0.01, ops["embed"]   # 1 token: a grid point
 assert len(d["worst_iterations"]) == 5
 EOF
 [ "$(sql v.db 'SELECT count(*) FROM validations')" = 2 ] || fail "second validation not stored"
+# db merge copies validations with their rows (it used to drop them), and only once
+"$S" db merge m.db v.db >merge.out 2>&1 || fail "db merge: $(cat merge.out)"
+grep -q '2 validations added, 0 skipped' merge.out || fail "db merge: $(cat merge.out)"
+"$S" db merge m.db v.db >merge2.out 2>&1 || fail "second db merge: $(cat merge2.out)"
+grep -q '0 validations added, 2 skipped' merge2.out || fail "second db merge: $(cat merge2.out)"
+for q in "SELECT count(*) FROM validations" "SELECT count(*) FROM validation_ops" \
+         "SELECT count(*) FROM validation_iters" "SELECT sum(measured_ms) FROM validation_iters" \
+         "SELECT group_concat(mape_pct) FROM validations"; do
+    [ "$(sql m.db "$q")" = "$(sql v.db "$q")" ] || fail "db merge: $q: $(sql m.db "$q") vs $(sql v.db "$q")"
+done
+[ "$(sql m.db 'SELECT count(*) FROM validation_ops o JOIN validations v USING (validation_id)')" = \
+  "$(sql v.db 'SELECT count(*) FROM validation_ops')" ] || fail "db merge: operator rows lost their validation"
 # a busier schedule batches several prompts into one prefill: the tables hold one sequence per
 # point, and a batch is not priced as one sequence of all its tokens (that was +38 %, worst
 # +177 %, on this run)
