@@ -3,8 +3,9 @@
 # for the GPU and CUDA's libraries (src/cuda/emu): every kernel against the CPU reference with
 # either timer (CUPTI records, CUDA events), the no-GPU message, a calibration of a small model
 # (resumed after a stop), a peer copy between two emulated GPUs, and a validation of every
-# operator kind stored in SQLite. Kernels run in host memory, so the sanitizer build checks
-# every access they make. Emulated times only grow with the work; nothing here measures a GPU.
+# operator kind stored in SQLite, of a mixture of experts and of a TP 2 shard. Kernels run in
+# host memory, so the sanitizer build checks every access they make. Emulated times only grow
+# with the work; nothing here measures a GPU.
 # Skips (77) where cuemu is not built (no CUDA headers or no C++ compiler).
 set -u
 S=${SLICESIM:?SLICESIM not set}
@@ -104,4 +105,15 @@ for k in embed norm qkv rope attn_prefill attn_decode o_proj residual mlp_up act
     [ "$(sql v.db "SELECT count(*) FROM validation_ops WHERE op = '$k' AND executions > 0 AND measured_ms > 0")" = 1 ] ||
         fail "validation did not run $k: $(cat val.txt)"
 done
+# a mixture of experts (router and expert GEMMs), and one TP rank's shard of the small model
+sed -e 's/tiny-test/tiny-moe/' -e 's/^experts = 0/experts = 4/' -e 's/^top_k = 0/top_k = 2/' \
+    cat/models/tiny-test.ini >cat/models/tiny-moe.ini
+"$S" validate --model tiny-moe --gpu h200 --trace tiny.csv --limit 6 --iters 8 --reps 1 \
+    --profiles cat --db v.db -q >/dev/null 2>moe.err || fail "validate MoE on cuemu: $(cat moe.err)"
+[ "$(sql v.db "SELECT count(*) FROM validation_ops JOIN validations USING (validation_id) WHERE model = 'tiny-moe' AND op IN ('moe_router', 'mlp_up', 'mlp_down') AND executions = 16 AND validation_ops.measured_ms > 0")" = 3 ] ||
+    fail "MoE operators not run: $(sql v.db "SELECT group_concat(op || ':' || executions) FROM validation_ops JOIN validations USING (validation_id) WHERE model = 'tiny-moe'")"
+"$S" validate --model tiny-test --tp 2 --gpu h200 --trace tiny.csv --limit 6 --iters 8 --reps 1 \
+    --profiles cat --db v.db -q >/dev/null 2>tp2.err || fail "validate TP 2 on cuemu: $(cat tp2.err)"
+[ "$(sql v.db "SELECT count(*) FROM validation_iters JOIN validations USING (validation_id) WHERE tp = 2 AND validation_iters.measured_ms > 0")" = 8 ] ||
+    fail "TP 2 iterations not run"
 echo "gpu_emu: ok"
