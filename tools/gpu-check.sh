@@ -38,10 +38,14 @@ if [ "$pack" = 1 ]; then
     ninja -C build-gpu-pack src/slicesim src/libslicesim-cuda.so
     mkdir -p .gpu/bin .gpu/lib
     cp build-gpu-pack/src/slicesim build-gpu-pack/src/libslicesim-cuda.so .gpu/bin/
-    # the non-CUDA shared libraries they need (the CUDA ones come with the toolkit)
+    # the non-CUDA shared libraries they need (the CUDA ones come with the toolkit). Not the C
+    # and C++ runtimes: the GPU machine has its own, and Debian 12's libstdc++ and libgcc_s
+    # would ask for a newer glibc (2.36, 2.35) than an older system there provides.
     ldd .gpu/bin/slicesim .gpu/bin/libslicesim-cuda.so | awk '/=> \// {print $3}' | sort -u |
-        grep -Ev 'libc\.so|libm\.so|libdl|libpthread|librt\.so|ld-linux|libcuda|libcublas|libcupti|libnvidia' |
+        grep -Ev 'libc\.so|libm\.so|libdl|libpthread|librt\.so|libutil|ld-linux|libstdc\+\+|libgcc_s|libcuda|libcublas|libcupti|libnvidia' |
         while read -r lib; do cp -L "$lib" .gpu/lib/; done
+    need=$(objdump -T .gpu/bin/* .gpu/lib/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+    echo "gpu-check: the packed files need glibc ${need#GLIBC_} or newer"
     grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
     du -sh .gpu
     echo "gpu-check: packed .gpu/ (carry it, then run: bash tools/gpu-check.sh)"
