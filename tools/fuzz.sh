@@ -71,7 +71,7 @@ B=build-fuzz
 if [ ! -f $B/build.ninja ]; then
     CC=clang bash tools/quiet.sh meson setup $B -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
         --buildtype=debugoptimized -Dwerror=true -Dtests=disabled -Dmpi=disabled \
-        -Dcuda=disabled
+        -Dcuda=disabled -Dcuemu=disabled
 fi
 ninja -C $B $(for t in $targets; do echo fuzz/fuzz_$t; done)
 mkdir -p $B/artifacts $B/logs $B/tmp

@@ -34,7 +34,7 @@ if [ "$pack" = 1 ]; then
     set -e
     rm -rf build-gpu-pack .gpu
     bash tools/quiet.sh meson setup build-gpu-pack --buildtype=release -Dcuda=enabled \
-        -Dmpi=disabled -Dtests=disabled -Dgnuplot=disabled
+        -Dcuemu=disabled -Dmpi=disabled -Dtests=disabled -Dgnuplot=disabled
     ninja -C build-gpu-pack src/slicesim src/libslicesim-cuda.so
     mkdir -p .gpu/bin .gpu/lib
     cp build-gpu-pack/src/slicesim build-gpu-pack/src/libslicesim-cuda.so .gpu/bin/
@@ -63,7 +63,7 @@ S=""
 if command -v meson >/dev/null && command -v ninja >/dev/null &&
     { [ -f build-gpu/build.ninja ] ||
       meson setup build-gpu --buildtype=release -Dcuda=$([ "$backend" = cuda ] && echo enabled || echo auto) \
-          -Dmpi=disabled -Dtests=disabled -Dgnuplot=disabled >"$OUT/build.log" 2>&1; } &&
+          -Dcuemu=disabled -Dmpi=disabled -Dtests=disabled -Dgnuplot=disabled >"$OUT/build.log" 2>&1; } &&
     ninja -C build-gpu >>"$OUT/build.log" 2>&1; then
     S=build-gpu/src/slicesim
     echo "built here: $S"
