@@ -645,20 +645,24 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* The sizes cuBLASLt checks: an attribute given in a buffer of another size is refused. */
+/* An attribute's value from buf, which must be exactly `want` bytes: cuBLASLt refuses an
+   attribute given in a buffer of another size. */
+static cublasStatus_t attr_in(void *dst, const void *buf, size_t n, size_t want)
+{
+    if (!buf || n != want)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(dst, buf, n);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
                                                            cublasLtMatmulDescAttributes_t attr,
                                                            const void *buf, size_t n)
 {
     lt_desc *x = (lt_desc *)d;
-    if (!buf)
-        return CUBLAS_STATUS_INVALID_VALUE;
     if (attr == CUBLASLT_MATMUL_DESC_TRANSA || attr == CUBLASLT_MATMUL_DESC_TRANSB) {
-        if (n != sizeof(int32_t))
-            return CUBLAS_STATUS_INVALID_VALUE;
         int32_t v;
-        memcpy(&v, buf, sizeof v);
-        if (v != CUBLAS_OP_N && v != CUBLAS_OP_T)
+        if (attr_in(&v, buf, n, sizeof v) || (v != CUBLAS_OP_N && v != CUBLAS_OP_T))
             return CUBLAS_STATUS_INVALID_VALUE;
         *(attr == CUBLASLT_MATMUL_DESC_TRANSA ? &x->ta : &x->tb) = v == CUBLAS_OP_T;
         return CUBLAS_STATUS_SUCCESS;
@@ -690,20 +694,15 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayou
                                                              const void *buf, size_t n)
 {
     lt_layout *x = (lt_layout *)l;
-    if (!buf)
-        return CUBLAS_STATUS_INVALID_VALUE;
     if (attr == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT) {
-        if (n != sizeof(int32_t))
+        int32_t b;
+        if (attr_in(&b, buf, n, sizeof b) || b < 1)
             return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&x->batch, buf, n);
-        return x->batch >= 1 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
-    }
-    if (attr == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET) {
-        if (n != sizeof(int64_t))
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&x->stride, buf, n);
+        x->batch = b;
         return CUBLAS_STATUS_SUCCESS;
     }
+    if (attr == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+        return attr_in(&x->stride, buf, n, sizeof x->stride);
     return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
@@ -729,25 +728,14 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(
     size_t n)
 {
     lt_pref *x = (lt_pref *)p;
-    if (!buf)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
-        if (n != sizeof(uint64_t))
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&x->ws, buf, n);
-        return CUBLAS_STATUS_SUCCESS;
-    }
+    if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
+        return attr_in(&x->ws, buf, n, sizeof x->ws);
     int i = attr == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES   ? 0
             : attr == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES ? 1
             : attr == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES ? 2
             : attr == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES ? 3
                                                                   : -1;
-    if (i < 0)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (n != sizeof(uint32_t))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    memcpy(&x->align[i], buf, n);
-    return CUBLAS_STATUS_SUCCESS;
+    return i < 0 ? CUBLAS_STATUS_NOT_SUPPORTED : attr_in(&x->align[i], buf, n, sizeof x->align[i]);
 }
 
 /* The shape checks of a matmul D = op(A) op(B) (+ C): 0 or the status cuBLASLt gives. */
