@@ -116,4 +116,15 @@ sed -e 's/tiny-test/tiny-moe/' -e 's/^experts = 0/experts = 4/' -e 's/^top_k = 0
     --profiles cat --db v.db -q >/dev/null 2>tp2.err || fail "validate TP 2 on cuemu: $(cat tp2.err)"
 [ "$(sql v.db "SELECT count(*) FROM validation_iters JOIN validations USING (validation_id) WHERE tp = 2 AND validation_iters.measured_ms > 0")" = 8 ] ||
     fail "TP 2 iterations not run"
+# SS_CUEMU_FULL=1: the whole quick attention grid of a head dimension 128 model, the largest
+# shapes a calibration gives the kernels (prefill 4096 over 4096 cached, decode 256 x 4096);
+# minutes in the optimised build, tens of minutes under the sanitizers
+if [ "${SS_CUEMU_FULL:-0}" = 1 ]; then
+    sed -e 's/tiny-test/tiny-hd128/' -e 's/^heads = 4/heads = 2/' -e 's/^kv_heads = 2/kv_heads = 1/' \
+        -e 's/^head_dim = 64/head_dim = 128/' cat/models/tiny-test.ini >cat/models/tiny-hd128.ini
+    "$S" calibrate --model tiny-hd128 --gpu h200 --ops attn_prefill,attn_decode --reps 1 \
+        --warmup 0 --profiles cat -o full --no-selftest -q >/dev/null 2>full.err ||
+        fail "the attention grid on cuemu: $(cat full.err)"
+    [ "$(grep -c '^attn_' full/tiny-hd128-tp1.csv)" = 41 ] || fail "attention grid: not 41 points"
+fi
 echo "gpu_emu: ok"
