@@ -482,10 +482,12 @@ static void write_meta(FILE *f, const cal_run *c, int final)
             m->experts, m->top_k, c->o->tp);
     fprintf(f, "# method: bf16 weights and activations with random values, fp32 accumulation; "
                "%d warm-up runs then %d timed runs per point; L2 %s; an operator's time is the "
-               "sum of its kernels' device times; prefill attention is cuBLASLt QK^T and PV "
-               "with a causal softmax kernel (not fused)\n",
+               "sum of its kernels' device times; prefill attention is %s\n",
             c->o->warmup, c->o->reps,
-            c->o->l2_cold ? "flushed before every timed run (cold)" : "not flushed (hot)");
+            c->o->l2_cold ? "flushed before every timed run (cold)" : "not flushed (hot)",
+            exec_prefill_fused(m->head_dim)
+                ? "one fused kernel per batch (tensor-core QK^T and PV, online softmax)"
+                : "cuBLASLt QK^T and PV with a causal softmax kernel (not fused)");
     fprintf(f, "# not measured: all_reduce (needs a TP group of GPUs)%s\n",
             d->peer ? "" : "; pp_send (no second GPU: copies were not measured)");
     fprintf(f, "# settings: %s\n", c->settings);

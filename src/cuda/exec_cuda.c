@@ -2,9 +2,10 @@
  * cost.c gives them (tensor parallelism emulated on one GPU by running one rank's shard).
  * GEMMs are cuBLASLt bf16 matmuls with fp32 accumulation; norms, activations, rotary, residual,
  * embedding, KV-cache writes and attention are the kernels in kernels.cu. Prefill attention is
- * QK^T and PV as strided-batched cuBLASLt GEMMs per group of query heads sharing a KV head,
- * with a causal softmax kernel between them (not a fused FlashAttention kernel: its time is an
- * upper bound on a fused kernel's). Operators run on one stream; cu_timer.c times them.
+ * one fused kernel (tensor-core QK^T and PV, online softmax) at head dimensions 64 and 128,
+ * else QK^T and PV as strided-batched cuBLASLt GEMMs per group of query heads sharing a KV
+ * head with a causal softmax kernel between them. Operators run on one stream; cu_timer.c
+ * times them.
  *
  * Buffers an operator reads and writes (every one filled with random values at prepare):
  *   embed    x <- emb[ids]                 norm, final_norm  y <- RMSNorm(x) * gamma
@@ -75,6 +76,8 @@ typedef struct cuda_priv {
     float *dec_part;    /* decode attention's split partials */
     size_t dec_part_floats;
     int dec_split_cap; /* at most this many splits (0: as many as help; the self-test sets 1) */
+    int prefill_gemm;  /* prefill attention as two GEMMs and a softmax even where the fused
+                          kernel serves the head dimension (the self-test checks both) */
     void *flush;
     size_t flush_bytes;
     void *cp_src, *cp_dst;
@@ -551,17 +554,27 @@ static int linear(cuda_priv *p, void *Y, uint64_t ldy, const void *X, uint64_t l
 
 static uint32_t token_id(size_t r, uint64_t V) { return (uint32_t)((r * 2654435761u) % V); }
 
-/* Prefill attention: write the batch's new K and V into the cache, then per sequence and per
- * query head of a group, scores = K Q^T (fp32), causal softmax, out = P V. Sequence i's tokens
- * are rows [t0, t0 + q) of qkv and attn, its cache rows [r0, r0 + c0 + q). */
+/* Prefill attention: write the batch's new K and V into the cache, then attend. Sequence i's
+ * tokens are rows [t0, t0 + q) of qkv and attn, its cache rows [r0, r0 + c0 + q); d_seq holds
+ * (q, c0, t0, r0) of each. For head dimensions 64 and 128 one fused kernel does the batch;
+ * otherwise per sequence and per query head of a group, scores = K Q^T (fp32), causal
+ * softmax, out = P V. */
 static int attn_prefill(cuda_priv *p, const exec_seq *seqs, uint32_t n, const uint32_t *d_slot,
-                        uint64_t rows, ss_errbuf *eb)
+                        const uint32_t *d_seq, uint64_t rows, ss_errbuf *eb)
 {
     int H = p->H, KV = p->KV, hd = p->hd, G = H / KV;
     uint64_t ld_qkv = (uint64_t)(H + 2 * KV) * hd;
     K(ssk_kv_write(p->kc, p->vc, p->qkv, rows, (int)ld_qkv, H * hd, (H + KV) * hd, KV * hd, d_slot,
                    p->st), "KV-cache write");
     float scale = 1.0f / sqrtf((float)hd);
+    if (!p->prefill_gemm && exec_prefill_fused((uint64_t)hd)) {
+        uint32_t max_q = 0;
+        for (uint32_t i = 0; i < n; i++)
+            max_q = seqs[i].q > max_q ? seqs[i].q : max_q;
+        K(ssk_prefill_attn(p->attn, H * hd, p->qkv, (int)ld_qkv, p->kc, p->vc, d_seq, (int)n,
+                           max_q, H, KV, hd, scale, p->st), "prefill attention");
+        return SS_OK;
+    }
     uint64_t t0 = 0, r0 = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t q = seqs[i].q, c = (uint64_t)seqs[i].c0 + q;
@@ -590,8 +603,9 @@ static int attn_prefill(cuda_priv *p, const exec_seq *seqs, uint32_t n, const ui
     return SS_OK;
 }
 
-/* Host-side metadata of an attention operator: slot of every new token, and for decode the
- * cache start and length of every sequence. Sequences sit back to back in the cache. */
+/* Host-side metadata of an attention operator: slot of every new token, then for decode the
+ * cache start and length of every sequence (*start_out, *len_out), for prefill its (q, c0,
+ * first row, first cache row) (*start_out). Sequences sit back to back in the cache. */
 static int attn_meta(cuda_priv *p, const exec_op *op, int decode, uint32_t **slot_out,
                      uint32_t **start_out, uint32_t **len_out, uint64_t *rows_out, ss_errbuf *eb)
 {
@@ -607,7 +621,7 @@ static int attn_meta(cuda_priv *p, const exec_op *op, int decode, uint32_t **slo
                       n, (unsigned long long)rows, (unsigned long long)cache, p->lim.max_seqs,
                       (unsigned long long)p->lim.max_tokens,
                       (unsigned long long)p->lim.max_kv_tokens);
-    size_t words = rows + (decode ? 2u * n : 0);
+    size_t words = rows + (decode ? 2u : 4u) * n;
     uint32_t *h = ss_malloc((words ? words : 1) * sizeof *h);
     if (!h)
         return ss_err(eb, SS_ENOMEM, "executor: out of memory");
@@ -618,6 +632,12 @@ static int attn_meta(cuda_priv *p, const exec_op *op, int decode, uint32_t **slo
         if (decode) {
             h[rows + i] = (uint32_t)at;
             h[rows + n + i] = op->seqs[i].c0 + op->seqs[i].q;
+        } else {
+            uint32_t *d = h + rows + 4 * (size_t)i;
+            d[0] = op->seqs[i].q;
+            d[1] = op->seqs[i].c0;
+            d[2] = (uint32_t)(r - op->seqs[i].q);
+            d[3] = (uint32_t)at;
         }
         at += (uint64_t)op->seqs[i].c0 + op->seqs[i].q;
     }
@@ -626,7 +646,7 @@ static int attn_meta(cuda_priv *p, const exec_op *op, int decode, uint32_t **slo
     if (!d)
         return SS_EIO;
     *slot_out = d;
-    *start_out = decode ? d + rows : NULL;
+    *start_out = d + rows;
     *len_out = decode ? d + rows + n : NULL;
     *rows_out = rows;
     return SS_OK;
@@ -711,7 +731,7 @@ static int run_op(cuda_priv *p, const exec_op *eo, uint64_t tag, ss_errbuf *eb)
         KRC(rc, ssk_rope(p->qkv, T, (int)nqkv, H + KV, hd, NULL, 10000.0f, p->st), "rotary");
         break;
     case COST_OP_ATTN_PREFILL:
-        rc = attn_prefill(p, eo->seqs, eo->n_seqs, slot, rows, eb);
+        rc = attn_prefill(p, eo->seqs, eo->n_seqs, slot, start, rows, eb);
         break;
     case COST_OP_ATTN_DECODE:
         KRC(rc, ssk_kv_write(p->kc, p->vc, p->qkv, rows, (int)nqkv, H * hd, (H + KV) * hd,
@@ -874,12 +894,49 @@ static int check_linear(st_ctx *c, exec_op *op, cost_op_kind kind, const char *n
     return verdict(c, name, g, r, t * n);
 }
 
+/* An attention operator (prefill or decode) over seqs, against exec_ref_attention, at the
+ * prepared shape. Host scratch: a (the QKV rows), b (one sequence's queries), g, r (the
+ * outputs), w (the cache rows' keys, then values). */
+static int check_attention(st_ctx *c, const cost_op *base, cost_op_kind kind, exec_seq *seqs,
+                           uint32_t n, const char *name, float *a, float *b, float *g, float *r,
+                           float *w)
+{
+    cuda_priv *p = c->p;
+    ss_errbuf *eb = c->eb;
+    size_t H = (size_t)p->H, KV = (size_t)p->KV, hd = (size_t)p->hd;
+    size_t nqkv = (H + 2 * KV) * hd, qw = H * hd, kw = KV * hd, rows = 0, cache = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rows += seqs[i].q;
+        cache += (size_t)seqs[i].c0 + seqs[i].q;
+    }
+    exec_op at = {.op = *base, .seqs = seqs, .n_seqs = n};
+    at.op.kind = kind;
+    at.op.tokens = rows;
+    at.op.n_seqs = n;
+    int rc;
+    if ((rc = to_host(a, p->qkv, nqkv, nqkv, rows, eb)) || (rc = run_untimed(p, &at, eb)) ||
+        (rc = to_host(g, p->attn, qw, qw, rows, eb)) || (rc = to_host(w, p->kc, kw, kw, cache, eb)) ||
+        (rc = to_host(w + cache * kw, p->vc, kw, kw, cache, eb)))
+        return rc;
+    size_t t0 = 0, r0 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t q = seqs[i].q;
+        for (size_t t = 0; t < q; t++)
+            memcpy(b + t * qw, a + (t0 + t) * nqkv, qw * sizeof *b);
+        exec_ref_attention(r + t0 * qw, b, w + r0 * kw, w + cache * kw + r0 * kw, q, seqs[i].c0,
+                           H, KV, hd);
+        t0 += q;
+        r0 += seqs[i].c0 + q;
+    }
+    return verdict(c, name, g, r, rows * qw);
+}
+
 static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
 {
     cuda_priv *p = priv;
     cat_model m = {.name = "selftest", .layers = 2, .hidden = 256, .heads = 4, .kv_heads = 2,
                    .head_dim = 64, .ffn = 384, .vocab = 1000, .dtype_bytes = 2, .gated_mlp = 1};
-    exec_limits lim = {.max_tokens = 16, .max_kv_tokens = 128, .max_seqs = 8};
+    exec_limits lim = {.max_tokens = 48, .max_kv_tokens = 160, .max_seqs = 8};
     exec_config saved = p->cfg;
     p->cfg.l2_cold = 0;
     int rc = cuda_prepare(p, &m, 1, &lim, eb);
@@ -932,53 +989,28 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
             memcpy(b + t * 6 * 64, g + t * nqkv, 6 * 64 * sizeof *b);
         verdict(&c, "rope", b, qk, T * 6 * 64);
     }
-    /* prefill attention: two sequences, one with a cached prefix */
-    {
-        exec_seq seqs[2] = {{.q = 5, .c0 = 3}, {.q = 2, .c0 = 0}};
-        exec_op at = {.op = base, .seqs = seqs, .n_seqs = 2};
-        at.op.kind = COST_OP_ATTN_PREFILL;
-        if ((rc = to_host(a, p->qkv, nqkv, nqkv, T, eb)) || (rc = run_untimed(p, &at, eb)) ||
-            (rc = to_host(g, p->attn, 256, 256, T, eb)) ||
-            (rc = to_host(w, p->kc, 128, 128, 10, eb)) ||
-            (rc = to_host(w + 10 * 128, p->vc, 128, 128, 10, eb)))
+    /* prefill attention: a sequence of 40 new tokens over 50 cached (two query tiles of the
+       fused kernel, three key tiles), one of 5 over 3, one of 2; the fused kernel, then the
+       GEMMs and softmax */
+    exec_seq pre[3] = {{.q = 40, .c0 = 50}, {.q = 5, .c0 = 3}, {.q = 2, .c0 = 0}};
+    for (int pass = 0; pass < 2; pass++) {
+        p->prefill_gemm = pass;
+        rc = check_attention(&c, &base, COST_OP_ATTN_PREFILL, pre, 3,
+                             pass ? "attn_prefill_gemm" : "attn_prefill", a, b, g, r, w);
+        p->prefill_gemm = 0;
+        if (rc)
             goto out;
-        size_t t0 = 0, r0 = 0;
-        for (int s = 0; s < 2; s++) {
-            size_t q = seqs[s].q, cc = seqs[s].c0 + q;
-            for (size_t t = 0; t < q; t++)
-                memcpy(b + t * 256, a + (t0 + t) * nqkv, 256 * sizeof *b);
-            exec_ref_attention(r + t0 * 256, b, w + r0 * 128, w + 10 * 128 + r0 * 128, q,
-                               seqs[s].c0, 4, 2, 64);
-            t0 += q;
-            r0 += cc;
-        }
-        verdict(&c, "attn_prefill", g, r, T * 256);
     }
     /* decode attention: three sequences of 1, 10 and 41 tokens, keys split over blocks (the
        split count the shape gets, with empty splits) and in one block per head */
+    exec_seq dec[3] = {{.q = 1, .c0 = 0}, {.q = 1, .c0 = 9}, {.q = 1, .c0 = 40}};
     for (int pass = 0; pass < 2; pass++) {
-        exec_seq seqs[3] = {{.q = 1, .c0 = 0}, {.q = 1, .c0 = 9}, {.q = 1, .c0 = 40}};
-        exec_op at = {.op = base, .seqs = seqs, .n_seqs = 3};
-        at.op.kind = COST_OP_ATTN_DECODE;
-        at.op.tokens = 3;
-        at.op.n_seqs = 3;
         p->dec_split_cap = pass; /* 0: automatic; 1: no split */
-        rc = to_host(a, p->qkv, nqkv, nqkv, 3, eb);
-        if (!rc)
-            rc = run_untimed(p, &at, eb);
+        rc = check_attention(&c, &base, COST_OP_ATTN_DECODE, dec, 3,
+                             pass ? "attn_decode_1block" : "attn_decode", a, b, g, r, w);
         p->dec_split_cap = 0;
-        if (rc || (rc = to_host(g, p->attn, 256, 256, 3, eb)) ||
-            (rc = to_host(w, p->kc, 128, 128, 52, eb)) ||
-            (rc = to_host(w + 52 * 128, p->vc, 128, 128, 52, eb)))
+        if (rc)
             goto out;
-        size_t r0 = 0;
-        for (int s = 0; s < 3; s++) {
-            memcpy(b, a + (size_t)s * nqkv, 256 * sizeof *b);
-            exec_ref_attention(r + (size_t)s * 256, b, w + r0 * 128, w + 52 * 128 + r0 * 128, 1,
-                               seqs[s].c0, 4, 2, 64);
-            r0 += seqs[s].c0 + 1;
-        }
-        verdict(&c, pass ? "attn_decode_1block" : "attn_decode", g, r, 3 * 256);
     }
     /* output projection (attn -> y) */
     if ((rc = check_linear(&c, &op, COST_OP_OPROJ, "o_proj_gemm", p->attn, p->set[0].o, p->y, T,
@@ -1026,6 +1058,19 @@ static int cuda_selftest(void *priv, FILE *log, ss_errbuf *eb)
             c.failed = 1;
             ss_err(eb, SS_EINVAL, "self-test: the timer returned %zu samples for one operator", n);
         }
+    }
+    /* the attention kernels again at head dimension 128, the catalog models' (other template
+       instances, other tile sizes) */
+    {
+        cat_model m128 = m;
+        m128.head_dim = 128;
+        free_model(p);
+        if ((rc = cuda_prepare(p, &m128, 1, &lim, eb)) ||
+            (rc = check_attention(&c, &base, COST_OP_ATTN_PREFILL, pre, 3, "attn_prefill_hd128",
+                                  a, b, g, r, w)) ||
+            (rc = check_attention(&c, &base, COST_OP_ATTN_DECODE, dec, 3, "attn_decode_hd128", a,
+                                  b, g, r, w)))
+            goto out;
     }
     rc = c.failed ? SS_EINVAL : SS_OK;
 out:

@@ -7,6 +7,7 @@
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 // SSK_LAUNCH(kernel, grid, block, shared bytes, stream)(arguments...)
 #define SSK_LAUNCH(k, g, b, s, st) k<<<g, b, s, st>>>
 #endif
@@ -291,6 +292,141 @@ extern "C" int ssk_causal_softmax(void *p, const float *s, size_t batch, int row
         return 0;
     SSK_LAUNCH(k_causal_softmax, (unsigned)n, 256, 0, (cudaStream_t)stream)(
         (bf16 *)p, s, rows, cols, ld, c0, scale);
+    return (int)cudaGetLastError();
+}
+
+// ---- prefill attention, fused ------------------------------------------------------------------
+// One block of PF_WARPS warps per (tile of PF_BQ query rows, query head, sequence), over the
+// causal keys in tiles of PF_BK: the Q tile and each K and V tile in shared memory, S = Q K^T
+// and O += P V on the tensor cores (WMMA, bf16 inputs, fp32 accumulation), an online softmax
+// in fp32 between them with the output accumulator in shared memory, rescaled row by row as a
+// row's maximum grows. Two lanes own a row of their warp's 16. Sequence i is seq[4 i ..]:
+// q new tokens after c0 cached ones, its rows from t0 in qkv and out, its keys and values
+// from cache row r0; query t sees keys j <= c0 + t. Scores never reach global memory.
+
+#define PF_WARPS 2
+#define PF_BQ (16 * PF_WARPS)
+#define PF_BK 32
+
+template <int HD>
+static __global__ void k_prefill_attn(bf16 *out, int ld_out, const bf16 *qkv, int ld_qkv,
+                                      const bf16 *kc, const bf16 *vc, const uint32_t *seq,
+                                      int heads, int kv_heads, float scale)
+{
+    using namespace nvcuda;
+    __shared__ __align__(32) bf16 qs[PF_BQ][HD];
+    __shared__ __align__(32) bf16 ks[PF_BK][HD];
+    __shared__ __align__(32) bf16 vs[PF_BK][HD];
+    __shared__ __align__(32) float ss[PF_WARPS][16][PF_BK];
+    __shared__ __align__(32) bf16 ps[PF_WARPS][16][PF_BK];
+    __shared__ __align__(32) float os[PF_WARPS][16][HD];
+    const uint32_t *sq = seq + 4 * (size_t)blockIdx.z;
+    int q = (int)sq[0], c0 = (int)sq[1], q0 = (int)blockIdx.x * PF_BQ;
+    if (q0 >= q)
+        return; /* the whole block: no barrier is left waiting */
+    size_t t0 = sq[2], r0 = sq[3], ld_kv = (size_t)kv_heads * HD;
+    int h = blockIdx.y, g = h / (heads / kv_heads), c = c0 + q;
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const uint4 zero = {0, 0, 0, 0};
+    for (int i = tid; i < PF_BQ * HD / 8; i += blockDim.x) { /* 8 bf16 per load */
+        int r = i / (HD / 8), d = (i - r * (HD / 8)) * 8;
+        *reinterpret_cast<uint4 *>(&qs[r][d]) =
+            q0 + r < q ? *reinterpret_cast<const uint4 *>(qkv + (t0 + q0 + r) * ld_qkv +
+                                                          (size_t)h * HD + d)
+                       : zero;
+    }
+    for (int i = tid; i < PF_BQ * HD; i += blockDim.x)
+        (&os[0][0][0])[i] = 0.0f;
+    int row = lane >> 1, half = lane & 1, qrow = q0 + warp * 16 + row;
+    float m = -INFINITY, l = 0.0f;
+    int kend = c0 + q0 + PF_BQ < c ? c0 + q0 + PF_BQ : c; /* keys the tile's last row sees */
+    for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+        __syncthreads(); /* everyone is done with the previous K and V tile */
+        for (int i = tid; i < PF_BK * HD / 8; i += blockDim.x) {
+            int r = i / (HD / 8), d = (i - r * (HD / 8)) * 8;
+            size_t off = (r0 + j0 + r) * ld_kv + (size_t)g * HD + d;
+            int in = j0 + r < c;
+            *reinterpret_cast<uint4 *>(&ks[r][d]) =
+                in ? *reinterpret_cast<const uint4 *>(kc + off) : zero;
+            *reinterpret_cast<uint4 *>(&vs[r][d]) =
+                in ? *reinterpret_cast<const uint4 *>(vc + off) : zero;
+        }
+        __syncthreads();
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf[PF_BK / 16];
+        for (int n = 0; n < PF_BK / 16; n++)
+            wmma::fill_fragment(sf[n], 0.0f);
+        for (int k = 0; k < HD; k += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+            wmma::load_matrix_sync(a, &qs[warp * 16][k], HD);
+            for (int n = 0; n < PF_BK / 16; n++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b;
+                wmma::load_matrix_sync(b, &ks[n * 16][k], HD);
+                wmma::mma_sync(sf[n], a, b, sf[n]);
+            }
+        }
+        for (int n = 0; n < PF_BK / 16; n++)
+            wmma::store_matrix_sync(&ss[warp][0][n * 16], sf[n], PF_BK, wmma::mem_row_major);
+        __syncwarp();
+        float sv[PF_BK / 2], mx = -INFINITY;
+        for (int e = 0; e < PF_BK / 2; e++) {
+            int col = half * (PF_BK / 2) + e, j = j0 + col;
+            sv[e] = qrow < q && j < c && j <= c0 + qrow ? ss[warp][row][col] * scale : -INFINITY;
+            mx = fmaxf(mx, sv[e]);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        float mn = fmaxf(m, mx), alpha = mn == -INFINITY ? 1.0f : __expf(m - mn), sum = 0.0f;
+        for (int e = 0; e < PF_BK / 2; e++) {
+            bf16 pb = st(sv[e] == -INFINITY ? 0.0f : __expf(sv[e] - mn));
+            ps[warp][row][half * (PF_BK / 2) + e] = pb;
+            sum += __bfloat162float(pb); /* the values P V multiplies */
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        l = l * alpha + sum;
+        m = mn;
+        for (int d = half * (HD / 2); d < (half + 1) * (HD / 2); d++)
+            os[warp][row][d] *= alpha;
+        __syncwarp();
+        for (int n = 0; n < HD; n += 16) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+            wmma::load_matrix_sync(o, &os[warp][0][n], HD, wmma::mem_row_major);
+            for (int k = 0; k < PF_BK; k += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> b;
+                wmma::load_matrix_sync(a, &ps[warp][0][k], PF_BK);
+                wmma::load_matrix_sync(b, &vs[k][n], HD);
+                wmma::mma_sync(o, a, b, o);
+            }
+            wmma::store_matrix_sync(&os[warp][0][n], o, HD, wmma::mem_row_major);
+        }
+        __syncwarp();
+    }
+    if (qrow < q) {
+        float inv = l > 0 ? 1.0f / l : 0.0f;
+        bf16 *o = out + (t0 + qrow) * ld_out + (size_t)h * HD;
+        for (int d = half * (HD / 2); d < (half + 1) * (HD / 2); d++)
+            o[d] = st(os[warp][row][d] * inv);
+    }
+}
+
+extern "C" int ssk_prefill_attn(void *out, int ld_out, const void *qkv, int ld_qkv,
+                                const void *kc, const void *vc, const uint32_t *seq, int n_seqs,
+                                uint32_t max_q, int heads, int kv_heads, int hd, float scale,
+                                void *stream)
+{
+    if ((hd != 64 && hd != 128) || kv_heads <= 0 || heads % kv_heads || ld_qkv % 8 || ld_out < 0)
+        return (int)cudaErrorInvalidValue;
+    if (n_seqs <= 0 || !max_q)
+        return 0;
+    dim3 grid((max_q + PF_BQ - 1) / PF_BQ, (unsigned)heads, (unsigned)n_seqs);
+    cudaStream_t st = (cudaStream_t)stream;
+    if (hd == 64)
+        SSK_LAUNCH(k_prefill_attn<64>, grid, 32 * PF_WARPS, 0, st)(
+            (bf16 *)out, ld_out, (const bf16 *)qkv, ld_qkv, (const bf16 *)kc, (const bf16 *)vc,
+            seq, heads, kv_heads, scale);
+    else
+        SSK_LAUNCH(k_prefill_attn<128>, grid, 32 * PF_WARPS, 0, st)(
+            (bf16 *)out, ld_out, (const bf16 *)qkv, ld_qkv, (const bf16 *)kc, (const bf16 *)vc,
+            seq, heads, kv_heads, scale);
     return (int)cudaGetLastError();
 }
 

@@ -36,6 +36,14 @@ int ssk_kv_write(void *kc, void *vc, const void *qkv, size_t rows, int ld_row, i
  * cols) scaled by scale, into bf16 probabilities p of the same layout (masked keys are 0). */
 int ssk_causal_softmax(void *p, const float *s, size_t batch, int rows, int cols, int ld, int c0,
                        float scale, void *stream);
+/* Fused causal prefill attention of a batch, head dimension 64 or 128 (exec_prefill_fused):
+ * sequence i is seq[4 i .. 4 i + 3] (device array): q new tokens after c0 cached, rows t0 ..
+ * t0 + q - 1 of qkv (Q of head h at column h hd, rows ld_qkv apart, a multiple of 8) and of
+ * out (ld_out), keys and values from cache rows r0 .. r0 + c0 + q - 1 (kv_heads hd wide);
+ * query t sees keys j <= c0 + t. max_q: the largest q. */
+int ssk_prefill_attn(void *out, int ld_out, const void *qkv, int ld_qkv, const void *kc,
+                     const void *vc, const uint32_t *seq, int n_seqs, uint32_t max_q, int heads,
+                     int kv_heads, int hd, float scale, void *stream);
 /* Read bytes of buf (16-byte aligned) through L2, evicting what L2 held (no dirty lines). */
 int ssk_l2_flush(void *buf, size_t bytes, void *stream);
 /* Decode attention: sequence i's query is row i of q (head h at column h * hd), its keys and

@@ -186,6 +186,12 @@ static inline uint64_t exec_prefill_scores(uint64_t q, uint64_t c0)
 {
     return q * ((c0 + q + 7) & ~(uint64_t)7);
 }
+/* Whether the CUDA executor runs prefill attention as its fused kernel at this head dimension
+ * (else as two GEMMs with a causal softmax between them). */
+static inline int exec_prefill_fused(uint64_t head_dim)
+{
+    return head_dim == 64 || head_dim == 128;
+}
 
 /* float -> bf16 (round to nearest even; NaN stays NaN) and back. */
 uint16_t exec_bf16_from_float(float f);

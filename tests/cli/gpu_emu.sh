@@ -43,8 +43,9 @@ INI
 
 # every kernel against the CPU reference, timed through CUPTI records, then through events
 check_selftest() {
-    for k in embed norm qkv_gemm rope attn_prefill attn_decode attn_decode_1block o_proj_gemm \
-             residual mlp_up_gemm silu_mul mlp_down_gemm lm_head_gemm timer; do
+    for k in embed norm qkv_gemm rope attn_prefill attn_prefill_gemm attn_decode \
+             attn_decode_1block attn_prefill_hd128 attn_decode_hd128 o_proj_gemm residual \
+             mlp_up_gemm silu_mul mlp_down_gemm lm_head_gemm timer; do
         grep -Eq "^selftest $k .* ok$" "$1" || fail "self-test did not pass $k: $(cat "$1")"
     done
 }

@@ -19,7 +19,8 @@ if ! "$S" calibrate --model llama-2-7b --selftest >selftest.out 2>selftest.err; 
     fail "self-test failed: $(cat selftest.err)"
 fi
 grep -q 'WRONG' selftest.err && fail "self-test: $(cat selftest.err)"
-for k in embed norm qkv_gemm rope attn_prefill attn_decode attn_decode_1block o_proj_gemm \
+for k in embed norm qkv_gemm rope attn_prefill attn_prefill_gemm attn_decode attn_decode_1block \
+         attn_prefill_hd128 attn_decode_hd128 o_proj_gemm \
          residual mlp_up_gemm silu_mul mlp_down_gemm lm_head_gemm timer; do
     grep -Eq "^selftest $k .* ok$" selftest.err || fail "self-test did not check $k: $(cat selftest.err)"
 done

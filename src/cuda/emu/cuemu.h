@@ -36,6 +36,8 @@ void cuemu_syncthreads(void);
 float cuemu_shfl_xor(unsigned mask, float v, int lane_mask);
 /* Set by cuemu_launch and by cuemu_rt.c's API calls; cudaGetLastError returns and clears it. */
 void cuemu_set_error(int e);
+/* Stop with a message: a WMMA load or store at p with leading dimension ldm breaks its rules. */
+void cuemu_wmma_misuse(const void *p, unsigned ldm);
 /* Stop with a message unless p is NULL or device memory (a kernel's pointer argument). */
 void cuemu_check_arg(const char *kernel, int index, const void *p);
 /* Account for device work (cuemu_rt.c): advances the emulated clock, writes activity records. */

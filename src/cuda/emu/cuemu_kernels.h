@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/emu/cuemu.h"
@@ -34,6 +35,85 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 {
     return cuemu_shfl_xor(mask, v, lane_mask);
 }
+
+// A warp barrier: every lane of the warp arrives (a shuffle that moves nothing).
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { (void)cuemu_shfl_xor(mask, 0.0f, 0); }
+
+// WMMA (mma.h) for 16x16x16 tiles: every lane holds the whole tile (the hardware spreads it over
+// the warp in an unspecified order, so code that touches only whole fragments cannot tell).
+// Loads and stores are warp-collective: the lanes meet first, so that no lane's store lands
+// before another lane's load of the same step (each lane computes and stores the same tile).
+// The memory rules are checked: 32-byte aligned pointers, a leading dimension of a multiple of
+// 16 bytes.
+namespace nvcuda {
+namespace wmma {
+struct row_major {};
+struct col_major {};
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+enum layout_t { mem_row_major, mem_col_major };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static_assert(M == 16 && N == 16 && K == 16, "cuemu emulates 16x16x16 WMMA only");
+    float x[256]; // element (r, c) at x[16 r + c], as values of T
+};
+static inline void check(const void *p, unsigned ldm, size_t elem)
+{
+    if ((uintptr_t)p % 32 || (ldm * elem) % 16)
+        cuemu_wmma_misuse(p, ldm);
+    __syncwarp();
+}
+template <typename Use, typename T, typename L>
+static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
+{
+    check(p, ldm, sizeof(T));
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++) {
+            const T &v = std::is_same<L, row_major>::value ? p[r * ldm + c] : p[r + c * ldm];
+            f.x[16 * r + c] = (float)v;
+        }
+}
+static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                                    unsigned ldm, layout_t l)
+{
+    check(p, ldm, sizeof(float));
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            f.x[16 * r + c] = l == mem_row_major ? p[r * ldm + c] : p[r + c * ldm];
+}
+static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                                     unsigned ldm, layout_t l)
+{
+    check(p, ldm, sizeof(float));
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            (l == mem_row_major ? p[r * ldm + c] : p[r + c * ldm]) = f.x[16 * r + c];
+}
+template <typename Use, typename T, typename L>
+static inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float v)
+{
+    for (int i = 0; i < 256; i++)
+        f.x[i] = v;
+}
+template <typename T, typename LA, typename LB>
+static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                            const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                            const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                            const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    float out[256];
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 16; n++) {
+            float acc = c.x[16 * r + n];
+            for (int k = 0; k < 16; k++)
+                acc += a.x[16 * r + k] * b.x[16 * k + n];
+            out[16 * r + n] = acc;
+        }
+    for (int i = 0; i < 256; i++)
+        d.x[i] = out[i];
+}
+} // namespace wmma
+} // namespace nvcuda
 
 // SSK_LAUNCH(kernel, grid, block, smem, stream)(args...): the arguments are converted to the
 // kernel's parameter types once, as a launch does, and every emulated thread gets them.

@@ -233,10 +233,13 @@ static const char *state_name(int s)
     return s == F_BAR ? "at __syncthreads" : s == F_SHFL ? "at a shuffle" : "exited";
 }
 
-/* Complete the shuffles of every warp whose live lanes all wait at one; 1 if any did. */
-static int shuffle_warps(void)
+/* Complete the shuffles of one warp whose live lanes all wait at one (the lowest such warp, or
+ * with `last` the highest); 1 if one did. Releasing one warp at a time lets it run ahead of
+ * the others up to the next block barrier, as a GPU may schedule it: a block that reads shared
+ * memory another warp may still overwrite gets wrong results here too. */
+static int shuffle_warps(int last)
 {
-    int any = 0;
+    int pick = -1;
     for (unsigned w = 0; w * 32 < E.n; w++) {
         unsigned lo = w * 32, hi = lo + 32 < E.n ? lo + 32 : E.n, waiting = 0;
         for (unsigned t = lo; t < hi; t++)
@@ -254,15 +257,19 @@ static int shuffle_warps(void)
         }
         if (hi - lo != 32)
             die("warp %u has %u threads: a full-mask shuffle needs 32", w, hi - lo);
-        for (unsigned t = lo; t < hi; t++) {
-            unsigned src = (t - lo) ^ (unsigned)E.f[t].shfl_lane_mask;
-            E.f[t].shfl_out = src < 32 ? E.f[lo + src].shfl_in : E.f[t].shfl_in;
-        }
-        for (unsigned t = lo; t < hi; t++)
-            E.f[t].state = F_RUN;
-        any = 1;
+        if (pick < 0 || last)
+            pick = (int)w;
     }
-    return any;
+    if (pick < 0)
+        return 0;
+    unsigned lo = (unsigned)pick * 32, hi = lo + 32;
+    for (unsigned t = lo; t < hi; t++) {
+        unsigned src = (t - lo) ^ (unsigned)E.f[t].shfl_lane_mask;
+        E.f[t].shfl_out = src < 32 ? E.f[lo + src].shfl_in : E.f[t].shfl_in;
+    }
+    for (unsigned t = lo; t < hi; t++)
+        E.f[t].state = F_RUN;
+    return 1;
 }
 
 static void run_block_fibers(void)
@@ -288,7 +295,9 @@ static void run_block_fibers(void)
         }
         if (done == E.n)
             return;
-        if (shuffle_warps())
+        /* odd blocks let their last ready warp run ahead, even ones their first */
+        const cuemu_u3 *bi = &E.direct.bid, *gd = &E.direct.gdim;
+        if (shuffle_warps((int)((bi->x + gd->x * (bi->y + gd->y * bi->z)) & 1)))
             continue;
         /* only barriers and exited threads are left: exited threads do not hold a barrier */
         if (bar + done != E.n)
@@ -326,6 +335,12 @@ float cuemu_shfl_xor(unsigned mask, float v, int lane_mask)
     f->state = F_SHFL;
     yield();
     return f->shfl_out;
+}
+
+void cuemu_wmma_misuse(const void *p, unsigned ldm)
+{
+    die("WMMA load or store at %p with leading dimension %u: needs a 32-byte aligned pointer and "
+        "a leading dimension of a multiple of 16 bytes", p, ldm);
 }
 
 int cuemu_launch(const char *name, cuemu_u3 grid, cuemu_u3 block, size_t smem,
