@@ -39,10 +39,10 @@ static inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 // A warp barrier: every lane of the warp arrives (a shuffle that moves nothing).
 static inline void __syncwarp(unsigned mask = 0xffffffffu) { (void)cuemu_shfl_xor(mask, 0.0f, 0); }
 
-// WMMA (mma.h) for 16x16x16 tiles: every lane holds the whole tile (the hardware spreads it over
-// the warp in an unspecified order, so code that touches only whole fragments cannot tell).
-// Loads and stores are warp-collective: the lanes meet first, so that no lane's store lands
-// before another lane's load of the same step (each lane computes and stores the same tile).
+// WMMA (mma.h) for 16x16x16 tiles: the warp's first lane holds the whole tile and does the
+// work (the hardware spreads a tile over the warp in an unspecified order, so code that
+// touches only whole fragments cannot tell). Loads and stores are warp-collective: the lanes
+// meet first, so that no store lands before another lane's load of the same step.
 // The memory rules are checked: 32-byte aligned pointers, a leading dimension of a multiple of
 // 16 bytes.
 namespace nvcuda {
@@ -53,20 +53,28 @@ struct matrix_a {};
 struct matrix_b {};
 struct accumulator {};
 enum layout_t { mem_row_major, mem_col_major };
+static inline bool leader()
+{
+    const cuemu_dims *d = cuemu_cur();
+    return ((d->tid.x + d->bdim.x * (d->tid.y + d->bdim.y * d->tid.z)) & 31) == 0;
+}
 template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
     static_assert(M == 16 && N == 16 && K == 16, "cuemu emulates 16x16x16 WMMA only");
     float x[256]; // element (r, c) at x[16 r + c], as values of T
 };
-static inline void check(const void *p, unsigned ldm, size_t elem)
+// Check the rules, meet the warp; true in the lane that does the work.
+static inline bool check(const void *p, unsigned ldm, size_t elem)
 {
     if ((uintptr_t)p % 32 || (ldm * elem) % 16)
         cuemu_wmma_misuse(p, ldm);
     __syncwarp();
+    return leader();
 }
 template <typename Use, typename T, typename L>
 static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
 {
-    check(p, ldm, sizeof(T));
+    if (!check(p, ldm, sizeof(T)))
+        return;
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++) {
             const T &v = std::is_same<L, row_major>::value ? p[r * ldm + c] : p[r + c * ldm];
@@ -76,7 +84,8 @@ static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T 
 static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
                                     unsigned ldm, layout_t l)
 {
-    check(p, ldm, sizeof(float));
+    if (!check(p, ldm, sizeof(float)))
+        return;
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
             f.x[16 * r + c] = l == mem_row_major ? p[r * ldm + c] : p[r + c * ldm];
@@ -84,7 +93,8 @@ static inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
 static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
                                      unsigned ldm, layout_t l)
 {
-    check(p, ldm, sizeof(float));
+    if (!check(p, ldm, sizeof(float)))
+        return;
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 16; c++)
             (l == mem_row_major ? p[r * ldm + c] : p[r + c * ldm]) = f.x[16 * r + c];
@@ -101,6 +111,8 @@ static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
                             const fragment<matrix_b, 16, 16, 16, T, LB> &b,
                             const fragment<accumulator, 16, 16, 16, float> &c)
 {
+    if (!leader())
+        return;
     float out[256];
     for (int r = 0; r < 16; r++)
         for (int n = 0; n < 16; n++) {
