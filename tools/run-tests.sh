@@ -18,7 +18,9 @@ run_suite() {
     meson test -C "$dir" --print-errorlogs
 }
 # The CUDA executor is built (and its GPU tests run, or skip without a GPU) wherever the CUDA
-# toolkit is installed; the sanitizer build is the CPU-only build (-Dcuda=disabled).
+# toolkit is installed; the sanitizer build is the CPU-only build (-Dcuda=disabled). Both
+# build cuemu, the executor on a CPU stand-in for the GPU, where CUDA's headers are
+# (tests/cli/gpu_emu.sh): under the sanitizers it checks every access the kernels make.
 # The toolkit's own bin/ goes first: an nvcc elsewhere on PATH may be a wrapper script.
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 cuda=disabled
