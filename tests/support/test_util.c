@@ -118,3 +118,14 @@ trace_rec *tu_synth_conv(size_t n, double rate, uint64_t seed, uint32_t min_outp
     }
     return r;
 }
+
+int tu_sim_setup(catalog **cat, ss_params **params, gsim_config *cfg)
+{
+    ss_errbuf eb;
+    if (catalog_load(cat, tu_src_path("profiles"), &eb) || ss_params_create(params))
+        return -1;
+    gsim_config_defaults(cfg);
+    cfg->gpu = catalog_gpu(*cat, "a100-80g");
+    cfg->params = *params;
+    return 0;
+}

@@ -11,6 +11,9 @@
 
 #include <cmocka.h>
 
+#include "catalog/catalog.h"
+#include "core/ss_params.h"
+#include "gsim/gsim.h"
 #include "trace/trace.h"
 
 /* Path under the source tree (SS_SOURCE_ROOT env or the configured one); static buffer. */
@@ -34,6 +37,11 @@ typedef struct tu_recs {
     size_t n, i;
 } tu_recs;
 int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb);
+
+/* The start of a simulator fixture: the source tree's catalog, a parameter set, and cfg at
+ * gsim's defaults on an A100-80G with those parameters (the model or tenants are the test's).
+ * 0, or -1 when the catalog does not load. */
+int tu_sim_setup(catalog **cat, ss_params **params, gsim_config *cfg);
 
 /* n requests of an Azure-conversation-like load: Poisson arrivals at rate req/s, lognormal
  * prompts (median ~1020 tokens) and outputs (median ~129 + min_output); deterministic in seed.

@@ -30,13 +30,9 @@ enum { N_REQS = 300 };
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    ss_errbuf eb;
-    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || ss_params_create(&f->params))
+    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
         return -1;
-    gsim_config_defaults(&f->cfg);
     f->cfg.model = catalog_model(f->cat, "llama-2-7b");
-    f->cfg.gpu = catalog_gpu(f->cat, "a100-80g");
-    f->cfg.params = f->params;
     f->cfg.replicas = 1;
     f->cfg.check = 1;
     /* about twice what one replica serves: a queue builds */

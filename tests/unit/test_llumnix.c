@@ -40,12 +40,8 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    ss_errbuf eb;
-    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || ss_params_create(&f->params))
+    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
         return -1;
-    gsim_config_defaults(&f->cfg);
-    f->cfg.gpu = catalog_gpu(f->cat, "a100-80g");
-    f->cfg.params = f->params;
     f->cfg.cluster = "llumnix";
     f->ten = (gsim_tenant){.name = "chat", .model = catalog_model(f->cat, "llama-2-7b"), .tp = 1,
                            .pp = 1, .replicas = 4, .tiers = 1};
