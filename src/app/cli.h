@@ -6,6 +6,8 @@
 #ifndef SS_APP_CLI_H
 #define SS_APP_CLI_H
 
+#include <stddef.h>
+
 enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 
 /* `slicesim replay ...`: replay a trace on a simulated cluster (cmd_replay.c). */
@@ -48,5 +50,20 @@ typedef struct ss_errbuf ss_errbuf;
 /* Open the user's trace. A file that cannot be opened is bad input like a malformed one, so
  * its SS_EIO becomes SS_EPARSE (exit status 2). Otherwise as trace_reader_open. */
 int cli_open_trace(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb);
+
+/* The files one command reads and writes (cli_files.c). Add every input and output before
+ * anything is written: an output that is the same file as an input or another output (by
+ * device and inode, or by real directory and name when it does not exist yet) is refused.
+ * Standard streams ("-"), character devices and FIFOs never clash. */
+typedef struct cli_files {
+    struct cli_file *v;
+    size_t n, cap;
+} cli_files;
+/* Add path (borrowed; NULL or "" adds nothing) under role (e.g. "--timeline"). 0, SS_ENOMEM,
+ * or SS_EINVAL with eb naming both paths and their roles. */
+int cli_files_add(cli_files *fs, const char *role, const char *path, int output,
+                  ss_errbuf *eb);
+/* Free fs's memory (not the files); fs may be reused. */
+void cli_files_fini(cli_files *fs);
 
 #endif

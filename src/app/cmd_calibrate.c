@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
+#include "core/ss_file.h"
 #include "core/ss_err.h"
 #include "cost/cost.h"
 #include "cost/cost_profile.h"
@@ -610,30 +611,25 @@ static void progress(const cal_run *c, size_t i, size_t n, const cal_point *pt, 
 /* Rewrite the partial table as the final one: metadata with the sensors after, every row. */
 static int finish_table(cal_run *c)
 {
-    char tmp[1120];
-    snprintf(tmp, sizeof tmp, "%s.tmp", c->final_path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return ss_err(&c->eb, SS_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    ss_outfile *out = NULL;
+    FILE *f;
+    int rc = ss_outfile_open(&out, &f, c->final_path, 0, &c->eb);
+    if (rc)
+        return rc;
     write_meta(f, c, 1);
     cost_prof_write_header(f);
     cost_prof_reader *r = NULL;
-    int rc = cost_prof_reader_open(&r, c->partial_path, &c->eb);
+    rc = cost_prof_reader_open(&r, c->partial_path, &c->eb);
     cost_prof_row row;
     while (!rc && (rc = cost_prof_reader_next(r, &row, &c->eb)) == 1) {
         cost_prof_write_row(f, &row);
         rc = SS_OK;
     }
     cost_prof_reader_close(&r);
-    if (fflush(f) || fsync(fileno(f)))
-        rc = rc ? rc : ss_err(&c->eb, SS_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-    fclose(f);
-    if (!rc && rename(tmp, c->final_path))
-        rc = ss_err(&c->eb, SS_EIO, "%s: cannot rename to %s: %s", tmp, c->final_path,
-                    strerror(errno));
-    if (rc)
-        unlink(tmp);
-    else
+    if (!rc)
+        rc = ss_outfile_commit(&out, &c->eb);
+    ss_outfile_abort(&out);
+    if (!rc)
         unlink(c->partial_path);
     return rc;
 }

@@ -250,10 +250,22 @@ int cmd_compare(int argc, char **argv)
     scn_scenario *sc = NULL;
     if (!res)
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
-    /* every bundle's scenario must build before anything runs */
-    for (int p = o.n_policies - 1; !rc && p >= 0; p--)
-        if (!(rc = build(&o, p, o.rate[0], &sc, &eb)) && p > 0)
-            scn_destroy(&sc);
+    /* every point (bundle and load) must build before anything runs, so that a bad bundle
+     * stores nothing: the scenario, and everything a run sets up from it */
+    app_run_opts check_opts = {.profiles = o.profiles, .config = o.config};
+    for (int i = 0; !rc && i < n; i++) {
+        int p = i % o.n_policies;
+        double rate = o.rate[i / o.n_policies];
+        if (!(rc = build(&o, p, rate, &sc, &eb)) && (rc = app_run_check(sc, &check_opts, &eb)))
+            ss_err_prefix(&eb, rc, "policy=%s;rate=%g", o.label[p], rate);
+        scn_destroy(&sc);
+    }
+    if (!rc) /* the first point's scenario names the database */
+        rc = build(&o, 0, o.rate[0], &sc, &eb);
+    cli_files files = {0};
+    if (!rc)
+        rc = cli_scenario_files(&files, sc, &eb);
+    cli_files_fini(&files);
     /* one database for every run: --db, else the scenario's */
     if (!rc) {
         db = sc->db;
@@ -312,6 +324,7 @@ int cmd_compare(int argc, char **argv)
     if (rc)
         fprintf(stderr, "slicesim: compare: %s\n", eb.msg);
     store_close(&st);
+    scn_destroy(&sc); /* left by a failed check */
     ss_free(res);
     free_opts(&o);
     return cli_status_of(rc);

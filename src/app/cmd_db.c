@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -19,9 +20,38 @@ static void usage(FILE *f)
         "merging the shards of a sweep (`slicesim sweep --shard K/N`) gives one complete sweep,\n"
         "and merging twice adds nothing. Validations (slicesim validate) are copied too, with\n"
         "their operator and iteration rows; one OUT.db already holds (equal in every column but\n"
-        "its id) is skipped. Each input is merged in one transaction.\n"
+        "its id) is skipped. Each input is merged in one transaction. Inputs are only read (an\n"
+        "older schema is read as it is), and all are checked before OUT.db is touched; an\n"
+        "OUT.db this command created is removed again when the merge fails.\n"
         "\n"
         "Exit status: 0 success, 1 a database failed, 2 bad input or usage.\n");
+}
+
+/* Before anything is written: no input is the output, and every input is a readable slicesim
+ * database (opened read-only). */
+static int check_inputs(int argc, char **argv, ss_errbuf *eb)
+{
+    cli_files files = {0};
+    int rc = cli_files_add(&files, "the output", argv[2], 1, eb);
+    for (int i = 3; !rc && i < argc; i++)
+        rc = cli_files_add(&files, "input", argv[i], 0, eb);
+    cli_files_fini(&files);
+    for (int i = 3; !rc && i < argc; i++) {
+        store *in = NULL;
+        rc = store_open_readonly(&in, argv[i], eb);
+        store_close(&in);
+    }
+    return rc;
+}
+
+/* Remove a database this command created (and SQLite's files beside it). */
+static void remove_db(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    char buf[4200];
+    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++)
+        if (snprintf(buf, sizeof buf, "%s%s", path, suffix[i]) < (int)sizeof buf)
+            unlink(buf);
 }
 
 int cmd_db(int argc, char **argv)
@@ -42,14 +72,16 @@ int cmd_db(int argc, char **argv)
         fprintf(stderr, "slicesim: db merge: expected OUT.db and at least one IN.db\n");
         return CLI_EUSAGE;
     }
-    for (int i = 3; i < argc; i++)
-        if (!strcmp(argv[i], argv[2])) {
-            fprintf(stderr, "slicesim: db merge: %s is both the output and an input\n", argv[i]);
-            return CLI_EUSAGE;
-        }
     ss_errbuf eb = {""};
+    int rc = check_inputs(argc, argv, &eb);
+    if (rc) {
+        fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
+        return rc == SS_EIO || rc == SS_EDB ? CLI_EUSAGE : cli_status_of(rc);
+    }
+    /* a merge that fails leaves no new file behind */
+    int created = access(argv[2], F_OK) != 0;
     store *out = NULL;
-    int rc = store_open(&out, argv[2], &eb);
+    rc = store_open(&out, argv[2], &eb);
     uint64_t total = 0, dups = 0, vals = 0, val_dups = 0;
     for (int i = 3; !rc && i < argc; i++) {
         store_merge_counts c;
@@ -68,6 +100,8 @@ int cmd_db(int argc, char **argv)
         }
     }
     store_close(&out);
+    if (rc && created)
+        remove_db(argv[2]);
     if (rc) {
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);

@@ -166,7 +166,7 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
 {
     if (access(db, R_OK) != 0) /* the user's input: exit status 2 */
         return ss_err(eb, SS_EPARSE, "%s: cannot open: %s", db, strerror(errno));
-    int rc = store_open(&d->st, db, eb);
+    int rc = store_open_readonly(&d->st, db, eb);
     char name[NAME_MAX_] = "";
     if (!rc && sweep)
         snprintf(name, sizeof name, "%s", sweep);

@@ -171,12 +171,20 @@ static void json_report(ss_strbuf *b, const cost_prof_import *r, const char *in,
 
 /* }====================================================================== */
 
+/* A table may not overwrite an input or a table this command wrote before. */
+static int check_out(void *ud, const char *out_path, ss_errbuf *eb)
+{
+    return cli_files_add(ud, "the imported table", out_path, 1, eb);
+}
+
 /* Import every file, reporting as it goes (JSON is collected and printed at the end). */
 static int import_all(const prof_opts *o, const catalog *cat, const cat_gpu *gpu,
-                      const char *out_dir, ss_errbuf *eb)
+                      const char *out_dir, cli_files *files, ss_errbuf *eb)
 {
     ss_strbuf js = {0};
     int rc = SS_OK;
+    for (int i = 0; !rc && i < o->n_files; i++)
+        rc = cli_files_add(files, "input", o->files[i], 0, eb);
     ss_strbuf_printf(&js, "{\"gpu\": ");
     ss_strbuf_json_str(&js, gpu->name);
     ss_strbuf_printf(&js, ", \"imports\": [");
@@ -186,7 +194,8 @@ static int import_all(const prof_opts *o, const catalog *cat, const cat_gpu *gpu
             rc = ss_err(eb, SS_EPARSE, "%s: cannot open: %s", o->files[i], strerror(errno));
             break;
         }
-        if ((rc = cost_prof_import_vidur(o->files[i], cat, gpu, out_dir, &res, eb)))
+        if ((rc = cost_prof_import_vidur_checked(o->files[i], cat, gpu, out_dir, check_out,
+                                                 files, &res, eb)))
             break;
         if (o->json)
             json_report(&js, &res, o->files[i], i == 0);
@@ -218,8 +227,10 @@ static int run_import(const prof_opts *o)
     }
     if (!rc && snprintf(out_dir, sizeof out_dir, "%s/%s", dir, o->gpu) >= (int)sizeof out_dir)
         rc = ss_err(&eb, SS_EINVAL, "--profiles: path too long");
+    cli_files files = {0};
     if (!rc)
-        rc = import_all(o, cat, gpu, o->out ? o->out : out_dir, &eb);
+        rc = import_all(o, cat, gpu, o->out ? o->out : out_dir, &files, &eb);
+    cli_files_fini(&files);
     if (rc)
         fprintf(stderr, "slicesim: %s\n", eb.msg);
     catalog_destroy(&cat);

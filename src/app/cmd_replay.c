@@ -436,6 +436,12 @@ int cmd_replay(int argc, char **argv)
         rc = ss_err(&x.eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = build_scenario(&o, sc, &x.eb);
+    cli_files files = {0};
+    if (!rc)
+        rc = cli_scenario_files(&files, sc, &x.eb);
+    if (!rc && o.timeline)
+        rc = cli_files_add(&files, "--timeline", o.timeline, 1, &x.eb);
+    cli_files_fini(&files);
     if (!rc)
         rc = app_run_setup(&x, sc, &ro);
     if (!rc && o.timeline && (rc = tl_open(&tl, o.timeline, &o.tl, &x.eb)) == SS_OK)

@@ -109,6 +109,26 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
     return rc;
 }
 
+/* The experiment file, the scenario and its traces are inputs, the database the output: none
+ * may be another. */
+static int sweep_files(const sweep_exp *x, const char *db, const scn_scenario *sc,
+                       ss_errbuf *eb)
+{
+    cli_files files = {0};
+    int rc = cli_files_add(&files, "the experiment file", x->path, 0, eb);
+    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++) {
+        char role[SCN_NAME_MAX + 32];
+        snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
+        rc = cli_files_add(&files, role, sc->tenants[i].trace, 0, eb);
+    }
+    if (!rc)
+        rc = cli_files_add(&files, "the scenario file", x->scenario, 0, eb);
+    if (!rc)
+        rc = cli_files_add(&files, "the results database", db, 1, eb);
+    cli_files_fini(&files);
+    return rc;
+}
+
 /* ---- running ---------------------------------------------------------------------------- */
 
 typedef struct sweep_opts {
@@ -442,10 +462,19 @@ int cmd_sweep(int argc, char **argv)
     for (size_t p = 0; !rc && p < x.n_points; p++)
         if (p % (size_t)o.shard_n == (size_t)(o.shard_k - 1))
             pts[n_pts++] = p;
-    /* every point's scenario must build before anything runs */
+    /* every point must build (scenario, models, fit on the cluster, policy parameters)
+     * before anything runs, so that a bad grid value stores nothing */
+    app_run_opts check_opts = {.profiles = o.profiles, .config = x.scenario};
     for (size_t i = 0; !rc && i < n_pts; i++) {
         scn_scenario *sc = NULL;
         rc = build_point(&x, pts[i], &sc, &eb);
+        if (!rc && (rc = app_run_check(sc, &check_opts, &eb))) {
+            char key[1024];
+            point_key(&x, pts[i], key, sizeof key);
+            ss_err_prefix(&eb, rc, "%s", key);
+        }
+        if (!rc && i == 0)
+            rc = sweep_files(&x, db, sc, &eb);
         scn_destroy(&sc);
     }
     if (!rc)

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_file.h"
 #include "core/ss_parse.h"
 #include "core/ss_strbuf.h"
 #include "trace/trace.h"
@@ -323,34 +324,21 @@ static int check_gen_opts(gen_opts *o)
     return CLI_OK;
 }
 
-/* Write to path.tmp, then rename, so a failed run never leaves a partial path. */
+/* Write the trace safely (ss_outfile: PATH.tmp renamed into place, a device in place), so a
+ * failed or interrupted run never leaves a partial PATH. */
 static int write_file(const trace_gen_spec *spec, const char *path)
 {
     ss_errbuf eb = {""};
-    size_t n = strlen(path);
-    char *tmp = ss_malloc(n + 5);
-    if (!tmp) {
-        fprintf(stderr, "slicesim: trace gen: out of memory\n");
-        return CLI_EFAIL;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp", 5);
-    int rc = SS_EIO;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        ss_err(&eb, SS_EIO, "cannot create %s: %s", tmp, strerror(errno));
-    } else {
-        rc = trace_gen_write_csv(spec, f, &eb);
-        if (fclose(f) && rc == SS_OK)
-            rc = ss_err(&eb, SS_EIO, "writing %s: %s", tmp, strerror(errno));
-        if (rc == SS_OK && rename(tmp, path))
-            rc = ss_err(&eb, SS_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
-        if (rc)
-            unlink(tmp);
-    }
+    ss_outfile *out = NULL;
+    FILE *f;
+    int rc = ss_outfile_open(&out, &f, path, 1, &eb);
+    if (!rc && (rc = trace_gen_write_csv(spec, f, &eb)))
+        ss_err_prefix(&eb, rc, "%s", path);
+    if (!rc)
+        rc = ss_outfile_commit(&out, &eb);
+    ss_outfile_abort(&out);
     if (rc)
         fprintf(stderr, "slicesim: trace gen: %s\n", eb.msg);
-    ss_free(tmp);
     return cli_status_of(rc);
 }
 

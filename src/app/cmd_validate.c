@@ -679,6 +679,12 @@ static int run_validate(const val_opts *o, const char *command)
         ss_err_prefix(&v.eb, rc, "--gpu");
     if (!rc && !v.gpu && !strcmp(o->backend, "sim"))
         rc = ss_err(&v.eb, SS_EINVAL, "--gpu: required with --backend sim");
+    cli_files files = {0};
+    if (!rc)
+        rc = cli_files_add(&files, "--trace", o->trace, 0, &v.eb);
+    if (!rc && strcmp(o->db, "none"))
+        rc = cli_files_add(&files, "the results database (--db)", o->db, 1, &v.eb);
+    cli_files_fini(&files);
     if (rc) {
         fprintf(stderr, "slicesim: validate: %s\n", v.eb.msg);
         catalog_destroy(&cat);

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "version.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,18 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* A result that could not be written to standard output (a full disk, a closed pipe, /dev/full)
+ * is a failed run, not a success: flush it here and say so. */
+static int finish_stdout(const char *cmd, int status)
+{
+    errno = 0;
+    if ((fflush(stdout) == 0 && !ferror(stdout)) || status)
+        return status; /* a command that failed has said why */
+    fprintf(stderr, "slicesim: %s: writing standard output: %s\n", cmd,
+            strerror(errno ? errno : EIO));
+    return CLI_EFAIL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -42,15 +55,15 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
         printf("slicesim %s\n", SS_VERSION);
-        return CLI_OK;
+        return finish_stdout("version", CLI_OK);
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return CLI_OK;
+        return finish_stdout("help", CLI_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(commands[i].name, commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "slicesim: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return CLI_EUSAGE;

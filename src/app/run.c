@@ -127,6 +127,16 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
     return rc;
 }
 
+int app_run_check(const scn_scenario *sc, const app_run_opts *o, ss_errbuf *eb)
+{
+    app_run x = {0};
+    int rc = app_run_setup(&x, sc, o);
+    if (rc)
+        *eb = x.eb;
+    app_run_fini(&x);
+    return rc;
+}
+
 static int begin_store(app_run *x)
 {
     ss_strbuf pj = {0};

@@ -44,6 +44,11 @@ typedef struct app_run {
 
 /* Build everything for scenario sc (already checked). 0 or an SS_E* code with x->eb set. */
 int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o);
+/* Whether scenario sc would run: everything app_run_setup builds (models and GPUs found,
+ * tenants fitting on the cluster, policy parameters, workload sources opened) is built and
+ * freed again, nothing is simulated or stored. 0 or an SS_E* code with eb set. Commands that
+ * run several points check them all this way before the first one runs. */
+int app_run_check(const scn_scenario *sc, const app_run_opts *o, ss_errbuf *eb);
 /* Simulate, summarise, and store the run (unless sc->db is "none" and no store was given). */
 int app_run_exec(app_run *x);
 /* What the report calls the run. */

@@ -1,5 +1,6 @@
 /* From a scenario to a run: catalog lookups, SLAs in nanoseconds, workload specs. */
 #include "scenario_run.h"
+#include "cli.h"
 
 #include "core/ss_parse.h"
 
@@ -169,4 +170,17 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     c->pp = r->tenants[0].pp;
     c->replicas = r->tenants[0].replicas;
     return SS_OK;
+}
+
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, ss_errbuf *eb)
+{
+    int rc = cli_files_add(fs, "the scenario file", sc->path, 0, eb);
+    char role[SCN_NAME_MAX + 32];
+    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++) {
+        snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
+        rc = cli_files_add(fs, role, sc->tenants[i].trace, 0, eb);
+    }
+    if (!rc && strcmp(sc->db, "none"))
+        rc = cli_files_add(fs, "the results database", sc->db, 1, eb);
+    return rc;
 }

@@ -28,4 +28,10 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
  * seed (default: derived by the workload from the run seed). 0 or SS_EPARSE. */
 int cli_parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb);
 
+typedef struct cli_files cli_files;
+/* Add sc's inputs (the scenario file, every tenant's trace) and its output (the results
+ * database, unless "none") to fs (cli_files_add). 0, SS_ENOMEM, or SS_EINVAL with eb naming
+ * the clash. */
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, ss_errbuf *eb);
+
 #endif

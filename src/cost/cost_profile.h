@@ -127,6 +127,13 @@ typedef struct cost_prof_import {
  * released with cost_prof_import_fini. */
 int cost_prof_import_vidur(const char *in_path, const catalog *cat, const cat_gpu *gpu,
                            const char *out_dir, cost_prof_import *res, ss_errbuf *eb);
+/* Called with the table's path before anything is written: nonzero (with eb set) stops the
+ * import with that code, writing nothing. */
+typedef int cost_prof_out_check_fn(void *ud, const char *out_path, ss_errbuf *eb);
+/* cost_prof_import_vidur that first asks check (unless NULL) whether out_path may be written. */
+int cost_prof_import_vidur_checked(const char *in_path, const catalog *cat, const cat_gpu *gpu,
+                                   const char *out_dir, cost_prof_out_check_fn *check, void *ud,
+                                   cost_prof_import *res, ss_errbuf *eb);
 /* Free what an import result owns; leaves *res zeroed. */
 void cost_prof_import_fini(cost_prof_import *res);
 

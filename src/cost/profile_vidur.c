@@ -7,6 +7,7 @@
 
 #include "../core/ss_alloc.h"
 #include "../core/ss_csv.h"
+#include "../core/ss_file.h"
 #include "../core/ss_log.h"
 #include "../core/ss_parse.h"
 #include "cost_roofline.h"
@@ -627,16 +628,16 @@ static cost_prof_row table_row(const imp *im, size_t o, const imp_row *r, const 
 
 static int write_table(const imp *im, ss_errbuf *eb)
 {
-    const char *out = im->res->out_path;
-    char tmp[1100], src[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    char src[160];
     snprintf(src, sizeof src, "vidur:%s", path_tail(im->path, im->collective ? 2 : 4));
     for (char *p = src; *p; p++)
         if (*p == ',')
             *p = ';';
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return ss_err(eb, SS_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    ss_outfile *out = NULL;
+    FILE *f;
+    int rc = ss_outfile_open(&out, &f, im->res->out_path, 0, eb);
+    if (rc)
+        return rc;
     write_comments(im, f);
     cost_prof_write_header(f);
     for (size_t o = 0; o < im->n_ops; o++)
@@ -644,13 +645,7 @@ static int write_table(const imp *im, ss_errbuf *eb)
             cost_prof_row row = table_row(im, o, &im->rows[i], src);
             cost_prof_write_row(f, &row);
         }
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, out)) {
-        int e = errno;
-        unlink(tmp);
-        return ss_err(eb, SS_EIO, "%s: cannot write: %s", out, strerror(e));
-    }
-    return SS_OK;
+    return ss_outfile_commit(&out, eb);
 }
 
 /* }====================================================================== */
@@ -685,6 +680,13 @@ static void describe_shape(imp *im)
 int cost_prof_import_vidur(const char *in_path, const catalog *cat, const cat_gpu *gpu,
                            const char *out_dir, cost_prof_import *res, ss_errbuf *eb)
 {
+    return cost_prof_import_vidur_checked(in_path, cat, gpu, out_dir, NULL, NULL, res, eb);
+}
+
+int cost_prof_import_vidur_checked(const char *in_path, const catalog *cat, const cat_gpu *gpu,
+                                   const char *out_dir, cost_prof_out_check_fn *check, void *ud,
+                                   cost_prof_import *res, ss_errbuf *eb)
+{
     memset(res, 0, sizeof *res);
     imp im = {.path = in_path, .cat = cat, .gpu = gpu, .res = res};
     int rc = read_vidur(&im, eb);
@@ -698,6 +700,8 @@ int cost_prof_import_vidur(const char *in_path, const catalog *cat, const cat_gp
             (int)sizeof res->out_path)
             rc = ss_err(eb, SS_EINVAL, "-o: path too long: %s", out_dir);
     }
+    if (!rc && check)
+        rc = check(ud, res->out_path, eb);
     if (!rc)
         rc = cost_prof_make_dirs(out_dir, eb);
     if (!rc)

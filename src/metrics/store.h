@@ -68,6 +68,11 @@ typedef struct store_run_end {
  * "database is locked". Fails with SS_EDB if the file is not a slicesim database or has a
  * newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
+/* Open the existing database at path for reading only: nothing is written to it (an older
+ * schema is upgraded in a copy in memory). Fails with SS_EIO when it cannot be read, SS_EDB
+ * when it is empty, not a slicesim database or of a newer schema. Writing through the handle
+ * fails. 0, SS_EIO, SS_EDB or SS_ENOMEM with eb set. */
+int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb);
 /* Whether the database already holds a committed run for point `point` of sweep `sweep`:
  * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
 int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,

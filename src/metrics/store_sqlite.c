@@ -10,6 +10,7 @@
 #include "../core/ss_alloc.h"
 #include "../core/ss_strbuf.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,8 +383,11 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
     int rc = ensure_parent(path, eb);
-    if (!rc && sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-                   SQLITE_OK)
+    /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
+     * read as a URI only when it starts with "file:" */
+    if (!rc && sqlite3_open_v2(path, &s->db,
+                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                               NULL) != SQLITE_OK)
         rc = db_err(s, eb, "cannot open");
     if (!rc) {
         sqlite3_busy_timeout(s->db, busy_timeout_ms());
@@ -393,6 +397,63 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         rc = init_schema(s, eb);
     if (!rc)
         rc = prepare_all(s, eb);
+    if (rc) {
+        store_close(&s);
+        return rc;
+    }
+    *s_out = s;
+    return SS_OK;
+}
+
+/* An older schema read without writing to the file: the database is copied into memory and
+ * upgraded there, so readers see the current layout. */
+static int upgrade_in_memory(store *s, ss_errbuf *eb)
+{
+    sqlite3 *mem = NULL;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(mem);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    sqlite3_backup *b = sqlite3_backup_init(mem, "main", s->db, "main");
+    int rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        int out = db_err(s, eb, "reading");
+        sqlite3_close(mem);
+        return out;
+    }
+    sqlite3_close(s->db);
+    s->db = mem;
+    return init_schema(s, eb);
+}
+
+int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
+{
+    store *s = ss_calloc(1, sizeof *s);
+    if (!s || !(s->path = ss_strdup(path))) {
+        ss_free(s);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    int64_t ver = 0, n_tables = 0;
+    int rc = SS_OK;
+    if (access(path, R_OK) != 0)
+        rc = ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* Not SQLITE_OPEN_READONLY: a read-only connection to a WAL database leaves its -wal and
+     * -shm files behind. query_only refuses every change to the file just the same. Without
+     * SQLITE_OPEN_CREATE a missing file is an error, not a new database. */
+    else if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        rc = db_err(s, eb, "cannot open");
+    if (!rc) {
+        sqlite3_busy_timeout(s->db, busy_timeout_ms());
+        rc = exec(s, "PRAGMA query_only = 1", eb, "opening read-only");
+    }
+    if (!rc)
+        rc = schema_version(s, &ver, eb);
+    if (!rc && ver == 0 && !query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables) &&
+        n_tables == 0)
+        rc = ss_err(eb, SS_EDB, "%s: empty: not a slicesim results database", path);
+    if (!rc && ver < STORE_SCHEMA_VERSION)
+        rc = upgrade_in_memory(s, eb);
     if (rc) {
         store_close(&s);
         return rc;
@@ -749,14 +810,17 @@ void store_run_abort(store *s)
 static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants", "tiers",
                                          "idle_slices", "sweep_points"};
 
-/* "a, b, c": the columns of main.table except run_id. NULL on error (eb set). */
-/* The columns of table but `skip` (the key a copy renumbers), comma-separated; with cmp, as
- * "m.c IS v.c AND ..." instead (rows equal in every other column). */
+/* The columns of table that main and src both have but `skip` (the key a copy renumbers),
+ * comma-separated; with cmp, as "m.c IS v.c AND ..." instead (rows equal in every other
+ * column). NULL on error (eb set). */
 static char *column_list_of(store *s, const char *table, const char *skip, int cmp,
                             ss_errbuf *eb)
 {
-    char sql[128];
-    snprintf(sql, sizeof sql, "PRAGMA main.table_info(%s)", table);
+    /* the columns both have: an input of an older schema lacks the newer ones, which then
+     * take their defaults, as an upgrade in place would have given them */
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT cid, name FROM pragma_table_info('%s', 'main') WHERE name"
+             " IN (SELECT name FROM pragma_table_info('%s', 'src')) ORDER BY cid", table, table);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         db_err(s, eb, "reading the schema");
@@ -781,6 +845,20 @@ static char *column_list_of(store *s, const char *table, const char *skip, int c
         ss_err(eb, SS_ENOMEM, "out of memory");
     sqlite3_finalize(st);
     ss_strbuf_fini(&b);
+    return out;
+}
+
+/* 1 when the attached input has table (an older schema may not), 0 when not, <0 on error. */
+static int src_has(store *s, const char *table)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM src.sqlite_master WHERE type = 'table'"
+                                  " AND name = ?", -1, &st, NULL) != SQLITE_OK)
+        return SS_EDB;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    int rc = step(s, st);
+    int out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) > 0 : SS_EDB;
+    sqlite3_finalize(st);
     return out;
 }
 
@@ -813,7 +891,10 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
 {
     char sql[4096];
     int rc = prep(s, "SELECT run_id FROM src.runs ORDER BY run_id", &m->runs, eb);
-    if (!rc)
+    int has_points = rc ? 0 : src_has(s, "sweep_points");
+    if (has_points < 0)
+        rc = db_err(s, eb, "reading the input's schema");
+    if (!rc && has_points)
         rc = prep(s, "SELECT count(*) FROM src.sweep_points p JOIN main.sweep_points q"
                      " ON p.sweep = q.sweep AND p.point = q.point WHERE p.run_id = ?",
                   &m->dup, eb);
@@ -827,6 +908,11 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
     }
     ss_free(cols);
     for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        int has = src_has(s, run_tables[i]);
+        if (has < 0)
+            return db_err(s, eb, "reading the input's schema");
+        if (!has)
+            continue; /* a table newer than the input: nothing to copy */
         if (!(cols = column_list(s, run_tables[i], eb)))
             return SS_EDB;
         snprintf(sql, sizeof sql, "INSERT INTO main.%s (run_id, %s) SELECT ?1, %s FROM src.%s"
@@ -851,6 +937,8 @@ static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
     int rc = step_done(s, m->copy_run, eb, "copying a run");
     int64_t id = sqlite3_last_insert_rowid(s->db);
     for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        if (!m->copy[i])
+            continue;
         sqlite3_bind_int64(m->copy[i], 1, id);
         sqlite3_bind_int64(m->copy[i], 2, old);
         rc = step_done(s, m->copy[i], eb, "copying a run's rows");
@@ -944,24 +1032,51 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     return rc;
 }
 
+/* "file:PATH?mode=ro": the input attached read-only (store_open allows URI names). */
+static char *ro_uri(const char *path)
+{
+    ss_strbuf b = {0};
+    ss_strbuf_printf(&b, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (isalnum(*p) || strchr("/-._~", *p))
+            ss_strbuf_printf(&b, "%c", *p);
+        else
+            ss_strbuf_printf(&b, "%%%02X", *p);
+    }
+    ss_strbuf_printf(&b, "?mode=ro");
+    char *out = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    ss_strbuf_fini(&b);
+    return out;
+}
+
+/* An error reading the input: it names the input, not the output being merged into. */
+static int src_err(store *s, const char *in_path, ss_errbuf *eb, const char *what)
+{
+    return ss_err(eb, SS_EDB, "%s: %s: %s", in_path, what, last_error(s));
+}
+
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
 {
     memset(c, 0, sizeof *c);
     uint64_t *copied = &c->runs_copied, *skipped = &c->runs_skipped;
     if (s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
-    if (access(in_path, R_OK) != 0)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", in_path, strerror(errno));
-    store *in = NULL; /* checks it is ours, upgrades an older schema */
-    int rc = store_open(&in, in_path, eb);
+    store *in = NULL; /* checks it is ours, and readable, writing nothing */
+    int rc = store_open_readonly(&in, in_path, eb);
     store_close(&in);
     if (rc)
         return rc;
+    char *uri = ro_uri(in_path);
+    if (!uri)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
     sqlite3_stmt *att;
-    if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ? AS src", -1, &att, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ? AS src", -1, &att, NULL) != SQLITE_OK) {
+        ss_free(uri);
         return db_err(s, eb, "attaching");
-    sqlite3_bind_text(att, 1, in_path, -1, SQLITE_TRANSIENT);
-    rc = step(s, att) == SQLITE_DONE ? SS_OK : db_err(s, eb, "attaching");
+    }
+    sqlite3_bind_text(att, 1, uri, -1, SQLITE_TRANSIENT);
+    ss_free(uri);
+    rc = step(s, att) == SQLITE_DONE ? SS_OK : src_err(s, in_path, eb, "attaching");
     sqlite3_finalize(att);
     if (rc)
         return rc;
@@ -974,18 +1089,21 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
     while (!rc) {
         int more = step(s, m.runs);
         if (more != SQLITE_ROW) {
-            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the runs to merge");
+            rc = more == SQLITE_DONE ? SS_OK
+                                     : src_err(s, in_path, eb, "reading the runs to merge");
             break;
         }
         int64_t old = sqlite3_column_int64(m.runs, 0);
-        sqlite3_bind_int64(m.dup, 1, old);
-        int dup = step(s, m.dup);
-        if (dup != SQLITE_ROW) {
-            rc = db_err(s, eb, "looking up a sweep point");
-            break;
+        int dup = 0;
+        if (m.dup) {
+            sqlite3_bind_int64(m.dup, 1, old);
+            if (step(s, m.dup) != SQLITE_ROW) {
+                rc = db_err(s, eb, "looking up a sweep point");
+                break;
+            }
+            dup = sqlite3_column_int64(m.dup, 0) > 0;
+            sqlite3_reset(m.dup);
         }
-        dup = sqlite3_column_int64(m.dup, 0) > 0;
-        sqlite3_reset(m.dup);
         if (dup) {
             (*skipped)++;
             continue;
@@ -994,7 +1112,10 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         *copied += !rc;
     }
     merger_free(&m);
-    if (!rc)
+    int has_vals = rc ? 0 : src_has(s, "validations");
+    if (has_vals < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_vals)
         rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
@@ -1003,6 +1124,14 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
     sqlite3_free(msg);
+    /* The read-only attachment left the input's -wal and -shm files; a connection that may
+     * write (but does not) removes them when it closes, if it is the last one. Best effort,
+     * so it bypasses step(): it changes nothing, and its failure is no failure. */
+    sqlite3 *again = NULL;
+    if (sqlite3_open_v2(in_path, &again, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(again, "PRAGMA query_only = 1; SELECT count(*) FROM sqlite_master", NULL,
+                     NULL, NULL);
+    sqlite3_close(again);
     if (rc)
         memset(c, 0, sizeof *c);
     return rc;

@@ -4,6 +4,7 @@
 #include "timeline.h"
 
 #include "../core/ss_alloc.h"
+#include "../core/ss_file.h"
 #include "../core/ss_parse.h"
 
 #include <errno.h>
@@ -14,11 +15,10 @@
 #define OPS_CAP 65536 /* operator nodes of one expanded iteration */
 
 struct tl_writer {
-    FILE *f;
-    char *path, *tmp;  /* owned */
+    FILE *f;           /* owned by out */
+    ss_outfile *out;   /* owned: the file being written (a temporary renamed on close) */
     tl_opts o;
     uint64_t n_events;
-    int io_error;      /* a write failed */
     gmg_op *ops;       /* scratch for expansion (only with o.ops) */
 };
 
@@ -36,19 +36,15 @@ static void begin_event(tl_writer *w)
 int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf *eb)
 {
     tl_writer *w = ss_calloc(1, sizeof *w);
-    size_t n = strlen(path);
-    if (!w || !(w->path = ss_strdup(path)) || !(w->tmp = ss_malloc(n + 5)) ||
-        (opts->ops && !(w->ops = ss_malloc(OPS_CAP * sizeof *w->ops)))) {
+    if (!w || (opts->ops && !(w->ops = ss_malloc(OPS_CAP * sizeof *w->ops)))) {
         tl_abort(&w);
         return ss_err(eb, SS_ENOMEM, "timeline: out of memory");
     }
-    memcpy(w->tmp, path, n);
-    memcpy(w->tmp + n, ".tmp", 5);
     w->o = *opts;
     if (!w->o.max_ids)
         w->o.max_ids = 64;
-    if (!(w->f = fopen(w->tmp, "w"))) {
-        int rc = ss_err(eb, SS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+    int rc = ss_outfile_open(&w->out, &w->f, path, 0, eb);
+    if (rc) {
         tl_abort(&w);
         return rc;
     }
@@ -193,8 +189,6 @@ void tl_attach(tl_writer *w, gsim *g)
 
 static void free_writer(tl_writer *w)
 {
-    ss_free(w->path);
-    ss_free(w->tmp);
     ss_free(w->ops);
     ss_free(w);
 }
@@ -205,13 +199,10 @@ int tl_close(tl_writer **wp, ss_errbuf *eb)
     if (!w)
         return SS_OK;
     fputs("\n]}\n", w->f);
-    int bad = ferror(w->f) | (fclose(w->f) != 0);
     w->f = NULL;
-    int rc = SS_OK;
-    if (bad || rename(w->tmp, w->path) != 0) {
-        rc = ss_err(eb, SS_EIO, "%s: cannot write the timeline: %s", w->path, strerror(errno));
-        remove(w->tmp);
-    }
+    int rc = ss_outfile_commit(&w->out, eb);
+    if (rc)
+        ss_err_prefix(eb, rc, "cannot write the timeline");
     free_writer(w);
     *wp = NULL;
     return rc;
@@ -222,10 +213,7 @@ void tl_abort(tl_writer **wp)
     tl_writer *w = *wp;
     if (!w)
         return;
-    if (w->f) {
-        fclose(w->f);
-        remove(w->tmp);
-    }
+    ss_outfile_abort(&w->out);
     free_writer(w);
     *wp = NULL;
 }

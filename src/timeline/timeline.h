@@ -2,7 +2,9 @@
  * Perfetto and chrome://tracing). One track group per GPU: iterations on the first track (batch
  * composition in their args), operators on the second when expansion is asked for, and
  * preemptions, swaps and rejections as instant events. Events stream to FILE.tmp while the
- * replay runs and the file is renamed into place when the timeline is closed successfully.
+ * replay runs and the file is renamed into place when the timeline is closed successfully
+ * (a device, a FIFO or a file in a read-only directory is written in place; a symbolic link's
+ * target is written: core/ss_file.h).
  * An observer of gsim/: it reads the cluster, never changes it. */
 #ifndef SS_TIMELINE_TIMELINE_H
 #define SS_TIMELINE_TIMELINE_H
@@ -19,12 +21,13 @@ typedef struct tl_opts {
 
 typedef struct tl_writer tl_writer;
 
-/* Create path.tmp for writing. 0 or SS_EIO / SS_ENOMEM with eb set; nothing left on failure. */
+/* Open path for writing (ss_outfile_open). 0 or SS_EIO / SS_ENOMEM with eb set; nothing left
+ * on failure. */
 int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf *eb);
 /* Name the tracks of every GPU of g's cluster and observe its replay from now on. */
 void tl_attach(tl_writer *w, gsim *g);
-/* Finish the JSON, close and rename path.tmp to path. 0, or SS_EIO with eb set (the partial
- * file is removed). Frees the writer either way; NULL-safe. */
+/* Finish the JSON, close and rename path.tmp to path. 0, or SS_EIO with eb set when any
+ * write failed (the partial file is removed). Frees the writer either way; NULL-safe. */
 int tl_close(tl_writer **w, ss_errbuf *eb);
 /* Drop the partial file and free the writer (after a failed replay). NULL-safe. */
 void tl_abort(tl_writer **w);

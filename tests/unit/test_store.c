@@ -8,7 +8,10 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int teardown(void **state)
 {
@@ -343,6 +346,77 @@ static void test_merge(void **state)
     assert_int_equal(tu_sql_int(out, "SELECT count(DISTINCT run_id) FROM requests"), 2);
 }
 
+/* The whole file, to tell whether a reader changed it. */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *n = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+/* Inputs are only read: merging from an older schema (6: no sweep points, no result_json, no
+ * validations) copies its runs with the defaults an upgrade would give and leaves the input
+ * byte for byte as it was, with no -wal or -shm file beside it; an empty file is refused
+ * without writing a schema into it. Before, the input was upgraded in place. */
+static void test_merge_reads_inputs_only(void **state)
+{
+    (void)state;
+    char old[600], out[600], side[620];
+    snprintf(old, sizeof old, "%s/v6.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/merged.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, old, &eb), 0);
+    write_run(s, 4, 1);
+    store_close(&s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "DROP TABLE sweep_points; ALTER TABLE runs DROP COLUMN"
+                                      " result_json; DROP TABLE validation_iters; DROP TABLE"
+                                      " validation_ops; DROP TABLE validations;"
+                                      " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    size_t n0, n1;
+    char *before = slurp(old, &n0);
+
+    uint64_t copied, skipped;
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    assert_int_equal(store_merge(s, old, &copied, &skipped, &eb), 0);
+    assert_int_equal(copied, 1);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 4);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs WHERE result_json IS NULL"), 1);
+
+    char *after = slurp(old, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    snprintf(side, sizeof side, "%s-wal", old);
+    assert_int_not_equal(access(side, F_OK), 0);
+    snprintf(side, sizeof side, "%s-shm", old);
+    assert_int_not_equal(access(side, F_OK), 0);
+
+    const char *empty = tu_write_file(tu_tmpdir(), "empty.db", "");
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    assert_int_equal(store_merge(s, empty, &copied, &skipped, &eb), SS_EDB);
+    assert_non_null(strstr(eb.msg, "empty.db"));
+    store_close(&s);
+    struct stat st;
+    assert_int_equal(stat(empty, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    assert_int_equal(store_open_readonly(&s, empty, &eb), SS_EDB);
+    assert_null(s);
+    assert_int_equal(stat(empty, &st), 0);
+    assert_int_equal(st.st_size, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +428,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sweep_points, teardown),
         cmocka_unit_test_teardown(test_merge, teardown),
         cmocka_unit_test_teardown(test_validations, teardown),
+        cmocka_unit_test_teardown(test_merge_reads_inputs_only, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -1,0 +1,279 @@
+/* Safe output files (a temporary file renamed into place, or in-place writes where a rename
+ * would replace a device, a FIFO or a symbolic link) with removal of temporary files on
+ * SIGINT/SIGTERM/SIGHUP, and file identity for refusing outputs that name an input. */
+#include "ss_file.h"
+
+#include "ss_alloc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TRACK_MAX 16
+#define TRACK_PATH 4096
+
+/* ---- temporary files removed on a signal --------------------------------------------------- */
+
+/* A slot is written only while its `used` flag is 0 and read by the handler only while it is
+ * 1, so the handler never sees half a path. */
+static char track_path[TRACK_MAX][TRACK_PATH];
+static volatile sig_atomic_t track_used[TRACK_MAX];
+static pid_t track_pid[TRACK_MAX];
+static struct sigaction old_action[3];
+static const int cleanup_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static int installed;
+
+static void on_signal(int sig)
+{
+    pid_t me = getpid();
+    for (int i = 0; i < TRACK_MAX; i++)
+        if (track_used[i] && track_pid[i] == me)
+            unlink(track_path[i]);
+    /* Die of the signal as the process would have without us (or run the handler that was
+     * there before), so a parent sees the real cause. */
+    for (int i = 0; i < 3; i++)
+        if (cleanup_signals[i] == sig)
+            sigaction(sig, &old_action[i], NULL);
+    raise(sig);
+}
+
+void ss_outfile_install_signal_cleanup(void)
+{
+    if (installed)
+        return;
+    installed = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        sigaction(cleanup_signals[i], NULL, &old_action[i]);
+        if (old_action[i].sa_handler == SIG_IGN)
+            continue; /* nohup and friends: keep ignoring it */
+        sigaction(cleanup_signals[i], &sa, NULL);
+    }
+}
+
+int ss_outfile_track(const char *path)
+{
+    if (strlen(path) >= TRACK_PATH)
+        return -1;
+    ss_outfile_install_signal_cleanup();
+    for (int i = 0; i < TRACK_MAX; i++)
+        if (!track_used[i]) {
+            memcpy(track_path[i], path, strlen(path) + 1);
+            track_pid[i] = getpid();
+            track_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void ss_outfile_untrack(int slot)
+{
+    if (slot >= 0 && slot < TRACK_MAX)
+        track_used[slot] = 0;
+}
+
+/* ---- output files -------------------------------------------------------------------------- */
+
+struct ss_outfile {
+    FILE *f;
+    char *target;  /* owned: the file written (a symbolic link's target) */
+    char *tmp;     /* owned: target + ".tmp", NULL when written in place */
+    int slot;      /* signal-cleanup slot of tmp, or -1 */
+};
+
+/* The file a chain of symbolic links ends at (owned), or a copy of path when it is not a link.
+ * A link to a file that does not exist yet resolves to that file's path. */
+static char *resolve_links(const char *path)
+{
+    char *cur = ss_strdup(path);
+    for (int depth = 0; cur && depth < 40; depth++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur;
+        char buf[PATH_MAX];
+        ssize_t n = readlink(cur, buf, sizeof buf - 1);
+        if (n < 0)
+            return cur;
+        buf[n] = '\0';
+        char *next;
+        const char *slash = strrchr(cur, '/');
+        if (buf[0] == '/' || !slash) {
+            next = ss_strdup(buf);
+        } else { /* relative to the link's own directory */
+            size_t dl = (size_t)(slash - cur) + 1;
+            next = ss_malloc(dl + (size_t)n + 1);
+            if (next) {
+                memcpy(next, cur, dl);
+                memcpy(next + dl, buf, (size_t)n + 1);
+            }
+        }
+        ss_free(cur);
+        cur = next;
+    }
+    return cur; /* a loop: let fopen report it */
+}
+
+/* 1 when the target's directory may be written, so a temporary file can sit beside it; 0 when
+ * not; SS_ENOMEM. */
+static int dir_writable(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    if (!slash)
+        return access(".", W_OK | X_OK) == 0;
+    if (slash == target)
+        return access("/", W_OK | X_OK) == 0;
+    char *dir = ss_strndup(target, (size_t)(slash - target));
+    if (!dir)
+        return SS_ENOMEM;
+    int ok = access(dir, W_OK | X_OK) == 0;
+    ss_free(dir);
+    return ok;
+}
+
+int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int binary,
+                    ss_errbuf *eb)
+{
+    ss_outfile *o = ss_calloc(1, sizeof *o);
+    if (!o || !(o->target = resolve_links(path))) {
+        ss_free(o);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    o->slot = -1;
+    struct stat st;
+    int exists = stat(o->target, &st) == 0;
+    int writable = dir_writable(o->target);
+    if (writable < 0) {
+        ss_outfile_abort(&o);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    int use_tmp = (!exists || S_ISREG(st.st_mode)) && writable;
+    if (exists && S_ISDIR(st.st_mode)) {
+        ss_outfile_abort(&o);
+        return ss_err(eb, SS_EIO, "%s: is a directory", path);
+    }
+    if (use_tmp) {
+        size_t n = strlen(o->target);
+        if (!(o->tmp = ss_malloc(n + 5))) {
+            ss_outfile_abort(&o);
+            return ss_err(eb, SS_ENOMEM, "out of memory");
+        }
+        memcpy(o->tmp, o->target, n);
+        memcpy(o->tmp + n, ".tmp", 5);
+        o->slot = ss_outfile_track(o->tmp);
+    }
+    const char *open_path = o->tmp ? o->tmp : o->target;
+    if (!(o->f = fopen(open_path, binary ? "wb" : "w"))) {
+        int rc = ss_err(eb, SS_EIO, "%s: cannot create: %s", open_path, strerror(errno));
+        ss_outfile_abort(&o);
+        return rc;
+    }
+    *o_out = o;
+    *f_out = o->f;
+    return SS_OK;
+}
+
+static void outfile_free(ss_outfile *o)
+{
+    ss_outfile_untrack(o->slot);
+    ss_free(o->tmp);
+    ss_free(o->target);
+    ss_free(o);
+}
+
+int ss_outfile_commit(ss_outfile **op, ss_errbuf *eb)
+{
+    ss_outfile *o = *op;
+    if (!o)
+        return SS_OK;
+    *op = NULL;
+    const char *written = o->tmp ? o->tmp : o->target;
+    int rc = SS_OK;
+    errno = 0;
+    /* a temporary file reaches the disk before it replaces the target (a crash then leaves
+     * the old file or the new one, never an empty one) */
+    int bad = fflush(o->f) != 0 || ferror(o->f) || (o->tmp && fsync(fileno(o->f)) != 0);
+    int err = errno ? errno : EIO;
+    if (fclose(o->f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    o->f = NULL;
+    if (bad)
+        rc = ss_err(eb, SS_EIO, "%s: writing: %s", o->target, strerror(err));
+    else if (o->tmp && rename(o->tmp, o->target) != 0)
+        rc = ss_err(eb, SS_EIO, "renaming %s to %s: %s", o->tmp, o->target, strerror(errno));
+    if (rc && o->tmp)
+        unlink(written);
+    outfile_free(o);
+    return rc;
+}
+
+void ss_outfile_abort(ss_outfile **op)
+{
+    ss_outfile *o = *op;
+    if (!o)
+        return;
+    *op = NULL;
+    if (o->f)
+        fclose(o->f);
+    if (o->tmp)
+        unlink(o->tmp);
+    outfile_free(o);
+}
+
+const char *ss_outfile_target(const ss_outfile *o) { return o->target; }
+
+/* ---- file identity -------------------------------------------------------------------------- */
+
+void ss_file_id_of(ss_file_id *id, const char *path)
+{
+    memset(id, 0, sizeof *id);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        id->exists = 1;
+        id->shareable = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
+        id->dev = (unsigned long long)st.st_dev;
+        id->ino = (unsigned long long)st.st_ino;
+        return;
+    }
+    /* Not there yet: name it by its directory's real path, so "a/../x" and "x" agree. A
+     * dangling symbolic link is named by the file it would create. */
+    char *target = resolve_links(path);
+    const char *p = target ? target : path;
+    const char *slash = strrchr(p, '/');
+    char *dir = slash ? ss_strndup(p, slash == p ? 1 : (size_t)(slash - p)) : ss_strdup(".");
+    const char *base = slash ? slash + 1 : p;
+    char real[PATH_MAX];
+    const char *head = dir && realpath(dir, real) ? real : NULL;
+    if (head && !strcmp(head, "/"))
+        head = "";
+    /* a path longer than the buffer is compared by its first bytes */
+    size_t cap = sizeof id->canon - 1, n = 0;
+    const char *parts[3] = {head ? head : p, head ? "/" : "", head ? base : ""};
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen(parts[i]);
+        if (len > cap - n)
+            len = cap - n;
+        memcpy(id->canon + n, parts[i], len);
+        n += len;
+    }
+    id->canon[n] = '\0';
+    ss_free(dir);
+    ss_free(target);
+}
+
+int ss_file_id_same(const ss_file_id *a, const ss_file_id *b)
+{
+    if (a->exists != b->exists)
+        return 0;
+    if (a->exists)
+        return !a->shareable && !b->shareable && a->dev == b->dev && a->ino == b->ino;
+    return !strcmp(a->canon, b->canon);
+}

@@ -1,0 +1,76 @@
+/* Output files written so that a failed or interrupted command never leaves a partial or
+ * clobbered file, and the identity of files (device and inode) so that a command can refuse
+ * an output that names one of its inputs or another output. Not for reading files. */
+#ifndef SS_CORE_SS_FILE_H
+#define SS_CORE_SS_FILE_H
+
+#include "ss_err.h"
+
+#include <stdio.h>
+
+/* ---- safe output files ------------------------------------------------------------------ */
+
+typedef struct ss_outfile ss_outfile;
+
+/**
+ * Open path for writing. A regular file, or a path that does not exist yet, in a directory
+ * this process may write is written as TARGET.tmp beside it and renamed over TARGET by
+ * ss_outfile_commit, so readers never see a partial file and a failure leaves TARGET as it
+ * was. A symbolic link is followed: TARGET is the file it names, and the link stays. Anything
+ * else (a device such as /dev/null or /dev/full, a FIFO, a file in a directory this process
+ * may not write) is written in place. While a temporary file exists, SIGINT, SIGTERM and
+ * SIGHUP remove it (ss_outfile_on_signal) before the process dies of the signal.
+ *
+ * @param o_out  the open file, written only on success; close with commit or abort
+ * @param f_out  the stream to write (owned by *o_out)
+ * @param path   borrowed
+ * @param binary open in binary mode ("wb") rather than text mode
+ * @return SS_OK, SS_ENOMEM, or SS_EIO with eb naming the path
+ */
+int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int binary,
+                    ss_errbuf *eb);
+
+/* Flush and close the stream, checking for write errors (a full disk, /dev/full), then rename
+ * the temporary file over the target. On failure the temporary file is removed, the target is
+ * left as it was (unless written in place), and SS_EIO is returned with eb naming the path.
+ * *o is freed and set to NULL either way; NULL is accepted and is SS_OK. */
+int ss_outfile_commit(ss_outfile **o, ss_errbuf *eb);
+
+/* Close the stream and remove the temporary file, leaving the target as it was. NULL-safe;
+ * sets *o to NULL. */
+void ss_outfile_abort(ss_outfile **o);
+
+/* Where the data goes: the path given, or the target a symbolic link names (borrowed, valid
+ * until commit or abort). */
+const char *ss_outfile_target(const ss_outfile *o);
+
+/* Install handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files of every
+ * open ss_outfile and then let the signal end the process as it would have. Idempotent;
+ * called by ss_outfile_open, and by commands that create temporary files of their own. */
+void ss_outfile_install_signal_cleanup(void);
+
+/* Register (or, with path NULL, forget) slot's temporary path for removal on a signal; for
+ * code that writes temporary files without ss_outfile. Returns the slot, or -1 when all are
+ * taken (the file then just is not removed on a signal). path is copied. */
+int ss_outfile_track(const char *path);
+void ss_outfile_untrack(int slot);
+
+/* ---- file identity ---------------------------------------------------------------------- */
+
+/* What a path names, to tell whether two paths are the same file. */
+typedef struct ss_file_id {
+    int exists;            /* stat() succeeded (symlinks followed) */
+    int shareable;         /* a character device or FIFO: two uses of it do not clash */
+    unsigned long long dev, ino;
+    char canon[4096];      /* when !exists: the real path of its directory + "/" + its name
+                              (or the path as given when the directory does not exist) */
+} ss_file_id;
+
+/* Fill *id for path. Never fails: what cannot be resolved is compared by its text. */
+void ss_file_id_of(ss_file_id *id, const char *path);
+
+/* 1 if a and b are the same file (the same device and inode, or the same not-yet-existing
+ * path), 0 otherwise. Character devices and FIFOs never clash. */
+int ss_file_id_same(const ss_file_id *a, const ss_file_id *b);
+
+#endif

@@ -1,0 +1,145 @@
+#!/bin/bash
+# Nothing a command writes may destroy a file it should not: an output that names an input,
+# the results database or another output is refused (compared as files, not as strings);
+# devices, FIFOs and symbolic links are written through, not replaced; a write error (a full
+# disk, /dev/full) fails the command, standard output included; readers never write to their
+# inputs, and a failed merge leaves no new file; an interrupted writer leaves no FILE.tmp.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+"$S" trace gen --rate 2 --duration 60 -o t.csv >/dev/null || fail "trace gen"
+"$S" replay --trace t.csv --db r.db --no-progress >/dev/null || fail "first replay"
+cp t.csv t.orig
+cp r.db r.orig
+printf '[tenant.a]\nmodel = llama-2-7b\nreplicas = 1\ntrace = t.csv\n' >e.ini
+cp e.ini e.orig
+runs() { sql r.db 'SELECT count(*) FROM runs'; }
+unchanged() {
+    cmp -s t.csv t.orig || fail "$*: the trace changed"
+    cmp -s e.ini e.orig || fail "$*: the scenario changed"
+    [ "$(runs)" = 1 ] || fail "$*: the results database changed ($(runs) runs)"
+    [ -z "$(ls ./*.tmp 2>/dev/null)" ] || fail "$*: left $(ls ./*.tmp)"
+}
+
+# ---- an output that is an input, the database or another output is refused -----------------
+mkdir sub
+ln r.db hard.db
+expect_error 2 "timeline r.db is the same file as the results database r.db" \
+    "$S" replay --db r.db --trace t.csv --timeline r.db
+expect_error 2 "same file as the results database" \
+    "$S" replay --db r.db --trace t.csv --timeline sub/../r.db
+expect_error 2 "same file as the results database" \
+    "$S" replay --db r.db --trace t.csv --timeline hard.db
+expect_error 2 "timeline t.csv is the same file as tenant default's trace t.csv: refusing to overwrite" \
+    "$S" replay --db none --trace t.csv --timeline t.csv
+expect_error 2 "the results database t.csv is the same file as tenant default's trace" \
+    "$S" replay --db t.csv --trace t.csv
+expect_error 2 "timeline e.ini is the same file as the scenario file" \
+    "$S" replay -c e.ini --db none --timeline e.ini
+expect_error 2 "the results database .*e.ini is the same file as the scenario file" \
+    "$S" replay -c e.ini --set run.db=e.ini
+expect_error 2 "same file as tenant a's trace" \
+    "$S" compare -c e.ini --policies container --db t.csv
+expect_error 2 "the output r.db is the same file as input ./r.db" \
+    "$S" db merge r.db ./r.db
+expect_error 2 "the results database \(--db\) t.csv is the same file as --trace t.csv" \
+    "$S" validate --backend sim --gpu a100-80g --model llama-2-7b --trace t.csv --db t.csv
+unchanged "refused outputs"
+# a new output named twice, through two spellings, is refused before either is written
+expect_error 2 "timeline sub/../new.db is the same file as the results database new.db" \
+    "$S" replay --trace t.csv --db new.db --timeline sub/../new.db
+[ ! -e new.db ] || fail "a refused replay created its database"
+
+# ---- devices, FIFOs and symbolic links are written through, not replaced ---------------------
+ln -s real.csv link.csv
+"$S" trace gen --rate 1 --duration 30 -o link.csv >/dev/null || fail "trace gen through a link"
+[ -L link.csv ] || fail "the symbolic link was replaced by a file"
+cmp -s real.csv <("$S" trace gen --rate 1 --duration 30 -o -) || fail "the link's target"
+ln -s sub/made.csv dangling.csv
+"$S" trace gen --rate 1 --duration 30 -o dangling.csv >/dev/null || fail "trace gen, dangling link"
+[ -L dangling.csv ] && [ -s sub/made.csv ] || fail "a dangling link's target was not created"
+mkfifo fifo
+cat fifo >from-fifo &
+reader=$!
+"$S" trace gen --rate 1 --duration 30 -o fifo >/dev/null || fail "trace gen into a FIFO"
+wait $reader
+[ -p fifo ] || fail "the FIFO was replaced"
+cmp -s real.csv from-fifo || fail "what came through the FIFO"
+# Device nodes of our own (as root), so that a regression replaces these, not /dev's.
+if mknod null c 1 3 2>/dev/null && mknod full c 1 7 2>/dev/null; then
+    "$S" replay --trace t.csv --db none --timeline null >/dev/null || fail "--timeline to null"
+    [ -c null ] || fail "the null device was replaced"
+    expect_error 1 "full: .*No space left on device" \
+        "$S" trace gen --rate 1 --duration 30 -o full
+    [ -c full ] || fail "the full device was replaced"
+    expect_error 1 "No space left on device" \
+        "$S" replay --trace t.csv --db none --timeline full
+    [ -c full ] || fail "the full device was replaced by --timeline"
+    [ -z "$(ls ./*.tmp 2>/dev/null)" ] || fail "a device write left $(ls ./*.tmp)"
+else
+    echo "note: mknod not permitted; device nodes not checked"
+fi
+
+# ---- standard output that cannot be written fails the command --------------------------------
+if [ -w /dev/full ]; then
+    for cmd in "replay --trace t.csv --db none --json" "replay --trace t.csv --db none" \
+               "compare -c e.ini --policies container --db none" "list models" \
+               "trace gen --rate 1 --duration 30 -o -" "trace stats t.csv" "--version"; do
+        # shellcheck disable=SC2086
+        "$S" $cmd >/dev/full 2>err
+        rc=$?
+        [ $rc -eq 1 ] || fail "$cmd >/dev/full: exit $rc, want 1"
+        grep -q "No space left on device\|cannot write" err || fail "$cmd >/dev/full: $(cat err)"
+    done
+fi
+
+# ---- readers only read; a failed command leaves no new file -----------------------------------
+: >empty.db
+expect_error 2 "empty.db: empty: not a slicesim results database" "$S" db merge out.db empty.db
+[ ! -s empty.db ] || fail "db merge wrote into its empty input"
+[ ! -e out.db ] || fail "a failed db merge left out.db"
+"$S" plot empty.db -o plots >/dev/null 2>&1 && fail "plot of an empty database succeeded"
+[ ! -s empty.db ] || fail "plot wrote into its empty input"
+expect_error 2 "nonexistent.db: cannot open" "$S" db merge out2.db "$T/nonexistent.db"
+[ ! -e out2.db ] || fail "a failed db merge left out2.db"
+expect_error 2 "empty.db: empty" "$S" db merge out3.db r.db empty.db
+[ ! -e out3.db ] || fail "db merge wrote out3.db before checking every input"
+cp r.db ro.db
+chmod 444 ro.db
+"$S" db merge out4.db ro.db >/dev/null || fail "db merge of a read-only input"
+[ "$(sql out4.db 'SELECT count(*) FROM runs')" = 1 ] || fail "merged runs"
+ls ro.db-* 2>/dev/null && fail "db merge left SQLite files beside its input"
+unchanged "readers"
+
+# ---- an interrupted writer leaves no FILE.tmp ------------------------------------------------
+# With job control on, background jobs keep SIGINT's default (bash ignores it otherwise).
+set -m
+for sig in INT TERM HUP; do
+    "$S" trace gen --rate 5000 --duration 100000 -o big.csv >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do [ -e big.csv.tmp ] && break; sleep 0.05; done
+    [ -e big.csv.tmp ] || fail "trace gen did not start writing big.csv.tmp"
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    [ $rc -gt 128 ] || fail "trace gen after SIG$sig: exit $rc, want death by the signal"
+    [ ! -e big.csv.tmp ] || fail "SIG$sig left big.csv.tmp"
+    [ ! -e big.csv ] || fail "SIG$sig left a partial big.csv"
+done
+"$S" trace gen --rate 20 --duration 3600 -o long.csv >/dev/null || fail "trace gen long"
+"$S" replay --trace long.csv --db none --timeline tl.json --timeline-ops --no-progress \
+    >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -e tl.json.tmp ] && break; sleep 0.05; done
+[ -e tl.json.tmp ] || fail "replay did not start writing tl.json.tmp"
+kill -TERM $pid
+wait $pid
+[ ! -e tl.json.tmp ] || fail "SIGTERM left tl.json.tmp"
+[ ! -e tl.json ] || fail "SIGTERM left a partial tl.json"
+set +m
+echo "files_cli: ok"
