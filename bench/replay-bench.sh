@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/.."
 bash tools/build-release.sh
 S=./build-release/src/slicesim
-AZ=../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+AZ=${SLICESIM_DATA:-../shared/data}/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || AZ=traces/azure-conv-synth.csv
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

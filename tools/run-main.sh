@@ -7,13 +7,16 @@
 # Extra arguments go to `slicesim compare` (e.g. --rates 1 for one load).
 set -eu
 cd "$(dirname "$0")/.."
+echo "slicesim: checking the build dependencies (apt installs what is missing)"
 bash tools/deps.sh
 bash tools/build-release.sh
 S=./build-release/src/slicesim
 rm -f results/main.db results/main.db-wal results/main.db-shm
+echo "slicesim: running the comparison: 3 policies x 3 loads (about 15 s)"
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
     --rates 0.5,0.75,1 --db results/main.db --name main "$@"
 if command -v gnuplot >/dev/null; then
+    echo "slicesim: drawing the figures into plots/out/"
     "$S" plot results/main.db -o plots/out
 else
     echo "gnuplot is not installed: no figures (slicesim plot results/main.db draws them)"

@@ -4,7 +4,7 @@
 # requests, and two runs give byte-identical JSON apart from wall_s and identical request rows.
 set -u
 S=${SLICESIM:?SLICESIM not set}
-DATA=${SS_SHARED_DATA:-${SS_SOURCE_ROOT:?}/../shared/data}
+DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-${SS_SOURCE_ROOT:?}/../shared/data}}
 AZ=$DATA/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || { echo "skip: $AZ not present"; exit 77; }
 T=$(mktemp -d)

@@ -5,7 +5,7 @@
 # Prints the rows side by side (bench/batching-compare.sh prints every policy).
 set -u
 S=${SLICESIM:?SLICESIM not set}
-DATA=${SS_SHARED_DATA:-${SS_SOURCE_ROOT:?}/../shared/data}
+DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-${SS_SOURCE_ROOT:?}/../shared/data}}
 AZ=$DATA/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 [ -r "$AZ" ] || { echo "skip: $AZ not present"; exit 77; }
 T=$(mktemp -d)

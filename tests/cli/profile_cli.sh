@@ -13,7 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 TRACE=$ROOT/traces/azure-conv-synth.csv
-VIDUR=${SS_SHARED_DATA:-$ROOT/../shared/data}/profiles/vidur
+VIDUR=${SLICESIM_DATA:-${SS_SHARED_DATA:-$ROOT/../shared/data}}/profiles/vidur
 
 "$S" profile import --help >help || fail "profile import --help exited non-zero"
 for o in --from --gpu --profiles -o --json; do

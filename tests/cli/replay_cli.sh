@@ -92,7 +92,7 @@ expect_error 2 "bad.csv:1002: prompt_tokens: " "$S" replay --trace bad.csv --db 
 [ "$(sql r.db 'SELECT count(*) FROM requests')" = 6000 ] || fail "failed run left request rows"
 [ "$(sql r.db 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 # Mooncake JSONL (the public sample, when present), with timestamps spread.
-MC=${SS_SHARED_DATA:-$ROOT/../shared/data}/traces/mooncake/synthetic_trace.jsonl
+MC=${SLICESIM_DATA:-${SS_SHARED_DATA:-$ROOT/../shared/data}}/traces/mooncake/synthetic_trace.jsonl
 if [ -r "$MC" ]; then
     "$S" replay --trace "$MC" --trace-spread --limit 500 --db none >mc.out || fail "mooncake replay"
     grep -q "(mooncake)" mc.out || fail "mooncake not detected: $(head -1 mc.out)"

@@ -8,7 +8,7 @@
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
-DATA=${SS_SHARED_DATA:-$ROOT/../shared/data}
+DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-$ROOT/../shared/data}}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT

@@ -29,7 +29,10 @@ const char *tu_shared_path(const char *rel)
 {
     static char buf[4][1024];
     static int k;
-    const char *root = getenv("SS_SHARED_DATA");
+    /* SLICESIM_DATA (tools/get-data.sh) wins over the build's default, ../shared/data */
+    const char *root = getenv("SLICESIM_DATA");
+    if (!root || !*root)
+        root = getenv("SS_SHARED_DATA");
     char *b = buf[k++ % 4];
     if (root)
         snprintf(b, sizeof buf[0], "%s/%s", root, rel);

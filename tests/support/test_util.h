@@ -18,7 +18,8 @@
 
 /* Path under the source tree (SS_SOURCE_ROOT env or the configured one); static buffer. */
 const char *tu_src_path(const char *rel);
-/* Path under ../shared/data, or NULL when that data is not present. */
+/* Path under the public data folder ($SLICESIM_DATA, else ../shared/data beside the source
+ * tree; tools/get-data.sh fetches it), or NULL when that data is not present. */
 const char *tu_shared_path(const char *rel);
 /* A fresh empty directory under $TMPDIR; removed by tu_tmpdir_cleanup. Static buffer. */
 const char *tu_tmpdir(void);
