@@ -317,26 +317,36 @@ static int cdf_block(FILE *g, const plot_data *d, const char *block, const char 
     return rc;
 }
 
-typedef struct rows_ctx {
-    FILE *g;
-    const char *prefix;
-} rows_ctx;
-
+/* A GPU's time over the measurement window (GPU_SQL's columns: gpu, tenant, window_s,
+ * compute_s, host_s, idle_s): one row "tenant gpuN" compute_% host_% idle_%, where idle is the
+ * idle slices less the host phases, so that the three add up to the window. */
 static int on_gpu(void *ud, int n, const char *const *c, ss_errbuf *eb)
 {
     (void)eb;
-    rows_ctx *x = ud;
-    if (n < 4 || !c[0])
+    FILE *g = ud;
+    if (n < 6 || !c[0])
         return SS_OK;
-    double dev = c[1] ? strtod(c[1], NULL) : 0, busy = c[2] ? strtod(c[2], NULL) : 0;
-    double idle = c[3] ? strtod(c[3], NULL) : 0, host = busy > dev ? busy - dev : 0;
-    double total = dev + host + idle;
-    if (total <= 0)
-        total = 1;
-    fprintf(x->g, "\"%s/gpu%s\" %g %g %g\n", x->prefix, c[0], 100 * dev / total,
-            100 * host / total, 100 * idle / total);
+    double w = c[2] ? strtod(c[2], NULL) : 0;
+    if (!(w > 0) || !c[3] || !c[4] || !c[5]) { /* a database from before idle slices */
+        fprintf(g, "\"%s%sgpu%s\" NaN NaN NaN\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "",
+                c[0]);
+        return SS_OK;
+    }
+    double compute = strtod(c[3], NULL), host = strtod(c[4], NULL), idle = strtod(c[5], NULL);
+    fprintf(g, "\"%s%sgpu%s\" %g %g %g\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "", c[0],
+            100 * compute / w, 100 * host / w, 100 * (idle - host) / w);
     return SS_OK;
 }
+
+/* Each GPU's tenant and time over the measurement window. Databases older than version 9 have
+ * no tenant nor window columns: their window is the summary's and compute the window less the
+ * idle slices; their host time is only known over the whole run (busy_s - device_busy_s), which
+ * is the window's when the run had no warm-up. */
+#define GPU_SQL                                                                                    \
+    "SELECT g.gpu, g.tenant, COALESCE(g.window_s, s.window_s),"                                    \
+    " COALESCE(g.compute_s, COALESCE(g.window_s, s.window_s) - g.idle_s),"                         \
+    " COALESCE(g.host_s, MIN(MAX(g.busy_s - g.device_busy_s, 0), g.idle_s)), g.idle_s"              \
+    " FROM gpus g LEFT JOIN summary s USING (run_id) WHERE g.run_id = ?1 ORDER BY g.gpu"
 
 /* A table `block` with one row per key (0..rows-1, labelled by label()) and one column per
  * series, from a query returning (key, value) for a run. */
@@ -405,12 +415,13 @@ static int write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
         if (!rc)
             rc = cdf_block(g, d, "E2E", "e2e_ms", eb);
         break;
-    case 3:
+    case 3: /* one index per series, "none" for a series without a run at this load */
         fprintf(g, "$DATA << EOD\n");
         for (int s = 0; !rc && s < d->n_series; s++) {
-            rows_ctx x = {g, d->series[s]};
-            rc = query_run(d, s, "SELECT gpu, device_busy_s, busy_s, idle_s FROM gpus"
-                                 " WHERE run_id = ?1 ORDER BY gpu", on_gpu, &x, eb);
+            if (!run_at(d, s))
+                fprintf(g, "\"none\" NaN NaN NaN\n");
+            rc = query_run(d, s, GPU_SQL, on_gpu, g, eb);
+            fprintf(g, "\n\n");
         }
         fprintf(g, "EOD\n");
         break;
