@@ -1,7 +1,8 @@
 /* `slicesim plot DB`: figures from a results database, drawn by gnuplot through a pipe. The
  * runs come from a sweep's points (policy, rate and other grid keys; seeds are averaged) or,
- * for a database without sweeps, from the runs themselves (cluster policy and placement,
- * rate_scale). Each kind writes its data as gnuplot datablocks and loads plots/KIND.gp. */
+ * for a database without sweeps, from the runs themselves (a series per setting that differs,
+ * at their load or rate_scale). Each kind writes its data as gnuplot datablocks and loads
+ * plots/KIND.gp. */
 #include "bundle.h"
 #include "cli.h"
 
@@ -58,7 +59,7 @@ static int series_of(plot_data *d, const char *name, ss_errbuf *eb)
         if (!strcmp(d->series[i], name))
             return i;
     if (d->n_series == MAX_SERIES)
-        return -ss_err(eb, SS_EINVAL, "more than %d series to plot (use --sweep)", MAX_SERIES);
+        return ss_err(eb, SS_EINVAL, "more than %d series to plot (use --sweep)", MAX_SERIES);
     snprintf(d->series[d->n_series], NAME_MAX_, "%s", name);
     return d->n_series++;
 }
@@ -67,7 +68,7 @@ static int add_run(plot_data *d, int64_t id, const char *series, double load, ss
 {
     int s = series_of(d, series, eb);
     if (s < 0)
-        return -s;
+        return s;
     if (ss_grow((void **)&d->runs, &d->cap_runs, d->n_runs + 1, sizeof *d->runs))
         return ss_err(eb, SS_ENOMEM, "out of memory");
     d->runs[d->n_runs++] = (prun){.id = id, .series = s, .load = load};
@@ -115,17 +116,202 @@ static int on_point(void *ud, int n, const char *const *c, ss_errbuf *eb)
     return add_run(d, strtoll(c[0], NULL, 10), used ? name : "all", load, eb);
 }
 
-/* Without sweeps: one series per cluster policy and placement, the load is rate_scale. */
+/* ---- plain replays: one series per setting, whatever differs between the runs ----------- */
+
+/* A run's settings as (key, value) pairs: its scenario's keys (section.key), or for a run
+ * stored without one (an old database) its runs columns. Left out: what the series name starts
+ * with (cluster policy and placement), what is averaged (the seed), where it was stored, and
+ * the load, which is the x axis (a tenant's rate_scale is kept relative to the load). */
+typedef struct pkv {
+    char key[64], val[96];
+} pkv;
+
+typedef struct prow {
+    int64_t id;
+    double load;
+    char base[NAME_MAX_];  /* cluster policy, "+slice" */
+    pkv *kv;
+    size_t n_kv, cap_kv;
+} prow;
+
+typedef struct prows {
+    prow *r;
+    size_t n, cap;
+} prows;
+
+static int add_kv(prow *r, const char *key, const char *val, ss_errbuf *eb)
+{
+    if (ss_grow((void **)&r->kv, &r->cap_kv, r->n_kv + 1, sizeof *r->kv))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    const char *slash = strrchr(val, '/'); /* paths: their file name */
+    pkv *p = &r->kv[r->n_kv++];
+    snprintf(p->key, sizeof p->key, "%s", key);
+    snprintf(p->val, sizeof p->val, "%s", slash && slash[1] ? slash + 1 : val);
+    return SS_OK;
+}
+
+static int is_left_out(const char *key)
+{
+    static const char *const out[] = {"run.seed", "run.db", "policy.cluster", "policy.ops"};
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+        if (!strcmp(key, out[i]))
+            return 1;
+    return 0;
+}
+
+static int scenario_kv(prow *r, const char *ini, ss_errbuf *eb)
+{
+    char sect[64] = "", line[512];
+    int rc = SS_OK;
+    for (const char *p = ini; !rc && *p;) {
+        size_t len = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        p += len + (p[len] == '\n');
+        char *eq = strchr(line, '='), *end;
+        if (line[0] == '[' && (end = strchr(line, ']'))) {
+            snprintf(sect, sizeof sect, "%.*s", (int)(end - line - 1), line + 1);
+            continue;
+        }
+        if (line[0] == ';' || line[0] == '#' || !eq)
+            continue;
+        char *k = line, *v = eq + 1;
+        for (end = eq; end > k && end[-1] == ' '; end--)
+            ;
+        *end = 0;
+        while (*v == ' ')
+            v++;
+        char key[sizeof sect + sizeof line + 2], num[32];
+        snprintf(key, sizeof key, "%s.%s", sect, k);
+        size_t kl = strlen(key);
+        if (is_left_out(key))
+            continue;
+        if (kl > 11 && !strcmp(key + kl - 11, ".rate_scale") && r->load > 0) {
+            snprintf(num, sizeof num, "%g", strtod(v, NULL) / r->load);
+            v = num;
+        }
+        rc = add_kv(r, key, v, eb);
+    }
+    return rc;
+}
+
+/* Columns: run_id, cluster_policy, ops, load, scenario, then the settings of runs stored
+ * without a scenario, named as in plain_names. */
+static const char *const plain_cols[] = {"model", "gpu", "replicas", "tp", "pp", "batching",
+                                         "routing", "cost_model", "trace", "limit_requests",
+                                         "warmup_s"};
+enum { N_PLAIN_COLS = sizeof plain_cols / sizeof *plain_cols };
+
 static int on_run(void *ud, int n, const char *const *c, ss_errbuf *eb)
 {
-    plot_data *d = ud;
-    if (n < 4 || !c[0])
+    prows *x = ud;
+    if (n < 5 + N_PLAIN_COLS || !c[0])
         return SS_OK;
-    char name[NAME_MAX_];
-    snprintf(name, sizeof name, "%s%s", c[1] ? c[1] : "container",
+    if (ss_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    prow *r = &x->r[x->n++];
+    *r = (prow){.id = strtoll(c[0], NULL, 10), .load = c[3] ? strtod(c[3], NULL) : 1};
+    snprintf(r->base, sizeof r->base, "%s%s", c[1] ? c[1] : "container",
              c[2] && !strcmp(c[2], "slice") ? "+slice" : "");
-    double load = c[3] ? strtod(c[3], NULL) : 1;
-    return add_run(d, strtoll(c[0], NULL, 10), name, load, eb);
+    if (c[4] && *c[4])
+        return scenario_kv(r, c[4], eb);
+    int rc = SS_OK;
+    for (int i = 0; !rc && i < N_PLAIN_COLS; i++)
+        rc = add_kv(r, plain_cols[i], c[5 + i] ? c[5 + i] : "", eb);
+    return rc;
+}
+
+static const char *kv_get(const prow *r, const char *key)
+{
+    for (size_t i = 0; i < r->n_kv; i++)
+        if (!strcmp(r->kv[i].key, key))
+            return r->kv[i].val;
+    return NULL;
+}
+
+/* Whether key has different values (or is missing) across the runs. */
+static int key_differs(const prows *x, const char *key)
+{
+    const char *first = kv_get(&x->r[0], key);
+    for (size_t i = 1; i < x->n; i++) {
+        const char *v = kv_get(&x->r[i], key);
+        if (!v != !first || (v && strcmp(v, first)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The keys that differ, in the first run's order then the others', as "k1, k2, ..." in list. */
+static void differing_keys(const prows *x, char *list, size_t size)
+{
+    size_t used = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < x->n; i++)
+        for (size_t k = 0; k < x->r[i].n_kv; k++) {
+            const char *key = x->r[i].kv[k].key;
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = kv_get(&x->r[j], key) != NULL;
+            for (size_t kk = 0; kk < k && !seen; kk++)
+                seen = !strcmp(x->r[i].kv[kk].key, key);
+            if (seen || !key_differs(x, key))
+                continue;
+            int w = snprintf(list + used, size - used, "%s%s", used ? ", " : "", key);
+            if (w > 0 && (size_t)w < size - used)
+                used += (size_t)w;
+        }
+}
+
+/* A key's short name: after its last '.', unless another differing key ends the same. */
+static const char *short_key(const char *key, const char *list)
+{
+    const char *dot = strrchr(key, '.');
+    if (!dot)
+        return key;
+    char tail[80];
+    snprintf(tail, sizeof tail, ".%s", dot + 1);
+    int n = 0;
+    for (const char *p = list; (p = strstr(p, tail)); p += strlen(tail)) {
+        char after = p[strlen(tail)];
+        n += after == ',' || after == 0;
+    }
+    return n > 1 ? key : dot + 1;
+}
+
+/* Series names: the cluster policy and placement, then key=value for every key that differs
+ * between the runs. Refuses, listing what differs, when the names do not fit or are too many. */
+static int add_plain_runs(plot_data *d, const prows *x, ss_errbuf *eb)
+{
+    char list[1024];
+    differing_keys(x, list, sizeof list);
+    int rc = SS_OK;
+    for (size_t i = 0; !rc && i < x->n; i++) {
+        const prow *r = &x->r[i];
+        char name[NAME_MAX_];
+        size_t used = (size_t)snprintf(name, sizeof name, "%s", r->base);
+        int fits = used < sizeof name;
+        for (const char *p = list; fits && *p;) {
+            char key[160];
+            size_t len = strcspn(p, ",");
+            snprintf(key, sizeof key, "%.*s", (int)len, p);
+            p += len + (p[len] == ',') + (p[len] == ',' && p[len + 1] == ' ');
+            const char *v = kv_get(r, key);
+            int w = snprintf(name + used, sizeof name - used, "/%s=%s", short_key(key, list),
+                             v ? (*v ? v : "\"\"") : "none");
+            fits = w > 0 && (size_t)w < sizeof name - used;
+            used += fits ? (size_t)w : 0;
+        }
+        for (char *p = name; *p; p++)
+            if (*p == ' ' || *p == '"')
+                *p = '_'; /* gnuplot's word() splits titles on blanks */
+        if (!fits)
+            return ss_err(eb, SS_EPARSE, "the runs differ in too much to name a series each (%s);"
+                                         " plot a sweep, or fewer runs", list);
+        rc = add_run(d, r->id, name, r->load, eb);
+        if (rc == SS_EINVAL)
+            return ss_err(eb, SS_EPARSE, "more than %d series to plot: the runs differ in %s;"
+                                         " plot a sweep, or fewer runs", MAX_SERIES, list);
+    }
+    return rc;
 }
 
 static int on_summary(void *ud, int n, const char *const *c, ss_errbuf *eb)
@@ -179,8 +365,16 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
                                 " ORDER BY run_id", p, 1, on_point, d, eb);
         snprintf(d->what, sizeof d->what, "%s", name);
     } else if (!rc) {
-        rc = store_query(d->st, "SELECT run_id, cluster_policy, ops, rate_scale FROM runs"
-                                " ORDER BY run_id", NULL, 0, on_run, d, eb);
+        prows x = {0};
+        rc = store_query(d->st, "SELECT run_id, cluster_policy, ops, COALESCE(load, rate_scale),"
+                                " scenario, model, gpu, replicas, tp, pp, batching, routing,"
+                                " cost_model, trace, limit_requests, warmup_s FROM runs"
+                                " ORDER BY run_id", NULL, 0, on_run, &x, eb);
+        if (!rc && x.n)
+            rc = add_plain_runs(d, &x, eb);
+        for (size_t i = 0; i < x.n; i++)
+            ss_free(x.r[i].kv);
+        ss_free(x.r);
         const char *b = strrchr(db, '/');
         snprintf(d->what, sizeof d->what, "%s", b ? b + 1 : db);
     }
@@ -484,7 +678,8 @@ static void usage(FILE *f)
         "Draw figures from a results database with gnuplot (scripts in plots/KIND.gp, data\n"
         "piped in). Runs are grouped by a sweep's points (policy and grid keys; seeds averaged):\n"
         "--sweep, else the newest sweep in DB (`slicesim sweep`, `slicesim compare`); a database\n"
-        "without sweeps groups runs by cluster policy and placement at their rate_scale.\n"
+        "without sweeps groups runs by every scenario key that differs between them, at their\n"
+        "first tenant's rate_scale (more than 24 such series are refused).\n"
         "\n"
         "  --kind LIST     any of throughput-vs-load, sla-vs-load (against load), latency-cdf,\n"
         "                  gpu-timeline, idle-slices, tiers (at one load); default all\n"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # `slicesim plot` without a real gnuplot: a stand-in on PATH records what slicesim pipes to it.
 # The gpu-timeline data are each GPU's compute, host phases and idle time over the measurement
-# window, as the gpus table defines them.
+# window, as the gpus table defines them; plain replays that differ (a 7B and a 70B model) are
+# separate series, and too many to name are refused with what differs.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -63,4 +64,24 @@ done
 set -- $(grep '^"default gpu0" ' <(plot_input g.db --kind gpu-timeline; block DATA) | cut -d' ' -f3-)
 near "$2" "$(sql g.db "SELECT 100 * (busy_s - device_busy_s) / window_s FROM gpus WHERE gpu = 0")" ||
     fail "host share of gpu0: $2"
+
+# --- plain replays that differ are separate series, named by what differs
+"$S" replay --limit 300 --db m.db >/dev/null 2>&1 || fail "replay 7b"
+"$S" replay --limit 300 --model llama-2-70b --gpu h100-sxm --tp 4 --replicas 2 --db m.db \
+    >/dev/null 2>&1 || fail "replay 70b"
+"$S" replay --limit 300 --rate-scale 2 --db m.db >/dev/null 2>&1 || fail "replay x2"
+plot_input m.db --kind throughput-vs-load
+grep -qx 'nseries = 2' "$CAPTURE" || fail "want 2 series: $(grep -E '^(nseries|titles)' "$CAPTURE")"
+grep -q '^titles = ".*model=llama-2-7b.* .*model=llama-2-70b' "$CAPTURE" ||
+    fail "series names: $(grep '^titles' "$CAPTURE")"
+# the 7B series has loads 1 and 2, the 70B one load 1
+[ "$(block DATA | awk 'BEGIN {i = 0} /^$/ {if (!blank) i++; blank = 1; next} {blank = 0;
+    printf "%d:%s ", i, $1}')" = "0:1 0:2 1:1 " ] || fail "series data: $(block DATA)"
+# more settings than series fit: refused, naming what differs
+for n in $(seq 1 25); do
+    "$S" replay --limit 20 --set tenant.default.sla_ttft_ms=$n --db many.db >/dev/null 2>&1 ||
+        fail "replay $n"
+done
+expect_error 2 "more than 24 series.*differ in tenant.default.sla_ttft_ms" \
+    env PATH="$T/fake:$PATH" "$S" plot many.db --kind throughput-vs-load -o figs
 echo "plot_data: all checks passed"
