@@ -2,16 +2,18 @@
 # `slicesim plot` without a real gnuplot: a stand-in on PATH records what slicesim pipes to it.
 # The gpu-timeline data are each GPU's compute, host phases and idle time over the measurement
 # window, as the gpus table defines them; plain replays that differ (a 7B and a 70B model) are
-# separate series, and too many to name are refused with what differs.
+# separate series, and too many to name are refused with what differs; a missing gnuplot is one
+# line, and a gnuplot that hangs is killed after SLICESIM_GNUPLOT_TIMEOUT_S.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-mkdir fake
+mkdir fake hang empty
 printf '#!/bin/sh\ncat >>"$CAPTURE"\n' >fake/gnuplot
-chmod +x fake/gnuplot
+printf '#!/bin/sh\nsleep 3141\n' >hang/gnuplot  # a child of its own, too
+chmod +x fake/gnuplot hang/gnuplot
 export CAPTURE=$T/captured
 # plot_input ARGS...: what `slicesim plot ARGS` pipes to gnuplot
 plot_input() {
@@ -84,4 +86,16 @@ for n in $(seq 1 25); do
 done
 expect_error 2 "more than 24 series.*differ in tenant.default.sla_ttft_ms" \
     env PATH="$T/fake:$PATH" "$S" plot many.db --kind throughput-vs-load -o figs
+
+# --- no gnuplot: one line; a gnuplot that hangs is stopped after the timeout
+expect_error 1 "^slicesim: plot: gnuplot not found; install gnuplot-nox$" \
+    env PATH="$T/empty" "$S" plot g.db --kind gpu-timeline -o figs
+start=$(date +%s)
+expect_error 1 "gnuplot did not finish drawing figs/gpu-timeline.png within 1 s" \
+    env SLICESIM_GNUPLOT_TIMEOUT_S=1 PATH="$T/hang:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
+[ $(($(date +%s) - start)) -lt 30 ] || fail "the hanging gnuplot held slicesim"
+sleep 0.2
+! pgrep -x -f "sleep 3141" >/dev/null || fail "the hanging gnuplot's child was left running"
+expect_error 2 "SLICESIM_GNUPLOT_TIMEOUT_S: expected a positive" \
+    env SLICESIM_GNUPLOT_TIMEOUT_S=soon "$S" plot g.db -o figs
 echo "plot_data: all checks passed"
