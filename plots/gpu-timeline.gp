@@ -1,17 +1,25 @@
-# Where each GPU's time went at one load: compute, host phases (the engine's CPU work, the GPU
-# idle) and idle time between iterations, per policy.
-# Set by `slicesim plot`: $DATA (one row per GPU: "policy/gpuN" compute_% host_% idle_%),
-# what, load.
-set title sprintf("GPU time at load %g (%s)", load, what)
+# Where each GPU's time went over the measurement window at one load, per policy: computing,
+# in a host phase (its container's CPU work opening each iteration: scheduling, input
+# preparation, sampling; the GPU waits) and idle between iterations. The three add up to the
+# window (the gpus table's compute_s, host_s and idle_s - host_s over window_s).
+# Set by `slicesim plot`: $DATA (one index per series, in the order of titles; one row per GPU:
+# "tenant gpuN" compute_% host_% idle_%), nseries, titles, what, load.
+set title sprintf("GPU time over the measurement window at load %g (%s)", load, what)
 set style data histograms
-set style histogram rowstacked
+set style histogram rowstacked title offset 0,-1
 set style fill solid 0.8 border -1
 set boxwidth 0.8
-set ylabel "share of the run (%)"
+set ylabel "share of the measurement window (%)"
 set yrange [0:100]
 set xtics rotate by -60 font ",8"
+set bmargin 7
 set key outside right top
 set grid y
-plot $DATA using 2:xtic(1) title "compute" lc rgb "#1f77b4", \
-     '' using 3 title "host phases" lc rgb "#ff7f0e", \
-     '' using 4 title "idle" lc rgb "#bbbbbb"
+cmd = "plot"
+do for [s = 1:nseries] {
+    cmd = cmd . sprintf("%s newhistogram \"%s\" lt 1, $DATA index %d using 2:xtic(1) %s lc rgb \"#1f77b4\", '' index %d using 3 %s lc rgb \"#ff7f0e\", '' index %d using 4 %s lc rgb \"#bbbbbb\"", \
+        s > 1 ? "," : "", word(titles, s), s - 1, s == 1 ? "title \"compute\"" : "notitle", \
+        s - 1, s == 1 ? "title \"host phases\"" : "notitle", \
+        s - 1, s == 1 ? "title \"idle between iterations\"" : "notitle")
+}
+eval cmd

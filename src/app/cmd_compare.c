@@ -233,9 +233,11 @@ static void free_opts(compare_opts *o)
 int cmd_compare(int argc, char **argv)
 {
     compare_opts o = {.progress = 1};
+    char *cmdline = cli_join_args(argc, argv); /* as given, before getopt permutes argv */
     int rc = parse_opts(&o, argc, argv);
     if (rc) {
         free_opts(&o);
+        ss_free(cmdline);
         return rc < 0 ? CLI_OK : rc;
     }
     int n = o.n_policies * o.n_rates;
@@ -248,7 +250,7 @@ int cmd_compare(int argc, char **argv)
     store *st = NULL;
     const char *db = NULL;
     scn_scenario *sc = NULL;
-    if (!res)
+    if (!res || !cmdline)
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
     /* every point (bundle and load) must build before anything runs, so that a bad bundle
      * stores nothing: the scenario, and everything a run sets up from it */
@@ -282,8 +284,9 @@ int cmd_compare(int argc, char **argv)
         snprintf(point, sizeof point, "policy=%s;rate=%g", o.label[p], rate);
         if (o.progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, n, point);
-        app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = point,
-                           .sweep = name, .point = point, .progress = o.progress, .st = st};
+        app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
+                           .sweep = name, .point = point, .load = rate,
+                           .progress = o.progress, .st = st};
         app_run x = {0};
         rc = build(&o, p, rate, &sc, &x.eb);
         if (!rc)
@@ -326,6 +329,7 @@ int cmd_compare(int argc, char **argv)
     store_close(&st);
     scn_destroy(&sc); /* left by a failed check */
     ss_free(res);
+    ss_free(cmdline);
     free_opts(&o);
     return cli_status_of(rc);
 }

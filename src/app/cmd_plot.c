@@ -1,7 +1,8 @@
 /* `slicesim plot DB`: figures from a results database, drawn by gnuplot through a pipe. The
  * runs come from a sweep's points (policy, rate and other grid keys; seeds are averaged) or,
- * for a database without sweeps, from the runs themselves (cluster policy and placement,
- * rate_scale). Each kind writes its data as gnuplot datablocks and loads plots/KIND.gp. */
+ * for a database without sweeps, from the runs themselves (a series per setting that differs,
+ * at their load or rate_scale). Each kind writes its data as gnuplot datablocks and loads
+ * plots/KIND.gp. */
 #include "bundle.h"
 #include "cli.h"
 
@@ -17,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_SERIES 24
@@ -58,7 +63,7 @@ static int series_of(plot_data *d, const char *name, ss_errbuf *eb)
         if (!strcmp(d->series[i], name))
             return i;
     if (d->n_series == MAX_SERIES)
-        return -ss_err(eb, SS_EINVAL, "more than %d series to plot (use --sweep)", MAX_SERIES);
+        return ss_err(eb, SS_EINVAL, "more than %d series to plot (use --sweep)", MAX_SERIES);
     snprintf(d->series[d->n_series], NAME_MAX_, "%s", name);
     return d->n_series++;
 }
@@ -67,7 +72,7 @@ static int add_run(plot_data *d, int64_t id, const char *series, double load, ss
 {
     int s = series_of(d, series, eb);
     if (s < 0)
-        return -s;
+        return s;
     if (ss_grow((void **)&d->runs, &d->cap_runs, d->n_runs + 1, sizeof *d->runs))
         return ss_err(eb, SS_ENOMEM, "out of memory");
     d->runs[d->n_runs++] = (prun){.id = id, .series = s, .load = load};
@@ -115,17 +120,202 @@ static int on_point(void *ud, int n, const char *const *c, ss_errbuf *eb)
     return add_run(d, strtoll(c[0], NULL, 10), used ? name : "all", load, eb);
 }
 
-/* Without sweeps: one series per cluster policy and placement, the load is rate_scale. */
+/* ---- plain replays: one series per setting, whatever differs between the runs ----------- */
+
+/* A run's settings as (key, value) pairs: its scenario's keys (section.key), or for a run
+ * stored without one (an old database) its runs columns. Left out: what the series name starts
+ * with (cluster policy and placement), what is averaged (the seed), where it was stored, and
+ * the load, which is the x axis (a tenant's rate_scale is kept relative to the load). */
+typedef struct pkv {
+    char key[64], val[96];
+} pkv;
+
+typedef struct prow {
+    int64_t id;
+    double load;
+    char base[NAME_MAX_];  /* cluster policy, "+slice" */
+    pkv *kv;
+    size_t n_kv, cap_kv;
+} prow;
+
+typedef struct prows {
+    prow *r;
+    size_t n, cap;
+} prows;
+
+static int add_kv(prow *r, const char *key, const char *val, ss_errbuf *eb)
+{
+    if (ss_grow((void **)&r->kv, &r->cap_kv, r->n_kv + 1, sizeof *r->kv))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    const char *slash = strrchr(val, '/'); /* paths: their file name */
+    pkv *p = &r->kv[r->n_kv++];
+    snprintf(p->key, sizeof p->key, "%s", key);
+    snprintf(p->val, sizeof p->val, "%s", slash && slash[1] ? slash + 1 : val);
+    return SS_OK;
+}
+
+static int is_left_out(const char *key)
+{
+    static const char *const out[] = {"run.seed", "run.db", "policy.cluster", "policy.ops"};
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+        if (!strcmp(key, out[i]))
+            return 1;
+    return 0;
+}
+
+static int scenario_kv(prow *r, const char *ini, ss_errbuf *eb)
+{
+    char sect[64] = "", line[512];
+    int rc = SS_OK;
+    for (const char *p = ini; !rc && *p;) {
+        size_t len = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        p += len + (p[len] == '\n');
+        char *eq = strchr(line, '='), *end;
+        if (line[0] == '[' && (end = strchr(line, ']'))) {
+            snprintf(sect, sizeof sect, "%.*s", (int)(end - line - 1), line + 1);
+            continue;
+        }
+        if (line[0] == ';' || line[0] == '#' || !eq)
+            continue;
+        char *k = line, *v = eq + 1;
+        for (end = eq; end > k && end[-1] == ' '; end--)
+            ;
+        *end = 0;
+        while (*v == ' ')
+            v++;
+        char key[sizeof sect + sizeof line + 2], num[32];
+        snprintf(key, sizeof key, "%s.%s", sect, k);
+        size_t kl = strlen(key);
+        if (is_left_out(key))
+            continue;
+        if (kl > 11 && !strcmp(key + kl - 11, ".rate_scale") && r->load > 0) {
+            snprintf(num, sizeof num, "%g", strtod(v, NULL) / r->load);
+            v = num;
+        }
+        rc = add_kv(r, key, v, eb);
+    }
+    return rc;
+}
+
+/* Columns: run_id, cluster_policy, ops, load, scenario, then the settings of runs stored
+ * without a scenario, named as in plain_names. */
+static const char *const plain_cols[] = {"model", "gpu", "replicas", "tp", "pp", "batching",
+                                         "routing", "cost_model", "trace", "limit_requests",
+                                         "warmup_s"};
+enum { N_PLAIN_COLS = sizeof plain_cols / sizeof *plain_cols };
+
 static int on_run(void *ud, int n, const char *const *c, ss_errbuf *eb)
 {
-    plot_data *d = ud;
-    if (n < 4 || !c[0])
+    prows *x = ud;
+    if (n < 5 + N_PLAIN_COLS || !c[0])
         return SS_OK;
-    char name[NAME_MAX_];
-    snprintf(name, sizeof name, "%s%s", c[1] ? c[1] : "container",
+    if (ss_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    prow *r = &x->r[x->n++];
+    *r = (prow){.id = strtoll(c[0], NULL, 10), .load = c[3] ? strtod(c[3], NULL) : 1};
+    snprintf(r->base, sizeof r->base, "%s%s", c[1] ? c[1] : "container",
              c[2] && !strcmp(c[2], "slice") ? "+slice" : "");
-    double load = c[3] ? strtod(c[3], NULL) : 1;
-    return add_run(d, strtoll(c[0], NULL, 10), name, load, eb);
+    if (c[4] && *c[4])
+        return scenario_kv(r, c[4], eb);
+    int rc = SS_OK;
+    for (int i = 0; !rc && i < N_PLAIN_COLS; i++)
+        rc = add_kv(r, plain_cols[i], c[5 + i] ? c[5 + i] : "", eb);
+    return rc;
+}
+
+static const char *kv_get(const prow *r, const char *key)
+{
+    for (size_t i = 0; i < r->n_kv; i++)
+        if (!strcmp(r->kv[i].key, key))
+            return r->kv[i].val;
+    return NULL;
+}
+
+/* Whether key has different values (or is missing) across the runs. */
+static int key_differs(const prows *x, const char *key)
+{
+    const char *first = kv_get(&x->r[0], key);
+    for (size_t i = 1; i < x->n; i++) {
+        const char *v = kv_get(&x->r[i], key);
+        if (!v != !first || (v && strcmp(v, first)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The keys that differ, in the first run's order then the others', as "k1, k2, ..." in list. */
+static void differing_keys(const prows *x, char *list, size_t size)
+{
+    size_t used = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < x->n; i++)
+        for (size_t k = 0; k < x->r[i].n_kv; k++) {
+            const char *key = x->r[i].kv[k].key;
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = kv_get(&x->r[j], key) != NULL;
+            for (size_t kk = 0; kk < k && !seen; kk++)
+                seen = !strcmp(x->r[i].kv[kk].key, key);
+            if (seen || !key_differs(x, key))
+                continue;
+            int w = snprintf(list + used, size - used, "%s%s", used ? ", " : "", key);
+            if (w > 0 && (size_t)w < size - used)
+                used += (size_t)w;
+        }
+}
+
+/* A key's short name: after its last '.', unless another differing key ends the same. */
+static const char *short_key(const char *key, const char *list)
+{
+    const char *dot = strrchr(key, '.');
+    if (!dot)
+        return key;
+    char tail[80];
+    snprintf(tail, sizeof tail, ".%s", dot + 1);
+    int n = 0;
+    for (const char *p = list; (p = strstr(p, tail)); p += strlen(tail)) {
+        char after = p[strlen(tail)];
+        n += after == ',' || after == 0;
+    }
+    return n > 1 ? key : dot + 1;
+}
+
+/* Series names: the cluster policy and placement, then key=value for every key that differs
+ * between the runs. Refuses, listing what differs, when the names do not fit or are too many. */
+static int add_plain_runs(plot_data *d, const prows *x, ss_errbuf *eb)
+{
+    char list[1024];
+    differing_keys(x, list, sizeof list);
+    int rc = SS_OK;
+    for (size_t i = 0; !rc && i < x->n; i++) {
+        const prow *r = &x->r[i];
+        char name[NAME_MAX_];
+        size_t used = (size_t)snprintf(name, sizeof name, "%s", r->base);
+        int fits = used < sizeof name;
+        for (const char *p = list; fits && *p;) {
+            char key[160];
+            size_t len = strcspn(p, ",");
+            snprintf(key, sizeof key, "%.*s", (int)len, p);
+            p += len + (p[len] == ',') + (p[len] == ',' && p[len + 1] == ' ');
+            const char *v = kv_get(r, key);
+            int w = snprintf(name + used, sizeof name - used, "/%s=%s", short_key(key, list),
+                             v ? (*v ? v : "\"\"") : "none");
+            fits = w > 0 && (size_t)w < sizeof name - used;
+            used += fits ? (size_t)w : 0;
+        }
+        for (char *p = name; *p; p++)
+            if (*p == ' ' || *p == '"')
+                *p = '_'; /* gnuplot's word() splits titles on blanks */
+        if (!fits)
+            return ss_err(eb, SS_EPARSE, "the runs differ in too much to name a series each (%s);"
+                                         " plot a sweep, or fewer runs", list);
+        rc = add_run(d, r->id, name, r->load, eb);
+        if (rc == SS_EINVAL)
+            return ss_err(eb, SS_EPARSE, "more than %d series to plot: the runs differ in %s;"
+                                         " plot a sweep, or fewer runs", MAX_SERIES, list);
+    }
+    return rc;
 }
 
 static int on_summary(void *ud, int n, const char *const *c, ss_errbuf *eb)
@@ -179,8 +369,16 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
                                 " ORDER BY run_id", p, 1, on_point, d, eb);
         snprintf(d->what, sizeof d->what, "%s", name);
     } else if (!rc) {
-        rc = store_query(d->st, "SELECT run_id, cluster_policy, ops, rate_scale FROM runs"
-                                " ORDER BY run_id", NULL, 0, on_run, d, eb);
+        prows x = {0};
+        rc = store_query(d->st, "SELECT run_id, cluster_policy, ops, COALESCE(load, rate_scale),"
+                                " scenario, model, gpu, replicas, tp, pp, batching, routing,"
+                                " cost_model, trace, limit_requests, warmup_s FROM runs"
+                                " ORDER BY run_id", NULL, 0, on_run, &x, eb);
+        if (!rc && x.n)
+            rc = add_plain_runs(d, &x, eb);
+        for (size_t i = 0; i < x.n; i++)
+            ss_free(x.r[i].kv);
+        ss_free(x.r);
         const char *b = strrchr(db, '/');
         snprintf(d->what, sizeof d->what, "%s", b ? b + 1 : db);
     }
@@ -317,26 +515,36 @@ static int cdf_block(FILE *g, const plot_data *d, const char *block, const char 
     return rc;
 }
 
-typedef struct rows_ctx {
-    FILE *g;
-    const char *prefix;
-} rows_ctx;
-
+/* A GPU's time over the measurement window (GPU_SQL's columns: gpu, tenant, window_s,
+ * compute_s, host_s, idle_s): one row "tenant gpuN" compute_% host_% idle_%, where idle is the
+ * idle slices less the host phases, so that the three add up to the window. */
 static int on_gpu(void *ud, int n, const char *const *c, ss_errbuf *eb)
 {
     (void)eb;
-    rows_ctx *x = ud;
-    if (n < 4 || !c[0])
+    FILE *g = ud;
+    if (n < 6 || !c[0])
         return SS_OK;
-    double dev = c[1] ? strtod(c[1], NULL) : 0, busy = c[2] ? strtod(c[2], NULL) : 0;
-    double idle = c[3] ? strtod(c[3], NULL) : 0, host = busy > dev ? busy - dev : 0;
-    double total = dev + host + idle;
-    if (total <= 0)
-        total = 1;
-    fprintf(x->g, "\"%s/gpu%s\" %g %g %g\n", x->prefix, c[0], 100 * dev / total,
-            100 * host / total, 100 * idle / total);
+    double w = c[2] ? strtod(c[2], NULL) : 0;
+    if (!(w > 0) || !c[3] || !c[4] || !c[5]) { /* a database from before idle slices */
+        fprintf(g, "\"%s%sgpu%s\" NaN NaN NaN\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "",
+                c[0]);
+        return SS_OK;
+    }
+    double compute = strtod(c[3], NULL), host = strtod(c[4], NULL), idle = strtod(c[5], NULL);
+    fprintf(g, "\"%s%sgpu%s\" %g %g %g\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "", c[0],
+            100 * compute / w, 100 * host / w, 100 * (idle - host) / w);
     return SS_OK;
 }
+
+/* Each GPU's tenant and time over the measurement window. Databases older than version 9 have
+ * no tenant nor window columns: their window is the summary's and compute the window less the
+ * idle slices; their host time is only known over the whole run (busy_s - device_busy_s), which
+ * is the window's when the run had no warm-up. */
+#define GPU_SQL                                                                                    \
+    "SELECT g.gpu, g.tenant, COALESCE(g.window_s, s.window_s),"                                    \
+    " COALESCE(g.compute_s, COALESCE(g.window_s, s.window_s) - g.idle_s),"                         \
+    " COALESCE(g.host_s, MIN(MAX(g.busy_s - g.device_busy_s, 0), g.idle_s)), g.idle_s"              \
+    " FROM gpus g LEFT JOIN summary s USING (run_id) WHERE g.run_id = ?1 ORDER BY g.gpu"
 
 /* A table `block` with one row per key (0..rows-1, labelled by label()) and one column per
  * series, from a query returning (key, value) for a run. */
@@ -405,12 +613,13 @@ static int write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
         if (!rc)
             rc = cdf_block(g, d, "E2E", "e2e_ms", eb);
         break;
-    case 3:
+    case 3: /* one index per series, "none" for a series without a run at this load */
         fprintf(g, "$DATA << EOD\n");
         for (int s = 0; !rc && s < d->n_series; s++) {
-            rows_ctx x = {g, d->series[s]};
-            rc = query_run(d, s, "SELECT gpu, device_busy_s, busy_s, idle_s FROM gpus"
-                                 " WHERE run_id = ?1 ORDER BY gpu", on_gpu, &x, eb);
+            if (!run_at(d, s))
+                fprintf(g, "\"none\" NaN NaN NaN\n");
+            rc = query_run(d, s, GPU_SQL, on_gpu, g, eb);
+            fprintf(g, "\n\n");
         }
         fprintf(g, "EOD\n");
         break;
@@ -441,16 +650,144 @@ static const char *plots_dir(void)
     return SS_SOURCE_ROOT "/plots";
 }
 
-static int render(const plot_data *d, int kind, const char *dir, const char *fmt, ss_errbuf *eb)
+/* ---- running gnuplot --------------------------------------------------------------------- */
+
+#define GNUPLOT_TIMEOUT_ENV "SLICESIM_GNUPLOT_TIMEOUT_S"
+
+/* How long one gnuplot may take: SLICESIM_GNUPLOT_TIMEOUT_S, default 120 s. */
+static int gnuplot_timeout(double *s_out, ss_errbuf *eb)
+{
+    const char *env = getenv(GNUPLOT_TIMEOUT_ENV);
+    *s_out = 120;
+    if (env && *env && (ss_parse_doublez(env, s_out) || !(*s_out > 0) || *s_out > 1e6))
+        return ss_err(eb, SS_EPARSE, GNUPLOT_TIMEOUT_ENV ": expected a positive number of"
+                                     " seconds, got '%s'", env);
+    return SS_OK;
+}
+
+/* Whether an executable gnuplot is on PATH. */
+static int gnuplot_on_path(void)
+{
+    const char *path = getenv("PATH");
+    char dir[4096], file[4200];
+    for (const char *p = path ? path : "/usr/bin:/bin"; p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(dir, sizeof dir, "%.*s", (int)(len < sizeof dir ? len : sizeof dir - 1), p);
+        snprintf(file, sizeof file, "%s/gnuplot", len ? dir : ".");
+        if (access(file, X_OK) == 0)
+            return 1;
+        p = p[len] ? p + len + 1 : NULL;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Write all of buf to fd before `deadline`: 0, or -1 (errno EPIPE: gnuplot is gone; ETIMEDOUT). */
+static int write_until(int fd, const char *buf, size_t n, double deadline)
+{
+    while (n > 0) {
+        double left = deadline - now_s();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int r = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (w < 0)
+            return -1;
+        buf += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Run gnuplot (in its own process group) on `input`, waiting at most timeout_s for it to read
+ * everything and exit; a gnuplot that takes longer is killed, group and all. What failed is
+ * named with `out`, the figure being drawn. */
+static int run_gnuplot(const char *input, size_t n, const char *out, double timeout_s,
+                       ss_errbuf *eb)
+{
+    if (!gnuplot_on_path())
+        return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
+    int fds[2];
+    if (pipe(fds) != 0)
+        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]), close(fds[1]);
+        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(e));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fds[0], STDIN_FILENO);
+        close(fds[0]), close(fds[1]);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here: the kill below must not race the child's own call */
+    close(fds[0]);
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old); /* a gnuplot that exits early is an error, not a signal */
+    double deadline = now_s() + timeout_s;
+    int wr = write_until(fds[1], input, n, deadline), timed_out = wr && errno == ETIMEDOUT;
+    close(fds[1]);
+    sigaction(SIGPIPE, &old, NULL);
+    int st = 0;
+    pid_t got = 0;
+    while (!timed_out && (got = waitpid(pid, &st, WNOHANG)) == 0) {
+        if (now_s() >= deadline)
+            timed_out = 1;
+        else
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+    if (timed_out || got < 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        if (timed_out)
+            return ss_err(eb, SS_EIO, "gnuplot did not finish drawing %s within %g s (set "
+                                      GNUPLOT_TIMEOUT_ENV " to wait longer)", out, timeout_s);
+        return ss_err(eb, SS_EIO, "gnuplot: %s", strerror(errno));
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (exit status %d)", out,
+                      WEXITSTATUS(st));
+    if (WIFSIGNALED(st))
+        return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (killed by signal %d)", out,
+                      WTERMSIG(st));
+    return SS_OK;
+}
+
+static int render(const plot_data *d, int kind, const char *dir, const char *fmt,
+                  double timeout_s, ss_errbuf *eb)
 {
     char out[4096], script[4096];
     snprintf(out, sizeof out, "%s/%s.%s", dir, kinds[kind], fmt);
     snprintf(script, sizeof script, "%s/%s.gp", plots_dir(), kinds[kind]);
     if (access(script, R_OK) != 0)
         return ss_err(eb, SS_EIO, "%s: cannot open: %s", script, strerror(errno));
-    FILE *g = popen("gnuplot", "w");
+    char *input = NULL;
+    size_t n = 0;
+    FILE *g = open_memstream(&input, &n);
     if (!g)
-        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(errno));
+        return ss_err(eb, SS_ENOMEM, "out of memory");
     if (!strcmp(fmt, "png"))
         fprintf(g, "set terminal pngcairo size 1100,480 font \",10\" noenhanced\n");
     else
@@ -458,9 +795,11 @@ static int render(const plot_data *d, int kind, const char *dir, const char *fmt
     fprintf(g, "set output '%s'\n", out);
     int rc = write_kind(g, d, kind, eb);
     fprintf(g, "load '%s'\nset output\n", script);
-    int st = pclose(g);
-    if (!rc && st != 0)
-        rc = ss_err(eb, SS_EIO, "gnuplot failed drawing %s (status %d)", out, st);
+    if (fclose(g) != 0 && !rc)
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = run_gnuplot(input, n, out, timeout_s, eb);
+    free(input); /* open_memstream's buffer comes from malloc */
     return rc;
 }
 
@@ -473,7 +812,8 @@ static void usage(FILE *f)
         "Draw figures from a results database with gnuplot (scripts in plots/KIND.gp, data\n"
         "piped in). Runs are grouped by a sweep's points (policy and grid keys; seeds averaged):\n"
         "--sweep, else the newest sweep in DB (`slicesim sweep`, `slicesim compare`); a database\n"
-        "without sweeps groups runs by cluster policy and placement at their rate_scale.\n"
+        "without sweeps groups runs by every scenario key that differs between them, at their\n"
+        "first tenant's rate_scale (more than 24 such series are refused).\n"
         "\n"
         "  --kind LIST     any of throughput-vs-load, sla-vs-load (against load), latency-cdf,\n"
         "                  gpu-timeline, idle-slices, tiers (at one load); default all\n"
@@ -482,6 +822,9 @@ static void usage(FILE *f)
         "  --load X        the load of the one-load kinds (default: the highest every policy has)\n"
         "  --format F      png, svg or both (default both)\n"
         "  -h, --help      this help\n"
+        "\n"
+        "gnuplot comes from PATH; one that runs longer than SLICESIM_GNUPLOT_TIMEOUT_S seconds\n"
+        "(default 120) for a figure is killed.\n"
         "\n"
         "Exit status: 0 success, 1 gnuplot or the database failed, 2 bad input or usage.\n");
 }
@@ -546,16 +889,19 @@ int cmd_plot(int argc, char **argv)
             want[k] = 1;
     plot_data d = {0};
     ss_errbuf eb = {""};
-    int rc = load_data(&d, argv[optind], sweep, load, &eb);
+    double timeout_s;
+    int rc = gnuplot_timeout(&timeout_s, &eb);
+    if (!rc)
+        rc = load_data(&d, argv[optind], sweep, load, &eb);
     if (!rc && mkdir(dir, 0777) != 0 && errno != EEXIST)
         rc = ss_err(&eb, SS_EIO, "%s: cannot create: %s", dir, strerror(errno));
     for (int k = 0; !rc && k < N_KINDS; k++) {
         if (!want[k])
             continue;
         if (strcmp(fmt, "svg"))
-            rc = render(&d, k, dir, "png", &eb);
+            rc = render(&d, k, dir, "png", timeout_s, &eb);
         if (!rc && strcmp(fmt, "png"))
-            rc = render(&d, k, dir, "svg", &eb);
+            rc = render(&d, k, dir, "svg", timeout_s, &eb);
         if (!rc)
             printf("  %s/%s.%s\n", dir, kinds[k], strcmp(fmt, "both") ? fmt : "{png,svg}");
     }

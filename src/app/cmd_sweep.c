@@ -69,6 +69,17 @@ static void point_key(const sweep_exp *x, size_t p, char *out, size_t size)
     }
 }
 
+/* Point p's load multiplier: its `rate`, 1 when the grid has none. */
+static double point_load(const sweep_exp *x, size_t p)
+{
+    double rate = 1;
+    for (int k = 0; k < x->n_keys; k++)
+        if (!strcmp(x->keys[k].name, "rate") &&
+            ss_parse_doublez(x->keys[k].values[value_at(x, p, k)], &rate))
+            rate = 1;
+    return rate;
+}
+
 /* The scenario of point p: the file, [set], then the grid keys in order. */
 static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errbuf *eb)
 {
@@ -133,6 +144,7 @@ static int sweep_files(const sweep_exp *x, const char *db, const scn_scenario *s
 
 typedef struct sweep_opts {
     const char *file, *db, *profiles;
+    char *command;            /* the command line, for the runs table (owned) */
     int jobs, shard_k, shard_n, json, progress, dry_run;
 } sweep_opts;
 
@@ -156,8 +168,10 @@ static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pen
         if (o->progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
         scn_scenario *sc = NULL;
-        app_run_opts ro = {.profiles = o->profiles, .config = x->scenario, .command = key,
-                           .sweep = x->name, .point = key, .progress = o->progress, .st = st};
+        app_run_opts ro = {.profiles = o->profiles, .config = x->scenario,
+                           .command = o->command ? o->command : "", .sweep = x->name,
+                           .point = key, .load = point_load(x, pending[i]),
+                           .progress = o->progress, .st = st};
         app_run r = {0};
         rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)
@@ -438,9 +452,16 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
 int cmd_sweep(int argc, char **argv)
 {
     sweep_opts o = {.jobs = 1, .shard_k = 1, .shard_n = 1, .progress = 1};
+    /* the command line as given, before getopt permutes argv */
+    if (!(o.command = cli_join_args(argc, argv))) {
+        fprintf(stderr, "slicesim: sweep: out of memory\n");
+        return CLI_EFAIL;
+    }
     int rc = parse_opts(&o, argc, argv);
-    if (rc)
+    if (rc) {
+        ss_free(o.command);
         return rc < 0 ? CLI_OK : rc;
+    }
     sweep_exp x = {0};
     ss_errbuf eb = {""};
     size_t *pts = NULL, *pending = NULL, n_pts = 0, n_pending = 0;
@@ -516,6 +537,7 @@ int cmd_sweep(int argc, char **argv)
 #endif
     ss_free(pts);
     ss_free(pending);
+    ss_free(o.command);
     sweep_exp_free(&x);
     return cli_status_of(rc);
 }

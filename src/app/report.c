@@ -251,17 +251,21 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
 
 /* ---- database --------------------------------------------------------------------------- */
 
-static int store_gpus(store *st, const gsim *g, ss_errbuf *eb)
+/* One row per GPU. Over the measurement window, compute and the idle slices tile it: compute
+ * is the window less the idle slices, host the part of these in host phases. */
+static int store_gpus(store *st, const gsim *g, double window_s, ss_errbuf *eb)
 {
     const gmg *G = gsim_graph(g);
-    double span = ss_time_to_s(gsim_end_time(g));
     for (uint32_t i = 0; i < G->n_gpus; i++) {
         const gmg_gpu *u = &G->gpus[i];
         const gmg_container *c = &G->ctrs[u->container];
+        double compute_s = window_s - ss_time_to_s(u->idle_ns);
         store_gpu_row row = {
             .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
+            .tenant = gsim_tenant_at(g, c->tenant)->name, .window_s = window_s,
+            .compute_s = compute_s, .host_s = ss_time_to_s(u->host_ns),
             .busy_s = ss_time_to_s(u->busy_ns),
-            .utilization = span > 0 ? ss_time_to_s(u->busy_ns) / span : 0,
+            .utilization = window_s > 0 ? compute_s / window_s : 0,
             .iterations = u->iterations, .kv_blocks = c->blocks_total,
             .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
             .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
@@ -306,7 +310,7 @@ int report_store(store *st, const gsim *g, const metrics_summary *m, double wall
         end.slice_decisions = sl->ticks;
         end.slice_wall_s = sl->wall_s;
     }
-    int rc = store_gpus(st, g, eb);
+    int rc = store_gpus(st, g, m->window_s, eb);
     if (!rc)
         rc = store_groups(st, g, m->window_s, eb);
     if (!rc)

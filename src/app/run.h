@@ -22,6 +22,7 @@ typedef struct app_run_opts {
     const char *command;      /* the command line, for the runs table */
     const char *sweep;        /* sweep name and point key, stored with the run (NULL: none) */
     const char *point;
+    double load;              /* compare's or a sweep point's load multiplier (0: none) */
     int check;                /* verify invariants after every event: APP_CHECK_* */
     int progress;             /* progress line on a terminal */
     store *st;                /* an open store to write to instead of opening sc->db (borrowed) */

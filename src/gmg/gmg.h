@@ -106,6 +106,8 @@ typedef struct gmg_gpu {
     ss_time dev_free;       /* end of its last compute phase (the open idle slice's start) */
     uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
     ss_time idle_ns;        /* their summed length */
+    ss_time host_ns;        /* the part of them in its container's host phases */
+    ss_time host_from, host_to; /* the latest host phase opening an iteration on it */
     ss_time guest_ns;       /* compute time of other containers' offloaded prefills */
     ss_time tx_busy, rx_busy; /* its link ports (NVLink in a node, NIC across): transfers
                                  from and to it queue behind these times */

@@ -470,7 +470,7 @@ static int decide_batch(gsim *s, gmg_container *c)
 }
 
 /* GPU u idles from its last compute phase until `until`: record that slice, if any, with the
- * memory free now. */
+ * memory free now, and how much of it (in the window) lies in the latest host phase. */
 static void idle_until(gsim *s, gmg_gpu *u, ss_time until)
 {
     if (until <= u->dev_free)
@@ -478,6 +478,10 @@ static void idle_until(gsim *s, gmg_gpu *u, ss_time until)
     ss_time len = metrics_add_slice(&s->m, u->dev_free, until, gmg_gpu_free_bytes(u));
     u->idle_slices += len > 0;
     u->idle_ns += len;
+    ss_time a = until - len > u->host_from ? until - len : u->host_from;
+    ss_time b = until < u->host_to ? until : u->host_to;
+    if (len > 0 && b > a)
+        u->host_ns += b - a;
 }
 
 /* The GPUs of stage st of c compute over [from, to). */
@@ -515,6 +519,10 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
          * chunks may fill it, and its compute waits for the last of them */
         ss_time host = st == 0 ? sp.host_ns : 0, dev = begin + host, wait = 0;
         if (st == 0) {
+            for (uint32_t k = 0; k < c->tp; k++) {
+                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_from = begin;
+                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_to = dev;
+            }
             ss_time free_at = guest_fill(s, c, begin, dev);
             if (free_at > dev)
                 wait = free_at - dev;

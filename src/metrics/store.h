@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 typedef struct store store;
 
@@ -34,19 +34,23 @@ typedef struct store_run_info {
     const char *sweep;        /* the sweep this run is a point of, and the point's key (both */
     const char *point;        /* NULL when the run is not part of a sweep); a later run of the
                                  same point takes its place there */
+    double load;              /* compare's or a sweep's load multiplier; 0: none (a replay) */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */
 typedef struct store_gpu_row {
     uint32_t gpu, node, container;
     const char *kind;
-    double busy_s, utilization;     /* busy time and busy / makespan */
+    double busy_s, utilization;     /* busy time (whole run); compute_s / window_s */
     uint64_t iterations;
     uint32_t kv_blocks, kv_peak_blocks;
     double weights_gib, kv_pool_gib;
     double device_busy_s;           /* busy_s without the host phases */
     uint64_t idle_slices;           /* idle slices in the measurement window */
     double idle_s;                  /* their summed length */
+    const char *tenant;             /* its container's tenant at the end (borrowed) */
+    double window_s, compute_s;     /* the measurement window; computing in it */
+    double host_s;                  /* the part of idle_s in its container's host phases */
 } store_gpu_row;
 
 /* Run-level figures known only at the end. */

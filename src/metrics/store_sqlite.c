@@ -147,6 +147,14 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"
           " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
           "PRAGMA user_version = 8;",
+    /* version 9: the load of compare and sweep runs; each GPU's tenant and its time over the
+     * measurement window (gpus.utilization is compute_s / window_s from here on) */
+    [8] = "ALTER TABLE runs ADD COLUMN load REAL;"
+          "ALTER TABLE gpus ADD COLUMN tenant TEXT;"
+          "ALTER TABLE gpus ADD COLUMN window_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN compute_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN host_s REAL;"
+          "PRAGMA user_version = 9;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -162,15 +170,18 @@ enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
-               " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops)"
-               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops,"
+               " load)"
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"
                " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"
                " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
                " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib,"
-               " device_busy_s, idle_slices, idle_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " device_busy_s, idle_slices, idle_s,"
+               " tenant, window_s, compute_s, host_s)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
                " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
                " migrations, migrations_aborted, migration_gib, reallocations,"
@@ -558,6 +569,10 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     b_real(&b, in->warmup_s);
     b_text(&b, in->scenario_ini);
     b_text(&b, in->ops ? in->ops : "home");
+    if (in->load > 0)
+        b_real(&b, in->load);
+    else
+        b_null(&b);
     if ((rc = run_stmt(s, &b, eb, "inserting the run"))) {
         store_run_abort(s);
         return rc;
@@ -651,6 +666,10 @@ int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)
     b_real(&b, g->device_busy_s);
     b_int(&b, (int64_t)g->idle_slices);
     b_real(&b, g->idle_s);
+    b_text(&b, g->tenant ? g->tenant : "");
+    b_real(&b, g->window_s);
+    b_real(&b, g->compute_s);
+    b_real(&b, g->host_s);
     return run_stmt(s, &b, eb, "inserting a GPU row");
 }
 

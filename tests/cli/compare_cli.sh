@@ -22,6 +22,16 @@ grep -Eq '^  1 +container +[0-9.]+  1.00 +[0-9.]+  1.00 ' table || fail "contain
     fail "4 sweep points"
 [ "$(sql c.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id) WHERE ops = 'slice'
     AND point LIKE 'policy=slice;%'")" = 2 ] || fail "slice points are slice runs"
+# runs.load is the point's load (chat's rate_scale is 1.5 x 1.5 at load 1.5), runs.command the
+# command line
+[ "$(sql c.db "SELECT group_concat(load, ' ') FROM (SELECT load FROM sweep_points
+    JOIN runs USING (run_id) WHERE point LIKE 'policy=slice;%' ORDER BY point)")" = "1.0 1.5" ] ||
+    fail "runs.load: $(sql c.db "SELECT group_concat(point || ':' || load, ' ') FROM sweep_points JOIN runs USING (run_id)")"
+[ "$(sql c.db "SELECT count(*) FROM runs WHERE typeof(load) = 'real'")" = 4 ] ||
+    fail "runs.load is a number on every compare run"
+[ "$(sql c.db "SELECT count(DISTINCT command) FROM runs WHERE command LIKE
+    'slicesim compare -c $SV % --policies container,slice --rates 1,1.5 --db c.db'")" = 1 ] ||
+    fail "runs.command: $(sql c.db "SELECT command FROM runs LIMIT 1")"
 # the ratio column is the bundle's throughput over the first bundle's, at the same load
 python3 - table <<'PY' || fail "ratios do not match the throughputs"
 import sys

@@ -32,6 +32,15 @@ rows() { sqlite3 "$1" "$ROWS"; }
 "$S" sweep exp.ini --jobs 2 --db all.db >table 2>err || fail "sweep --jobs 2: $(cat err)"
 [ "$(sql all.db "SELECT count(*) FROM sweep_points")" = 36 ] || fail "36 points"
 [ "$(sql all.db "SELECT count(*) FROM runs")" = 36 ] || fail "36 runs"
+# runs.load is the point's rate as a number, runs.command the command line (not the point)
+[ "$(sql all.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id)
+    WHERE typeof(load) = 'real' AND load = CAST(substr(point, instr(point, ';rate=') + 6,
+    instr(substr(point, instr(point, ';rate=') + 6), ';') - 1) AS REAL)")" = 36 ] ||
+    fail "runs.load: $(sql all.db "SELECT group_concat(point || ':' || load, ' ') FROM sweep_points JOIN runs USING (run_id)")"
+[ "$(sql all.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id)
+    WHERE point LIKE '%;rate=1;%' AND load = 1")" = 6 ] || fail "runs.load of rate 1"
+[ "$(sql all.db "SELECT count(*) FROM runs WHERE command = 'slicesim sweep exp.ini --jobs 2 --db all.db'")" = 36 ] ||
+    fail "runs.command: $(sql all.db "SELECT command FROM runs LIMIT 1")"
 ls all.db.job* >/dev/null 2>&1 && fail "worker databases left behind"
 grep -q "36 points in this shard, 0 already in all.db, 36 to run" err || fail "plan: $(cat err)"
 [ "$(grep -c '^  policy=' table)" = 36 ] || fail "table: $(head -3 table)"

@@ -183,6 +183,9 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN prediction_error_ms; DROP TABLE sweep_points;"
         "ALTER TABLE runs DROP COLUMN result_json;"
         "DROP TABLE validation_iters; DROP TABLE validation_ops; DROP TABLE validations;"
+        "ALTER TABLE runs DROP COLUMN load; ALTER TABLE gpus DROP COLUMN tenant;"
+        "ALTER TABLE gpus DROP COLUMN window_s; ALTER TABLE gpus DROP COLUMN compute_s;"
+        "ALTER TABLE gpus DROP COLUMN host_s;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -199,6 +202,9 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validations"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
+                     tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
 }
 
 static void test_allocation_failures(void **state)

@@ -1,0 +1,101 @@
+#!/bin/bash
+# `slicesim plot` without a real gnuplot: a stand-in on PATH records what slicesim pipes to it.
+# The gpu-timeline data are each GPU's compute, host phases and idle time over the measurement
+# window, as the gpus table defines them; plain replays that differ (a 7B and a 70B model) are
+# separate series, and too many to name are refused with what differs; a missing gnuplot is one
+# line, and a gnuplot that hangs is killed after SLICESIM_GNUPLOT_TIMEOUT_S.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+mkdir fake hang empty
+printf '#!/bin/sh\ncat >>"$CAPTURE"\n' >fake/gnuplot
+printf '#!/bin/sh\nsleep 3141\n' >hang/gnuplot  # a child of its own, too
+chmod +x fake/gnuplot hang/gnuplot
+export CAPTURE=$T/captured
+# plot_input ARGS...: what `slicesim plot ARGS` pipes to gnuplot
+plot_input() {
+    rm -f "$CAPTURE"
+    PATH="$T/fake:$PATH" "$S" plot "$@" --format png -o figs >/dev/null 2>"$T/perr" ||
+        fail "plot $*: $(cat "$T/perr")"
+}
+# block NAME: the rows of datablock $NAME in the captured input
+block() { awk -v b="\$$1 << EOD" '$0 == b {on = 1; next} $0 == "EOD" {on = 0} on' "$CAPTURE"; }
+# near A B: |A - B| < 0.01
+near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a - b < 0.01 && b - a < 0.01) }'; }
+
+# --- the gpus table: compute_s and the idle slices tile the window; host_s is part of idle_s
+"$S" replay --limit 2000 --db g.db >/dev/null 2>err || fail "replay: $(cat err)"
+"$S" replay --limit 2000 --set run.warmup_s=60 --db w.db >/dev/null 2>err || fail "replay: $(cat err)"
+for db in g.db w.db; do
+    [ "$(sql $db "SELECT count(*) FROM gpus g JOIN summary s USING (run_id)
+        WHERE abs(g.window_s - s.window_s) < 1e-9 AND abs(g.compute_s + g.idle_s - g.window_s) < 1e-6
+        AND g.host_s > 0 AND g.host_s <= g.idle_s AND g.tenant = 'default'
+        AND abs(g.utilization - g.compute_s / g.window_s) < 1e-12")" = 4 ] ||
+        fail "$db: gpus rows: $(sql $db "SELECT group_concat(window_s || ' ' || compute_s || ' ' ||
+            host_s || ' ' || idle_s || ' ' || utilization, '; ') FROM gpus")"
+    # the mean utilization is 1 less the share of GPU time the replay calls idle
+    near "$(sql $db "SELECT 100 * avg(utilization) FROM gpus")" \
+        "$(sql $db "SELECT 100 - 100 * idle_gpu_s / (4 * window_s) FROM summary")" ||
+        fail "$db: utilization is not 1 - idle share"
+done
+# without a warm-up the window is the whole run: host_s is busy_s - device_busy_s
+[ "$(sql g.db "SELECT count(*) FROM gpus WHERE abs(host_s - (busy_s - device_busy_s)) < 1e-6")" = 4 ] ||
+    fail "host_s over the whole run"
+
+# --- the gpu-timeline figure draws those: "tenant gpuN" compute_% host_% idle_% of the window
+for db in g.db w.db; do
+    plot_input $db --kind gpu-timeline
+    block DATA | grep -v '^$' >rows
+    [ "$(wc -l <rows)" = 4 ] || fail "$db: one row per GPU: $(cat rows)"
+    for i in 0 1 2 3; do
+        set -- $(grep "^\"default gpu$i\" " rows | cut -d' ' -f3-)
+        [ $# = 3 ] || fail "$db: no bar labelled 'default gpu$i': $(cat rows)"
+        near "$(awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { print a + b + c }')" 100 ||
+            fail "$db gpu$i: compute + host + idle = $1 + $2 + $3, not 100"
+        # compute is the window less the idle slices (columns older databases have too)
+        near "$1" "$(sql $db "SELECT 100 - 100 * g.idle_s / s.window_s FROM gpus g
+            JOIN summary s USING (run_id) WHERE gpu = $i")" || fail "$db gpu$i: compute $1 %"
+        near "$2" "$(sql $db "SELECT 100 * host_s / window_s FROM gpus WHERE gpu = $i")" ||
+            fail "$db gpu$i: host $2 %"
+    done
+done
+# and, with no warm-up, the host share is the whole run's busy_s - device_busy_s
+set -- $(grep '^"default gpu0" ' <(plot_input g.db --kind gpu-timeline; block DATA) | cut -d' ' -f3-)
+near "$2" "$(sql g.db "SELECT 100 * (busy_s - device_busy_s) / window_s FROM gpus WHERE gpu = 0")" ||
+    fail "host share of gpu0: $2"
+
+# --- plain replays that differ are separate series, named by what differs
+"$S" replay --limit 300 --db m.db >/dev/null 2>&1 || fail "replay 7b"
+"$S" replay --limit 300 --model llama-2-70b --gpu h100-sxm --tp 4 --replicas 2 --db m.db \
+    >/dev/null 2>&1 || fail "replay 70b"
+"$S" replay --limit 300 --rate-scale 2 --db m.db >/dev/null 2>&1 || fail "replay x2"
+plot_input m.db --kind throughput-vs-load
+grep -qx 'nseries = 2' "$CAPTURE" || fail "want 2 series: $(grep -E '^(nseries|titles)' "$CAPTURE")"
+grep -q '^titles = ".*model=llama-2-7b.* .*model=llama-2-70b' "$CAPTURE" ||
+    fail "series names: $(grep '^titles' "$CAPTURE")"
+# the 7B series has loads 1 and 2, the 70B one load 1
+[ "$(block DATA | awk 'BEGIN {i = 0} /^$/ {if (!blank) i++; blank = 1; next} {blank = 0;
+    printf "%d:%s ", i, $1}')" = "0:1 0:2 1:1 " ] || fail "series data: $(block DATA)"
+# more settings than series fit: refused, naming what differs
+for n in $(seq 1 25); do
+    "$S" replay --limit 20 --set tenant.default.sla_ttft_ms=$n --db many.db >/dev/null 2>&1 ||
+        fail "replay $n"
+done
+expect_error 2 "more than 24 series.*differ in tenant.default.sla_ttft_ms" \
+    env PATH="$T/fake:$PATH" "$S" plot many.db --kind throughput-vs-load -o figs
+
+# --- no gnuplot: one line; a gnuplot that hangs is stopped after the timeout
+expect_error 1 "^slicesim: plot: gnuplot not found; install gnuplot-nox$" \
+    env PATH="$T/empty" "$S" plot g.db --kind gpu-timeline -o figs
+start=$(date +%s)
+expect_error 1 "gnuplot did not finish drawing figs/gpu-timeline.png within 1 s" \
+    env SLICESIM_GNUPLOT_TIMEOUT_S=1 PATH="$T/hang:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
+[ $(($(date +%s) - start)) -lt 30 ] || fail "the hanging gnuplot held slicesim"
+sleep 0.2
+! pgrep -x -f "sleep 3141" >/dev/null || fail "the hanging gnuplot's child was left running"
+expect_error 2 "SLICESIM_GNUPLOT_TIMEOUT_S: expected a positive" \
+    env SLICESIM_GNUPLOT_TIMEOUT_S=soon "$S" plot g.db -o figs
+echo "plot_data: all checks passed"
