@@ -74,9 +74,9 @@ static void json_slices(FILE *f, const gsim *g, const metrics_summary *m)
         else
             fprintf(f, "%g", (double)hi / SS_NS_PER_MS);
         fprintf(f, ", \"count\": %" PRIu64 ", \"gpu_s\": %.6f, \"free_gib_mean\": ",
-                sl->count[i], ss_time_to_s(sl->idle_ns[i]));
-        if (sl->idle_ns[i] > 0)
-            fprintf(f, "%.3f}", sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+                sl->count[i], sl->gpu_ns[i] / 1e9);
+        if (sl->gpu_ns[i] > 0)
+            fprintf(f, "%.3f}", sl->free_byte_ns[i] / sl->gpu_ns[i] / 1073741824.0);
         else
             fputs("null}", f);
     }

@@ -161,7 +161,7 @@ ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_byte
     for (ss_time hi = 10 * SS_NS_PER_US; b + 1 < METRICS_SLICE_BUCKETS && len >= hi; hi *= 10)
         b++;
     m->slices.count[b]++;
-    m->slices.idle_ns[b] += len;
+    m->slices.gpu_ns[b] += (double)len;
     m->slices.free_byte_ns[b] += free_bytes * (double)len;
     return len;
 }
@@ -182,12 +182,12 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->reallocations = m->reallocations;
     out->scale_ups = m->scale_ups;
     out->scale_downs = m->scale_downs;
-    ss_time idle = 0;
+    double idle_ns = 0;
     for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
         out->idle_slices += m->slices.count[b];
-        idle += m->slices.idle_ns[b];
+        idle_ns += m->slices.gpu_ns[b];
     }
-    out->idle_gpu_s = ss_time_to_s(idle);
+    out->idle_gpu_s = idle_ns / 1e9;
     out->offloads = m->offloads_done;
     out->offload_ops = m->offload_ops;
     out->slices_used = m->slices_used;

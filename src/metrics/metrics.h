@@ -48,7 +48,10 @@ typedef struct metrics_req {
  * that opens each iteration, when the GPU waits for the engine's CPU work), by length. */
 typedef struct metrics_slices {
     uint64_t count[METRICS_SLICE_BUCKETS];
-    ss_time idle_ns[METRICS_SLICE_BUCKETS];       /* summed lengths */
+    /* summed lengths over every GPU, ns. A double, because an int64 would wrap: one GPU's
+     * idle time fits (it is at most the simulated time), but 1,024 GPUs idle for 105 days
+     * already pass INT64_MAX ns. */
+    double gpu_ns[METRICS_SLICE_BUCKETS];
     double free_byte_ns[METRICS_SLICE_BUCKETS];   /* free GPU memory x length, for the mean */
 } metrics_slices;
 

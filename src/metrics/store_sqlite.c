@@ -598,7 +598,7 @@ int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb)
     for (int i = 0; i < METRICS_SLICE_BUCKETS; i++) {
         binder b = {s->st[ST_SLICE], 0, 0};
         ss_time hi = metrics_slice_bucket_hi(i);
-        double gpu_s = ss_time_to_s(sl->idle_ns[i]);
+        double gpu_s = sl->gpu_ns[i] / 1e9;
         b_int(&b, s->run_id);
         b_int(&b, i);
         b_real(&b, (double)metrics_slice_bucket_lo(i) / SS_NS_PER_MS);
@@ -608,8 +608,8 @@ int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb)
             b_real(&b, (double)hi / SS_NS_PER_MS);
         b_int(&b, (int64_t)sl->count[i]);
         b_real(&b, gpu_s);
-        if (sl->idle_ns[i] > 0)
-            b_real(&b, sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+        if (sl->gpu_ns[i] > 0)
+            b_real(&b, sl->free_byte_ns[i] / sl->gpu_ns[i] / 1073741824.0);
         else
             b_null(&b);
         int rc = run_stmt(s, &b, eb, "inserting an idle-slice row");

@@ -43,7 +43,7 @@ static void write_run(store *s, int n_req, int commit)
                        .device_busy_s = 1.25, .idle_slices = 7, .idle_s = 8.75};
     assert_int_equal(store_run_gpu(s, &g, &eb), 0);
     metrics_slices sl = {.count = {[3] = 6, [7] = 1},
-                         .idle_ns = {[3] = 30 * SS_NS_PER_MS, [7] = 12 * SS_NS_PER_S},
+                         .gpu_ns = {[3] = 30e6, [7] = 12e9},
                          .free_byte_ns = {[3] = 30e6 * 1073741824.0}};
     assert_int_equal(store_run_slices(s, &sl, &eb), 0);
     if (!commit)
