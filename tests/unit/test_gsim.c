@@ -746,6 +746,25 @@ static void test_idle_slices_sum_without_wrapping(void **state)
     metrics_fini(&m);
 }
 
+/* A clock that would pass the end of the simulated time range stops the run with an error:
+ * times are summed saturating, nothing wraps. Unfixed, the iteration of a request arriving
+ * just before INT64_MAX ns ended "in the past" (signed overflow) and the run aborted. */
+static void test_time_past_the_range_fails_cleanly(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    trace_rec recs[2] = {rec(0, 0.0, 600, 20), rec(1, 0.0, 600, 20)};
+    recs[1].arrival_ns = SS_TIME_MAX - SS_NS_PER_MS;
+    gsim *g = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    tu_recs src = {recs, 2, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "simulated time would pass the end of its range"));
+    assert_int_equal(gsim_metrics(g)->all.completed, 1); /* the first request was served */
+    gsim_destroy(&g);
+}
+
 static void test_idle_slices_skip_the_warmup(void **state)
 {
     fx *f = *state;
@@ -953,6 +972,7 @@ int main(void)
         T(test_idle_slices_tile_the_run),
         T(test_idle_slices_sum_without_wrapping),
         T(test_idle_slices_skip_the_warmup),
+        T(test_time_past_the_range_fails_cleanly),
         T(test_fork_predicts_the_replay_exactly),
         T(test_fork_leaves_the_replay_alone),
         T(test_fork_allocation_failures_are_clean),
