@@ -250,10 +250,21 @@ int cmd_compare(int argc, char **argv)
     scn_scenario *sc = NULL;
     if (!res)
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
-    /* every bundle's scenario must build before anything runs */
-    for (int p = o.n_policies - 1; !rc && p >= 0; p--)
-        if (!(rc = build(&o, p, o.rate[0], &sc, &eb)) && p > 0)
-            scn_destroy(&sc);
+    /* every bundle's scenario must build, and every load keep arrivals within the simulated
+     * time range, before anything runs */
+    for (int i = 0; !rc && i < n; i++) {
+        char point[APP_LABEL_MAX + 64];
+        snprintf(point, sizeof point, "policy=%s;rate=%g", o.label[i % o.n_policies],
+                 o.rate[i / o.n_policies]);
+        scn_scenario *pt = NULL;
+        rc = build(&o, i % o.n_policies, o.rate[i / o.n_policies], &pt, &eb);
+        if (!rc && (rc = app_check_arrivals(pt, o.profiles, &eb)))
+            ss_err_prefix(&eb, rc, "%s", point);
+        if (!rc && i == 0)
+            sc = pt; /* the first point's, for the database */
+        else
+            scn_destroy(&pt);
+    }
     /* one database for every run: --db, else the scenario's */
     if (!rc) {
         db = sc->db;
@@ -271,7 +282,8 @@ int cmd_compare(int argc, char **argv)
         if (o.progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, n, point);
         app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = point,
-                           .sweep = name, .point = point, .progress = o.progress, .st = st};
+                           .sweep = name, .point = point, .progress = o.progress, .st = st,
+                           .arrivals_checked = 1};
         app_run x = {0};
         rc = build(&o, p, rate, &sc, &x.eb);
         if (!rc)

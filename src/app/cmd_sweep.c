@@ -137,7 +137,8 @@ static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pen
             fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
         scn_scenario *sc = NULL;
         app_run_opts ro = {.profiles = o->profiles, .config = x->scenario, .command = key,
-                           .sweep = x->name, .point = key, .progress = o->progress, .st = st};
+                           .sweep = x->name, .point = key, .progress = o->progress, .st = st,
+                           .arrivals_checked = 1};
         app_run r = {0};
         rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)
@@ -442,10 +443,16 @@ int cmd_sweep(int argc, char **argv)
     for (size_t p = 0; !rc && p < x.n_points; p++)
         if (p % (size_t)o.shard_n == (size_t)(o.shard_k - 1))
             pts[n_pts++] = p;
-    /* every point's scenario must build before anything runs */
+    /* every point's scenario must build, and keep arrivals within the simulated time range,
+     * before anything runs */
     for (size_t i = 0; !rc && i < n_pts; i++) {
         scn_scenario *sc = NULL;
         rc = build_point(&x, pts[i], &sc, &eb);
+        if (!rc && (rc = app_check_arrivals(sc, o.profiles, &eb))) {
+            char key[1024];
+            point_key(&x, pts[i], key, sizeof key);
+            ss_err_prefix(&eb, rc, "%s: %s", x.path, key);
+        }
         scn_destroy(&sc);
     }
     if (!rc)

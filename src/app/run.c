@@ -117,8 +117,11 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
         x->run->cfg.profiles_dir = dir;
         if (o->check != APP_CHECK_DEFAULT)
             x->run->cfg.check = o->check == APP_CHECK_ON;
-        rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed,
-                              sc->servegen_dir[0] ? sc->servegen_dir : NULL, &x->eb);
+        const char *sg = sc->servegen_dir[0] ? sc->servegen_dir : NULL;
+        if (!o->arrivals_checked)
+            rc = wl_source_check_range(x->run->specs, sc->n_tenants, sc->seed, sg, &x->eb);
+        if (!rc)
+            rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed, sg, &x->eb);
         if (rc == SS_EIO)
             rc = SS_EPARSE; /* an unreadable trace is bad input, like a malformed one */
     }
@@ -206,6 +209,27 @@ void app_run_fini(app_run *x)
     ss_free(x->ini);
     x->run = NULL;
     x->ini = NULL;
+}
+
+int app_check_arrivals(const scn_scenario *sc, const char *profiles, ss_errbuf *eb)
+{
+    int stretched = 0;
+    for (uint32_t i = 0; i < sc->n_tenants; i++)
+        stretched |= sc->tenants[i].rate_scale < 1;
+    if (!stretched)
+        return SS_OK; /* wl_source_check_range would read nothing: skip the catalog too */
+    catalog *cat = NULL;
+    cli_run *run = ss_calloc(1, sizeof *run);
+    int rc = run ? catalog_load(&cat, catalog_default_dir(profiles), eb)
+                 : ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = cli_run_make(run, sc, cat, eb);
+    if (!rc)
+        rc = wl_source_check_range(run->specs, sc->n_tenants, sc->seed,
+                                   sc->servegen_dir[0] ? sc->servegen_dir : NULL, eb);
+    catalog_destroy(&cat);
+    ss_free(run);
+    return rc == SS_EIO ? SS_EPARSE : rc;
 }
 
 void app_scale_rates(scn_scenario *sc, double factor)

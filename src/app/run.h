@@ -25,6 +25,7 @@ typedef struct app_run_opts {
     int check;                /* verify invariants after every event: APP_CHECK_* */
     int progress;             /* progress line on a terminal */
     store *st;                /* an open store to write to instead of opening sc->db (borrowed) */
+    int arrivals_checked;     /* app_check_arrivals already passed: setup does not read again */
 } app_run_opts;
 
 typedef struct app_run {
@@ -50,6 +51,13 @@ int app_run_exec(app_run *x);
 report_run app_run_report(const app_run *x);
 /* Free what setup made (NULL-safe fields). */
 void app_run_fini(app_run *x);
+
+/* Read scenario sc's workload once, before anything runs, when a tenant's rate_scale (below
+ * 1) could stretch arrivals beyond the simulated time range: 0, or SS_EINVAL naming the
+ * tenant's rate_scale and the range (or the error the workload would give a run) in eb.
+ * app_run_setup does the same unless opts.arrivals_checked; compare and sweep call this for
+ * every point first, so that a bad point stops them before the first run. */
+int app_check_arrivals(const scn_scenario *sc, const char *profiles, ss_errbuf *eb);
 
 /* Multiply every tenant's rate_scale by factor. */
 void app_scale_rates(scn_scenario *sc, double factor);
