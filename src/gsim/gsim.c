@@ -1816,10 +1816,11 @@ int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
     return s->rc;
 }
 
-/* Every GPU idles from its last compute phase to the end of the run. */
+/* Every GPU idles from its last compute phase to the end of the measurement window (the last
+ * completion; ticks after it do not count). */
 static void close_slices(gsim *s)
 {
-    ss_time end = des_now(s->des);
+    ss_time end = metrics_window_end(&s->m);
     for (uint32_t i = 0; i < s->g->n_gpus; i++) {
         idle_until(s, &s->g->gpus[i], end);
         if (end > s->g->gpus[i].dev_free)

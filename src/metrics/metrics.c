@@ -58,6 +58,8 @@ void metrics_add_req(metrics *m, const metrics_req *r)
 {
     if (r->finish > m->last_finish)
         m->last_finish = r->finish;
+    if (!r->rejected && r->finish > m->last_completion)
+        m->last_completion = r->finish;
     if (!r->measured)
         return;
     group_add(m, &m->all, r);
@@ -166,12 +168,16 @@ ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_byte
     return len;
 }
 
+ss_time metrics_window_end(const metrics *m)
+{
+    return m->last_completion > m->measure_from ? m->last_completion : m->measure_from;
+}
+
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->sim_s = ss_time_to_s(sim_end);
-    ss_time from = m->measure_from < sim_end ? m->measure_from : sim_end;
-    out->window_s = ss_time_to_s(sim_end - from);
+    out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
     metrics_summarize_group(&m->all, out->window_s, &out->all);
     out->requests = m->arrived;
     out->swap_outs = m->swap_outs;

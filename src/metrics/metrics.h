@@ -94,6 +94,7 @@ typedef struct metrics {
     uint64_t offload_predicted;   /* finished offloads that had a what-if prediction */
     ss_time offload_pred_err_ns;  /* sum of |predicted - simulated| first-token times */
     ss_time last_finish;       /* latest completion or rejection */
+    ss_time last_completion;   /* latest completion (every request): the window's end */
     int oom;                   /* an allocation failed while recording */
 } metrics;
 
@@ -124,7 +125,7 @@ typedef struct metrics_summary {
     uint64_t offloads, offload_ops, slices_used; /* offloaded prefills (every request) */
     double offload_gib;           /* weights streamed and KV sent for them */
     double pred_err_ms;           /* mean |predicted - simulated| first token of an offload */
-    double sim_s;                 /* simulated makespan: 0 to the last completion, s */
+    double sim_s;                 /* simulated time: 0 to the last event (a tick, a load, ...), s */
     double window_s;              /* measurement window: warm-up end to the last completion, s */
 } metrics_summary;
 
@@ -146,7 +147,12 @@ ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_byte
 /* Bounds of slice bucket i in ns: [lo, hi); hi is SS_TIME_MAX for the last. */
 ss_time metrics_slice_bucket_lo(int i);
 ss_time metrics_slice_bucket_hi(int i);
-/* Summaries over the window [measure_from, sim_end]. */
+/* End of the measurement window: the last completion of any request (warm-up ones too), or
+ * measure_from when that is later (an empty window). Periodic work after it (cluster and
+ * SliceScheduler ticks, weight loads) does not stretch the window. */
+ss_time metrics_window_end(const metrics *m);
+/* Summaries over the measurement window [measure_from, metrics_window_end]; sim_end (the
+ * time of the run's last event) only gives sim_s. */
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out);
 void metrics_summarize_group(const metrics_group *g, double window_s, metrics_group_summary *out);
 
