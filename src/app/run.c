@@ -4,8 +4,10 @@
 #include "cli.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_log.h"
 #include "core/ss_strbuf.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +181,13 @@ int app_run_exec(app_run *x)
         fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc)
         metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
+    const metrics_group_summary *a = &x->m.all;
+    if (!rc && a->rejected * 100 > a->requests) { /* more than 1 % */
+        char why[512];
+        report_rejections(why, sizeof why, x->g, a);
+        ss_warn("%" PRIu64 " of %" PRIu64 " requests (%.1f %%) were rejected: %s", a->rejected,
+                a->requests, 100.0 * (double)a->rejected / (double)a->requests, why);
+    }
     if (!rc && x->st) {
         char *json = NULL;
         size_t len = 0;

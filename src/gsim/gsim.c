@@ -229,11 +229,24 @@ static uint8_t sla_bits(const gmg_req *q, int rejected)
     return b;
 }
 
-static void emit_result(gsim *s, const gmg_req *q, int rejected)
+/* The metrics' name for a batching policy's reason to reject (pol_reject_why). */
+static uint8_t reject_reason(uint32_t why)
+{
+    switch (why) {
+    case POL_REJECT_TOO_LONG: return METRICS_REJ_TOO_LONG;
+    case POL_REJECT_BATCH_TOKENS: return METRICS_REJ_BATCH_TOKENS;
+    case POL_REJECT_KV: return METRICS_REJ_KV;
+    case POL_REJECT_PREEMPTED: return METRICS_REJ_PREEMPTED;
+    default: return METRICS_REJ_OTHER;
+    }
+}
+
+/* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). */
+static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
 {
     metrics_req r = {
         .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
-        .sla = sla_bits(q, rejected), .measured = q->measured,
+        .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected), .measured = q->measured,
         .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
         .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
         .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish,
@@ -304,7 +317,7 @@ static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
     }
 }
 
-static void reject(gsim *s, gmg_container *c, gmg_id r)
+static void reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
 {
     gmg_req *q = gmg_req_at(s->g, r);
     maybe_abort_migration(s, q);
@@ -313,7 +326,7 @@ static void reject(gsim *s, gmg_container *c, gmg_id r)
     q->state = GMG_REQ_REJECTED;
     q->finish = des_now(s->des);
     notify(s, c, q, GSIM_REQ_REJECT);
-    emit_result(s, q, 1);
+    emit_result(s, q, 1, reject_reason(why));
     gmg_req_free(s->g, r);
 }
 
@@ -325,13 +338,13 @@ static void finish(gsim *s, gmg_container *c, gmg_id r)
     q->state = GMG_REQ_DONE;
     q->finish = des_now(s->des);
     notify(s, c, q, GSIM_REQ_FINISH);
-    emit_result(s, q, 0);
+    emit_result(s, q, 0, 0);
     gmg_req_free(s->g, r);
 }
 
 /* ---- starting an iteration -------------------------------------------------------------- */
 
-enum { DEC_ARRAYS = 7 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, reject */
+enum { DEC_ARRAYS = 8 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, reject, why */
 
 static int ensure_decision(gsim *s, size_t need)
 {
@@ -340,7 +353,7 @@ static int ensure_decision(gsim *s, size_t need)
     size_t cap = s->dec_cap ? s->dec_cap : 64;
     while (cap < need)
         cap *= 2;
-    /* one block holds the seven arrays (all 32-bit) */
+    /* one block holds the eight arrays (all 32-bit) */
     uint32_t *b = ss_realloc(s->dec.run, cap * DEC_ARRAYS * sizeof *b);
     if (!b)
         return SS_ENOMEM;
@@ -352,6 +365,7 @@ static int ensure_decision(gsim *s, size_t need)
     d->swap_out = b + 4 * cap;
     d->swap_in = b + 5 * cap;
     d->reject = b + 6 * cap;
+    d->reject_why = b + 7 * cap;
     s->dec_cap = cap;
     return SS_OK;
 }
@@ -451,7 +465,7 @@ static uint32_t apply(gsim *s, gmg_container *c)
 {
     const pol_batch_decision *d = &s->dec;
     for (uint32_t i = 0; i < d->n_reject; i++)
-        reject(s, c, d->reject[i]);
+        reject(s, c, d->reject[i], d->reject_why[i]);
     for (uint32_t i = 0; i < d->n_preempt; i++)
         preempt(s, c, d->preempt[i]);
     for (uint32_t i = 0; i < d->n_swap_out; i++)
@@ -2033,6 +2047,8 @@ const gmg *gsim_graph(const gsim *s) { return s->g; }
 const des_stats *gsim_des_stats(const gsim *s) { return des_get_stats(s->des); }
 ss_time gsim_end_time(const gsim *s) { return des_now(s->des); }
 uint64_t gsim_iterations(const gsim *s) { return s->iterations; }
+uint64_t gsim_max_model_len(const gsim *s) { return s->cfg.max_model_len; }
+uint64_t gsim_max_batch_tokens(const gsim *s) { return pol_batch_max_tokens(s->batch); }
 
 typedef struct json_emit {
     ss_strbuf *b;

@@ -42,6 +42,7 @@ static void group_add(metrics *m, metrics_group *g, const metrics_req *r)
     g->sla_violations += r->sla != 0;
     if (r->rejected) {
         g->rejected++;
+        g->rejected_why[r->reject_why < METRICS_REJ__COUNT ? r->reject_why : METRICS_REJ_OTHER]++;
         return;
     }
     g->completed++;
@@ -127,6 +128,7 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->prompt_tokens = g->prompt_tokens;
     out->output_tokens = g->output_tokens;
     out->sla_violations = g->sla_violations;
+    memcpy(out->rejected_why, g->rejected_why, sizeof out->rejected_why);
     if (window_s > 0) {
         out->prompt_tokens_per_s = (double)g->prompt_tokens / window_s;
         out->output_tokens_per_s = (double)g->output_tokens / window_s;
@@ -137,6 +139,24 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->ttft_ms = pct(&g->ttft);
     out->tbt_ms = pct(&g->tbt);
     out->e2e_ms = pct(&g->e2e);
+}
+
+static const char *const reject_names[METRICS_REJ__COUNT][2] = {
+    [METRICS_REJ_TOO_LONG] = {"too_long", "prompt > max-model-len"},
+    [METRICS_REJ_BATCH_TOKENS] = {"batch_tokens", "prompt > max-num-batched-tokens"},
+    [METRICS_REJ_KV] = {"kv_blocks", "needs more KV blocks than its container has"},
+    [METRICS_REJ_PREEMPTED] = {"preempted", "preempted max-preemptions times"},
+    [METRICS_REJ_OTHER] = {"other", "rejected by the batching policy"},
+};
+
+const char *metrics_reject_key(int r)
+{
+    return r >= 0 && r < METRICS_REJ__COUNT ? reject_names[r][0] : NULL;
+}
+
+const char *metrics_reject_phrase(int r)
+{
+    return r >= 0 && r < METRICS_REJ__COUNT ? reject_names[r][1] : NULL;
 }
 
 ss_time metrics_slice_bucket_lo(int i)

@@ -26,7 +26,8 @@
  * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
  * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
  * sweep_points table: which run is which point of which sweep; runs.result_json: what
- * `replay --json` printed for the run). */
+ * `replay --json` printed for the run); version 8 validations; version 9 the summary's
+ * rejected_* columns (rejected requests by reason). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -146,6 +147,12 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"
           " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
           "PRAGMA user_version = 8;",
+    [8] = "ALTER TABLE summary ADD COLUMN rejected_too_long INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_batch_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_kv_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_preempted INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_other INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 9;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -175,8 +182,10 @@ static const char *const stmt_sql[ST__N] = {
                " migrations, migrations_aborted, migration_gib, reallocations,"
                GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s, offloads,"
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
-               " prediction_error_ms)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?)",
+               " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
+               " rejected_kv_blocks, rejected_preempted, rejected_other)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
+               "?,?,?,?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
@@ -678,6 +687,9 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     b_int(&b, (int64_t)e->slice_decisions);
     b_real(&b, e->slice_wall_s);
     b_real(&b, m->pred_err_ms);
+    _Static_assert(METRICS_REJ__COUNT == 5, "the summary has five rejected_* columns");
+    for (int r = 0; r < METRICS_REJ__COUNT; r++) /* in METRICS_REJ_* order */
+        b_int(&b, (int64_t)m->all.rejected_why[r]);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);
