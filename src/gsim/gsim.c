@@ -212,11 +212,12 @@ static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_e
 }
 
 /* Which SLA bounds q broke (METRICS_SLA_* bits). Its own TBT p99 breaks the bound when more
- * gaps exceed it than the 1 % the nearest-rank p99 may leave above. */
+ * gaps exceed it than the 1 % the nearest-rank p99 may leave above. A rejected request breaks
+ * its SLA if it has one: without any bound, nothing is violated. */
 static uint8_t sla_bits(const gmg_req *q, int rejected)
 {
     if (rejected)
-        return METRICS_SLA_REJECTED;
+        return q->sla_ttft || q->sla_tbt || q->sla_e2e ? METRICS_SLA_REJECTED : 0;
     uint8_t b = 0;
     if (q->sla_ttft && q->first_token - q->arrival > q->sla_ttft)
         b |= METRICS_SLA_TTFT;

@@ -2,7 +2,7 @@
 # Rejected requests are explained (issue 13, messages): the table says how many were rejected
 # and why ("2 prompt > max-model-len 2048"), a warning says so on stderr when more than 1 % were
 # rejected, the summary stores the counts by reason (rejected_* columns) and the JSON has them
-# (rejected_why).
+# (rejected_why). A run with no SLA set reports no SLA violations, rejections or not.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -37,6 +37,15 @@ max-model-len 2048, 1 prompt > max-num-batched-tokens 1024" ] || fail "warning: 
 [ "$(sql r.db 'SELECT rejected || "," || rejected_too_long || "," || rejected_batch_tokens || ","
     || rejected_kv_blocks || "," || rejected_preempted || "," || rejected_other FROM summary')" = \
     "3,2,1,0,0,0" ] || fail "summary: $(sql r.db 'SELECT * FROM summary')"
+
+# no SLA is set: rejections are no SLA violations, and the table reports none
+! grep -q "SLA" table || fail "SLA reported without an SLA: $(cat table)"
+[ "$(sql r.db 'SELECT sla_violations FROM summary')" = 0 ] || fail "summary.sla_violations"
+[ "$(sql r.db 'SELECT count(*) FROM requests WHERE sla_violated')" = 0 ] || fail "requests.sla_violated"
+# with one, a rejected request violates it
+run sla --set tenant.default.sla_e2e_ms=60000 --db s.db
+grep -q "SLA: 3.00 % of requests violated" sla || fail "SLA with a bound: $(cat sla)"
+[ "$(sql s.db 'SELECT sla_violations FROM summary')" = 3 ] || fail "summary.sla_violations"
 
 run j.json --json --db none
 grep -q '"rejected_why": {"too_long": 2, "batch_tokens": 1, "kv_blocks": 0, "preempted": 0, "other": 0}' \
