@@ -270,8 +270,8 @@ int cmd_compare(int argc, char **argv)
         db = sc->db;
         if (strcmp(db, "none"))
             rc = store_open(&st, db, &eb);
-        scn_destroy(&sc);
     }
+    scn_destroy(&sc); /* also the first point's when a later one failed */
     if (!rc && o.json)
         fputs("[\n", stdout);
     for (int i = 0; !rc && i < n; i++) {
