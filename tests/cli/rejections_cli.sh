@@ -64,4 +64,18 @@ sed -i 's/^10,1.0,a,3000,10$/10,1.0,a,100,10/' t.csv
 run none --db none
 ! grep -q "rejected [0-9]* (" none || fail "a rejection line with nothing rejected: $(cat none)"
 
+# Mooncake's synthetic trace, when the shared data is there: its long prompts at the default
+# max-model-len (the case)
+MC=${SS_SHARED_DATA:-}/traces/mooncake/synthetic_trace.jsonl
+if [ -n "${SS_SHARED_DATA:-}" ] && [ -r "$MC" ]; then
+    "$S" replay --trace "$MC" --db none >mc 2>mc.err || fail "Mooncake: $(cat mc.err)"
+    grep -qx "  rejected 1587 (39.7 %): 1587 prompt > max-model-len 16384" mc ||
+        fail "Mooncake: $(cat mc)"
+    grep -q "^slicesim: warning: 1587 of 3993 requests (39.7 %) were rejected" mc.err ||
+        fail "Mooncake warning: $(cat mc.err)"
+    ! grep -q "SLA" mc || fail "Mooncake: SLA reported without an SLA: $(cat mc)"
+else
+    echo "rejections_cli: no Mooncake trace in \$SS_SHARED_DATA; that part skipped"
+fi
+
 echo "rejections_cli: ok"
