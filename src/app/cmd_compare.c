@@ -253,7 +253,8 @@ int cmd_compare(int argc, char **argv)
     if (!res || !cmdline)
         rc = ss_err(&eb, SS_ENOMEM, "out of memory");
     /* every point (bundle and load) must build before anything runs, so that a bad bundle
-     * stores nothing: the scenario, and everything a run sets up from it */
+     * stores nothing: the scenario, everything a run sets up from it, and arrivals within the
+     * simulated time range */
     app_run_opts check_opts = {.profiles = o.profiles, .config = o.config};
     for (int i = 0; !rc && i < n; i++) {
         int p = i % o.n_policies;
@@ -273,8 +274,8 @@ int cmd_compare(int argc, char **argv)
         db = sc->db;
         if (strcmp(db, "none"))
             rc = store_open(&st, db, &eb);
-        scn_destroy(&sc);
     }
+    scn_destroy(&sc); /* also the first point's when a later one failed */
     if (!rc && o.json)
         fputs("[\n", stdout);
     for (int i = 0; !rc && i < n; i++) {
@@ -286,7 +287,7 @@ int cmd_compare(int argc, char **argv)
             fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, n, point);
         app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
                            .sweep = name, .point = point, .load = rate,
-                           .progress = o.progress, .st = st};
+                           .progress = o.progress, .st = st, .arrivals_checked = 1};
         app_run x = {0};
         rc = build(&o, p, rate, &sc, &x.eb);
         if (!rc)

@@ -171,7 +171,7 @@ static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pen
         app_run_opts ro = {.profiles = o->profiles, .config = x->scenario,
                            .command = o->command ? o->command : "", .sweep = x->name,
                            .point = key, .load = point_load(x, pending[i]),
-                           .progress = o->progress, .st = st};
+                           .progress = o->progress, .st = st, .arrivals_checked = 1};
         app_run r = {0};
         rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)
@@ -483,8 +483,9 @@ int cmd_sweep(int argc, char **argv)
     for (size_t p = 0; !rc && p < x.n_points; p++)
         if (p % (size_t)o.shard_n == (size_t)(o.shard_k - 1))
             pts[n_pts++] = p;
-    /* every point must build (scenario, models, fit on the cluster, policy parameters)
-     * before anything runs, so that a bad grid value stores nothing */
+    /* every point must build (scenario, models, fit on the cluster, policy parameters,
+     * arrivals within the simulated time range) before anything runs, so that a bad grid
+     * value stores nothing */
     app_run_opts check_opts = {.profiles = o.profiles, .config = x.scenario};
     for (size_t i = 0; !rc && i < n_pts; i++) {
         scn_scenario *sc = NULL;
@@ -492,7 +493,7 @@ int cmd_sweep(int argc, char **argv)
         if (!rc && (rc = app_run_check(sc, &check_opts, &eb))) {
             char key[1024];
             point_key(&x, pts[i], key, sizeof key);
-            ss_err_prefix(&eb, rc, "%s", key);
+            ss_err_prefix(&eb, rc, "%s: %s", x.path, key);
         }
         if (!rc && i == 0)
             rc = sweep_files(&x, db, sc, &eb);

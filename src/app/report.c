@@ -5,6 +5,25 @@
 
 #include <inttypes.h>
 
+void report_rejections(char *buf, size_t size, const gsim *g, const metrics_group_summary *a)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int r = 0; r < METRICS_REJ__COUNT && n < size; r++) {
+        if (!a->rejected_why[r])
+            continue;
+        int w = snprintf(buf + n, size - n, "%s%" PRIu64 " %s", n ? ", " : "",
+                         a->rejected_why[r], metrics_reject_phrase(r));
+        if (w > 0 && (size_t)w < size - n && r == METRICS_REJ_TOO_LONG)
+            w += snprintf(buf + n + w, size - n - (size_t)w, " %" PRIu64, gsim_max_model_len(g));
+        else if (w > 0 && (size_t)w < size - n && r == METRICS_REJ_BATCH_TOKENS)
+            w += snprintf(buf + n + w, size - n - (size_t)w, " %" PRIu64, gsim_max_batch_tokens(g));
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
 /* ---- JSON ------------------------------------------------------------------------------- */
 
 static void json_pct(FILE *f, const char *name, const metrics_pct *p)
@@ -74,9 +93,9 @@ static void json_slices(FILE *f, const gsim *g, const metrics_summary *m)
         else
             fprintf(f, "%g", (double)hi / SS_NS_PER_MS);
         fprintf(f, ", \"count\": %" PRIu64 ", \"gpu_s\": %.6f, \"free_gib_mean\": ",
-                sl->count[i], ss_time_to_s(sl->idle_ns[i]));
-        if (sl->idle_ns[i] > 0)
-            fprintf(f, "%.3f}", sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+                sl->count[i], sl->gpu_ns[i] / 1e9);
+        if (sl->gpu_ns[i] > 0)
+            fprintf(f, "%.3f}", sl->free_byte_ns[i] / sl->gpu_ns[i] / 1073741824.0);
         else
             fputs("null}", f);
     }
@@ -128,6 +147,10 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
             a->requests, r->warmup_s, m->window_s, a->sla_violation_rate, a->goodput_tokens_per_s,
             m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations, m->scale_ups,
             m->scale_downs);
+    fprintf(f, ", \"rejected_why\": {");
+    for (int k = 0; k < METRICS_REJ__COUNT; k++)
+        fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", metrics_reject_key(k), a->rejected_why[k]);
+    fputc('}', f);
     json_tenants(f, g, m->window_s);
     json_tiers(f, g, m->window_s);
     json_slices(f, g, m);
@@ -221,6 +244,12 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
                " requests abandoned)\n",
             m->requests, a->completed, a->rejected, a->truncated, a->preemptions, m->swap_outs,
             m->aborted);
+    if (a->rejected) {
+        char why[512];
+        report_rejections(why, sizeof why, g, a);
+        fprintf(f, "  rejected %" PRIu64 " (%.1f %%): %s\n", a->rejected,
+                100.0 * (double)a->rejected / (double)a->requests, why);
+    }
     if (r->warmup_s > 0)
         fprintf(f, "  measured: the %" PRIu64 " requests arriving after the %.1f s warm-up\n",
                 a->requests, r->warmup_s);

@@ -23,6 +23,10 @@ typedef struct report_run {
     double wall_s;        /* wall-clock seconds of the simulation */
 } report_run;
 
+/* Why the measured requests of a were rejected, into buf (always terminated, cut to size):
+ * "2731 prompt > max-model-len 16384, 3 needs more KV blocks than its container has"; the
+ * empty string when none was. */
+void report_rejections(char *buf, size_t size, const gsim *g, const metrics_group_summary *a);
 /* One JSON object on one line. */
 void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m);
 /* The readable table, with one line per tenant and per tier when there are several. */

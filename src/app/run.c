@@ -4,8 +4,10 @@
 #include "cli.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_log.h"
 #include "core/ss_strbuf.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +119,11 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
         x->run->cfg.profiles_dir = dir;
         if (o->check != APP_CHECK_DEFAULT)
             x->run->cfg.check = o->check == APP_CHECK_ON;
-        rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed,
-                              sc->servegen_dir[0] ? sc->servegen_dir : NULL, &x->eb);
+        const char *sg = sc->servegen_dir[0] ? sc->servegen_dir : NULL;
+        if (!o->arrivals_checked)
+            rc = wl_source_check_range(x->run->specs, sc->n_tenants, sc->seed, sg, &x->eb);
+        if (!rc)
+            rc = wl_source_create(&x->ws, x->run->specs, sc->n_tenants, sc->seed, sg, &x->eb);
         if (rc == SS_EIO)
             rc = SS_EPARSE; /* an unreadable trace is bad input, like a malformed one */
     }
@@ -186,6 +191,13 @@ int app_run_exec(app_run *x)
         fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc)
         metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
+    const metrics_group_summary *a = &x->m.all;
+    if (!rc && a->rejected * 100 > a->requests) { /* more than 1 % */
+        char why[512];
+        report_rejections(why, sizeof why, x->g, a);
+        ss_warn("%" PRIu64 " of %" PRIu64 " requests (%.1f %%) were rejected: %s", a->rejected,
+                a->requests, 100.0 * (double)a->rejected / (double)a->requests, why);
+    }
     if (!rc && x->st) {
         char *json = NULL;
         size_t len = 0;

@@ -26,6 +26,9 @@ typedef struct app_run_opts {
     int check;                /* verify invariants after every event: APP_CHECK_* */
     int progress;             /* progress line on a terminal */
     store *st;                /* an open store to write to instead of opening sc->db (borrowed) */
+    int arrivals_checked;     /* app_run_check already passed, which reads a stretched workload
+                                 once to keep arrivals within the simulated time range: setup
+                                 does not read it again */
 } app_run_opts;
 
 typedef struct app_run {

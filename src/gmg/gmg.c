@@ -472,7 +472,7 @@ ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
         if (g->gpus[dst + i].rx_busy > begin)
             begin = g->gpus[dst + i].rx_busy;
     }
-    ss_time end = begin + (ss_time)((per_gpu / l->bw + l->latency_s) * 1e9 + 0.5);
+    ss_time end = ss_time_add(begin, ss_time_from_ns_sat((per_gpu / l->bw + l->latency_s) * 1e9));
     for (uint32_t i = 0; i < n; i++) {
         g->gpus[src + i].tx_busy = end;
         g->gpus[dst + i].rx_busy = end;
@@ -524,7 +524,7 @@ ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t st
     if (a->node == b->node)
         return 0;
     const gmg_link *net = &g->links[g->n_links - 1];
-    return (ss_time)((bytes / net->bw + net->latency_s) * 1e9 + 0.5);
+    return ss_time_from_ns_sat((bytes / net->bw + net->latency_s) * 1e9);
 }
 
 /* ---- operator expansion ----------------------------------------------------------------- */

@@ -175,6 +175,34 @@ static void fail(gsim *s, int rc)
     des_stop(s->des);
 }
 
+/* The clock would pass the end of the simulated time range: times are summed with
+ * ss_time_add, so such a time saturates at SS_TIME_MAX. Fails the run (the first failure's
+ * message is kept); returns its code. */
+static int past_range(gsim *s, const des_engine *e)
+{
+    if (!s->rc)
+        fail(s, ss_err(s->eb, SS_EINVAL, "simulated time would pass the end of its range "
+                       "(%.4g s) after %.9g s: the run's iterations, transfers or loads take "
+                       "too long", ss_time_to_s(SS_TIME_MAX), ss_time_to_s(des_now(e))));
+    return s->rc;
+}
+
+/* Schedule an event on e (s's engine) at `at`. A time past the simulated time range or a full
+ * event pool fails the run (the first failure's message is kept) and gives NULL. */
+#define sched(s, e, at, kind, target) sched_at((s), (e), (at), (kind), (target), __FILE__, __LINE__)
+static des_event *sched_at(gsim *s, des_engine *e, ss_time at, uint16_t kind, uint32_t target,
+                           const char *file, int line)
+{
+    if (at == SS_TIME_MAX) {
+        past_range(s, e);
+        return NULL;
+    }
+    des_event *ev = des__schedule(e, at, kind, target, file, line);
+    if (!ev && !s->rc)
+        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    return ev;
+}
+
 /* ---- request state changes ------------------------------------------------------------- */
 
 static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what)
@@ -184,11 +212,12 @@ static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_e
 }
 
 /* Which SLA bounds q broke (METRICS_SLA_* bits). Its own TBT p99 breaks the bound when more
- * gaps exceed it than the 1 % the nearest-rank p99 may leave above. */
+ * gaps exceed it than the 1 % the nearest-rank p99 may leave above. A rejected request breaks
+ * its SLA if it has one: without any bound, nothing is violated. */
 static uint8_t sla_bits(const gmg_req *q, int rejected)
 {
     if (rejected)
-        return METRICS_SLA_REJECTED;
+        return q->sla_ttft || q->sla_tbt || q->sla_e2e ? METRICS_SLA_REJECTED : 0;
     uint8_t b = 0;
     if (q->sla_ttft && q->first_token - q->arrival > q->sla_ttft)
         b |= METRICS_SLA_TTFT;
@@ -201,11 +230,24 @@ static uint8_t sla_bits(const gmg_req *q, int rejected)
     return b;
 }
 
-static void emit_result(gsim *s, const gmg_req *q, int rejected)
+/* The metrics' name for a batching policy's reason to reject (pol_reject_why). */
+static uint8_t reject_reason(uint32_t why)
+{
+    switch (why) {
+    case POL_REJECT_TOO_LONG: return METRICS_REJ_TOO_LONG;
+    case POL_REJECT_BATCH_TOKENS: return METRICS_REJ_BATCH_TOKENS;
+    case POL_REJECT_KV: return METRICS_REJ_KV;
+    case POL_REJECT_PREEMPTED: return METRICS_REJ_PREEMPTED;
+    default: return METRICS_REJ_OTHER;
+    }
+}
+
+/* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). */
+static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
 {
     metrics_req r = {
         .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
-        .sla = sla_bits(q, rejected), .measured = q->measured,
+        .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected), .measured = q->measured,
         .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
         .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
         .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish,
@@ -276,7 +318,7 @@ static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
     }
 }
 
-static void reject(gsim *s, gmg_container *c, gmg_id r)
+static void reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
 {
     gmg_req *q = gmg_req_at(s->g, r);
     maybe_abort_migration(s, q);
@@ -285,7 +327,7 @@ static void reject(gsim *s, gmg_container *c, gmg_id r)
     q->state = GMG_REQ_REJECTED;
     q->finish = des_now(s->des);
     notify(s, c, q, GSIM_REQ_REJECT);
-    emit_result(s, q, 1);
+    emit_result(s, q, 1, reject_reason(why));
     gmg_req_free(s->g, r);
 }
 
@@ -297,13 +339,13 @@ static void finish(gsim *s, gmg_container *c, gmg_id r)
     q->state = GMG_REQ_DONE;
     q->finish = des_now(s->des);
     notify(s, c, q, GSIM_REQ_FINISH);
-    emit_result(s, q, 0);
+    emit_result(s, q, 0, 0);
     gmg_req_free(s->g, r);
 }
 
 /* ---- starting an iteration -------------------------------------------------------------- */
 
-enum { DEC_ARRAYS = 7 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, reject */
+enum { DEC_ARRAYS = 8 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, reject, why */
 
 static int ensure_decision(gsim *s, size_t need)
 {
@@ -312,7 +354,7 @@ static int ensure_decision(gsim *s, size_t need)
     size_t cap = s->dec_cap ? s->dec_cap : 64;
     while (cap < need)
         cap *= 2;
-    /* one block holds the seven arrays (all 32-bit) */
+    /* one block holds the eight arrays (all 32-bit) */
     uint32_t *b = ss_realloc(s->dec.run, cap * DEC_ARRAYS * sizeof *b);
     if (!b)
         return SS_ENOMEM;
@@ -324,6 +366,7 @@ static int ensure_decision(gsim *s, size_t need)
     d->swap_out = b + 4 * cap;
     d->swap_in = b + 5 * cap;
     d->reject = b + 6 * cap;
+    d->reject_why = b + 7 * cap;
     s->dec_cap = cap;
     return SS_OK;
 }
@@ -423,7 +466,7 @@ static uint32_t apply(gsim *s, gmg_container *c)
 {
     const pol_batch_decision *d = &s->dec;
     for (uint32_t i = 0; i < d->n_reject; i++)
-        reject(s, c, d->reject[i]);
+        reject(s, c, d->reject[i], d->reject_why[i]);
     for (uint32_t i = 0; i < d->n_preempt; i++)
         preempt(s, c, d->preempt[i]);
     for (uint32_t i = 0; i < d->n_swap_out; i++)
@@ -443,7 +486,7 @@ static ss_time swap_time(const gsim *s, const gmg_container *c)
     if (!c->iter.swap_blocks)
         return 0;
     double bytes = gmg_swap_bytes_per_gpu(s->g, c, c->iter.swap_blocks);
-    return (ss_time)(bytes / s->cfg.gpu->pcie_bw * 1e9 + 0.5);
+    return ss_time_from_ns_sat(bytes / s->cfg.gpu->pcie_bw * 1e9);
 }
 
 /* Ask the policy until it runs something or has nothing left to change. */
@@ -500,7 +543,7 @@ static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time 
  * also swaps and the head, the last the tail, the others end by sending the activations) as
  * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
  * stage this is the whole iteration, starting now. */
-static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
+static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
 {
     gmg_replica *rep = &s->g->replicas[c->replica];
     cost_split sp;
@@ -517,7 +560,7 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
         ss_time begin = t > rep->stage_free[st] ? t : rep->stage_free[st];
         /* the host phase (scheduling, input preparation, sampling) opens the first stage; guest
          * chunks may fill it, and its compute waits for the last of them */
-        ss_time host = st == 0 ? sp.host_ns : 0, dev = begin + host, wait = 0;
+        ss_time host = st == 0 ? sp.host_ns : 0, dev = ss_time_add(begin, host), wait = 0;
         if (st == 0) {
             for (uint32_t k = 0; k < c->tp; k++) {
                 s->g->gpus[gmg_stage_gpu(c, 0) + k].host_from = begin;
@@ -528,15 +571,19 @@ static void schedule_stages(gsim *s, gmg_container *c, ss_time now)
                 wait = free_at - dev;
             c->iter.wait_ns = wait;
         }
+        ss_time end = ss_time_add(ss_time_add(begin, wait), d);
+        if (end == SS_TIME_MAX) /* nothing is accounted */
+            return past_range(s, s->des);
         c->iter.stage_start[st] = begin;
-        c->iter.stage_end[st] = begin + wait + d;
-        rep->stage_free[st] = begin + wait + d;
+        c->iter.stage_end[st] = end;
+        rep->stage_free[st] = end;
         gmg_account_busy(s->g, c, st, d);
-        compute_phase(s, c, st, dev + wait, begin + wait + d);
-        t = begin + wait + d;
+        compute_phase(s, c, st, dev + wait, end);
+        t = end;
     }
     c->iter.start = c->iter.stage_start[0];
     c->iter.end = t;
+    return SS_OK;
 }
 
 static void start_iteration(gsim *s, gmg_container *c)
@@ -550,11 +597,11 @@ static void start_iteration(gsim *s, gmg_container *c)
     c->iter.swap_ns = swap_time(s, c);
     c->busy = 1;
     c->iter.seq++;
-    schedule_stages(s, c, des_now(s->des));
+    if (schedule_stages(s, c, des_now(s->des)))
+        return;
     if (s->obs.on_iter)
         s->obs.on_iter(s->obs.ud, s->g, c);
-    if (!des_schedule(s->des, c->iter.end, EV_ITER_DONE, c->id))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
 }
 
 /* ---- iteration completion --------------------------------------------------------------- */
@@ -632,10 +679,8 @@ static void guest_event(gsim *s, gmg_id oid, ss_time at)
     offload *o = &s->offs[oid];
     if (o->ev)
         des_cancel(s->des, o->ev);
-    o->ev = des_schedule(s->des, at, EV_GUEST, oid);
+    o->ev = sched(s, s->des, at, EV_GUEST, oid);
     o->event_at = at;
-    if (!o->ev)
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
 }
 
 /* Place the job's next chunk on the helper's GPUs at `at` (or once its weights are in and the
@@ -652,7 +697,7 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
         start = o->w_ready;
     if (cs->guest_until > start)
         start = cs->guest_until;
-    ss_time end = start + chunk_ns(o, k);
+    ss_time end = ss_time_add(start, chunk_ns(o, k));
     s->m.slices_used += start != cs->guest_until; /* not a continuation of guest work */
     for (uint32_t i = 0; i < h->tp; i++) {
         gmg_gpu *u = &s->g->gpus[h->gpu0 + i];
@@ -710,7 +755,8 @@ static ss_time guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until
             start = o->w_ready;
         if (cs->guest_until > start)
             start = cs->guest_until;
-        if (start >= until || start + chunk_ns(o, o->next) > until + s->max_overrun)
+        if (start >= until ||
+            ss_time_add(start, chunk_ns(o, o->next)) > ss_time_add(until, s->max_overrun))
             break;
         guest_place(s, oid, start);
         placed = 1;
@@ -746,8 +792,7 @@ static void on_guest(des_engine *e, des_event *ev, void *ctx)
         s->g->gpus[h->gpu0 + i].mem.transfer -= o->buffers;
     s->cs[o->helper].guest = GMG_NONE;
     o->done_at = o->kv_ready > des_now(e) ? o->kv_ready : des_now(e);
-    if (!des_schedule(e, o->done_at, EV_OFFLOAD_DONE, oid))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    sched(s, e, o->done_at, EV_OFFLOAD_DONE, oid);
 }
 
 /* EV_OFFLOAD_DONE: the request rejoins its container with its first token. */
@@ -1033,9 +1078,9 @@ static void maybe_drained(gsim *s, gmg_container *c)
     const tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
     double bytes = cost_weight_bytes_per_gpu(to->t.model, to->t.tp, to->t.pp);
     c->status = GMG_CTR_LOADING;
-    c->ready_at = des_now(s->des) + s->cd.setup_ns + (ss_time)(bytes / s->cd.load_bw * 1e9 + 0.5);
-    if (!des_schedule(s->des, c->ready_at, EV_CTR_READY, c->id))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    c->ready_at = ss_time_add(ss_time_add(des_now(s->des), s->cd.setup_ns),
+                              ss_time_from_ns_sat(bytes / s->cd.load_bw * 1e9));
+    sched(s, s->des, c->ready_at, EV_CTR_READY, c->id);
 }
 
 static void on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
@@ -1118,8 +1163,8 @@ static int mig_copy(gsim *s, gmg_id mid, uint32_t blocks)
     s->m.migration_bytes += per_gpu * from->tp * from->pp;
     m->copied += blocks;
     m->stage++;
-    des_event *ev = des_schedule(s->des, end, EV_MIG_STAGE, mid);
-    return ev ? SS_OK : SS_ENOMEM;
+    des_event *ev = sched(s, s->des, end, EV_MIG_STAGE, mid);
+    return ev ? SS_OK : s->rc;
 }
 
 /* Reserve n more blocks at the destination; 0 when it has no room (the migration aborts). */
@@ -1327,9 +1372,8 @@ static void on_slice_tick(des_engine *e, des_event *ev, void *ctx)
     int rc = slice_tick(s->slice, s, s->eb);
     if (rc)
         fail(s, rc);
-    else if ((s->have_next || s->g->in_flight) &&
-             !des_schedule(e, des_now(e) + slice_period(s->slice), EV_SLICE_TICK, 0))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    else if (s->have_next || s->g->in_flight)
+        sched(s, e, ss_time_add(des_now(e), slice_period(s->slice)), EV_SLICE_TICK, 0);
 }
 
 static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
@@ -1351,9 +1395,8 @@ static void on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
     for (uint32_t i = 0; i < s->cd.n_scale_down; i++)
         scale_down(s, s->cd.scale_down[i]);
     /* keep ticking while anything can still happen */
-    if ((s->have_next || s->g->in_flight) && !s->rc &&
-        !des_schedule(e, des_now(e) + pol_cluster_period(s->cluster), EV_CLUSTER_TICK, 0))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    if ((s->have_next || s->g->in_flight) && !s->rc)
+        sched(s, e, ss_time_add(des_now(e), pol_cluster_period(s->cluster)), EV_CLUSTER_TICK, 0);
 }
 
 static int alloc_cluster_state(gsim *s, ss_errbuf *eb)
@@ -1472,8 +1515,8 @@ static void on_arrival(des_engine *e, des_event *ev, void *ctx)
         if (!admit_arrival(s))
             return;
     } while (read_next(s) && s->next.arrival_ns == now);
-    if (s->have_next && !s->rc && !des_schedule(e, s->next.arrival_ns, EV_ARRIVAL, 0))
-        fail(s, ss_err(s->eb, SS_ENOMEM, "event queue: out of memory"));
+    if (s->have_next && !s->rc)
+        sched(s, e, s->next.arrival_ns, EV_ARRIVAL, 0);
     for (uint32_t i = 0; i < s->g->n_ctrs; i++) {
         gmg_container *c = &s->g->ctrs[i];
         if (!c->busy && c->waiting.n)
@@ -1775,14 +1818,13 @@ int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
     s->sink_ud = sink_ud;
     s->eb = eb;
     s->rc = SS_OK;
-    if (read_next(s) && !des_schedule(s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
-        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    if (read_next(s) && !sched(s, s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
+        return s->rc;
     ss_time period = pol_cluster_period(s->cluster);
-    if (period > 0 && s->have_next && !des_schedule(s->des, period, EV_CLUSTER_TICK, 0))
-        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
-    if (s->slice && s->have_next &&
-        !des_schedule(s->des, slice_period(s->slice), EV_SLICE_TICK, 0))
-        return ss_err(eb, SS_ENOMEM, "event queue: out of memory");
+    if (period > 0 && s->have_next && !sched(s, s->des, period, EV_CLUSTER_TICK, 0))
+        return s->rc;
+    if (s->slice && s->have_next && !sched(s, s->des, slice_period(s->slice), EV_SLICE_TICK, 0))
+        return s->rc;
     return s->rc;
 }
 
@@ -1797,10 +1839,11 @@ int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
     return s->rc;
 }
 
-/* Every GPU idles from its last compute phase to the end of the run. */
+/* Every GPU idles from its last compute phase to the end of the measurement window (the last
+ * completion; ticks after it do not count). */
 static void close_slices(gsim *s)
 {
-    ss_time end = des_now(s->des);
+    ss_time end = metrics_window_end(&s->m);
     for (uint32_t i = 0; i < s->g->n_gpus; i++) {
         idle_until(s, &s->g->gpus[i], end);
         if (end > s->g->gpus[i].dev_free)
@@ -2013,6 +2056,8 @@ const gmg *gsim_graph(const gsim *s) { return s->g; }
 const des_stats *gsim_des_stats(const gsim *s) { return des_get_stats(s->des); }
 ss_time gsim_end_time(const gsim *s) { return des_now(s->des); }
 uint64_t gsim_iterations(const gsim *s) { return s->iterations; }
+uint64_t gsim_max_model_len(const gsim *s) { return s->cfg.max_model_len; }
+uint64_t gsim_max_batch_tokens(const gsim *s) { return pol_batch_max_tokens(s->batch); }
 
 typedef struct json_emit {
     ss_strbuf *b;

@@ -184,6 +184,10 @@ const des_stats *gsim_des_stats(const gsim *g);
 /* Simulated time of the last event. */
 ss_time gsim_end_time(const gsim *g);
 uint64_t gsim_iterations(const gsim *g);
+/* The limits a prompt is rejected against: the engine's max_model_len (METRICS_REJ_TOO_LONG)
+ * and the most tokens one iteration of the batching policy holds (METRICS_REJ_BATCH_TOKENS). */
+uint64_t gsim_max_model_len(const gsim *g);
+uint64_t gsim_max_batch_tokens(const gsim *g);
 /* Resolved parameters (engine, batching, routing) as a JSON object into b. */
 void gsim_params_json(const gsim *g, ss_strbuf *b);
 

@@ -379,7 +379,7 @@ static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
         ss_free(s->order);
         s->base = nb, s->order = no, s->n_base = G->n_ctrs;
     }
-    ss_time now = gsim_end_time(g), until = now + s->horizon;
+    ss_time now = gsim_end_time(g), until = ss_time_add(now, s->horizon);
     uint32_t budget = s->max_whatifs;
     gmg_id best_r = GMG_NONE, best_h = GMG_NONE;
     ss_time best_gain = 0, best_first = 0;

@@ -42,6 +42,7 @@ static void group_add(metrics *m, metrics_group *g, const metrics_req *r)
     g->sla_violations += r->sla != 0;
     if (r->rejected) {
         g->rejected++;
+        g->rejected_why[r->reject_why < METRICS_REJ__COUNT ? r->reject_why : METRICS_REJ_OTHER]++;
         return;
     }
     g->completed++;
@@ -58,6 +59,8 @@ void metrics_add_req(metrics *m, const metrics_req *r)
 {
     if (r->finish > m->last_finish)
         m->last_finish = r->finish;
+    if (!r->rejected && r->finish > m->last_completion)
+        m->last_completion = r->finish;
     if (!r->measured)
         return;
     group_add(m, &m->all, r);
@@ -125,6 +128,7 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->prompt_tokens = g->prompt_tokens;
     out->output_tokens = g->output_tokens;
     out->sla_violations = g->sla_violations;
+    memcpy(out->rejected_why, g->rejected_why, sizeof out->rejected_why);
     if (window_s > 0) {
         out->prompt_tokens_per_s = (double)g->prompt_tokens / window_s;
         out->output_tokens_per_s = (double)g->output_tokens / window_s;
@@ -135,6 +139,24 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->ttft_ms = pct(&g->ttft);
     out->tbt_ms = pct(&g->tbt);
     out->e2e_ms = pct(&g->e2e);
+}
+
+static const char *const reject_names[METRICS_REJ__COUNT][2] = {
+    [METRICS_REJ_TOO_LONG] = {"too_long", "prompt > max-model-len"},
+    [METRICS_REJ_BATCH_TOKENS] = {"batch_tokens", "prompt > max-num-batched-tokens"},
+    [METRICS_REJ_KV] = {"kv_blocks", "needs more KV blocks than its container has"},
+    [METRICS_REJ_PREEMPTED] = {"preempted", "preempted max-preemptions times"},
+    [METRICS_REJ_OTHER] = {"other", "rejected by the batching policy"},
+};
+
+const char *metrics_reject_key(int r)
+{
+    return r >= 0 && r < METRICS_REJ__COUNT ? reject_names[r][0] : NULL;
+}
+
+const char *metrics_reject_phrase(int r)
+{
+    return r >= 0 && r < METRICS_REJ__COUNT ? reject_names[r][1] : NULL;
 }
 
 ss_time metrics_slice_bucket_lo(int i)
@@ -161,17 +183,21 @@ ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_byte
     for (ss_time hi = 10 * SS_NS_PER_US; b + 1 < METRICS_SLICE_BUCKETS && len >= hi; hi *= 10)
         b++;
     m->slices.count[b]++;
-    m->slices.idle_ns[b] += len;
+    m->slices.gpu_ns[b] += (double)len;
     m->slices.free_byte_ns[b] += free_bytes * (double)len;
     return len;
+}
+
+ss_time metrics_window_end(const metrics *m)
+{
+    return m->last_completion > m->measure_from ? m->last_completion : m->measure_from;
 }
 
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->sim_s = ss_time_to_s(sim_end);
-    ss_time from = m->measure_from < sim_end ? m->measure_from : sim_end;
-    out->window_s = ss_time_to_s(sim_end - from);
+    out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
     metrics_summarize_group(&m->all, out->window_s, &out->all);
     out->requests = m->arrived;
     out->swap_outs = m->swap_outs;
@@ -182,12 +208,12 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->reallocations = m->reallocations;
     out->scale_ups = m->scale_ups;
     out->scale_downs = m->scale_downs;
-    ss_time idle = 0;
+    double idle_ns = 0;
     for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
         out->idle_slices += m->slices.count[b];
-        idle += m->slices.idle_ns[b];
+        idle_ns += m->slices.gpu_ns[b];
     }
-    out->idle_gpu_s = ss_time_to_s(idle);
+    out->idle_gpu_s = idle_ns / 1e9;
     out->offloads = m->offloads_done;
     out->offload_ops = m->offload_ops;
     out->slices_used = m->slices_used;

@@ -27,7 +27,9 @@
  * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
  * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
  * sweep_points table: which run is which point of which sweep; runs.result_json: what
- * `replay --json` printed for the run). */
+ * `replay --json` printed for the run); version 8 validations; version 9 runs.load, each
+ * GPU's tenant and compute/host time over the measurement window, and the summary's
+ * rejected_* columns (rejected requests by reason). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -148,12 +150,18 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
           "PRAGMA user_version = 8;",
     /* version 9: the load of compare and sweep runs; each GPU's tenant and its time over the
-     * measurement window (gpus.utilization is compute_s / window_s from here on) */
+     * measurement window (gpus.utilization is compute_s / window_s from here on); why requests
+     * were rejected */
     [8] = "ALTER TABLE runs ADD COLUMN load REAL;"
           "ALTER TABLE gpus ADD COLUMN tenant TEXT;"
           "ALTER TABLE gpus ADD COLUMN window_s REAL;"
           "ALTER TABLE gpus ADD COLUMN compute_s REAL;"
           "ALTER TABLE gpus ADD COLUMN host_s REAL;"
+          "ALTER TABLE summary ADD COLUMN rejected_too_long INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_batch_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_kv_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_preempted INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_other INTEGER DEFAULT 0;"
           "PRAGMA user_version = 9;",
 };
 
@@ -187,8 +195,10 @@ static const char *const stmt_sql[ST__N] = {
                " migrations, migrations_aborted, migration_gib, reallocations,"
                GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s, offloads,"
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
-               " prediction_error_ms)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?)",
+               " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
+               " rejected_kv_blocks, rejected_preempted, rejected_other)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
+               "?,?,?,?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
                   " VALUES (?,?,?,?," GROUP_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
@@ -678,7 +688,7 @@ int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb)
     for (int i = 0; i < METRICS_SLICE_BUCKETS; i++) {
         binder b = {s->st[ST_SLICE], 0, 0};
         ss_time hi = metrics_slice_bucket_hi(i);
-        double gpu_s = ss_time_to_s(sl->idle_ns[i]);
+        double gpu_s = sl->gpu_ns[i] / 1e9;
         b_int(&b, s->run_id);
         b_int(&b, i);
         b_real(&b, (double)metrics_slice_bucket_lo(i) / SS_NS_PER_MS);
@@ -688,8 +698,8 @@ int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb)
             b_real(&b, (double)hi / SS_NS_PER_MS);
         b_int(&b, (int64_t)sl->count[i]);
         b_real(&b, gpu_s);
-        if (sl->idle_ns[i] > 0)
-            b_real(&b, sl->free_byte_ns[i] / (double)sl->idle_ns[i] / 1073741824.0);
+        if (sl->gpu_ns[i] > 0)
+            b_real(&b, sl->free_byte_ns[i] / sl->gpu_ns[i] / 1073741824.0);
         else
             b_null(&b);
         int rc = run_stmt(s, &b, eb, "inserting an idle-slice row");
@@ -758,6 +768,9 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     b_int(&b, (int64_t)e->slice_decisions);
     b_real(&b, e->slice_wall_s);
     b_real(&b, m->pred_err_ms);
+    _Static_assert(METRICS_REJ__COUNT == 5, "the summary has five rejected_* columns");
+    for (int r = 0; r < METRICS_REJ__COUNT; r++) /* in METRICS_REJ_* order */
+        b_int(&b, (int64_t)m->all.rejected_why[r]);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);

@@ -59,7 +59,7 @@ static void evict(const pol__common *cm, const gmg *g, gmg_id r, pol__pool *pool
 {
     const gmg_req *q = &g->reqs[r];
     if (q->preemptions >= cm->max_preemptions)
-        out->reject[out->n_reject++] = r;
+        pol_reject(out, r, POL_REJECT_PREEMPTED);
     else if (cm->swap && q->blocks <= pool->swap_free) {
         out->swap_out[out->n_swap_out++] = r;
         pool->swap_free -= q->blocks;

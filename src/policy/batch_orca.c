@@ -67,7 +67,7 @@ static void orca_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_cont
         const gmg_req *q = &g->reqs[r];
         int64_t need = gmg_blocks_for(c, reservation(o, q));
         if (q->prompt > o->max_model_len || need > (int64_t)c->blocks_total) {
-            out->reject[out->n_reject++] = r;
+            pol_reject(out, r, q->prompt > o->max_model_len ? POL_REJECT_TOO_LONG : POL_REJECT_KV);
             continue;
         }
         if (need > free_blocks || seqs + 1 > o->max_batch)

@@ -53,7 +53,7 @@ static void admit_prefills(const sarathi_priv *v, const gmg *g, const gmg_contai
         int64_t need = gmg_blocks_for(c, pending);
         int fit = pol__can_allocate(pool, c, need);
         if (pending > v->cm.max_model_len || fit < 0) {
-            out->reject[out->n_reject++] = r;
+            pol_reject(out, r, pending > v->cm.max_model_len ? POL_REJECT_TOO_LONG : POL_REJECT_KV);
             continue;
         }
         if (!fit || !*budget || pool->seqs + 1 > v->cm.max_num_seqs)

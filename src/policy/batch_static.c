@@ -76,7 +76,7 @@ static void form_batch(const static_priv *s, static_ctr *st, const gmg *g,
         const gmg_req *q = &g->reqs[r];
         int64_t need = gmg_blocks_for(c, (uint64_t)q->prompt + q->output);
         if (q->prompt > s->max_model_len || need > (int64_t)c->blocks_total) {
-            out->reject[out->n_reject++] = r;
+            pol_reject(out, r, q->prompt > s->max_model_len ? POL_REJECT_TOO_LONG : POL_REJECT_KV);
             continue;
         }
         if (need > free_blocks)

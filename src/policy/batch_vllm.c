@@ -39,8 +39,10 @@ static void schedule_prefills(const vllm_priv *v, const gmg *g, const gmg_contai
         uint32_t need_tok = pol_pending(&g->reqs[r]);
         int64_t need = gmg_blocks_for(c, need_tok);
         int fit = pol__can_allocate(pool, c, need);
-        if (need_tok > limit || fit < 0) {
-            out->reject[out->n_reject++] = r; /* can never be scheduled */
+        if (need_tok > limit || fit < 0) { /* can never be scheduled */
+            pol_reject(out, r, need_tok > v->cm.max_model_len ? POL_REJECT_TOO_LONG
+                               : need_tok > limit             ? POL_REJECT_BATCH_TOKENS
+                                                              : POL_REJECT_KV);
             continue;
         }
         if (!fit || tokens + need_tok > v->max_num_batched_tokens ||

@@ -59,6 +59,17 @@ void pol_route_describe(const pol_route *p, ss_kv_emit_fn *emit, void *ud);
 
 /* ---- batching --------------------------------------------------------------------------- */
 
+/* Why a batching policy rejects a request (pol_batch_decision.reject_why). */
+typedef enum pol_reject_why {
+    POL_REJECT_TOO_LONG,     /* its prompt exceeds max_model_len */
+    POL_REJECT_BATCH_TOKENS, /* its prompt exceeds the tokens one iteration holds (vllm's
+                                max_num_batched_tokens) */
+    POL_REJECT_KV,           /* it needs more KV blocks than its container can ever give it
+                                (its whole reservation, for orca and static) */
+    POL_REJECT_PREEMPTED,    /* preempted max_preemptions times: the livelock guard */
+    POL_REJECT__COUNT
+} pol_reject_why;
+
 /* What the next iteration of a container should do. The arrays are owned by the engine, which
  * sizes each to at least waiting + running + swapped entries before calling decide. Every
  * scheduled request advances by q_tokens of its pending work: the prompt (plus tokens generated
@@ -79,9 +90,17 @@ typedef struct pol_batch_decision {
     gmg_id *swap_in;      /* swapped requests whose KV returns to the GPU (then listed in run) */
     uint32_t n_swap_in;
     gmg_id *reject;       /* requests (any state) that will never be served */
+    uint32_t *reject_why; /* why, for each (pol_reject_why) */
     uint32_t n_reject;
     cost_batch extra;     /* work the iteration pays beyond its requests (padding) */
 } pol_batch_decision;
+
+/* Append r to the reject list, for reason why. */
+static inline void pol_reject(pol_batch_decision *out, gmg_id r, pol_reject_why why)
+{
+    out->reject_why[out->n_reject] = (uint32_t)why;
+    out->reject[out->n_reject++] = r;
+}
 
 typedef struct pol_batch_ops {
     uint32_t abi_version;

@@ -133,26 +133,40 @@ static void fifo_pop(wl_ten *t)
 /* Reading and dealing                                                                     */
 /* ====================================================================================== */
 
-/* Arrival after rate_scale, rounded as slicesim replay does (clamped far in the future). */
+/* Arrival after rate_scale, rounded as slicesim replay does; SS_TIME_MAX when it lies beyond
+ * the simulated time range (SS_ARRIVAL_MAX): accept refuses such a request unless the
+ * tenant's duration ended before, and the merge's lower bounds only compare. */
 static ss_time shaped(const wl_ten *t, ss_time raw)
 {
     if (t->rate_scale == 1.0)
-        return raw;
+        return raw <= SS_ARRIVAL_MAX ? raw : SS_TIME_MAX;
     double x = (double)raw / t->rate_scale;
-    return x < 9.2e18 ? (ss_time)llround(x) : SS_TIME_MAX;
+    return x <= (double)SS_ARRIVAL_MAX ? (ss_time)llround(x) : SS_TIME_MAX;
 }
 
-/* Tenant i takes rec, unless it is closed or past its duration; tier and tenant set here. */
+static int range_error(const wl_ten *t, ss_time raw, ss_errbuf *eb)
+{
+    return ss_err(eb, SS_EINVAL, "tenant %s: rate_scale: arrival times would exceed the "
+                  "simulated time range (0 to %g s): the arrival at %.9g s becomes %.4g s at "
+                  "rate_scale %g", t->name, ss_time_to_s(SS_ARRIVAL_MAX), ss_time_to_s(raw),
+                  ss_time_to_s(raw) / t->rate_scale, t->rate_scale);
+}
+
+/* Tenant i takes rec, unless it is closed or past its duration; tier and tenant set here. An
+ * arrival beyond the simulated time range is an error (SS_EINVAL). */
 static int accept(wl_source *s, uint32_t i, trace_rec *rec, ss_errbuf *eb)
 {
     wl_ten *t = &s->ten[i];
     if (t->closed)
         return SS_OK;
-    rec->arrival_ns = shaped(t, rec->arrival_ns);
+    ss_time raw = rec->arrival_ns;
+    rec->arrival_ns = shaped(t, raw);
     if (rec->arrival_ns > t->end_ns) {
         t->closed = 1;
         return SS_OK;
     }
+    if (rec->arrival_ns == SS_TIME_MAX)
+        return range_error(t, raw, eb);
     rec->tenant = (uint16_t)i;
     if (t->mix.kind == WL_MIX_TRACE)
         rec->tier = rec->tier < t->mix.k ? rec->tier : (uint8_t)(t->mix.k - 1);
@@ -346,7 +360,10 @@ static int tenant_init(wl_source *s, uint32_t i, const wl_tenant_spec *spec, uin
         return ss_err(eb, SS_ENOMEM, "workload: out of memory");
     t->group = group;
     t->rate_scale = spec->rate_scale;
+    /* a duration past the simulated time range cuts nothing a run may simulate */
     t->end_ns = spec->duration_s > 0 ? ss_time_from_s(spec->duration_s) : SS_TIME_MAX;
+    if (t->end_ns > SS_ARRIVAL_MAX)
+        t->end_ns = SS_TIME_MAX;
     t->limit = spec->limit;
     t->mix = spec->tiers;
     ss_rng_seed(&t->tier_rng, s->seed, wl__stream(WL__STREAM_TIER, i));
@@ -446,6 +463,26 @@ int wl_source_create(wl_source **s_out, const wl_tenant_spec *specs, uint32_t n,
     }
     *s_out = s;
     return SS_OK;
+}
+
+int wl_source_check_range(const wl_tenant_spec *specs, uint32_t n, uint64_t seed,
+                          const char *servegen_dir, ss_errbuf *eb)
+{
+    int stretched = 0;
+    for (uint32_t i = 0; specs && i < n && i < WL_MAX_TENANTS; i++) {
+        if (specs[i].trace && !strcmp(specs[i].trace, "-"))
+            return SS_OK; /* standard input can be read only once: the run checks */
+        stretched |= specs[i].rate_scale < 1;
+    }
+    if (!stretched)
+        return SS_OK;
+    wl_source *s = NULL;
+    int rc = wl_source_create(&s, specs, n, seed, servegen_dir, eb);
+    trace_rec rec;
+    while (rc == SS_OK && (rc = wl_source_next(s, &rec, eb)) == 1)
+        rc = SS_OK;
+    wl_source_destroy(&s);
+    return rc;
 }
 
 void wl_source_destroy(wl_source **sp)

@@ -93,11 +93,20 @@ typedef struct wl_source wl_source;
  * name that never occurs is an error once the trace ends. A synthetic tenant's generator seed
  * is spec->seed when not 0, else derived from (seed, tenant index); ServeGen follows upstream's
  * generator (servegen.c). Shaping per tenant: arrival = llround(arrival / rate_scale), then
- * the first arrival > duration_s ends the tenant, and so does the limit-th request. Every
+ * the first arrival > duration_s ends the tenant, and so does the limit-th request; an arrival
+ * beyond the simulated time range (SS_ARRIVAL_MAX) that no duration ended is an error. Every
  * tenant has its own tier (and ServeGen) rng streams, derived from (seed, tenant index), so
  * appending a tenant changes no other tenant's requests. */
 int wl_source_create(wl_source **s_out, const wl_tenant_spec *specs, uint32_t n, uint64_t seed,
                      const char *servegen_dir, ss_errbuf *eb);
+/* Read the stream that wl_source_create(specs, ...) would give, to the end, and fail as that
+ * would, before anything runs: in particular with SS_EINVAL ("tenant NAME: rate_scale: arrival
+ * times would exceed the simulated time range ...") when a tenant's rate_scale stretches an
+ * arrival beyond SS_ARRIVAL_MAX. Only a rate_scale below 1 stretches, so without one (and
+ * when a trace is standard input, which can be read only once) it reads nothing and returns
+ * 0. Otherwise 0 or what wl_source_create and wl_source_next return. */
+int wl_source_check_range(const wl_tenant_spec *specs, uint32_t n, uint64_t seed,
+                          const char *servegen_dir, ss_errbuf *eb);
 /* Next request in arrival order (ties: lower tenant index first, then the tenant's own order).
  * 1, 0 at the end, or <0 with eb set (a reader error: FILE:LINE: field: ...; sticky).
  * out->prefix_blocks is owned by the source and stays valid until the next wl_source_next or

@@ -695,19 +695,19 @@ static void test_idle_slices_tile_the_run(void **state)
         slices += u->idle_slices;
     }
     uint64_t count = 0;
-    ss_time sum = 0;
+    double sum = 0; /* exact: far below 2^53 ns */
     for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
         count += m->slices.count[b];
-        sum += m->slices.idle_ns[b];
-        assert_true(m->slices.idle_ns[b] >= (ss_time)m->slices.count[b] *
-                                              metrics_slice_bucket_lo(b));
+        sum += m->slices.gpu_ns[b];
+        assert_true(m->slices.gpu_ns[b] >= (double)m->slices.count[b] *
+                                             (double)metrics_slice_bucket_lo(b));
         if (b + 1 < METRICS_SLICE_BUCKETS)
-            assert_true(m->slices.count[b] == 0 || m->slices.idle_ns[b] <
-                                                       (ss_time)m->slices.count[b] *
-                                                           metrics_slice_bucket_hi(b));
+            assert_true(m->slices.count[b] == 0 || m->slices.gpu_ns[b] <
+                                                       (double)m->slices.count[b] *
+                                                           (double)metrics_slice_bucket_hi(b));
     }
     assert_int_equal(count, slices);
-    assert_int_equal(sum, idle);
+    assert_true(sum == (double)idle);
     /* GPU 1 idles 30 s before its request, GPU 0 about 29 s after its own: both >= 10 s;
      * GPU 0's first 1 s: the 1-10 s decade */
     assert_int_equal(m->slices.count[METRICS_SLICE_BUCKETS - 1], 2);
@@ -715,6 +715,54 @@ static void test_idle_slices_tile_the_run(void **state)
     /* the other host phases, 3 ms and more: the 1-10 ms decade */
     assert_int_equal(metrics_slice_bucket_lo(3), 1 * SS_NS_PER_MS);
     assert_int_equal(m->slices.count[3], 38);
+    gsim_destroy(&g);
+}
+
+/* Idle GPU time summed over many GPUs cannot wrap: at the extremes a run accepts (every GPU of
+ * the largest cluster a scenario can describe, 65,536 nodes x 64 GPUs, idle over the whole
+ * clock range), the totals stay positive and within double rounding of the exact sum. Summed
+ * in int64 ns, two such GPUs wrapped. */
+static void test_idle_slices_sum_without_wrapping(void **state)
+{
+    (void)state;
+    metrics m;
+    assert_int_equal(metrics_init(&m, 1, 0), 0);
+    const uint32_t n_gpus = 65536u * 64u;
+    for (uint32_t i = 0; i < n_gpus; i++)
+        assert_true(metrics_add_slice(&m, 0, SS_TIME_MAX, 0) == SS_TIME_MAX);
+    /* 1,024 GPUs idle for 121 days each, as in the issue, in the 1-10 s and >= 10 s buckets */
+    for (uint32_t i = 0; i < 1024; i++) {
+        metrics_add_slice(&m, 0, 5 * SS_NS_PER_S, 0);
+        metrics_add_slice(&m, 0, 121 * 86400 * SS_NS_PER_S, 0);
+    }
+    metrics_summary sum;
+    metrics_summarize(&m, SS_TIME_MAX, &sum);
+    assert_int_equal(sum.idle_slices, n_gpus + 2048u);
+    double want_ns = (double)n_gpus * (double)SS_TIME_MAX + 1024.0 * 121 * 86400e9;
+    assert_true(m.slices.gpu_ns[METRICS_SLICE_BUCKETS - 1] > 0);
+    assert_true(fabs(m.slices.gpu_ns[METRICS_SLICE_BUCKETS - 1] - want_ns) <= 1e-9 * want_ns);
+    assert_true(m.slices.gpu_ns[METRICS_SLICE_BUCKETS - 2] == 1024.0 * 5e9);
+    want_ns += 1024.0 * 5e9;
+    assert_true(fabs(sum.idle_gpu_s - want_ns / 1e9) <= 1e-9 * want_ns / 1e9);
+    metrics_fini(&m);
+}
+
+/* A clock that would pass the end of the simulated time range stops the run with an error:
+ * times are summed saturating, nothing wraps. Unfixed, the iteration of a request arriving
+ * just before INT64_MAX ns ended "in the past" (signed overflow) and the run aborted. */
+static void test_time_past_the_range_fails_cleanly(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    trace_rec recs[2] = {rec(0, 0.0, 600, 20), rec(1, 0.0, 600, 20)};
+    recs[1].arrival_ns = SS_TIME_MAX - SS_NS_PER_MS;
+    gsim *g = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    tu_recs src = {recs, 2, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, NULL, NULL, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "simulated time would pass the end of its range"));
+    assert_int_equal(gsim_metrics(g)->all.completed, 1); /* the first request was served */
     gsim_destroy(&g);
 }
 
@@ -923,7 +971,9 @@ int main(void)
         T(test_pipeline_timings),
         T(test_prefix_blocks_kept_on_requests),
         T(test_idle_slices_tile_the_run),
+        T(test_idle_slices_sum_without_wrapping),
         T(test_idle_slices_skip_the_warmup),
+        T(test_time_past_the_range_fails_cleanly),
         T(test_fork_predicts_the_replay_exactly),
         T(test_fork_leaves_the_replay_alone),
         T(test_fork_allocation_failures_are_clean),

@@ -18,7 +18,7 @@ typedef struct fx {
     pol_batch *vllm;
     pol_batch_decision d;
     gmg_id buf[5][64];
-    uint32_t qbuf[64], hbuf[64];
+    uint32_t qbuf[64], hbuf[64], wbuf[64];
 } fx;
 
 static int setup(void **state)
@@ -35,7 +35,7 @@ static int setup(void **state)
     if (gmg_add_containers(f->g, &s, 2, &eb))
         return -1;
     f->d = (pol_batch_decision){.run = f->buf[0], .q_tokens = f->qbuf, .hold = f->hbuf,
-                                .preempt = f->buf[1], .reject = f->buf[2],
+                                .preempt = f->buf[1], .reject = f->buf[2], .reject_why = f->wbuf,
                                 .swap_out = f->buf[3], .swap_in = f->buf[4]};
     *state = f;
     return 0;
@@ -134,6 +134,7 @@ static void test_watermark_and_never_fit(void **state)
     pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_reject, 1);
     assert_int_equal(f->d.reject[0], big);
+    assert_int_equal(f->d.reject_why[0], POL_REJECT_KV);
     assert_int_equal(f->d.n_run, 1);
     assert_int_equal(f->d.run[0], fits);
     (void)later;
@@ -148,6 +149,7 @@ static void test_prompt_longer_than_max_model_len_rejected(void **state)
     pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
     assert_int_equal(f->d.n_reject, 1);
     assert_int_equal(f->d.reject[0], a);
+    assert_int_equal(f->d.reject_why[0], POL_REJECT_TOO_LONG);
     assert_int_equal(f->d.n_run, 1);
     assert_int_equal(f->d.run[0], b);
 }

@@ -46,14 +46,14 @@ static void write_run(store *s, int n_req, int commit)
                        .device_busy_s = 1.25, .idle_slices = 7, .idle_s = 8.75};
     assert_int_equal(store_run_gpu(s, &g, &eb), 0);
     metrics_slices sl = {.count = {[3] = 6, [7] = 1},
-                         .idle_ns = {[3] = 30 * SS_NS_PER_MS, [7] = 12 * SS_NS_PER_S},
+                         .gpu_ns = {[3] = 30e6, [7] = 12e9},
                          .free_byte_ns = {[3] = 30e6 * 1073741824.0}};
     assert_int_equal(store_run_slices(s, &sl, &eb), 0);
     if (!commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
                          .all = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
-                                 .rejected = 1},
+                                 .rejected = 1, .rejected_why = {[METRICS_REJ_KV] = 1}},
                          .scale_ups = 3, .scale_downs = 2};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
@@ -81,6 +81,9 @@ static void test_commit_and_read_back(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT completed FROM summary WHERE run_id = 1"), 4);
     assert_int_equal(tu_sql_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
     assert_int_equal(tu_sql_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
+    assert_int_equal(tu_sql_int(path, "SELECT rejected_kv_blocks FROM summary"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT rejected_too_long + rejected_batch_tokens +"
+                                 " rejected_preempted + rejected_other FROM summary"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT idle_slices FROM gpus"), 7);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM idle_slices"), METRICS_SLICE_BUCKETS);
     assert_int_equal(tu_sql_int(path, "SELECT count FROM idle_slices WHERE lo_ms = 1 AND hi_ms = 10"),
@@ -186,6 +189,11 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE runs DROP COLUMN load; ALTER TABLE gpus DROP COLUMN tenant;"
         "ALTER TABLE gpus DROP COLUMN window_s; ALTER TABLE gpus DROP COLUMN compute_s;"
         "ALTER TABLE gpus DROP COLUMN host_s;"
+        "ALTER TABLE summary DROP COLUMN rejected_too_long;"
+        "ALTER TABLE summary DROP COLUMN rejected_batch_tokens;"
+        "ALTER TABLE summary DROP COLUMN rejected_kv_blocks;"
+        "ALTER TABLE summary DROP COLUMN rejected_preempted;"
+        "ALTER TABLE summary DROP COLUMN rejected_other;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -205,6 +213,11 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
                      tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
+    /* the old run reads 0 rejections by reason, the new one has its own */
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE rejected_kv_blocks = 0"
+                                 " AND rejected_too_long = 0 AND rejected_other = 0"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE rejected_kv_blocks = 1"
+                                 " AND rejected_too_long = 0"), 1);
 }
 
 static void test_allocation_failures(void **state)
@@ -390,6 +403,11 @@ static void test_merge_reads_inputs_only(void **state)
                                       " ALTER TABLE gpus DROP COLUMN window_s;"
                                       " ALTER TABLE gpus DROP COLUMN compute_s;"
                                       " ALTER TABLE gpus DROP COLUMN host_s;"
+                                      " ALTER TABLE summary DROP COLUMN rejected_too_long;"
+                                      " ALTER TABLE summary DROP COLUMN rejected_batch_tokens;"
+                                      " ALTER TABLE summary DROP COLUMN rejected_kv_blocks;"
+                                      " ALTER TABLE summary DROP COLUMN rejected_preempted;"
+                                      " ALTER TABLE summary DROP COLUMN rejected_other;"
                                       " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

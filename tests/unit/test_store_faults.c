@@ -70,7 +70,7 @@ static int put_run(store *s, int n_req, const char *point, ss_errbuf *eb)
     }
     store_gpu_row g = {.gpu = 0, .kind = "a100-80g", .busy_s = 1.5};
     metrics_group_summary grp = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req};
-    metrics_slices sl = {.count = {[3] = 6}, .idle_ns = {[3] = 30 * SS_NS_PER_MS}};
+    metrics_slices sl = {.count = {[3] = 6}, .gpu_ns = {[3] = 30e6}};
     if (!rc)
         rc = store_run_gpu(s, &g, eb);
     if (!rc)
