@@ -1,7 +1,7 @@
 #!/bin/bash
 # CLI tests of `slicesim profile import` and the profile-table cost models: --help, the error
 # contract (exit 2, one "slicesim: FILE:LINE: column: ..." line) on hand-made bad inputs; then,
-# with Vidur's public profiles from $SS_SHARED_DATA (skipped, exit 77, when absent), an import
+# with Vidur's public profiles from $SLICESIM_DATA (skipped, exit 77, when absent), an import
 # into a temporary catalog whose fidelity report lists every operator with its MAPE, and
 # replays with --cost profile and --cost auto that run and differ from --cost roofline.
 # The shared data is read in place; nothing is imported into the source tree.

@@ -66,8 +66,9 @@ run none --db none
 
 # Mooncake's synthetic trace, when the shared data is there: its long prompts at the default
 # max-model-len (the case)
-MC=${SS_SHARED_DATA:-}/traces/mooncake/synthetic_trace.jsonl
-if [ -n "${SS_SHARED_DATA:-}" ] && [ -r "$MC" ]; then
+DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-}}
+MC=$DATA/traces/mooncake/synthetic_trace.jsonl
+if [ -n "$DATA" ] && [ -r "$MC" ]; then
     "$S" replay --trace "$MC" --db none >mc 2>mc.err || fail "Mooncake: $(cat mc.err)"
     grep -qx "  rejected 1587 (39.7 %): 1587 prompt > max-model-len 16384" mc ||
         fail "Mooncake: $(cat mc)"
@@ -75,7 +76,7 @@ if [ -n "${SS_SHARED_DATA:-}" ] && [ -r "$MC" ]; then
         fail "Mooncake warning: $(cat mc.err)"
     ! grep -q "SLA" mc || fail "Mooncake: SLA reported without an SLA: $(cat mc)"
 else
-    echo "rejections_cli: no Mooncake trace in \$SS_SHARED_DATA; that part skipped"
+    echo "rejections_cli: no Mooncake trace in \$SLICESIM_DATA; that part skipped"
 fi
 
 echo "rejections_cli: ok"

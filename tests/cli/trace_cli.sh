@@ -4,7 +4,7 @@
 # reporting (exit 2, one "slicesim: FILE:LINE: field: ..." line on stderr, nothing on stdout),
 # the FILE.tmp-and-rename rule of gen, Mooncake JSONL and BurstGPT fixtures (--spread, the
 # skipped count), and the real traces when ../shared/data is present.
-# Needs $SLICESIM and $SS_SOURCE_ROOT; $SS_SHARED_DATA is optional.
+# Needs $SLICESIM and $SS_SOURCE_ROOT; $SLICESIM_DATA (else $SS_SHARED_DATA) is optional.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
