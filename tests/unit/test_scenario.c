@@ -532,6 +532,27 @@ static void test_bad_values(void **state)
         expect_load(cases[i].text, SS_EPARSE, cases[i].want);
 }
 
+/* A NUL byte (a binary file, a UTF-16 one) stops the scenario with its line, instead of the
+ * rest of its line being dropped unseen. */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    char path[700], want[800];
+    static const char text[] = "[tenant.c]\nmodel = llama-2-7b\nreplicas = 2\0 ; 9\n";
+    snprintf(path, sizeof path, "%s/nul.ini", tu_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+    assert_int_equal(fclose(f), 0);
+    snprintf(want, sizeof want, "%s:3: contains a NUL byte (not a text file?)", path);
+    scn_scenario *s = create();
+    ss_errbuf eb = {""};
+    assert_int_equal(scn_load(s, path, &eb), SS_EPARSE);
+    assert_string_equal(eb.msg, want);
+    scn_destroy(&s);
+    tu_assert_no_leaks();
+}
+
 static void test_io_error(void **state)
 {
     (void)state;
@@ -918,6 +939,7 @@ int main(void)
         cmocka_unit_test_teardown(test_structure_errors, teardown_tmp),
         cmocka_unit_test_teardown(test_too_many_tenants, teardown_tmp),
         cmocka_unit_test_teardown(test_bad_values, teardown_tmp),
+        cmocka_unit_test_teardown(test_nul_byte, teardown_tmp),
         cmocka_unit_test_teardown(test_io_error, teardown_tmp),
         cmocka_unit_test_teardown(test_set, teardown_tmp),
         cmocka_unit_test_teardown(test_set_errors, teardown_tmp),
