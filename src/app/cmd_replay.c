@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,12 +228,22 @@ static int check_value(const char *name, char kind, const char *s)
     int64_t v;
     double d;
     if (kind == 'u' || kind == 'n') {
+        if (ss_parse_number_value(s, strlen(s), &d) &&
+            (d < (kind == 'u') || d >= 9223372036854775807.0))
+            return usage_error(kind == 'u' ? "--%s: out of range [1, 9223372036854775807], "
+                                             "got '%s'"
+                                           : "--%s: out of range [0, 9223372036854775807], "
+                                             "got '%s'", name, s);
         if (ss_parse_i64z(s, &v) || v < (kind == 'u'))
-            return usage_error("--%s: expected an integer of at least 1 (0 where allowed), "
-                               "got '%s'", name, s);
+            return usage_error(kind == 'u' ? "--%s: expected an integer of at least 1, got '%s'"
+                                           : "--%s: expected an integer of at least 0, got '%s'",
+                               name, s);
     } else if (kind == 'd' || kind == 'z') {
+        if (ss_parse_number_value(s, strlen(s), &d) && isinf(d))
+            return usage_error("--%s: out of range [0, 1.8e308], got '%s'", name, s);
         if (ss_parse_doublez(s, &d) || d < 0 || (kind == 'd' && d == 0))
-            return usage_error("--%s: expected a positive number, got '%s'", name, s);
+            return usage_error(kind == 'd' ? "--%s: expected a number > 0, got '%s'"
+                                           : "--%s: expected a number >= 0, got '%s'", name, s);
     }
     return CLI_OK;
 }

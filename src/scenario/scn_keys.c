@@ -154,11 +154,31 @@ static int enum_ok(const char *v, const char *choices)
     }
 }
 
-/* "expected ..." for numbers of kind k. */
-static void expect_number(const scn__key *k, char *why, size_t n)
+/* A range bound as text: integers exactly, I64_MAX_D as INT64_MAX, infinity as "inf". */
+static void format_bound(double x, int integer, char *buf, size_t n)
+{
+    if (isinf(x))
+        snprintf(buf, n, "inf");
+    else if (integer && x >= I64_MAX_D)
+        snprintf(buf, n, "%" PRId64, INT64_MAX);
+    else
+        snprintf(buf, n, integer ? "%.0f" : "%g", x);
+}
+
+/* "out of range [lo, hi]" when v is a number outside k's range (overflow included), else
+ * "expected ..." for numbers of kind k. */
+static void expect_number(const scn__key *k, const char *v, char *why, size_t n)
 {
     int integer = k->kind == SCN__U32 || k->kind == SCN__U64;
-    if (integer && k->hi < 1e15)
+    double x;
+    if (ss_parse_number_value(v, strlen(v), &x) &&
+        (x < k->lo || (k->lo_open && x == k->lo) || x > k->hi || isinf(x))) {
+        char lo[32], hi[32];
+        format_bound(k->lo, integer, lo, sizeof lo);
+        format_bound(k->hi, integer, hi, sizeof hi);
+        snprintf(why, n, "out of range %c%s, %s%c", k->lo_open ? '(' : '[', lo, hi,
+                 isinf(k->hi) ? ')' : ']');
+    } else if (integer && k->hi < 1e15)
         snprintf(why, n, "expected an integer from %.0f to %.0f", k->lo, k->hi);
     else if (integer)
         snprintf(why, n, "expected an integer >= %.0f", k->lo);
@@ -317,7 +337,7 @@ int scn__key_store(void *base, const scn__key *k, const char *value, const char 
     case SCN__U64:
     case SCN__F64:
         if ((rc = store_number(field, k, value)))
-            expect_number(k, why, why_size);
+            expect_number(k, value, why, why_size);
         break;
     case SCN__BOOL:
         if ((rc = store_bool(field, value)))

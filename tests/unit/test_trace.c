@@ -326,7 +326,9 @@ static void test_bad_input_messages(void **state)
     expect_msg(NAT_HDR "0,0,a,1,1,\n", "x.csv:2: line: expected 5 fields, got 6");
     expect_msg(NAT_HDR "0,-1,a,1,1\n", "x.csv:2: arrival_s: must be >= 0, got -1");
     expect_msg(NAT_HDR "0,1e999999,a,1,1\n",
-               "x.csv:2: arrival_s: not a number of seconds: '1e999999'");
+               "x.csv:2: arrival_s: out of range [0, 9.2e9] seconds: '1e999999'");
+    expect_msg(NAT_HDR "0,1e10,a,1,1\n",
+               "x.csv:2: arrival_s: out of range [0, 9.2e9] seconds: '1e10'");
     expect_msg(NAT_HDR "0,nan,a,1,1\n", "x.csv:2: arrival_s: not a number of seconds: 'nan'");
     expect_msg(NAT_HDR "-1,0,a,1,1\n", "x.csv:2: request_id: must be >= 0, got -1");
     expect_msg(NAT_HDR "18446744073709551616,0,a,1,1\n",
@@ -914,7 +916,9 @@ static void test_mooncake_bad_json(void **state)
         {"{\"timestamp\": \"1\", \"input_length\": 1, \"output_length\": 1}",
          "timestamp: not a number of milliseconds: '\"1\"'"},
         {"{\"timestamp\": 1e999, \"input_length\": 1, \"output_length\": 1}",
-         "timestamp: not a number of milliseconds: '1e999'"},
+         "timestamp: out of range [0, 9.2e12] milliseconds: '1e999'"},
+        {"{\"timestamp\": 1e17, \"input_length\": 1, \"output_length\": 1}",
+         "timestamp: out of range [0, 9.2e12] milliseconds: '1e17'"},
         {"{\"timestamp\": -1, \"input_length\": 1, \"output_length\": 1}",
          "timestamp: must be >= 0, got -1"},
         {"{\"timestamp\": 1, \"input_length\": \"12\", \"output_length\": 1}",
