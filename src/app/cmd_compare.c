@@ -110,9 +110,13 @@ static int parse_rates(compare_opts *o, const char *arg)
     int n = app_split_list(o->rates_text, items, MAX_RATES);
     if (n < 1)
         return usage_error("--rates: expected 1 to 32 comma-separated numbers, got '", arg);
-    for (int i = 0; i < n; i++)
-        if (ss_parse_doublez(items[i], &o->rate[i]) || !(o->rate[i] > 0) || o->rate[i] > 1e6)
-            return usage_error("--rates: expected positive numbers, got '", items[i]);
+    for (int i = 0; i < n; i++) {
+        if (ss_parse_number_value(items[i], strlen(items[i]), &o->rate[i]) &&
+            (!(o->rate[i] > 0) || o->rate[i] > 1e6))
+            return usage_error("--rates: out of range (0, 1e6], got '", items[i]);
+        if (ss_parse_doublez(items[i], &o->rate[i]))
+            return usage_error("--rates: expected numbers > 0, got '", items[i]);
+    }
     o->n_rates = n;
     return CLI_OK;
 }
