@@ -202,7 +202,7 @@ static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *p
         if (pid[j] < 0) {
             for (int k = 0; k < j; k++)
                 kill(pid[k], SIGTERM);
-            return ss_err(eb, SS_EIO, "sweep: cannot start worker %d: %s", j + 1, strerror(errno));
+            return ss_err(eb, SS_EIO, "cannot start worker %d: %s", j + 1, strerror(errno));
         }
         if (pid[j] == 0) {
             ss_errbuf web = {""};
@@ -230,7 +230,7 @@ static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *p
     if (!worst)
         return SS_OK;
     return ss_err(eb, worst == CLI_EUSAGE ? SS_EPARSE : SS_EIO,
-                  "sweep: a worker failed (its message is above)");
+                  "a worker failed (its message is above)");
 }
 
 /* ---- output ----------------------------------------------------------------------------- */

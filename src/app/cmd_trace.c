@@ -47,8 +47,9 @@ static void usage_stats(FILE *f)
           "  -j, --json         one JSON object instead of a table\n"
           "  -h, --help         this help\n"
           "\n"
-          "Exit status: 0 ok, 1 the file could not be read, 2 bad usage or a malformed trace\n"
-          "(reported as FILE:LINE: field: what is wrong).\n",
+          "Exit status: 0 ok, 1 a read error after the file was opened, 2 bad usage, a file\n"
+          "that cannot be opened or a malformed trace (reported as FILE:LINE: field: what is\n"
+          "wrong).\n",
           f);
 }
 
