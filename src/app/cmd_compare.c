@@ -135,6 +135,8 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
     opterr = 0;
     optind = 1;
     int rc = CLI_OK;
+    if (cli_check_long_options("compare", argc, argv, ":hc:", longopts))
+        return CLI_EUSAGE;
     for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
         switch (c) {
         case 'c': o->config = optarg; break;

@@ -328,6 +328,8 @@ static int parse_opts(replay_opts *o, int argc, char **argv)
     build_long_opts();
     optind = 1;
     opterr = 0;
+    if (cli_check_long_options("replay", argc, argv, "hc:", long_opts))
+        return CLI_EUSAGE;
     while ((c = getopt_long(argc, argv, "hc:", long_opts, NULL)) != -1) {
         if (c == OPT_HELP) {
             usage(stdout);

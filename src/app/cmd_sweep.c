@@ -383,6 +383,8 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
     };
     opterr = 0;
     optind = 1;
+    if (cli_check_long_options("sweep", argc, argv, ":h", longopts))
+        return CLI_EUSAGE;
     for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
         int64_t v;
         switch (c) {

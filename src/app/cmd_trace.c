@@ -176,6 +176,8 @@ static int cmd_stats(int argc, char **argv)
     int json = 0, spread = 0, c;
     optind = 1;
     opterr = 0;
+    if (cli_check_long_options("trace stats", argc, argv, ":f:sjh", opts))
+        return CLI_EUSAGE;
     while ((c = getopt_long(argc, argv, ":f:sjh", opts, NULL)) != -1) {
         switch (c) {
         case 'f': format = optarg; break;
@@ -276,6 +278,8 @@ static int parse_gen_args(gen_opts *o, int argc, char **argv)
     int c, rc;
     optind = 1;
     opterr = 0;
+    if (cli_check_long_options("trace gen", argc, argv, ":r:d:n:a:c:p:O:s:t:o:h", opts))
+        return CLI_EUSAGE;
     while ((c = getopt_long(argc, argv, ":r:d:n:a:c:p:O:s:t:o:h", opts, NULL)) != -1) {
         if (c == 'h') {
             usage_gen(stdout);

@@ -126,6 +126,8 @@ static int parse_args(int argc, char **argv, val_opts *o)
     opterr = 0;
     optind = 0;
     long v = 0;
+    if (cli_check_long_options("validate", argc, argv, ":hq", longopts))
+        return CLI_EUSAGE;
     for (int ch; (ch = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1;) {
         int st = CLI_OK;
         switch (ch) {

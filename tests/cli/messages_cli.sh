@@ -50,4 +50,40 @@ printf '[sweep]\nname = w\nscenario = %s/bad.ini\n[grid]\nrun.seed = 1, 2\n' "$T
 "$S" sweep w.ini --jobs 2 --db w.db >/dev/null 2>err && fail "sweep of a bad trace succeeded"
 grep -q "a worker failed" err || fail "sweep: $(cat err)"
 grep -q "sweep: sweep:" err && fail "doubled prefix: $(cat err)"
+
+# ---- long options are matched exactly, by every command ----------------------------------
+# replay --rate 3 ran at 3x the load (getopt_long took it for --rate-scale), while trace gen's
+# --rate is requests per second.
+expect_error 2 "^slicesim: replay: unknown option '--rate' \(did you mean --rate-scale\?\)$" \
+    "$S" replay --rate 3 --db none
+expect_error 2 "^slicesim: replay: unknown option '--trace-f' \(did you mean --trace-format\?\)$" \
+    "$S" replay --trace-f=native --db none
+expect_error 2 "^slicesim: replay: unknown option '--t' \(did you mean --timeline, --timeline-window, --timeline-ops, --tp, --trace, --trace-format, --trace-spread, --token-budget\?\)$" \
+    "$S" replay --t 1 --db none
+expect_error 2 "^slicesim: trace gen: unknown option '--dur' \(did you mean --duration\?\)$" \
+    "$S" trace gen --rate 1 --dur 5 -o g.csv
+expect_error 2 "^slicesim: trace stats: unknown option '--form' \(did you mean --format\?\)$" \
+    "$S" trace stats --form native "$TRACE"
+expect_error 2 "^slicesim: compare: unknown option '--polic' \(did you mean --policies\?\)$" \
+    "$S" compare -c "$SV" --polic container
+expect_error 2 "^slicesim: sweep: unknown option '--job' \(did you mean --jobs\?\)$" \
+    "$S" sweep w.ini --job 2
+expect_error 2 "^slicesim: plot: unknown option '--kin' \(did you mean --kind\?\)$" \
+    "$S" plot w.db --kin cdf -o out
+expect_error 2 "^slicesim: list: unknown option '--js' \(did you mean --json\?\)$" \
+    "$S" list models --js
+expect_error 2 "^slicesim: profile import: unknown option '--fro' \(did you mean --from\?\)$" \
+    "$S" profile import --fro vidur --gpu a100-80g x.csv
+expect_error 2 "^slicesim: calibrate: unknown option '--mod' \(did you mean --model\?\)$" \
+    "$S" calibrate --mod llama-2-7b --backend sim -o cal
+expect_error 2 "^slicesim: validate: unknown option '--rate' \(did you mean --rate-scale\?\)$" \
+    "$S" validate --rate 2 --model llama-2-7b --backend sim
+# Exact names, values that look like options, and "--" still work.
+"$S" trace gen --rate 2 --duration 5 --out --rat >/dev/null 2>err || fail "gen --out --rat: $(cat err)"
+[ -s ./--rat ] || fail "gen --out --rat wrote no file '--rat'"
+"$S" trace gen --rate 2 --duration 5 -o --dur >/dev/null 2>err || fail "gen -o --dur: $(cat err)"
+"$S" trace stats -- --rat >stats 2>err || fail "stats -- --rat: $(cat err)"
+grep -q "requests" stats || fail "stats -- --rat: $(cat stats)"
+"$S" trace stats --format=native ./--dur >/dev/null 2>err || fail "--format=native: $(cat err)"
+
 echo "messages_cli: ok"
