@@ -51,6 +51,10 @@ printf '[sweep]\nname = w\nscenario = %s/bad.ini\n[grid]\nrun.seed = 1, 2\n' "$T
 grep -q "a worker failed" err || fail "sweep: $(cat err)"
 grep -q "sweep: sweep:" err && fail "doubled prefix: $(cat err)"
 
+# ---- a typo in a tenant's name ---------------------------------------------------------------
+expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
+    "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none
+
 # ---- long options are matched exactly, by every command ----------------------------------
 # replay --rate 3 ran at 3x the load (getopt_long took it for --rate-scale), while trace gen's
 # --rate is requests per second.

@@ -610,6 +610,19 @@ static void test_set(void **state)
     tu_assert_no_leaks();
 }
 
+/* A typo in a tenant's name in --set is "no such tenant", with the tenants there are, not
+ * "model: missing" about a tenant the user never meant to create. */
+static void test_set_unknown_tenant(void **state)
+{
+    (void)state;
+    scn_scenario *s = load_full();
+    set_ok(s, "tenant.chatt.rate_scale=2");
+    expect_check_fails(s, "--set: tenant.chatt: no such tenant (tenants: chat, long-docs, batch, "
+                          "sg); a new tenant needs at least tenant.chatt.model and a workload");
+    scn_destroy(&s);
+    tu_assert_no_leaks();
+}
+
 /* Defaults that follow another key until they are set themselves. */
 static void test_dependent_defaults(void **state)
 {
@@ -702,7 +715,9 @@ static void test_check(void **state)
 {
     (void)state;
     check_case(SETS("run.seed=1"), "scenario: no tenant (add a [tenant.NAME] section)");
-    check_case(SETS("tenant.a.trace=t.csv"), "tenant.a: model: missing");
+    check_case(SETS("tenant.a.trace=t.csv"), "--set: tenant.a: no such tenant (there are none); "
+                                              "a new tenant needs at least tenant.a.model and "
+                                              "a workload");
     check_case(SETS("tenant.a.model=m"), "tenant.a: needs exactly one workload source of trace, "
                                          "synthetic and servegen (it has 0)");
     check_case(SETS("tenant.a.model=m", "tenant.a.trace=t.csv", "tenant.a.synthetic=rate=1"),
@@ -941,6 +956,7 @@ int main(void)
         cmocka_unit_test_teardown(test_too_many_tenants, teardown_tmp),
         cmocka_unit_test_teardown(test_bad_values, teardown_tmp),
         cmocka_unit_test_teardown(test_nul_byte, teardown_tmp),
+        cmocka_unit_test_teardown(test_set_unknown_tenant, teardown_tmp),
         cmocka_unit_test_teardown(test_io_error, teardown_tmp),
         cmocka_unit_test_teardown(test_set, teardown_tmp),
         cmocka_unit_test_teardown(test_set_errors, teardown_tmp),
