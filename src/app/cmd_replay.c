@@ -35,6 +35,9 @@ enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SP
 static const char *const tenant_keys[T__N] = {"model", "tp", "pp", "replicas", "trace",
                                               "trace_format", "rate_scale", "limit",
                                               "trace_spread"};
+static const char *const tenant_opt_names[T__N] = {"--model", "--tp", "--pp", "--replicas",
+                                                   "--trace", "--trace-format", "--rate-scale",
+                                                   "--limit", "--trace-spread"};
 
 typedef struct replay_opts {
     const char *config;      /* -c FILE */
@@ -44,7 +47,8 @@ typedef struct replay_opts {
     int json, progress, check;
     const char *tenant[T__N]; /* tenant options given, NULL otherwise */
     char **assign;           /* owned "SECTION.KEY=VALUE" from options, in order */
-    size_t n_assign, cap_assign;
+    const char **assign_opt; /* the option each came from, without its "--" (static) */
+    size_t n_assign, cap_assign, cap_assign_opt;
     const char **sets;       /* --set values (borrowed from argv), in order */
     size_t n_sets, cap_sets;
 } replay_opts;
@@ -248,15 +252,18 @@ static int check_value(const char *name, char kind, const char *s)
     return CLI_OK;
 }
 
-static int push_assign(replay_opts *o, const char *key, const char *value)
+static int push_assign(replay_opts *o, const char *key, const char *value, const char *opt)
 {
     size_t n = strlen(key) + strlen(value) + 2;
     char *a = ss_malloc(n);
-    if (!a || ss_grow((void **)&o->assign, &o->cap_assign, o->n_assign + 1, sizeof *o->assign)) {
+    if (!a || ss_grow((void **)&o->assign, &o->cap_assign, o->n_assign + 1, sizeof *o->assign) ||
+        ss_grow((void **)&o->assign_opt, &o->cap_assign_opt, o->n_assign + 1,
+                sizeof *o->assign_opt)) {
         ss_free(a);
         return CLI_EFAIL;
     }
     snprintf(a, n, "%s=%s", key, value);
+    o->assign_opt[o->n_assign] = opt;
     o->assign[o->n_assign++] = a;
     return CLI_OK;
 }
@@ -265,7 +272,7 @@ static int parse_key_opt(replay_opts *o, const key_opt *k, const char *arg)
 {
     const char *v = k->kind == 'f' ? k->flag_value : arg;
     int rc = check_value(k->opt, k->kind, v);
-    return rc ? rc : push_assign(o, k->key, v);
+    return rc ? rc : push_assign(o, k->key, v, k->opt);
 }
 
 /* --param KEY=VALUE is policy.KEY=VALUE. */
@@ -276,7 +283,7 @@ static int parse_param(replay_opts *o, const char *arg)
         return usage_error("--param: expected KEY=VALUE, got '%s'%s", arg, "");
     char key[128];
     snprintf(key, sizeof key, "policy.%.*s", (int)(eq - arg), arg);
-    return push_assign(o, key, eq + 1);
+    return push_assign(o, key, eq + 1, "param");
 }
 
 static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
@@ -349,11 +356,13 @@ static int parse_opts(replay_opts *o, int argc, char **argv)
 
 /* ---- options to scenario ----------------------------------------------------------------- */
 
-static int set_key(scn_scenario *sc, const char *key, const char *value, ss_errbuf *eb)
+/* key = value as the option `where` gives it (NULL: a default of replay's own). */
+static int set_key(scn_scenario *sc, const char *key, const char *value, const char *where,
+                   ss_errbuf *eb)
 {
     char buf[SCN_PATH_MAX + 128];
     snprintf(buf, sizeof buf, "%s=%s", key, value);
-    return scn_set(sc, buf, eb);
+    return where ? scn_set_from(sc, buf, where, eb) : scn_set(sc, buf, eb);
 }
 
 /* Without a scenario: one tenant "default" replaying the default trace on 4 x llama-2-7b. */
@@ -361,11 +370,11 @@ static int default_tenant(scn_scenario *sc, ss_errbuf *eb)
 {
     const char *trace = access(DEFAULT_TRACE, R_OK) == 0 ? DEFAULT_TRACE
                                                          : SS_SOURCE_ROOT "/" DEFAULT_TRACE;
-    int rc = set_key(sc, "tenant.default.model", "llama-2-7b", eb);
+    int rc = set_key(sc, "tenant.default.model", "llama-2-7b", NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.default.replicas", "4", eb);
+        rc = set_key(sc, "tenant.default.replicas", "4", NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.default.trace", trace, eb);
+        rc = set_key(sc, "tenant.default.trace", trace, NULL, eb);
     return rc;
 }
 
@@ -385,7 +394,7 @@ static int apply_tenant_opts(const replay_opts *o, scn_scenario *sc, ss_errbuf *
         if (!o->tenant[t])
             continue;
         snprintf(key, sizeof key, "tenant.%s.%s", sc->tenants[0].name, tenant_keys[t]);
-        int rc = set_key(sc, key, o->tenant[t], eb);
+        int rc = set_key(sc, key, o->tenant[t], tenant_opt_names[t], eb);
         if (rc)
             return rc;
     }
@@ -400,8 +409,11 @@ static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
         rc = SS_EPARSE; /* an unreadable scenario is bad input */
     if (!rc)
         rc = apply_tenant_opts(o, sc, eb);
-    for (size_t i = 0; !rc && i < o->n_assign; i++)
-        rc = scn_set(sc, o->assign[i], eb);
+    for (size_t i = 0; !rc && i < o->n_assign; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "--%s", o->assign_opt[i]);
+        rc = scn_set_from(sc, o->assign[i], where, eb);
+    }
     for (size_t i = 0; !rc && i < o->n_sets; i++)
         rc = scn_set(sc, o->sets[i], eb);
     return rc ? rc : scn_check(sc, eb);
@@ -414,6 +426,7 @@ static void free_opts(replay_opts *o)
     for (size_t i = 0; i < o->n_assign; i++)
         ss_free(o->assign[i]);
     ss_free(o->assign);
+    ss_free(o->assign_opt);
     ss_free(o->sets);
 }
 

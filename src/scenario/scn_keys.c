@@ -42,7 +42,7 @@ const scn__key scn__keys[] = {
      .lo_open = 1},
     {.sect = SCN__ENGINE, .name = "block_size", .kind = SCN__U32, SF(block_size), .lo = 1,
      .hi = 1024},
-    {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 1,
+    {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 2,
      .hi = 1 << 30},
     {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
      .hi = INFINITY},

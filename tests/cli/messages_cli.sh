@@ -51,6 +51,36 @@ printf '[sweep]\nname = w\nscenario = %s/bad.ini\n[grid]\nrun.seed = 1, 2\n' "$T
 grep -q "a worker failed" err || fail "sweep: $(cat err)"
 grep -q "sweep: sweep:" err && fail "doubled prefix: $(cat err)"
 
+# ---- messages name where the value came from, never an option the user did not type ------
+expect_error 2 "^slicesim: replay: --replicas: out of range \[1, 4096\], got '1000000'$" \
+    "$S" replay --replicas 1000000 --db none
+ini() { # ini FILE [SECTION] KEY = VALUE lines..., then a tenant that would run
+    local f=$1
+    shift
+    { printf '%s\n' "$@"; printf '[tenant.a]\nmodel = llama-2-7b\nsynthetic = rate=1 duration=10\n'; } >"$f"
+}
+ini b.ini '[policy]' 'batching = nope'
+expect_error 2 "^slicesim: replay: b.ini:2: policy.batching: unknown policy 'nope' \(known: vllm, orca, sarathi, static\)$" \
+    "$S" replay -c b.ini --db none
+ini r.ini '[policy]' 'routing = nope'
+expect_error 2 "^slicesim: replay: r.ini:2: policy.routing: unknown policy 'nope' \(known: " \
+    "$S" replay -c r.ini --db none
+ini c.ini '[policy]' 'cost = nope'
+expect_error 2 "^slicesim: replay: c.ini:2: policy.cost: unknown cost model 'nope' \(known: " \
+    "$S" replay -c c.ini --db none
+ini m.ini '[engine]' 'max_model_len = 1'
+expect_error 2 "^slicesim: replay: m.ini:2: engine.max_model_len: out of range \[2, 1073741824\], got '1'$" \
+    "$S" replay -c m.ini --db none
+printf '[tenant.a]\nmodel = llama-2-7b\ntp = 3\nsynthetic = rate=1 duration=10\n' >tp.ini
+expect_error 2 "^slicesim: replay: tp.ini:3: tenant.a.tp: 3 does not divide the 32 attention heads of llama-2-7b$" \
+    "$S" replay -c tp.ini --db none
+expect_error 2 "^slicesim: replay: --set: tenant.a.tp: 6 does not divide the 32 attention heads of llama-2-7b$" \
+    "$S" replay -c tp.ini --set tenant.a.tp=6 --db none
+# an option still names itself
+expect_error 2 "^slicesim: replay: --tp: 3 does not divide the 32 attention heads of llama-2-7b$" \
+    "$S" replay --tp 3 --db none
+expect_error 2 "^slicesim: replay: --batching: unknown policy 'x' " "$S" replay --batching x --db none
+
 # ---- a typo in a tenant's name ---------------------------------------------------------------
 expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
     "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none

@@ -485,7 +485,7 @@ static void test_bad_values(void **state)
         {"[run]\nseed = 1e3", ":2: run.seed: expected an integer >= 0, got '1e3'"},
         {"[run]\nseed = 18446744073709551615", ":2: run.seed: out of range [0, "
                                                 "9223372036854775807], got '18446744073709551615'"},
-        {"[engine]\nmax_model_len = 1e20", ":2: engine.max_model_len: out of range [1, "
+        {"[engine]\nmax_model_len = 1e20", ":2: engine.max_model_len: out of range [2, "
                                             "1073741824], got '1e20'"},
         {"[tenant.c]\nweight = 1e999", ":2: tenant.c.weight: out of range (0, inf), got '1e999'"},
         {"[engine]\ngpu_mem_util = 0", ":2: engine.gpu_mem_util: out of range (0, 1], got '0'"},
