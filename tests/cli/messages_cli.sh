@@ -81,6 +81,12 @@ expect_error 2 "^slicesim: replay: --tp: 3 does not divide the 32 attention head
     "$S" replay --tp 3 --db none
 expect_error 2 "^slicesim: replay: --batching: unknown policy 'x' " "$S" replay --batching x --db none
 
+# ---- bytes that are not text are escaped, never written raw --------------------------------
+printf '[tenant.a]\nmod\xff\xfe = 1\n' >bin.ini
+expect_error 2 "^slicesim: replay: bin.ini:2: tenant.a.mod\\\\xff\\\\xfe: unknown key$" \
+    "$S" replay -c bin.ini --db none
+LC_ALL=C grep -q $'[\x80-\xff]' "$T/err" && fail "raw bytes on stderr: $(od -c "$T/err" | head -3)"
+
 # ---- a typo in a tenant's name ---------------------------------------------------------------
 expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
     "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none
