@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <zlib.h>
 
 /* Tenant names, interned: an array of owned strings plus an open-addressing hash index. */
 typedef struct tenant_table {
@@ -25,6 +26,11 @@ struct trace_reader {
     const trace_format_ops *ops; /* the detected or forced format */
     FILE *f;                     /* the input */
     int own_f;                   /* close f in trace_reader_close */
+    int started;                 /* the first bytes were read (and checked for gzip) */
+    z_stream *z;                 /* inflate state when f is gzip-compressed, else NULL (owned) */
+    unsigned char *zbuf;         /* compressed bytes from f, TRACE__CHUNK (owned, gzip only) */
+    int z_eof;                   /* f has no more compressed bytes */
+    int z_in_member;             /* inside a gzip member: its end has not been seen yet */
     const char *name;            /* file name for messages; stored after priv */
     uint64_t line_no;            /* lines read so far */
     uint64_t n_recs;             /* requests parsed so far (returned, or buffered by spread) */
@@ -97,13 +103,93 @@ int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const
     return rc;
 }
 
-/* Make unread bytes available in chunk: 1, 0 at the end of the input, or SS_EIO. */
+/* zlib's allocator: through ss_alloc, so that its memory is counted and can fail in tests. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    return ss_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    ss_free(p);
+}
+
+/* The input starts with gzip's magic bytes, already in chunk[0..n): inflate it from now on,
+ * the n bytes being the first compressed input. 0, or SS_ENOMEM. */
+static int start_gzip(trace_reader *r, size_t n)
+{
+    r->z = ss_calloc(1, sizeof *r->z);
+    r->zbuf = ss_malloc(TRACE__CHUNK);
+    if (!r->z || !r->zbuf)
+        return fail(r, SS_ENOMEM, 1, "gzip", "out of memory");
+    r->z->zalloc = z_alloc;
+    r->z->zfree = z_free;
+    if (inflateInit2(r->z, 15 + 16) != Z_OK) { /* 16: gzip wrapper only */
+        ss_free(r->z); /* inflateEnd must not see it */
+        r->z = NULL;
+        return fail(r, SS_ENOMEM, 1, "gzip", "out of memory");
+    }
+    memcpy(r->zbuf, r->chunk, n);
+    r->z->next_in = r->zbuf;
+    r->z->avail_in = (uInt)n;
+    return SS_OK;
+}
+
+/* Inflate the next bytes into chunk: 1, 0 at the end of the last gzip member, SS_EIO, or
+ * SS_EPARSE for corrupt or truncated data. Members written one after another (cat a.gz b.gz)
+ * are read as one stream, as gzip -d does. */
+static int fill_gzip(trace_reader *r)
+{
+    z_stream *z = r->z;
+    for (;;) {
+        if (!z->avail_in && !r->z_eof) {
+            size_t n = fread(r->zbuf, 1, TRACE__CHUNK, r->f);
+            if (!n && ferror(r->f))
+                return fail(r, SS_EIO, r->line_no + 1, "read", "%s", strerror(errno));
+            r->z_eof = n == 0;
+            z->next_in = r->zbuf;
+            z->avail_in = (uInt)n;
+        }
+        if (!z->avail_in && r->z_eof)
+            return r->z_in_member ? fail(r, SS_EPARSE, r->line_no + 1, "gzip",
+                                         "truncated file (the compressed data ends early)")
+                                  : 0;
+        z->next_out = r->chunk;
+        z->avail_out = sizeof r->chunk;
+        int zr = inflate(z, Z_NO_FLUSH);
+        r->end = sizeof r->chunk - z->avail_out;
+        r->z_in_member = zr != Z_STREAM_END;
+        if (zr == Z_STREAM_END && inflateReset(z) != Z_OK)
+            zr = Z_STREAM_ERROR;
+        if (zr == Z_MEM_ERROR)
+            return fail(r, SS_ENOMEM, r->line_no + 1, "gzip", "out of memory");
+        if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+            return fail(r, SS_EPARSE, r->line_no + 1, "gzip", "corrupt data (%s)",
+                        z->msg ? z->msg : "inflate failed");
+        if (r->end)
+            return 1;
+    }
+}
+
+/* Make unread bytes available in chunk: 1, 0 at the end of the input, or a negative code
+ * (SS_EIO; for gzip input also SS_EPARSE, SS_ENOMEM). gzip-compressed input, recognised by
+ * its first two bytes whatever the file is called, is inflated as it is read. */
 static int fill(trace_reader *r)
 {
     if (r->pos < r->end)
         return 1;
+    r->pos = r->end = 0;
+    if (r->z)
+        return fill_gzip(r);
     size_t n = fread(r->chunk, 1, sizeof r->chunk, r->f);
-    r->pos = 0;
+    if (!r->started && n >= 2 && r->chunk[0] == 0x1f && r->chunk[1] == 0x8b) {
+        r->started = 1;
+        int rc = start_gzip(r, n);
+        return rc ? rc : fill_gzip(r);
+    }
+    r->started = 1;
     r->end = n;
     if (n)
         return 1;
@@ -465,6 +551,10 @@ void trace_reader_close(trace_reader **rp)
     trace_reader *r = *rp;
     if (r->own_f)
         fclose(r->f);
+    if (r->z)
+        inflateEnd(r->z);
+    ss_free(r->z);
+    ss_free(r->zbuf);
     trace__spread_free(&r->spread);
     ss_free(r->blocks);
     for (size_t i = 0; i < r->tenants.n; i++)

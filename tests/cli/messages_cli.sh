@@ -87,6 +87,18 @@ expect_error 2 "^slicesim: replay: bin.ini:2: tenant.a.mod\\\\xff\\\\xfe: unknow
     "$S" replay -c bin.ini --db none
 LC_ALL=C grep -q $'[\x80-\xff]' "$T/err" && fail "raw bytes on stderr: $(od -c "$T/err" | head -3)"
 
+# ---- gzip-compressed traces are read directly ----------------------------------------------
+head -500 "$TRACE" | gzip -c >t.csv.gz
+head -500 "$TRACE" >t.csv
+"$S" trace stats --json t.csv.gz | sed 's/"file":"[^"]*",//' >gz.json || fail "stats of t.csv.gz"
+"$S" trace stats --json t.csv | sed 's/"file":"[^"]*",//' >plain.json || fail "stats of t.csv"
+cmp -s gz.json plain.json || fail "gzip stats differ: $(diff gz.json plain.json)"
+gzip -dc t.csv.gz | "$S" trace stats - >/dev/null || fail "plain trace on stdin"
+"$S" trace stats - <t.csv.gz >/dev/null || fail "gzip trace on stdin"
+"$S" replay --trace t.csv.gz --db none >/dev/null || fail "replay --trace t.csv.gz"
+head -c 300 t.csv.gz >cut.csv.gz
+expect_error 2 "cut.csv.gz:[0-9]+: gzip: truncated file" "$S" trace stats cut.csv.gz
+
 # ---- a typo in a tenant's name ---------------------------------------------------------------
 expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
     "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
@@ -581,6 +582,132 @@ static void test_alloc_failures(void **state)
     assert_int_equal(trace_gen_create(&g, &s, &eb), SS_ENOMEM);
     ss_alloc_fail_after(0);
     assert_null(g);
+    tu_assert_no_leaks();
+}
+
+/* ---- gzip input ---------------------------------------------------------------------- */
+
+/* data[0..len) as one gzip member (malloc'd, *out_len bytes). */
+static unsigned char *gzip_bytes(const char *data, size_t len, size_t *out_len)
+{
+    z_stream z = {0};
+    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&z, (uLong)len);
+    unsigned char *out = malloc(cap);
+    assert_non_null(out);
+    z.next_in = (unsigned char *)(uintptr_t)data;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
+}
+
+/* Read path with trace_reader_open: count, digest and the sum of arrivals and tokens, or the
+ * error code with its message in eb. */
+typedef struct read_sum {
+    int64_t n;
+    uint64_t digest, arrivals, tokens;
+} read_sum;
+
+static int read_path(const char *path, read_sum *sum, ss_errbuf *eb)
+{
+    trace_reader *r = NULL;
+    trace_rec rec;
+    memset(sum, 0, sizeof *sum);
+    int rc = trace_reader_open(&r, path, "auto", eb);
+    while (rc == SS_OK) {
+        if ((rc = trace_reader_next(r, &rec, eb)) != 1)
+            break;
+        rc = SS_OK;
+        sum->n++;
+        sum->arrivals += (uint64_t)rec.arrival_ns;
+        sum->tokens += rec.prompt_tokens * 7u + rec.output_tokens;
+    }
+    if (r)
+        sum->digest = trace_reader_digest(r);
+    trace_reader_close(&r);
+    return rc;
+}
+
+/* A gzip-compressed trace reads as the plain one, whatever its name, streaming (lines cross
+ * the reader's 64 KiB chunks), also as several members one after another (cat a.gz b.gz);
+ * truncated or corrupt data is an error with its line; allocation failures are clean. */
+static void test_gzip(void **state)
+{
+    (void)state;
+    size_t cap = 40000 * 40, len = (size_t)snprintf(NULL, 0, NAT_HDR);
+    char *text = malloc(cap);
+    assert_non_null(text);
+    memcpy(text, NAT_HDR, len);
+    for (int i = 0; i < 40000; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%d,%d.%03d,t%d,%d,%d\n", i, i / 10,
+                                i % 1000, i % 3, 1 + i % 997, 1 + i % 101);
+    read_sum plain, gz;
+    ss_errbuf eb = {""};
+    if (read_path(write_bytes("t.csv", text, len), &plain, &eb))
+        fail_msg("plain: %s", eb.msg);
+    assert_int_equal(plain.n, 40000);
+
+    size_t zlen;
+    unsigned char *z = gzip_bytes(text, len, &zlen);
+    assert_true(zlen < len / 2);
+    const char *path = write_bytes("t.csv", (const char *)z, zlen); /* no .gz needed */
+    if (read_path(path, &gz, &eb))
+        fail_msg("gzip: %s", eb.msg);
+    assert_memory_equal(&gz, &plain, sizeof gz);
+
+    /* Two members, split in the middle of a line. */
+    size_t half = len / 2, z1, z2;
+    unsigned char *a = gzip_bytes(text, half, &z1), *b = gzip_bytes(text + half, len - half, &z2);
+    unsigned char *ab = malloc(z1 + z2);
+    assert_non_null(ab);
+    memcpy(ab, a, z1);
+    memcpy(ab + z1, b, z2);
+    assert_int_equal(read_path(write_bytes("ab.csv", (const char *)ab, z1 + z2), &gz, &eb), 0);
+    assert_memory_equal(&gz, &plain, sizeof gz);
+
+    /* Truncated, and corrupt: errors with the line reached, never a silent short trace. */
+    assert_int_equal(read_path(write_bytes("cut.csv", (const char *)z, zlen - 100), &gz, &eb),
+                     SS_EPARSE);
+    assert_non_null(strstr(eb.msg, ": gzip: truncated file (the compressed data ends early)"));
+    assert_true(!strncmp(eb.msg, "/", 1) && strstr(eb.msg, "cut.csv:"));
+    z[zlen - 8] ^= 0x55; /* the CRC-32 of the member: every line parses, the check fails */
+    assert_int_equal(read_path(write_bytes("bad.csv", (const char *)z, zlen), &gz, &eb),
+                     SS_EPARSE);
+    if (!strstr(eb.msg, ": gzip: corrupt data ("))
+        fail_msg("corrupt: %s", eb.msg);
+
+    /* Allocation failures while opening and reading a small gzip trace. */
+    size_t cut = 2000;
+    while (text[cut - 1] != '\n')
+        cut--;
+    unsigned char *small = gzip_bytes(text, cut, &zlen);
+    path = write_bytes("small.csv.gz", (const char *)small, zlen);
+    int n_ok = 0;
+    for (uint64_t n = 1; n < 100 && !n_ok; n++) {
+        uint64_t before = ss_alloc_count();
+        ss_alloc_fail_after(n);
+        int rc = read_path(path, &gz, &eb);
+        ss_alloc_fail_after(0);
+        tu_assert_no_leaks();
+        if (rc == SS_OK) {
+            assert_true(ss_alloc_count() - before < n);
+            n_ok = 1;
+        } else {
+            if (rc != SS_ENOMEM || !strstr(eb.msg, "out of memory"))
+                fail_msg("allocation %" PRIu64 " failing: rc %d: %s", n, rc, eb.msg);
+        }
+    }
+    assert_true(n_ok);
+    free(small);
+    free(ab);
+    free(a);
+    free(b);
+    free(z);
+    free(text);
     tu_assert_no_leaks();
 }
 
@@ -1693,6 +1820,7 @@ int main(void)
         cmocka_unit_test(test_tenant_limit),
         cmocka_unit_test(test_constant_memory),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_gzip),
         cmocka_unit_test(test_stats_small),
         cmocka_unit_test(test_real_azure_conv),
         cmocka_unit_test(test_real_vidur_lengths_only),
