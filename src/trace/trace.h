@@ -12,7 +12,8 @@
 #include "../core/ss_err.h"
 #include "../core/ss_time.h"
 
-#define TRACE_MAX_LINE 65536    /* longest accepted line in bytes, newline excluded */
+#define TRACE_MAX_LINE 262144   /* longest accepted line in bytes, newline excluded: room for
+                                   a Mooncake line with TRACE_MAX_PREFIX_BLOCKS ten-digit ids */
 #define TRACE_MAX_TENANTS 65535 /* distinct tenant names per reader */
 #define TRACE_MAX_TOKENS 10000000 /* prompt or output tokens per request */
 /* Prefix-block ids per request (Mooncake hash_ids). 512-token blocks of TRACE_MAX_TOKENS need

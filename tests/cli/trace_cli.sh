@@ -108,8 +108,8 @@ expect_error 2 "^slicesim: $T/bad3.csv:1: header: missing column output_tokens\$
 printf '%s\n0,0,a,1,1\n\n\n1,0,a,1,-3\n' $H >"$T/bad4.csv"
 expect_error 2 "^slicesim: $T/bad4.csv:5: output_tokens: must be >= 1, got -3\$" \
     "$S" trace stats "$T/bad4.csv"
-{ printf '%s\n0,0,a,1,1\n' $H; head -c 70000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
-expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 65536 bytes\$" \
+{ printf '%s\n0,0,a,1,1\n' $H; head -c 270000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
+expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 262144 bytes\$" \
     "$S" trace stats "$T/bad5.csv"
 KNOWN='\(known: auto, native, azure, vidur, burstgpt, mooncake\)'
 expect_error 2 "^slicesim: $T/bad1.csv: format: unknown format 'csv' $KNOWN\$" \

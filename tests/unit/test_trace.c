@@ -386,13 +386,13 @@ static void test_hostile_lines(void **state)
     memset(buf + h + 9, ' ', TRACE_MAX_LINE - 8);
     memcpy(buf + h + TRACE_MAX_LINE + 1, "\r\n", 2);
     expect_error(buf, h + TRACE_MAX_LINE + 3, "auto", SS_EPARSE,
-                 "x.csv:2: line: longer than 65536 bytes", 0);
+                 "x.csv:2: line: longer than 262144 bytes", 0);
     expect_error(buf, h + TRACE_MAX_LINE + 1, "auto", SS_EPARSE,
-                 "x.csv:2: line: longer than 65536 bytes", 0);
+                 "x.csv:2: line: longer than 262144 bytes", 0);
     /* A million commas on one line. */
     memcpy(buf, NAT_HDR, h);
     memset(buf + h, ',', 1000000);
-    expect_error(buf, h + 1000000, "auto", SS_EPARSE, "x.csv:2: line: longer than 65536 bytes", 0);
+    expect_error(buf, h + 1000000, "auto", SS_EPARSE, "x.csv:2: line: longer than 262144 bytes", 0);
     /* 60000 commas fit in a line: wrong field count. */
     memset(buf + h, ',', 60000);
     buf[h + 60000] = '\n';
@@ -582,6 +582,44 @@ static void test_alloc_failures(void **state)
     assert_int_equal(trace_gen_create(&g, &s, &eb), SS_ENOMEM);
     ss_alloc_fail_after(0);
     assert_null(g);
+    tu_assert_no_leaks();
+}
+
+/* The documented TRACE_MAX_PREFIX_BLOCKS hash ids fit on one line even at ten digits each
+ * (the 64 KiB line limit stopped near 8,000); one more id is refused by count. */
+static void test_mooncake_max_hash_ids(void **state)
+{
+    (void)state;
+    size_t cap = 16 * (TRACE_MAX_PREFIX_BLOCKS + 2) + 256, len = 0;
+    char *line = malloc(cap);
+    assert_non_null(line);
+    for (int extra = 0; extra < 2; extra++) {
+        int n = TRACE_MAX_PREFIX_BLOCKS + extra;
+        len = (size_t)snprintf(line, cap, "{\"timestamp\": 0, \"input_length\": 10000000, "
+                               "\"output_length\": 1, \"hash_ids\": [");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(line + len, cap - len, "%s%u", i ? ", " : "",
+                                    4000000000u + (unsigned)i);
+        len += (size_t)snprintf(line + len, cap - len, "]}\n");
+        const char *path = write_bytes("ids.jsonl", line, len);
+        trace_reader *r = NULL;
+        trace_rec rec;
+        ss_errbuf eb = {""};
+        int rc = trace_reader_open(&r, path, "auto", &eb);
+        if (rc == SS_OK)
+            rc = trace_reader_next(r, &rec, &eb);
+        if (!extra) {
+            if (rc != 1)
+                fail_msg("%d ids on a %zu-byte line: %s", n, len, eb.msg);
+            assert_int_equal(rec.n_prefix_blocks, TRACE_MAX_PREFIX_BLOCKS);
+            assert_int_equal(rec.prefix_blocks[n - 1], 4000000000u + (unsigned)n - 1);
+        } else {
+            assert_int_equal(rc, SS_EPARSE);
+            assert_non_null(strstr(eb.msg, "hash_ids: more than 20000 ids"));
+        }
+        trace_reader_close(&r);
+    }
+    free(line);
     tu_assert_no_leaks();
 }
 
@@ -1821,6 +1859,7 @@ int main(void)
         cmocka_unit_test(test_constant_memory),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_gzip),
+        cmocka_unit_test(test_mooncake_max_hash_ids),
         cmocka_unit_test(test_stats_small),
         cmocka_unit_test(test_real_azure_conv),
         cmocka_unit_test(test_real_vidur_lengths_only),
