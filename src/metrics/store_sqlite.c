@@ -944,6 +944,22 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     return rc;
 }
 
+/* 1 when another connection holds a write lock on the database at path, so that a merge
+ * failing with "database is locked" can say that the input, not the output, is in use. */
+static int locked_by_another(const char *path)
+{
+    sqlite3 *db = NULL;
+    int locked = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        locked = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+        if (rc == SQLITE_OK)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_close(db);
+    return locked;
+}
+
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
 {
     memset(c, 0, sizeof *c);
@@ -998,10 +1014,15 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
+    int busy = sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED;
     if (rc && began)
         rollback(s);
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
+    /* The merge locks the input as well as the output: say which one another process holds. */
+    if (rc && busy && locked_by_another(in_path))
+        ss_err(eb, rc, "%s: in use by another process (database is locked); %s is unchanged",
+               in_path, s->path);
     sqlite3_free(msg);
     if (rc)
         memset(c, 0, sizeof *c);

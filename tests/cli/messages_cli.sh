@@ -99,6 +99,19 @@ gzip -dc t.csv.gz | "$S" trace stats - >/dev/null || fail "plain trace on stdin"
 head -c 300 t.csv.gz >cut.csv.gz
 expect_error 2 "cut.csv.gz:[0-9]+: gzip: truncated file" "$S" trace stats cut.csv.gz
 
+# ---- db merge names the database another process holds ------------------------------------
+if command -v sqlite3 >/dev/null; then
+    "$S" replay --limit 50 --db in.db >/dev/null 2>err || fail "replay into in.db: $(cat err)"
+    { echo "BEGIN EXCLUSIVE;"; sleep 3; } | sqlite3 in.db &
+    holder=$!
+    sleep 0.7
+    SLICESIM_BUSY_TIMEOUT_MS=100 expect_error 1 \
+        "^slicesim: db merge: in.db: in use by another process \(database is locked\); out.db is unchanged$" \
+        "$S" db merge out.db in.db
+    wait "$holder"
+    "$S" db merge out.db in.db >/dev/null 2>err || fail "merge once unlocked: $(cat err)"
+fi
+
 # ---- a typo in a tenant's name ---------------------------------------------------------------
 expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
     "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none
