@@ -31,13 +31,14 @@
 #define DEFAULT_TRACE "traces/azure-conv-synth.csv"
 
 /* Options of one tenant: they set keys of the scenario's only tenant. */
-enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T__N };
+enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T_SORT,
+       T__N };
 static const char *const tenant_keys[T__N] = {"model", "tp", "pp", "replicas", "trace",
                                               "trace_format", "rate_scale", "limit",
-                                              "trace_spread"};
+                                              "trace_spread", "trace_sort"};
 static const char *const tenant_opt_names[T__N] = {"--model", "--tp", "--pp", "--replicas",
                                                    "--trace", "--trace-format", "--rate-scale",
-                                                   "--limit", "--trace-spread"};
+                                                   "--limit", "--trace-spread", "--sort"};
 
 typedef struct replay_opts {
     const char *config;      /* -c FILE */
@@ -78,6 +79,9 @@ static void usage(FILE *f)
         "                          detected from the header or the first line)\n"
         "  --trace-spread          spread requests that share a (quantised) timestamp evenly\n"
         "                          over the gap to the next one\n"
+        "  --sort                  accept a trace that is not sorted by arrival: read it whole\n"
+        "                          into memory first and sort it (about 90 bytes per request,\n"
+        "                          plus 4 per Mooncake hash id; traces are otherwise streamed)\n"
         "  --limit N               replay only the first N requests\n"
         "  --rate-scale X          multiply the arrival rate by X (inter-arrival times / X)\n"
         "Cluster:\n"
@@ -203,6 +207,7 @@ static const struct option base_opts[] = {
     {"rate-scale", required_argument, NULL, OPT_TENANT + T_RATE},
     {"limit", required_argument, NULL, OPT_TENANT + T_LIMIT},
     {"trace-spread", no_argument, NULL, OPT_TENANT + T_SPREAD},
+    {"sort", no_argument, NULL, OPT_TENANT + T_SORT},
     {"help", no_argument, NULL, OPT_HELP},
 };
 #define N_BASE_OPTS (sizeof base_opts / sizeof *base_opts)
@@ -289,9 +294,10 @@ static int parse_param(replay_opts *o, const char *arg)
 
 static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
 {
-    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f'};
+    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f', 'f'};
     static const char *const names[T__N] = {"model", "tp", "pp", "replicas", "trace",
-                                            "trace-format", "rate-scale", "limit", "trace-spread"};
+                                            "trace-format", "rate-scale", "limit", "trace-spread",
+                                            "sort"};
     const char *v = kinds[t] == 'f' ? "true" : arg;
     int rc = check_value(names[t], kinds[t], v);
     if (!rc)

@@ -98,7 +98,7 @@ static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *
     *w = (wl_tenant_spec){
         .name = st->name, .trace = st->trace[0] ? st->trace : NULL,
         .trace_format = st->trace_format[0] ? st->trace_format : "auto",
-        .trace_spread = st->trace_spread,
+        .trace_spread = st->trace_spread, .trace_sort = st->trace_sort,
         .trace_tenant = st->trace_tenant[0] ? st->trace_tenant : NULL,
         .split = split_of(st->split), .weight = st->weight > 0 ? st->weight : 1,
         .class_lo = st->class_lo, .class_hi = st->class_hi,

@@ -40,6 +40,7 @@ typedef struct scn_tenant {
                                     stored as an absolute path; from --set: as given) */
     char trace_format[16];       /* trace_format (default auto) */
     int trace_spread;            /* trace_spread = true|false */
+    int trace_sort;              /* trace_sort = true|false: read the trace whole and sort it */
     char trace_tenant[SCN_NAME_MAX]; /* trace_tenant: only rows of this tenant name */
     char split[16];              /* split = none|rr|random|class (a trace shared with others) */
     double weight;               /* weight (split = random; default 1) */

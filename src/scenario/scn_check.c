@@ -109,6 +109,7 @@ static int check_partners(const scn_scenario *s, const scn_tenant *t, ss_errbuf 
         const char *what = strcmp(u->split, t->split) ? "split"
                            : strcmp(u->trace_format, t->trace_format) ? "trace_format"
                            : u->trace_spread != t->trace_spread ? "trace_spread"
+                           : u->trace_sort != t->trace_sort ? "trace_sort"
                            : strcmp(u->trace_tenant, t->trace_tenant) ? "trace_tenant"
                            : u->rate_scale != t->rate_scale ? "rate_scale"
                            : NULL;

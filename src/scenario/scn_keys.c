@@ -56,6 +56,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__TENANT, .name = "trace_format", .kind = SCN__ENUM, TF(trace_format),
      .choices = "auto, native, azure, vidur, burstgpt, mooncake"},
     {.sect = SCN__TENANT, .name = "trace_spread", .kind = SCN__BOOL, TF(trace_spread)},
+    {.sect = SCN__TENANT, .name = "trace_sort", .kind = SCN__BOOL, TF(trace_sort)},
     {.sect = SCN__TENANT, .name = "trace_tenant", .kind = SCN__OPT, TF(trace_tenant)},
     {.sect = SCN__TENANT, .name = "split", .kind = SCN__ENUM, TF(split),
      .choices = "none, rr, random, class"},

@@ -24,6 +24,15 @@
 #define TRACE_MAX_SPREAD_GROUP 65536
 #define TRACE_MAX_SPREAD_BLOCKS (1u << 22)
 
+/* What a "goes backwards" message adds: how to read such a trace anyway. */
+#define TRACE_UNSORTED_HINT                                                                    \
+    "the trace is not sorted by time (sort it, or read it whole with --sort, or trace_sort = "  \
+    "true in a scenario)"
+
+/* Memory trace_reader_set_sort holds per request (its record and the offset of its prefix
+ * blocks; the buffers grow by doubling, so up to twice that at worst). */
+#define TRACE_SORT_BYTES_PER_REQUEST (sizeof(trace_rec) + sizeof(uint64_t))
+
 /* One request as read from a trace. */
 typedef struct trace_rec {
     uint64_t id;          /* request_id column (native), else the 0-based index of the request
@@ -77,6 +86,13 @@ int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb);
  * it is read, before that group's requests are returned. Works for every format.
  * Returns 0, or SS_EINVAL (NULL reader, or requests were already read). */
 int trace_reader_set_spread(trace_reader *r, int on);
+/* Sort the trace by arrival before returning it, instead of refusing a time that goes
+ * backwards: the first trace_reader_next reads the whole file into memory (about
+ * TRACE_SORT_BYTES_PER_REQUEST bytes per request, plus 4 per Mooncake hash id), sorts it
+ * (requests with equal arrivals keep their file order) and later calls return it from there.
+ * Errors in any row are reported by that first call. Combines with spread (which then sees
+ * sorted times). Returns 0, or SS_EINVAL (NULL reader, or requests were already read). */
+int trace_reader_set_sort(trace_reader *r, int on);
 /* Rows the format dropped by rule, so far: BurstGPT rows with 0 response tokens (failed
  * requests). 0 for the other formats. Complete after trace_reader_next returned 0. */
 uint64_t trace_reader_n_skipped(const trace_reader *r);

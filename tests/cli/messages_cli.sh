@@ -112,6 +112,19 @@ if command -v sqlite3 >/dev/null; then
     "$S" db merge out.db in.db >/dev/null 2>err || fail "merge once unlocked: $(cat err)"
 fi
 
+# ---- unsorted traces: an error that offers --sort, and --sort --------------------------------
+printf 'request_id,arrival_s,tenant,prompt_tokens,output_tokens\n0,5,a,10,5\n1,1,a,20,7\n2,3,a,30,8\n' >uns.csv
+expect_error 2 "uns.csv:3: arrival_s: goes backwards \(1 < 5\); the trace is not sorted by time \(sort it, or read it whole with --sort, or trace_sort = true in a scenario\)$" \
+    "$S" replay --trace uns.csv --db none
+"$S" replay --trace uns.csv --sort --db none >out 2>err || fail "replay --sort: $(cat err)"
+grep -q "completed 3," out || fail "replay --sort: $(cat out)"
+"$S" trace stats --sort uns.csv >out 2>err || fail "trace stats --sort: $(cat err)"
+grep -Eq "^span_s +4.000" out || fail "trace stats --sort: $(cat out)"
+printf '[tenant.a]\nmodel = llama-2-7b\ntrace = uns.csv\ntrace_sort = true\n' >sorted.ini
+"$S" replay -c sorted.ini --db none >out 2>err || fail "trace_sort = true: $(cat err)"
+"$S" replay --help | grep -q "about 90 bytes per request" || fail "replay --help: --sort's memory"
+"$S" trace stats --help | grep -q "about 90 bytes per request" || fail "stats --help: --sort's memory"
+
 # ---- a typo in a tenant's name ---------------------------------------------------------------
 expect_error 2 "^slicesim: replay: --set: tenant.chatt: no such tenant \(tenants: chat, batch\); a new tenant needs at least tenant.chatt.model and a workload$" \
     "$S" replay -c "$ROOT/experiments/example-two-tenants.ini" --set tenant.chatt.rate_scale=2 --db none

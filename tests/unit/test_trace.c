@@ -314,7 +314,7 @@ static void test_bad_input_messages(void **state)
     expect_fmt("a,b,c\n1,2,3\n", "auto", "x.csv:1: header: not a known trace header: 'a,b,c'", 1);
     expect_msg(NAT_HDR "0,1,a,1,1\n1,2,a,abc,1\n", "x.csv:3: prompt_tokens: not an integer: 'abc'");
     expect_msg(NAT_HDR "0,4.25,a,1,1\n1,3.5,a,1,1\n",
-               "x.csv:3: arrival_s: goes backwards (3.5 < 4.25)");
+               "x.csv:3: arrival_s: goes backwards (3.5 < 4.25); " TRACE_UNSORTED_HINT);
     expect_msg(NAT_HDR "0,0,a,1,1\n\n1,0,a,1,-3\n", "x.csv:4: output_tokens: must be >= 1, got -3");
     expect_msg(NAT_HDR "0,0,a,1,0\n", "x.csv:2: output_tokens: must be >= 1, got 0");
     expect_msg(NAT_HDR "0,0,a,10000001,1\n",
@@ -345,7 +345,7 @@ static void test_bad_input_messages(void **state)
                "x.csv:2: slo_tbt_ms: not a number of milliseconds: 'fast'");
     expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,1,1\n"
                "2023-11-16 18:15:45,1,1\n",
-               "x.csv:3: TIMESTAMP: goes backwards (-1.68059 < 0)");
+               "x.csv:3: TIMESTAMP: goes backwards (-1.68059 < 0); " TRACE_UNSORTED_HINT);
     expect_msg("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-29 00:00:00,1,1\n",
                "x.csv:2: TIMESTAMP: not a timestamp (want YYYY-MM-DD HH:MM:SS[.fffffff]): "
                "'2023-02-29 00:00:00'");
@@ -363,7 +363,7 @@ static void test_bad_input_messages(void **state)
     expect_msg("num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n1,2,3,2\n",
                "x.csv:1: header: missing column arrived_at");
     expect_msg("arrived_at,num_prefill_tokens,num_decode_tokens\n2,1,1\n1,1,1\n",
-               "x.csv:3: arrived_at: goes backwards (1 < 2)");
+               "x.csv:3: arrived_at: goes backwards (1 < 2); " TRACE_UNSORTED_HINT);
     expect_msg("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,x\n",
                "x.csv:2: num_decode_tokens: not an integer: 'x'");
     tu_assert_no_leaks();
@@ -621,6 +621,103 @@ static void test_mooncake_max_hash_ids(void **state)
     }
     free(line);
     tu_assert_no_leaks();
+}
+
+/* ---- sorting ------------------------------------------------------------------------- */
+
+/* Open text with trace_reader_set_sort and return the requests read (at most max). */
+static int read_sorted(const char *text, trace_rec *out, int max, int *n_out, ss_errbuf *eb)
+{
+    trace_reader *r = NULL;
+    int rc = trace_reader_open(&r, write_bytes("s.csv", text, strlen(text)), "auto", eb);
+    if (rc == SS_OK)
+        assert_int_equal(trace_reader_set_sort(r, 1), 0);
+    int n = 0;
+    trace_rec rec;
+    while (rc == SS_OK && (rc = trace_reader_next(r, &rec, eb)) == 1) {
+        rc = SS_OK;
+        assert_true(n < max);
+        out[n] = rec;
+        if (rec.n_prefix_blocks) /* borrowed: checked now */
+            assert_int_equal(rec.prefix_blocks[0], 100 + rec.prompt_tokens);
+        n++;
+    }
+    if (r) /* set_sort only before the first request */
+        assert_int_equal(trace_reader_set_sort(r, 1), SS_EINVAL);
+    trace_reader_close(&r);
+    *n_out = n;
+    return rc;
+}
+
+/* An unsorted trace read with sort: every request, in arrival order, equal arrivals in file
+ * order, prefix blocks kept with their request; Azure's first-row rebase moved to the
+ * earliest request; a bad row anywhere is still an error; allocation failures are clean. */
+static void test_sort(void **state)
+{
+    (void)state;
+    trace_rec recs[8];
+    int n;
+    ss_errbuf eb = {""};
+    assert_int_equal(read_sorted(NAT_HDR "0,5,a,10,1\n1,1,a,20,1\n2,3,a,30,1\n3,1,b,40,1\n"
+                                 "4,0.5,a,50,1\n", recs, 8, &n, &eb), 0);
+    assert_int_equal(n, 5);
+    static const uint32_t want_prompt[] = {50, 20, 40, 30, 10};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(recs[i].prompt_tokens, want_prompt[i]);
+        assert_true(i == 0 || recs[i].arrival_ns >= recs[i - 1].arrival_ns);
+    }
+    assert_int_equal(recs[1].line, 3); /* equal arrivals (1 s): file order, lines kept */
+    assert_int_equal(recs[2].line, 5);
+    assert_int_equal(recs[4].arrival_ns, 5000000000);
+
+    /* Mooncake: each request keeps its own hash ids (checked while reading). */
+    assert_int_equal(read_sorted("{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, "
+                                 "\"hash_ids\": [101, 7]}\n"
+                                 "{\"timestamp\": 2, \"input_length\": 2, \"output_length\": 1, "
+                                 "\"hash_ids\": [102]}\n", recs, 8, &n, &eb), 0);
+    assert_int_equal(n, 2);
+    assert_true(recs[0].prompt_tokens == 2 && recs[0].n_prefix_blocks == 1);
+    assert_true(recs[1].prompt_tokens == 1 && recs[1].n_prefix_blocks == 2);
+
+    /* Azure: the first row is the zero of time; sorted, the earliest request is. */
+    assert_int_equal(read_sorted("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                 "2023-11-16 18:15:50.0,10,1\n2023-11-16 18:15:46.5,20,1\n",
+                                 recs, 8, &n, &eb), 0);
+    assert_int_equal(n, 2);
+    assert_true(recs[0].prompt_tokens == 20 && recs[0].arrival_ns == 0);
+    assert_int_equal(recs[1].arrival_ns, 3500000000);
+
+    /* A malformed row after the disorder is still reported, with its line. */
+    assert_int_equal(read_sorted(NAT_HDR "0,5,a,10,1\n1,1,a,20,1\n2,3,a,x,1\n", recs, 8, &n,
+                                 &eb), SS_EPARSE);
+    assert_string_equal(strstr(eb.msg, "s.csv:"), "s.csv:4: prompt_tokens: not an integer: 'x'");
+    tu_assert_no_leaks();
+
+    /* Out of memory while holding the trace: SS_ENOMEM, nothing leaked. */
+    char text[8192];
+    size_t len = (size_t)snprintf(text, sizeof text, NAT_HDR);
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%d,a,1,1\n", i, 200 - i);
+    const char *path = write_bytes("oom.csv", text, len);
+    int n_ok = 0;
+    for (uint64_t k = 1; k < 200 && !n_ok; k++) {
+        trace_reader *r = NULL;
+        trace_stats st;
+        ss_alloc_fail_after(k);
+        int rc = trace_reader_open(&r, path, "auto", &eb);
+        if (rc == SS_OK && (rc = trace_reader_set_sort(r, 1)) == SS_OK)
+            rc = trace_stats_compute(r, &st, &eb);
+        trace_reader_close(&r);
+        ss_alloc_fail_after(0);
+        tu_assert_no_leaks();
+        if (rc == SS_OK) {
+            assert_int_equal(st.count, 200);
+            n_ok = 1;
+        } else if (rc != SS_ENOMEM || !strstr(eb.msg, "out of memory")) {
+            fail_msg("allocation %" PRIu64 " failing: rc %d: %s", k, rc, eb.msg);
+        }
+    }
+    assert_true(n_ok);
 }
 
 /* ---- gzip input ---------------------------------------------------------------------- */
@@ -951,7 +1048,7 @@ static void test_burstgpt_bad_input(void **state)
     expect_msg(BG_HDR "abc,ChatGPT,1,1,2,x\n",
                "x.csv:2: Timestamp: not a number of seconds: 'abc'");
     expect_msg(BG_HDR "10,A,1,1,2,x\n9.5,A,1,1,2,x\n",
-               "x.csv:3: Timestamp: goes backwards (9.5 < 10)");
+               "x.csv:3: Timestamp: goes backwards (9.5 < 10); " TRACE_UNSORTED_HINT);
     expect_msg(BG_HDR "5,A,1,1,2\n", "x.csv:2: line: expected 6 fields, got 5");
     /* Skipped rows: their time must still parse, but they do not take part in the order. */
     expect_msg(BG_HDR "x,ChatGPT,1,0,1,x\n", "x.csv:2: Timestamp: not a number of seconds: 'x'");
@@ -1109,7 +1206,7 @@ static void test_mooncake_bad_json(void **state)
         {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [[1]]}",
          "hash_ids: not an integer: '[1]'"},
         {"{\"timestamp\": 4.5, \"input_length\": 1, \"output_length\": 1}",
-         "timestamp: goes backwards (4.5 < 5)"},
+         "timestamp: goes backwards (4.5 < 5); " TRACE_UNSORTED_HINT},
     };
     char text[512], want[256];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -1859,6 +1956,7 @@ int main(void)
         cmocka_unit_test(test_constant_memory),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_gzip),
+        cmocka_unit_test(test_sort),
         cmocka_unit_test(test_mooncake_max_hash_ids),
         cmocka_unit_test(test_stats_small),
         cmocka_unit_test(test_real_azure_conv),
