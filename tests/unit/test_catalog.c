@@ -439,7 +439,10 @@ static void test_bad_values(void **state)
                      "gpu.name: 'tgpu\\x0ddescription = x' is not a name");
     expect_gpu_error("name", "name = a-name-that-is-much-too-long-to-fit-in-the-name-field",
                      "gpu.name: 'a-name-that-is-much-too-long");
-    expect_model_error("layers", "layers = 4294967296", NULL, 4, "model.layers: '4294967296'");
+    expect_model_error("layers", "layers = 4294967296", NULL, 4,
+                       "model.layers: '4294967296' is out of range [1, 4294967295]");
+    expect_model_error("hidden", "hidden = 4294967296", NULL, 5,
+                       "model.hidden: '4294967296' is out of range [1, 4294967295]");
     expect_model_error("layers", "layers = 10001", NULL, 4,
                        "model.layers: 10001 is more than 10000");
     expect_model_error("dtype", "dtype = int4", NULL, 12,
