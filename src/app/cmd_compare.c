@@ -184,10 +184,10 @@ static int build(const compare_opts *o, int p, double rate, scn_scenario **out, 
     if (!rc && o->db) {
         char a[SCN_PATH_MAX + 8];
         snprintf(a, sizeof a, "run.db=%s", o->db);
-        rc = scn_set(sc, a, eb);
+        rc = scn_set_option(sc, a, "--db", eb);
     }
     if (!rc)
-        rc = app_bundle_apply(sc, o->policy[p], eb);
+        rc = app_bundle_apply(sc, o->policy[p], "--policies", eb);
     if (!rc)
         app_scale_rates(sc, rate);
     if (!rc)

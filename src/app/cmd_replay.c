@@ -369,7 +369,7 @@ static int set_key(scn_scenario *sc, const char *key, const char *value, const c
 {
     char buf[SCN_PATH_MAX + 128];
     snprintf(buf, sizeof buf, "%s=%s", key, value);
-    return where ? scn_set_from(sc, buf, where, eb) : scn_set(sc, buf, eb);
+    return where ? scn_set_option(sc, buf, where, eb) : scn_set(sc, buf, eb);
 }
 
 /* Without a scenario: one tenant "default" replaying the default trace on 4 x llama-2-7b. */
@@ -419,7 +419,8 @@ static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
     for (size_t i = 0; !rc && i < o->n_assign; i++) {
         char where[64];
         snprintf(where, sizeof where, "--%s", o->assign_opt[i]);
-        rc = scn_set_from(sc, o->assign[i], where, eb);
+        rc = strcmp(where, "--param") ? scn_set_option(sc, o->assign[i], where, eb)
+                                      : scn_set_from(sc, o->assign[i], where, eb);
     }
     for (size_t i = 0; !rc && i < o->n_sets; i++)
         rc = scn_set(sc, o->sets[i], eb);

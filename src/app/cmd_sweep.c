@@ -78,22 +78,26 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
         rc = SS_EPARSE;
     if (rc && rc != SS_ENOMEM)
         ss_err_prefix(eb, rc, "%s: sweep.scenario", x->path);
-    for (int i = 0; !rc && i < x->n_sets; i++)
-        if ((rc = scn_set(sc, x->set[i], eb)))
-            ss_err_prefix(eb, rc, "%s:%u: set", x->path, x->set_line[i]);
+    char where[SCN_PATH_MAX + 32];
+    for (int i = 0; !rc && i < x->n_sets; i++) {
+        snprintf(where, sizeof where, "%s:%u: set", x->path, x->set_line[i]);
+        rc = scn_set_from(sc, x->set[i], where, eb);
+    }
     double rate = 1;
     for (int k = 0; !rc && k < x->n_keys; k++) {
         const sweep_grid_key *g = &x->keys[k];
         const char *v = g->values[value_at(x, p, k)];
+        snprintf(where, sizeof where, "%s:%u: grid", x->path, g->line);
         if (!strcmp(g->name, "policy")) {
-            rc = app_bundle_apply(sc, v, eb);
+            rc = app_bundle_apply(sc, v, where, eb);
         } else if (!strcmp(g->name, "rate")) {
             if (ss_parse_doublez(v, &rate) || !(rate > 0) || rate > 1e6)
                 rc = ss_err(eb, SS_EPARSE, "expected a positive number, got '%s'", v);
         } else {
             char a[SWEEP_KEY_MAX + SCN_PATH_MAX];
             snprintf(a, sizeof a, "%s=%s", g->name, v);
-            rc = scn_set(sc, a, eb);
+            if ((rc = scn_set_from(sc, a, where, eb)))
+                break; /* the message starts "FILE:LINE: grid: KEY" */
         }
         if (rc)
             ss_err_prefix(eb, rc, "%s:%u: grid.%s", x->path, g->line, g->name);

@@ -93,31 +93,34 @@ unsigned scn_param_line(const scn_scenario *s, const char *key)
     return v && !ss_parse_i64z(v, &line) && line > 0 && line <= UINT_MAX ? (unsigned)line : 0;
 }
 
+/* An origin stored for a value that an option setting just that key gave starts with this
+ * mark (scn_set_option): messages then name the option alone. */
+#define ORIGIN_IMPLIED '!'
+
 const char *scn_key_origin(const scn_scenario *s, const char *key)
 {
-    return ss_params_get(s->priv->origins, key);
+    const char *v = ss_params_get(s->priv->origins, key);
+    return v && v[0] == ORIGIN_IMPLIED ? v + 1 : v;
 }
 
-/* What messages about section.key start with: "WHERE: SECTION.KEY", or just the option's name
- * when an option other than --set gave the value ("--replicas"). */
-static void where_key(const char *where, const char *section, const char *key, char *buf,
-                      size_t size)
+/* What messages about section.key start with: "WHERE: SECTION.KEY", or just WHERE when it is
+ * an option that sets only this key (implied: "--replicas"). */
+static void where_key(const char *where, int implied, const char *section, const char *key,
+                      char *buf, size_t size)
 {
-    if (where[0] == '-' && strcmp(where, "--set"))
+    if (implied)
         snprintf(buf, size, "%s", where);
     else
-        snprintf(buf, size, "%s: %s.%s", where, section, key);
+        snprintf(buf, size, "%s: %s%s%s", where, section, *section ? "." : "", key);
 }
 
 void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t size)
 {
-    const char *where = scn_key_origin(s, key);
-    if (!where)
+    const char *v = ss_params_get(s->priv->origins, key);
+    if (!v)
         snprintf(buf, size, "%s", key);
-    else if (where[0] == '-' && strcmp(where, "--set"))
-        snprintf(buf, size, "%s", where);
     else
-        snprintf(buf, size, "%s: %s", where, key);
+        where_key(v + (v[0] == ORIGIN_IMPLIED), v[0] == ORIGIN_IMPLIED, "", key, buf, size);
 }
 
 /* {======================================================================
@@ -240,6 +243,7 @@ static void after_key(scn_scenario *s, scn_tenant *t, const scn__key *k, const c
 /* Where a value comes from. */
 typedef struct scn_origin {
     const char *where; /* "FILE:LINE" or "--set", for messages */
+    int implied;       /* where is an option that sets only this key (scn_set_option) */
     unsigned line;     /* file line, 0 for --set */
     const char *dir;   /* folder for relative paths, NULL: as given */
 } scn_origin;
@@ -251,7 +255,7 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
 {
     const scn__key *k = scn__key_find(sect, key);
     char wk[SCN_PATH_MAX + 2 * SCN_NAME_MAX + 32];
-    where_key(o->where, section, key, wk, sizeof wk);
+    where_key(o->where, o->implied, section, key, wk, sizeof wk);
     if (!k && sect != SCN__POLICY)
         return ss_err(eb, SS_EPARSE, "%s: unknown key", wk);
     char buf[VALUE_MAX], why[SS_ERRBUF_LEN];
@@ -264,9 +268,10 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
                        sizeof why))
         return ss_err(eb, SS_EPARSE, "%s: %s", wk, why);
     after_key(s, t, k, value);
-    char full[2 * SCN_NAME_MAX + 32];
+    char full[2 * SCN_NAME_MAX + 32], origin[SCN_PATH_MAX + 32];
     snprintf(full, sizeof full, "%s.%s", section, key);
-    if (ss_params_set(s->priv->origins, full, o->where))
+    snprintf(origin, sizeof origin, "%s%s", o->implied ? "!" : "", o->where);
+    if (ss_params_set(s->priv->origins, full, origin))
         return ss_err(eb, SS_ENOMEM, "%s: out of memory", wk);
     return SS_OK;
 }
@@ -275,12 +280,26 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
  * --set
  * ======================================================================= */
 
+static int set_assignment(scn_scenario *s, const char *assignment, const char *where,
+                          int implied, ss_errbuf *eb);
+
 int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb)
 {
-    return scn_set_from(s, assignment, "--set", eb);
+    return set_assignment(s, assignment, "--set", 0, eb);
 }
 
 int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_errbuf *eb)
+{
+    return set_assignment(s, assignment, where, 0, eb);
+}
+
+int scn_set_option(scn_scenario *s, const char *assignment, const char *option, ss_errbuf *eb)
+{
+    return set_assignment(s, assignment, option, 1, eb);
+}
+
+static int set_assignment(scn_scenario *s, const char *assignment, const char *where,
+                          int implied, ss_errbuf *eb)
 {
     const char *eq = strchr(assignment, '=');
     size_t len = eq ? (size_t)(eq - assignment) : 0;
@@ -297,7 +316,7 @@ int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_
                       assignment);
     *dot = '\0';
     const char *key = dot + 1, *tname;
-    const scn_origin o = {.where = where};
+    const scn_origin o = {.where = where, .implied = implied};
     scn__sect sect = SCN__CLUSTER; /* set by parse_section */
     int rc = parse_section(lhs, o.where, &sect, &tname, eb);
     if (rc)

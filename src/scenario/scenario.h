@@ -106,15 +106,19 @@ int scn_load(scn_scenario *s, const char *path, ss_errbuf *eb);
  * keys and checks as a file; errors start "--set: ". A [tenant.NAME] that does not exist yet is
  * created. */
 int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb);
-/* scn_set for a value that came from somewhere else than --set: where names it in messages
- * (replay's "--replicas": "--replicas: out of range [1, 4096], got '1000000'"). where is
+/* scn_set for a value that came from somewhere else than --set: messages start "WHERE:
+ * SECTION.KEY: " ("--policies: policy.batching: ...", "exp.ini:12: run.seed: ..."). where is
  * borrowed for the call; a copy is kept as the key's origin. */
 int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_errbuf *eb);
+/* The same for an option that sets only this key: messages start with the option alone
+ * (replay --replicas: "--replicas: out of range [1, 4096], got '1000000'"). */
+int scn_set_option(scn_scenario *s, const char *assignment, const char *option, ss_errbuf *eb);
 /* Where the value of key ("policy.batching", "tenant.chat.tp") came from: "FILE:LINE",
  * "--set" or an option's name; NULL while it has its default. Borrowed from s. */
 const char *scn_key_origin(const scn_scenario *s, const char *key);
 /* The start of a message about key's value, naming where it came from: "FILE:LINE: KEY",
- * "--set: KEY", the option's name ("--batching"), or just KEY for a default. */
+ * "--set: KEY", "WHERE: KEY" (scn_set_from), the option alone (scn_set_option:
+ * "--batching"), or just KEY for a default. */
 void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t size);
 /* Whole-scenario checks once everything is applied: at least one tenant, each with a model and
  * exactly one workload source, SLA lists of 1 or K values, split partners consistent (same

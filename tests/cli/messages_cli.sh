@@ -80,6 +80,16 @@ expect_error 2 "^slicesim: replay: --set: tenant.a.tp: 6 does not divide the 32 
 expect_error 2 "^slicesim: replay: --tp: 3 does not divide the 32 attention heads of llama-2-7b$" \
     "$S" replay --tp 3 --db none
 expect_error 2 "^slicesim: replay: --batching: unknown policy 'x' " "$S" replay --batching x --db none
+# compare's bundles and sweep's [set] and [grid] name themselves, not --set or --batching
+expect_error 2 "^slicesim: compare: policy=a;rate=1: --policies: policy.batching: unknown policy 'nope' " \
+    "$S" compare -c "$SV" --policies a:policy.batching=nope --db none
+printf '[sweep]\nname = s\nscenario = %s\n[set]\npolicy.routing = nope\n[grid]\nrun.seed = 1\n' "$SV" >set.ini
+"$S" sweep set.ini --db set.db >/dev/null 2>err && fail "sweep with routing = nope succeeded"
+grep -q "^slicesim: sweep: run.seed=1: set.ini:5: set: policy.routing: unknown policy 'nope' " err ||
+    fail "sweep [set]: $(cat err)"
+printf '[sweep]\nname = s\nscenario = %s\n[grid]\npolicy.cost = roofline, nope\n' "$SV" >grid.ini
+"$S" sweep grid.ini --db grid.db >/dev/null 2>err && fail "sweep with cost = nope succeeded"
+grep -q "grid.ini:5: grid: policy.cost: unknown cost model 'nope' " err || fail "sweep [grid]: $(cat err)"
 
 # ---- bytes that are not text are escaped, never written raw --------------------------------
 printf '[tenant.a]\nmod\xff\xfe = 1\n' >bin.ini
