@@ -3,7 +3,7 @@
  * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
- * "--set: key"). This module only parses and checks; app/ turns a scenario into a run. */
+ * "--set: key", or the option that gave the value); scn_key_origin remembers which. This module only parses and checks; app/ turns a scenario into a run. */
 #ifndef SS_SCENARIO_SCENARIO_H
 #define SS_SCENARIO_SCENARIO_H
 
@@ -120,7 +120,9 @@ const char *scn_key_origin(const scn_scenario *s, const char *key);
  * "--set: KEY", "WHERE: KEY" (scn_set_from), the option alone (scn_set_option:
  * "--batching"), or just KEY for a default. */
 void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t size);
-/* Whole-scenario checks once everything is applied: at least one tenant, each with a model and
+/* Whole-scenario checks once everything is applied: at least one tenant, each with a model (a
+ * tenant that only --set named and that has none is "--set: tenant.NAME: no such tenant
+ * (tenants: ...)", most likely a typo) and
  * exactly one workload source, SLA lists of 1 or K values, split partners consistent (same
  * trace, same split), class ranges, warmup < duration. Errors name the tenant (and its line).
  * 0 or SS_EINVAL. */
