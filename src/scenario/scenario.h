@@ -3,7 +3,8 @@
  * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
- * "--set: key", or the option that gave the value); scn_key_origin remembers which. This module only parses and checks; app/ turns a scenario into a run. */
+ * "--set: key", or the option that gave the value); scn_key_origin remembers which. This
+ * module only parses and checks; app/ turns a scenario into a run. */
 #ifndef SS_SCENARIO_SCENARIO_H
 #define SS_SCENARIO_SCENARIO_H
 

@@ -62,8 +62,9 @@ typedef struct trace_reader trace_reader;
  * or "mooncake".
  * path "-" reads standard input. gzip-compressed input (recognised by its first bytes, not
  * its name) is inflated as it is read, still one line at a time; line numbers count the
- * uncompressed lines, and truncated or corrupt data is "FILE:LINE: gzip: ...". On failure returns SS_EIO / SS_EPARSE / SS_ENOTFOUND /
- * SS_ENOMEM with a one-line "FILE:LINE: field: what is wrong" message in eb, and writes
+ * uncompressed lines, and truncated or corrupt data is "FILE:LINE: gzip: ...". On failure
+ * returns SS_EIO / SS_EPARSE / SS_ENOTFOUND / SS_ENOMEM with a one-line "FILE:LINE: field:
+ * what is wrong" message in eb, and writes
  * nothing to *r_out. The reader owns its FILE and closes it in trace_reader_close. */
 int trace_reader_open(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb);
 /* Same over an already-open stream (borrowed: not closed by the reader); name is used in
