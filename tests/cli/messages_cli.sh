@@ -1,8 +1,12 @@
 #!/bin/bash
-# CLI tests of the error messages of issue 13: numbers out of range say "out of range [lo,
+# CLI tests of the messages and inputs of issue 13: numbers out of range say "out of range [lo,
 # hi]" rather than "not a number"; a message names the option or the FILE:LINE the value came
-# from; long options are matched exactly; bytes that are not text are escaped. Each case is
-# one line on stderr and exit status 2 (lib.sh's expect_error).
+# from, never an option the user did not type; one "sweep:" prefix; help that tells the true
+# exit status; bytes that are not text are escaped; gzip traces are read directly; unsorted
+# traces are refused with a hint, or read with --sort; db merge names the locked input; a
+# typo in a tenant's name is "no such tenant"; long options are matched exactly, in every
+# command. Errors are one stderr line with exit status 2 (1 for the locked database), checked
+# by lib.sh's expect_error.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -24,8 +28,6 @@ expect_error 2 "^slicesim: replay: --swap-space: out of range \[0, 1.8e308\], go
 printf 'request_id,arrival_s,tenant,prompt_tokens,output_tokens\n0,1e10,a,1,1\n' >far.csv
 expect_error 2 "far.csv:2: arrival_s: out of range \[0, 9.2e9\] seconds: '1e10'$" \
     "$S" trace stats far.csv
-
-
 SV=$ROOT/experiments/slice-vs-container.ini
 expect_error 2 "^slicesim: compare: --rates: out of range \(0, 1e6\], got '1e7'$" \
     "$S" compare -c "$SV" --rates 1,1e7 --db none
