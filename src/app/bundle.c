@@ -56,7 +56,7 @@ int app_bundle_label(const char *spec, char *label, ss_errbuf *eb)
     return SS_OK;
 }
 
-int app_bundle_apply(scn_scenario *sc, const char *spec, ss_errbuf *eb)
+int app_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb)
 {
     const char *colon = strchr(spec, ':');
     if (!colon) {
@@ -64,7 +64,7 @@ int app_bundle_apply(scn_scenario *sc, const char *spec, ss_errbuf *eb)
         if (!b)
             return ss_err(eb, SS_EPARSE, "policy '%s': unknown bundle", spec);
         for (int i = 0; b->assign[i]; i++) {
-            int rc = scn_set(sc, b->assign[i], eb);
+            int rc = scn_set_from(sc, b->assign[i], where, eb);
             if (rc)
                 return rc;
         }
@@ -74,7 +74,7 @@ int app_bundle_apply(scn_scenario *sc, const char *spec, ss_errbuf *eb)
     snprintf(buf, sizeof buf, "%s", colon + 1);
     char *save = NULL;
     for (char *a = strtok_r(buf, "+", &save); a; a = strtok_r(NULL, "+", &save)) {
-        int rc = scn_set(sc, a, eb);
+        int rc = scn_set_from(sc, a, where, eb);
         if (rc)
             return ss_err_prefix(eb, rc, "policy '%.*s'", (int)(colon - spec), spec);
     }

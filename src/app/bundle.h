@@ -14,8 +14,9 @@
 
 /* Check a bundle spec and write its label to label (APP_LABEL_MAX bytes). 0 or SS_EPARSE. */
 int app_bundle_label(const char *spec, char *label, ss_errbuf *eb);
-/* Apply the bundle's assignments to sc. 0, or the scenario's error (SS_EPARSE...). */
-int app_bundle_apply(scn_scenario *sc, const char *spec, ss_errbuf *eb);
+/* Apply the bundle's assignments to sc; where names their origin in messages ("--policies",
+ * "exp.ini:4: grid"; see scn_set_from). 0, or the scenario's error (SS_EPARSE...). */
+int app_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb);
 /* The built-in bundle names, comma-separated, for messages and --help. */
 const char *app_bundle_names(void);
 

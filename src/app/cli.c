@@ -8,8 +8,10 @@
 #include "trace/trace.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_status_of(int ss_rc)
 {
@@ -39,6 +41,72 @@ int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
         return CLI_EUSAGE;
     }
     *out = v;
+    return CLI_OK;
+}
+
+/* The long option spelt exactly name[0..len), or NULL. */
+static const struct option *long_exact(const struct option *longopts, const char *name,
+                                       size_t len)
+{
+    for (const struct option *o = longopts; o->name; o++)
+        if (strlen(o->name) == len && !strncmp(o->name, name, len))
+            return o;
+    return NULL;
+}
+
+/* "unknown option '--NAME' (did you mean --A, --B?)" for the options NAME abbreviates. */
+static int not_exact(const char *cmd, const char *arg, size_t len,
+                     const struct option *longopts)
+{
+    ss_strbuf b = {0};
+    for (const struct option *o = longopts; o->name; o++)
+        if (!strncmp(o->name, arg + 2, len))
+            ss_strbuf_printf(&b, "%s--%s", b.n ? ", " : "", o->name);
+    fprintf(stderr, "slicesim: %s: unknown option '--%.*s' (did you mean %s?)\n", cmd, (int)len,
+            arg + 2, ss_strbuf_ok(&b) ? ss_strbuf_str(&b) : "a longer option");
+    ss_strbuf_fini(&b);
+    return CLI_EUSAGE;
+}
+
+/* Index of the last argument a short-option cluster argv[i] ("-c", "-cFILE", "-jc FILE")
+ * uses: i + 1 when its last option takes the next argument as its value. */
+static int short_cluster_end(int i, char **argv, const char *shortopts)
+{
+    const char *a = argv[i];
+    for (size_t j = 1; a[j]; j++) {
+        const char *p = a[j] == ':' ? NULL : strchr(shortopts, a[j]);
+        if (p && p[1] == ':' && p[2] != ':')
+            return a[j + 1] ? i : i + 1; /* the rest, or the next argument, is the value */
+    }
+    return i;
+}
+
+int cli_check_long_options(const char *cmd, int argc, char **argv, const char *shortopts,
+                           const struct option *longopts)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break; /* what follows is operands */
+        if (a[0] != '-' || !a[1])
+            continue; /* an operand ("-" is standard input); getopt_long permutes them */
+        if (a[1] != '-') {
+            i = short_cluster_end(i, argv, shortopts);
+            continue;
+        }
+        size_t len = strcspn(a + 2, "=");
+        if (!len)
+            continue; /* "--=x": getopt_long's to report */
+        const struct option *o = long_exact(longopts, a + 2, len);
+        if (o && o->has_arg == required_argument && !a[2 + len])
+            i++; /* its value, whatever it looks like */
+        else if (!o) {
+            for (const struct option *p = longopts; p->name; p++)
+                if (!strncmp(p->name, a + 2, len))
+                    return not_exact(cmd, a, len, longopts);
+            /* unknown outright: getopt_long reports it in the command's own words */
+        }
+    }
     return CLI_OK;
 }
 

@@ -40,6 +40,16 @@ int cli_status_of(int ss_rc);
 /* Parse option opt's value s as an integer in [lo, hi] into *out: CLI_OK, or CLI_EUSAGE after
  * one line on stderr. */
 int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+struct option;
+/* Check argv[1..argc) against a command's getopt_long options before getopt_long runs: a long
+ * option must be spelt out in full, because getopt_long would take an abbreviation for the
+ * option it abbreviates (replay --rate 3 for --rate-scale 3, where trace gen's --rate means
+ * requests per second). The values of options that take one are passed over, whatever they
+ * look like, and "--" ends the options. CLI_OK (options getopt_long does not know at all are
+ * left to it), or CLI_EUSAGE after "slicesim: CMD: unknown option '--rate' (did you mean
+ * --rate-scale?)" on stderr. Every command calls it before its getopt_long loop. */
+int cli_check_long_options(const char *cmd, int argc, char **argv, const char *shortopts,
+                           const struct option *longopts);
 /* "slicesim ARG..." (owned, ss_free), for the runs table; NULL when out of memory. */
 char *cli_join_args(int argc, char **argv);
 /* qsort comparator of ss_time values, ascending. */

@@ -100,6 +100,8 @@ static int parse_args(int argc, char **argv, cal_opts *o)
     opterr = 0;
     optind = 0;
     long v;
+    if (cli_check_long_options("calibrate", argc, argv, ":ho:q", longopts))
+        return CLI_EUSAGE;
     for (int ch; (ch = getopt_long(argc, argv, ":ho:q", longopts, NULL)) != -1;) {
         int st = CLI_OK;
         switch (ch) {

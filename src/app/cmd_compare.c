@@ -110,9 +110,13 @@ static int parse_rates(compare_opts *o, const char *arg)
     int n = app_split_list(o->rates_text, items, MAX_RATES);
     if (n < 1)
         return usage_error("--rates: expected 1 to 32 comma-separated numbers, got '", arg);
-    for (int i = 0; i < n; i++)
-        if (ss_parse_doublez(items[i], &o->rate[i]) || !(o->rate[i] > 0) || o->rate[i] > 1e6)
-            return usage_error("--rates: expected positive numbers, got '", items[i]);
+    for (int i = 0; i < n; i++) {
+        if (ss_parse_number_value(items[i], strlen(items[i]), &o->rate[i]) &&
+            (!(o->rate[i] > 0) || o->rate[i] > 1e6))
+            return usage_error("--rates: out of range (0, 1e6], got '", items[i]);
+        if (ss_parse_doublez(items[i], &o->rate[i]))
+            return usage_error("--rates: expected numbers > 0, got '", items[i]);
+    }
     o->n_rates = n;
     return CLI_OK;
 }
@@ -131,6 +135,8 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
     opterr = 0;
     optind = 1;
     int rc = CLI_OK;
+    if (cli_check_long_options("compare", argc, argv, ":hc:", longopts))
+        return CLI_EUSAGE;
     for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
         switch (c) {
         case 'c': o->config = optarg; break;
@@ -178,10 +184,10 @@ static int build(const compare_opts *o, int p, double rate, scn_scenario **out, 
     if (!rc && o->db) {
         char a[SCN_PATH_MAX + 8];
         snprintf(a, sizeof a, "run.db=%s", o->db);
-        rc = scn_set(sc, a, eb);
+        rc = scn_set_option(sc, a, "--db", eb);
     }
     if (!rc)
-        rc = app_bundle_apply(sc, o->policy[p], eb);
+        rc = app_bundle_apply(sc, o->policy[p], "--policies", eb);
     if (!rc)
         app_scale_rates(sc, rate);
     if (!rc)

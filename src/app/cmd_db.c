@@ -76,7 +76,7 @@ int cmd_db(int argc, char **argv)
     int rc = check_inputs(argc, argv, &eb);
     if (rc) {
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
-        return rc == SS_EIO || rc == SS_EDB ? CLI_EUSAGE : cli_status_of(rc);
+        return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);
     }
     /* a merge that fails leaves no new file behind */
     int created = access(argv[2], F_OK) != 0;

@@ -305,6 +305,8 @@ static int parse_args(int argc, char **argv, list_opts *o)
     };
     opterr = 0;
     optind = 0; /* GNU: full reinitialisation, in case another parser ran before */
+    if (cli_check_long_options("list", argc, argv, ":h", longopts))
+        return CLI_EUSAGE;
     for (int ch; (ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
         switch (ch) {
         case 'p': o->profiles = optarg; break;

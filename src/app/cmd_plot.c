@@ -848,6 +848,8 @@ int cmd_plot(int argc, char **argv)
     char kind_text[512];
     opterr = 0;
     optind = 1;
+    if (cli_check_long_options("plot", argc, argv, ":ho:", longopts))
+        return CLI_EUSAGE;
     for (int c; (c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
         switch (c) {
         case 'h': usage(stdout); return CLI_OK;

@@ -59,6 +59,8 @@ static int parse_args(int argc, char **argv, prof_opts *o)
     };
     opterr = 0;
     optind = 0; /* GNU: full reinitialisation, in case another parser ran before */
+    if (cli_check_long_options("profile import", argc, argv, ":ho:", longopts))
+        return CLI_EUSAGE;
     for (int ch; (ch = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
         switch (ch) {
         case 'f': o->from = optarg; break;

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,14 @@
 #define DEFAULT_TRACE "traces/azure-conv-synth.csv"
 
 /* Options of one tenant: they set keys of the scenario's only tenant. */
-enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T__N };
+enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T_SORT,
+       T__N };
 static const char *const tenant_keys[T__N] = {"model", "tp", "pp", "replicas", "trace",
                                               "trace_format", "rate_scale", "limit",
-                                              "trace_spread"};
+                                              "trace_spread", "trace_sort"};
+static const char *const tenant_opt_names[T__N] = {"--model", "--tp", "--pp", "--replicas",
+                                                   "--trace", "--trace-format", "--rate-scale",
+                                                   "--limit", "--trace-spread", "--sort"};
 
 typedef struct replay_opts {
     const char *config;      /* -c FILE */
@@ -43,7 +48,8 @@ typedef struct replay_opts {
     int json, progress, check;
     const char *tenant[T__N]; /* tenant options given, NULL otherwise */
     char **assign;           /* owned "SECTION.KEY=VALUE" from options, in order */
-    size_t n_assign, cap_assign;
+    const char **assign_opt; /* the option each came from, without its "--" (static) */
+    size_t n_assign, cap_assign, cap_assign_opt;
     const char **sets;       /* --set values (borrowed from argv), in order */
     size_t n_sets, cap_sets;
 } replay_opts;
@@ -67,11 +73,15 @@ static void usage(FILE *f)
         "  --set SECTION.KEY=VALUE override any scenario key, e.g. --set tenant.chat.rate_scale=2\n"
         "                          or --set policy.cluster=llumnix (repeatable)\n"
         "Workload (one tenant):\n"
-        "  --trace FILE            trace to replay (default: " DEFAULT_TRACE ")\n"
+        "  --trace FILE            trace to replay, plain or gzip-compressed (default:\n"
+        "                          " DEFAULT_TRACE ")\n"
         "  --trace-format F        auto|native|azure|vidur|burstgpt|mooncake (default auto:\n"
         "                          detected from the header or the first line)\n"
         "  --trace-spread          spread requests that share a (quantised) timestamp evenly\n"
         "                          over the gap to the next one\n"
+        "  --sort                  accept a trace that is not sorted by arrival: read it whole\n"
+        "                          into memory first and sort it (about 90 bytes per request,\n"
+        "                          plus 4 per Mooncake hash id; traces are otherwise streamed)\n"
         "  --limit N               replay only the first N requests\n"
         "  --rate-scale X          multiply the arrival rate by X (inter-arrival times / X)\n"
         "Cluster:\n"
@@ -197,6 +207,7 @@ static const struct option base_opts[] = {
     {"rate-scale", required_argument, NULL, OPT_TENANT + T_RATE},
     {"limit", required_argument, NULL, OPT_TENANT + T_LIMIT},
     {"trace-spread", no_argument, NULL, OPT_TENANT + T_SPREAD},
+    {"sort", no_argument, NULL, OPT_TENANT + T_SORT},
     {"help", no_argument, NULL, OPT_HELP},
 };
 #define N_BASE_OPTS (sizeof base_opts / sizeof *base_opts)
@@ -227,25 +238,38 @@ static int check_value(const char *name, char kind, const char *s)
     int64_t v;
     double d;
     if (kind == 'u' || kind == 'n') {
+        if (ss_parse_number_value(s, strlen(s), &d) &&
+            (d < (kind == 'u') || d >= 9223372036854775807.0))
+            return usage_error(kind == 'u' ? "--%s: out of range [1, 9223372036854775807], "
+                                             "got '%s'"
+                                           : "--%s: out of range [0, 9223372036854775807], "
+                                             "got '%s'", name, s);
         if (ss_parse_i64z(s, &v) || v < (kind == 'u'))
-            return usage_error("--%s: expected an integer of at least 1 (0 where allowed), "
-                               "got '%s'", name, s);
+            return usage_error(kind == 'u' ? "--%s: expected an integer of at least 1, got '%s'"
+                                           : "--%s: expected an integer of at least 0, got '%s'",
+                               name, s);
     } else if (kind == 'd' || kind == 'z') {
+        if (ss_parse_number_value(s, strlen(s), &d) && isinf(d))
+            return usage_error("--%s: out of range [0, 1.8e308], got '%s'", name, s);
         if (ss_parse_doublez(s, &d) || d < 0 || (kind == 'd' && d == 0))
-            return usage_error("--%s: expected a positive number, got '%s'", name, s);
+            return usage_error(kind == 'd' ? "--%s: expected a number > 0, got '%s'"
+                                           : "--%s: expected a number >= 0, got '%s'", name, s);
     }
     return CLI_OK;
 }
 
-static int push_assign(replay_opts *o, const char *key, const char *value)
+static int push_assign(replay_opts *o, const char *key, const char *value, const char *opt)
 {
     size_t n = strlen(key) + strlen(value) + 2;
     char *a = ss_malloc(n);
-    if (!a || ss_grow((void **)&o->assign, &o->cap_assign, o->n_assign + 1, sizeof *o->assign)) {
+    if (!a || ss_grow((void **)&o->assign, &o->cap_assign, o->n_assign + 1, sizeof *o->assign) ||
+        ss_grow((void **)&o->assign_opt, &o->cap_assign_opt, o->n_assign + 1,
+                sizeof *o->assign_opt)) {
         ss_free(a);
         return CLI_EFAIL;
     }
     snprintf(a, n, "%s=%s", key, value);
+    o->assign_opt[o->n_assign] = opt;
     o->assign[o->n_assign++] = a;
     return CLI_OK;
 }
@@ -254,7 +278,7 @@ static int parse_key_opt(replay_opts *o, const key_opt *k, const char *arg)
 {
     const char *v = k->kind == 'f' ? k->flag_value : arg;
     int rc = check_value(k->opt, k->kind, v);
-    return rc ? rc : push_assign(o, k->key, v);
+    return rc ? rc : push_assign(o, k->key, v, k->opt);
 }
 
 /* --param KEY=VALUE is policy.KEY=VALUE. */
@@ -265,14 +289,15 @@ static int parse_param(replay_opts *o, const char *arg)
         return usage_error("--param: expected KEY=VALUE, got '%s'%s", arg, "");
     char key[128];
     snprintf(key, sizeof key, "policy.%.*s", (int)(eq - arg), arg);
-    return push_assign(o, key, eq + 1);
+    return push_assign(o, key, eq + 1, "param");
 }
 
 static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
 {
-    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f'};
+    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f', 'f'};
     static const char *const names[T__N] = {"model", "tp", "pp", "replicas", "trace",
-                                            "trace-format", "rate-scale", "limit", "trace-spread"};
+                                            "trace-format", "rate-scale", "limit", "trace-spread",
+                                            "sort"};
     const char *v = kinds[t] == 'f' ? "true" : arg;
     int rc = check_value(names[t], kinds[t], v);
     if (!rc)
@@ -317,6 +342,8 @@ static int parse_opts(replay_opts *o, int argc, char **argv)
     build_long_opts();
     optind = 1;
     opterr = 0;
+    if (cli_check_long_options("replay", argc, argv, "hc:", long_opts))
+        return CLI_EUSAGE;
     while ((c = getopt_long(argc, argv, "hc:", long_opts, NULL)) != -1) {
         if (c == OPT_HELP) {
             usage(stdout);
@@ -336,11 +363,13 @@ static int parse_opts(replay_opts *o, int argc, char **argv)
 
 /* ---- options to scenario ----------------------------------------------------------------- */
 
-static int set_key(scn_scenario *sc, const char *key, const char *value, ss_errbuf *eb)
+/* key = value as the option `where` gives it (NULL: a default of replay's own). */
+static int set_key(scn_scenario *sc, const char *key, const char *value, const char *where,
+                   ss_errbuf *eb)
 {
     char buf[SCN_PATH_MAX + 128];
     snprintf(buf, sizeof buf, "%s=%s", key, value);
-    return scn_set(sc, buf, eb);
+    return where ? scn_set_option(sc, buf, where, eb) : scn_set(sc, buf, eb);
 }
 
 /* Without a scenario: one tenant "default" replaying the default trace on 4 x llama-2-7b. */
@@ -348,11 +377,11 @@ static int default_tenant(scn_scenario *sc, ss_errbuf *eb)
 {
     const char *trace = access(DEFAULT_TRACE, R_OK) == 0 ? DEFAULT_TRACE
                                                          : SS_SOURCE_ROOT "/" DEFAULT_TRACE;
-    int rc = set_key(sc, "tenant.default.model", "llama-2-7b", eb);
+    int rc = set_key(sc, "tenant.default.model", "llama-2-7b", NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.default.replicas", "4", eb);
+        rc = set_key(sc, "tenant.default.replicas", "4", NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.default.trace", trace, eb);
+        rc = set_key(sc, "tenant.default.trace", trace, NULL, eb);
     return rc;
 }
 
@@ -372,7 +401,7 @@ static int apply_tenant_opts(const replay_opts *o, scn_scenario *sc, ss_errbuf *
         if (!o->tenant[t])
             continue;
         snprintf(key, sizeof key, "tenant.%s.%s", sc->tenants[0].name, tenant_keys[t]);
-        int rc = set_key(sc, key, o->tenant[t], eb);
+        int rc = set_key(sc, key, o->tenant[t], tenant_opt_names[t], eb);
         if (rc)
             return rc;
     }
@@ -387,8 +416,12 @@ static int build_scenario(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
         rc = SS_EPARSE; /* an unreadable scenario is bad input */
     if (!rc)
         rc = apply_tenant_opts(o, sc, eb);
-    for (size_t i = 0; !rc && i < o->n_assign; i++)
-        rc = scn_set(sc, o->assign[i], eb);
+    for (size_t i = 0; !rc && i < o->n_assign; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "--%s", o->assign_opt[i]);
+        rc = strcmp(where, "--param") ? scn_set_option(sc, o->assign[i], where, eb)
+                                      : scn_set_from(sc, o->assign[i], where, eb);
+    }
     for (size_t i = 0; !rc && i < o->n_sets; i++)
         rc = scn_set(sc, o->sets[i], eb);
     return rc ? rc : scn_check(sc, eb);
@@ -401,6 +434,7 @@ static void free_opts(replay_opts *o)
     for (size_t i = 0; i < o->n_assign; i++)
         ss_free(o->assign[i]);
     ss_free(o->assign);
+    ss_free(o->assign_opt);
     ss_free(o->sets);
 }
 

@@ -89,22 +89,26 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
         rc = SS_EPARSE;
     if (rc && rc != SS_ENOMEM)
         ss_err_prefix(eb, rc, "%s: sweep.scenario", x->path);
-    for (int i = 0; !rc && i < x->n_sets; i++)
-        if ((rc = scn_set(sc, x->set[i], eb)))
-            ss_err_prefix(eb, rc, "%s:%u: set", x->path, x->set_line[i]);
+    char where[SCN_PATH_MAX + 32];
+    for (int i = 0; !rc && i < x->n_sets; i++) {
+        snprintf(where, sizeof where, "%s:%u: set", x->path, x->set_line[i]);
+        rc = scn_set_from(sc, x->set[i], where, eb);
+    }
     double rate = 1;
     for (int k = 0; !rc && k < x->n_keys; k++) {
         const sweep_grid_key *g = &x->keys[k];
         const char *v = g->values[value_at(x, p, k)];
+        snprintf(where, sizeof where, "%s:%u: grid", x->path, g->line);
         if (!strcmp(g->name, "policy")) {
-            rc = app_bundle_apply(sc, v, eb);
+            rc = app_bundle_apply(sc, v, where, eb);
         } else if (!strcmp(g->name, "rate")) {
             if (ss_parse_doublez(v, &rate) || !(rate > 0) || rate > 1e6)
                 rc = ss_err(eb, SS_EPARSE, "expected a positive number, got '%s'", v);
         } else {
             char a[SWEEP_KEY_MAX + SCN_PATH_MAX];
             snprintf(a, sizeof a, "%s=%s", g->name, v);
-            rc = scn_set(sc, a, eb);
+            if ((rc = scn_set_from(sc, a, where, eb)))
+                break; /* the message starts "FILE:LINE: grid: KEY" */
         }
         if (rc)
             ss_err_prefix(eb, rc, "%s:%u: grid.%s", x->path, g->line, g->name);
@@ -236,7 +240,7 @@ static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *p
         if (pid[j] < 0) {
             for (int k = 0; k < j; k++)
                 kill(pid[k], SIGTERM);
-            return ss_err(eb, SS_EIO, "sweep: cannot start worker %d: %s", j + 1, strerror(errno));
+            return ss_err(eb, SS_EIO, "cannot start worker %d: %s", j + 1, strerror(errno));
         }
         if (pid[j] == 0) {
             ss_errbuf web = {""};
@@ -264,7 +268,7 @@ static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *p
     if (!worst)
         return SS_OK;
     return ss_err(eb, worst == CLI_EUSAGE ? SS_EPARSE : SS_EIO,
-                  "sweep: a worker failed (its message is above)");
+                  "a worker failed (its message is above)");
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
@@ -417,6 +421,8 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
     };
     opterr = 0;
     optind = 1;
+    if (cli_check_long_options("sweep", argc, argv, ":h", longopts))
+        return CLI_EUSAGE;
     for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
         int64_t v;
         switch (c) {
@@ -493,7 +499,7 @@ int cmd_sweep(int argc, char **argv)
         if (!rc && (rc = app_run_check(sc, &check_opts, &eb))) {
             char key[1024];
             point_key(&x, pts[i], key, sizeof key);
-            ss_err_prefix(&eb, rc, "%s: %s", x.path, key);
+            ss_err_prefix(&eb, rc, "%s", key);
         }
         if (!rc && i == 0)
             rc = sweep_files(&x, db, sc, &eb);

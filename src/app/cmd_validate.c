@@ -126,6 +126,8 @@ static int parse_args(int argc, char **argv, val_opts *o)
     opterr = 0;
     optind = 0;
     long v = 0;
+    if (cli_check_long_options("validate", argc, argv, ":hq", longopts))
+        return CLI_EUSAGE;
     for (int ch; (ch = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1;) {
         int st = CLI_OK;
         switch (ch) {
@@ -627,11 +629,13 @@ static int store_all(val_run *v, const val_sum *s, const char *cost, const char 
 
 /* }====================================================================== */
 
-static int set_key(scn_scenario *sc, const char *key, const char *value, ss_errbuf *eb)
+/* key = value as option opt gives it (NULL: a value of validate's own). */
+static int set_key(scn_scenario *sc, const char *key, const char *value, const char *opt,
+                   ss_errbuf *eb)
 {
     char buf[SCN_PATH_MAX + 128];
     snprintf(buf, sizeof buf, "%s=%s", key, value);
-    return scn_set(sc, buf, eb);
+    return opt ? scn_set_option(sc, buf, opt, eb) : scn_set(sc, buf, eb);
 }
 
 static int build_scenario(const val_opts *o, const char *gpu, scn_scenario *sc, ss_errbuf *eb)
@@ -640,27 +644,28 @@ static int build_scenario(const val_opts *o, const char *gpu, scn_scenario *sc, 
     const char *trace = o->trace ? o->trace
                         : access(DEFAULT_TRACE, R_OK) == 0 ? DEFAULT_TRACE
                                                            : SS_SOURCE_ROOT "/" DEFAULT_TRACE;
-    int rc = set_key(sc, "cluster.gpu", gpu, eb);
+    int rc = set_key(sc, "cluster.gpu", gpu, o->gpu ? "--gpu" : NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.validate.model", o->model, eb);
+        rc = set_key(sc, "tenant.validate.model", o->model, "--model", eb);
     snprintf(num, sizeof num, "%u", o->tp);
     if (!rc)
-        rc = set_key(sc, "tenant.validate.tp", num, eb);
+        rc = set_key(sc, "tenant.validate.tp", num, "--tp", eb);
     if (!rc)
-        rc = set_key(sc, "tenant.validate.replicas", "1", eb);
+        rc = set_key(sc, "tenant.validate.replicas", "1", NULL, eb);
     if (!rc)
-        rc = set_key(sc, "tenant.validate.trace", trace, eb);
+        rc = set_key(sc, "tenant.validate.trace", trace, o->trace ? "--trace" : NULL, eb);
     snprintf(num, sizeof num, "%ld", o->limit);
     if (!rc)
-        rc = set_key(sc, "tenant.validate.limit", num, eb);
+        rc = set_key(sc, "tenant.validate.limit", num, "--limit", eb);
     if (!rc && o->batching)
-        rc = set_key(sc, "policy.batching", o->batching, eb);
+        rc = set_key(sc, "policy.batching", o->batching, "--batching", eb);
     if (!rc && o->rate_scale)
-        rc = set_key(sc, "tenant.validate.rate_scale", o->rate_scale, eb);
+        rc = set_key(sc, "tenant.validate.rate_scale", o->rate_scale, "--rate-scale",
+                     eb);
     if (!rc && o->cost)
-        rc = set_key(sc, "policy.cost", o->cost, eb);
+        rc = set_key(sc, "policy.cost", o->cost, "--cost", eb);
     if (!rc)
-        rc = set_key(sc, "run.db", "none", eb);
+        rc = set_key(sc, "run.db", "none", NULL, eb);
     for (size_t i = 0; !rc && i < o->n_sets; i++)
         rc = scn_set(sc, o->sets[i], eb);
     return rc ? rc : scn_check(sc, eb);

@@ -3,6 +3,8 @@
 #include "cli.h"
 
 #include "core/ss_parse.h"
+#include "cost/cost.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,7 +99,7 @@ static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *
     *w = (wl_tenant_spec){
         .name = st->name, .trace = st->trace[0] ? st->trace : NULL,
         .trace_format = st->trace_format[0] ? st->trace_format : "auto",
-        .trace_spread = st->trace_spread,
+        .trace_spread = st->trace_spread, .trace_sort = st->trace_sort,
         .trace_tenant = st->trace_tenant[0] ? st->trace_tenant : NULL,
         .split = split_of(st->split), .weight = st->weight > 0 ? st->weight : 1,
         .class_lo = st->class_lo, .class_hi = st->class_hi,
@@ -119,6 +121,54 @@ static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *
     return rc;
 }
 
+/* ---- values the simulator would reject, named where the scenario got them ---------------- */
+
+/* gsim, the policies and the cost model name the replay option in their messages ("--tp:");
+ * a value from a scenario file or --set is reported here first, with its FILE:LINE. */
+static int unknown_name(const scn_scenario *sc, const char *key, const char *what,
+                        const char *name, const char *known, ss_errbuf *eb)
+{
+    char w[SCN_PATH_MAX + 64];
+    scn_key_where(sc, key, w, sizeof w);
+    return ss_err(eb, SS_ENOTFOUND, "%s: unknown %s '%s' (known: %s)", w, what, name, known);
+}
+
+static int check_policy_names(const scn_scenario *sc, ss_errbuf *eb)
+{
+    if (!pol_batch_find(sc->batching))
+        return unknown_name(sc, "policy.batching", "policy", sc->batching, pol_batch_names(), eb);
+    if (sc->routing[0] && !pol_route_find(sc->routing))
+        return unknown_name(sc, "policy.routing", "policy", sc->routing, pol_route_names(), eb);
+    for (int i = 0; cost_backend_names[i]; i++)
+        if (!strcmp(sc->cost, cost_backend_names[i]))
+            return SS_OK;
+    char known[128] = "";
+    size_t used = 0;
+    for (int i = 0; cost_backend_names[i] && used < sizeof known; i++) {
+        int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+                         cost_backend_names[i]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return unknown_name(sc, "policy.cost", "cost model", sc->cost, known, eb);
+}
+
+/* Tensor parallelism splits the attention heads and the FFN evenly. */
+static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_model *m,
+                    ss_errbuf *eb)
+{
+    uint32_t tp = st->tp ? st->tp : 1;
+    if (m->heads % tp == 0 && m->ffn % tp == 0)
+        return SS_OK;
+    char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
+    snprintf(key, sizeof key, "tenant.%s.tp", st->name);
+    scn_key_where(sc, key, w, sizeof w);
+    if (m->heads % tp)
+        return ss_err(eb, SS_EINVAL, "%s: %u does not divide the %u attention heads of %s", w,
+                      tp, m->heads, m->name);
+    return ss_err(eb, SS_EINVAL, "%s: %u does not divide the FFN size %u of %s", w, tp, m->ffn,
+                  m->name);
+}
+
 static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
@@ -128,6 +178,8 @@ static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, u
     int rc = catalog_model_find(cat, st->model, &m, eb);
     if (rc)
         return sc->n_tenants > 1 ? ss_err_prefix(eb, rc, "tenant %s", st->name) : rc;
+    if ((rc = check_tp(sc, st, m, eb)))
+        return rc;
     *t = (gsim_tenant){.name = st->name, .model = m, .tp = st->tp ? st->tp : 1,
                        .pp = st->pp ? st->pp : 1, .replicas = st->replicas ? st->replicas : 1,
                        .max_replicas = st->max_replicas, .tiers = st->tiers ? st->tiers : 1};
@@ -143,7 +195,9 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     memset(r, 0, sizeof *r);
     gsim_config *c = &r->cfg;
     gsim_config_defaults(c);
-    int rc = catalog_gpu_find(cat, sc->gpu, &c->gpu, eb);
+    int rc = check_policy_names(sc, eb);
+    if (!rc)
+        rc = catalog_gpu_find(cat, sc->gpu, &c->gpu, eb);
     for (uint32_t i = 0; !rc && i < sc->n_tenants; i++)
         rc = make_tenant(r, sc, cat, i, eb);
     if (rc)

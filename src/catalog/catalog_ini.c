@@ -6,6 +6,7 @@
 #include "../core/ss_ini.h"
 #include "../core/ss_parse.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,6 +116,21 @@ static const char *kind_expects(cat__kind kind)
     return "?";
 }
 
+/* The range a rejected number v is outside of ("[1, 4294967295]"), or NULL when v is not a
+ * number of the key's kind (a fraction for an integer key, text). */
+static const char *out_of_range(const cat__key *k, const char *v)
+{
+    double x;
+    if (!ss_parse_number_value(v, strlen(v), &x))
+        return NULL;
+    int integer = k->kind == CAT__UPOS || k->kind == CAT__UNONNEG;
+    if (integer && (x < (k->kind == CAT__UPOS) || x > UINT32_MAX))
+        return k->kind == CAT__UPOS ? "[1, 4294967295]" : "[0, 4294967295]";
+    if (!integer && k->kind != CAT__FRAC && isinf(x))
+        return "[0, 1.8e308]";
+    return NULL;
+}
+
 /* Convert value according to k and store it at dst + k->off. */
 static int store_value(void *dst, const cat__key *k, const char *v)
 {
@@ -178,6 +194,9 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: set twice (first on line %u)", c->path,
                       c->line, section, name, c->info->line[i]);
     c->info->line[i] = c->line;
+    if (store_value(c->dst, &c->keys[i], value) && out_of_range(&c->keys[i], value))
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is out of range %s", c->path,
+                      c->line, section, name, value, out_of_range(&c->keys[i], value));
     if (store_value(c->dst, &c->keys[i], value))
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is not %s", c->path, c->line,
                       section, name, value, kind_expects(c->keys[i].kind));

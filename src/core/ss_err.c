@@ -23,27 +23,47 @@ const char *ss_strerror(int rc)
 
 static int is_ctrl(unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; }
 
+/* Bytes of the well-formed UTF-8 sequence (RFC 3629) at p that is not a control character,
+ * or 0: what a message may carry raw. Anything else (a binary file's bytes, Latin-1 text) is
+ * written \xNN so that it reaches the terminal as text. */
+static size_t printable_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return is_ctrl(c) ? 0 : 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+             : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    for (size_t i = 1; i < n; i++, lo = 0x80, hi = 0xBF)
+        if (p[i] < lo || p[i] > hi)
+            return 0;
+    return n;
+}
+
 void ss_errbuf_oneline(ss_errbuf *eb)
 {
     if (!eb)
         return;
-    size_t i = 0;
-    while (eb->msg[i] && !is_ctrl((unsigned char)eb->msg[i]))
-        i++;
+    size_t i = 0, k;
+    while ((k = printable_len((const unsigned char *)eb->msg + i)) != 0)
+        i += k;
     if (!eb->msg[i])
         return; /* the usual case: nothing to escape */
     char rest[SS_ERRBUF_LEN];
     memcpy(rest, eb->msg + i, sizeof rest - i);
     size_t o = i;
-    for (const char *p = rest; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        size_t need = is_ctrl(c) ? 4 : 1;
+    for (const char *p = rest; *p;) {
+        size_t n = printable_len((const unsigned char *)p);
+        size_t need = n ? n : 4;
         if (o + need >= sizeof eb->msg)
             break;
-        if (is_ctrl(c))
-            o += (size_t)snprintf(eb->msg + o, 5, "\\x%02x", c);
+        if (n)
+            memcpy(eb->msg + o, p, n);
         else
-            eb->msg[o++] = (char)c;
+            snprintf(eb->msg + o, 5, "\\x%02x", (unsigned char)*p);
+        o += need;
+        p += n ? n : 1;
     }
     eb->msg[o] = '\0';
 }

@@ -38,8 +38,9 @@ int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap);
 /* Put "prefix: " (formatted) in front of the message already in eb; returns rc. */
 int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Keep eb's message one line: show each control character other than tab (a bare CR or a line
- * break that malformed input carried into a quoted value) as \xNN, cutting the message short
+/* Keep eb's message one line of text: show each control character other than tab (a bare CR
+ * or a line break that malformed input carried into a quoted value) and each byte that is not
+ * part of well-formed UTF-8 (a binary file's) as \xNN, cutting the message short
  * if it no longer fits. ss_err, ss_verr and ss_err_prefix do this; code that formats eb->msg
  * itself calls it. eb may be NULL. */
 void ss_errbuf_oneline(ss_errbuf *eb);

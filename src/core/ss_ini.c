@@ -71,13 +71,35 @@ static int section_header(ini_ctx *c, const char *str)
     return rc ? fail(c, rc) : 0;
 }
 
+/* fgets that also says whether the line held a NUL byte (fgets would hide the rest of the
+ * line from inih behind it). NULL at the end of the file or on a read error. */
+static char *get_line(char *str, int num, FILE *f, int *has_nul)
+{
+    int i = 0, ch = 0;
+    *has_nul = 0;
+    while (i < num - 1 && (ch = getc(f)) != EOF) {
+        *has_nul |= ch == '\0';
+        str[i++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    str[i] = '\0';
+    return i ? str : NULL;
+}
+
 /* inih's reader: one line, or NULL to stop (end of file or an error). */
 static char *count_lines_reader(char *str, int num, void *stream)
 {
     ini_ctx *c = stream;
-    if (c->rc || !fgets(str, num, c->f))
+    int has_nul;
+    if (c->rc || !get_line(str, num, c->f, &has_nul))
         return NULL;
     c->line++;
+    if (has_nul) {
+        fail(c, ss_err(c->eb, SS_EPARSE, "%s:%u: contains a NUL byte (not a text file?)",
+                       c->path, c->line));
+        return NULL;
+    }
     if (too_long(c, str, num) || section_header(c, str))
         return NULL;
     return str;

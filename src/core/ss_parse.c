@@ -67,6 +67,19 @@ int ss_parse_double(const char *s, size_t len, double *out)
 
 int ss_parse_doublez(const char *s, double *out) { return ss_parse_double(s, strlen(s), out); }
 
+int ss_parse_number_value(const char *s, size_t len, double *out)
+{
+    char buf[NUMBUF], *end;
+    if (to_cstr(s, len, buf))
+        return 0;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (*end || end == buf || isnan(v) || (isinf(v) && errno != ERANGE))
+        return 0;
+    *out = v;
+    return 1;
+}
+
 /* Accumulate up to 19 significant digits of a decimal mantissa; returns the count of digits
  * consumed, records how many were after the point, and whether any nonzero digit was dropped. */
 typedef struct mantissa {

@@ -16,6 +16,10 @@ int ss_parse_i64z(const char *s, int64_t *out);
 /* Finite double (strtod syntax). 0 or SS_EPARSE. */
 int ss_parse_double(const char *s, size_t len, double *out);
 int ss_parse_doublez(const char *s, double *out);
+/* 1 when s[0..len) is a number in strtod syntax, however large, with its value (+-HUGE_VAL
+ * when it overflows a double) in *out; 0 for anything else, NaN and "inf" included. Lets a
+ * caller whose strict parser refused the text say "out of range" rather than "not a number". */
+int ss_parse_number_value(const char *s, size_t len, double *out);
 /* A decimal number of seconds ("12", "0.1809", "1.5e-3", "-0.25") converted to nanoseconds
  * exactly when it has at most 9 fractional digits after applying the exponent, otherwise
  * rounded half away from zero. Rejects values beyond +-9.2e9 s. 0 or SS_EPARSE. */

@@ -73,9 +73,10 @@ typedef struct store_run_end {
  * newer schema. 0, SS_EDB or SS_ENOMEM with eb set. */
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
 /* Open the existing database at path for reading only: nothing is written to it (an older
- * schema is upgraded in a copy in memory). Fails with SS_EIO when it cannot be read, SS_EDB
- * when it is empty, not a slicesim database or of a newer schema. Writing through the handle
- * fails. 0, SS_EIO, SS_EDB or SS_ENOMEM with eb set. */
+ * schema is upgraded in a copy in memory). Fails with SS_EIO when it cannot be opened,
+ * SS_EPARSE when it is empty or not a slicesim database (bad input), SS_EDB when it is of a
+ * newer schema or cannot be read (locked by another process). Writing through the handle
+ * fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with eb set. */
 int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb);
 /* Whether the database already holds a committed run for point `point` of sweep `sweep`:
  * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
@@ -83,8 +84,9 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
                     ss_errbuf *eb);
 /* Copy every run of the database at in_path (its rows in every table, under new run ids) into
  * s, in one transaction. A run that is a sweep point s already has is skipped and counted in
- * *skipped; *copied counts the others. in_path must exist and be a slicesim database (an older
- * schema is upgraded in place first). 0, SS_EIO, SS_EDB or SS_ENOMEM with eb set; on failure
+ * *skipped; *copied counts the others. in_path must exist and be a slicesim database; it is
+ * only read (store_open_readonly; an older schema's missing columns take their defaults).
+ * 0, SS_EIO, SS_EPARSE (not a slicesim database), SS_EDB or SS_ENOMEM with eb set; on failure
  * s is unchanged. */
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);

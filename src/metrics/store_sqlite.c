@@ -320,20 +320,31 @@ static int query_int(store *s, const char *sql, int64_t *out)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
 }
 
-/* The schema version in *ver, refusing a newer one or a database that is not ours. */
-static int schema_version(store *s, int64_t *ver, ss_errbuf *eb)
+/* The schema version in *ver, refusing a newer one or a database that is not ours. A file
+ * that is not ours is SS_EDB for a database a run writes to, SS_EPARSE (bad input) for one
+ * read as an input (`input`). */
+static int schema_version_of(store *s, int64_t *ver, int input, ss_errbuf *eb)
 {
     int64_t n_tables;
     if (query_int(s, "PRAGMA user_version", ver) ||
-        query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables))
-        return db_err(s, eb, "not a readable SQLite database");
+        query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables)) {
+        int rc = db_err(s, eb, "not a readable SQLite database");
+        return input && sqlite3_errcode(s->db) == SQLITE_NOTADB ? SS_EPARSE : rc;
+    }
     if (*ver > STORE_SCHEMA_VERSION)
         return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
                       s->path, (long long)*ver, STORE_SCHEMA_VERSION);
     if (*ver == 0 && n_tables > 0)
-        return ss_err(eb, SS_EDB, "%s: not a slicesim results database (it has other tables)",
-                      s->path);
+        return ss_err(eb, input ? SS_EPARSE : SS_EDB,
+                      "%s: not a slicesim results database (it has other tables)", s->path);
+    if (*ver == 0 && input)
+        return ss_err(eb, SS_EPARSE, "%s: empty: not a slicesim results database", s->path);
     return SS_OK;
+}
+
+static int schema_version(store *s, int64_t *ver, ss_errbuf *eb)
+{
+    return schema_version_of(s, ver, 0, eb);
 }
 
 static int init_schema(store *s, ss_errbuf *eb)
@@ -455,7 +466,7 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
         ss_free(s);
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
-    int64_t ver = 0, n_tables = 0;
+    int64_t ver = 0;
     int rc = SS_OK;
     if (access(path, R_OK) != 0)
         rc = ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -469,10 +480,7 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
         rc = exec(s, "PRAGMA query_only = 1", eb, "opening read-only");
     }
     if (!rc)
-        rc = schema_version(s, &ver, eb);
-    if (!rc && ver == 0 && !query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables) &&
-        n_tables == 0)
-        rc = ss_err(eb, SS_EDB, "%s: empty: not a slicesim results database", path);
+        rc = schema_version_of(s, &ver, 1, eb);
     if (!rc && ver < STORE_SCHEMA_VERSION)
         rc = upgrade_in_memory(s, eb);
     if (rc) {
@@ -1087,6 +1095,22 @@ static int src_err(store *s, const char *in_path, ss_errbuf *eb, const char *wha
     return ss_err(eb, SS_EDB, "%s: %s: %s", in_path, what, last_error(s));
 }
 
+/* 1 when another connection holds a write lock on the database at path, so that a merge
+ * failing with "database is locked" can say that the input, not the output, is in use. */
+static int locked_by_another(const char *path)
+{
+    sqlite3 *db = NULL;
+    int locked = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        locked = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+        if (rc == SQLITE_OK)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_close(db);
+    return locked;
+}
+
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
 {
     memset(c, 0, sizeof *c);
@@ -1151,10 +1175,15 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
+    int busy = sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED;
     if (rc && began)
         rollback(s);
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
+    /* The merge locks the input as well as the output: say which one another process holds. */
+    if (rc && busy && locked_by_another(in_path))
+        ss_err(eb, rc, "%s: in use by another process (database is locked); %s is unchanged",
+               in_path, s->path);
     sqlite3_free(msg);
     /* The read-only attachment left the input's -wal and -shm files; a connection that may
      * write (but does not) removes them when it closes, if it is the last one. Best effort,

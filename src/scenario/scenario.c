@@ -53,7 +53,8 @@ int scn_create(scn_scenario **s_out)
     if (!s)
         return SS_ENOMEM;
     s->priv = ss_calloc(1, sizeof *s->priv);
-    if (!s->priv || ss_params_create(&s->params) || ss_params_create(&s->priv->param_lines)) {
+    if (!s->priv || ss_params_create(&s->params) || ss_params_create(&s->priv->param_lines) ||
+        ss_params_create(&s->priv->origins)) {
         scn_destroy(&s);
         return SS_ENOMEM;
     }
@@ -68,8 +69,10 @@ void scn_destroy(scn_scenario **sp)
     if (!s)
         return;
     ss_params_destroy(&s->params);
-    if (s->priv)
+    if (s->priv) {
         ss_params_destroy(&s->priv->param_lines);
+        ss_params_destroy(&s->priv->origins);
+    }
     ss_free(s->priv);
     ss_free(s);
     *sp = NULL;
@@ -88,6 +91,36 @@ unsigned scn_param_line(const scn_scenario *s, const char *key)
     const char *v = ss_params_get(s->priv->param_lines, key);
     int64_t line;
     return v && !ss_parse_i64z(v, &line) && line > 0 && line <= UINT_MAX ? (unsigned)line : 0;
+}
+
+/* An origin stored for a value that an option setting just that key gave starts with this
+ * mark (scn_set_option): messages then name the option alone. */
+#define ORIGIN_IMPLIED '!'
+
+const char *scn_key_origin(const scn_scenario *s, const char *key)
+{
+    const char *v = ss_params_get(s->priv->origins, key);
+    return v && v[0] == ORIGIN_IMPLIED ? v + 1 : v;
+}
+
+/* What messages about section.key start with: "WHERE: SECTION.KEY", or just WHERE when it is
+ * an option that sets only this key (implied: "--replicas"). */
+static void where_key(const char *where, int implied, const char *section, const char *key,
+                      char *buf, size_t size)
+{
+    if (implied)
+        snprintf(buf, size, "%s", where);
+    else
+        snprintf(buf, size, "%s: %s%s%s", where, section, *section ? "." : "", key);
+}
+
+void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t size)
+{
+    const char *v = ss_params_get(s->priv->origins, key);
+    if (!v)
+        snprintf(buf, size, "%s", key);
+    else
+        where_key(v + (v[0] == ORIGIN_IMPLIED), v[0] == ORIGIN_IMPLIED, "", key, buf, size);
 }
 
 /* {======================================================================
@@ -210,6 +243,7 @@ static void after_key(scn_scenario *s, scn_tenant *t, const scn__key *k, const c
 /* Where a value comes from. */
 typedef struct scn_origin {
     const char *where; /* "FILE:LINE" or "--set", for messages */
+    int implied;       /* where is an option that sets only this key (scn_set_option) */
     unsigned line;     /* file line, 0 for --set */
     const char *dir;   /* folder for relative paths, NULL: as given */
 } scn_origin;
@@ -220,19 +254,25 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
                      const char *key, const char *raw, const scn_origin *o, ss_errbuf *eb)
 {
     const scn__key *k = scn__key_find(sect, key);
+    char wk[SCN_PATH_MAX + 2 * SCN_NAME_MAX + 32];
+    where_key(o->where, o->implied, section, key, wk, sizeof wk);
     if (!k && sect != SCN__POLICY)
-        return ss_err(eb, SS_EPARSE, "%s: %s.%s: unknown key", o->where, section, key);
+        return ss_err(eb, SS_EPARSE, "%s: unknown key", wk);
     char buf[VALUE_MAX], why[SS_ERRBUF_LEN];
     const char *value = clean_value(raw, buf, sizeof buf);
     if (!value)
-        return ss_err(eb, SS_EPARSE, "%s: %s.%s: value longer than %d characters", o->where,
-                      section, key, VALUE_MAX - 1);
+        return ss_err(eb, SS_EPARSE, "%s: value longer than %d characters", wk, VALUE_MAX - 1);
     if (!k)
         return set_param(s, key, value, o->line, o->where, eb);
     if (scn__key_store(sect == SCN__TENANT ? (void *)t : (void *)s, k, value, o->dir, why,
                        sizeof why))
-        return ss_err(eb, SS_EPARSE, "%s: %s.%s: %s", o->where, section, key, why);
+        return ss_err(eb, SS_EPARSE, "%s: %s", wk, why);
     after_key(s, t, k, value);
+    char full[2 * SCN_NAME_MAX + 32], origin[SCN_PATH_MAX + 32];
+    snprintf(full, sizeof full, "%s.%s", section, key);
+    snprintf(origin, sizeof origin, "%s%s", o->implied ? "!" : "", o->where);
+    if (ss_params_set(s->priv->origins, full, origin))
+        return ss_err(eb, SS_ENOMEM, "%s: out of memory", wk);
     return SS_OK;
 }
 
@@ -240,7 +280,26 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
  * --set
  * ======================================================================= */
 
+static int set_assignment(scn_scenario *s, const char *assignment, const char *where,
+                          int implied, ss_errbuf *eb);
+
 int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb)
+{
+    return set_assignment(s, assignment, "--set", 0, eb);
+}
+
+int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_errbuf *eb)
+{
+    return set_assignment(s, assignment, where, 0, eb);
+}
+
+int scn_set_option(scn_scenario *s, const char *assignment, const char *option, ss_errbuf *eb)
+{
+    return set_assignment(s, assignment, option, 1, eb);
+}
+
+static int set_assignment(scn_scenario *s, const char *assignment, const char *where,
+                          int implied, ss_errbuf *eb)
 {
     const char *eq = strchr(assignment, '=');
     size_t len = eq ? (size_t)(eq - assignment) : 0;
@@ -253,17 +312,17 @@ int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb)
         dot = strrchr(lhs, '.');
     }
     if (!dot || dot == lhs || !dot[1])
-        return ss_err(eb, SS_EPARSE, "--set: expected SECTION.KEY=VALUE, got '%.200s'",
+        return ss_err(eb, SS_EPARSE, "%s: expected SECTION.KEY=VALUE, got '%.200s'", where,
                       assignment);
     *dot = '\0';
     const char *key = dot + 1, *tname;
-    const scn_origin o = {.where = "--set"};
+    const scn_origin o = {.where = where, .implied = implied};
     scn__sect sect = SCN__CLUSTER; /* set by parse_section */
     int rc = parse_section(lhs, o.where, &sect, &tname, eb);
     if (rc)
         return rc;
     if (!scn__key_find(sect, key) && sect != SCN__POLICY)
-        return ss_err(eb, SS_EPARSE, "--set: %s.%s: unknown key", lhs, key);
+        return ss_err(eb, SS_EPARSE, "%s: %s.%s: unknown key", where, lhs, key);
     scn_tenant *t = NULL;
     int created = 0;
     if (sect == SCN__TENANT && (rc = tenant_get(s, tname, 0, o.where, &t, &created, eb)))

@@ -3,7 +3,8 @@
  * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
- * "--set: key"). This module only parses and checks; app/ turns a scenario into a run. */
+ * "--set: key", or the option that gave the value); scn_key_origin remembers which. This
+ * module only parses and checks; app/ turns a scenario into a run. */
 #ifndef SS_SCENARIO_SCENARIO_H
 #define SS_SCENARIO_SCENARIO_H
 
@@ -40,6 +41,7 @@ typedef struct scn_tenant {
                                     stored as an absolute path; from --set: as given) */
     char trace_format[16];       /* trace_format (default auto) */
     int trace_spread;            /* trace_spread = true|false */
+    int trace_sort;              /* trace_sort = true|false: read the trace whole and sort it */
     char trace_tenant[SCN_NAME_MAX]; /* trace_tenant: only rows of this tenant name */
     char split[16];              /* split = none|rr|random|class (a trace shared with others) */
     double weight;               /* weight (split = random; default 1) */
@@ -105,7 +107,23 @@ int scn_load(scn_scenario *s, const char *path, ss_errbuf *eb);
  * keys and checks as a file; errors start "--set: ". A [tenant.NAME] that does not exist yet is
  * created. */
 int scn_set(scn_scenario *s, const char *assignment, ss_errbuf *eb);
-/* Whole-scenario checks once everything is applied: at least one tenant, each with a model and
+/* scn_set for a value that came from somewhere else than --set: messages start "WHERE:
+ * SECTION.KEY: " ("--policies: policy.batching: ...", "exp.ini:12: run.seed: ..."). where is
+ * borrowed for the call; a copy is kept as the key's origin. */
+int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_errbuf *eb);
+/* The same for an option that sets only this key: messages start with the option alone
+ * (replay --replicas: "--replicas: out of range [1, 4096], got '1000000'"). */
+int scn_set_option(scn_scenario *s, const char *assignment, const char *option, ss_errbuf *eb);
+/* Where the value of key ("policy.batching", "tenant.chat.tp") came from: "FILE:LINE",
+ * "--set" or an option's name; NULL while it has its default. Borrowed from s. */
+const char *scn_key_origin(const scn_scenario *s, const char *key);
+/* The start of a message about key's value, naming where it came from: "FILE:LINE: KEY",
+ * "--set: KEY", "WHERE: KEY" (scn_set_from), the option alone (scn_set_option:
+ * "--batching"), or just KEY for a default. */
+void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t size);
+/* Whole-scenario checks once everything is applied: at least one tenant, each with a model (a
+ * tenant that only --set named and that has none is "--set: tenant.NAME: no such tenant
+ * (tenants: ...)", most likely a typo) and
  * exactly one workload source, SLA lists of 1 or K values, split partners consistent (same
  * trace, same split), class ranges, warmup < duration. Errors name the tenant (and its line).
  * 0 or SS_EINVAL. */

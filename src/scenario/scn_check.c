@@ -49,10 +49,30 @@ static int check_source(const scn_scenario *s, const scn_tenant *t, const char *
     return SS_OK;
 }
 
+/* A tenant that only --set named, without a model: most likely a typo in a tenant's name
+ * (--set tenant.chatt.rate_scale=2), so say which tenants there are. */
+static int no_such_tenant(const scn_scenario *s, const scn_tenant *t, ss_errbuf *eb)
+{
+    char names[SS_ERRBUF_LEN] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < s->n_tenants; i++) {
+        const scn_tenant *u = &s->tenants[i];
+        if (u == t || (!u->line && !u->model[0]) || used >= sizeof names)
+            continue;
+        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", u->name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return ss_err(eb, SS_EINVAL, "--set: tenant.%s: no such tenant (%s%s); a new tenant needs "
+                  "at least tenant.%s.model and a workload", t->name,
+                  used ? "tenants: " : "there are none", names, t->name);
+}
+
 static int check_tenant(const scn_scenario *s, const scn_tenant *t, ss_errbuf *eb)
 {
     char w[SCN_PATH_MAX + 80];
     tenant_where(s, t, w, sizeof w);
+    if (!t->model[0] && !t->line)
+        return no_such_tenant(s, t, eb);
     if (!t->model[0])
         return ss_err(eb, SS_EINVAL, "%s: model: missing", w);
     int rc = check_source(s, t, w, eb);
@@ -89,6 +109,7 @@ static int check_partners(const scn_scenario *s, const scn_tenant *t, ss_errbuf 
         const char *what = strcmp(u->split, t->split) ? "split"
                            : strcmp(u->trace_format, t->trace_format) ? "trace_format"
                            : u->trace_spread != t->trace_spread ? "trace_spread"
+                           : u->trace_sort != t->trace_sort ? "trace_sort"
                            : strcmp(u->trace_tenant, t->trace_tenant) ? "trace_tenant"
                            : u->rate_scale != t->rate_scale ? "rate_scale"
                            : NULL;

@@ -53,6 +53,8 @@ extern const size_t scn__n_keys;
 typedef struct scn__priv {
     ss_params *param_lines;                  /* [policy] key -> line in a file, as text ("0"
                                                 once --set has replaced it) */
+    ss_params *origins;                      /* "SECTION.KEY" -> where its value came from:
+                                                "FILE:LINE", "--set" or an option's name */
     uint8_t max_replicas_set[SCN_MAX_TENANTS]; /* 1: tenant i's max_replicas was given, so it
                                                   no longer follows replicas */
     uint8_t sla_n[SCN_MAX_TENANTS][3];       /* values in tenant i's sla_ttft_ms, sla_tbt_ms,

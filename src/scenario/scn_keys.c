@@ -42,7 +42,7 @@ const scn__key scn__keys[] = {
      .lo_open = 1},
     {.sect = SCN__ENGINE, .name = "block_size", .kind = SCN__U32, SF(block_size), .lo = 1,
      .hi = 1024},
-    {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 1,
+    {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 2,
      .hi = 1 << 30},
     {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
      .hi = INFINITY},
@@ -56,6 +56,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__TENANT, .name = "trace_format", .kind = SCN__ENUM, TF(trace_format),
      .choices = "auto, native, azure, vidur, burstgpt, mooncake"},
     {.sect = SCN__TENANT, .name = "trace_spread", .kind = SCN__BOOL, TF(trace_spread)},
+    {.sect = SCN__TENANT, .name = "trace_sort", .kind = SCN__BOOL, TF(trace_sort)},
     {.sect = SCN__TENANT, .name = "trace_tenant", .kind = SCN__OPT, TF(trace_tenant)},
     {.sect = SCN__TENANT, .name = "split", .kind = SCN__ENUM, TF(split),
      .choices = "none, rr, random, class"},
@@ -154,11 +155,31 @@ static int enum_ok(const char *v, const char *choices)
     }
 }
 
-/* "expected ..." for numbers of kind k. */
-static void expect_number(const scn__key *k, char *why, size_t n)
+/* A range bound as text: integers exactly, I64_MAX_D as INT64_MAX, infinity as "inf". */
+static void format_bound(double x, int integer, char *buf, size_t n)
+{
+    if (isinf(x))
+        snprintf(buf, n, "inf");
+    else if (integer && x >= I64_MAX_D)
+        snprintf(buf, n, "%" PRId64, INT64_MAX);
+    else
+        snprintf(buf, n, integer ? "%.0f" : "%g", x);
+}
+
+/* "out of range [lo, hi]" when v is a number outside k's range (overflow included), else
+ * "expected ..." for numbers of kind k. */
+static void expect_number(const scn__key *k, const char *v, char *why, size_t n)
 {
     int integer = k->kind == SCN__U32 || k->kind == SCN__U64;
-    if (integer && k->hi < 1e15)
+    double x;
+    if (ss_parse_number_value(v, strlen(v), &x) &&
+        (x < k->lo || (k->lo_open && x == k->lo) || x > k->hi || isinf(x))) {
+        char lo[32], hi[32];
+        format_bound(k->lo, integer, lo, sizeof lo);
+        format_bound(k->hi, integer, hi, sizeof hi);
+        snprintf(why, n, "out of range %c%s, %s%c", k->lo_open ? '(' : '[', lo, hi,
+                 isinf(k->hi) ? ')' : ']');
+    } else if (integer && k->hi < 1e15)
         snprintf(why, n, "expected an integer from %.0f to %.0f", k->lo, k->hi);
     else if (integer)
         snprintf(why, n, "expected an integer >= %.0f", k->lo);
@@ -317,7 +338,7 @@ int scn__key_store(void *base, const scn__key *k, const char *value, const char 
     case SCN__U64:
     case SCN__F64:
         if ((rc = store_number(field, k, value)))
-            expect_number(k, why, why_size);
+            expect_number(k, value, why, why_size);
         break;
     case SCN__BOOL:
         if ((rc = store_bool(field, value)))

@@ -12,7 +12,8 @@
 #include "../core/ss_err.h"
 #include "../core/ss_time.h"
 
-#define TRACE_MAX_LINE 65536    /* longest accepted line in bytes, newline excluded */
+#define TRACE_MAX_LINE 262144   /* longest accepted line in bytes, newline excluded: room for
+                                   a Mooncake line with TRACE_MAX_PREFIX_BLOCKS ten-digit ids */
 #define TRACE_MAX_TENANTS 65535 /* distinct tenant names per reader */
 #define TRACE_MAX_TOKENS 10000000 /* prompt or output tokens per request */
 /* Prefix-block ids per request (Mooncake hash_ids). 512-token blocks of TRACE_MAX_TOKENS need
@@ -22,6 +23,15 @@
  * timestamp (the lookahead buffer); more is an error. */
 #define TRACE_MAX_SPREAD_GROUP 65536
 #define TRACE_MAX_SPREAD_BLOCKS (1u << 22)
+
+/* What a "goes backwards" message adds: how to read such a trace anyway. */
+#define TRACE_UNSORTED_HINT                                                                    \
+    "the trace is not sorted by time (sort it, or read it whole with --sort, or trace_sort = "  \
+    "true in a scenario)"
+
+/* Memory trace_reader_set_sort holds per request (its record and the offset of its prefix
+ * blocks; the buffers grow by doubling, so up to twice that at worst). */
+#define TRACE_SORT_BYTES_PER_REQUEST (sizeof(trace_rec) + sizeof(uint64_t))
 
 /* One request as read from a trace. */
 typedef struct trace_rec {
@@ -50,8 +60,11 @@ typedef struct trace_reader trace_reader;
 /* Open a trace. format is "auto" (detect from the first non-blank line: a line starting with
  * '{' is Mooncake JSONL, anything else a CSV header), "native", "azure", "vidur", "burstgpt"
  * or "mooncake".
- * path "-" reads standard input. On failure returns SS_EIO / SS_EPARSE / SS_ENOTFOUND /
- * SS_ENOMEM with a one-line "FILE:LINE: field: what is wrong" message in eb, and writes
+ * path "-" reads standard input. gzip-compressed input (recognised by its first bytes, not
+ * its name) is inflated as it is read, still one line at a time; line numbers count the
+ * uncompressed lines, and truncated or corrupt data is "FILE:LINE: gzip: ...". On failure
+ * returns SS_EIO / SS_EPARSE / SS_ENOTFOUND / SS_ENOMEM with a one-line "FILE:LINE: field:
+ * what is wrong" message in eb, and writes
  * nothing to *r_out. The reader owns its FILE and closes it in trace_reader_close. */
 int trace_reader_open(trace_reader **r_out, const char *path, const char *format, ss_errbuf *eb);
 /* Same over an already-open stream (borrowed: not closed by the reader); name is used in
@@ -74,6 +87,13 @@ int trace_reader_next(trace_reader *r, trace_rec *out, ss_errbuf *eb);
  * it is read, before that group's requests are returned. Works for every format.
  * Returns 0, or SS_EINVAL (NULL reader, or requests were already read). */
 int trace_reader_set_spread(trace_reader *r, int on);
+/* Sort the trace by arrival before returning it, instead of refusing a time that goes
+ * backwards: the first trace_reader_next reads the whole file into memory (about
+ * TRACE_SORT_BYTES_PER_REQUEST bytes per request, plus 4 per Mooncake hash id), sorts it
+ * (requests with equal arrivals keep their file order) and later calls return it from there.
+ * Errors in any row are reported by that first call. Combines with spread (which then sees
+ * sorted times). Returns 0, or SS_EINVAL (NULL reader, or requests were already read). */
+int trace_reader_set_sort(trace_reader *r, int on);
 /* Rows the format dropped by rule, so far: BurstGPT rows with 0 response tokens (failed
  * requests). 0 for the other formats. Complete after trace_reader_next returned 0. */
 uint64_t trace_reader_n_skipped(const trace_reader *r);

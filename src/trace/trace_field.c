@@ -7,6 +7,7 @@
 #include "core/ss_parse.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,13 +238,23 @@ int trace__get_secs(const trace__row *row, int col, const char *name, ss_time *o
     if (rc)
         return rc;
     if (ss_parse_seconds_ns(f.s, f.len, &t))
-        return trace__err(row, eb, SS_EPARSE, name, "not a number of seconds: '%s'",
+        return trace__err(row, eb, SS_EPARSE, name, "%s: '%s'",
+                          trace__number_problem(f.s, f.len, 1),
                           trace__show(&sh, f.s, f.len));
     if (t < 0)
         return trace__err(row, eb, SS_EPARSE, name, "must be >= 0, got %s",
                           trace__show(&sh, f.s, f.len));
     *out = t;
     return SS_OK;
+}
+
+const char *trace__number_problem(const char *s, size_t len, int per_second)
+{
+    double x;
+    if (ss_parse_number_value(s, len, &x) && fabs(x) >= 1)
+        return per_second == 1 ? "out of range [0, 9.2e9] seconds"
+                               : "out of range [0, 9.2e12] milliseconds";
+    return per_second == 1 ? "not a number of seconds" : "not a number of milliseconds";
 }
 
 /* Milliseconds to ns exactly: rewrite "M[eX]" as "Me(X-3)" seconds for ss_parse_seconds_ns. */
@@ -273,7 +284,8 @@ int trace__get_ms(const trace__row *row, int col, const char *name, ss_time *out
     if (rc)
         return rc;
     if (trace__parse_ms(f.s, f.len, &t))
-        return trace__err(row, eb, SS_EPARSE, name, "not a number of milliseconds: '%s'",
+        return trace__err(row, eb, SS_EPARSE, name, "%s: '%s'",
+                          trace__number_problem(f.s, f.len, 1000),
                           trace__show(&sh, f.s, f.len));
     if (t <= 0)
         return trace__err(row, eb, SS_EPARSE, name, "must be > 0, got %s",

@@ -176,6 +176,10 @@ void trace__spread_free(trace__spread *sp);
 /* The reader's unbuffered next request (trace_reader.c): 1, 0 at the end, or a negative code
  * with the reader's error message set. */
 int trace__pull(trace_reader *r, trace_rec *out);
+/* What is wrong with time text s[0..len) that did not convert to ns: "out of range [...]
+ * seconds" (per_second 1) or "... milliseconds" (1000) when it is a number, "not a number of
+ * seconds|milliseconds" otherwise. A static string. */
+const char *trace__number_problem(const char *s, size_t len, int per_second);
 /* Set the reader's sticky error "FILE:LINE: field: <fmt>" and return rc. */
 int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

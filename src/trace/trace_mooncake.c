@@ -113,7 +113,9 @@ static int get_time(const trace__row *row, const trace__field *v, ss_time *out, 
 {
     trace__shown sh;
     if (!is_number(v) || trace__parse_ms(v->s, v->len, out))
-        return trace__err(row, eb, SS_EPARSE, "timestamp", "not a number of milliseconds: '%s'",
+        return trace__err(row, eb, SS_EPARSE, "timestamp", "%s: '%s'",
+                          is_number(v) ? trace__number_problem(v->s, v->len, 1000)
+                                       : "not a number of milliseconds",
                           trace__show(&sh, v->s, v->len));
     if (*out < 0)
         return trace__err(row, eb, SS_EPARSE, "timestamp", "must be >= 0, got %s",

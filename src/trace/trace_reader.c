@@ -11,7 +11,10 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* Tenant names, interned: an array of owned strings plus an open-addressing hash index. */
 typedef struct tenant_table {
@@ -25,6 +28,11 @@ struct trace_reader {
     const trace_format_ops *ops; /* the detected or forced format */
     FILE *f;                     /* the input */
     int own_f;                   /* close f in trace_reader_close */
+    int started;                 /* the first bytes were read (and checked for gzip) */
+    z_stream *z;                 /* inflate state when f is gzip-compressed, else NULL (owned) */
+    unsigned char *zbuf;         /* compressed bytes from f, TRACE__CHUNK (owned, gzip only) */
+    int z_eof;                   /* f has no more compressed bytes */
+    int z_in_member;             /* inside a gzip member: its end has not been seen yet */
     const char *name;            /* file name for messages; stored after priv */
     uint64_t line_no;            /* lines read so far */
     uint64_t n_recs;             /* requests parsed so far (returned, or buffered by spread) */
@@ -36,6 +44,13 @@ struct trace_reader {
     int first_pending;           /* no_header: the first line (in line) is data not yet parsed */
     size_t first_off, first_len; /* where that line starts in line, and its length */
     int spread_on;               /* trace_reader_set_spread(r, 1) was called */
+    int sort_on;                 /* trace_reader_set_sort(r, 1) was called */
+    trace_rec *sorted;           /* sort_on: every request, by arrival once loaded (owned) */
+    uint64_t *sorted_off;        /* ... the offset of each one's prefix blocks in sorted_blocks */
+    uint32_t *sorted_blocks;     /* ... their prefix blocks, concatenated (owned) */
+    size_t n_sorted, cap_sorted, cap_sorted_off, next_sorted; /* requests, capacities, served */
+    size_t n_sorted_blocks, cap_sorted_blocks;               /* prefix blocks held */
+    int sort_loaded;             /* the whole trace is in sorted */
     trace__spread spread;        /* the spread lookahead */
     uint32_t *blocks;            /* prefix-block buffer (trace__blocks), owned; NULL until used */
     ss_errbuf err;               /* sticky error message */
@@ -97,13 +112,93 @@ int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const
     return rc;
 }
 
-/* Make unread bytes available in chunk: 1, 0 at the end of the input, or SS_EIO. */
+/* zlib's allocator: through ss_alloc, so that its memory is counted and can fail in tests. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    return ss_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    ss_free(p);
+}
+
+/* The input starts with gzip's magic bytes, already in chunk[0..n): inflate it from now on,
+ * the n bytes being the first compressed input. 0, or SS_ENOMEM. */
+static int start_gzip(trace_reader *r, size_t n)
+{
+    r->z = ss_calloc(1, sizeof *r->z);
+    r->zbuf = ss_malloc(TRACE__CHUNK);
+    if (!r->z || !r->zbuf)
+        return fail(r, SS_ENOMEM, 1, "gzip", "out of memory");
+    r->z->zalloc = z_alloc;
+    r->z->zfree = z_free;
+    if (inflateInit2(r->z, 15 + 16) != Z_OK) { /* 16: gzip wrapper only */
+        ss_free(r->z); /* inflateEnd must not see it */
+        r->z = NULL;
+        return fail(r, SS_ENOMEM, 1, "gzip", "out of memory");
+    }
+    memcpy(r->zbuf, r->chunk, n);
+    r->z->next_in = r->zbuf;
+    r->z->avail_in = (uInt)n;
+    return SS_OK;
+}
+
+/* Inflate the next bytes into chunk: 1, 0 at the end of the last gzip member, SS_EIO, or
+ * SS_EPARSE for corrupt or truncated data. Members written one after another (cat a.gz b.gz)
+ * are read as one stream, as gzip -d does. */
+static int fill_gzip(trace_reader *r)
+{
+    z_stream *z = r->z;
+    for (;;) {
+        if (!z->avail_in && !r->z_eof) {
+            size_t n = fread(r->zbuf, 1, TRACE__CHUNK, r->f);
+            if (!n && ferror(r->f))
+                return fail(r, SS_EIO, r->line_no + 1, "read", "%s", strerror(errno));
+            r->z_eof = n == 0;
+            z->next_in = r->zbuf;
+            z->avail_in = (uInt)n;
+        }
+        if (!z->avail_in && r->z_eof)
+            return r->z_in_member ? fail(r, SS_EPARSE, r->line_no + 1, "gzip",
+                                         "truncated file (the compressed data ends early)")
+                                  : 0;
+        z->next_out = r->chunk;
+        z->avail_out = sizeof r->chunk;
+        int zr = inflate(z, Z_NO_FLUSH);
+        r->end = sizeof r->chunk - z->avail_out;
+        r->z_in_member = zr != Z_STREAM_END;
+        if (zr == Z_STREAM_END && inflateReset(z) != Z_OK)
+            zr = Z_STREAM_ERROR;
+        if (zr == Z_MEM_ERROR)
+            return fail(r, SS_ENOMEM, r->line_no + 1, "gzip", "out of memory");
+        if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+            return fail(r, SS_EPARSE, r->line_no + 1, "gzip", "corrupt data (%s)",
+                        z->msg ? z->msg : "inflate failed");
+        if (r->end)
+            return 1;
+    }
+}
+
+/* Make unread bytes available in chunk: 1, 0 at the end of the input, or a negative code
+ * (SS_EIO; for gzip input also SS_EPARSE, SS_ENOMEM). gzip-compressed input, recognised by
+ * its first two bytes whatever the file is called, is inflated as it is read. */
 static int fill(trace_reader *r)
 {
     if (r->pos < r->end)
         return 1;
+    r->pos = r->end = 0;
+    if (r->z)
+        return fill_gzip(r);
     size_t n = fread(r->chunk, 1, sizeof r->chunk, r->f);
-    r->pos = 0;
+    if (!r->started && n >= 2 && r->chunk[0] == 0x1f && r->chunk[1] == 0x8b) {
+        r->started = 1;
+        int rc = start_gzip(r, n);
+        return rc ? rc : fill_gzip(r);
+    }
+    r->started = 1;
     r->end = n;
     if (n)
         return 1;
@@ -416,8 +511,9 @@ static int parse_line(trace_reader *r, const char *line, size_t len, trace_rec *
     return rc == TRACE__SKIP ? TRACE__SKIP + 1 : 1;
 }
 
-/* Read, parse and order-check the next request, passing over skipped rows. */
-int trace__pull(trace_reader *r, trace_rec *out)
+/* Read and parse the next request from the file, passing over skipped rows; check its order
+ * unless the reader sorts. 1, 0 at the end, or a negative code. */
+static int pull_file(trace_reader *r, trace_rec *out)
 {
     const char *line;
     size_t len;
@@ -431,13 +527,88 @@ int trace__pull(trace_reader *r, trace_rec *out)
             return rc;
         r->n_skipped += rc == TRACE__SKIP + 1;
     } while (rc != 1);
-    if (r->n_recs && rec.arrival_ns < r->prev_ns)
-        return fail(r, SS_EPARSE, r->line_no, r->ops->time_field, "goes backwards (%s < %s)",
+    if (!r->sort_on && r->n_recs && rec.arrival_ns < r->prev_ns)
+        return fail(r, SS_EPARSE, r->line_no, r->ops->time_field,
+                    "goes backwards (%s < %s); " TRACE_UNSORTED_HINT,
                     trace__fmt_time(r->ops, &a, rec.arrival_ns),
                     trace__fmt_time(r->ops, &b, r->prev_ns));
     r->prev_ns = rec.arrival_ns;
     r->n_recs++;
     *out = rec;
+    return 1;
+}
+
+/* Keep rec (and a copy of its prefix blocks) in the sort buffer. 0 or SS_ENOMEM. */
+static int keep_for_sort(trace_reader *r, const trace_rec *rec)
+{
+    if (ss_grow((void **)&r->sorted, &r->cap_sorted, r->n_sorted + 1, sizeof *r->sorted) ||
+        ss_grow((void **)&r->sorted_off, &r->cap_sorted_off, r->n_sorted + 1,
+                sizeof *r->sorted_off) ||
+        ss_grow((void **)&r->sorted_blocks, &r->cap_sorted_blocks,
+                r->n_sorted_blocks + rec->n_prefix_blocks + 1, sizeof *r->sorted_blocks))
+        return fail(r, SS_ENOMEM, r->line_no, "sort", "out of memory holding %zu requests",
+                    r->n_sorted + 1);
+    if (rec->n_prefix_blocks)
+        memcpy(r->sorted_blocks + r->n_sorted_blocks, rec->prefix_blocks,
+               rec->n_prefix_blocks * sizeof *r->sorted_blocks);
+    r->sorted_off[r->n_sorted] = r->n_sorted_blocks;
+    r->n_sorted_blocks += rec->n_prefix_blocks;
+    r->sorted[r->n_sorted] = *rec;
+    r->sorted[r->n_sorted++].prefix_blocks = NULL;
+    return SS_OK;
+}
+
+/* Arrival order; requests with equal arrivals keep their order in the file. */
+static int cmp_arrival(const void *pa, const void *pb)
+{
+    const trace_rec *a = pa, *b = pb;
+    if (a->arrival_ns != b->arrival_ns)
+        return a->arrival_ns < b->arrival_ns ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+/* Read the whole trace into the sort buffer and sort it. 0 or a negative code. */
+static int load_sorted(trace_reader *r)
+{
+    trace_rec rec;
+    int rc;
+    while ((rc = pull_file(r, &rec)) == 1)
+        if ((rc = keep_for_sort(r, &rec)) < 0)
+            return rc;
+    if (rc < 0)
+        return rc;
+    /* The offsets travel with the records: stash each in prefix_blocks' place while sorting. */
+    for (size_t i = 0; i < r->n_sorted; i++)
+        r->sorted[i].prefix_blocks = (const uint32_t *)(uintptr_t)(r->sorted_off[i] + 1);
+    qsort(r->sorted, r->n_sorted, sizeof *r->sorted, cmp_arrival);
+    /* Formats that rebase times on the first row (Azure) can start below 0 once sorted:
+     * rebase on the earliest request instead. */
+    ss_time first = r->n_sorted ? r->sorted[0].arrival_ns : 0;
+    for (size_t i = 0; i < r->n_sorted; i++) {
+        trace_rec *x = &r->sorted[i];
+        size_t off = (size_t)(uintptr_t)x->prefix_blocks - 1;
+        x->prefix_blocks = x->n_prefix_blocks ? r->sorted_blocks + off : NULL;
+        if (first < 0)
+            x->arrival_ns -= first;
+    }
+    r->sort_loaded = 1;
+    return SS_OK;
+}
+
+/* The next request: from the file, order-checked, or (sort_on) from the sorted trace, read
+ * whole on the first call. 1, 0 at the end, or a negative code. */
+int trace__pull(trace_reader *r, trace_rec *out)
+{
+    if (!r->sort_on)
+        return pull_file(r, out);
+    if (!r->sort_loaded) {
+        int rc = load_sorted(r);
+        if (rc < 0)
+            return rc;
+    }
+    if (r->next_sorted == r->n_sorted)
+        return 0;
+    *out = r->sorted[r->next_sorted++];
     return 1;
 }
 
@@ -465,8 +636,15 @@ void trace_reader_close(trace_reader **rp)
     trace_reader *r = *rp;
     if (r->own_f)
         fclose(r->f);
+    if (r->z)
+        inflateEnd(r->z);
+    ss_free(r->z);
+    ss_free(r->zbuf);
     trace__spread_free(&r->spread);
     ss_free(r->blocks);
+    ss_free(r->sorted);
+    ss_free(r->sorted_off);
+    ss_free(r->sorted_blocks);
     for (size_t i = 0; i < r->tenants.n; i++)
         ss_free(r->tenants.names[i]);
     ss_free(r->tenants.names);
@@ -484,6 +662,14 @@ int trace_reader_set_spread(trace_reader *r, int on)
     if (!r || r->n_recs || r->rc || r->at_end)
         return SS_EINVAL;
     r->spread_on = on != 0;
+    return SS_OK;
+}
+
+int trace_reader_set_sort(trace_reader *r, int on)
+{
+    if (!r || r->n_recs || r->rc || r->at_end)
+        return SS_EINVAL;
+    r->sort_on = on != 0;
     return SS_OK;
 }
 

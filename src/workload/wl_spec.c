@@ -40,10 +40,11 @@ static int check_source(const wl_tenant_spec *t, const char *sg_dir, ss_errbuf *
     if (n != 1)
         return ss_err(eb, SS_EINVAL, "tenant %s: needs exactly one source (trace, synthetic "
                       "or servegen), got %d", t->name, n);
-    if (!t->trace && (t->trace_tenant || t->split != WL_SPLIT_NONE || t->trace_spread))
+    if (!t->trace && (t->trace_tenant || t->split != WL_SPLIT_NONE || t->trace_spread ||
+                      t->trace_sort))
         return ss_err(eb, SS_EINVAL, "tenant %s: %s is set but the source is not a trace",
-                      t->name, t->trace_tenant ? "trace_tenant" : t->trace_spread
-                                                                  ? "trace_spread" : "split");
+                      t->name, t->trace_tenant ? "trace_tenant" : t->trace_spread ? "trace_spread"
+                                             : t->trace_sort ? "trace_sort" : "split");
     if (t->trace && !t->trace[0])
         return ss_err(eb, SS_EINVAL, "tenant %s: trace: empty path", t->name);
     if (t->trace_tenant && !t->trace_tenant[0])
@@ -126,6 +127,8 @@ static int check_partner(const wl_tenant_spec *f, const wl_tenant_spec *t, ss_er
         what = "trace_format";
     else if (!t->trace_spread != !f->trace_spread)
         what = "trace_spread";
+    else if (!t->trace_sort != !f->trace_sort)
+        what = "trace_sort";
     else if (!same_str(t->trace_tenant, f->trace_tenant, ""))
         what = "trace_tenant";
     else if (t->rate_scale != f->rate_scale)

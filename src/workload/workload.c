@@ -405,6 +405,8 @@ static int open_trace(wl_group *g, const wl_tenant_spec *f, ss_errbuf *eb)
         return ss_err(eb, SS_ENOMEM, "workload: out of memory");
     int rc = trace_reader_open(&g->reader, f->trace, f->trace_format ? f->trace_format : "auto",
                                eb);
+    if (rc == SS_OK && f->trace_sort)
+        rc = trace_reader_set_sort(g->reader, 1);
     if (rc == SS_OK && f->trace_spread)
         rc = trace_reader_set_spread(g->reader, 1);
     return rc;

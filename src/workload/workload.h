@@ -60,6 +60,7 @@ typedef struct wl_tenant_spec {
     const char *trace;           /* trace path, or NULL */
     const char *trace_format;    /* "auto" or a format name (NULL = auto) */
     int trace_spread;            /* spread equal timestamps (trace_reader_set_spread) */
+    int trace_sort;              /* read the trace whole and sort it (trace_reader_set_sort) */
     const char *trace_tenant;    /* keep only rows of this tenant name (native/burstgpt), or NULL */
     wl_split split;              /* how a trace shared by several tenants is divided */
     double weight;               /* WL_SPLIT_RANDOM weight (> 0) */

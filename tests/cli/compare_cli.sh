@@ -58,7 +58,7 @@ PY
 expect_error 2 "compare: -c SCENARIO.ini is required" "$S" compare --policies container
 expect_error 2 "policy 'magic': not a built-in bundle" "$S" compare -c "$SV" --policies magic
 expect_error 2 "the same label twice" "$S" compare -c "$SV" --policies slice,slice
-expect_error 2 "rates: expected positive numbers, got '0'" "$S" compare -c "$SV" --rates 1,0
+expect_error 2 "rates: out of range \(0, 1e6\], got '0'" "$S" compare -c "$SV" --rates 1,0
 expect_error 2 "policy 'x': .*run.sed: unknown key" "$S" compare -c "$SV" \
     --policies 'container,x:run.sed=2' --db none
 expect_error 2 "unknown option '--frob'" "$S" compare -c "$SV" --frob

@@ -103,7 +103,7 @@ fi
 expect_error 2 "empty.db: empty: not a slicesim results database" "$S" db merge out.db empty.db
 [ ! -s empty.db ] || fail "db merge wrote into its empty input"
 [ ! -e out.db ] || fail "a failed db merge left out.db"
-"$S" plot empty.db -o plots >/dev/null 2>&1 && fail "plot of an empty database succeeded"
+expect_error 2 "empty.db: empty: not a slicesim results database" "$S" plot empty.db -o plots
 [ ! -s empty.db ] || fail "plot wrote into its empty input"
 expect_error 2 "nonexistent.db: cannot open" "$S" db merge out2.db "$T/nonexistent.db"
 [ ! -e out2.db ] || fail "a failed db merge left out2.db"

@@ -74,7 +74,7 @@ awk -v a="$(p99 r1.json)" -v b="$(p99 r2.json)" 'BEGIN { exit !(b >= a) }' ||
 # Errors.
 expect_error 2 "unknown model 'llama-7b' \(known: .*llama-2-7b" "$S" replay --trace "$TRACE" --model llama-7b --db x.db
 expect_error 2 "unknown GPU 'a100' \(known: a100-80g" "$S" replay --trace "$TRACE" --gpu a100 --db x.db
-expect_error 2 "rate-scale: expected a positive number, got '-2'" "$S" replay --trace "$TRACE" --rate-scale -2
+expect_error 2 "rate-scale: expected a number > 0, got '-2'" "$S" replay --trace "$TRACE" --rate-scale -2
 expect_error 2 "replicas" "$S" replay --trace "$TRACE" --replicas 0
 expect_error 2 "unknown or incomplete option '--replicaz'" "$S" replay --replicaz 2
 expect_error 2 "unknown parameter 'max_num_seq'" "$S" replay --trace "$TRACE" --param max_num_seq=4 --db x.db

@@ -73,7 +73,7 @@ scenario = one.ini
 rate = 1, 0.5, 1e-10
 EOF
 for jobs in 1 2; do
-    expect_error 2 "sweep: exp.ini: rate=1e-10: tenant chat: $RANGE" \
+    expect_error 2 "sweep: rate=1e-10: tenant chat: $RANGE" \
         "$S" sweep exp.ini --jobs $jobs --db s.db
     [ ! -e s.db ] || [ "$(sql s.db 'SELECT count(*) FROM runs')" = 0 ] ||
         fail "a refused sweep (--jobs $jobs) ran points"

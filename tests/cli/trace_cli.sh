@@ -95,7 +95,7 @@ printf '%s\n0,0,a,1,1\n1,1,a,abc,1\n' $H >"$T/bad1.csv"
 expect_error 2 "^slicesim: $T/bad1.csv:3: prompt_tokens: not an integer: 'abc'\$" \
     "$S" trace stats "$T/bad1.csv"
 printf '%s\r\n0,4.25,a,1,1\r\n1,3.5,a,1,1\r\n' $H >"$T/bad2.csv"
-expect_error 2 "^slicesim: $T/bad2.csv:3: arrival_s: goes backwards \\(3.5 < 4.25\\)\$" \
+expect_error 2 "^slicesim: $T/bad2.csv:3: arrival_s: goes backwards \\(3.5 < 4.25\\); the trace is not sorted by time \\(sort it, or read it whole with --sort, or trace_sort = true in a scenario\\)\$" \
     "$S" trace stats --json "$T/bad2.csv"
 : >"$T/empty.csv"
 expect_error 2 "^slicesim: $T/empty.csv:1: header: file is empty\$" "$S" trace stats "$T/empty.csv"
@@ -108,8 +108,8 @@ expect_error 2 "^slicesim: $T/bad3.csv:1: header: missing column output_tokens\$
 printf '%s\n0,0,a,1,1\n\n\n1,0,a,1,-3\n' $H >"$T/bad4.csv"
 expect_error 2 "^slicesim: $T/bad4.csv:5: output_tokens: must be >= 1, got -3\$" \
     "$S" trace stats "$T/bad4.csv"
-{ printf '%s\n0,0,a,1,1\n' $H; head -c 70000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
-expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 65536 bytes\$" \
+{ printf '%s\n0,0,a,1,1\n' $H; head -c 270000 /dev/zero | tr '\0' x; echo; } >"$T/bad5.csv"
+expect_error 2 "^slicesim: $T/bad5.csv:3: line: longer than 262144 bytes\$" \
     "$S" trace stats "$T/bad5.csv"
 KNOWN='\(known: auto, native, azure, vidur, burstgpt, mooncake\)'
 expect_error 2 "^slicesim: $T/bad1.csv: format: unknown format 'csv' $KNOWN\$" \
@@ -158,7 +158,7 @@ grep -q '"format":"burstgpt"' "$T/b.json" || fail "burstgpt: not detected: $(cat
 "$S" trace stats "$T/burst.csv" >"$T/table" || fail "stats burstgpt table exit $?"
 grep -Eq '^skipped +1$' "$T/table" || fail "burstgpt table: no skipped row: $(cat "$T/table")"
 printf '%s\n5,ChatGPT,472,18,490,x\n4,ChatGPT,472,18,490,x\n' "$BH" >"$T/bbad.csv"
-expect_error 2 "^slicesim: $T/bbad.csv:3: Timestamp: goes backwards \\(4 < 5\\)\$" \
+expect_error 2 "^slicesim: $T/bbad.csv:3: Timestamp: goes backwards \\(4 < 5\\); the trace is not sorted by time \\(sort it, or read it whole with --sort, or trace_sort = true in a scenario\\)\$" \
     "$S" trace stats "$T/bbad.csv"
 printf 'Timestamp,Model,Response tokens\n5,ChatGPT,18\n' >"$T/bbad2.csv"
 expect_error 2 "^slicesim: $T/bbad2.csv:1: header: missing column Request tokens\$" \

@@ -428,7 +428,9 @@ static void test_bad_values(void **state)
                      "roofline.eff_compute: '1.5' is not a fraction in (0, 1]");
     expect_gpu_error("eff_link", "eff_link = 0", "roofline.eff_link: '0' is not a fraction");
     expect_gpu_error("sm_count", "sm_count = 10.5", "gpu.sm_count: '10.5' is not an integer");
-    expect_gpu_error("sm_count", "sm_count = 0", "gpu.sm_count: '0' is not an integer >= 1");
+    expect_gpu_error("sm_count", "sm_count = 0", "gpu.sm_count: '0' is out of range [1, 4294967295]");
+    expect_gpu_error("sm_count", "sm_count = 4294967296",
+                     "gpu.sm_count: '4294967296' is out of range [1, 4294967295]");
     expect_gpu_error("link_latency_us", "link_latency_us = -1",
                      "node.link_latency_us: '-1' is not a number >= 0");
     expect_gpu_error("name", "name = H100 SXM", "gpu.name: 'H100 SXM' is not a name");
@@ -437,7 +439,10 @@ static void test_bad_values(void **state)
                      "gpu.name: 'tgpu\\x0ddescription = x' is not a name");
     expect_gpu_error("name", "name = a-name-that-is-much-too-long-to-fit-in-the-name-field",
                      "gpu.name: 'a-name-that-is-much-too-long");
-    expect_model_error("layers", "layers = 4294967296", NULL, 4, "model.layers: '4294967296'");
+    expect_model_error("layers", "layers = 4294967296", NULL, 4,
+                       "model.layers: '4294967296' is out of range [1, 4294967295]");
+    expect_model_error("hidden", "hidden = 4294967296", NULL, 5,
+                       "model.hidden: '4294967296' is out of range [1, 4294967295]");
     expect_model_error("layers", "layers = 10001", NULL, 4,
                        "model.layers: 10001 is more than 10000");
     expect_model_error("dtype", "dtype = int4", NULL, 12,

@@ -221,6 +221,14 @@ static void test_errbuf_one_line(void **state)
     ss_errbuf_oneline(&eb);
     assert_string_equal(eb.msg, "a\\x0d");
     ss_errbuf_oneline(NULL);
+    /* Bytes that are not UTF-8 text (a binary INI's, Latin-1) are escaped too; well-formed
+     * UTF-8 stays as it is. Overlong, surrogate and truncated sequences are not well-formed. */
+    ss_err(&eb, SS_EPARSE, "k: '%s'",
+           "\xff\xfe\x89PNG caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    assert_string_equal(eb.msg,
+                        "k: '\\xff\\xfe\\x89PNG caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80'");
+    ss_err(&eb, SS_EPARSE, "%s", "\xc0\xaf \xed\xa0\x80 \xe2\x82 caf\xe9");
+    assert_string_equal(eb.msg, "\\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82 caf\\xe9");
 }
 
 int main(void)

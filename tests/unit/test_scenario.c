@@ -474,25 +474,27 @@ static void test_bad_values(void **state)
         const char *text, *want;
     } cases[] = {
         {"[tenant.chat]\ntp = x", ":2: tenant.chat.tp: expected an integer from 1 to 64, got 'x'"},
-        {"[tenant.chat]\ntp = 0", ":2: tenant.chat.tp: expected an integer from 1 to 64, got '0'"},
+        {"[tenant.chat]\ntp = 0", ":2: tenant.chat.tp: out of range [1, 64], got '0'"},
         {"[tenant.chat]\ntp = 1.5", ":2: tenant.chat.tp: expected an integer from 1 to 64, got "
                                     "'1.5'"},
-        {"[tenant.c]\npp = 17", ":2: tenant.c.pp: expected an integer from 1 to 16, got '17'"},
-        {"[tenant.c]\nreplicas = 0", ":2: tenant.c.replicas: expected an integer from 1 to 4096, "
-                                     "got '0'"},
-        {"[tenant.c]\ntiers = 11", ":2: tenant.c.tiers: expected an integer from 1 to 10, got "
-                                   "'11'"},
-        {"[tenant.c]\nlimit = -1", ":2: tenant.c.limit: expected an integer >= 0, got '-1'"},
+        {"[tenant.c]\npp = 17", ":2: tenant.c.pp: out of range [1, 16], got '17'"},
+        {"[tenant.c]\nreplicas = 0", ":2: tenant.c.replicas: out of range [1, 4096], got '0'"},
+        {"[tenant.c]\ntiers = 11", ":2: tenant.c.tiers: out of range [1, 10], got '11'"},
+        {"[tenant.c]\nlimit = -1", ":2: tenant.c.limit: out of range [0, 9223372036854775807], "
+                                   "got '-1'"},
         {"[run]\nseed = 1e3", ":2: run.seed: expected an integer >= 0, got '1e3'"},
-        {"[engine]\ngpu_mem_util = 0", ":2: engine.gpu_mem_util: expected a number in (0, 1], "
-                                       "got '0'"},
-        {"[engine]\ngpu_mem_util = 1.01", ":2: engine.gpu_mem_util: expected a number in (0, 1], "
+        {"[run]\nseed = 18446744073709551615", ":2: run.seed: out of range [0, "
+                                                "9223372036854775807], got '18446744073709551615'"},
+        {"[engine]\nmax_model_len = 1e20", ":2: engine.max_model_len: out of range [2, "
+                                            "1073741824], got '1e20'"},
+        {"[tenant.c]\nweight = 1e999", ":2: tenant.c.weight: out of range (0, inf), got '1e999'"},
+        {"[engine]\ngpu_mem_util = 0", ":2: engine.gpu_mem_util: out of range (0, 1], got '0'"},
+        {"[engine]\ngpu_mem_util = 1.01", ":2: engine.gpu_mem_util: out of range (0, 1], "
                                           "got '1.01'"},
-        {"[engine]\nblock_size = 0", ":2: engine.block_size: expected an integer from 1 to 1024, "
-                                     "got '0'"},
-        {"[tenant.c]\nrate_scale = 0", ":2: tenant.c.rate_scale: expected a number > 0, got '0'"},
-        {"[tenant.c]\nweight = -2", ":2: tenant.c.weight: expected a number > 0, got '-2'"},
-        {"[run]\nduration_s = -1", ":2: run.duration_s: expected a number >= 0, got '-1'"},
+        {"[engine]\nblock_size = 0", ":2: engine.block_size: out of range [1, 1024], got '0'"},
+        {"[tenant.c]\nrate_scale = 0", ":2: tenant.c.rate_scale: out of range (0, inf), got '0'"},
+        {"[tenant.c]\nweight = -2", ":2: tenant.c.weight: out of range (0, inf), got '-2'"},
+        {"[run]\nduration_s = -1", ":2: run.duration_s: out of range [0, inf), got '-1'"},
         {"[run]\nwarmup_s = nan", ":2: run.warmup_s: expected a number >= 0, got 'nan'"},
         {"[tenant.c]\nduration_s = 1h", ":2: tenant.c.duration_s: expected a number >= 0, got "
                                         "'1h'"},
@@ -523,13 +525,33 @@ static void test_bad_values(void **state)
                                 "[a-z0-9._-], got ''"},
         {"[tenant.c]\ntier_mix =", ":2: tenant.c.tier_mix: expected a non-empty value, got ''"},
         {"[run]\ndb = \"\"", ":2: run.db: expected a non-empty value, got ''"},
-        {"[cluster]\nnodes = 65537", ":2: cluster.nodes: expected an integer from 0 to 65536, "
-                                     "got '65537'"},
+        {"[cluster]\nnodes = 65537", ":2: cluster.nodes: out of range [0, 65536], got '65537'"},
         {"[tenant.c]\nsynthetic = a\"b", ":2: tenant.c.synthetic: expected text without '\"', "
                                          "control characters or ';' after a blank, got 'a\"b'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         expect_load(cases[i].text, SS_EPARSE, cases[i].want);
+}
+
+/* A NUL byte (a binary file, a UTF-16 one) stops the scenario with its line, instead of the
+ * rest of its line being dropped unseen. */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    char path[700], want[800];
+    static const char text[] = "[tenant.c]\nmodel = llama-2-7b\nreplicas = 2\0 ; 9\n";
+    snprintf(path, sizeof path, "%s/nul.ini", tu_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+    assert_int_equal(fclose(f), 0);
+    snprintf(want, sizeof want, "%s:3: contains a NUL byte (not a text file?)", path);
+    scn_scenario *s = create();
+    ss_errbuf eb = {""};
+    assert_int_equal(scn_load(s, path, &eb), SS_EPARSE);
+    assert_string_equal(eb.msg, want);
+    scn_destroy(&s);
+    tu_assert_no_leaks();
 }
 
 static void test_io_error(void **state)
@@ -584,6 +606,19 @@ static void test_set(void **state)
     assert_int_equal(scn_param_line(s, "token_budget"), 0);
     assert_int_equal(scn_param_line(s, "max_num_seqs"), 13);
     assert_int_equal(scn_param_line(s, "watermark"), 0);
+    scn_destroy(&s);
+    tu_assert_no_leaks();
+}
+
+/* A typo in a tenant's name in --set is "no such tenant", with the tenants there are, not
+ * "model: missing" about a tenant the user never meant to create. */
+static void test_set_unknown_tenant(void **state)
+{
+    (void)state;
+    scn_scenario *s = load_full();
+    set_ok(s, "tenant.chatt.rate_scale=2");
+    expect_check_fails(s, "--set: tenant.chatt: no such tenant (tenants: chat, long-docs, batch, "
+                          "sg); a new tenant needs at least tenant.chatt.model and a workload");
     scn_destroy(&s);
     tu_assert_no_leaks();
 }
@@ -680,7 +715,9 @@ static void test_check(void **state)
 {
     (void)state;
     check_case(SETS("run.seed=1"), "scenario: no tenant (add a [tenant.NAME] section)");
-    check_case(SETS("tenant.a.trace=t.csv"), "tenant.a: model: missing");
+    check_case(SETS("tenant.a.trace=t.csv"), "--set: tenant.a: no such tenant (there are none); "
+                                              "a new tenant needs at least tenant.a.model and "
+                                              "a workload");
     check_case(SETS("tenant.a.model=m"), "tenant.a: needs exactly one workload source of trace, "
                                          "synthetic and servegen (it has 0)");
     check_case(SETS("tenant.a.model=m", "tenant.a.trace=t.csv", "tenant.a.synthetic=rate=1"),
@@ -918,6 +955,8 @@ int main(void)
         cmocka_unit_test_teardown(test_structure_errors, teardown_tmp),
         cmocka_unit_test_teardown(test_too_many_tenants, teardown_tmp),
         cmocka_unit_test_teardown(test_bad_values, teardown_tmp),
+        cmocka_unit_test_teardown(test_nul_byte, teardown_tmp),
+        cmocka_unit_test_teardown(test_set_unknown_tenant, teardown_tmp),
         cmocka_unit_test_teardown(test_io_error, teardown_tmp),
         cmocka_unit_test_teardown(test_set, teardown_tmp),
         cmocka_unit_test_teardown(test_set_errors, teardown_tmp),

@@ -353,7 +353,7 @@ static void test_merge(void **state)
     assert_int_equal(store_merge(s, missing, &copied, &skipped, &eb), SS_EIO);
     assert_non_null(strstr(eb.msg, "none.db"));
     const char *junk = tu_write_file(tu_tmpdir(), "junk2.db", "not a database");
-    assert_int_equal(store_merge(s, junk, &copied, &skipped, &eb), SS_EDB);
+    assert_int_equal(store_merge(s, junk, &copied, &skipped, &eb), SS_EPARSE);
     store_close(&s);
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 4);
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 8);
@@ -437,13 +437,13 @@ static void test_merge_reads_inputs_only(void **state)
 
     const char *empty = tu_write_file(tu_tmpdir(), "empty.db", "");
     assert_int_equal(store_open(&s, out, &eb), 0);
-    assert_int_equal(store_merge(s, empty, &copied, &skipped, &eb), SS_EDB);
+    assert_int_equal(store_merge(s, empty, &copied, &skipped, &eb), SS_EPARSE);
     assert_non_null(strstr(eb.msg, "empty.db"));
     store_close(&s);
     struct stat st;
     assert_int_equal(stat(empty, &st), 0);
     assert_int_equal(st.st_size, 0);
-    assert_int_equal(store_open_readonly(&s, empty, &eb), SS_EDB);
+    assert_int_equal(store_open_readonly(&s, empty, &eb), SS_EPARSE);
     assert_null(s);
     assert_int_equal(stat(empty, &st), 0);
     assert_int_equal(st.st_size, 0);
