@@ -102,8 +102,10 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
         if (!strcmp(g->name, "policy")) {
             rc = app_bundle_apply(sc, v, where, eb);
         } else if (!strcmp(g->name, "rate")) {
-            if (ss_parse_doublez(v, &rate) || !(rate > 0) || rate > 1e6)
-                rc = ss_err(eb, SS_EPARSE, "expected a positive number, got '%s'", v);
+            if (ss_parse_doublez(v, &rate))
+                rc = ss_err(eb, SS_EPARSE, "expected a number > 0, got '%s'", v);
+            else if (!(rate > 0) || rate > 1e6)
+                rc = ss_err(eb, SS_EPARSE, "out of range (0, 1e6], got '%s'", v);
         } else {
             char a[SWEEP_KEY_MAX + SCN_PATH_MAX];
             snprintf(a, sizeof a, "%s=%s", g->name, v);

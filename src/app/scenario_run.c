@@ -176,8 +176,12 @@ static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, u
     gsim_tenant *t = &r->tenants[i];
     const cat_model *m;
     int rc = catalog_model_find(cat, st->model, &m, eb);
-    if (rc)
-        return sc->n_tenants > 1 ? ss_err_prefix(eb, rc, "tenant %s", st->name) : rc;
+    if (rc) { /* named where the scenario got it: FILE:LINE, --set or --model */
+        char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
+        snprintf(key, sizeof key, "tenant.%s.model", st->name);
+        scn_key_where(sc, key, w, sizeof w);
+        return ss_err_prefix(eb, rc, "%s", w);
+    }
     if ((rc = check_tp(sc, st, m, eb)))
         return rc;
     *t = (gsim_tenant){.name = st->name, .model = m, .tp = st->tp ? st->tp : 1,
@@ -196,8 +200,11 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     gsim_config *c = &r->cfg;
     gsim_config_defaults(c);
     int rc = check_policy_names(sc, eb);
-    if (!rc)
-        rc = catalog_gpu_find(cat, sc->gpu, &c->gpu, eb);
+    if (!rc && (rc = catalog_gpu_find(cat, sc->gpu, &c->gpu, eb))) {
+        char w[SCN_PATH_MAX + 64];
+        scn_key_where(sc, "cluster.gpu", w, sizeof w);
+        ss_err_prefix(eb, rc, "%s", w);
+    }
     for (uint32_t i = 0; !rc && i < sc->n_tenants; i++)
         rc = make_tenant(r, sc, cat, i, eb);
     if (rc)

@@ -188,4 +188,19 @@ expect_error 2 "^slicesim: validate: unknown option '--rate' \(did you mean --ra
 grep -q "requests" stats || fail "stats -- --rat: $(cat stats)"
 "$S" trace stats --format=native ./--dur >/dev/null 2>err || fail "--format=native: $(cat err)"
 
+# ---- an unknown model or GPU is named where it came from; a sweep's rate out of range says so
+"$S" trace gen --rate 1 --duration 30 -o u.csv >/dev/null || fail "trace gen u.csv"
+printf '[tenant.a]\nmodel = nope\nreplicas = 1\ntrace = u.csv\n' >model.ini
+expect_error 2 "^slicesim: replay: model.ini:2: tenant.a.model: unknown model 'nope' \(known: " \
+    "$S" replay -c model.ini --db none
+printf '[cluster]\ngpu = nope\n[tenant.a]\nmodel = llama-2-7b\ntrace = u.csv\n' >gpu.ini
+expect_error 2 "^slicesim: replay: gpu.ini:2: cluster.gpu: unknown GPU 'nope' \(known: " \
+    "$S" replay -c gpu.ini --db none
+expect_error 2 "^slicesim: replay: --model: unknown model 'nope'" "$S" replay --model nope --db none
+expect_error 2 "^slicesim: replay: --gpu: unknown GPU 'nope'" "$S" replay --gpu nope --db none
+printf '[tenant.a]\nmodel = llama-2-7b\ntrace = u.csv\n' >ok.ini
+printf '[sweep]\nscenario = ok.ini\ndb = r.db\n[grid]\nrate = 1, 1e7\n' >rate.ini
+expect_error 2 "^slicesim: sweep: rate.ini:5: grid.rate: out of range \(0, 1e6\], got '1e7'$" \
+    "$S" sweep rate.ini --dry-run
+
 echo "messages_cli: ok"
