@@ -7,5 +7,5 @@ if [ ! -f build-release/build.ninja ]; then
     echo "slicesim: configuring build-release/ (the CUDA executor too where nvcc is found)" >&2
     bash tools/quiet.sh meson setup build-release --buildtype=release
 fi
-echo "slicesim: building build-release/ (the first build takes a few minutes, with CUDA longer)" >&2
+echo "slicesim: building build-release/ (a first build compiles everything, later ones what changed)" >&2
 ninja -C build-release >/dev/null
