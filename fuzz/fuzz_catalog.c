@@ -35,6 +35,13 @@ static void setup(void)
     fclose(f);
     snprintf(dst, sizeof dst, "cat/%s", rel);
     fz_write(path, sizeof path, dst, (const uint8_t *)buf, n);
+    /* the default engine, which every cost model needs */
+    snprintf(src, sizeof src, "%s/profiles/engines/%s.ini", SS_SOURCE_ROOT, CAT_ENGINE_DEFAULT);
+    f = fopen(src, "rb");
+    FZ_ASSERT(f != NULL);
+    n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    fz_write(path, sizeof path, "cat/engines/" CAT_ENGINE_DEFAULT ".ini", (const uint8_t *)buf, n);
     fz_mkdir(dir, sizeof dir, FZ_KIND_MODEL ? "cat/models" : "cat/hardware");
     fz_mkdir(dir, sizeof dir, "cat");
 }
@@ -48,7 +55,8 @@ static void check_entry(const catalog *c)
     FZ_ASSERT(isfinite(cat_model_params(m)) && cat_model_params(m) > 0);
     FZ_ASSERT(isfinite(cat_model_kv_bytes_per_token(m)) && cat_model_kv_bytes_per_token(m) > 0);
     for (uint32_t tp = 1; tp <= 8; tp *= 2) {
-        cost_params p = {.gpu = g, .model = m, .tp = tp, .profiles_dir = NULL};
+        cost_params p = {.gpu = g, .model = m, .tp = tp, .profiles_dir = NULL,
+                         .engine = catalog_engine(c, CAT_ENGINE_DEFAULT)};
         cost_model *cm = NULL;
         ss_errbuf eb = {""};
         int rc = cost_model_create(&cm, "roofline", &p, &eb);

@@ -18,6 +18,7 @@ typedef struct ini_ctx {
     const cat__key *keys;   /* accepted keys */
     size_t n_keys;
     cat__ini_info *info;    /* line of each key */
+    const cat__ini_hook *hook; /* prefixed sections; may be NULL */
     ss_errbuf *eb;
 } ini_ctx;
 
@@ -178,6 +179,9 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
     if (!*section)
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s: key outside any section", c->path, c->line,
                       name);
+    size_t np = c->hook ? strlen(c->hook->prefix) : 0;
+    if (c->hook && !strncmp(section, c->hook->prefix, np))
+        return c->hook->fn(c->hook->ud, c->path, c->line, section + np, name, value, c->eb);
     if (!section_known(c, section)) {
         char list[160];
         section_list(c, list, sizeof list);
@@ -245,13 +249,20 @@ static int key_size_ok(const cat__key *k)
 int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *path,
                   cat__ini_info *info, ss_errbuf *eb)
 {
+    return cat__ini_read_hooked(dst, keys, n_keys, path, NULL, info, eb);
+}
+
+int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const char *path,
+                         const cat__ini_hook *hook, cat__ini_info *info, ss_errbuf *eb)
+{
     if (SS_NEVER(n_keys > CAT__MAX_KEYS))
         return ss_err(eb, SS_EINVAL, "%s: key table too large", path);
     for (size_t i = 0; i < n_keys; i++)
         if (SS_NEVER(!key_size_ok(&keys[i])))
             return ss_err(eb, SS_EINVAL, "%s: bad key table entry %s", path, keys[i].key);
     memset(info, 0, sizeof *info);
-    ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info, .eb = eb};
+    ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info,
+               .hook = hook, .eb = eb};
     int rc = ss_ini_parse(path, on_entry, &c, eb);
     return rc ? rc : check_required(&c);
 }

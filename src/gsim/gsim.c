@@ -1542,7 +1542,8 @@ static int check_engine(const gsim_config *c, ss_errbuf *eb)
 static int make_tenants(gsim *s, ss_errbuf *eb)
 {
     const gsim_config *c = &s->cfg;
-    s->single = (gsim_tenant){.name = "default", .model = c->model, .tp = c->tp, .pp = c->pp,
+    s->single = (gsim_tenant){.name = "default", .model = c->model, .engine = c->engine,
+                              .tp = c->tp, .pp = c->pp,
                               .replicas = c->replicas, .max_replicas = c->replicas, .tiers = 1};
     const gsim_tenant *src = c->n_tenants ? c->tenants : &s->single;
     s->n_ten = c->n_tenants ? c->n_tenants : 1;
@@ -1554,6 +1555,10 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
         if (!t->t.model || t->t.replicas < 1 || t->t.replicas > 100000)
             return ss_err(eb, SS_EINVAL, "tenant %s: needs a model and 1 to 100000 replicas "
                           "(--replicas), got %u", t->t.name, t->t.replicas);
+        if (!t->t.engine)
+            t->t.engine = c->engine;
+        if (!t->t.engine)
+            return ss_err(eb, SS_EINVAL, "tenant %s: no serving engine (--engine)", t->t.name);
         if (t->t.tiers < 1 || t->t.tiers > GSIM_MAX_TIERS)
             t->t.tiers = 1;
         if (t->t.max_replicas < t->t.replicas)
@@ -1614,7 +1619,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
     for (uint32_t i = 0; !rc && i < s->n_ten; i++) {
         tenant_state *t = &s->ten[i];
         gmg_ctr_spec spec = {
-            .tenant = (uint16_t)i, .model = t->t.model, .gpu = c->gpu, .tp = t->t.tp,
+            .tenant = (uint16_t)i, .model = t->t.model, .gpu = c->gpu,
+            .engine = t->t.engine, .tp = t->t.tp,
             .pp = t->t.pp, .cost_backend = c->cost, .profiles_dir = c->profiles_dir,
             .gpus_per_node = per_node, .gpu_mem_util = c->gpu_mem_util,
             .block_tokens = c->block_tokens, .max_batch_tokens = pol_batch_max_tokens(s->batch),

@@ -40,7 +40,9 @@ static int teardown(void **state)
 
 static cost_model *mk(fx *f, const char *gpu, const char *model, uint32_t tp)
 {
-    cost_params p = {catalog_gpu(f->cat, gpu), catalog_model(f->cat, model), tp, NULL};
+    cost_params p = {.gpu = catalog_gpu(f->cat, gpu), .model = catalog_model(f->cat, model),
+                     .tp = tp, .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
+    assert_non_null(p.engine);
     assert_non_null(p.gpu);
     assert_non_null(p.model);
     cost_model *cm = NULL;
@@ -180,7 +182,9 @@ static void test_iteration_is_sum_of_ops(void **state)
 static void test_bad_params(void **state)
 {
     fx *f = *state;
-    cost_params p = {catalog_gpu(f->cat, "a100-80g"), catalog_model(f->cat, "llama-2-7b"), 3, NULL};
+    cost_params p = {.gpu = catalog_gpu(f->cat, "a100-80g"),
+                     .model = catalog_model(f->cat, "llama-2-7b"), .tp = 3,
+                     .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), SS_EINVAL);
@@ -201,10 +205,12 @@ static void test_extreme_figures_saturate(void **state)
     cat_gpu g = *catalog_gpu(f->cat, "a100-80g");
     cat_model m = *catalog_model(f->cat, "llama-2-7b");
     g.peak_flops = 1e-300;
-    g.iter_fixed_s = 1e300;
+    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    e.host.iter_fixed_s = 1e300;
+    e.n_gpus = 0;
     m.layers = CAT_MAX_LAYERS;
     m.hidden = m.ffn = m.vocab = 4000000000u;
-    cost_params p = {&g, &m, 1, NULL};
+    cost_params p = {.gpu = &g, .model = &m, .tp = 1, .engine = &e};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), 0);
