@@ -243,7 +243,7 @@ static const list_kind kinds[] = {
      .count = catalog_n_models, .at = model_at, .cell = model_cell, .json = model_json},
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
-    {.name = "engines", .n_cols = 11, .headers = engine_headers, .left = "lllllrrlrrr",
+    {.name = "engines", .n_cols = 11, .headers = engine_headers, .left = "llllrrrlrrr",
      .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 
