@@ -338,8 +338,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: slicesim list [--profiles DIR] [--json] models|gpus|engines|tier-mixes\n\n"
             "List the catalog of model shapes, GPU kinds or serving engines read from the\n"
-            "profiles directory,\n"
-            "or the tier mixes a scenario's tier_mix may name.\n\n"
+            "profiles directory, or the tier mixes a scenario's tier_mix may name.\n\n"
             "  models           parameters, layers, width, heads/KV heads, MLP size, vocabulary,\n"
             "                   experts/top-k, context window, KV cache per token\n"
             "  gpus             peak dense bf16 FLOP/s, device memory and its bandwidth,\n"
