@@ -99,9 +99,9 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: set twice (first on line %u)", path,
                       line, gpu, key, st->line[i][k]);
     double x;
-    if (ss_parse_doublez(value, &x) || !(x >= 0) || x > 1e12)
-        return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: '%.60s' is not a number in [0, 1e12]",
-                      path, line, gpu, key, value);
+    if (ss_parse_doublez(value, &x) || !(x >= 0))
+        return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: '%.60s' is not a number >= 0", path,
+                      line, gpu, key, value);
     st->line[i][k] = line;
     x *= 1e-6;
     memcpy((char *)&st->e->per_gpu[i].host + host_keys[k].off, &x, sizeof x);
