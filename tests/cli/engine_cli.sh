@@ -1,9 +1,10 @@
 #!/bin/bash
 # CLI tests of engine profiles: `slicesim list engines` (table and JSON), selecting an engine
-# (replay --engine, a scenario's [tenant.X] engine, --set, compare bundles and --set), the engine
-# stored with each run (runs.engine), that a different engine changes the results and the
-# default one does not, and the error contract: an unknown engine exits 2 with one line naming
-# FILE:LINE: field or the option, and an old hardware file with engine terms names the key.
+# (replay --engine, a scenario's [tenant.X] engine, --set, compare bundles and --set, a sweep
+# grid), the engine stored with each run (runs.engine), that a different engine changes the
+# results and the default one does not, and the error contract: an unknown engine exits 2 with
+# one line naming FILE:LINE: field or the option, and an old hardware file with engine terms
+# names the key.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -65,6 +66,18 @@ INI
     vllm-eager,test-graphs ] || fail "compare: runs.engine"
 "$S" compare -c s.ini --profiles cat --db none --no-progress --policies container \
     --set tenant.a.engine=test-graphs >/dev/null 2>err || fail "compare --set engine: $(cat err)"
+
+# A sweep over engines: a grid on the tenant key
+cat >x.ini <<INI
+[sweep]
+scenario = s.ini
+name = engines
+db = x.db
+[grid]
+tenant.a.engine = vllm-eager, test-graphs
+INI
+"$S" sweep x.ini --profiles cat >/dev/null 2>err || fail "sweep over engines: $(cat err)"
+[ "$(sql x.db "SELECT count(DISTINCT engine) FROM runs")" = 2 ] || fail "sweep: runs.engine"
 
 # Errors: one line naming where the engine came from
 expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-eager\\)$" \
