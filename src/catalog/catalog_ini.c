@@ -36,7 +36,8 @@ static void section_list(const ini_ctx *c, char *buf, size_t n)
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < c->n_keys && used < n; i++) {
-        if (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section))
+        if (c->keys[i].kind == CAT__MOVED ||
+            (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section)))
             continue;
         int w = snprintf(buf + used, n - used, "%s[%s]", used ? ", " : "", c->keys[i].section);
         used += w > 0 ? (size_t)w : 0;
@@ -113,6 +114,7 @@ static const char *kind_expects(cat__kind kind)
     case CAT__UNONNEG: return "an integer >= 0";
     case CAT__BOOL: return "true or false";
     case CAT__DTYPE: return "bf16, fp16, fp32 or fp8";
+    case CAT__MOVED: return "set here";
     }
     return "?";
 }
@@ -169,6 +171,7 @@ static int store_value(void *dst, const cat__key *k, const char *v)
             memcpy(field, &x, sizeof x);
         return rc;
     }
+    case CAT__MOVED: break;
     }
     return SS_EPARSE;
 }
@@ -198,6 +201,10 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: set twice (first on line %u)", c->path,
                       c->line, section, name, c->info->line[i]);
     c->info->line[i] = c->line;
+    if (c->keys[i].kind == CAT__MOVED)
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: an engine term since engine profiles; set "
+                      "it in profiles/engines/NAME.ini (profiles/README.md)", c->path, c->line,
+                      section, name);
     if (store_value(c->dst, &c->keys[i], value) && out_of_range(&c->keys[i], value))
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is out of range %s", c->path,
                       c->line, section, name, value, out_of_range(&c->keys[i], value));
@@ -242,6 +249,7 @@ static int key_size_ok(const cat__key *k)
     case CAT__UNONNEG:
     case CAT__DTYPE: return k->size == sizeof(uint32_t);
     case CAT__BOOL: return k->size == sizeof(int);
+    case CAT__MOVED: return k->size == 0 && !k->required;
     }
     return 0;
 }

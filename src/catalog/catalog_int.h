@@ -20,6 +20,8 @@ typedef enum cat__kind {
     CAT__UNONNEG,  /* uint32_t >= 0 */
     CAT__BOOL,     /* int: true|false */
     CAT__DTYPE,    /* uint32_t bytes per element: bf16|fp16 -> 2, fp32 -> 4, fp8 -> 1 */
+    CAT__MOVED,    /* no field: a key that moved to engine profiles; setting it is an error
+                      that says where it went (off and size are 0) */
 } cat__kind;
 
 /* One accepted key: where it lives in the file and where its value goes. */

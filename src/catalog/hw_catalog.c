@@ -4,7 +4,6 @@
 #include "catalog_int.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #define GIB 1073741824.0
@@ -13,6 +12,9 @@
 #define KEY(sec, name_, kind_, field, scale_, req)                                              \
     {.section = sec, .key = name_, .kind = kind_, .off = offsetof(cat_gpu, field),                \
      .size = sizeof(((cat_gpu *)0)->field), .scale = scale_, .required = req}
+
+/* A key hardware files held before engine profiles (see gpu_keys). */
+#define MOVED(sec, name_) {.section = sec, .key = name_, .kind = CAT__MOVED}
 
 /* Every key is required except description: the efficiencies differ by GPU generation, so a
  * file must state them rather than inherit a silent default. The engine terms that hardware
@@ -35,36 +37,22 @@ static const cat__key gpu_keys[] = {
     KEY("roofline", "eff_compute", CAT__FRAC, eff_compute, 1, 1),
     KEY("roofline", "eff_memory", CAT__FRAC, eff_memory, 1, 1),
     KEY("roofline", "eff_elementwise", CAT__FRAC, eff_elementwise, 1, 1),
+    MOVED("roofline", "eff_link"),
+    MOVED("roofline", "op_floor_us"),
+    MOVED("overhead", "iter_fixed_us"),
+    MOVED("overhead", "iter_per_seq_us"),
+    MOVED("overhead", "iter_per_token_us"),
 };
 
 #define N_GPU_KEYS (sizeof gpu_keys / sizeof *gpu_keys)
 _Static_assert(N_GPU_KEYS <= CAT__MAX_KEYS, "raise CAT__MAX_KEYS");
-
-/* Keys that moved to engine profiles: "FILE:LINE: roofline.eff_link: an engine term since
- * engine profiles; set it in profiles/engines/NAME.ini (allreduce_eff)". */
-static int moved_key(void *ud, const char *path, unsigned line, const char *rest,
-                     const char *key, const char *value, ss_errbuf *eb)
-{
-    (void)ud;
-    (void)rest;
-    (void)value;
-    return ss_err(eb, SS_EPARSE, "%s:%u: overhead.%s: an engine term since engine profiles; set it in "
-                  "profiles/engines/NAME.ini (profiles/README.md)", path, line, key);
-}
 
 int cat__gpu_read(void *dst, const char *path, unsigned *name_line, ss_errbuf *eb)
 {
     cat_gpu *g = dst;
     memset(g, 0, sizeof *g);
     cat__ini_info info;
-    const cat__ini_hook hook = {.prefix = "overhead", .fn = moved_key};
-    int rc = cat__ini_read_hooked(g, gpu_keys, N_GPU_KEYS, path, &hook, &info, eb);
-    if (rc == SS_EPARSE && eb && (strstr(eb->msg, "roofline.eff_link: unknown key") ||
-                            strstr(eb->msg, "roofline.op_floor_us: unknown key"))) {
-        char *p = strstr(eb->msg, ": unknown key");
-        snprintf(p, sizeof eb->msg - (size_t)(p - eb->msg), ": an engine term since engine "
-                 "profiles; set it in profiles/engines/NAME.ini (profiles/README.md)");
-    }
+    int rc = cat__ini_read(g, gpu_keys, N_GPU_KEYS, path, &info, eb);
     if (rc)
         return rc;
     *name_line = info.line[0];
