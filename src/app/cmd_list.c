@@ -399,7 +399,8 @@ static int parse_args(int argc, char **argv, list_opts *o)
     if (o->help)
         return CLI_OK;
     if (optind != argc - 1) {
-        fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes (try --help)\n");
+        fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes "
+                        "(try --help)\n");
         return CLI_EUSAGE;
     }
     o->kind = argv[optind];
@@ -425,7 +426,8 @@ int cmd_list(int argc, char **argv)
     }
     const list_kind *k = find_kind(o.kind);
     if (!k) {
-        fprintf(stderr, "slicesim: list: unknown kind '%s' (valid: models, gpus, engines, tier-mixes)\n",
+        fprintf(stderr,
+                "slicesim: list: unknown kind '%s' (valid: models, gpus, engines, tier-mixes)\n",
                 o.kind);
         return CLI_EUSAGE;
     }

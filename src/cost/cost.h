@@ -114,9 +114,9 @@ extern const char *const cost_backend_names[];
 typedef struct cost_model cost_model;
 
 /* Create a cost model for one container shape with the named backend.
- * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model, no engine), SS_EPARSE / SS_EIO (a
- * profile table under p->profiles_dir is malformed or unreadable: "FILE:LINE: column: what")
- * or SS_ENOMEM; eb says why. */
+ * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model, no engine),
+ * SS_EPARSE / SS_EIO (a profile table under p->profiles_dir is malformed or unreadable:
+ * "FILE:LINE: column: what") or SS_ENOMEM; eb says why. */
 int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
                       ss_errbuf *eb);
 void cost_model_destroy(cost_model **cm);
