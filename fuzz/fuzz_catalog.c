@@ -1,6 +1,7 @@
-/* Fuzz target of the hardware and model catalogs (the .ini files in profiles/hardware and
- * profiles/models; src/catalog), built twice: FZ_KIND_MODEL 0 reads the input as a GPU file
- * next to the project's llama-2-7b, 1 as a model file next to the project's a100-80g.
+/* Fuzz target of the hardware, model and engine catalogs (the .ini files in profiles/hardware,
+ * profiles/models and profiles/engines; src/catalog), built three times: FZ_KIND_MODEL 0 reads
+ * the input as a GPU file next to the project's llama-2-7b, 1 as a model file next to the
+ * project's a100-80g, 2 as an engine file next to both (and next to vllm-eager).
  * catalog_load must accept it or fail with a message naming the file; an accepted entry must
  * then give finite derived figures and a roofline cost model whose iteration times never
  * overflow (UBSan). */
@@ -16,17 +17,17 @@
 #include <string.h>
 
 #ifndef FZ_KIND_MODEL
-#error "build with -DFZ_KIND_MODEL=0 (hardware) or 1 (models)"
+#error "build with -DFZ_KIND_MODEL=0 (hardware), 1 (models) or 2 (engines)"
 #endif
 
-static char dir[1024]; /* the catalog directory: DIR/hardware, DIR/models */
+static char dir[1024]; /* the catalog directory: DIR/hardware, DIR/models, DIR/engines */
 
-/* Copy the project's file rel (under profiles/) into the catalog directory once. */
-static void setup(void)
+/* Kind 0 fuzzes a GPU file, 1 a model file, 2 an engine file (engines/fuzz.ini). */
+#define FZ_KIND_ENGINE (FZ_KIND_MODEL == 2)
+
+/* Copy the project's file rel (under profiles/) into the catalog directory. */
+static void copy_profile(const char *rel)
 {
-    if (dir[0])
-        return;
-    const char *rel = FZ_KIND_MODEL ? "hardware/a100-80g.ini" : "models/llama-2-7b.ini";
     char src[1024], buf[16384], dst[1024], path[1024];
     snprintf(src, sizeof src, "%s/profiles/%s", SS_SOURCE_ROOT, rel);
     FILE *f = fopen(src, "rb");
@@ -35,20 +36,43 @@ static void setup(void)
     fclose(f);
     snprintf(dst, sizeof dst, "cat/%s", rel);
     fz_write(path, sizeof path, dst, (const uint8_t *)buf, n);
-    fz_mkdir(dir, sizeof dir, FZ_KIND_MODEL ? "cat/models" : "cat/hardware");
+}
+
+/* The files the fuzzed one sits next to, once: the other kinds' sample and the default
+ * engine, which every cost model needs. */
+static void setup(void)
+{
+    if (dir[0])
+        return;
+    if (FZ_KIND_MODEL != 0)
+        copy_profile("hardware/a100-80g.ini");
+    if (FZ_KIND_MODEL != 1)
+        copy_profile("models/llama-2-7b.ini");
+    copy_profile("engines/" CAT_ENGINE_DEFAULT ".ini");
+    fz_mkdir(dir, sizeof dir, FZ_KIND_MODEL == 0 ? "cat/hardware" : "cat/models");
     fz_mkdir(dir, sizeof dir, "cat");
 }
 
 static void check_entry(const catalog *c)
 {
     FZ_ASSERT(catalog_n_gpus(c) == 1 && catalog_n_models(c) == 1);
+    FZ_ASSERT(catalog_n_engines(c) == 1 + FZ_KIND_ENGINE);
+    for (size_t i = 0; i < catalog_n_engines(c); i++) {
+        const cat_engine *e = catalog_engine_at(c, i);
+        FZ_ASSERT(e && catalog_engine(c, e->name) == e);
+        FZ_ASSERT(e->overlap == CAT_OVERLAP_SERIAL || e->overlap == CAT_OVERLAP_MAX);
+    }
     const cat_gpu *g = catalog_gpu_at(c, 0);
     const cat_model *m = catalog_model_at(c, 0);
     FZ_ASSERT(g && m && catalog_gpu(c, g->name) == g && catalog_model(c, m->name) == m);
     FZ_ASSERT(isfinite(cat_model_params(m)) && cat_model_params(m) > 0);
     FZ_ASSERT(isfinite(cat_model_kv_bytes_per_token(m)) && cat_model_kv_bytes_per_token(m) > 0);
     for (uint32_t tp = 1; tp <= 8; tp *= 2) {
-        cost_params p = {.gpu = g, .model = m, .tp = tp, .profiles_dir = NULL};
+        /* the fuzzed engine is the one that is not the default (kind 2) */
+        const cat_engine *e = catalog_engine_at(c, 0);
+        if (!strcmp(e->name, CAT_ENGINE_DEFAULT) && catalog_n_engines(c) > 1)
+            e = catalog_engine_at(c, 1);
+        cost_params p = {.gpu = g, .model = m, .tp = tp, .profiles_dir = NULL, .engine = e};
         cost_model *cm = NULL;
         ss_errbuf eb = {""};
         int rc = cost_model_create(&cm, "roofline", &p, &eb);
@@ -74,7 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     setup();
     fz_begin();
     char path[1024];
-    fz_write(path, sizeof path, FZ_KIND_MODEL ? "cat/models/fuzz.ini" : "cat/hardware/fuzz.ini",
+    fz_write(path, sizeof path,
+             FZ_KIND_ENGINE  ? "cat/engines/fuzz.ini"
+             : FZ_KIND_MODEL ? "cat/models/fuzz.ini"
+                             : "cat/hardware/fuzz.ini",
              data, size);
     catalog *c = NULL;
     ss_errbuf eb = {""};

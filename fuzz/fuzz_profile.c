@@ -81,7 +81,8 @@ static int read_table(const char *path)
 static void evaluate(const char *backend, const char *model, uint32_t tp)
 {
     cost_params p = {.gpu = catalog_gpu(cat, "a100-80g"), .model = catalog_model(cat, model),
-                     .tp = tp, .profiles_dir = prof_dir};
+                     .tp = tp, .profiles_dir = prof_dir,
+                     .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
     FZ_ASSERT(p.gpu && p.model);
     cost_model *cm = NULL;
     ss_errbuf eb = {""};

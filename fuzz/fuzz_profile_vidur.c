@@ -50,7 +50,8 @@ static size_t check_table(const char *path)
 static void check_loads(void)
 {
     cost_params p = {.gpu = catalog_gpu(cat, "a100-80g"), .model = catalog_model(cat, "llama-2-7b"),
-                     .tp = 1, .profiles_dir = prof_dir};
+                     .tp = 1, .profiles_dir = prof_dir,
+                     .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
     cost_model *cm = NULL;
     ss_errbuf eb = {""};
     if (cost_model_create(&cm, "profile", &p, &eb))

@@ -97,7 +97,7 @@ done
 # the catalog plus the new tables, for --cost profile (outside OUT: only results come back)
 CAT=$(mktemp -d)
 trap 'rm -rf "$CAT"' EXIT
-cp -r profiles/hardware profiles/models "$CAT/"
+cp -r profiles/hardware profiles/models profiles/engines "$CAT/"
 gpu=$(sed -n 's/^# gpu: //p' "$OUT"/tables/*.csv 2>/dev/null | head -1)
 [ -n "$gpu" ] && mkdir -p "$CAT/$gpu" && cp "$OUT"/tables/*.csv "$CAT/$gpu/"
 

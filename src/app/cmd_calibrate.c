@@ -769,7 +769,12 @@ static int run_calibrate(const cal_opts *o)
     if (!rc && c.m && (o->tp < 1 || c.m->heads % o->tp || c.m->ffn % o->tp))
         rc = ss_err(&c.eb, SS_EINVAL, "--tp: %u does not divide the %u heads and FFN size %u of "
                                       "%s", o->tp, c.m->heads, c.m->ffn, c.m->name);
-    exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = c.gpu};
+    /* The operator grid's roofline (and the sim executor) use the default engine's floors. */
+    const cat_engine *eng = NULL;
+    if (!rc)
+        rc = catalog_engine_find(cat, CAT_ENGINE_DEFAULT, &eng, &c.eb);
+    exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = c.gpu,
+                       .engine = eng};
     int no_device = 0;
     if (!rc && (rc = exec_create(&c.x, o->backend, &cfg, &c.eb)) == SS_ENOTFOUND) {
         ss_err_prefix(&c.eb, SS_EIO, "calibrate: nothing measured");
@@ -802,7 +807,7 @@ static int run_calibrate(const cal_opts *o)
         if ((rc = catalog_gpu_find(cat, g, &c.gpu, &c.eb)))
             goto done;
     }
-    cost_params cp = {.gpu = c.gpu, .model = c.m, .tp = o->tp};
+    cost_params cp = {.gpu = c.gpu, .engine = eng, .model = c.m, .tp = o->tp};
     if ((rc = cost_model_create(&c.cm, "roofline", &cp, &c.eb)))
         goto done;
     if ((rc = build_grid(&c.grid, !strcmp(o->grid, "full"), c.cm, d, o->ops))) {

@@ -1,4 +1,4 @@
-/* `slicesim list models|gpus|tier-mixes`: prints the catalog, or the tier mixes of the
+/* `slicesim list models|gpus|engines|tier-mixes`: prints the catalog, or the tier mixes of the
  * workload module, as an aligned table or as JSON. Not for checking profiles beyond what
  * catalog_load does, nor for anything the cost model derives. */
 #include "cli.h"
@@ -156,15 +156,85 @@ static void gpu_json(const void *item, FILE *out)
     json_num(out, "net_latency_s", g->net_latency_s, 0);
     json_num(out, "eff_compute", g->eff_compute, 0);
     json_num(out, "eff_memory", g->eff_memory, 0);
-    json_num(out, "eff_link", g->eff_link, 0);
-    json_num(out, "op_floor_s", g->op_floor_s, 0);
-    json_num(out, "iter_fixed_s", g->iter_fixed_s, 0);
-    json_num(out, "iter_per_seq_s", g->iter_per_seq_s, 0);
-    json_num(out, "iter_per_token_s", g->iter_per_token_s, 1);
+    json_num(out, "eff_elementwise", g->eff_elementwise, 1);
     fputc('}', out);
 }
 
 static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c, i); }
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Engines
+ * ======================================================================= */
+
+static const char *const engine_headers[] = {
+    "ENGINE", "DESCRIPTION", "OVERLAP", "ITER_US", "SEQ_US", "TOK_US", "FLOOR_US", "FUSED",
+    "MOE_EFF", "AR_EFF", "FRONTEND_MS",
+};
+
+static void engine_cell(const void *item, int col, char *buf, size_t n)
+{
+    const cat_engine *e = item;
+    switch (col) {
+    case 0: snprintf(buf, n, "%s", e->name); break;
+    case 1: snprintf(buf, n, "%s", e->description); break;
+    case 2: snprintf(buf, n, "%s", e->overlap_name); break;
+    case 3: /* the default, and each GPU that differs */
+        snprintf(buf, n, "%g", e->host.iter_fixed_s * 1e6);
+        for (uint32_t i = 0; i < e->n_gpus; i++) {
+            size_t u = strlen(buf);
+            snprintf(buf + u, n - u, " %s:%g", e->per_gpu[i].gpu,
+                     e->per_gpu[i].host.iter_fixed_s * 1e6);
+        }
+        break;
+    case 4: snprintf(buf, n, "%g", e->host.iter_per_seq_s * 1e6); break;
+    case 5: snprintf(buf, n, "%g", e->host.iter_per_token_s * 1e6); break;
+    case 6: snprintf(buf, n, "%g", e->host.op_floor_s * 1e6); break;
+    case 7:
+        snprintf(buf, n, "%s", e->fuse_add_norm && e->fuse_silu_mul ? "add-norm,silu-mul"
+                               : e->fuse_add_norm                   ? "add-norm"
+                               : e->fuse_silu_mul                   ? "silu-mul"
+                                                                    : "-");
+        break;
+    case 8: snprintf(buf, n, "%g", e->moe_eff); break;
+    case 9: snprintf(buf, n, "%g", e->allreduce_eff); break;
+    default: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
+    }
+}
+
+static void engine_host_json(FILE *out, const cat_engine_host *h, int last)
+{
+    json_num(out, "iter_fixed_s", h->iter_fixed_s, 0);
+    json_num(out, "iter_per_seq_s", h->iter_per_seq_s, 0);
+    json_num(out, "iter_per_token_s", h->iter_per_token_s, 0);
+    json_num(out, "op_floor_s", h->op_floor_s, last);
+}
+
+static void engine_json(const void *item, FILE *out)
+{
+    const cat_engine *e = item;
+    fputc('{', out);
+    json_str(out, "name", e->name, 0);
+    json_str(out, "description", e->description, 0);
+    json_str(out, "overlap", e->overlap_name, 0);
+    engine_host_json(out, &e->host, 0);
+    json_bool(out, "fuse_add_norm", e->fuse_add_norm, 0);
+    json_bool(out, "fuse_silu_mul", e->fuse_silu_mul, 0);
+    json_num(out, "moe_eff", e->moe_eff, 0);
+    json_num(out, "allreduce_eff", e->allreduce_eff, 0);
+    json_num(out, "allreduce_hop_s", e->allreduce_hop_s, 0);
+    json_num(out, "frontend_s", e->frontend_s, 0);
+    fputs("\"per_gpu\": {", out);
+    for (uint32_t i = 0; i < e->n_gpus; i++) {
+        fprintf(out, "%s\"%s\": {", i ? ", " : "", e->per_gpu[i].gpu);
+        engine_host_json(out, &e->per_gpu[i].host, 1);
+        fputc('}', out);
+    }
+    fputs("}}", out);
+}
+
+static const void *engine_at(const catalog *c, size_t i) { return catalog_engine_at(c, i); }
 
 /* }====================================================================== */
 
@@ -173,6 +243,8 @@ static const list_kind kinds[] = {
      .count = catalog_n_models, .at = model_at, .cell = model_cell, .json = model_json},
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
+    {.name = "engines", .n_cols = 11, .headers = engine_headers, .left = "llllrrrlrrr",
+     .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 
 static void print_row(const list_kind *k, const void *item, const int *width, FILE *out)
@@ -264,13 +336,17 @@ static int print_mixes(int json, FILE *out)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: slicesim list [--profiles DIR] [--json] models|gpus|tier-mixes\n\n"
-            "List the catalog of model shapes or GPU kinds read from the profiles directory,\n"
-            "or the tier mixes a scenario's tier_mix may name.\n\n"
+            "usage: slicesim list [--profiles DIR] [--json] models|gpus|engines|tier-mixes\n\n"
+            "List the catalog of model shapes, GPU kinds or serving engines read from the\n"
+            "profiles directory, or the tier mixes a scenario's tier_mix may name.\n\n"
             "  models           parameters, layers, width, heads/KV heads, MLP size, vocabulary,\n"
             "                   experts/top-k, context window, KV cache per token\n"
             "  gpus             peak dense bf16 FLOP/s, device memory and its bandwidth,\n"
             "                   NVLink and PCIe bandwidth per direction\n"
+            "  engines          serving-engine profiles: host/device overlap, host time per\n"
+            "                   iteration (fixed, and per GPU where it differs), per sequence\n"
+            "                   and per token, kernel floor, fused kernels, MoE and all-reduce\n"
+            "                   efficiency, front-end latency\n"
             "  tier-mixes       the probability of each tier under the uniform, gaussian,\n"
             "                   enterprise and powerlaw (alpha 1) mixes, for K = 1 .. 10\n"
             "  --profiles DIR   profiles directory (default: $SLICESIM_PROFILES, else ./profiles,\n"
@@ -323,7 +399,8 @@ static int parse_args(int argc, char **argv, list_opts *o)
     if (o->help)
         return CLI_OK;
     if (optind != argc - 1) {
-        fprintf(stderr, "slicesim: list: expected one of models, gpus, tier-mixes (try --help)\n");
+        fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes "
+                        "(try --help)\n");
         return CLI_EUSAGE;
     }
     o->kind = argv[optind];
@@ -349,7 +426,8 @@ int cmd_list(int argc, char **argv)
     }
     const list_kind *k = find_kind(o.kind);
     if (!k) {
-        fprintf(stderr, "slicesim: list: unknown kind '%s' (valid: models, gpus, tier-mixes)\n",
+        fprintf(stderr,
+                "slicesim: list: unknown kind '%s' (valid: models, gpus, engines, tier-mixes)\n",
                 o.kind);
         return CLI_EUSAGE;
     }

@@ -32,13 +32,14 @@
 
 /* Options of one tenant: they set keys of the scenario's only tenant. */
 enum { T_MODEL, T_TP, T_PP, T_REPLICAS, T_TRACE, T_FORMAT, T_RATE, T_LIMIT, T_SPREAD, T_SORT,
-       T__N };
+       T_ENGINE, T__N };
 static const char *const tenant_keys[T__N] = {"model", "tp", "pp", "replicas", "trace",
                                               "trace_format", "rate_scale", "limit",
-                                              "trace_spread", "trace_sort"};
+                                              "trace_spread", "trace_sort", "engine"};
 static const char *const tenant_opt_names[T__N] = {"--model", "--tp", "--pp", "--replicas",
                                                    "--trace", "--trace-format", "--rate-scale",
-                                                   "--limit", "--trace-spread", "--sort"};
+                                                   "--limit", "--trace-spread", "--sort",
+                                                   "--engine"};
 
 typedef struct replay_opts {
     const char *config;      /* -c FILE */
@@ -87,6 +88,8 @@ static void usage(FILE *f)
         "Cluster:\n"
         "  --model NAME            model from the catalog (default llama-2-7b; slicesim list models)\n"
         "  --gpu NAME              GPU from the catalog (default a100-80g; slicesim list gpus)\n"
+        "  --engine NAME           serving engine profile of every tenant (default vllm-eager;\n"
+        "                          slicesim list engines)\n"
         "  --replicas N            serving replicas, each TP x PP GPUs (default 4 without -c)\n"
         "  --tp N                  tensor-parallel GPUs per pipeline stage (default 1)\n"
         "  --pp N                  pipeline stages per replica (default 1); a replica runs N\n"
@@ -208,6 +211,7 @@ static const struct option base_opts[] = {
     {"limit", required_argument, NULL, OPT_TENANT + T_LIMIT},
     {"trace-spread", no_argument, NULL, OPT_TENANT + T_SPREAD},
     {"sort", no_argument, NULL, OPT_TENANT + T_SORT},
+    {"engine", required_argument, NULL, OPT_TENANT + T_ENGINE},
     {"help", no_argument, NULL, OPT_HELP},
 };
 #define N_BASE_OPTS (sizeof base_opts / sizeof *base_opts)
@@ -294,10 +298,10 @@ static int parse_param(replay_opts *o, const char *arg)
 
 static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
 {
-    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f', 'f'};
+    static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f', 'f', 's'};
     static const char *const names[T__N] = {"model", "tp", "pp", "replicas", "trace",
                                             "trace-format", "rate-scale", "limit", "trace-spread",
-                                            "sort"};
+                                            "sort", "engine"};
     const char *v = kinds[t] == 'f' ? "true" : arg;
     int rc = check_value(names[t], kinds[t], v);
     if (!rc)
@@ -385,11 +389,27 @@ static int default_tenant(scn_scenario *sc, ss_errbuf *eb)
     return rc;
 }
 
+/* --engine sets every tenant's engine (the others need a one-tenant scenario). */
+static int apply_engine_opt(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
+{
+    char key[SCN_NAME_MAX + 32];
+    for (uint32_t i = 0; o->tenant[T_ENGINE] && i < sc->n_tenants; i++) {
+        snprintf(key, sizeof key, "tenant.%s.engine", sc->tenants[i].name);
+        int rc = set_key(sc, key, o->tenant[T_ENGINE], "--engine", eb);
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
 static int apply_tenant_opts(const replay_opts *o, scn_scenario *sc, ss_errbuf *eb)
 {
     int any = 0;
-    for (int t = 0; t < T__N; t++)
+    for (int t = 0; t < T_ENGINE; t++)
         any |= o->tenant[t] != NULL;
+    int rc = apply_engine_opt(o, sc, eb);
+    if (rc)
+        return rc;
     if (!any)
         return SS_OK;
     if (sc->n_tenants != 1)
@@ -397,12 +417,11 @@ static int apply_tenant_opts(const replay_opts *o, scn_scenario *sc, ss_errbuf *
                       "one-tenant scenario; this one has %u: use --set tenant.NAME.KEY=VALUE",
                       sc->n_tenants);
     char key[SCN_NAME_MAX + 32];
-    for (int t = 0; t < T__N; t++) {
+    for (int t = 0; t < T_ENGINE; t++) {
         if (!o->tenant[t])
             continue;
         snprintf(key, sizeof key, "tenant.%s.%s", sc->tenants[0].name, tenant_keys[t]);
-        int rc = set_key(sc, key, o->tenant[t], tenant_opt_names[t], eb);
-        if (rc)
+        if ((rc = set_key(sc, key, o->tenant[t], tenant_opt_names[t], eb)))
             return rc;
     }
     return SS_OK;

@@ -695,7 +695,8 @@ static int run_validate(const val_opts *o, const char *command)
         catalog_destroy(&cat);
         return cli_status_of(rc);
     }
-    exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = v.gpu};
+    exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = v.gpu,
+                       .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
     if ((rc = exec_create(&v.x, o->backend, &cfg, &v.eb))) {
         fprintf(stderr, "slicesim: validate: nothing measured: %s\n", v.eb.msg);
         catalog_destroy(&cat);

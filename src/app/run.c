@@ -157,7 +157,7 @@ static int begin_store(app_run *x)
         .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
         .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
         .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops, .sweep = x->o->sweep,
-        .point = x->o->point, .load = x->o->load,
+        .point = x->o->point, .load = x->o->load, .engine = t0->engine,
     };
     int64_t run_id;
     int rc = ss_strbuf_ok(&pj) ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");

@@ -182,9 +182,16 @@ static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, u
         scn_key_where(sc, key, w, sizeof w);
         return ss_err_prefix(eb, rc, "%s", w);
     }
+    const cat_engine *e;
+    if ((rc = catalog_engine_find(cat, st->engine, &e, eb))) {
+        char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
+        snprintf(key, sizeof key, "tenant.%s.engine", st->name);
+        scn_key_where(sc, key, w, sizeof w);
+        return ss_err_prefix(eb, rc, "%s", w);
+    }
     if ((rc = check_tp(sc, st, m, eb)))
         return rc;
-    *t = (gsim_tenant){.name = st->name, .model = m, .tp = st->tp ? st->tp : 1,
+    *t = (gsim_tenant){.name = st->name, .model = m, .engine = e, .tp = st->tp ? st->tp : 1,
                        .pp = st->pp ? st->pp : 1, .replicas = st->replicas ? st->replicas : 1,
                        .max_replicas = st->max_replicas, .tiers = st->tiers ? st->tiers : 1};
     sla_ns(t, st);
@@ -227,6 +234,7 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     c->swap_bytes = sc->swap_space_gib * 1073741824.0;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */
     c->model = r->tenants[0].model;
+    c->engine = r->tenants[0].engine;
     c->tp = r->tenants[0].tp;
     c->pp = r->tenants[0].pp;
     c->replicas = r->tenants[0].replicas;

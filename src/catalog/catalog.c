@@ -35,6 +35,7 @@ typedef struct cat_kind {
 
 _Static_assert(offsetof(cat_gpu, name) == 0, "cat_gpu must start with its name");
 _Static_assert(offsetof(cat_model, name) == 0, "cat_model must start with its name");
+_Static_assert(offsetof(cat_engine, name) == 0, "cat_engine must start with its name");
 
 static const cat_kind kind_gpu = {
     .subdir = "hardware", .what = "GPU", .section = "gpu", .elem = sizeof(cat_gpu),
@@ -45,9 +46,17 @@ static const cat_kind kind_model = {
     .path_off = offsetof(cat_model, path), .read = cat__model_read,
 };
 
+/* engines/ may be missing: catalogs written before engine profiles still load (they then
+ * have no engine, and a run names the missing one in its error). */
+static const cat_kind kind_engine = {
+    .subdir = "engines", .what = "engine", .section = "engine", .elem = sizeof(cat_engine),
+    .path_off = offsetof(cat_engine, path), .read = cat__engine_read,
+};
+
 struct catalog {
-    cat_table gpus;   /* cat_gpu, sorted by name */
-    cat_table models; /* cat_model, sorted by name */
+    cat_table gpus;    /* cat_gpu, sorted by name */
+    cat_table models;  /* cat_model, sorted by name */
+    cat_table engines; /* cat_engine, sorted by name */
 };
 
 /* {======================================================================
@@ -219,6 +228,16 @@ static int load_kind(cat_table *t, const cat_kind *k, const char *dir, ss_errbuf
     return rc;
 }
 
+/* dir/sub exists (as anything: a file there is reported when it is listed). */
+static int has_subdir(const char *dir, const char *sub)
+{
+    char *p = path_join(dir, sub);
+    struct stat st;
+    int ok = p && stat(p, &st) == 0;
+    ss_free(p);
+    return ok || !p; /* out of memory: let load_kind report it */
+}
+
 int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb)
 {
     if (!c_out || !dir)
@@ -229,6 +248,8 @@ int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb)
     int rc = load_kind(&c->gpus, &kind_gpu, dir, eb);
     if (!rc)
         rc = load_kind(&c->models, &kind_model, dir, eb);
+    if (!rc && has_subdir(dir, kind_engine.subdir))
+        rc = load_kind(&c->engines, &kind_engine, dir, eb);
     if (rc) {
         catalog_destroy(&c);
         return rc;
@@ -243,6 +264,7 @@ void catalog_destroy(catalog **c)
         return;
     table_free(&(*c)->gpus, &kind_gpu);
     table_free(&(*c)->models, &kind_model);
+    table_free(&(*c)->engines, &kind_engine);
     ss_free(*c);
     *c = NULL;
 }
@@ -294,6 +316,27 @@ int catalog_model_find(const catalog *c, const char *name, const cat_model **out
         return ss_err(eb, SS_EINVAL, "catalog_model_find: NULL argument");
     *out = catalog_model(c, name);
     return *out ? SS_OK : not_found(&c->models, &kind_model, name, eb);
+}
+
+const cat_engine *catalog_engine(const catalog *c, const char *name)
+{
+    return c ? table_find(&c->engines, &kind_engine, name) : NULL;
+}
+
+int catalog_engine_find(const catalog *c, const char *name, const cat_engine **out,
+                        ss_errbuf *eb)
+{
+    if (!c || !out)
+        return ss_err(eb, SS_EINVAL, "catalog_engine_find: NULL argument");
+    *out = catalog_engine(c, name);
+    return *out ? SS_OK : not_found(&c->engines, &kind_engine, name, eb);
+}
+
+size_t catalog_n_engines(const catalog *c) { return c ? c->engines.n : 0; }
+
+const cat_engine *catalog_engine_at(const catalog *c, size_t i)
+{
+    return c && i < c->engines.n ? item_at(&c->engines, &kind_engine, i) : NULL;
 }
 
 size_t catalog_n_gpus(const catalog *c) { return c ? c->gpus.n : 0; }

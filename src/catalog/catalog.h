@@ -15,7 +15,8 @@
  * layer counts times operator times inside ss_time. */
 #define CAT_MAX_LAYERS 10000
 
-/* One GPU kind plus the node it usually sits in, and its roofline/overhead defaults. */
+/* One GPU kind plus the node it usually sits in, and its kernel efficiencies. What the serving
+ * engine adds (host time, launch floors, fusion, all-reduce efficiency) is in cat_engine. */
 typedef struct cat_gpu {
     char name[CAT_NAME_MAX];  /* "a100-80g", "h100-sxm", "h200", "l40s" */
     char description[128];    /* human-readable, e.g. "NVIDIA A100 SXM4 80GB" */
@@ -38,14 +39,50 @@ typedef struct cat_gpu {
     double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */
     double eff_elementwise;   /* achieved fraction of hbm_bw by element-wise kernels (norms,
                                  rotary, activation, residual), (0, 1] */
-    double eff_link;          /* achieved fraction of nvlink_bw in all-reduce, (0, 1] */
-    double op_floor_s;        /* minimum time of one kernel (launch + tail), s */
-    /* [overhead] host time per iteration of a vLLM-class engine on this GPU generation */
-    double iter_fixed_s;      /* per iteration, s */
-    double iter_per_seq_s;    /* per sequence in the batch, s */
-    double iter_per_token_s;  /* per query token in the batch (input preparation), s */
     const char *path;         /* file it came from (owned) */
 } cat_gpu;
+
+/* How an engine's host work per iteration relates to the device work. */
+typedef enum cat_overlap {
+    CAT_OVERLAP_SERIAL = 0, /* eager engines: host, then device; iteration = host + device */
+    CAT_OVERLAP_MAX = 1,    /* CUDA graphs + async scheduling: the host prepares step n+1 while
+                               the device runs step n; iteration = max(host, device) */
+} cat_overlap;
+
+/* The engine's per-iteration host terms and kernel floor; per GPU where they differ. */
+typedef struct cat_engine_host {
+    double iter_fixed_s;      /* host time per iteration (scheduler, Python), s */
+    double iter_per_seq_s;    /* per sequence in the batch, s */
+    double iter_per_token_s;  /* per query token in the batch (input preparation), s */
+    double op_floor_s;        /* shortest time of one kernel (launch + tail), s */
+} cat_engine_host;
+
+#define CAT_ENGINE_MAX_GPUS 16
+
+/* A serving engine and version (profiles/engines): what the software adds to the hardware. */
+typedef struct cat_engine {
+    char name[CAT_NAME_MAX];  /* "vllm-eager" */
+    char description[128];    /* human-readable */
+    char overlap_name[CAT_NAME_MAX]; /* "serial" | "max" as written */
+    cat_overlap overlap;      /* from overlap_name */
+    cat_engine_host host;     /* [host]: defaults for every GPU */
+    int fuse_add_norm;        /* 1: residual add + RMSNorm is one kernel (one pass) */
+    int fuse_silu_mul;        /* 1: SiLU-and-multiply is one kernel (else silu, then mul) */
+    double moe_eff;           /* achieved fraction of the roofline by MoE expert GEMMs, (0, 1] */
+    double allreduce_eff;     /* achieved fraction of the intra-node link in all-reduce, (0, 1] */
+    double allreduce_hop_s;   /* software latency per ring step, added to the link's, s */
+    double frontend_s;        /* API server latency added to client-side TTFT and E2E, s */
+    uint32_t n_gpus;          /* [gpu.NAME] override sections */
+    struct {
+        char gpu[CAT_NAME_MAX];   /* GPU name (need not be in the catalog) */
+        cat_engine_host host;     /* the [host] values with this section's keys applied */
+    } per_gpu[CAT_ENGINE_MAX_GPUS];
+    const char *path;         /* file it came from (owned) */
+} cat_engine;
+
+/* The engine everything defaults to: it reproduces the cost model from before engine
+ * profiles existed. */
+#define CAT_ENGINE_DEFAULT "vllm-eager"
 
 /* A decoder-only transformer's shape. */
 typedef struct cat_model {
@@ -69,7 +106,7 @@ typedef struct cat_model {
 
 typedef struct catalog catalog;
 
-/* Load every *.ini under dir/hardware and dir/models (dir is usually profiles/).
+/* Load every *.ini under dir/hardware, dir/models and dir/engines (dir is usually profiles/).
  * Errors (unreadable file, unknown section or key, bad number, missing required key,
  * duplicate name) return SS_EIO / SS_EPARSE with "FILE:LINE: key: what is wrong" in eb;
  * nothing is returned on failure. Hidden files and names not ending in .ini are skipped;
@@ -87,6 +124,14 @@ const cat_model *catalog_model(const catalog *c, const char *name);
  * in eb. */
 int catalog_gpu_find(const catalog *c, const char *name, const cat_gpu **out, ss_errbuf *eb);
 int catalog_model_find(const catalog *c, const char *name, const cat_model **out, ss_errbuf *eb);
+/* Engines: as for GPUs ("unknown engine 'x' (known: ...)"). */
+const cat_engine *catalog_engine(const catalog *c, const char *name);
+int catalog_engine_find(const catalog *c, const char *name, const cat_engine **out,
+                        ss_errbuf *eb);
+size_t catalog_n_engines(const catalog *c);
+const cat_engine *catalog_engine_at(const catalog *c, size_t i);
+/* The host terms of engine e on the GPU named gpu: its [gpu.NAME] section, else [host]. */
+const cat_engine_host *cat_engine_host_for(const cat_engine *e, const char *gpu);
 /* Iteration in name order. */
 size_t catalog_n_gpus(const catalog *c);
 const cat_gpu *catalog_gpu_at(const catalog *c, size_t i);

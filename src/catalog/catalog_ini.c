@@ -18,6 +18,7 @@ typedef struct ini_ctx {
     const cat__key *keys;   /* accepted keys */
     size_t n_keys;
     cat__ini_info *info;    /* line of each key */
+    const cat__ini_hook *hook; /* prefixed sections; may be NULL */
     ss_errbuf *eb;
 } ini_ctx;
 
@@ -35,7 +36,8 @@ static void section_list(const ini_ctx *c, char *buf, size_t n)
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < c->n_keys && used < n; i++) {
-        if (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section))
+        if (c->keys[i].kind == CAT__MOVED ||
+            (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section)))
             continue;
         int w = snprintf(buf + used, n - used, "%s[%s]", used ? ", " : "", c->keys[i].section);
         used += w > 0 ? (size_t)w : 0;
@@ -112,6 +114,7 @@ static const char *kind_expects(cat__kind kind)
     case CAT__UNONNEG: return "an integer >= 0";
     case CAT__BOOL: return "true or false";
     case CAT__DTYPE: return "bf16, fp16, fp32 or fp8";
+    case CAT__MOVED: return "set here";
     }
     return "?";
 }
@@ -168,6 +171,7 @@ static int store_value(void *dst, const cat__key *k, const char *v)
             memcpy(field, &x, sizeof x);
         return rc;
     }
+    case CAT__MOVED: break;
     }
     return SS_EPARSE;
 }
@@ -178,6 +182,9 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
     if (!*section)
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s: key outside any section", c->path, c->line,
                       name);
+    size_t np = c->hook ? strlen(c->hook->prefix) : 0;
+    if (c->hook && !strncmp(section, c->hook->prefix, np))
+        return c->hook->fn(c->hook->ud, c->path, c->line, section + np, name, value, c->eb);
     if (!section_known(c, section)) {
         char list[160];
         section_list(c, list, sizeof list);
@@ -194,6 +201,10 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: set twice (first on line %u)", c->path,
                       c->line, section, name, c->info->line[i]);
     c->info->line[i] = c->line;
+    if (c->keys[i].kind == CAT__MOVED)
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: an engine term since engine profiles; set "
+                      "it in profiles/engines/NAME.ini (profiles/README.md)", c->path, c->line,
+                      section, name);
     if (store_value(c->dst, &c->keys[i], value) && out_of_range(&c->keys[i], value))
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is out of range %s", c->path,
                       c->line, section, name, value, out_of_range(&c->keys[i], value));
@@ -238,6 +249,7 @@ static int key_size_ok(const cat__key *k)
     case CAT__UNONNEG:
     case CAT__DTYPE: return k->size == sizeof(uint32_t);
     case CAT__BOOL: return k->size == sizeof(int);
+    case CAT__MOVED: return k->size == 0 && !k->required;
     }
     return 0;
 }
@@ -245,13 +257,20 @@ static int key_size_ok(const cat__key *k)
 int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *path,
                   cat__ini_info *info, ss_errbuf *eb)
 {
+    return cat__ini_read_hooked(dst, keys, n_keys, path, NULL, info, eb);
+}
+
+int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const char *path,
+                         const cat__ini_hook *hook, cat__ini_info *info, ss_errbuf *eb)
+{
     if (SS_NEVER(n_keys > CAT__MAX_KEYS))
         return ss_err(eb, SS_EINVAL, "%s: key table too large", path);
     for (size_t i = 0; i < n_keys; i++)
         if (SS_NEVER(!key_size_ok(&keys[i])))
             return ss_err(eb, SS_EINVAL, "%s: bad key table entry %s", path, keys[i].key);
     memset(info, 0, sizeof *info);
-    ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info, .eb = eb};
+    ini_ctx c = {.path = path, .dst = dst, .keys = keys, .n_keys = n_keys, .info = info,
+               .hook = hook, .eb = eb};
     int rc = ss_ini_parse(path, on_entry, &c, eb);
     return rc ? rc : check_required(&c);
 }

@@ -20,6 +20,8 @@ typedef enum cat__kind {
     CAT__UNONNEG,  /* uint32_t >= 0 */
     CAT__BOOL,     /* int: true|false */
     CAT__DTYPE,    /* uint32_t bytes per element: bf16|fp16 -> 2, fp32 -> 4, fp8 -> 1 */
+    CAT__MOVED,    /* no field: a key that moved to engine profiles; setting it is an error
+                      that says where it went (off and size are 0) */
 } cat__kind;
 
 /* One accepted key: where it lives in the file and where its value goes. */
@@ -49,10 +51,26 @@ typedef struct cat__ini_info {
 int cat__ini_read(void *dst, const cat__key *keys, size_t n_keys, const char *path,
                   cat__ini_info *info, ss_errbuf *eb);
 
+/* Sections whose names start with `prefix` ("gpu." in engine files) are not in the key table:
+ * each of their keys goes to fn with the rest of the section name (a GPU name), the key and
+ * the value. fn returns 0 or SS_EPARSE with "FILE:LINE: ..." in eb. */
+typedef struct cat__ini_hook {
+    const char *prefix;
+    int (*fn)(void *ud, const char *path, unsigned line, const char *rest, const char *key,
+              const char *value, ss_errbuf *eb);
+    void *ud;
+} cat__ini_hook;
+
+/* cat__ini_read with a hook for prefixed sections (hook borrowed; NULL = none). */
+int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const char *path,
+                         const cat__ini_hook *hook, cat__ini_info *info, ss_errbuf *eb);
+
 /* Read one hardware file into *g (cat_gpu) or one model file into *m (cat_model), including
  * the cross-field checks, and report the line of the name key in *name_line. path is
  * borrowed and not stored. Errors as for cat__ini_read. */
 int cat__gpu_read(void *g, const char *path, unsigned *name_line, ss_errbuf *eb);
 int cat__model_read(void *m, const char *path, unsigned *name_line, ss_errbuf *eb);
+/* Read one engine file (profiles/engines) into *e (cat_engine), as above. */
+int cat__engine_read(void *e, const char *path, unsigned *name_line, ss_errbuf *eb);
 
 #endif

@@ -25,6 +25,7 @@ struct cost_model {
     const cost_ops *ops;
     cost_dense_entry cache[COST_DENSE_CACHE];
     cost_params p;
+    const cat_engine_host *host; /* the engine's host terms on this GPU (borrowed) */
     uint32_t layers;
     void *priv; /* points into tail */
     _Alignas(16) unsigned char tail[];
@@ -174,7 +175,21 @@ static double experts_hit(const cat_model *m, double T)
     return E * (1.0 - pow(1.0 - k / E, T));
 }
 
-static size_t mlp_ops(const shape_ctx *c, cost_op *out)
+/* The activation of rt routed tokens over F columns. Fused (vLLM's silu_and_mul): one
+ * kernel reading gate and up and writing the product. Unfused gated MLP: silu (read F, write
+ * F) then multiply (read 2F, write F), two kernels, five passes, the FLOPs split evenly. */
+static cost_op act_op(const shape_ctx *c, double rt, double F, int fused)
+{
+    const cat_model *m = c->m;
+    int two = m->gated_mlp && !fused;
+    cost_op act = mk(c, COST_OP_ACT, m->layers * (two ? 2 : 1));
+    act.flops = 5.0 * rt * F / (two ? 2 : 1);
+    act.bytes = two ? 2.5 * rt * F * c->d : (m->gated_mlp ? 3.0 : 2.0) * rt * F * c->d;
+    act.tokens = (uint64_t)rt;
+    return act;
+}
+
+static size_t mlp_ops(const shape_ctx *c, int fuse_silu_mul, cost_op *out)
 {
     const cat_model *m = c->m;
     size_t n = 0;
@@ -190,15 +205,13 @@ static size_t mlp_ops(const shape_ctx *c, cost_op *out)
     cost_op up = mk(c, COST_OP_MLP_UP, m->layers);
     gemm(&up, c, rt, c->h, W, wread);
     up.tokens = (uint64_t)rt;
+    up.moe = is_moe(m);
     out[n++] = up;
-    cost_op act = mk(c, COST_OP_ACT, m->layers);
-    act.flops = 5.0 * rt * F;
-    act.bytes = (m->gated_mlp ? 3.0 : 2.0) * rt * F * c->d;
-    act.tokens = (uint64_t)rt;
-    out[n++] = act;
+    out[n++] = act_op(c, rt, F, fuse_silu_mul);
     cost_op down = mk(c, COST_OP_MLP_DOWN, m->layers);
     gemm(&down, c, rt, F, c->h, wread);
     down.tokens = (uint64_t)rt;
+    down.moe = is_moe(m);
     out[n++] = down;
     return n;
 }
@@ -215,9 +228,15 @@ static size_t build_dense_ops(const cost_model *cm, uint64_t T, uint32_t S, cost
     cost_op op = mk(&c, COST_OP_EMBED, 1);
     op.bytes = 2.0 * c.T * c.h * c.d;
     out[n++] = op;
+    int fuse_add = cm->p.engine->fuse_add_norm;
     op = mk(&c, COST_OP_NORM, 2 * L);
-    op.flops = 4.0 * c.T * c.h;
-    op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
+    if (fuse_add) { /* fused_add_rms_norm: read x and residual, write both, one kernel */
+        op.flops = 5.0 * c.T * c.h;
+        op.bytes = (4.0 * c.T * c.h + c.h) * c.d;
+    } else {
+        op.flops = 4.0 * c.T * c.h;
+        op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
+    }
     out[n++] = op;
     op = mk(&c, COST_OP_QKV, L);
     gemm(&op, &c, c.T, c.h, (H + 2.0 * KV) * hd, 1.0);
@@ -235,11 +254,13 @@ static size_t build_dense_ops(const cost_model *cm, uint64_t T, uint32_t S, cost
         op.comm_bytes = c.T * c.h * c.d;
         out[n++] = op;
     }
-    op = mk(&c, COST_OP_RESIDUAL, 2 * L);
-    op.flops = c.T * c.h;
-    op.bytes = 3.0 * c.T * c.h * c.d;
-    out[n++] = op;
-    n += mlp_ops(&c, out + n);
+    if (!fuse_add) { /* else inside the norm kernel */
+        op = mk(&c, COST_OP_RESIDUAL, 2 * L);
+        op.flops = c.T * c.h;
+        op.bytes = 3.0 * c.T * c.h * c.d;
+        out[n++] = op;
+    }
+    n += mlp_ops(&c, cm->p.engine->fuse_silu_mul, out + n);
     op = mk(&c, COST_OP_FINAL_NORM, 1);
     op.flops = 4.0 * c.T * c.h;
     op.bytes = (2.0 * c.T * c.h + c.h) * c.d;
@@ -254,10 +275,11 @@ static size_t build_dense_ops(const cost_model *cm, uint64_t T, uint32_t S, cost
 static uint64_t batch_tokens(const cost_batch *b) { return b->prefill_tokens + b->n_decode; }
 static uint32_t batch_seqs(const cost_batch *b) { return b->n_prefill + b->n_decode; }
 
-/* Host overhead of one engine step (not a device operator; the same for every backend). */
-static ss_time host_ns(const cost_model *cm, const cost_batch *b)
+/* Host overhead of one engine step before overlap (not a device operator; the same for every
+ * backend). */
+ss_time cost_host_ns(const cost_model *cm, const cost_batch *b)
 {
-    const cat_gpu *g = cm->p.gpu;
+    const cat_engine_host *g = cm->host;
     double s = g->iter_fixed_s + g->iter_per_seq_s * batch_seqs(b) +
                g->iter_per_token_s * (double)batch_tokens(b);
     return s * 1e9 < (double)COST__MAX_OP_NS ? (ss_time)(s * 1e9 + 0.5) : COST__MAX_OP_NS;
@@ -294,6 +316,16 @@ static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t 
     return e;
 }
 
+/* The part of host time host that the device does not hide: all of it for a serial engine,
+ * max(0, host - device) for an overlap=max engine (CUDA graphs + async scheduling prepare the
+ * next step while the device runs this one). */
+static ss_time exposed_host_ns(const cost_model *cm, ss_time host, ss_time device)
+{
+    if (cm->p.engine->overlap == CAT_OVERLAP_MAX)
+        return host > device ? host - device : 0;
+    return host;
+}
+
 void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
 {
     memset(out, 0, sizeof *out);
@@ -305,7 +337,8 @@ void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
     out->layer_ns = e->layer;
     for (size_t i = 0; i < n; i++)
         out->layer_ns += cm->ops->op_ns(cm->priv, &att[i]);
-    out->host_ns = host_ns(cm, b);
+    out->host_ns = exposed_host_ns(cm, cost_host_ns(cm, b),
+                                   e->head + out->layer_ns * (ss_time)cm->layers + e->tail);
     out->head_ns = out->host_ns + e->head;
     out->tail_ns = e->tail;
     out->send_ns = 0;
@@ -330,14 +363,19 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
     cost_op ops[MAX_OPS];
     size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
     n += attention_ops(cm, b, ops + n);
-    for (size_t i = 0; i < n && i < cap; i++) {
-        ops_out[i] = ops[i];
-        ns_out[i] = cm->ops->op_ns(cm->priv, &ops[i]);
+    ss_time device = 0;
+    for (size_t i = 0; i < n; i++) {
+        ss_time t = cm->ops->op_ns(cm->priv, &ops[i]);
+        device += t * ops[i].count;
+        if (i < cap) {
+            ops_out[i] = ops[i];
+            ns_out[i] = t;
+        }
     }
     if (n < cap) {
         ops_out[n] = (cost_op){.kind = COST_OP_HOST, .tp = cm->p.tp, .count = 1,
                                .n_seqs = batch_seqs(b), .tokens = batch_tokens(b)};
-        ns_out[n] = host_ns(cm, b);
+        ns_out[n] = exposed_host_ns(cm, cost_host_ns(cm, b), device);
     }
     return n + 1;
 }
@@ -375,8 +413,8 @@ const char *cost_model_backend(const cost_model *cm) { return cm->ops->name; }
 
 static int check_params(const cost_params *p, ss_errbuf *eb)
 {
-    if (!p->gpu || !p->model)
-        return ss_err(eb, SS_EINVAL, "cost model: GPU and model are required");
+    if (!p->gpu || !p->model || !p->engine)
+        return ss_err(eb, SS_EINVAL, "cost model: GPU, model and engine are required");
     if (p->tp < 1 || p->tp > 64)
         return ss_err(eb, SS_EINVAL, "--tp: must be between 1 and 64, got %u", p->tp);
     if (p->model->heads % p->tp)
@@ -418,6 +456,7 @@ int cost_model_create(cost_model **cm_out, const char *backend, const cost_param
     cm->ops = ops;
     cm->p = *p;
     cm->layers = p->model->layers;
+    cm->host = cat_engine_host_for(p->engine, p->gpu->name);
     cm->priv = cm->tail;
     if ((rc = ops->init(cm->priv, p, eb))) {
         ss_free(cm);

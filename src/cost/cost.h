@@ -55,6 +55,7 @@ typedef struct cost_op {
     double comm_bytes;   /* collective payload per GPU (all-reduce), bytes */
     uint32_t count;      /* how many times it runs per iteration (layers x per-layer count) */
     double attn_pairs;   /* prefill attention: causal (query, key) pairs over its sequences */
+    int moe;             /* 1: an expert GEMM of an MoE layer (the engine's moe_eff applies) */
 } cost_op;
 
 /* The batch of one iteration, summarised for costing. */
@@ -80,6 +81,8 @@ void cost_batch_merge(cost_batch *dst, const cost_batch *src);
 
 typedef struct cost_params {
     const cat_gpu *gpu;       /* borrowed, outlives the model */
+    const cat_engine *engine; /* serving engine (host terms, fusion, all-reduce); borrowed,
+                                 outlives the model; required */
     const cat_model *model;   /* borrowed */
     uint32_t tp;              /* tensor-parallel degree >= 1 */
     const char *profiles_dir; /* catalog directory (profile tables live in <dir>/<gpu>/);
@@ -111,15 +114,16 @@ extern const char *const cost_backend_names[];
 typedef struct cost_model cost_model;
 
 /* Create a cost model for one container shape with the named backend.
- * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model), SS_EPARSE / SS_EIO (a
- * profile table under p->profiles_dir is malformed or unreadable: "FILE:LINE: column: what")
- * or SS_ENOMEM; eb says why. */
+ * 0, SS_ENOTFOUND (unknown backend), SS_EINVAL (bad TP for the model, no engine),
+ * SS_EPARSE / SS_EIO (a profile table under p->profiles_dir is malformed or unreadable:
+ * "FILE:LINE: column: what") or SS_ENOMEM; eb says why. */
 int cost_model_create(cost_model **cm_out, const char *backend, const cost_params *p,
                       ss_errbuf *eb);
 void cost_model_destroy(cost_model **cm);
 const char *cost_model_backend(const cost_model *cm);
 
-/* Iteration time of batch b on the container, ns (0 for an empty batch). */
+/* Iteration time of batch b on the container, ns (0 for an empty batch): host + device for
+ * an overlap=serial engine, max(host, device) for overlap=max. */
 ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b);
 
 /* The operators of one iteration with their per-execution durations, in execution order of
@@ -133,10 +137,14 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
  * decoder layer, what runs once before the first layer (host overhead, embedding and its
  * all-reduce) and after the last (final norm, LM head), and one stage-to-stage send of the
  * activations. For a single stage, head + layers x layer_ns + tail == cost_iteration_ns. */
+/* With an overlap=max engine the host work of a step runs while the device runs the previous
+ * one: only what exceeds the device time, max(0, host - device), is exposed and counted in
+ * host_ns, so the iteration takes max(host, device). (For a pipeline-parallel container the
+ * device time compared is the whole model's, all stages, as if on one stage.) */
 typedef struct cost_split {
     ss_time layer_ns; /* one decoder layer, attention included */
-    ss_time head_ns;  /* host overhead + embedding (+ its all-reduce) */
-    ss_time host_ns;  /* the host-overhead part of head_ns: the GPU idles meanwhile */
+    ss_time head_ns;  /* exposed host time + embedding (+ its all-reduce) */
+    ss_time host_ns;  /* the exposed host part of head_ns: the GPU idles meanwhile */
     ss_time tail_ns;  /* final norm + LM head */
     ss_time send_ns;  /* pp_send of the batch's activations to the next stage */
 } cost_split;
@@ -149,6 +157,9 @@ ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out);
  * operator (all_reduce at TP 1, a router in a dense model, attention without its sequences,
  * host time, an empty batch). */
 int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *out);
+/* The host time of one step of batch b before any overlap (the engine's fixed + per
+ * sequence + per token terms for this GPU), ns. */
+ss_time cost_host_ns(const cost_model *cm, const cost_batch *b);
 /* Duration of one operator with this model's backend, ns. */
 ss_time cost_op_ns(cost_model *cm, const cost_op *op);
 

@@ -750,7 +750,7 @@ static int load_dir(profile_priv *pp, const cost_params *p, const char *dir, ss_
 static int profile_init_mode(profile_priv *pp, const cost_params *p, int in_range_only,
                              const char *backend, ss_errbuf *eb)
 {
-    int rc = cost_roofline_rates_init(&pp->roof, p->gpu, eb);
+    int rc = cost_roofline_rates_init(&pp->roof, p->gpu, p->engine, eb);
     if (rc)
         return rc;
     pp->in_range_only = in_range_only;

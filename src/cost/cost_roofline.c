@@ -4,29 +4,35 @@
  * and wave quantisation); against Vidur's measured A100/H100 GEMM profiles this smooth form
  * cuts the mean absolute error by about a third. Ring all-reduce:
  * 2(n-1)/n * bytes / (link_bw * eff_l) + 2(n-1) * latency. The efficiency factors and the
- * per-kernel floor t0 come from the GPU's [roofline] section; element-wise kernels use their
- * own memory efficiency. A pipeline send is one point-to-point message over the same link:
+ * per-kernel floor t0, the all-reduce's link efficiency and software latency per step and the
+ * MoE expert-GEMM efficiency come from the engine profile; element-wise kernels use their own
+ * memory efficiency. A pipeline send is one point-to-point message over the same link:
  * bytes / (link_bw * eff_l) + latency. */
 #include "cost_roofline.h"
 
 #include <math.h>
 
-int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, ss_errbuf *eb)
+int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, const cat_engine *e,
+                             ss_errbuf *eb)
 {
     if (!(g->peak_flops > 0 && g->hbm_bw > 0 && g->eff_compute > 0 && g->eff_memory > 0))
         return ss_err(eb, SS_EINVAL, "roofline: GPU %s lacks peak FLOP/s or bandwidth", g->name);
+    if (!e)
+        return ss_err(eb, SS_EINVAL, "roofline: no serving engine given");
     r->flops_per_s = g->peak_flops * g->eff_compute;
     r->bytes_per_s = g->hbm_bw * g->eff_memory;
     r->ew_per_s = g->hbm_bw * (g->eff_elementwise > 0 ? g->eff_elementwise : g->eff_memory);
-    r->link_per_s = g->nvlink_bw * g->eff_link;
+    r->link_per_s = g->nvlink_bw * e->allreduce_eff;
     r->link_lat_s = g->link_latency_s;
-    r->floor_s = g->op_floor_s;
+    r->ar_hop_s = e->allreduce_hop_s;
+    r->floor_s = cat_engine_host_for(e, g->name)->op_floor_s;
+    r->moe_eff = e->moe_eff > 0 ? e->moe_eff : 1.0;
     return SS_OK;
 }
 
 static int roofline_init(void *priv, const cost_params *p, ss_errbuf *eb)
 {
-    return cost_roofline_rates_init(priv, p->gpu, eb);
+    return cost_roofline_rates_init(priv, p->gpu, p->engine, eb);
 }
 
 static ss_time to_ns(double s) { return cost__op_ns(s * 1e9); }
@@ -46,12 +52,16 @@ ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op)
         if (n <= 1)
             return 0;
         return to_ns(2.0 * (n - 1) / n * op->comm_bytes / r->link_per_s +
-                     2.0 * (n - 1) * r->link_lat_s);
+                     2.0 * (n - 1) * (r->link_lat_s + r->ar_hop_s));
     }
     if (op->kind == COST_OP_PP_SEND)
         return to_ns(op->comm_bytes / r->link_per_s + r->link_lat_s);
     double tc = op->flops / r->flops_per_s;
     double tm = op->bytes / (is_elementwise(op->kind) ? r->ew_per_s : r->bytes_per_s);
+    if (op->moe) { /* expert GEMMs reach a fraction of the dense roofline (grouped kernels) */
+        tc /= r->moe_eff;
+        tm /= r->moe_eff;
+    }
     return to_ns(r->floor_s + sqrt(tc * tc + tm * tm));
 }
 

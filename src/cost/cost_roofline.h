@@ -11,9 +11,11 @@ typedef struct cost_roofline_rates {
     double flops_per_s; /* peak * eff_compute */
     double bytes_per_s; /* hbm_bw * eff_memory: GEMMs, attention */
     double ew_per_s;    /* hbm_bw * eff_elementwise: norms, rotary, activation, residual */
-    double link_per_s;  /* nvlink_bw * eff_link */
-    double link_lat_s;  /* per ring step or point-to-point message, s */
-    double floor_s;     /* per kernel, s */
+    double link_per_s;  /* nvlink_bw * the engine's allreduce eff */
+    double link_lat_s;  /* the link's latency per ring step or point-to-point message, s */
+    double ar_hop_s;    /* the engine's software latency per all-reduce ring step, s */
+    double floor_s;     /* per kernel (the engine's op_floor_us on this GPU), s */
+    double moe_eff;     /* the engine's efficiency of MoE expert GEMMs, (0, 1] */
 } cost_roofline_rates;
 
 /* The longest time one operator, or one engine step's host work, is given: 10^13 ns (about
@@ -33,9 +35,10 @@ static inline ss_time cost__op_ns(double ns)
     return (ss_time)(ns + 0.5);
 }
 
-/* Fill r from GPU g (borrowed). 0, or SS_EINVAL with eb set when g lacks peak FLOP/s or
- * bandwidth; r is then unspecified. */
-int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, ss_errbuf *eb);
+/* Fill r from GPU g and engine e (both borrowed). 0, or SS_EINVAL with eb set when g lacks
+ * peak FLOP/s or bandwidth or e is NULL; r is then unspecified. */
+int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, const cat_engine *e,
+                             ss_errbuf *eb);
 /* Roofline duration of one execution of op, ns (>= 1, except 0 for an all-reduce over one
  * GPU). Deterministic and side-effect free. */
 ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op);

@@ -70,6 +70,7 @@ typedef struct exec_config {
     int gpu_index;          /* device to use */
     int l2_cold;            /* 1: flush the L2 cache before every timed operator */
     const cat_gpu *gpu;     /* sim: the catalog GPU to model (borrowed); cuda: may be NULL */
+    const cat_engine *engine; /* sim: the serving engine's kernel floor and fusion (borrowed) */
 } exec_config;
 
 /* One timed operator: the sum of its kernels' (and copies') device time. */

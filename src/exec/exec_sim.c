@@ -11,6 +11,7 @@
 
 typedef struct sim_priv {
     const cat_gpu *gpu;
+    const cat_engine *engine;
     cost_model *cm;
     exec_sample *s;
     size_t n, cap;
@@ -22,7 +23,10 @@ static int sim_init(void *priv, const exec_config *cfg, exec_device *d, ss_errbu
     sim_priv *p = priv;
     if (!cfg->gpu)
         return ss_err(eb, SS_EINVAL, "executor 'sim': a catalog GPU is required (--gpu)");
+    if (!cfg->engine)
+        return ss_err(eb, SS_EINVAL, "executor 'sim': a serving engine is required (--engine)");
     p->gpu = cfg->gpu;
+    p->engine = cfg->engine;
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%.100s (modelled)", cfg->gpu->description);
     snprintf(d->timer, sizeof d->timer, "model");
@@ -41,7 +45,7 @@ static int sim_prepare(void *priv, const cat_model *m, uint32_t tp, const exec_l
     (void)lim;
     sim_priv *p = priv;
     cost_model_destroy(&p->cm);
-    cost_params cp = {.gpu = p->gpu, .model = m, .tp = tp};
+    cost_params cp = {.gpu = p->gpu, .engine = p->engine, .model = m, .tp = tp};
     return cost_model_create(&p->cm, "roofline", &cp, eb);
 }
 

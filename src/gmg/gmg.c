@@ -190,7 +190,7 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
                           uint32_t ve, ss_errbuf *eb)
 {
     gmg_container *c = &g->ctrs[g->n_ctrs];
-    cost_params cp = {.gpu = s->gpu, .model = s->model, .tp = s->tp,
+    cost_params cp = {.gpu = s->gpu, .engine = s->engine, .model = s->model, .tp = s->tp,
                       .profiles_dir = s->profiles_dir};
     int rc = cost_model_create(&c->cost, s->cost_backend, &cp, eb);
     if (rc)
@@ -257,7 +257,8 @@ int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, s
     sizing z = size_container(spec);
     int rc = check_spec(spec, &z, eb);
     cost_model *cm = NULL;
-    cost_params cp = {.gpu = spec->gpu, .model = spec->model, .tp = spec->tp,
+    cost_params cp = {.gpu = spec->gpu, .engine = spec->engine, .model = spec->model,
+                      .tp = spec->tp,
                       .profiles_dir = spec->profiles_dir};
     if (!rc)
         rc = cost_model_create(&cm, spec->cost_backend, &cp, eb);

@@ -245,6 +245,7 @@ typedef struct gmg_ctr_spec {
     uint16_t tenant;
     const cat_model *model;
     const cat_gpu *gpu;
+    const cat_engine *engine;   /* serving engine (borrowed) */
     uint32_t tp;
     uint32_t pp;                /* pipeline stages (1 = none), at most GMG_MAX_PP */
     uint32_t gpus_per_node;     /* node size (0 = the GPU catalog's) */

@@ -211,17 +211,18 @@ static void notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_e
         s->obs.on_request(s->obs.ud, s->g, c, q, what, des_now(s->des));
 }
 
-/* Which SLA bounds q broke (METRICS_SLA_* bits). Its own TBT p99 breaks the bound when more
+/* Which SLA bounds q broke (METRICS_SLA_* bits), on the client-side times: TTFT and E2E
+ * include the engine's front-end latency fe_ns. Its own TBT p99 breaks the bound when more
  * gaps exceed it than the 1 % the nearest-rank p99 may leave above. A rejected request breaks
  * its SLA if it has one: without any bound, nothing is violated. */
-static uint8_t sla_bits(const gmg_req *q, int rejected)
+static uint8_t sla_bits(const gmg_req *q, int rejected, ss_time fe_ns)
 {
     if (rejected)
         return q->sla_ttft || q->sla_tbt || q->sla_e2e ? METRICS_SLA_REJECTED : 0;
     uint8_t b = 0;
-    if (q->sla_ttft && q->first_token - q->arrival > q->sla_ttft)
+    if (q->sla_ttft && q->first_token + fe_ns - q->arrival > q->sla_ttft)
         b |= METRICS_SLA_TTFT;
-    if (q->sla_e2e && q->finish - q->arrival > q->sla_e2e)
+    if (q->sla_e2e && q->finish + fe_ns - q->arrival > q->sla_e2e)
         b |= METRICS_SLA_E2E;
     uint32_t gaps = q->generated > 1 ? q->generated - 1 : 0;
     uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u); /* ceil(0.99 * gaps) */
@@ -242,17 +243,30 @@ static uint8_t reject_reason(uint32_t why)
     }
 }
 
-/* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). */
+/* The front-end latency of tenant t's engine (API server, tokenisation, detokenisation,
+ * streaming) that a client adds to the server-side TTFT and E2E, ns. */
+static ss_time frontend_ns(const gsim *s, uint16_t t)
+{
+    const cat_engine *e = t < s->n_ten ? s->ten[t].t.engine : NULL;
+    return e && e->frontend_s > 0 ? ss_time_from_s(e->frontend_s) : 0;
+}
+
+/* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). The record holds
+ * client-side times: a completed request's first token and finish are shifted by the engine's
+ * front-end latency (server-side scheduling never sees it). */
 static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
 {
+    ss_time fe = rejected ? 0 : frontend_ns(s, q->tenant);
     metrics_req r = {
         .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
-        .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected), .measured = q->measured,
+        .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected, fe), .measured = q->measured,
         .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
         .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
-        .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish,
+        .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish + fe,
         .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max,
     };
+    if (r.first_token >= 0)
+        r.first_token += fe;
     if (!s->fork) /* a fork's predictions are its requests and its sink's records */
         metrics_add_req(&s->m, &r);
     s->n_finished++;
@@ -1542,7 +1556,8 @@ static int check_engine(const gsim_config *c, ss_errbuf *eb)
 static int make_tenants(gsim *s, ss_errbuf *eb)
 {
     const gsim_config *c = &s->cfg;
-    s->single = (gsim_tenant){.name = "default", .model = c->model, .tp = c->tp, .pp = c->pp,
+    s->single = (gsim_tenant){.name = "default", .model = c->model, .engine = c->engine,
+                              .tp = c->tp, .pp = c->pp,
                               .replicas = c->replicas, .max_replicas = c->replicas, .tiers = 1};
     const gsim_tenant *src = c->n_tenants ? c->tenants : &s->single;
     s->n_ten = c->n_tenants ? c->n_tenants : 1;
@@ -1554,6 +1569,10 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
         if (!t->t.model || t->t.replicas < 1 || t->t.replicas > 100000)
             return ss_err(eb, SS_EINVAL, "tenant %s: needs a model and 1 to 100000 replicas "
                           "(--replicas), got %u", t->t.name, t->t.replicas);
+        if (!t->t.engine)
+            t->t.engine = c->engine;
+        if (!t->t.engine)
+            return ss_err(eb, SS_EINVAL, "tenant %s: no serving engine (--engine)", t->t.name);
         if (t->t.tiers < 1 || t->t.tiers > GSIM_MAX_TIERS)
             t->t.tiers = 1;
         if (t->t.max_replicas < t->t.replicas)
@@ -1614,7 +1633,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
     for (uint32_t i = 0; !rc && i < s->n_ten; i++) {
         tenant_state *t = &s->ten[i];
         gmg_ctr_spec spec = {
-            .tenant = (uint16_t)i, .model = t->t.model, .gpu = c->gpu, .tp = t->t.tp,
+            .tenant = (uint16_t)i, .model = t->t.model, .gpu = c->gpu,
+            .engine = t->t.engine, .tp = t->t.tp,
             .pp = t->t.pp, .cost_backend = c->cost, .profiles_dir = c->profiles_dir,
             .gpus_per_node = per_node, .gpu_mem_util = c->gpu_mem_util,
             .block_tokens = c->block_tokens, .max_batch_tokens = pol_batch_max_tokens(s->batch),

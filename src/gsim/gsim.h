@@ -31,6 +31,7 @@ typedef struct gsim_sla {
 typedef struct gsim_tenant {
     const char *name;           /* borrowed */
     const cat_model *model;     /* borrowed */
+    const cat_engine *engine;   /* serving engine (borrowed); NULL: gsim_config.engine */
     uint32_t tp, pp;            /* per container */
     uint32_t replicas;          /* containers it starts with */
     uint32_t max_replicas;      /* most it may own (re-allocation, auto-scaling); >= replicas */
@@ -47,6 +48,7 @@ typedef struct gsim_config {
     ss_time warmup;             /* requests arriving earlier are simulated but not measured */
     const cat_model *model;     /* single-tenant shortcut (see tenants) */
     const cat_gpu *gpu;         /* borrowed */
+    const cat_engine *engine;   /* serving engine of tenants that name none (borrowed); required */
     uint32_t replicas;          /* serving instances, each tp x pp GPUs */
     uint32_t tp;                /* tensor-parallel degree per replica */
     uint32_t pp;                /* pipeline stages per replica (each runs pp virtual engines) */

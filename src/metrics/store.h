@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 typedef struct store store;
 
@@ -35,6 +35,8 @@ typedef struct store_run_info {
     const char *point;        /* NULL when the run is not part of a sweep); a later run of the
                                  same point takes its place there */
     double load;              /* compare's or a sweep's load multiplier; 0: none (a replay) */
+    const char *engine;       /* serving-engine profile (tenant 0's, like model; every
+                                 tenant's is in the scenario); NULL: vllm-eager */
 } store_run_info;
 
 /* Per-GPU outcome of a run. */

@@ -29,7 +29,9 @@
  * sweep_points table: which run is which point of which sweep; runs.result_json: what
  * `replay --json` printed for the run); version 8 validations; version 9 runs.load, each
  * GPU's tenant and compute/host time over the measurement window, and the summary's
- * rejected_* columns (rejected requests by reason). */
+ * rejected_* columns (rejected requests by reason); version 10 runs.engine (the serving-engine
+ * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
+ * they were computed with). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -163,6 +165,9 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE summary ADD COLUMN rejected_preempted INTEGER DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN rejected_other INTEGER DEFAULT 0;"
           "PRAGMA user_version = 9;",
+    /* version 10: the serving-engine profile of the run (engine profiles) */
+    [9] = "ALTER TABLE runs ADD COLUMN engine TEXT DEFAULT 'vllm-eager';"
+          "PRAGMA user_version = 10;",
 };
 
 #define GROUP_NAMES                                                                                \
@@ -179,8 +184,8 @@ static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
                " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops,"
-               " load)"
-               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " load, engine)"
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"
                " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"
                " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
@@ -591,6 +596,7 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
         b_real(&b, in->load);
     else
         b_null(&b);
+    b_text(&b, in->engine ? in->engine : "vllm-eager");
     if ((rc = run_stmt(s, &b, eb, "inserting the run"))) {
         store_run_abort(s);
         return rc;

@@ -47,6 +47,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
      .hi = INFINITY},
     {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
+    {.sect = SCN__TENANT, .name = "engine", .kind = SCN__NAME, TF(engine)},
     {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},
     {.sect = SCN__TENANT, .name = "pp", .kind = SCN__U32, TF(pp), .lo = 1, .hi = 16},
     {.sect = SCN__TENANT, .name = "replicas", .kind = SCN__U32, TF(replicas), .lo = 1, .hi = 4096},

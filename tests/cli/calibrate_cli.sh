@@ -13,7 +13,7 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" cat/ || fail "catalog copy"
+mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" "$ROOT/profiles/engines" cat/ || fail "catalog copy"
 
 "$S" calibrate --help >help || fail "calibrate --help exited non-zero"
 for o in --gpu-index --model --tp --grid -o --backend --limit-points --restart --selftest; do

@@ -20,7 +20,7 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" cat/ || fail "catalog copy"
+mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" "$ROOT/profiles/engines" cat/ || fail "catalog copy"
 cat >cat/models/tiny-test.ini <<'INI'
 ; A small decoder (GQA, gated MLP) that the CPU emulation runs in seconds.
 [model]

@@ -95,11 +95,11 @@ PY
 fi
 
 run bad_kind 2 list tenants --profiles "$PROFILES"
-one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus, tier-mixes)"
+one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus, engines, tier-mixes)"
 run no_kind 2 list
-one_error_line no_kind "models, gpus, tier-mixes"
+one_error_line no_kind "models, gpus, engines, tier-mixes"
 run two_kinds 2 list models gpus
-one_error_line two_kinds "models, gpus, tier-mixes"
+one_error_line two_kinds "models, gpus, engines, tier-mixes"
 run bad_opt 2 list --frobnicate models
 one_error_line bad_opt "unknown option '--frobnicate'"
 run no_arg 2 list models --profiles

@@ -39,7 +39,7 @@ expect_error 2 '^slicesim: .*unknown option|^slicesim: .*bad option' "$S" profil
 [ ! -e imported ] || [ -z "$(ls imported)" ] || fail "a failed import wrote $(ls imported)"
 
 # A catalog of our own (hardware and models copied) to put tables next to.
-mkdir -p cat/a100-80g && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" cat/ ||
+mkdir -p cat/a100-80g && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" "$ROOT/profiles/engines" cat/ ||
     fail "copying the catalog"
 printf 'op,tp,tokens,median_us\nqkv,1,12,fast\n' >cat/a100-80g/bad.csv
 expect_error 2 'cat/a100-80g/bad.csv:2: median_us: ' "$S" replay --profiles cat --cost profile \

@@ -56,8 +56,16 @@ static const char *const gpu_lines[] = {
     "hbm_bw_gbps = 1000", "sm_count = 10", "l2_mib = 8", "[node]", "gpus_per_node = 4",
     "nvlink_gbps = 100", "pcie_gbps = 16", "net_gbps = 10", "link_latency_us = 5",
     "net_latency_us = 5", "[roofline]", "eff_compute = 0.5", "eff_memory = 0.5", "eff_elementwise = 0.4",
-    "eff_link = 0.5", "op_floor_us = 2", "[overhead]", "iter_fixed_us = 100",
-    "iter_per_seq_us = 1", "iter_per_token_us = 0.1", NULL,
+    NULL,
+};
+
+/* A valid engine profile with one per-GPU section; line numbers are index + 1. */
+static const char *const engine_lines[] = {
+    "[engine]", "name = teng", "overlap = max", "[host]", "iter_fixed_us = 100",
+    "iter_per_seq_us = 1", "iter_per_token_us = 0.1", "op_floor_us = 2", "[kernels]",
+    "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5", "[allreduce]",
+    "eff = 0.6", "hop_latency_us = 3", "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]",
+    "iter_fixed_us = 50", NULL,
 };
 
 /* A valid model profile (a small Llama-like shape). */
@@ -188,9 +196,6 @@ static void test_shipped_gpus(void **state)
     assert_close(a->pcie_bw, 32e9, 1e-9);
     assert_close(a->eff_compute, 0.72, 1e-9);
     assert_close(a->eff_elementwise, 0.45, 1e-9);
-    assert_close(a->op_floor_s, 5e-6, 1e-9);
-    assert_close(a->iter_fixed_s, 3e-3, 1e-9);
-    assert_close(a->iter_per_token_s, 0.5e-6, 1e-9);
     assert_non_null(strstr(a->path, "hardware/a100-80g.ini"));
 
     const cat_gpu *h = catalog_gpu(c, "h100-sxm");
@@ -369,7 +374,7 @@ static void test_fixture_loads(void **state)
     assert_int_equal(catalog_n_models(c), 1);
     const cat_gpu *g = catalog_gpu_at(c, 0);
     assert_string_equal(g->description, "Test GPU");
-    assert_close(g->iter_per_token_s, 0.1e-6, 1e-9);
+    assert_int_equal(catalog_n_engines(c), 0); /* no engines/ directory: none, no error */
     const cat_model *m = catalog_model_at(c, 0);
     assert_string_equal(m->description, "tmodel"); /* defaults to the name */
     assert_int_equal(m->experts, 0);
@@ -407,7 +412,7 @@ static void test_unknown_names(void **state)
     const char *d = make_profiles(ini_text(gpu_lines, "name", "[gpus]\nname = tgpu", NULL),
                                   valid_model());
     expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:3: gpus.name: unknown section [gpus] "
-                 "(expected [gpu], [node], [roofline], [overhead])", d);
+                 "(expected [gpu], [node], [roofline])", d);
     char text[4096];
     snprintf(text, sizeof text, "layers = 2\n%s", valid_model());
     d = make_profiles(valid_gpu(), text);
@@ -426,7 +431,15 @@ static void test_bad_values(void **state)
     expect_gpu_error("hbm_bw_gbps", "hbm_bw_gbps = nan", "gpu.hbm_bw_gbps: 'nan' is not");
     expect_gpu_error("eff_compute", "eff_compute = 1.5",
                      "roofline.eff_compute: '1.5' is not a fraction in (0, 1]");
-    expect_gpu_error("eff_link", "eff_link = 0", "roofline.eff_link: '0' is not a fraction");
+    /* The engine terms hardware files held before engine profiles say where they went. */
+    const char *d = make_profiles(ini_text(gpu_lines, NULL, NULL, "eff_link = 0.7\n"),
+                                  valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:20: roofline.eff_link: an engine term since "
+                 "engine profiles; set it in profiles/engines/NAME.ini", d);
+    d = make_profiles(ini_text(gpu_lines, NULL, NULL, "[overhead]\n"
+                                           "iter_fixed_us = 3000\n"), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:21: overhead.iter_fixed_us: an engine term "
+                 "since engine profiles", d);
     expect_gpu_error("sm_count", "sm_count = 10.5", "gpu.sm_count: '10.5' is not an integer");
     expect_gpu_error("sm_count", "sm_count = 0", "gpu.sm_count: '0' is out of range [1, 4294967295]");
     expect_gpu_error("sm_count", "sm_count = 4294967296",
@@ -553,10 +566,127 @@ static void test_alloc_failures(void **state)
     assert_true(n > 20);
 }
 
+/* {======================================================================
+ * Engine profiles
+ * ======================================================================= */
+
+/* A profiles directory with the test GPU and model and engines/teng.ini = text. */
+static const char *make_engine(const char *text)
+{
+    static char copy[4096]; /* ini_text's buffers rotate: valid_gpu() would overwrite text */
+    snprintf(copy, sizeof copy, "%s", text);
+    text = copy;
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/engines", d);
+    mkdir_ok(sub);
+    tu_write_file(sub, "teng.ini", text);
+    return d;
+}
+
+static void expect_engine_error(const char *key, const char *repl, const char *extra,
+                                unsigned line, const char *tail)
+{
+    const char *d = make_engine(ini_text(engine_lines, key, repl, extra));
+    if (line)
+        expect_error(d, SS_EPARSE, "%s/engines/teng.ini:%u: %s", d, line, tail);
+    else
+        expect_error(d, SS_EPARSE, "%s/engines/teng.ini: %s", d, tail);
+}
+
+/* vllm-eager holds exactly the coefficients the hardware files held before engine profiles:
+ * 3000 us per iteration on A100/L40S, 2500 on H100/H200, 20 per sequence, 0.5 per token, a
+ * 5 us kernel floor, all-reduce at 0.70 of the link, nothing fused beyond SiLU-and-mul. */
+static void test_shipped_engine(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    const cat_engine *e = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(catalog_engine_find(c, CAT_ENGINE_DEFAULT, &e, &eb), 0);
+    assert_int_equal(e->overlap, CAT_OVERLAP_SERIAL);
+    assert_close(cat_engine_host_for(e, "a100-80g")->iter_fixed_s, 3e-3, 1e-12);
+    assert_close(cat_engine_host_for(e, "l40s")->iter_fixed_s, 3e-3, 1e-12);
+    assert_close(cat_engine_host_for(e, "h100-sxm")->iter_fixed_s, 2.5e-3, 1e-12);
+    assert_close(cat_engine_host_for(e, "h200")->iter_fixed_s, 2.5e-3, 1e-12);
+    const char *gpus[] = {"a100-80g", "h100-sxm", "h200", "l40s"};
+    for (size_t i = 0; i < 4; i++) {
+        const cat_engine_host *h = cat_engine_host_for(e, gpus[i]);
+        assert_close(h->iter_per_seq_s, 20e-6, 1e-12);
+        assert_close(h->iter_per_token_s, 0.5e-6, 1e-12);
+        assert_close(h->op_floor_s, 5e-6, 1e-12);
+    }
+    assert_false(e->fuse_add_norm);
+    assert_true(e->fuse_silu_mul);
+    assert_true(e->moe_eff == 1.0);
+    assert_true(e->allreduce_eff == 0.70);
+    assert_true(e->allreduce_hop_s == 0 && e->frontend_s == 0);
+    assert_int_equal(catalog_engine_find(c, "vllm-9", &e, &eb), SS_ENOTFOUND);
+    assert_prefix(eb.msg, "unknown engine 'vllm-9' (known: vllm-eager");
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_engine_file(void **state)
+{
+    (void)state;
+    const char *d = make_engine(ini_text(engine_lines, NULL, NULL, NULL));
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    if (catalog_load(&c, d, &eb))
+        fail_msg("%s", eb.msg);
+    assert_int_equal(catalog_n_engines(c), 1);
+    const cat_engine *e = catalog_engine_at(c, 0);
+    assert_ptr_equal(catalog_engine(c, "teng"), e);
+    assert_string_equal(e->description, "teng");
+    assert_int_equal(e->overlap, CAT_OVERLAP_MAX);
+    assert_close(e->host.iter_fixed_s, 100e-6, 1e-12);
+    assert_true(e->fuse_add_norm && !e->fuse_silu_mul);
+    assert_close(e->moe_eff, 0.5, 1e-12);
+    assert_close(e->allreduce_eff, 0.6, 1e-12);
+    assert_close(e->allreduce_hop_s, 3e-6, 1e-12);
+    assert_close(e->frontend_s, 1.5e-3, 1e-12);
+    /* the override replaces one term and inherits the others */
+    const cat_engine_host *h = cat_engine_host_for(e, "tgpu");
+    assert_close(h->iter_fixed_s, 50e-6, 1e-12);
+    assert_close(h->iter_per_seq_s, 1e-6, 1e-12);
+    assert_close(h->op_floor_s, 2e-6, 1e-12);
+    assert_ptr_equal(cat_engine_host_for(e, "other"), &e->host);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+static void test_engine_errors(void **state)
+{
+    (void)state;
+    expect_engine_error("overlap", "overlap = sometimes", NULL, 3,
+                        "engine.overlap: 'sometimes' is not serial or max");
+    expect_engine_error("moe_eff", "moe_eff = 2", NULL, 12,
+                        "kernels.moe_eff: '2' is not a fraction in (0, 1]");
+    expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 10,
+                        "kernels.fuse_add_norm: 'yes' is not true or false");
+    expect_engine_error("frontend_ms", NULL, NULL, 0, "frontend.frontend_ms: missing");
+    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 20,
+                        "gpu.tgpu.iter_per_seq_us: 'x' is not a number >= 0");
+    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 20,
+                        "gpu.tgpu.iter_fixed_us: set twice (first on line 19)");
+    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 20,
+                        "gpu.tgpu.moe_eff: unknown key (a [gpu.NAME] section overrides");
+    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 21,
+                        "gpu.Bad GPU.iter_fixed_us: 'Bad GPU' is not a GPU name");
+    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 21,
+                        "overhead.iter_fixed_us: unknown section [overhead]");
+}
+
+/* }====================================================================== */
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_gpus),
+        cmocka_unit_test(test_shipped_engine),
+        cmocka_unit_test_teardown(test_engine_file, teardown_tmp),
+        cmocka_unit_test_teardown(test_engine_errors, teardown_tmp),
         cmocka_unit_test(test_shipped_models),
         cmocka_unit_test(test_params_and_kv),
         cmocka_unit_test(test_find),

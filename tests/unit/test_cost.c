@@ -40,7 +40,9 @@ static int teardown(void **state)
 
 static cost_model *mk(fx *f, const char *gpu, const char *model, uint32_t tp)
 {
-    cost_params p = {catalog_gpu(f->cat, gpu), catalog_model(f->cat, model), tp, NULL};
+    cost_params p = {.gpu = catalog_gpu(f->cat, gpu), .model = catalog_model(f->cat, model),
+                     .tp = tp, .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
+    assert_non_null(p.engine);
     assert_non_null(p.gpu);
     assert_non_null(p.model);
     cost_model *cm = NULL;
@@ -180,7 +182,9 @@ static void test_iteration_is_sum_of_ops(void **state)
 static void test_bad_params(void **state)
 {
     fx *f = *state;
-    cost_params p = {catalog_gpu(f->cat, "a100-80g"), catalog_model(f->cat, "llama-2-7b"), 3, NULL};
+    cost_params p = {.gpu = catalog_gpu(f->cat, "a100-80g"),
+                     .model = catalog_model(f->cat, "llama-2-7b"), .tp = 3,
+                     .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), SS_EINVAL);
@@ -201,10 +205,12 @@ static void test_extreme_figures_saturate(void **state)
     cat_gpu g = *catalog_gpu(f->cat, "a100-80g");
     cat_model m = *catalog_model(f->cat, "llama-2-7b");
     g.peak_flops = 1e-300;
-    g.iter_fixed_s = 1e300;
+    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    e.host.iter_fixed_s = 1e300;
+    e.n_gpus = 0;
     m.layers = CAT_MAX_LAYERS;
     m.hidden = m.ffn = m.vocab = 4000000000u;
-    cost_params p = {&g, &m, 1, NULL};
+    cost_params p = {.gpu = &g, .model = &m, .tp = 1, .engine = &e};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), 0);
@@ -351,6 +357,237 @@ static void test_fidelity_vs_vidur_profiles(void **state)
         skip();
 }
 
+/* {======================================================================
+ * Engine knobs: each test fails when the cost model ignores its knob
+ * ======================================================================= */
+
+/* A copy of the default engine without per-GPU sections (so [host] applies everywhere). */
+static cat_engine eager(fx *f)
+{
+    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    e.n_gpus = 0;
+    return e;
+}
+
+static cost_model *mk_e(fx *f, const char *gpu, const char *model, uint32_t tp,
+                        const cat_engine *e)
+{
+    cost_params p = {.gpu = catalog_gpu(f->cat, gpu), .model = catalog_model(f->cat, model),
+                     .tp = tp, .engine = e};
+    cost_model *cm = NULL;
+    ss_errbuf eb;
+    if (cost_model_create(&cm, "roofline", &p, &eb))
+        fail_msg("%s", eb.msg);
+    return cm;
+}
+
+/* Sum of count over the device operators of an iteration (kernels launched). */
+static uint64_t n_kernels(const cost_op *ops, size_t n)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].kind != COST_OP_HOST)
+            k += ops[i].count;
+    return k;
+}
+
+/* Host time = fixed + per sequence x S + per token x T, from the engine (not the GPU file):
+ * 100 us + 5 x 10 us + 302 x 1 us = 452 us. */
+static void test_engine_host_terms(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    e.host.iter_fixed_s = 100e-6;
+    e.host.iter_per_seq_s = 10e-6;
+    e.host.iter_per_token_s = 1e-6;
+    cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    cost_batch b = {0};
+    for (int i = 0; i < 3; i++)
+        cost_batch_add_prefill(&b, 100, 0);
+    cost_batch_add_decode(&b, 50);
+    cost_batch_add_decode(&b, 60);
+    assert_int_equal(cost_host_ns(cm, &b), 452000);
+    cost_split sp;
+    cost_iteration_split(cm, &b, &sp);
+    assert_int_equal(sp.host_ns, 452000); /* serial: all of it exposed */
+    cost_model_destroy(&cm);
+    /* the per-GPU section wins on its GPU only */
+    e.n_gpus = 1;
+    snprintf(e.per_gpu[0].gpu, sizeof e.per_gpu[0].gpu, "h100-sxm");
+    e.per_gpu[0].host = e.host;
+    e.per_gpu[0].host.iter_fixed_s = 50e-6;
+    cm = mk_e(f, "h100-sxm", "llama-2-7b", 1, &e);
+    assert_int_equal(cost_host_ns(cm, &b), 402000);
+    cost_model_destroy(&cm);
+    cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    assert_int_equal(cost_host_ns(cm, &b), 452000);
+    cost_model_destroy(&cm);
+}
+
+/* overlap = max: an iteration takes max(host, device), where the serial engine takes
+ * host + device; the exposed host slice is max(0, host - device). Both regimes. */
+static void test_engine_overlap_max(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    cost_batch b = {0};
+    cost_batch_add_decode(&b, 1000);
+    for (int big = 0; big < 2; big++) {
+        e.host.iter_fixed_s = big ? 0.5 : 3e-3; /* device ~8 ms: host below, then above */
+        e.overlap = CAT_OVERLAP_SERIAL;
+        cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+        ss_time host = cost_host_ns(cm, &b), serial = cost_iteration_ns(cm, &b);
+        ss_time device = serial - host;
+        cost_model_destroy(&cm);
+        assert_true(big ? host > device : host < device);
+        e.overlap = CAT_OVERLAP_MAX;
+        cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+        ss_time want = host > device ? host : device;
+        assert_int_equal(cost_iteration_ns(cm, &b), want);
+        cost_split sp;
+        cost_iteration_split(cm, &b, &sp);
+        assert_int_equal(sp.host_ns, big ? host - device : 0);
+        /* the operator expansion (timelines) shows the same exposed host slice */
+        cost_op ops[32];
+        ss_time ns[32];
+        size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+        ss_time sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += ns[i] * ops[i].count;
+        assert_int_equal(sum, want);
+        cost_model_destroy(&cm);
+    }
+}
+
+/* The kernel floor is the engine's: +1 us per kernel adds 1 us per launched kernel. */
+static void test_engine_op_floor(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    cost_batch b = {0};
+    cost_batch_add_decode(&b, 500);
+    cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    cost_op ops[32];
+    ss_time ns[32];
+    size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+    uint64_t k = n_kernels(ops, n);
+    ss_time t0 = cost_iteration_ns(cm, &b);
+    cost_model_destroy(&cm);
+    e.host.op_floor_s += 1e-6;
+    cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    ss_time t1 = cost_iteration_ns(cm, &b);
+    cost_model_destroy(&cm);
+    /* each operator's time is rounded to the ns on its own: within 1 ns per kernel */
+    assert_true(llabs((long long)(t1 - t0) - (long long)k * 1000) <= (long long)k);
+}
+
+/* fuse_add_norm: residual add and RMSNorm become one kernel (2L fewer launches) that reads x
+ * and the residual and writes both: (4Th + h) d bytes. */
+static void test_engine_fuse_add_norm(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    e.fuse_add_norm = 1;
+    cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 64, 0);
+    cost_op ops[32];
+    ss_time ns[32];
+    size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+    assert_null(find_op(ops, n, COST_OP_RESIDUAL, NULL, ns));
+    const cost_op *norm = find_op(ops, n, COST_OP_NORM, NULL, ns);
+    assert_non_null(norm);
+    assert_int_equal(norm->count, 2 * 32);
+    assert_true(norm->bytes == (4.0 * 64 * 4096 + 4096) * 2);
+    uint64_t k_fused = n_kernels(ops, n);
+    cost_model_destroy(&cm);
+    e.fuse_add_norm = 0;
+    cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    n = cost_iteration_ops(cm, &b, ops, ns, 32);
+    assert_int_equal(n_kernels(ops, n), k_fused + 2 * 32);
+    cost_model_destroy(&cm);
+}
+
+/* fuse_silu_mul = false: silu, then multiply: two kernels per layer, five passes over F. */
+static void test_engine_unfused_silu_mul(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    e.fuse_silu_mul = 0;
+    cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 1, &e);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 64, 0);
+    cost_op ops[32];
+    ss_time ns[32];
+    size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+    const cost_op *act = find_op(ops, n, COST_OP_ACT, NULL, ns);
+    assert_non_null(act);
+    assert_int_equal(act->count, 2 * 32);
+    assert_true(act->bytes * 2 == 5.0 * 64 * 11008 * 2);
+    cost_model_destroy(&cm);
+}
+
+/* moe_eff scales the expert GEMMs' roofline time (above the floor), and only theirs. */
+static void test_engine_moe_eff(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 256, 0);
+    ss_time up[2], dense[2];
+    for (int i = 0; i < 2; i++) {
+        e.moe_eff = i ? 0.5 : 1.0;
+        cost_model *cm = mk_e(f, "h100-sxm", "mixtral-8x7b", 2, &e);
+        cost_op op;
+        assert_int_equal(cost_op_shape(cm, COST_OP_MLP_UP, &b, &op), 0);
+        assert_true(op.moe);
+        up[i] = cost_op_ns(cm, &op);
+        cost_model_destroy(&cm);
+        cm = mk_e(f, "h100-sxm", "llama-2-7b", 1, &e);
+        assert_int_equal(cost_op_shape(cm, COST_OP_MLP_UP, &b, &op), 0);
+        assert_false(op.moe);
+        dense[i] = cost_op_ns(cm, &op);
+        cost_model_destroy(&cm);
+    }
+    double floor_ns = e.host.op_floor_s * 1e9;
+    assert_true(fabs((up[1] - floor_ns) - 2.0 * (up[0] - floor_ns)) <= 2.0);
+    assert_int_equal(dense[0], dense[1]);
+}
+
+/* All-reduce: 2(n-1)/n x bytes / (link x eff) + 2(n-1) x (link latency + engine hop latency),
+ * by hand for TP 4 on an A100 (300 GB/s, 8 us): eff 0.5, hop 2 us. */
+static void test_engine_allreduce(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    e.allreduce_eff = 0.5;
+    e.allreduce_hop_s = 2e-6;
+    cost_model *cm = mk_e(f, "a100-80g", "llama-2-7b", 4, &e);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 1000, 0);
+    cost_op op;
+    assert_int_equal(cost_op_shape(cm, COST_OP_ALLREDUCE, &b, &op), 0);
+    assert_true(op.comm_bytes == 1000.0 * 4096 * 2);
+    double want_s = 2.0 * 3 / 4 * op.comm_bytes / (300e9 * 0.5) + 2.0 * 3 * (8e-6 + 2e-6);
+    assert_int_equal(cost_op_ns(cm, &op), (ss_time)(want_s * 1e9 + 0.5));
+    cost_model_destroy(&cm);
+}
+
+/* A cost model needs an engine. */
+static void test_engine_required(void **state)
+{
+    fx *f = *state;
+    cost_params p = {.gpu = catalog_gpu(f->cat, "a100-80g"),
+                     .model = catalog_model(f->cat, "llama-2-7b"), .tp = 1};
+    cost_model *cm = NULL;
+    ss_errbuf eb;
+    assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "engine"));
+    assert_null(cm);
+}
+
+/* }====================================================================== */
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +597,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_iteration_is_sum_of_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extreme_figures_saturate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_host_terms, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_overlap_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_op_floor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_fuse_add_norm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_unfused_silu_mul, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_moe_eff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_allreduce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_required, setup, teardown),
         cmocka_unit_test_setup_teardown(test_llama70b_tp2_decode_step_near_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fidelity_vs_vidur_profiles, setup, teardown),
     };

@@ -203,12 +203,12 @@ static void test_sim_executor(void **state)
     const cat_model *m = catalog_model(cat, "llama-3-8b");
     assert_non_null(gpu);
     assert_non_null(m);
-    exec_config cfg = {.gpu = gpu};
+    exec_config cfg = {.gpu = gpu, .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
     exec *x = NULL;
     assert_int_equal(exec_create(&x, "sim", &cfg, &eb), 0);
     exec_limits lim = {.max_tokens = 4096, .max_kv_tokens = 8192, .max_seqs = 64};
     assert_int_equal(exec_prepare(x, m, 2, &lim, &eb), 0);
-    cost_params cp = {.gpu = gpu, .model = m, .tp = 2};
+    cost_params cp = {.gpu = gpu, .model = m, .tp = 2, .engine = cfg.engine};
     cost_model *cm = NULL;
     assert_int_equal(cost_model_create(&cm, "roofline", &cp, &eb), 0);
     cost_batch b = {0};

@@ -84,6 +84,33 @@ static int run(fx *f, const trace_rec *recs, size_t n, collect *c, metrics_summa
     return rc;
 }
 
+/* The engine's front-end latency is added to the client-side TTFT and E2E of every completed
+ * request, and to nothing else: the server-side schedule is the same. */
+static void test_engine_frontend_latency(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    trace_rec recs[3];
+    for (int i = 0; i < 3; i++)
+        recs[i] = rec((uint64_t)i, 0.01 * i, 300, 10);
+    metrics_req base[3], fe[3];
+    for (int k = 0; k < 2; k++) {
+        cat_engine e = *f->cfg.engine;
+        e.frontend_s = k ? 0.25 : 0.0;
+        const cat_engine *keep = f->cfg.engine;
+        f->cfg.engine = &e;
+        collect c = {k ? fe : base, 0};
+        run(f, recs, 3, &c, NULL, NULL);
+        f->cfg.engine = keep;
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fe[i].first_token - base[i].first_token, 250000000);
+        assert_int_equal(fe[i].finish - base[i].finish, 250000000);
+        assert_int_equal(fe[i].tbt_sum, base[i].tbt_sum);
+        assert_int_equal(fe[i].arrival, base[i].arrival);
+    }
+}
+
 static void test_unloaded_ttft_equals_prefill_prediction(void **state)
 {
     fx *f = *state;
@@ -955,6 +982,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_unloaded_ttft_equals_prefill_prediction),
+        T(test_engine_frontend_latency),
         T(test_doubling_rate_never_lowers_p99_ttft),
         T(test_conservation_with_rejections),
         T(test_kv_bounds_under_preemption),

@@ -25,7 +25,7 @@ static const store_run_info info = {
     .command = "slicesim replay --test", .trace = "t.csv", .trace_format = "native",
     .model = "llama-2-7b", .gpu = "a100-80g", .replicas = 2, .tp = 1,
     .batching = "vllm", .routing = "rr", .cost_model = "roofline", .params_json = "{}",
-    .seed = 1, .rate_scale = 1.0, .limit = 0,
+    .seed = 1, .rate_scale = 1.0, .limit = 0, .engine = "teng",
 };
 
 static void write_run(store *s, int n_req, int commit)
@@ -194,6 +194,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN rejected_kv_blocks;"
         "ALTER TABLE summary DROP COLUMN rejected_preempted;"
         "ALTER TABLE summary DROP COLUMN rejected_other;"
+        "ALTER TABLE runs DROP COLUMN engine;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -218,6 +219,11 @@ static void test_upgrades_schema_1(void **state)
                                  " AND rejected_too_long = 0 AND rejected_other = 0"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE rejected_kv_blocks = 1"
                                  " AND rejected_too_long = 0"), 1);
+    /* the old run was computed with what is now vllm-eager; the new one names its engine */
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE engine = 'vllm-eager'"
+                                 " AND run_id = 1"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE engine = 'teng'"
+                                 " AND run_id = 2"), 1);
 }
 
 static void test_allocation_failures(void **state)
@@ -394,7 +400,7 @@ static void test_merge_reads_inputs_only(void **state)
     store_close(&s);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
-    /* what versions 7, 8 and 9 added goes */
+    /* what versions 7, 8, 9 and 10 added goes */
     assert_int_equal(sqlite3_exec(db, "DROP TABLE sweep_points; ALTER TABLE runs DROP COLUMN"
                                       " result_json; DROP TABLE validation_iters; DROP TABLE"
                                       " validation_ops; DROP TABLE validations;"
@@ -408,6 +414,7 @@ static void test_merge_reads_inputs_only(void **state)
                                       " ALTER TABLE summary DROP COLUMN rejected_kv_blocks;"
                                       " ALTER TABLE summary DROP COLUMN rejected_preempted;"
                                       " ALTER TABLE summary DROP COLUMN rejected_other;"
+                                      " ALTER TABLE runs DROP COLUMN engine;"
                                       " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

@@ -1,0 +1,96 @@
+#!/bin/bash
+# CLI tests of engine profiles: `slicesim list engines` (table and JSON), selecting an engine
+# (replay --engine, a scenario's [tenant.X] engine, --set, compare bundles and --set, a sweep
+# grid), the engine stored with each run (runs.engine), that a different engine changes the
+# results and the default one does not, and the error contract: an unknown engine exits 2 with
+# one line naming FILE:LINE: field or the option, and an old hardware file with engine terms
+# names the key.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+TRACE=$ROOT/traces/azure-conv-synth.csv
+
+# list engines: the shipped default with its terms and its per-GPU host time
+"$S" list engines >list 2>err || fail "list engines: $(cat err)"
+grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul' list ||
+    fail "list engines: $(cat list)"
+"$S" list engines --json >list.json || fail "list engines --json"
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[0]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025, e' list.json ||
+    fail "list engines --json: $(cat list.json)"
+
+# A catalog with a second engine: CUDA graphs + async scheduling (overlap = max), a front end.
+mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" "$ROOT/profiles/engines" cat/ ||
+    fail "catalog copy"
+sed -e 's/^name = vllm-eager/name = test-graphs/' -e 's/^overlap = serial/overlap = max/' \
+    -e 's/^frontend_ms = 0 /frontend_ms = 40 /' "$ROOT/profiles/engines/vllm-eager.ini" \
+    >cat/engines/test-graphs.ini
+"$S" list engines --profiles cat | grep -Eq '^test-graphs .* max ' || fail "second engine not listed"
+
+# The default engine is the explicit one, byte for byte; another engine changes the results
+# and is stored with its run.
+"$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json >default.json ||
+    fail "default run"
+"$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json --engine vllm-eager \
+    >eager.json || fail "--engine vllm-eager"
+diff <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' eager.json) \
+    >/dev/null || fail "--engine vllm-eager differs from the default"
+"$S" replay --trace "$TRACE" --limit 300 --profiles cat --db r.db --engine test-graphs --json \
+    >graphs.json 2>err || fail "--engine test-graphs: $(cat err)"
+cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' graphs.json) &&
+    fail "another engine gave the same results"
+[ "$(sql r.db 'SELECT engine FROM runs')" = test-graphs ] || fail "runs.engine"
+grep -q '^engine = test-graphs' <(sql r.db 'SELECT scenario FROM runs') ||
+    fail "the stored scenario lacks the engine"
+
+# Per tenant, from a scenario file and --set
+cat >s.ini <<INI
+[tenant.a]
+model = llama-2-7b
+engine = test-graphs
+trace = $TRACE
+limit = 100
+INI
+"$S" replay -c s.ini --profiles cat --db s.db >/dev/null 2>err || fail "scenario engine: $(cat err)"
+[ "$(sql s.db 'SELECT engine FROM runs')" = test-graphs ] || fail "scenario: runs.engine"
+"$S" replay -c s.ini --profiles cat --db s.db --set tenant.a.engine=vllm-eager >/dev/null 2>err ||
+    fail "--set engine: $(cat err)"
+[ "$(sql s.db 'SELECT engine FROM runs WHERE run_id = 2')" = vllm-eager ] || fail "--set: runs.engine"
+"$S" compare -c s.ini --profiles cat --db c.db --no-progress \
+    --policies eager:tenant.a.engine=vllm-eager,graphs:tenant.a.engine=test-graphs \
+    >/dev/null 2>err || fail "compare over engines: $(cat err)"
+[ "$(sql c.db "SELECT group_concat(engine, ',') FROM (SELECT engine FROM runs ORDER BY run_id)")" = \
+    vllm-eager,test-graphs ] || fail "compare: runs.engine"
+"$S" compare -c s.ini --profiles cat --db none --no-progress --policies container \
+    --set tenant.a.engine=test-graphs >/dev/null 2>err || fail "compare --set engine: $(cat err)"
+
+# A sweep over engines: a grid on the tenant key
+cat >x.ini <<INI
+[sweep]
+scenario = s.ini
+name = engines
+db = x.db
+[grid]
+tenant.a.engine = vllm-eager, test-graphs
+INI
+"$S" sweep x.ini --profiles cat >/dev/null 2>err || fail "sweep over engines: $(cat err)"
+[ "$(sql x.db "SELECT count(DISTINCT engine) FROM runs")" = 2 ] || fail "sweep: runs.engine"
+
+# Errors: one line naming where the engine came from
+expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-eager\\)$" \
+    "$S" replay --limit 5 --profiles cat --engine nope --db none
+sed -i 's/^engine = test-graphs/engine = nope/' s.ini
+expect_error 2 "^slicesim: replay: s.ini:3: tenant.a.engine: unknown engine 'nope' \\(known: " \
+    "$S" replay -c s.ini --profiles cat --db none
+expect_error 2 "^slicesim: replay: --set: tenant.a.engine: unknown engine 'x' " \
+    "$S" replay -c s.ini --profiles cat --db none --set tenant.a.engine=x
+expect_error 2 "^slicesim: replay: --set: tenant.a.engine: expected a name of 1 to 47 characters" \
+    "$S" replay -c s.ini --profiles cat --db none --set "tenant.a.engine=Bad Name"
+# A hardware file from before engine profiles names the moved key.
+printf '[overhead]\niter_fixed_us = 3000\n' >>cat/hardware/h200.ini
+expect_error 2 "cat/hardware/h200.ini:[0-9]+: overhead.iter_fixed_us: an engine term since engine profiles" \
+    "$S" list gpus --profiles cat
+echo "engine_cli: all checks passed"
