@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 typedef struct store store;
 
