@@ -765,7 +765,8 @@ static int check_list(const gmg *g, const gmg_container *c, int li, uint64_t *he
 
 /* full: walk the waiting list too; otherwise its requests are taken to hold no GPU blocks, as
  * the last full check found. */
-static int check_container(const gmg *g, const gmg_container *c, int full, ss_errbuf *eb)
+static int check_container(const gmg *g, const gmg_container *c, int full, int deep,
+                           ss_errbuf *eb)
 {
     /* unsigned counters: a "negative" pool wraps round to far above the total */
     if (c->blocks_free > c->blocks_total)
@@ -781,7 +782,7 @@ static int check_container(const gmg *g, const gmg_container *c, int full, ss_er
             return rc;
     }
     if (c->pc) {
-        int rc = gmg__pc_check(g, c, shared, eb);
+        int rc = gmg__pc_check(g, c, shared, deep, eb);
         if (rc)
             return rc;
         held += c->pc->n_held;
@@ -873,10 +874,10 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     return SS_OK;
 }
 
-static int check_graph(const gmg *g, int full, ss_errbuf *eb)
+static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
 {
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
-        int rc = check_container(g, &g->ctrs[i], full, eb);
+        int rc = check_container(g, &g->ctrs[i], full, deep, eb);
         if (rc)
             return rc;
     }
@@ -888,6 +889,11 @@ static int check_graph(const gmg *g, int full, ss_errbuf *eb)
     return full ? check_slots(g, eb) : SS_OK;
 }
 
-int gmg_check(const gmg *g, ss_errbuf *eb) { return check_graph(g, 1, eb); }
+int gmg_check(const gmg *g, ss_errbuf *eb) { return check_graph(g, 1, 1, eb); }
 
-int gmg_check_active(const gmg *g, ss_errbuf *eb) { return check_graph(g, 0, eb); }
+int gmg_check_active(const gmg *g, ss_errbuf *eb) { return check_graph(g, 0, 0, eb); }
+
+int gmg_check_mode(const gmg *g, int full, int deep, ss_errbuf *eb)
+{
+    return check_graph(g, full, deep, eb);
+}

@@ -405,6 +405,7 @@ typedef struct gmg_pcache {
     uint32_t free_ent;       /* unused entries, through next */
     uint32_t tab_mask;       /* hash table of entry ids (linear probing), size tab_mask + 1 */
     uint64_t evictions;      /* cached blocks evicted */
+    uint64_t refs;           /* sum of the entries' ref (kept for the O(1) check) */
     uint32_t *tab;           /* points into this allocation */
     gmg_pc_ent *ent;         /* points into this allocation */
 } gmg_pcache;
@@ -438,7 +439,8 @@ static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r-
 void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
 void gmg__pc_make_room(gmg_container *c, uint32_t n);
 void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta);
-int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, ss_errbuf *eb);
+int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int deep,
+                  ss_errbuf *eb);
 
 /* Check every invariant of the graph as it stands: each container's KV and swap blocks within
  * [0, pool] and conserved (free + held = pool), each GPU's memory ledger within [0, capacity],
@@ -454,5 +456,11 @@ int gmg_check(const gmg *g, ss_errbuf *eb);
  * bounds and block conservation, and the running and swapped requests, are still checked.
  * O(containers + GPUs + running + swapped). */
 int gmg_check_active(const gmg *g, ss_errbuf *eb);
+/* gmg_check (full) or gmg_check_active, with the prefix caches' counters checked in O(1) and,
+ * when deep, every cache walked (table, LRU list, refcounts, each running request's chain:
+ * O(cache blocks)); gmg_check and gmg_check_active walk them always / never. */
+int gmg_check_mode(const gmg *g, int full, int deep, ss_errbuf *eb);
+/* The work a deep prefix-cache check does: the caches' blocks and table slots (0 without). */
+uint64_t gmg_pc_check_units(const gmg *g);
 
 #endif

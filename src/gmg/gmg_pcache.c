@@ -142,6 +142,7 @@ uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, ui
 static void incref(gmg *g, gmg_container *c, uint32_t e)
 {
     gmg_pcache *pc = c->pc;
+    pc->refs++;
     if (pc->ent[e].ref++ == 0) {
         lru_unlink(pc, e);
         pc->n_held++;
@@ -198,6 +199,7 @@ void gmg_pc_register(gmg *g, gmg_container *c, gmg_req *r)
             pc->ent[e] = (gmg_pc_ent){.key = key, .ref = 1, .prev = GMG_NONE, .next = GMG_NONE};
             tab_insert(pc, e);
             pc->n_held++;
+            pc->refs++;
         }
         r->pc_shared = j + 1;
     }
@@ -214,6 +216,7 @@ void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r)
         if (e == GMG_NONE || pc->ent[e].ref == 0)
             ss_fatal(SS_LOC, "container %u: request %llu shares block %u, which the cache does "
                      "not hold for it", c->id, (unsigned long long)r->trace_id, j);
+        pc->refs--;
         if (--pc->ent[e].ref == 0) {
             lru_insert_before(pc, e, anchor);
             anchor = e;
@@ -298,9 +301,19 @@ void gmg_pc_destroy(gmg_pcache **pc)
 /* Every entry in the table found by its own key, idle exactly when in the LRU list, the counts
  * adding up, the references equal to what the requests share, and each running request's
  * shared blocks its chain's first ones, all cached. */
-int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, ss_errbuf *eb)
+int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int deep,
+                  ss_errbuf *eb)
 {
     const gmg_pcache *pc = c->pc;
+    shared += c->pc_shared_in_transit;
+    if (pc->refs != shared || pc->n_held > pc->refs || (pc->refs && !pc->n_held) ||
+        pc->n_idle > c->blocks_free || (uint64_t)pc->n_held + pc->n_idle > pc->cap)
+        return ss_err(eb, SS_ECHECK, "container %u: prefix cache holds %u blocks (%llu "
+                      "references) and %u idle, but its requests share %llu (%u free blocks, "
+                      "%u entries)", c->id, pc->n_held, (unsigned long long)pc->refs,
+                      pc->n_idle, (unsigned long long)shared, c->blocks_free, pc->cap);
+    if (!deep)
+        return SS_OK;
     uint64_t refs = 0;
     uint32_t n_tab = 0, n_held = 0, n_lru = 0;
     for (uint32_t i = 0; i <= pc->tab_mask; i++) {
@@ -323,7 +336,6 @@ int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, ss_errb
         return ss_err(eb, SS_ECHECK, "container %u: prefix cache counts %u held + %u idle, but "
                       "%u in use, %u in the LRU list, %u hashed (%u free blocks)", c->id,
                       pc->n_held, pc->n_idle, n_held, n_lru, n_tab, c->blocks_free);
-    shared += c->pc_shared_in_transit;
     if (refs != shared)
         return ss_err(eb, SS_ECHECK, "container %u: prefix-cache references %llu != %llu blocks "
                       "its requests share", c->id, (unsigned long long)refs,
@@ -349,4 +361,13 @@ int gmg_pc_enable(gmg *g)
         }
     g->prefix_cache = 1;
     return SS_OK;
+}
+
+uint64_t gmg_pc_check_units(const gmg *g)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < g->n_ctrs; i++)
+        if (g->ctrs[i].pc)
+            n += (uint64_t)g->ctrs[i].pc->cap + g->ctrs[i].pc->tab_mask + 1;
+    return n;
 }
