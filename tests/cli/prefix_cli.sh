@@ -47,5 +47,14 @@ grep -q prefix_cache a.json && fail "auto turned the cache on without identity"
 strip() { sed -e 's/"wall_s": [0-9.]*//' -e 's/, "prefix_cache": {[^}]*}//g' "$1"; }
 [ "$(strip a.json)" = "$(strip b.json)" ] || fail "an identity-less trace changed with the cache on"
 
+# Native hash_ids (Mooncake's 512-token block ids): the second prompt shares the first block.
+cat >h.csv <<'CSV'
+request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids
+0,0,default,1100,4,1 2 3
+1,100,default,1100,4,1 5 6
+CSV
+"$S" replay --trace h.csv --replicas 1 --db none >h.out 2>err || fail "hash_ids: $(cat err)"
+grep -q "prefix cache: hit rate 23.3 % of prompt tokens (512 of 2200)" h.out || fail "hash_ids: $(cat h.out)"
+
 expect_error 2 "replay: --prefix-cache: expected one of auto, on, off, got .maybe." "$S" replay --trace p.csv --db none --prefix-cache maybe
 echo "prefix_cli: all checks passed"
