@@ -131,6 +131,8 @@ static void usage(FILE *f)
         "  --gpu-mem-util F        fraction of GPU memory the engine uses (default 0.9)\n"
         "  --block-size N          tokens per KV block (default 16)\n"
         "  --swap-space GIB        host memory per GPU for preemption by swap (default 4)\n"
+        "  --prefix-cache MODE     automatic prefix caching: auto (default: on when the trace\n"
+        "                          carries prefix identity) | on | off\n"
         "Run:\n"
         "  --seed N                seed of every random stream (default 1)\n"
         "  --warmup S              requests arriving before S seconds are not measured\n"
@@ -179,6 +181,7 @@ static const key_opt key_opts[] = {
     {"block-size", "engine.block_size", 'u', NULL},
     {"max-model-len", "engine.max_model_len", 'u', NULL},
     {"swap-space", "engine.swap_space_gib", 'z', NULL},
+    {"prefix-cache", "engine.prefix_cache", 's', NULL},
     {"max-num-seqs", "policy.max_num_seqs", 's', NULL},
     {"max-num-batched-tokens", "policy.max_num_batched_tokens", 's', NULL},
     {"watermark", "policy.watermark", 's', NULL}, {"preempt", "policy.preempt", 's', NULL},

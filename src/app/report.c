@@ -46,6 +46,8 @@ static void json_group(FILE *f, const metrics_group_summary *g)
     json_pct(f, "e2e_ms", &g->e2e_ms);
 }
 
+static void json_prefix_group(FILE *f, const metrics_group_summary *s);
+
 static void json_tenants(FILE *f, const gsim *g, double window_s)
 {
     const metrics *m = gsim_metrics(g);
@@ -59,6 +61,10 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         fprintf(f, ", \"model\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, \"tiers\": %u",
                 t->model->name, t->replicas, t->tp, t->pp, t->tiers);
         json_group(f, &s);
+        if (gsim_graph(g)->prefix_cache) {
+            fputs(", \"prefix_cache\": ", f);
+            json_prefix_group(f, &s);
+        }
         fputc('}', f);
     }
     fputc(']', f);
@@ -121,6 +127,26 @@ static void json_ops(FILE *f, const report_run *r, const gsim *g, const metrics_
             sl->wall_s, sl->wall_s > 0 ? (double)sl->ticks / sl->wall_s : 0.0);
 }
 
+static void json_prefix_group(FILE *f, const metrics_group_summary *s)
+{
+    const metrics_prefix *p = &s->prefix;
+    fprintf(f, "{\"hit_rate\": %.6f, \"block_hit_rate\": %.6f, \"lookups\": %" PRIu64
+               ", \"query_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+               ", \"query_blocks\": %" PRIu64 ", \"hit_blocks\": %" PRIu64
+               ", \"saved_tokens\": %" PRIu64 ", \"evictions\": %" PRIu64 "}",
+            s->prefix_hit_rate, s->prefix_block_hit_rate, p->lookups, p->query_tokens,
+            p->hit_tokens, p->query_blocks, p->hit_blocks, p->saved_tokens, p->evictions);
+}
+
+/* Automatic prefix caching, overall and per tenant; absent when the cache was off. */
+static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    if (!gsim_graph(g)->prefix_cache)
+        return;
+    fputs(", \"prefix_cache\": ", f);
+    json_prefix_group(f, &m->all);
+}
+
 void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
@@ -155,6 +181,7 @@ void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summ
     json_tiers(f, g, m->window_s);
     json_slices(f, g, m);
     json_ops(f, r, g, m);
+    json_prefix(f, g, m);
     fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
                "\"batching\": \"%s\", \"routing\": \"%s\", \"cluster\": \"%s\", "
                "\"cost_model\": \"%s\", \"seed\": %" PRIu64 "}\n",
@@ -261,6 +288,13 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
                    "re-allocations %" PRIu64 "; scaled up %" PRIu64 ", down %" PRIu64 "\n",
                 m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations,
                 m->scale_ups, m->scale_downs);
+    if (gsim_graph(g)->prefix_cache) {
+        const metrics_prefix *p = &a->prefix;
+        fprintf(f, "  prefix cache: hit rate %.1f %% of prompt tokens (%" PRIu64 " of %" PRIu64
+                   "), %.1f %% of blocks; %" PRIu64 " prefill tokens saved; %" PRIu64
+                   " blocks evicted\n", 100 * a->prefix_hit_rate, p->hit_tokens, p->query_tokens,
+                100 * a->prefix_block_hit_rate, p->saved_tokens, p->evictions);
+    }
     table_slices(f, g, m);
     table_ops(f, g, m);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64

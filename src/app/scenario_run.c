@@ -232,6 +232,9 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     c->block_tokens = sc->block_size;
     c->max_model_len = sc->max_model_len;
     c->swap_bytes = sc->swap_space_gib * 1073741824.0;
+    c->prefix_cache = !strcmp(sc->prefix_cache, "on")    ? GSIM_PREFIX_ON
+                      : !strcmp(sc->prefix_cache, "off") ? GSIM_PREFIX_OFF
+                                                         : GSIM_PREFIX_AUTO;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */
     c->model = r->tenants[0].model;
     c->engine = r->tenants[0].engine;

@@ -26,6 +26,7 @@ void gmg_destroy(gmg **gp)
         if (!g->borrowed_costs)
             cost_model_destroy(&g->ctrs[i].cost);
         ss_free(g->ctrs[i].iter.reqs);
+        gmg_pc_destroy(&g->ctrs[i].pc);
     }
     ss_free(g->ctrs);
     ss_free(g->replicas);
@@ -72,9 +73,12 @@ int gmg_clone(const gmg *src, gmg **out)
         gmg_container *c = &g->ctrs[i];
         *c = src->ctrs[i];
         c->iter.reqs = NULL;
+        c->pc = NULL;
         g->n_ctrs = i + 1;
         rc = dup_array((void **)&c->iter.reqs, src->ctrs[i].iter.reqs, c->iter.cap,
                        sizeof *c->iter.reqs);
+        if (!rc && src->ctrs[i].pc) /* a what-if must see the cache as it is */
+            rc = gmg_pc_clone(src->ctrs[i].pc, &c->pc);
     }
     if (!rc && !(g->reqs = ss_calloc(src->cap_slots ? src->cap_slots : 1, sizeof *g->reqs)))
         rc = SS_ENOMEM;
@@ -209,6 +213,9 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
     c->blocks_total = c->blocks_free = (uint32_t)(z->blocks / s->pp);
     c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
     c->swap_total = c->swap_free = (uint32_t)(s->swap_bytes / z->block_bytes / s->pp);
+    c->pc = NULL;
+    if (g->prefix_cache && gmg_pc_create(&c->pc, c->blocks_total))
+        return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
     return SS_OK;
 }
 
@@ -264,6 +271,13 @@ int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, s
         rc = cost_model_create(&cm, spec->cost_backend, &cp, eb);
     if (rc)
         return rc;
+    gmg_pcache *pc = NULL; /* the new tenant's prompts share nothing with the old one's */
+    if (c->pc && gmg_pc_create(&pc, (uint32_t)z.blocks)) {
+        cost_model_destroy(&cm);
+        return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
+    }
+    gmg_pc_destroy(&c->pc);
+    c->pc = pc;
     cost_model_destroy(&c->cost);
     c->cost = cm;
     c->tenant = spec->tenant;
@@ -387,8 +401,10 @@ void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
 
 /* ---- KV blocks and the memory ledger ---------------------------------------------------- */
 
+#define ledger_kv gmg__ledger_kv
+
 /* Add delta blocks' worth of KV to every GPU of c's replica. */
-static void ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
+void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
 {
     for (uint32_t k = 0; k < c->tp * c->pp; k++) {
         gmg_gpu *u = &g->gpus[c->gpu0 + k];
@@ -402,10 +418,22 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
 {
     if (blocks == r->blocks)
         return;
+    if (r->pc_shared) {
+        if (blocks) {
+            if (SS_NEVER(blocks < r->pc_shared))
+                return;
+        } else {
+            gmg__pc_release(g, c, r); /* the shared blocks go back to the cache */
+            if (r->blocks == 0)
+                return;
+        }
+    }
     int64_t delta = (int64_t)blocks - (int64_t)r->blocks;
     if (delta > (int64_t)c->blocks_free)
         ss_fatal(SS_LOC, "container %u: request %llu needs %lld more KV blocks, %u free", c->id,
                  (unsigned long long)r->trace_id, (long long)delta, c->blocks_free);
+    if (delta > 0 && c->pc)
+        gmg__pc_make_room(c, (uint32_t)delta);
     c->blocks_free = (uint32_t)((int64_t)c->blocks_free - delta);
     if (c->blocks_free > c->blocks_total)
         ss_fatal(SS_LOC, "container %u: %u free KV blocks exceed the pool of %u", c->id,
@@ -424,6 +452,8 @@ static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, co
     if (n > c->blocks_free)
         ss_fatal(SS_LOC, "container %u: %s %u blocks with %u free", c->id, what, n,
                  c->blocks_free);
+    if (c->pc)
+        gmg__pc_make_room(c, n);
     c->blocks_free -= n;
     *held += n;
     uint32_t used = c->blocks_total - c->blocks_free;
@@ -690,7 +720,7 @@ enum { L_WAITING, L_RUNNING, L_SWAPPED };
 /* Walk one list of c: members in its state and container, links consistent, the walk ending
  * within n_slots steps at the list's tail and count. Blocks held and swapped are added up. */
 static int check_list(const gmg *g, const gmg_container *c, int li, uint64_t *held,
-                      uint64_t *swapped, ss_errbuf *eb)
+                      uint64_t *swapped, uint64_t *shared, ss_errbuf *eb)
 {
     static const char *const names[3] = {"waiting", "running", "swapped"};
     const gmg_list *l = li == L_WAITING ? &c->waiting : li == L_RUNNING ? &c->running : &c->swapped;
@@ -719,7 +749,13 @@ static int check_list(const gmg *g, const gmg_container *c, int li, uint64_t *he
         int rc = check_tokens(q, r, eb);
         if (rc)
             return rc;
-        *held += q->blocks;
+        if (q->pc_shared > q->blocks || (q->pc_shared && !c->pc))
+            return ss_err(eb, SS_ECHECK, "container %u: request %llu (slot %u) shares %u "
+                          "prefix-cache blocks of the %u it holds%s", c->id,
+                          (unsigned long long)q->trace_id, r, q->pc_shared, q->blocks,
+                          c->pc ? "" : " with no cache");
+        *held += q->blocks - q->pc_shared;
+        *shared += q->pc_shared;
         *swapped += q->swapped_blocks;
     }
     if (n != l->n || l->tail != prev)
@@ -730,7 +766,8 @@ static int check_list(const gmg *g, const gmg_container *c, int li, uint64_t *he
 
 /* full: walk the waiting list too; otherwise its requests are taken to hold no GPU blocks, as
  * the last full check found. */
-static int check_container(const gmg *g, const gmg_container *c, int full, ss_errbuf *eb)
+static int check_container(const gmg *g, const gmg_container *c, int full, int deep,
+                           ss_errbuf *eb)
 {
     /* unsigned counters: a "negative" pool wraps round to far above the total */
     if (c->blocks_free > c->blocks_total)
@@ -739,11 +776,17 @@ static int check_container(const gmg *g, const gmg_container *c, int full, ss_er
     if (c->swap_free > c->swap_total)
         return ss_err(eb, SS_ECHECK, "container %u: free swap blocks %lld out of [0, %u]", c->id,
                       (long long)(int32_t)c->swap_free, c->swap_total);
-    uint64_t held = 0, swapped = 0;
+    uint64_t held = 0, swapped = 0, shared = 0;
     for (int li = full ? L_WAITING : L_RUNNING; li <= L_SWAPPED; li++) {
-        int rc = check_list(g, c, li, &held, &swapped, eb);
+        int rc = check_list(g, c, li, &held, &swapped, &shared, eb);
         if (rc)
             return rc;
+    }
+    if (c->pc) {
+        int rc = gmg__pc_check(g, c, shared, deep, eb);
+        if (rc)
+            return rc;
+        held += c->pc->n_held;
     }
     held += (uint64_t)c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded +
             c->blocks_staged;
@@ -832,10 +875,10 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     return SS_OK;
 }
 
-static int check_graph(const gmg *g, int full, ss_errbuf *eb)
+static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
 {
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
-        int rc = check_container(g, &g->ctrs[i], full, eb);
+        int rc = check_container(g, &g->ctrs[i], full, deep, eb);
         if (rc)
             return rc;
     }
@@ -847,6 +890,11 @@ static int check_graph(const gmg *g, int full, ss_errbuf *eb)
     return full ? check_slots(g, eb) : SS_OK;
 }
 
-int gmg_check(const gmg *g, ss_errbuf *eb) { return check_graph(g, 1, eb); }
+int gmg_check(const gmg *g, ss_errbuf *eb) { return check_graph(g, 1, 1, eb); }
 
-int gmg_check_active(const gmg *g, ss_errbuf *eb) { return check_graph(g, 0, eb); }
+int gmg_check_active(const gmg *g, ss_errbuf *eb) { return check_graph(g, 0, 0, eb); }
+
+int gmg_check_mode(const gmg *g, int full, int deep, ss_errbuf *eb)
+{
+    return check_graph(g, full, deep, eb);
+}

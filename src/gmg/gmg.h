@@ -53,6 +53,11 @@ typedef struct gmg_req {
     gmg_id mig;            /* live migration in progress (engine's id), GMG_NONE if none */
     uint32_t n_prefix_blocks; /* prefix-cache block ids from the trace (Mooncake hash_ids) */
     uint32_t *prefix_blocks;  /* owned copy, freed with the slot; NULL when none */
+    uint64_t session_id;      /* prompt identity from a native trace (0 = none): same id, same
+                                 prompt text */
+    uint32_t pc_shared;       /* of its blocks, how many are prefix-cache blocks (its chain's
+                                 first pc_shared, refcounted by the cache; the rest are its own) */
+    uint8_t pc_registered;    /* its prompt's full blocks went into the cache (prefill done) */
     /* state */
     uint8_t state;         /* gmg_req_state */
     gmg_id container;      /* container it was routed to */
@@ -207,6 +212,8 @@ typedef struct gmg_container {
     ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
+    uint32_t pc_shared_in_transit; /* cache blocks shared by its requests in stop-and-copy */
+    struct gmg_pcache *pc;  /* automatic prefix cache (owned); NULL when caching is off */
     void *batch_priv;       /* extension slot: the batching policy's per-container state
                                (allocated and owned by gsim; NULL when the policy has none) */
 } gmg_container;
@@ -238,6 +245,7 @@ typedef struct gmg {
     uint32_t peak_in_flight;
     uint64_t n_allocs;      /* request slots handed out so far (the last one's serial) */
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
+    int prefix_cache;       /* containers get a prefix cache (gmg_add_containers) */
 } gmg;
 
 /* How one container is laid out and sized. */
@@ -376,6 +384,65 @@ ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t st
 size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, size_t cap,
                        gmg_edge *edges_out);
 
+/* ---- automatic prefix caching (gmg_pcache.c) ------------------------------------------------
+ * Per container, as vLLM's: a full prompt block is identified by a chained hash (its content id
+ * and its parent's hash), so a block can only be hit when its whole chain of predecessors is
+ * cached. Cache blocks are refcounted by the running requests that share them; a block nobody
+ * reads stays cached and counts as free (blocks_free), and is evicted, least recently released
+ * first, when an allocation needs more blocks than the uncached free ones. A request releases its
+ * blocks leaf first, so a chain's tail is evicted before its head. Hashes outlive their parent's
+ * eviction (a child left behind is unreachable until the parent is cached again, and ages out). */
+typedef struct gmg_pc_ent {
+    uint64_t key;     /* chained hash */
+    uint32_t ref;     /* requests reading it; 0 = idle (in the LRU list) */
+    uint32_t prev, next; /* LRU links (idle) or free-list link (unused); GMG_NONE at the ends */
+} gmg_pc_ent;
+
+typedef struct gmg_pcache {
+    uint32_t cap;            /* entries: the container's blocks_total */
+    uint32_t n_held;         /* entries with ref > 0 (blocks held by the cache, not free) */
+    uint32_t n_idle;         /* entries with ref 0 (cached but counted in blocks_free) */
+    uint32_t lru_head, lru_tail; /* idle entries, least recently released first */
+    uint32_t free_ent;       /* unused entries, through next */
+    uint32_t tab_mask;       /* hash table of entry ids (linear probing), size tab_mask + 1 */
+    uint64_t evictions;      /* cached blocks evicted */
+    uint64_t refs;           /* sum of the entries' ref (kept for the O(1) check) */
+    uint32_t *tab;           /* points into this allocation */
+    gmg_pc_ent *ent;         /* points into this allocation */
+} gmg_pcache;
+
+/* Prompt blocks of r that carry an identity (full blocks only: the last partial block is never
+ * shared), for containers of block_tokens tokens per block. 0 when r has none. */
+uint32_t gmg_pc_blocks(const gmg_req *r, uint32_t block_tokens);
+/* Hash of r's block j given its parent's hash (0 for j = 0). Mooncake ids name 512-token
+ * blocks: engine block j hashes the id(s) under its tokens and its offset in them; a native
+ * session id hashes (session, j). */
+uint64_t gmg_pc_key(const gmg_req *r, uint32_t block_tokens, uint32_t j, uint64_t parent);
+/* Blocks of r's chain cached in c now, at most max (the walk stops at the first miss); *idle_out
+ * (may be NULL) gets how many of them nobody reads. Changes nothing. */
+uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, uint32_t *idle_out);
+/* r (holding no blocks) takes the first h blocks of its chain from the cache (all matched by
+ * gmg_pc_match): r->blocks = r->pc_shared = h. Idle ones leave the free pool. */
+void gmg_pc_take(gmg *g, gmg_container *c, gmg_req *r, uint32_t h);
+/* r's prefill is done: its full prompt blocks past pc_shared join the cache (an equal block
+ * already there is shared instead and r's copy freed). No-op when caching is off. */
+void gmg_pc_register(gmg *g, gmg_container *c, gmg_req *r);
+/* Copy, create (sized to c->blocks_total) and free a container's cache. 0 or SS_ENOMEM. */
+int gmg_pc_create(gmg_pcache **pc_out, uint32_t blocks);
+int gmg_pc_clone(const gmg_pcache *src, gmg_pcache **out);
+void gmg_pc_destroy(gmg_pcache **pc);
+/* Give every container a cache (they must hold no shared blocks): caching from now on; sets
+ * g->prefix_cache. 0 or SS_ENOMEM (then nothing changed). */
+int gmg_pc_enable(gmg *g);
+/* Blocks of r not shared with the cache. */
+static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r->pc_shared; }
+/* gmg.c internals used by gmg_pcache.c */
+void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
+void gmg__pc_make_room(gmg_container *c, uint32_t n);
+void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta);
+int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int deep,
+                  ss_errbuf *eb);
+
 /* Check every invariant of the graph as it stands: each container's KV and swap blocks within
  * [0, pool] and conserved (free + held = pool), each GPU's memory ledger within [0, capacity],
  * every request slot in exactly one state (the free list, or one container's waiting, running
@@ -390,5 +457,11 @@ int gmg_check(const gmg *g, ss_errbuf *eb);
  * bounds and block conservation, and the running and swapped requests, are still checked.
  * O(containers + GPUs + running + swapped). */
 int gmg_check_active(const gmg *g, ss_errbuf *eb);
+/* gmg_check (full) or gmg_check_active, with the prefix caches' counters checked in O(1) and,
+ * when deep, every cache walked (table, LRU list, refcounts, each running request's chain:
+ * O(cache blocks)); gmg_check and gmg_check_active walk them always / never. */
+int gmg_check_mode(const gmg *g, int full, int deep, ss_errbuf *eb);
+/* The work a deep prefix-cache check does: the caches' blocks and table slots (0 without). */
+uint64_t gmg_pc_check_units(const gmg *g);
 
 #endif

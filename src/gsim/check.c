@@ -92,6 +92,21 @@ static int full_turn(gsim_checker *k, const gmg *g)
     return 1;
 }
 
+/* Whether this event walks the prefix caches: their counters are checked after every event,
+ * their structure (O(cache blocks)) about every cache size / budget events, so that a check
+ * costs O(budget) on average. Small caches (the tests') are walked after every event. */
+static int deep_cache_turn(gsim_checker *k, const gmg *g)
+{
+    uint64_t units = gmg_pc_check_units(g), budget = k->budget ? k->budget : GSIM_CHECK_BUDGET;
+    if (!units)
+        return 0;
+    k->pc_credit += budget * 4;
+    if (k->pc_credit < units)
+        return 0;
+    k->pc_credit = 0;
+    return 1;
+}
+
 int gsim__check_event(gsim_checker *k, const gmg *g, const gsim_check_event *ev,
                       const gsim_check_counts *n, ss_errbuf *eb)
 {
@@ -103,7 +118,7 @@ int gsim__check_event(gsim_checker *k, const gmg *g, const gsim_check_event *ev,
     k->started = 1;
     k->last = ev->at;
     int full = full_turn(k, g);
-    int rc = full ? gmg_check(g, eb) : gmg_check_active(g, eb);
+    int rc = gmg_check_mode(g, full, deep_cache_turn(k, g), eb);
     if (!rc)
         rc = check_conserved(g, n, eb);
     if (rc)

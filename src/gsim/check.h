@@ -32,6 +32,7 @@ typedef struct gsim_checker {
     uint32_t budget;          /* slots per event on average; 0: GSIM_CHECK_BUDGET */
     uint64_t credit;          /* slot visits saved up towards the next full check */
     uint64_t n_full, n_active;/* checks of each kind made */
+    uint64_t pc_credit;       /* the same, towards the next walk of the prefix caches */
 } gsim_checker;
 
 /* The event just dispatched, for the message. */

@@ -401,6 +401,7 @@ static void preempt(gsim *s, gmg_container *c, gmg_id r)
     gmg_list_remove(s->g, &c->running, r);
     gmg_req_set_blocks(s->g, c, q, 0);
     q->computed = 0;
+    q->pc_registered = 0; /* its recomputed prompt blocks join the cache again */
     q->preemptions++;
     wait_push(s, c, r, 1);
     notify(s, c, q, GSIM_REQ_PREEMPT);
@@ -434,12 +435,43 @@ static void swap_in(gsim *s, gmg_container *c, gmg_id r)
     notify(s, c, q, GSIM_REQ_SWAP_IN);
 }
 
+/* A request admitted with nothing computed reads the longest cached prefix of its tokens: those
+ * count as computed and the iteration computes only the rest (at least one token, as vLLM).
+ * The policy sized the admission without the hit; when the idle cached blocks it takes (they
+ * leave the free pool) and its new blocks do not fit, it takes a shorter prefix. Returns the
+ * query tokens left of q_tok. */
+static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok, uint32_t hold)
+{
+    uint32_t bt = c->block_tokens, total = q->prompt + q->generated, idle;
+    uint32_t h = gmg_pc_match(c, q, (total - 1) / bt, &idle);
+    while (h) {
+        uint32_t left = total - h * bt, qt = q_tok < left ? q_tok : left;
+        uint64_t blocks = gmg_blocks_for(c, (uint64_t)h * bt + qt);
+        if (hold > blocks)
+            blocks = hold;
+        if (idle + blocks - h <= c->blocks_free)
+            break;
+        h = gmg_pc_match(c, q, h - 1, &idle);
+    }
+    if (!s->fork)
+        metrics_add_prefix(&s->m, q->tenant, q->measured, !q->preemptions, q->prompt,
+                           gmg_pc_blocks(q, bt), h, h * bt);
+    if (!h)
+        return q_tok;
+    gmg_pc_take(s->g, c, q, h);
+    q->computed = h * bt;
+    return q_tok < total - q->computed ? q_tok : total - q->computed;
+}
+
 /* Put request r into the batch for q_tok tokens of its pending work, admitting it when it is
  * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
 static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
 {
     gmg_req *q = gmg_req_at(s->g, r);
     uint32_t pending = q->prompt + q->generated - q->computed;
+    if (q_tok - 1 >= pending) /* q_tok < 1 or q_tok > pending */
+        ss_fatal(SS_LOC, "policy scheduled %u tokens of request %llu, which has %u pending",
+                 q_tok, (unsigned long long)q->trace_id, pending);
     if (q->state != GMG_REQ_RUNNING || q->q_tokens) {
         if (q->state != GMG_REQ_WAITING)
             ss_fatal(SS_LOC, "policy scheduled request %llu in state %u%s",
@@ -447,10 +479,11 @@ static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t 
         wait_remove(s, c, r);
         gmg_list_push_back(s->g, &c->running, r);
         q->state = GMG_REQ_RUNNING;
+        if (c->pc && !q->computed && !q->blocks) {
+            q_tok = prefix_hit(s, c, q, q_tok, hold);
+            pending = q->prompt + q->generated - q->computed;
+        }
     }
-    if (q_tok - 1 >= pending) /* q_tok < 1 or q_tok > pending */
-        ss_fatal(SS_LOC, "policy scheduled %u tokens of request %llu, which has %u pending",
-                 q_tok, (unsigned long long)q->trace_id, pending);
     uint64_t tokens = (uint64_t)q->computed + q_tok;
     if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
         uint32_t blocks = gmg_blocks_for(c, tokens);
@@ -627,6 +660,8 @@ static int advance(gsim *s, gmg_req *q, ss_time now)
     q->q_tokens = 0;
     if (q->computed < q->prompt + q->generated)
         return 0; /* a prefill chunk: no token yet */
+    if (!q->pc_registered && q->state == GMG_REQ_RUNNING)
+        gmg_pc_register(s->g, &s->g->ctrs[q->container], q);
     q->generated++;
     if (q->first_token < 0) {
         q->first_token = now;
@@ -1231,7 +1266,8 @@ static void mig_begin_final(gsim *s, gmg_id mid)
         return;
     }
     gmg_list_remove(s->g, &from->running, m->req);
-    from->blocks_in_transit += q->blocks;
+    from->blocks_in_transit += gmg_req_private(q);
+    from->pc_shared_in_transit += q->pc_shared;
     q->state = GMG_REQ_MIGRATING;
     m->final = 1;
     m->want_final = 0;
@@ -1246,7 +1282,8 @@ static void mig_commit(gsim *s, gmg_id mid)
     gmg_req *q = gmg_req_at(s->g, m->req);
     gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
     uint32_t blocks = q->blocks;
-    from->blocks_in_transit -= blocks;
+    from->blocks_in_transit -= gmg_req_private(q);
+    from->pc_shared_in_transit -= q->pc_shared;
     gmg_req_set_blocks(s->g, from, q, 0);
     gmg_release_reserved(s->g, to, m->reserved);
     gmg_req_set_blocks(s->g, to, q, blocks);
@@ -1504,6 +1541,14 @@ static gmg_container *admit_arrival(gsim *s)
         memcpy(q->prefix_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *q->prefix_blocks);
         q->n_prefix_blocks = t->n_prefix_blocks;
     }
+    q->session_id = t->session_id;
+    if (s->cfg.prefix_cache == GSIM_PREFIX_AUTO && !s->g->prefix_cache &&
+        (q->n_prefix_blocks || q->session_id) && gmg_pc_enable(s->g)) {
+        q->state = GMG_REQ_DONE;
+        gmg_req_free(s->g, r);
+        fail(s, ss_err(s->eb, SS_ENOMEM, "prefix cache: out of memory"));
+        return NULL;
+    }
     s->m.arrived++;
     if (SS_NEVER(ts->n_cands == 0))
         ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
@@ -1630,6 +1675,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         rc = check_capacity(s, per_node, eb);
     if (!rc && (rc = gmg_create(&s->g)) != SS_OK)
         return ss_err(eb, rc, "cluster: out of memory");
+    if (!rc)
+        s->g->prefix_cache = c->prefix_cache == GSIM_PREFIX_ON;
     for (uint32_t i = 0; !rc && i < s->n_ten; i++) {
         tenant_state *t = &s->ten[i];
         gmg_ctr_spec spec = {
@@ -1875,6 +1922,14 @@ int gsim_finish(gsim *s)
 {
     close_slices(s);
     metrics_flush(&s->m);
+    for (uint32_t i = 0; !s->fork && i < s->g->n_ctrs; i++) {
+        const gmg_container *c = &s->g->ctrs[i];
+        if (!c->pc)
+            continue;
+        s->m.all.prefix.evictions += c->pc->evictions;
+        if (c->tenant < s->m.n_tenants)
+            s->m.tenants[c->tenant].prefix.evictions += c->pc->evictions;
+    }
     int rc = s->rc;
     if (!rc && s->m.oom)
         rc = ss_err(s->eb, SS_ENOMEM, "metrics: out of memory");

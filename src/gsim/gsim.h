@@ -72,7 +72,16 @@ typedef struct gsim_config {
     const char *ops;            /* operator placement: "home" (default: every operator on its
                                    container's GPUs) or "slice" (SliceScheduler) */
     int guest_weights;          /* how an offloaded prefill gets its weights: GSIM_WEIGHTS_* */
+    int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
 } gsim_config;
+
+/* Automatic prefix caching (vLLM's default). */
+enum {
+    GSIM_PREFIX_OFF = 0, /* no cache: every prefill computes its whole prompt */
+    GSIM_PREFIX_ON,      /* a cache per container from the start */
+    GSIM_PREFIX_AUTO,    /* on from the first request that carries a prefix identity (Mooncake
+                            hash_ids, a native session_id): a trace without any runs as off */
+};
 
 /* Where an offloaded prefill's weights come from. */
 enum {

@@ -136,9 +136,38 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
         out->goodput_tokens_per_s = (double)g->good_tokens / window_s;
     }
     out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
+    out->prefix = g->prefix;
+    const metrics_prefix *p = &g->prefix;
+    out->prefix_hit_rate = p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
+    out->prefix_block_hit_rate =
+        p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
     out->ttft_ms = pct(&g->ttft);
     out->tbt_ms = pct(&g->tbt);
     out->e2e_ms = pct(&g->e2e);
+}
+
+static void add_prefix(metrics_prefix *p, int first, uint32_t prompt, uint32_t query_blocks,
+                       uint32_t hit_blocks, uint32_t hit_tokens)
+{
+    if (first) {
+        p->lookups++;
+        p->query_tokens += prompt;
+        p->query_blocks += query_blocks;
+        p->hit_tokens += hit_tokens;
+        p->hit_blocks += hit_blocks;
+    }
+    p->saved_tokens += hit_tokens;
+}
+
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
+                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens)
+{
+    if (!measured)
+        return;
+    add_prefix(&m->all.prefix, first, prompt, query_blocks, hit_blocks, hit_tokens);
+    if (tenant < m->n_tenants)
+        add_prefix(&m->tenants[tenant].prefix, first, prompt, query_blocks, hit_blocks,
+                   hit_tokens);
 }
 
 static const char *const reject_names[METRICS_REJ__COUNT][2] = {

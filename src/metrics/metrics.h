@@ -66,6 +66,18 @@ typedef struct metrics_slices {
     double free_byte_ns[METRICS_SLICE_BUCKETS];   /* free GPU memory x length, for the mean */
 } metrics_slices;
 
+/* Automatic prefix caching. Lookups at a request's first admission give the hit rate; every
+ * admission (a recompute after preemption too) adds the prefill tokens it saved. */
+typedef struct metrics_prefix {
+    uint64_t lookups;         /* first admissions of measured requests */
+    uint64_t query_tokens;    /* their prompt tokens */
+    uint64_t query_blocks;    /* their prompts' full blocks that carry an identity */
+    uint64_t hit_tokens;      /* tokens found cached at first admission */
+    uint64_t hit_blocks;      /* blocks found cached at first admission */
+    uint64_t saved_tokens;    /* prefill tokens not computed, over every admission */
+    uint64_t evictions;       /* cached blocks evicted (whole run, by the container's tenant) */
+} metrics_prefix;
+
 /* Everything measured about one set of requests (the run, a tenant, a tier). */
 typedef struct metrics_group {
     uint64_t requests, completed, rejected, truncated, preemptions;
@@ -77,6 +89,7 @@ typedef struct metrics_group {
     ss_hist ttft, tbt, e2e;   /* ns; tbt holds every inter-token gap */
     ss_time gap_v;            /* run-length buffer of equal gaps not yet in tbt */
     uint64_t gap_n;
+    metrics_prefix prefix;    /* automatic prefix caching (all zero when off) */
 } metrics_group;
 
 typedef struct metrics {
@@ -125,6 +138,9 @@ typedef struct metrics_group_summary {
     double goodput_tokens_per_s;  /* output tokens of SLA-meeting requests / window */
     double sla_violation_rate;    /* sla_violations / requests (0 when none) */
     metrics_pct ttft_ms, tbt_ms, e2e_ms;
+    metrics_prefix prefix;        /* prefix caching counters (see metrics_prefix) */
+    double prefix_hit_rate;       /* hit_tokens / query_tokens (0 when none) */
+    double prefix_block_hit_rate; /* hit_blocks / query_blocks (0 when none) */
 } metrics_group_summary;
 
 typedef struct metrics_summary {
@@ -172,5 +188,9 @@ ss_time metrics_window_end(const metrics *m);
  * time of the run's last event) only gives sim_s. */
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out);
 void metrics_summarize_group(const metrics_group *g, double window_s, metrics_group_summary *out);
+/* Fold one prefix-cache lookup of a tenant's request in: first = its first admission (counts
+ * toward the hit rate), measured = arrived after the warm-up. */
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
+                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens);
 
 #endif

@@ -31,7 +31,8 @@
  * GPU's tenant and compute/host time over the measurement window, and the summary's
  * rejected_* columns (rejected requests by reason); version 10 runs.engine (the serving-engine
  * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
- * they were computed with). */
+ * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
+ * columns, 0 when the cache was off). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -165,10 +166,29 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE summary ADD COLUMN rejected_preempted INTEGER DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN rejected_other INTEGER DEFAULT 0;"
           "PRAGMA user_version = 9;",
-    /* version 10: the serving-engine profile of the run (engine profiles) */
+    /* version 10: the serving-engine profile of the run (engine profiles); automatic prefix
+     * caching, for the run and per tenant (PREFIX_NAMES) */
     [9] = "ALTER TABLE runs ADD COLUMN engine TEXT DEFAULT 'vllm-eager';"
+          "ALTER TABLE summary ADD COLUMN prefix_query_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_hit_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_query_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_hit_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_query_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_hit_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_query_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_hit_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
           "PRAGMA user_version = 10;",
 };
+
+/* Prefix-cache columns of summary and tenants, in bind_prefix order. */
+#define PREFIX_NAMES                                                                               \
+    " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"            \
+    " prefix_saved_tokens, prefix_evictions"
+#define PREFIX_VALUES "?,?,?,?,?,?"
 
 #define GROUP_NAMES                                                                                \
     " requests, completed, rejected, truncated, preemptions, sla_violations, sla_violation_rate,"  \
@@ -201,11 +221,11 @@ static const char *const stmt_sql[ST__N] = {
                GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s, offloads,"
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
                " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
-               " rejected_kv_blocks, rejected_preempted, rejected_other)"
+               " rejected_kv_blocks, rejected_preempted, rejected_other," PREFIX_NAMES ")"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
-               "?,?,?,?,?)",
-    [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ")"
-                  " VALUES (?,?,?,?," GROUP_VALUES ")",
+               "?,?,?,?,?," PREFIX_VALUES ")",
+    [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
+                  PREFIX_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
@@ -751,6 +771,17 @@ static void bind_group(binder *b, const metrics_group_summary *g)
     bind_pct(b, &g->e2e_ms);
 }
 
+/* The prefix-cache columns, in PREFIX_NAMES order. */
+static void bind_prefix(binder *b, const metrics_prefix *p)
+{
+    b_int(b, (int64_t)p->query_tokens);
+    b_int(b, (int64_t)p->hit_tokens);
+    b_int(b, (int64_t)p->query_blocks);
+    b_int(b, (int64_t)p->hit_blocks);
+    b_int(b, (int64_t)p->saved_tokens);
+    b_int(b, (int64_t)p->evictions);
+}
+
 static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
                           ss_errbuf *eb)
 {
@@ -785,6 +816,7 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     _Static_assert(METRICS_REJ__COUNT == 5, "the summary has five rejected_* columns");
     for (int r = 0; r < METRICS_REJ__COUNT; r++) /* in METRICS_REJ_* order */
         b_int(&b, (int64_t)m->all.rejected_why[r]);
+    bind_prefix(&b, &m->all.prefix);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);
@@ -800,6 +832,7 @@ int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t r
     b_text(&b, model);
     b_int(&b, replicas);
     bind_group(&b, g);
+    bind_prefix(&b, &g->prefix);
     return run_stmt(s, &b, eb, "inserting a tenant row");
 }
 

@@ -91,6 +91,8 @@ typedef struct scn_scenario {
     uint32_t block_size;         /* block_size (default 16) */
     uint64_t max_model_len;      /* max_model_len (default 16384) */
     double swap_space_gib;       /* swap_space_gib (default 4) */
+    char prefix_cache[8];        /* prefix_cache = auto|on|off: automatic prefix caching (default
+                                    auto: on when the trace carries prefix identity) */
     scn_tenant tenants[SCN_MAX_TENANTS];
     uint32_t n_tenants;
     struct scn__priv *priv;      /* private to src/scenario: where keys were set (owned) */

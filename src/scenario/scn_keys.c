@@ -46,6 +46,8 @@ const scn__key scn__keys[] = {
      .hi = 1 << 30},
     {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
      .hi = INFINITY},
+    {.sect = SCN__ENGINE, .name = "prefix_cache", .kind = SCN__ENUM, SF(prefix_cache),
+     .choices = "auto, on, off"},
     {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
     {.sect = SCN__TENANT, .name = "engine", .kind = SCN__NAME, TF(engine)},
     {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},

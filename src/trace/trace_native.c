@@ -1,6 +1,7 @@
 /* The native trace format: a header naming any of request_id, arrival_s, tenant,
- * prompt_tokens, output_tokens (required) and tier, session_id, slo_ttft_ms, slo_tbt_ms
- * (optional), in any order. Unknown column names are errors so typos do not go unnoticed.
+ * prompt_tokens, output_tokens (required) and tier, session_id, slo_ttft_ms, slo_tbt_ms,
+ * hash_ids (optional; Mooncake's prefix-block ids of 512-token blocks, space-separated), in any
+ * order. Unknown column names are errors so typos do not go unnoticed.
  * Not for writing the format (trace_gen.c writes it). */
 #include "trace_int.h"
 
@@ -16,17 +17,20 @@ enum {
     NAT_SESSION,
     NAT_TTFT,
     NAT_TBT,
+    NAT_HASH,
     NAT_N,
     NAT_N_REQUIRED = NAT_TIER, /* the columns before NAT_TIER are required */
 };
 
 static const char *const nat_cols[NAT_N] = {
     "request_id", "arrival_s",  "tenant",      "prompt_tokens", "output_tokens",
-    "tier",       "session_id", "slo_ttft_ms", "slo_tbt_ms",
+    "tier",       "session_id", "slo_ttft_ms", "slo_tbt_ms",    "hash_ids",
 };
 
 typedef struct native_priv {
     int col[NAT_N]; /* header index of each column, -1 when absent */
+    uint32_t *blocks; /* the reader's prefix-block buffer (trace__blocks), borrowed; NULL
+                         without a hash_ids column */
 } native_priv;
 
 static int native_probe(const trace__row *hdr)
@@ -57,13 +61,47 @@ static int native_open(void *priv, const trace__row *hdr, ss_errbuf *eb)
             return trace__err(hdr, eb, SS_EPARSE, "header",
                               "unknown column '%s' (native columns: request_id, arrival_s, "
                               "tenant, prompt_tokens, output_tokens, tier, session_id, "
-                              "slo_ttft_ms, slo_tbt_ms)",
+                              "slo_ttft_ms, slo_tbt_ms, hash_ids)",
                               trace__show(&sh, hdr->f[j].s, hdr->f[j].len));
         p->col[c] = (int)j;
     }
     for (int i = 0; i < NAT_N_REQUIRED; i++)
         if (p->col[i] < 0)
             return trace__err(hdr, eb, SS_EPARSE, "header", "missing column %s", nat_cols[i]);
+    p->blocks = NULL;
+    if (p->col[NAT_HASH] >= 0 && !(p->blocks = trace__blocks(hdr->r)))
+        return trace__err(hdr, eb, SS_ENOMEM, "header", "out of memory");
+    return SS_OK;
+}
+
+/* The hash_ids field: ids (0 .. 2^32 - 1) separated by blanks, into p->blocks. */
+static int native_hash_ids(const native_priv *p, const trace__row *row, const trace__field *v,
+                           trace_rec *rec, ss_errbuf *eb)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < v->len;) {
+        if (v->s[i] == ' ' || v->s[i] == '\t') {
+            i++;
+            continue;
+        }
+        size_t k = i;
+        while (k < v->len && v->s[k] != ' ' && v->s[k] != '\t')
+            k++;
+        if (n >= TRACE_MAX_PREFIX_BLOCKS)
+            return trace__err(row, eb, SS_EPARSE, "hash_ids", "more than %d ids",
+                              TRACE_MAX_PREFIX_BLOCKS);
+        trace__field one_f = {v->s + i, k - i};
+        trace__row one = *row;
+        one.f = &one_f;
+        one.n = 1;
+        int64_t id;
+        if (trace__get_int(&one, 0, "hash_ids", 0, UINT32_MAX, &id, eb))
+            return SS_EPARSE;
+        p->blocks[n++] = (uint32_t)id;
+        i = k;
+    }
+    rec->prefix_blocks = n ? p->blocks : NULL;
+    rec->n_prefix_blocks = n;
     return SS_OK;
 }
 
@@ -95,6 +133,9 @@ static int native_optional(const native_priv *p, const trace__row *row, trace_re
             return rc;
         rec->has_slo |= 2;
     }
+    c = p->col[NAT_HASH];
+    if (c >= 0 && row->f[c].len)
+        rc = native_hash_ids(p, row, &row->f[c], rec, eb);
     return rc;
 }
 

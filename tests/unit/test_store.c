@@ -53,7 +53,10 @@ static void write_run(store *s, int n_req, int commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
                          .all = {.requests = (uint64_t)n_req, .completed = (uint64_t)n_req - 1,
-                                 .rejected = 1, .rejected_why = {[METRICS_REJ_KV] = 1}},
+                                 .rejected = 1, .rejected_why = {[METRICS_REJ_KV] = 1},
+                                 .prefix = {.query_tokens = 500, .hit_tokens = 320,
+                                            .query_blocks = 31, .hit_blocks = 20,
+                                            .saved_tokens = 336, .evictions = 4}},
                          .scale_ups = 3, .scale_downs = 2};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
@@ -195,6 +198,12 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN rejected_preempted;"
         "ALTER TABLE summary DROP COLUMN rejected_other;"
         "ALTER TABLE runs DROP COLUMN engine;"
+        "ALTER TABLE summary DROP COLUMN prefix_query_tokens;"
+        "ALTER TABLE summary DROP COLUMN prefix_hit_tokens;"
+        "ALTER TABLE summary DROP COLUMN prefix_query_blocks;"
+        "ALTER TABLE summary DROP COLUMN prefix_hit_blocks;"
+        "ALTER TABLE summary DROP COLUMN prefix_saved_tokens;"
+        "ALTER TABLE summary DROP COLUMN prefix_evictions;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -224,6 +233,15 @@ static void test_upgrades_schema_1(void **state)
                                  " AND run_id = 1"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE engine = 'teng'"
                                  " AND run_id = 2"), 1);
+    /* version 10: the old run reads no prefix caching, the new one its counters */
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE prefix_hit_tokens = 0"
+                                 " AND prefix_query_tokens = 0 AND prefix_evictions = 0"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE prefix_hit_tokens = 320"
+                                 " AND prefix_query_tokens = 500 AND prefix_query_blocks = 31"
+                                 " AND prefix_hit_blocks = 20 AND prefix_saved_tokens = 336"
+                                 " AND prefix_evictions = 4"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_table_info('tenants')"
+                                 " WHERE name LIKE 'prefix_%'"), 6);
 }
 
 static void test_allocation_failures(void **state)
@@ -400,7 +418,7 @@ static void test_merge_reads_inputs_only(void **state)
     store_close(&s);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
-    /* what versions 7, 8, 9 and 10 added goes */
+    /* what versions 7 to 10 added goes */
     assert_int_equal(sqlite3_exec(db, "DROP TABLE sweep_points; ALTER TABLE runs DROP COLUMN"
                                       " result_json; DROP TABLE validation_iters; DROP TABLE"
                                       " validation_ops; DROP TABLE validations;"
@@ -415,6 +433,18 @@ static void test_merge_reads_inputs_only(void **state)
                                       " ALTER TABLE summary DROP COLUMN rejected_preempted;"
                                       " ALTER TABLE summary DROP COLUMN rejected_other;"
                                       " ALTER TABLE runs DROP COLUMN engine;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_query_tokens;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_hit_tokens;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_query_blocks;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_hit_blocks;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_saved_tokens;"
+                                      " ALTER TABLE summary DROP COLUMN prefix_evictions;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_query_tokens;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_hit_tokens;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_query_blocks;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_hit_blocks;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_saved_tokens;"
+                                      " ALTER TABLE tenants DROP COLUMN prefix_evictions;"
                                       " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

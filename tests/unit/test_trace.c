@@ -112,6 +112,37 @@ static uint64_t fnv1a(const char *s, size_t n)
 
 /* ---- readers ------------------------------------------------------------------------- */
 
+/* The optional hash_ids column: Mooncake's prefix-block ids, blank-separated; empty = none. */
+static void test_native_hash_ids(void **state)
+{
+    (void)state;
+    static const char text[] = "request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
+                               "1,0,a,1100,5,7 8  4294967295\n"
+                               "2,1,a,10,5,\n";
+    const char *path = write_bytes("hash.csv", text, sizeof text - 1);
+    trace_reader *r = NULL;
+    trace_rec a;
+    ss_errbuf eb = {""};
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_string_equal(trace_reader_format(r), "native");
+    assert_int_equal(trace_reader_next(r, &a, &eb), 1);
+    assert_int_equal(a.n_prefix_blocks, 3);
+    assert_int_equal(a.prefix_blocks[0], 7);
+    assert_int_equal(a.prefix_blocks[1], 8);
+    assert_int_equal(a.prefix_blocks[2], 4294967295u);
+    assert_int_equal(trace_reader_next(r, &a, &eb), 1);
+    assert_int_equal(a.n_prefix_blocks, 0);
+    assert_null(a.prefix_blocks);
+    assert_int_equal(trace_reader_next(r, &a, &eb), 0);
+    trace_reader_close(&r);
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
+               "1,0,a,10,5,3 x\n",
+               "x.csv:2: hash_ids: not an integer: 'x'");
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
+               "1,0,a,10,5,4294967296\n",
+               "x.csv:2: hash_ids: must be <= 4294967295, got 4294967296");
+}
+
 static void test_native_fixture(void **state)
 {
     (void)state;
@@ -1946,6 +1977,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_native_fixture),
+        cmocka_unit_test(test_native_hash_ids),
         cmocka_unit_test(test_azure_fixture),
         cmocka_unit_test(test_vidur_fixture),
         cmocka_unit_test(test_autodetect_and_forced),

@@ -1,0 +1,363 @@
+/* Automatic prefix caching: the exact hit rate of a hand-built trace (native session ids and
+ * Mooncake hash ids), least-recently-released eviction leaf first, a cached prefix shortening
+ * TTFT by exactly the recompute it avoids, identical runs with caching on (under preemption,
+ * swap, chunked prefill and Llumnix migration, invariants checked after every event), a what-if
+ * fork predicting the replay with the cache copied, and --check catching a broken refcount. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "gmg/gmg.h"
+#include "gsim/gsim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct collect {
+    metrics_req *r; /* by trace id */
+    size_t n_calls;
+} collect;
+
+static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
+{
+    (void)eb;
+    collect *c = ud;
+    c->r[r->trace_id] = *r;
+    c->n_calls++;
+    return 0;
+}
+
+typedef struct fx {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+        return -1;
+    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    f->cfg.replicas = 1;
+    f->cfg.check = 1;
+    f->cfg.prefix_cache = GSIM_PREFIX_ON;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output, uint64_t sid)
+{
+    trace_rec r = {.id = id, .arrival_ns = ss_time_from_s(t_s), .prompt_tokens = prompt,
+                   .output_tokens = output, .session_id = sid};
+    return r;
+}
+
+static gsim *run(fx *f, const trace_rec *recs, size_t n, collect *c)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {recs, n, 0};
+    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
+        fail_msg("gsim_run: %s", eb.msg);
+    return g;
+}
+
+/* Unloaded requests 100 s apart, so every earlier prompt is cached when the next arrives. */
+static void test_exact_hit_rate(void **state)
+{
+    fx *f = *state;
+    static const uint32_t ids_a[] = {1, 2}, ids_b[] = {1, 3};
+    trace_rec r[6] = {
+        rec(0, 0, 100, 4, 7),   /* 6 full blocks, nothing cached: 0 */
+        rec(1, 100, 100, 4, 7), /* all 6 (the last partial block recomputed): 96 tokens */
+        rec(2, 200, 64, 4, 7),  /* 4 full blocks, but one token must be computed: 3, 48 */
+        rec(3, 300, 50, 4, 9),  /* another prompt: 0 of 3 */
+        rec(4, 400, 1100, 4, 0), /* Mooncake ids: 64 identified 16-token blocks, none cached */
+        rec(5, 500, 1100, 4, 0), /* shares the first 512-token block: 32 blocks, 512 tokens */
+    };
+    r[4].prefix_blocks = ids_a, r[4].n_prefix_blocks = 2;
+    r[5].prefix_blocks = ids_b, r[5].n_prefix_blocks = 2;
+    gsim *g = run(f, r, 6, NULL);
+    metrics_summary s;
+    metrics_summarize(gsim_metrics(g), gsim_end_time(g), &s);
+    const metrics_prefix *p = &s.all.prefix;
+    assert_int_equal(p->lookups, 6);
+    assert_int_equal(p->query_tokens, 100 + 100 + 64 + 50 + 1100 + 1100);
+    assert_int_equal(p->hit_tokens, 96 + 48 + 512);
+    assert_int_equal(p->query_blocks, 6 + 6 + 4 + 3 + 64 + 64);
+    assert_int_equal(p->hit_blocks, 6 + 3 + 32);
+    assert_int_equal(p->saved_tokens, 96 + 48 + 512);
+    assert_int_equal(p->evictions, 0);
+    assert_true(s.all.prefix_hit_rate == 656.0 / 2514.0);
+    assert_true(gsim_metrics(g)->tenants[0].prefix.hit_tokens == 656);
+    gsim_destroy(&g);
+}
+
+/* The second identical prompt's prefill computes one block of queries over the cached context:
+ * its TTFT is the cost model's time for exactly that. */
+static void test_hit_shortens_ttft_by_the_recompute(void **state)
+{
+    fx *f = *state;
+    trace_rec r[2] = {rec(0, 0, 2000, 2, 5), rec(1, 100, 2000, 2, 5)};
+    collect c = {calloc(2, sizeof(metrics_req)), 0};
+    gsim *g = run(f, r, 2, &c);
+    cost_model *cm = gsim_graph(g)->ctrs[0].cost;
+    cost_batch full = {0}, rest = {0};
+    cost_batch_add_prefill(&full, 2000, 0);
+    cost_batch_add_prefill(&rest, 2000 - 1984, 1984); /* 124 blocks cached */
+    assert_int_equal(c.r[0].first_token - c.r[0].arrival, cost_iteration_ns(cm, &full));
+    assert_int_equal(c.r[1].first_token - c.r[1].arrival, cost_iteration_ns(cm, &rest));
+    assert_true(cost_iteration_ns(cm, &rest) < cost_iteration_ns(cm, &full));
+    ss_time want_full = cost_iteration_ns(cm, &full);
+    gsim_destroy(&g); /* (and cm with it) */
+    /* off: both compute everything */
+    f->cfg.prefix_cache = GSIM_PREFIX_OFF;
+    g = run(f, r, 2, &c);
+    assert_int_equal(c.r[1].first_token - c.r[1].arrival, want_full);
+    gsim_destroy(&g);
+    free(c.r);
+}
+
+/* A one-GPU graph with one container of 8 blocks, for the cache primitives alone. */
+typedef struct tiny {
+    gmg g;
+    gmg_gpu gpu;
+    gmg_container c;
+} tiny;
+
+static void tiny_init(tiny *t)
+{
+    memset(t, 0, sizeof *t);
+    t->g.gpus = &t->gpu;
+    t->g.n_gpus = 1;
+    t->c = (gmg_container){.tp = 1, .pp = 1, .block_tokens = 16, .blocks_total = 8,
+                           .blocks_free = 8, .block_bytes = 1};
+    assert_int_equal(gmg_pc_create(&t->c.pc, 8), 0);
+}
+
+/* Cache req's prompt blocks as if it had run, then release them. */
+static void cache_prompt(tiny *t, gmg_req *q)
+{
+    gmg_req_set_blocks(&t->g, &t->c, q, gmg_blocks_for(&t->c, q->prompt));
+    gmg_pc_register(&t->g, &t->c, q);
+    gmg_req_set_blocks(&t->g, &t->c, q, 0);
+}
+
+static void test_lru_eviction_order(void **state)
+{
+    (void)state;
+    tiny t;
+    tiny_init(&t);
+    gmg_req a = {.prompt = 33, .session_id = 1}, b = {.prompt = 33, .session_id = 2};
+    gmg_req x = {.prompt = 500};
+    cache_prompt(&t, &a); /* LRU: a1 a0 (the leaf first) */
+    cache_prompt(&t, &b); /* LRU: a1 a0 b1 b0 */
+    assert_int_equal(t.c.pc->n_idle, 4);
+    assert_int_equal(t.c.blocks_free, 8); /* idle cached blocks count as free */
+    assert_int_equal(gmg_pc_match(&t.c, &a, 9, NULL), 2);
+    /* reading a again makes it the most recent: b1 b0 a1 a0 */
+    uint32_t idle;
+    assert_int_equal(gmg_pc_match(&t.c, &a, 9, &idle), 2);
+    assert_int_equal(idle, 2);
+    gmg_pc_take(&t.g, &t.c, &a, 2);
+    assert_int_equal(t.c.blocks_free, 6);
+    gmg_req_set_blocks(&t.g, &t.c, &a, 0);
+    /* 4 uncached free blocks; each block beyond evicts one, least recently released first */
+    gmg_req_set_blocks(&t.g, &t.c, &x, 5);
+    assert_int_equal(t.c.pc->evictions, 1);
+    assert_int_equal(gmg_pc_match(&t.c, &b, 9, NULL), 1); /* b's leaf went first */
+    assert_int_equal(gmg_pc_match(&t.c, &a, 9, NULL), 2);
+    gmg_req_set_blocks(&t.g, &t.c, &x, 6);
+    assert_int_equal(gmg_pc_match(&t.c, &b, 9, NULL), 0);
+    assert_int_equal(gmg_pc_match(&t.c, &a, 9, NULL), 2);
+    gmg_req_set_blocks(&t.g, &t.c, &x, 7);
+    assert_int_equal(gmg_pc_match(&t.c, &a, 9, NULL), 1);
+    assert_int_equal(t.c.pc->evictions, 3);
+    gmg_req_set_blocks(&t.g, &t.c, &x, 0);
+    assert_int_equal(t.c.blocks_free, 8);
+    assert_true(t.gpu.mem.kv_used == 0);
+    gmg_pc_destroy(&t.c.pc);
+}
+
+/* A prompt computed twice at once is cached once: the second copy is freed at registration. */
+static void test_concurrent_copies_share(void **state)
+{
+    (void)state;
+    tiny t;
+    tiny_init(&t);
+    gmg_req a = {.prompt = 40, .session_id = 3}, b = {.prompt = 40, .session_id = 3};
+    gmg_req_set_blocks(&t.g, &t.c, &a, 3);
+    gmg_req_set_blocks(&t.g, &t.c, &b, 3);
+    gmg_pc_register(&t.g, &t.c, &a);
+    gmg_pc_register(&t.g, &t.c, &b);
+    assert_int_equal(a.pc_shared, 2);
+    assert_int_equal(b.pc_shared, 2);
+    assert_int_equal(t.c.pc->n_held, 2);
+    assert_int_equal(t.c.blocks_free, 8 - 2 - 1 - 1);
+    gmg_req_set_blocks(&t.g, &t.c, &a, 0);
+    assert_int_equal(t.c.pc->n_idle, 0); /* b still reads them */
+    gmg_req_set_blocks(&t.g, &t.c, &b, 0);
+    assert_int_equal(t.c.pc->n_idle, 2);
+    assert_int_equal(t.c.blocks_free, 8);
+    gmg_pc_destroy(&t.c.pc);
+}
+
+/* Many sessions of long prompts at a load that fills the KV cache. */
+static trace_rec *sessions(size_t n, double rate, uint64_t seed)
+{
+    trace_rec *r = tu_synth_conv(n, rate, seed, 1);
+    for (size_t i = 0; i < n; i++) {
+        r[i].session_id = 1 + (i * 7 + seed) % 23;
+        r[i].prompt_tokens = 600 + (uint32_t)(r[i].session_id * 97 % 1500);
+    }
+    return r;
+}
+
+static void run_twice_same(fx *f, const char *what)
+{
+    enum { N = 600 };
+    trace_rec *r = sessions(N, 40, 3);
+    collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+    if (memcmp(a.r, b.r, N * sizeof *a.r))
+        fail_msg("%s: two runs differ", what);
+    metrics_summary s1, s2;
+    metrics_summarize(gsim_metrics(g1), gsim_end_time(g1), &s1);
+    metrics_summarize(gsim_metrics(g2), gsim_end_time(g2), &s2);
+    assert_memory_equal(&s1.all.prefix, &s2.all.prefix, sizeof s1.all.prefix);
+    if (!s1.all.prefix.hit_tokens || !s1.all.prefix.evictions || !s1.all.preemptions)
+        fail_msg("%s: %llu hit tokens, %llu evictions, %llu preemptions: not under pressure",
+                 what, (unsigned long long)s1.all.prefix.hit_tokens,
+                 (unsigned long long)s1.all.prefix.evictions,
+                 (unsigned long long)s1.all.preemptions);
+    if (f->cfg.cluster && !gsim_metrics(g1)->migrations)
+        fail_msg("%s: no migration", what);
+    gsim_destroy(&g1);
+    gsim_destroy(&g2);
+    free(a.r);
+    free(b.r);
+    free(r);
+}
+
+static void test_deterministic_under_pressure(void **state)
+{
+    fx *f = *state;
+    f->cfg.gpu_mem_util = 0.3; /* a small KV pool: evictions and preemptions */
+    f->cfg.replicas = 2;
+    run_twice_same(f, "vllm recompute");
+    assert_int_equal(ss_params_set(f->params, "preempt", "swap"), 0);
+    run_twice_same(f, "vllm swap");
+    ss_params_destroy(&f->params);
+    assert_int_equal(ss_params_create(&f->params), 0);
+    f->cfg.params = f->params;
+    f->cfg.batching = "sarathi";
+    run_twice_same(f, "sarathi");
+    f->cfg.batching = "vllm";
+    f->cfg.cluster = "llumnix";
+    run_twice_same(f, "llumnix");
+}
+
+/* Fork the whole cluster after the last arrival: the fork knows everything the replay will
+ * see, so with the cache copied its predictions are the replay's outcomes. */
+static void test_fork_copies_the_cache(void **state)
+{
+    fx *f = *state;
+    enum { N = 200 };
+    f->cfg.replicas = 2;
+    trace_rec *r = sessions(N, 30, 5);
+    collect rc = {calloc(N, sizeof(metrics_req)), 0}, wc = {calloc(N, sizeof(metrics_req)), 0};
+    ss_errbuf eb;
+    gsim *g = NULL, *w = NULL;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    tu_recs src = {r, N, 0};
+    ss_time t0 = r[N - 1].arrival_ns + 1;
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_advance(g, t0, &eb), 0);
+    gmg_id all[2] = {0, 1};
+    assert_int_equal(gsim_fork(g, all, 2, collect_req, &wc, &w, &eb), 0);
+    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    size_t checked = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (rc.r[i].finish <= t0)
+            continue;
+        assert_int_equal(rc.r[i].first_token, wc.r[i].first_token);
+        assert_int_equal(rc.r[i].finish, wc.r[i].finish);
+        checked++;
+    }
+    assert_true(checked > 10);
+    assert_int_equal(wc.n_calls, checked);
+    gsim_destroy(&w);
+    gsim_destroy(&g);
+    free(r);
+    free(rc.r);
+    free(wc.r);
+}
+
+/* The checker sees a cached block whose refcount says someone reads it while it sits idle. */
+static void test_check_catches_a_bad_refcount(void **state)
+{
+    fx *f = *state;
+    trace_rec r[2] = {rec(0, 0, 200, 2, 5), rec(1, 10, 300, 2, 6)};
+    gsim *g = run(f, r, 2, NULL);
+    gmg *G = (gmg *)gsim_graph(g);
+    ss_errbuf eb;
+    assert_int_equal(gmg_check(G, &eb), 0);
+    gmg_pcache *pc = G->ctrs[0].pc;
+    assert_int_equal(pc->n_idle, 12 + 18);
+    pc->ent[pc->lru_head].ref = 1;
+    assert_int_equal(gmg_check(G, &eb), SS_ECHECK);
+    assert_non_null(strstr(eb.msg, "prefix-cache"));
+    pc->ent[pc->lru_head].ref = 0;
+    pc->n_held++;
+    assert_int_equal(gmg_check(G, &eb), SS_ECHECK);
+    pc->n_held--;
+    assert_int_equal(gmg_check(G, &eb), 0);
+    gsim_destroy(&g);
+}
+
+/* auto: on from the first request with an identity, off for a trace without any. */
+static void test_auto_mode(void **state)
+{
+    fx *f = *state;
+    f->cfg.prefix_cache = GSIM_PREFIX_AUTO;
+    trace_rec r[2] = {rec(0, 0, 200, 2, 0), rec(1, 10, 300, 2, 0)};
+    gsim *g = run(f, r, 2, NULL);
+    assert_int_equal(gsim_graph(g)->prefix_cache, 0);
+    assert_null(gsim_graph(g)->ctrs[0].pc);
+    gsim_destroy(&g);
+    r[1].session_id = 4;
+    g = run(f, r, 2, NULL);
+    assert_int_equal(gsim_graph(g)->prefix_cache, 1);
+    assert_int_equal(gsim_metrics(g)->all.prefix.lookups, 1); /* r[0] came before the cache */
+    gsim_destroy(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_exact_hit_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hit_shortens_ttft_by_the_recompute, setup, teardown),
+        cmocka_unit_test(test_lru_eviction_order),
+        cmocka_unit_test(test_concurrent_copies_share),
+        cmocka_unit_test_setup_teardown(test_deterministic_under_pressure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_copies_the_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_catches_a_bad_refcount, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auto_mode, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
+}
