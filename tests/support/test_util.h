@@ -39,6 +39,14 @@ typedef struct tu_recs {
 } tu_recs;
 int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb);
 
+/* Completed requests collected by trace id, for gsim_run's sink: pass tu_collect_req and a
+ * tu_collect whose r has room for every trace id (the caller allocates and frees it). */
+typedef struct tu_collect {
+    metrics_req *r; /* by trace id */
+    size_t n_calls;
+} tu_collect;
+int tu_collect_req(void *ud, const metrics_req *r, ss_errbuf *eb);
+
 /* The start of a simulator fixture: the source tree's catalog, a parameter set, and cfg at
  * gsim's defaults on an A100-80G with those parameters (the model or tenants are the test's).
  * 0, or -1 when the catalog does not load. */

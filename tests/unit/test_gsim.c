@@ -15,20 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct collect {
-    metrics_req *r; /* by trace id */
-    size_t n_calls;
-} collect;
-
-static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
-{
-    (void)eb;
-    collect *c = ud;
-    c->r[r->trace_id] = *r;
-    c->n_calls++;
-    return 0;
-}
-
 typedef struct fx {
     catalog *cat;
     ss_params *params;
@@ -63,7 +49,7 @@ static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output)
 }
 
 /* Run cfg over recs; fills sum (if non-NULL) and per-request results (if c non-NULL). */
-static int run(fx *f, const trace_rec *recs, size_t n, collect *c, metrics_summary *sum,
+static int run(fx *f, const trace_rec *recs, size_t n, tu_collect *c, metrics_summary *sum,
                gsim **keep)
 {
     gsim *g = NULL;
@@ -72,7 +58,7 @@ static int run(fx *f, const trace_rec *recs, size_t n, collect *c, metrics_summa
     if (rc)
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {recs, n, 0};
-    rc = gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb);
+    rc = gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb);
     if (rc)
         fail_msg("gsim_run: %s", eb.msg);
     if (sum)
@@ -99,7 +85,7 @@ static void test_engine_frontend_latency(void **state)
         e.frontend_s = k ? 0.25 : 0.0;
         const cat_engine *keep = f->cfg.engine;
         f->cfg.engine = &e;
-        collect c = {k ? fe : base, 0};
+        tu_collect c = {k ? fe : base, 0};
         run(f, recs, 3, &c, NULL, NULL);
         f->cfg.engine = keep;
     }
@@ -119,7 +105,7 @@ static void test_unloaded_ttft_equals_prefill_prediction(void **state)
     trace_rec recs[6];
     for (int i = 0; i < 6; i++)
         recs[i] = rec((uint64_t)i, 200.0 * i, prompts[i], 20);
-    collect c = {calloc(6, sizeof(metrics_req)), 0};
+    tu_collect c = {calloc(6, sizeof(metrics_req)), 0};
     gsim *g;
     run(f, recs, 6, &c, NULL, &g);
     cost_model *cm = gsim_graph(g)->ctrs[0].cost;
@@ -184,7 +170,7 @@ static void test_conservation_with_rejections(void **state)
         r[i].prompt_tokens = 4000; /* prompt + output beyond max_model_len: truncated */
         r[i].output_tokens = 500;
     }
-    collect c = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect c = {calloc(N, sizeof(metrics_req)), 0};
     metrics_summary m;
     run(f, r, N, &c, &m, NULL);
     assert_int_equal(m.requests, N);
@@ -293,7 +279,7 @@ static void test_deterministic(void **state)
     f->cfg.routing = "lor";
     enum { N = 2000 };
     trace_rec *r = synth(N, 12, 9);
-    collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
     metrics_summary ma, mb;
     run(f, r, N, &a, &ma, NULL);
     run(f, r, N, &b, &mb, NULL);
@@ -370,7 +356,7 @@ static void run_two(fx *f, const char *batching, two_req *out)
     f->cfg.replicas = 1;
     f->cfg.batching = batching;
     trace_rec recs[2] = {rec(0, 0.0, 1000, 3), rec(1, 0.001, 600, 2)};
-    collect c = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
     run(f, recs, 2, &c, NULL, &out->g);
     out->a = c.r[0];
     out->b = c.r[1];
@@ -472,7 +458,7 @@ static void test_static_padding_and_shrink(void **state)
     trace_rec recs[2] = {rec(0, 0.0, 300, 2), rec(1, 0.0, 100, 4)};
     for (int shrink = 0; shrink < 2; shrink++) {
         ss_params_set(f->params, "shrink", shrink ? "true" : "false");
-        collect c = {calloc(2, sizeof(metrics_req)), 0};
+        tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
         gsim *g;
         run(f, recs, 2, &c, NULL, &g);
         cost_model *cm = gsim_graph(g)->ctrs[0].cost;
@@ -566,7 +552,7 @@ static void test_livelock_guard_rejects_and_counts(void **state)
     enum { N = 600 };
     trace_rec *r = synth(N, 50, 11);
     metrics_summary m;
-    collect c = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect c = {calloc(N, sizeof(metrics_req)), 0};
     run(f, r, N, &c, &m, NULL);
     assert_true(m.aborted > 0);
     assert_int_equal(m.all.completed + m.all.rejected, N);
@@ -622,7 +608,7 @@ static void test_pipeline_timings(void **state)
     f->cfg.replicas = 1;
     trace_rec one[1] = {rec(0, 0.0, 1000, 1)};
     trace_rec two[2] = {rec(0, 0.0, 1000, 1), rec(1, 0.0, 1000, 1)};
-    collect c1 = {calloc(1, sizeof(metrics_req)), 0}, c2 = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c1 = {calloc(1, sizeof(metrics_req)), 0}, c2 = {calloc(2, sizeof(metrics_req)), 0};
     gsim *g;
     run(f, one, 1, &c1, NULL, &g);
     ss_time flat = c1.r[0].first_token;
@@ -846,17 +832,17 @@ static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ct
     ss_time gap_from, gap_to;
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
-    collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
     if (gsim_create(&g, &f->cfg, &eb))
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
     ss_time t0 = gap_from + pause;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
     assert_int_equal(gsim_advance(g, t0, &eb), 0);
     uint64_t it0 = gsim_iterations(g);
-    if (gsim_fork(g, ctrs, n_ctrs, collect_req, &wc, &w, &eb))
+    if (gsim_fork(g, ctrs, n_ctrs, tu_collect_req, &wc, &w, &eb))
         fail_msg("gsim_fork: %s", eb.msg);
     assert_int_equal(gsim_advance(w, gap_to - 1, &eb), 0);
     assert_int_equal(gsim_advance(g, gap_to - 1, &eb), 0);
@@ -912,7 +898,8 @@ static void test_fork_leaves_the_replay_alone(void **state)
     ss_time gap_from, gap_to;
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
-    collect plain = {calloc(n, sizeof(metrics_req)), 0}, forked = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect plain = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect forked = {calloc(n, sizeof(metrics_req)), 0};
     run(f, r, n, &plain, NULL, NULL);
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
@@ -920,7 +907,7 @@ static void test_fork_leaves_the_replay_alone(void **state)
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
     gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &forked, &eb), 0);
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &forked, &eb), 0);
     for (ss_time t = ss_time_from_s(1); t < gap_to + ss_time_from_s(20); t += ss_time_from_s(3)) {
         assert_int_equal(gsim_advance(g, t, &eb), 0);
         assert_int_equal(gsim_fork(g, all, 2, NULL, NULL, &w, &eb), 0);

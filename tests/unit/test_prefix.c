@@ -13,20 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct collect {
-    metrics_req *r; /* by trace id */
-    size_t n_calls;
-} collect;
-
-static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
-{
-    (void)eb;
-    collect *c = ud;
-    c->r[r->trace_id] = *r;
-    c->n_calls++;
-    return 0;
-}
-
 typedef struct fx {
     catalog *cat;
     ss_params *params;
@@ -63,14 +49,14 @@ static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output, 
     return r;
 }
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, collect *c)
+static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
 {
     gsim *g = NULL;
     ss_errbuf eb;
     if (gsim_create(&g, &f->cfg, &eb))
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
+    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
         fail_msg("gsim_run: %s", eb.msg);
     return g;
 }
@@ -112,7 +98,7 @@ static void test_hit_shortens_ttft_by_the_recompute(void **state)
 {
     fx *f = *state;
     trace_rec r[2] = {rec(0, 0, 2000, 2, 5), rec(1, 100, 2000, 2, 5)};
-    collect c = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
     gsim *g = run(f, r, 2, &c);
     cost_model *cm = gsim_graph(g)->ctrs[0].cost;
     cost_batch full = {0}, rest = {0};
@@ -230,7 +216,7 @@ static void run_twice_same(fx *f, const char *what)
 {
     enum { N = 600 };
     trace_rec *r = sessions(N, 40, 3);
-    collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
     gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
     if (memcmp(a.r, b.r, N * sizeof *a.r))
         fail_msg("%s: two runs differ", what);
@@ -278,16 +264,16 @@ static void test_fork_copies_the_cache(void **state)
     enum { N = 200 };
     f->cfg.replicas = 2;
     trace_rec *r = sessions(N, 30, 5);
-    collect rc = {calloc(N, sizeof(metrics_req)), 0}, wc = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect rc = {calloc(N, sizeof(metrics_req)), 0}, wc = {calloc(N, sizeof(metrics_req)), 0};
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
     tu_recs src = {r, N, 0};
     ss_time t0 = r[N - 1].arrival_ns + 1;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
     assert_int_equal(gsim_advance(g, t0, &eb), 0);
     gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_fork(g, all, 2, collect_req, &wc, &w, &eb), 0);
+    assert_int_equal(gsim_fork(g, all, 2, tu_collect_req, &wc, &w, &eb), 0);
     assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
