@@ -273,7 +273,7 @@ int cmd_compare(int argc, char **argv)
         rc = build(&o, 0, o.rate[0], &sc, &eb);
     cli_files files = {0};
     if (!rc)
-        rc = cli_scenario_files(&files, sc, &eb);
+        rc = cli_scenario_files(&files, sc, NULL, &eb);
     cli_files_fini(&files);
     /* one database for every run: --db, else the scenario's */
     if (!rc) {

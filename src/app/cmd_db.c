@@ -36,22 +36,9 @@ static int check_inputs(int argc, char **argv, ss_errbuf *eb)
     for (int i = 3; !rc && i < argc; i++)
         rc = cli_files_add(&files, "input", argv[i], 0, eb);
     cli_files_fini(&files);
-    for (int i = 3; !rc && i < argc; i++) {
-        store *in = NULL;
-        rc = store_open_readonly(&in, argv[i], eb);
-        store_close(&in);
-    }
+    for (int i = 3; !rc && i < argc; i++)
+        rc = store_check_input(argv[i], eb);
     return rc;
-}
-
-/* Remove a database this command created (and SQLite's files beside it). */
-static void remove_db(const char *path)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    char buf[4200];
-    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++)
-        if (snprintf(buf, sizeof buf, "%s%s", path, suffix[i]) < (int)sizeof buf)
-            unlink(buf);
 }
 
 int cmd_db(int argc, char **argv)
@@ -101,7 +88,7 @@ int cmd_db(int argc, char **argv)
     }
     store_close(&out);
     if (rc && created)
-        remove_db(argv[2]);
+        store_remove(argv[2]);
     if (rc) {
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);

@@ -494,7 +494,7 @@ int cmd_replay(int argc, char **argv)
         rc = build_scenario(&o, sc, &x.eb);
     cli_files files = {0};
     if (!rc)
-        rc = cli_scenario_files(&files, sc, &x.eb);
+        rc = cli_scenario_files(&files, sc, NULL, &x.eb);
     if (!rc && o.timeline)
         rc = cli_files_add(&files, "--timeline", o.timeline, 1, &x.eb);
     cli_files_fini(&files);

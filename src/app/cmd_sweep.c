@@ -133,15 +133,8 @@ static int sweep_files(const sweep_exp *x, const char *db, const scn_scenario *s
 {
     cli_files files = {0};
     int rc = cli_files_add(&files, "the experiment file", x->path, 0, eb);
-    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++) {
-        char role[SCN_NAME_MAX + 32];
-        snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
-        rc = cli_files_add(&files, role, sc->tenants[i].trace, 0, eb);
-    }
     if (!rc)
-        rc = cli_files_add(&files, "the scenario file", x->scenario, 0, eb);
-    if (!rc)
-        rc = cli_files_add(&files, "the results database", db, 1, eb);
+        rc = cli_scenario_files(&files, sc, db, eb);
     cli_files_fini(&files);
     return rc;
 }
@@ -209,7 +202,7 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
     store *st = NULL;
     int rc = SS_OK;
     for (int j = 0; !rc && j < 64; j++) {
-        char path[SCN_PATH_MAX + 64], side[SCN_PATH_MAX + 80];
+        char path[SCN_PATH_MAX + 64];
         job_db(db, j, path, sizeof path);
         if (access(path, F_OK) != 0)
             continue;
@@ -217,13 +210,8 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
             break;
         uint64_t copied, skipped;
         rc = store_merge(st, path, &copied, &skipped, eb);
-        if (!rc) {
-            remove(path);
-            snprintf(side, sizeof side, "%s-wal", path);
-            remove(side);
-            snprintf(side, sizeof side, "%s-shm", path);
-            remove(side);
-        }
+        if (!rc)
+            store_remove(path);
     }
     store_close(&st);
     return rc;

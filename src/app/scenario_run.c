@@ -244,7 +244,7 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     return SS_OK;
 }
 
-int cli_scenario_files(cli_files *fs, const scn_scenario *sc, ss_errbuf *eb)
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, const char *db, ss_errbuf *eb)
 {
     int rc = cli_files_add(fs, "the scenario file", sc->path, 0, eb);
     char role[SCN_NAME_MAX + 32];
@@ -252,7 +252,9 @@ int cli_scenario_files(cli_files *fs, const scn_scenario *sc, ss_errbuf *eb)
         snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
         rc = cli_files_add(fs, role, sc->tenants[i].trace, 0, eb);
     }
-    if (!rc && strcmp(sc->db, "none"))
-        rc = cli_files_add(fs, "the results database", sc->db, 1, eb);
+    if (!db)
+        db = sc->db;
+    if (!rc && strcmp(db, "none"))
+        rc = cli_files_add(fs, "the results database", db, 1, eb);
     return rc;
 }

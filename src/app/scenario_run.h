@@ -30,8 +30,8 @@ int cli_parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb);
 
 typedef struct cli_files cli_files;
 /* Add sc's inputs (the scenario file, every tenant's trace) and its output (the results
- * database, unless "none") to fs (cli_files_add). 0, SS_ENOMEM, or SS_EINVAL with eb naming
- * the clash. */
-int cli_scenario_files(cli_files *fs, const scn_scenario *sc, ss_errbuf *eb);
+ * database db, or sc's own when db is NULL; nothing for "none") to fs (cli_files_add). 0,
+ * SS_ENOMEM, or SS_EINVAL with eb naming the clash. */
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, const char *db, ss_errbuf *eb);
 
 #endif

@@ -80,6 +80,12 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb);
  * newer schema or cannot be read (locked by another process). Writing through the handle
  * fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with eb set. */
 int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb);
+/* Whether the database at path could be read as an input (store_open_readonly's checks,
+ * without reading an older schema into memory). 0, or its error. */
+int store_check_input(const char *path, ss_errbuf *eb);
+/* Remove the database file at path and SQLite's files beside it (-wal, -shm, -journal);
+ * missing ones are ignored. For databases a command created and must not leave behind. */
+void store_remove(const char *path);
 /* Whether the database already holds a committed run for point `point` of sweep `sweep`:
  * 1 (its run id in *run_id when non-NULL), 0, or a negative SS_E* code with eb set. */
 int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,

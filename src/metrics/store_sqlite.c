@@ -484,14 +484,16 @@ static int upgrade_in_memory(store *s, ss_errbuf *eb)
     return init_schema(s, eb);
 }
 
-int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
+/* Open path for reading only and check it is a slicesim database of this or an older schema
+ * (*ver). On failure *s_out is NULL. */
+static int open_input(store **s_out, const char *path, int64_t *ver, ss_errbuf *eb)
 {
+    *s_out = NULL;
     store *s = ss_calloc(1, sizeof *s);
     if (!s || !(s->path = ss_strdup(path))) {
         ss_free(s);
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
-    int64_t ver = 0;
     int rc = SS_OK;
     if (access(path, R_OK) != 0)
         rc = ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -505,7 +507,18 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
         rc = exec(s, "PRAGMA query_only = 1", eb, "opening read-only");
     }
     if (!rc)
-        rc = schema_version_of(s, &ver, 1, eb);
+        rc = schema_version_of(s, ver, 1, eb);
+    if (rc)
+        store_close(&s);
+    *s_out = s;
+    return rc;
+}
+
+int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
+{
+    store *s = NULL;
+    int64_t ver = 0;
+    int rc = open_input(&s, path, &ver, eb);
     if (!rc && ver < STORE_SCHEMA_VERSION)
         rc = upgrade_in_memory(s, eb);
     if (rc) {
@@ -514,6 +527,32 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
     }
     *s_out = s;
     return SS_OK;
+}
+
+int store_check_input(const char *path, ss_errbuf *eb)
+{
+    store *s = NULL;
+    int64_t ver;
+    int rc = open_input(&s, path, &ver, eb);
+    store_close(&s);
+    return rc;
+}
+
+void store_remove(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    size_t n = strlen(path);
+    char *buf = ss_malloc(n + 9);
+    if (!buf) {
+        remove(path);
+        return;
+    }
+    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+        memcpy(buf, path, n);
+        memcpy(buf + n, suffix[i], strlen(suffix[i]) + 1);
+        remove(buf);
+    }
+    ss_free(buf);
 }
 
 void store_close(store **sp)
@@ -1134,31 +1173,13 @@ static int src_err(store *s, const char *in_path, ss_errbuf *eb, const char *wha
     return ss_err(eb, SS_EDB, "%s: %s: %s", in_path, what, last_error(s));
 }
 
-/* 1 when another connection holds a write lock on the database at path, so that a merge
- * failing with "database is locked" can say that the input, not the output, is in use. */
-static int locked_by_another(const char *path)
-{
-    sqlite3 *db = NULL;
-    int locked = 0;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
-        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        locked = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
-        if (rc == SQLITE_OK)
-            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    sqlite3_close(db);
-    return locked;
-}
-
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
 {
     memset(c, 0, sizeof *c);
     uint64_t *copied = &c->runs_copied, *skipped = &c->runs_skipped;
     if (s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
-    store *in = NULL; /* checks it is ours, and readable, writing nothing */
-    int rc = store_open_readonly(&in, in_path, eb);
-    store_close(&in);
+    int rc = store_check_input(in_path, eb); /* ours and readable; writes nothing */
     if (rc)
         return rc;
     char *uri = ro_uri(in_path);
@@ -1214,15 +1235,10 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
-    int busy = sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED;
     if (rc && began)
         rollback(s);
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
-    /* The merge locks the input as well as the output: say which one another process holds. */
-    if (rc && busy && locked_by_another(in_path))
-        ss_err(eb, rc, "%s: in use by another process (database is locked); %s is unchanged",
-               in_path, s->path);
     sqlite3_free(msg);
     /* The read-only attachment left the input's -wal and -shm files; a connection that may
      * write (but does not) removes them when it closes, if it is the last one. Best effort,
