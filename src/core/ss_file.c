@@ -41,7 +41,9 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-void ss_outfile_install_signal_cleanup(void)
+/* Handlers for SIGINT, SIGTERM and SIGHUP that remove the tracked temporary files, then let
+ * the signal end the process as it would have. Idempotent. */
+static void install_signal_cleanup(void)
 {
     if (installed)
         return;
@@ -58,11 +60,13 @@ void ss_outfile_install_signal_cleanup(void)
     }
 }
 
-int ss_outfile_track(const char *path)
+/* Track path (copied) for removal on a signal: its slot, or -1 when all are taken (the file
+ * then just is not removed on a signal). */
+static int track(const char *path)
 {
     if (strlen(path) >= TRACK_PATH)
         return -1;
-    ss_outfile_install_signal_cleanup();
+    install_signal_cleanup();
     for (int i = 0; i < TRACK_MAX; i++)
         if (!track_used[i]) {
             memcpy(track_path[i], path, strlen(path) + 1);
@@ -73,7 +77,7 @@ int ss_outfile_track(const char *path)
     return -1;
 }
 
-void ss_outfile_untrack(int slot)
+static void untrack(int slot)
 {
     if (slot >= 0 && slot < TRACK_MAX)
         track_used[slot] = 0;
@@ -166,7 +170,7 @@ int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int bina
         }
         memcpy(o->tmp, o->target, n);
         memcpy(o->tmp + n, ".tmp", 5);
-        o->slot = ss_outfile_track(o->tmp);
+        o->slot = track(o->tmp);
     }
     const char *open_path = o->tmp ? o->tmp : o->target;
     if (!(o->f = fopen(open_path, binary ? "wb" : "w"))) {
@@ -181,7 +185,7 @@ int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int bina
 
 static void outfile_free(ss_outfile *o)
 {
-    ss_outfile_untrack(o->slot);
+    untrack(o->slot);
     ss_free(o->tmp);
     ss_free(o->target);
     ss_free(o);
@@ -227,8 +231,6 @@ void ss_outfile_abort(ss_outfile **op)
         unlink(o->tmp);
     outfile_free(o);
 }
-
-const char *ss_outfile_target(const ss_outfile *o) { return o->target; }
 
 /* ---- file identity -------------------------------------------------------------------------- */
 

@@ -19,7 +19,7 @@ typedef struct ss_outfile ss_outfile;
  * was. A symbolic link is followed: TARGET is the file it names, and the link stays. Anything
  * else (a device such as /dev/null or /dev/full, a FIFO, a file in a directory this process
  * may not write) is written in place. While a temporary file exists, SIGINT, SIGTERM and
- * SIGHUP remove it (ss_outfile_on_signal) before the process dies of the signal.
+ * SIGHUP remove it before the process dies of the signal.
  *
  * @param o_out  the open file, written only on success; close with commit or abort
  * @param f_out  the stream to write (owned by *o_out)
@@ -39,21 +39,6 @@ int ss_outfile_commit(ss_outfile **o, ss_errbuf *eb);
 /* Close the stream and remove the temporary file, leaving the target as it was. NULL-safe;
  * sets *o to NULL. */
 void ss_outfile_abort(ss_outfile **o);
-
-/* Where the data goes: the path given, or the target a symbolic link names (borrowed, valid
- * until commit or abort). */
-const char *ss_outfile_target(const ss_outfile *o);
-
-/* Install handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files of every
- * open ss_outfile and then let the signal end the process as it would have. Idempotent;
- * called by ss_outfile_open, and by commands that create temporary files of their own. */
-void ss_outfile_install_signal_cleanup(void);
-
-/* Register (or, with path NULL, forget) slot's temporary path for removal on a signal; for
- * code that writes temporary files without ss_outfile. Returns the slot, or -1 when all are
- * taken (the file then just is not removed on a signal). path is copied. */
-int ss_outfile_track(const char *path);
-void ss_outfile_untrack(int slot);
 
 /* ---- file identity ---------------------------------------------------------------------- */
 
