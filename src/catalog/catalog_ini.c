@@ -205,13 +205,14 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: an engine term since engine profiles; set "
                       "it in profiles/engines/NAME.ini (profiles/README.md)", c->path, c->line,
                       section, name);
-    if (store_value(c->dst, &c->keys[i], value) && out_of_range(&c->keys[i], value))
+    if (!store_value(c->dst, &c->keys[i], value))
+        return SS_OK;
+    const char *range = out_of_range(&c->keys[i], value);
+    if (range)
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is out of range %s", c->path,
-                      c->line, section, name, value, out_of_range(&c->keys[i], value));
-    if (store_value(c->dst, &c->keys[i], value))
-        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is not %s", c->path, c->line,
-                      section, name, value, kind_expects(c->keys[i].kind));
-    return SS_OK;
+                      c->line, section, name, value, range);
+    return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is not %s", c->path, c->line, section,
+                  name, value, kind_expects(c->keys[i].kind));
 }
 
 /* ss_ini callback. Section headers are not checked on their own: an unknown section is

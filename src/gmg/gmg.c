@@ -401,8 +401,6 @@ void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
 
 /* ---- KV blocks and the memory ledger ---------------------------------------------------- */
 
-#define ledger_kv gmg__ledger_kv
-
 /* Add delta blocks' worth of KV to every GPU of c's replica. */
 void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
 {
@@ -442,7 +440,7 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     uint32_t used = c->blocks_total - c->blocks_free;
     if (used > c->blocks_peak)
         c->blocks_peak = used;
-    ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
+    gmg__ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
 }
 
 /* Move n blocks between c's free pool and one of its holders (`held`: reserved for a migration,
@@ -459,7 +457,7 @@ static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, co
     uint32_t used = c->blocks_total - c->blocks_free;
     if (used > c->blocks_peak)
         c->blocks_peak = used;
-    ledger_kv(g, c, n);
+    gmg__ledger_kv(g, c, n);
 }
 
 static void give_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)
@@ -468,7 +466,7 @@ static void give_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, co
         ss_fatal(SS_LOC, "container %u: %s %u blocks of %u", c->id, what, n, *held);
     *held -= n;
     c->blocks_free += n;
-    ledger_kv(g, c, -(int64_t)n);
+    gmg__ledger_kv(g, c, -(int64_t)n);
 }
 
 void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n)

@@ -660,7 +660,7 @@ static int advance(gsim *s, gmg_req *q, ss_time now)
     q->q_tokens = 0;
     if (q->computed < q->prompt + q->generated)
         return 0; /* a prefill chunk: no token yet */
-    if (!q->pc_registered && q->state == GMG_REQ_RUNNING)
+    if (!q->pc_registered && q->state == GMG_REQ_RUNNING && s->g->ctrs[q->container].pc)
         gmg_pc_register(s->g, &s->g->ctrs[q->container], q);
     q->generated++;
     if (q->first_token < 0) {
@@ -1890,8 +1890,8 @@ int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
     ss_time period = pol_cluster_period(s->cluster);
     if (period > 0 && s->have_next && !sched(s, s->des, period, EV_CLUSTER_TICK, 0))
         return s->rc;
-    if (s->slice && s->have_next && !sched(s, s->des, slice_period(s->slice), EV_SLICE_TICK, 0))
-        return s->rc;
+    if (s->slice && s->have_next)
+        sched(s, s->des, slice_period(s->slice), EV_SLICE_TICK, 0); /* a failure sets s->rc */
     return s->rc;
 }
 

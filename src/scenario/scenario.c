@@ -98,12 +98,6 @@ unsigned scn_param_line(const scn_scenario *s, const char *key)
  * mark (scn_set_option): messages then name the option alone. */
 #define ORIGIN_IMPLIED '!'
 
-const char *scn_key_origin(const scn_scenario *s, const char *key)
-{
-    const char *v = ss_params_get(s->priv->origins, key);
-    return v && v[0] == ORIGIN_IMPLIED ? v + 1 : v;
-}
-
 /* What messages about section.key start with: "WHERE: SECTION.KEY", or just WHERE when it is
  * an option that sets only this key (implied: "--replicas"). */
 static void where_key(const char *where, int implied, const char *section, const char *key,

@@ -3,7 +3,7 @@
  * [tenant.NAME] section per tenant (model, parallelism, containers, workload, tiers, SLA per
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
- * "--set: key", or the option that gave the value); scn_key_origin remembers which. This
+ * "--set: key", or the option that gave the value); scn_key_where names it. This
  * module only parses and checks; app/ turns a scenario into a run. */
 #ifndef SS_SCENARIO_SCENARIO_H
 #define SS_SCENARIO_SCENARIO_H
@@ -117,9 +117,6 @@ int scn_set_from(scn_scenario *s, const char *assignment, const char *where, ss_
 /* The same for an option that sets only this key: messages start with the option alone
  * (replay --replicas: "--replicas: out of range [1, 4096], got '1000000'"). */
 int scn_set_option(scn_scenario *s, const char *assignment, const char *option, ss_errbuf *eb);
-/* Where the value of key ("policy.batching", "tenant.chat.tp") came from: "FILE:LINE",
- * "--set" or an option's name; NULL while it has its default. Borrowed from s. */
-const char *scn_key_origin(const scn_scenario *s, const char *key);
 /* The start of a message about key's value, naming where it came from: "FILE:LINE: KEY",
  * "--set: KEY", "WHERE: KEY" (scn_set_from), the option alone (scn_set_option:
  * "--batching"), or just KEY for a default. */
