@@ -44,7 +44,7 @@ static void section_list(const ini_ctx *c, char *buf, size_t n)
     }
 }
 
-static int valid_name(const char *s, size_t size)
+int cat__valid_name(const char *s, size_t size)
 {
     size_t n = strlen(s);
     if (n == 0 || n >= size)
@@ -90,7 +90,7 @@ static int parse_u32(const char *v, int allow_zero, uint32_t *out)
     return SS_OK;
 }
 
-static int parse_f64(const char *v, cat__kind kind, double scale, double *out)
+int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out)
 {
     double x;
     if (ss_parse_doublez(v, &x))
@@ -141,7 +141,7 @@ static int store_value(void *dst, const cat__key *k, const char *v)
     switch (k->kind) {
     case CAT__NAME:
     case CAT__TEXT:
-        if (k->kind == CAT__NAME ? !valid_name(v, k->size) : !*v || strlen(v) >= k->size)
+        if (k->kind == CAT__NAME ? !cat__valid_name(v, k->size) : !*v || strlen(v) >= k->size)
             return SS_EPARSE;
         memcpy(field, v, strlen(v) + 1);
         return SS_OK;
@@ -149,7 +149,7 @@ static int store_value(void *dst, const cat__key *k, const char *v)
     case CAT__NONNEG:
     case CAT__FRAC: {
         double x;
-        int rc = parse_f64(v, k->kind, k->scale, &x);
+        int rc = cat__parse_f64(v, k->kind, k->scale, &x);
         if (!rc)
             memcpy(field, &x, sizeof x);
         return rc;

@@ -68,6 +68,10 @@ int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const c
 /* Read one hardware file into *g (cat_gpu) or one model file into *m (cat_model), including
  * the cross-field checks, and report the line of the name key in *name_line. path is
  * borrowed and not stored. Errors as for cat__ini_read. */
+/* 1 when s is a catalog name: 1 to size - 1 characters from [a-z0-9._-]. */
+int cat__valid_name(const char *s, size_t size);
+/* Parse v as a number that kind allows, times scale, into *out: 0 or SS_EPARSE. */
+int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out);
 int cat__gpu_read(void *g, const char *path, unsigned *name_line, ss_errbuf *eb);
 int cat__model_read(void *m, const char *path, unsigned *name_line, ss_errbuf *eb);
 /* Read one engine file (profiles/engines) into *e (cat_engine), as above. */

@@ -4,7 +4,6 @@
  * (catalog.c). */
 #include "catalog_int.h"
 
-#include "../core/ss_parse.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -53,17 +52,6 @@ typedef struct override_state {
     unsigned line[CAT_ENGINE_MAX_GPUS][N_HOST_KEYS]; /* 0 = not set */
 } override_state;
 
-static int valid_gpu_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= CAT_NAME_MAX)
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
-            return 0;
-    return 1;
-}
-
 /* The override slot of GPU gpu, created on first use; -1 when there are too many. */
 static int slot_of(cat_engine *e, const char *gpu)
 {
@@ -81,7 +69,7 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
                        const char *key, const char *value, ss_errbuf *eb)
 {
     override_state *st = ud;
-    if (!valid_gpu_name(gpu))
+    if (!cat__valid_name(gpu, CAT_NAME_MAX))
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%.60s.%s: '%.60s' is not a GPU name of 1-47 "
                       "characters from [a-z0-9._-]", path, line, gpu, key, gpu);
     size_t k = 0;
@@ -99,11 +87,10 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: set twice (first on line %u)", path,
                       line, gpu, key, st->line[i][k]);
     double x;
-    if (ss_parse_doublez(value, &x) || !(x >= 0))
+    if (cat__parse_f64(value, CAT__NONNEG, 1e-6, &x))
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: '%.60s' is not a number >= 0", path,
                       line, gpu, key, value);
     st->line[i][k] = line;
-    x *= 1e-6;
     memcpy((char *)&st->e->per_gpu[i].host + host_keys[k].off, &x, sizeof x);
     return SS_OK;
 }
