@@ -421,6 +421,9 @@ uint64_t gmg_pc_key(const gmg_req *r, uint32_t block_tokens, uint32_t j, uint64_
 /* Blocks of r's chain cached in c now, at most max (the walk stops at the first miss); *idle_out
  * (may be NULL) gets how many of them nobody reads. Changes nothing. */
 uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, uint32_t *idle_out);
+/* The block of hash key in c's cache: -1 not cached (or caching off), 0 read by a request,
+ * 1 idle (nobody reads it). Changes nothing. */
+int gmg_pc_state(const gmg_container *c, uint64_t key);
 /* r (holding no blocks) takes the first h blocks of its chain from the cache (all matched by
  * gmg_pc_match): r->blocks = r->pc_shared = h. Idle ones leave the free pool. */
 void gmg_pc_take(gmg *g, gmg_container *c, gmg_req *r, uint32_t h);

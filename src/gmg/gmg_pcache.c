@@ -138,6 +138,12 @@ uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, ui
     return n;
 }
 
+int gmg_pc_state(const gmg_container *c, uint64_t key)
+{
+    uint32_t e = c->pc ? find(c->pc, key) : GMG_NONE;
+    return e == GMG_NONE ? -1 : c->pc->ent[e].ref == 0;
+}
+
 /* One more reader of cached entry e; an idle one leaves the free pool. */
 static void incref(gmg *g, gmg_container *c, uint32_t e)
 {

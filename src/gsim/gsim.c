@@ -442,16 +442,25 @@ static void swap_in(gsim *s, gmg_container *c, gmg_id r)
  * query tokens left of q_tok. */
 static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok, uint32_t hold)
 {
-    uint32_t bt = c->block_tokens, total = q->prompt + q->generated, idle;
-    uint32_t h = gmg_pc_match(c, q, (total - 1) / bt, &idle);
-    while (h) {
-        uint32_t left = total - h * bt, qt = q_tok < left ? q_tok : left;
-        uint64_t blocks = gmg_blocks_for(c, (uint64_t)h * bt + qt);
+    uint32_t bt = c->block_tokens, total = q->prompt + q->generated, h = 0, idle = 0;
+    uint32_t lim = gmg_pc_blocks(q, bt);
+    if (lim > (total - 1) / bt)
+        lim = (total - 1) / bt;
+    /* One walk down the chain: h is the longest cached prefix whose idle blocks and the
+     * request's new ones fit in the free pool. */
+    uint64_t key = 0;
+    for (uint32_t n = 1; n <= lim; n++) {
+        key = gmg_pc_key(q, bt, n - 1, key);
+        int st = gmg_pc_state(c, key);
+        if (st < 0)
+            break;
+        idle += (uint32_t)st;
+        uint32_t left = total - n * bt, qt = q_tok < left ? q_tok : left;
+        uint64_t blocks = gmg_blocks_for(c, (uint64_t)n * bt + qt);
         if (hold > blocks)
             blocks = hold;
-        if (idle + blocks - h <= c->blocks_free)
-            break;
-        h = gmg_pc_match(c, q, h - 1, &idle);
+        if (idle + blocks - n <= c->blocks_free)
+            h = n;
     }
     if (!s->fork)
         metrics_add_prefix(&s->m, q->tenant, q->measured, !q->preemptions, q->prompt,
