@@ -302,11 +302,8 @@ static int parse_param(replay_opts *o, const char *arg)
 static int parse_tenant_opt(replay_opts *o, int t, const char *arg)
 {
     static const char kinds[T__N] = {'s', 'u', 'u', 'u', 's', 's', 'd', 'u', 'f', 'f', 's'};
-    static const char *const names[T__N] = {"model", "tp", "pp", "replicas", "trace",
-                                            "trace-format", "rate-scale", "limit", "trace-spread",
-                                            "sort", "engine"};
     const char *v = kinds[t] == 'f' ? "true" : arg;
-    int rc = check_value(names[t], kinds[t], v);
+    int rc = check_value(tenant_opt_names[t] + 2, kinds[t], v); /* the name without "--" */
     if (!rc)
         o->tenant[t] = v;
     return rc;
