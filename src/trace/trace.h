@@ -29,9 +29,9 @@
     "the trace is not sorted by time (sort it, or read it whole with --sort, or trace_sort = "  \
     "true in a scenario)"
 
-/* Memory trace_reader_set_sort holds per request (its record and the offset of its prefix
- * blocks; the buffers grow by doubling, so up to twice that at worst). */
-#define TRACE_SORT_BYTES_PER_REQUEST (sizeof(trace_rec) + sizeof(uint64_t))
+/* Memory trace_reader_set_sort holds per request (its record, which carries the offset of its
+ * prefix blocks while sorting; the buffers grow by doubling, so up to twice that at worst). */
+#define TRACE_SORT_BYTES_PER_REQUEST sizeof(trace_rec)
 
 /* One request as read from a trace. */
 typedef struct trace_rec {

@@ -46,9 +46,8 @@ struct trace_reader {
     int spread_on;               /* trace_reader_set_spread(r, 1) was called */
     int sort_on;                 /* trace_reader_set_sort(r, 1) was called */
     trace_rec *sorted;           /* sort_on: every request, by arrival once loaded (owned) */
-    uint64_t *sorted_off;        /* ... the offset of each one's prefix blocks in sorted_blocks */
     uint32_t *sorted_blocks;     /* ... their prefix blocks, concatenated (owned) */
-    size_t n_sorted, cap_sorted, cap_sorted_off, next_sorted; /* requests, capacities, served */
+    size_t n_sorted, cap_sorted, next_sorted; /* requests, capacity, served */
     size_t n_sorted_blocks, cap_sorted_blocks;               /* prefix blocks held */
     int sort_loaded;             /* the whole trace is in sorted */
     trace__spread spread;        /* the spread lookahead */
@@ -542,8 +541,6 @@ static int pull_file(trace_reader *r, trace_rec *out)
 static int keep_for_sort(trace_reader *r, const trace_rec *rec)
 {
     if (ss_grow((void **)&r->sorted, &r->cap_sorted, r->n_sorted + 1, sizeof *r->sorted) ||
-        ss_grow((void **)&r->sorted_off, &r->cap_sorted_off, r->n_sorted + 1,
-                sizeof *r->sorted_off) ||
         ss_grow((void **)&r->sorted_blocks, &r->cap_sorted_blocks,
                 r->n_sorted_blocks + rec->n_prefix_blocks + 1, sizeof *r->sorted_blocks))
         return fail(r, SS_ENOMEM, r->line_no, "sort", "out of memory holding %zu requests",
@@ -551,10 +548,11 @@ static int keep_for_sort(trace_reader *r, const trace_rec *rec)
     if (rec->n_prefix_blocks)
         memcpy(r->sorted_blocks + r->n_sorted_blocks, rec->prefix_blocks,
                rec->n_prefix_blocks * sizeof *r->sorted_blocks);
-    r->sorted_off[r->n_sorted] = r->n_sorted_blocks;
-    r->n_sorted_blocks += rec->n_prefix_blocks;
     r->sorted[r->n_sorted] = *rec;
-    r->sorted[r->n_sorted++].prefix_blocks = NULL;
+    /* The block buffer may move as it grows: hold each record's offset in it, + 1, in
+     * prefix_blocks' place until load_sorted has the whole trace. */
+    r->sorted[r->n_sorted++].prefix_blocks = (const uint32_t *)(uintptr_t)(r->n_sorted_blocks + 1);
+    r->n_sorted_blocks += rec->n_prefix_blocks;
     return SS_OK;
 }
 
@@ -577,9 +575,6 @@ static int load_sorted(trace_reader *r)
             return rc;
     if (rc < 0)
         return rc;
-    /* The offsets travel with the records: stash each in prefix_blocks' place while sorting. */
-    for (size_t i = 0; i < r->n_sorted; i++)
-        r->sorted[i].prefix_blocks = (const uint32_t *)(uintptr_t)(r->sorted_off[i] + 1);
     qsort(r->sorted, r->n_sorted, sizeof *r->sorted, cmp_arrival);
     /* Formats that rebase times on the first row (Azure) can start below 0 once sorted:
      * rebase on the earliest request instead. */
@@ -643,7 +638,6 @@ void trace_reader_close(trace_reader **rp)
     trace__spread_free(&r->spread);
     ss_free(r->blocks);
     ss_free(r->sorted);
-    ss_free(r->sorted_off);
     ss_free(r->sorted_blocks);
     for (size_t i = 0; i < r->tenants.n; i++)
         ss_free(r->tenants.names[i]);
