@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define CELL_MAX 136 /* longest cell: a description (127) plus slack */
-#define MAX_COLS 12
+#define MAX_COLS 16 /* columns of the widest listing (checked below) */
 
 /* One listing: its table columns and JSON object, both generated from one entry. */
 typedef struct list_kind {
@@ -170,8 +170,10 @@ static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c,
 
 static const char *const engine_headers[] = {
     "ENGINE", "DESCRIPTION", "OVERLAP", "ITER_US", "SEQ_US", "TOK_US", "FLOOR_US", "FUSED",
-    "MOE_EFF", "AR_EFF", "FRONTEND_MS",
+    "MOE_EFF", "ALLREDUCE", "AR_EFF", "AR_HOP_US", "FRONTEND_MS",
 };
+#define N_ENGINE_COLS ((int)(sizeof engine_headers / sizeof *engine_headers))
+_Static_assert(sizeof engine_headers / sizeof *engine_headers <= MAX_COLS, "raise MAX_COLS");
 
 static void engine_cell(const void *item, int col, char *buf, size_t n)
 {
@@ -198,7 +200,9 @@ static void engine_cell(const void *item, int col, char *buf, size_t n)
                                                                     : "-");
         break;
     case 8: snprintf(buf, n, "%g", e->moe_eff); break;
-    case 9: snprintf(buf, n, "%g", e->allreduce_eff); break;
+    case 9: snprintf(buf, n, "%s", e->allreduce_name); break;
+    case 10: snprintf(buf, n, "%g", e->allreduce_eff); break;
+    case 11: snprintf(buf, n, "%g", e->allreduce_hop_s * 1e6); break;
     default: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
     }
 }
@@ -222,6 +226,7 @@ static void engine_json(const void *item, FILE *out)
     json_bool(out, "fuse_add_norm", e->fuse_add_norm, 0);
     json_bool(out, "fuse_silu_mul", e->fuse_silu_mul, 0);
     json_num(out, "moe_eff", e->moe_eff, 0);
+    json_str(out, "allreduce", e->allreduce_name, 0);
     json_num(out, "allreduce_eff", e->allreduce_eff, 0);
     json_num(out, "allreduce_hop_s", e->allreduce_hop_s, 0);
     json_num(out, "frontend_s", e->frontend_s, 0);
@@ -243,7 +248,8 @@ static const list_kind kinds[] = {
      .count = catalog_n_models, .at = model_at, .cell = model_cell, .json = model_json},
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
-    {.name = "engines", .n_cols = 11, .headers = engine_headers, .left = "llllrrrlrrr",
+    {.name = "engines", .n_cols = N_ENGINE_COLS, .headers = engine_headers,
+     .left = "llllrrrlrlrrr",
      .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 

@@ -49,6 +49,15 @@ typedef enum cat_overlap {
                                the device runs step n; iteration = max(host, device) */
 } cat_overlap;
 
+/* How an engine's all-reduce moves data between the n GPUs of a tensor-parallel group. Both
+ * move 2(n-1)/n of the message per GPU; they differ in the steps that each pay a latency. */
+typedef enum cat_allreduce {
+    CAT_ALLREDUCE_RING = 0,    /* NCCL-style ring: reduce-scatter + all-gather, 2(n-1) steps */
+    CAT_ALLREDUCE_TWOSHOT = 1, /* every GPU reads its peers' buffers directly (vLLM's custom
+                                  all-reduce over NVLink): reduce-scatter and all-gather in
+                                  one step each, 2 steps whatever n */
+} cat_allreduce;
+
 /* The engine's per-iteration host terms and kernel floor; per GPU where they differ. */
 typedef struct cat_engine_host {
     double iter_fixed_s;      /* host time per iteration (scheduler, Python), s */
@@ -69,8 +78,11 @@ typedef struct cat_engine {
     int fuse_add_norm;        /* 1: residual add + RMSNorm is one kernel (one pass) */
     int fuse_silu_mul;        /* 1: SiLU-and-multiply is one kernel (else silu, then mul) */
     double moe_eff;           /* achieved fraction of the roofline by MoE expert GEMMs, (0, 1] */
+    char allreduce_name[CAT_NAME_MAX]; /* "ring" | "twoshot" as written */
+    cat_allreduce allreduce;  /* from allreduce_name */
     double allreduce_eff;     /* achieved fraction of the intra-node link in all-reduce, (0, 1] */
-    double allreduce_hop_s;   /* software latency per ring step, added to the link's, s */
+    double allreduce_hop_s;   /* software latency per synchronisation step, added to the
+                                 link's, s */
     double frontend_s;        /* API server latency added to client-side TTFT and E2E, s */
     uint32_t n_gpus;          /* [gpu.NAME] override sections */
     struct {

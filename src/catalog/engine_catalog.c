@@ -26,6 +26,7 @@ static const cat__key engine_keys[] = {
     KEY("kernels", "fuse_add_norm", CAT__BOOL, fuse_add_norm, 1, 1),
     KEY("kernels", "fuse_silu_mul", CAT__BOOL, fuse_silu_mul, 1, 1),
     KEY("kernels", "moe_eff", CAT__FRAC, moe_eff, 1, 1),
+    KEY("allreduce", "algorithm", CAT__NAME, allreduce_name, 1, 1),
     KEY("allreduce", "eff", CAT__FRAC, allreduce_eff, 1, 1),
     KEY("allreduce", "hop_latency_us", CAT__NONNEG, allreduce_hop_s, 1e-6, 1),
     KEY("frontend", "frontend_ms", CAT__NONNEG, frontend_s, 1e-3, 1),
@@ -123,6 +124,13 @@ int cat__engine_read(void *dst, const char *path, unsigned *name_line, ss_errbuf
     else
         return ss_err(eb, SS_EPARSE, "%s:%u: engine.overlap: '%s' is not serial or max", path,
                       info.line[2], e->overlap_name);
+    if (!strcmp(e->allreduce_name, "ring"))
+        e->allreduce = CAT_ALLREDUCE_RING;
+    else if (!strcmp(e->allreduce_name, "twoshot"))
+        e->allreduce = CAT_ALLREDUCE_TWOSHOT;
+    else
+        return ss_err(eb, SS_EPARSE, "%s:%u: allreduce.algorithm: '%s' is not ring or twoshot",
+                      path, info.line[10], e->allreduce_name);
     if (!e->description[0])
         memcpy(e->description, e->name, sizeof e->name);
     inherit_host(e, &st);

@@ -2,11 +2,12 @@
  * operator, where softmax(a, b) = sqrt(a^2 + b^2): equal to the classic max() far from the
  * ridge point and up to sqrt(2) slower near it, where measured GEMMs reach neither roof (tile
  * and wave quantisation); against Vidur's measured A100/H100 GEMM profiles this smooth form
- * cuts the mean absolute error by about a third. Ring all-reduce:
- * 2(n-1)/n * bytes / (link_bw * eff_l) + 2(n-1) * latency. The efficiency factors and the
- * per-kernel floor t0, the all-reduce's link efficiency and software latency per step and the
- * MoE expert-GEMM efficiency come from the engine profile; element-wise kernels use their own
- * memory efficiency. A pipeline send is one point-to-point message over the same link:
+ * cuts the mean absolute error by about a third. All-reduce over n GPUs:
+ * 2(n-1)/n * bytes / (link_bw * eff_l) + steps * latency, with 2(n-1) steps for a ring and 2
+ * for a two-shot all-reduce. The per-kernel floor t0, the all-reduce's algorithm, link
+ * efficiency and software latency per step, and the MoE expert-GEMM efficiency come from the
+ * engine profile; the other efficiency factors from the GPU's; element-wise kernels use their
+ * own memory efficiency. A pipeline send is one point-to-point message over the same link:
  * bytes / (link_bw * eff_l) + latency. */
 #include "cost_roofline.h"
 
@@ -25,6 +26,7 @@ int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, const cat
     r->link_per_s = g->nvlink_bw * e->allreduce_eff;
     r->link_lat_s = g->link_latency_s;
     r->ar_hop_s = e->allreduce_hop_s;
+    r->ar_twoshot = e->allreduce == CAT_ALLREDUCE_TWOSHOT;
     r->floor_s = cat_engine_host_for(e, g->name)->op_floor_s;
     r->moe_eff = e->moe_eff > 0 ? e->moe_eff : 1.0;
     return SS_OK;
@@ -51,8 +53,9 @@ ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op)
         double n = op->tp;
         if (n <= 1)
             return 0;
+        double steps = r->ar_twoshot ? 2.0 : 2.0 * (n - 1);
         return to_ns(2.0 * (n - 1) / n * op->comm_bytes / r->link_per_s +
-                     2.0 * (n - 1) * (r->link_lat_s + r->ar_hop_s));
+                     steps * (r->link_lat_s + r->ar_hop_s));
     }
     if (op->kind == COST_OP_PP_SEND)
         return to_ns(op->comm_bytes / r->link_per_s + r->link_lat_s);

@@ -13,7 +13,8 @@ typedef struct cost_roofline_rates {
     double ew_per_s;    /* hbm_bw * eff_elementwise: norms, rotary, activation, residual */
     double link_per_s;  /* nvlink_bw * the engine's allreduce eff */
     double link_lat_s;  /* the link's latency per ring step or point-to-point message, s */
-    double ar_hop_s;    /* the engine's software latency per all-reduce ring step, s */
+    double ar_hop_s;    /* the engine's software latency per all-reduce step, s */
+    int ar_twoshot;     /* 1: two steps per all-reduce (two-shot), else 2(n-1) (ring) */
     double floor_s;     /* per kernel (the engine's op_floor_us on this GPU), s */
     double moe_eff;     /* the engine's efficiency of MoE expert GEMMs, (0, 1] */
 } cost_roofline_rates;

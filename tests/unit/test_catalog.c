@@ -64,7 +64,7 @@ static const char *const engine_lines[] = {
     "[engine]", "name = teng", "overlap = max", "[host]", "iter_fixed_us = 100",
     "iter_per_seq_us = 1", "iter_per_token_us = 0.1", "op_floor_us = 2", "[kernels]",
     "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5", "[allreduce]",
-    "eff = 0.6", "hop_latency_us = 3", "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]",
+    "algorithm = twoshot", "eff = 0.6", "hop_latency_us = 3", "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]",
     "iter_fixed_us = 50", NULL,
 };
 
@@ -619,6 +619,7 @@ static void test_shipped_engine(void **state)
     assert_false(e->fuse_add_norm);
     assert_true(e->fuse_silu_mul);
     assert_true(e->moe_eff == 1.0);
+    assert_int_equal(e->allreduce, CAT_ALLREDUCE_RING);
     assert_true(e->allreduce_eff == 0.70);
     assert_true(e->allreduce_hop_s == 0 && e->frontend_s == 0);
     assert_int_equal(catalog_engine_find(c, "vllm-9", &e, &eb), SS_ENOTFOUND);
@@ -643,6 +644,7 @@ static void test_engine_file(void **state)
     assert_close(e->host.iter_fixed_s, 100e-6, 1e-12);
     assert_true(e->fuse_add_norm && !e->fuse_silu_mul);
     assert_close(e->moe_eff, 0.5, 1e-12);
+    assert_int_equal(e->allreduce, CAT_ALLREDUCE_TWOSHOT);
     assert_close(e->allreduce_eff, 0.6, 1e-12);
     assert_close(e->allreduce_hop_s, 3e-6, 1e-12);
     assert_close(e->frontend_s, 1.5e-3, 1e-12);
@@ -666,15 +668,17 @@ static void test_engine_errors(void **state)
     expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 10,
                         "kernels.fuse_add_norm: 'yes' is not true or false");
     expect_engine_error("frontend_ms", NULL, NULL, 0, "frontend.frontend_ms: missing");
-    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 20,
+    expect_engine_error("algorithm", "algorithm = tree", NULL, 14,
+                        "allreduce.algorithm: 'tree' is not ring or twoshot");
+    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 21,
                         "gpu.tgpu.iter_per_seq_us: 'x' is not a number >= 0");
-    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 20,
-                        "gpu.tgpu.iter_fixed_us: set twice (first on line 19)");
-    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 20,
+    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 21,
+                        "gpu.tgpu.iter_fixed_us: set twice (first on line 20)");
+    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 21,
                         "gpu.tgpu.moe_eff: unknown key (a [gpu.NAME] section overrides");
-    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 21,
+    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 22,
                         "gpu.Bad GPU.iter_fixed_us: 'Bad GPU' is not a GPU name");
-    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 21,
+    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 22,
                         "overhead.iter_fixed_us: unknown section [overhead]");
 }
 

@@ -554,8 +554,9 @@ static void test_engine_moe_eff(void **state)
     assert_int_equal(dense[0], dense[1]);
 }
 
-/* All-reduce: 2(n-1)/n x bytes / (link x eff) + 2(n-1) x (link latency + engine hop latency),
- * by hand for TP 4 on an A100 (300 GB/s, 8 us): eff 0.5, hop 2 us. */
+/* All-reduce: 2(n-1)/n x bytes / (link x eff) + steps x (link latency + engine hop latency),
+ * 2(n-1) steps for a ring and 2 for two-shot, by hand for TP 4 on an A100 (300 GB/s, 8 us):
+ * eff 0.5, hop 2 us. */
 static void test_engine_allreduce(void **state)
 {
     fx *f = *state;
@@ -569,6 +570,12 @@ static void test_engine_allreduce(void **state)
     assert_int_equal(cost_op_shape(cm, COST_OP_ALLREDUCE, &b, &op), 0);
     assert_true(op.comm_bytes == 1000.0 * 4096 * 2);
     double want_s = 2.0 * 3 / 4 * op.comm_bytes / (300e9 * 0.5) + 2.0 * 3 * (8e-6 + 2e-6);
+    assert_int_equal(cost_op_ns(cm, &op), (ss_time)(want_s * 1e9 + 0.5));
+    cost_model_destroy(&cm);
+    /* two-shot: the same bytes, 2 latency steps whatever the TP */
+    e.allreduce = CAT_ALLREDUCE_TWOSHOT;
+    cm = mk_e(f, "a100-80g", "llama-2-7b", 4, &e);
+    want_s = 2.0 * 3 / 4 * op.comm_bytes / (300e9 * 0.5) + 2.0 * (8e-6 + 2e-6);
     assert_int_equal(cost_op_ns(cm, &op), (ss_time)(want_s * 1e9 + 0.5));
     cost_model_destroy(&cm);
 }
