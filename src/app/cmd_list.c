@@ -170,7 +170,7 @@ static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c,
 
 static const char *const engine_headers[] = {
     "ENGINE", "DESCRIPTION", "OVERLAP", "ITER_US", "SEQ_US", "TOK_US", "FLOOR_US", "FUSED",
-    "MOE_EFF", "ALLREDUCE", "AR_EFF", "AR_HOP_US", "FRONTEND_MS",
+    "MOE_EFF", "ALLREDUCE", "AR_EFF", "AR_HOP_US", "FRONTEND_MS", "ASYNC", "ATTN_SPEED",
 };
 #define N_ENGINE_COLS ((int)(sizeof engine_headers / sizeof *engine_headers))
 _Static_assert(sizeof engine_headers / sizeof *engine_headers <= MAX_COLS, "raise MAX_COLS");
@@ -203,7 +203,9 @@ static void engine_cell(const void *item, int col, char *buf, size_t n)
     case 9: snprintf(buf, n, "%s", e->allreduce_name); break;
     case 10: snprintf(buf, n, "%g", e->allreduce_eff); break;
     case 11: snprintf(buf, n, "%g", e->allreduce_hop_s * 1e6); break;
-    default: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
+    case 12: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
+    case 13: snprintf(buf, n, "%s", e->async_scheduling ? "yes" : "no"); break;
+    default: snprintf(buf, n, "%g", e->attn_speed); break;
     }
 }
 
@@ -230,6 +232,8 @@ static void engine_json(const void *item, FILE *out)
     json_num(out, "allreduce_eff", e->allreduce_eff, 0);
     json_num(out, "allreduce_hop_s", e->allreduce_hop_s, 0);
     json_num(out, "frontend_s", e->frontend_s, 0);
+    json_bool(out, "async_scheduling", e->async_scheduling, 0);
+    json_num(out, "attn_speed", e->attn_speed, 0);
     fputs("\"per_gpu\": {", out);
     for (uint32_t i = 0; i < e->n_gpus; i++) {
         fprintf(out, "%s\"%s\": {", i ? ", " : "", e->per_gpu[i].gpu);
@@ -249,7 +253,7 @@ static const list_kind kinds[] = {
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
     {.name = "engines", .n_cols = N_ENGINE_COLS, .headers = engine_headers,
-     .left = "llllrrrlrlrrr",
+     .left = "llllrrrlrlrrrlr",
      .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 

@@ -78,6 +78,10 @@ typedef struct cat_engine {
     int fuse_add_norm;        /* 1: residual add + RMSNorm is one kernel (one pass) */
     int fuse_silu_mul;        /* 1: SiLU-and-multiply is one kernel (else silu, then mul) */
     double moe_eff;           /* achieved fraction of the roofline by MoE expert GEMMs, (0, 1] */
+    double attn_speed;        /* attention kernels' speed relative to the GPU's roofline
+                                 efficiencies (> 0; 1 = as fast as its GEMMs) */
+    int async_scheduling;     /* 1: the batch of step n+1 is chosen while step n runs, so a
+                                 request arriving during a step is scheduled one step later */
     char allreduce_name[CAT_NAME_MAX]; /* "ring" | "twoshot" as written */
     cat_allreduce allreduce;  /* from allreduce_name */
     double allreduce_eff;     /* achieved fraction of the intra-node link in all-reduce, (0, 1] */

@@ -30,6 +30,8 @@ static const cat__key engine_keys[] = {
     KEY("allreduce", "eff", CAT__FRAC, allreduce_eff, 1, 1),
     KEY("allreduce", "hop_latency_us", CAT__NONNEG, allreduce_hop_s, 1e-6, 1),
     KEY("frontend", "frontend_ms", CAT__NONNEG, frontend_s, 1e-3, 1),
+    KEY("engine", "async_scheduling", CAT__BOOL, async_scheduling, 1, 1),
+    KEY("kernels", "attn_speed", CAT__POS, attn_speed, 1, 1),
 };
 
 #define N_ENGINE_KEYS (sizeof engine_keys / sizeof *engine_keys)

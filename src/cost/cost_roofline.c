@@ -5,8 +5,8 @@
  * cuts the mean absolute error by about a third. All-reduce over n GPUs:
  * 2(n-1)/n * bytes / (link_bw * eff_l) + steps * latency, with 2(n-1) steps for a ring and 2
  * for a two-shot all-reduce. The per-kernel floor t0, the all-reduce's algorithm, link
- * efficiency and software latency per step, and the MoE expert-GEMM efficiency come from the
- * engine profile; the other efficiency factors from the GPU's; element-wise kernels use their
+ * efficiency and software latency per step, the MoE expert-GEMM efficiency and the attention
+ * kernels' speed factor come from the engine profile; the other efficiency factors from the GPU's; element-wise kernels use their
  * own memory efficiency. A pipeline send is one point-to-point message over the same link:
  * bytes / (link_bw * eff_l) + latency. */
 #include "cost_roofline.h"
@@ -29,6 +29,7 @@ int cost_roofline_rates_init(cost_roofline_rates *r, const cat_gpu *g, const cat
     r->ar_twoshot = e->allreduce == CAT_ALLREDUCE_TWOSHOT;
     r->floor_s = cat_engine_host_for(e, g->name)->op_floor_s;
     r->moe_eff = e->moe_eff > 0 ? e->moe_eff : 1.0;
+    r->attn_speed = e->attn_speed > 0 ? e->attn_speed : 1.0;
     return SS_OK;
 }
 
@@ -64,6 +65,10 @@ ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op)
     if (op->moe) { /* expert GEMMs reach a fraction of the dense roofline (grouped kernels) */
         tc /= r->moe_eff;
         tm /= r->moe_eff;
+    }
+    if (op->kind == COST_OP_ATTN_PREFILL || op->kind == COST_OP_ATTN_DECODE) {
+        tc /= r->attn_speed; /* the engine's attention kernels (FlashAttention, paged decode) */
+        tm /= r->attn_speed;
     }
     return to_ns(r->floor_s + sqrt(tc * tc + tm * tm));
 }

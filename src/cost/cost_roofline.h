@@ -17,6 +17,7 @@ typedef struct cost_roofline_rates {
     int ar_twoshot;     /* 1: two steps per all-reduce (two-shot), else 2(n-1) (ring) */
     double floor_s;     /* per kernel (the engine's op_floor_us on this GPU), s */
     double moe_eff;     /* the engine's efficiency of MoE expert GEMMs, (0, 1] */
+    double attn_speed;  /* the engine's attention kernels' speed factor, > 0 */
 } cost_roofline_rates;
 
 /* The longest time one operator, or one engine step's host work, is given: 10^13 ns (about

@@ -58,6 +58,10 @@ typedef struct gmg_req {
     uint32_t pc_shared;       /* of its blocks, how many are prefix-cache blocks (its chain's
                                  first pc_shared, refcounted by the cache; the rest are its own) */
     uint8_t pc_registered;    /* its prompt's full blocks went into the cache (prefill done) */
+    ss_time sched_lag;        /* it arrived while its container ran a step, on an engine with
+                                 async scheduling, which had chosen the next step's batch
+                                 already: the step it waits for in reality, added to its
+                                 client-side TTFT and E2E, ns (0 otherwise) */
     /* state */
     uint8_t state;         /* gmg_req_state */
     gmg_id container;      /* container it was routed to */

@@ -253,10 +253,10 @@ static ss_time frontend_ns(const gsim *s, uint16_t t)
 
 /* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). The record holds
  * client-side times: a completed request's first token and finish are shifted by the engine's
- * front-end latency (server-side scheduling never sees it). */
+ * front-end latency and its async-scheduling lag (server-side scheduling never sees them). */
 static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
 {
-    ss_time fe = rejected ? 0 : frontend_ns(s, q->tenant);
+    ss_time fe = rejected ? 0 : ss_time_add(frontend_ns(s, q->tenant), q->sched_lag);
     metrics_req r = {
         .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
         .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected, fe), .measured = q->measured,
@@ -1514,6 +1514,20 @@ static void set_sla(gmg_req *q, const gsim_sla *tier, const trace_rec *t)
     q->sla_e2e = tier->e2e;
 }
 
+/* With async scheduling the engine chooses step n+1's batch while step n runs: a request that
+ * arrives during step n joins step n+2 at the earliest, one step later than the simulated
+ * schedule admits it. That step is charged to its client-side TTFT and E2E, at the length of
+ * step n (the simulated step n+1 holds the request itself, which reality's does not). The
+ * schedule is not delayed: metrics only, an approximation that holds while the request would
+ * be admitted at once (not behind a queue, where one step of visibility matters less). */
+static ss_time sched_lag_ns(const gsim *s, const gmg_container *c)
+{
+    const cat_engine *e = c->tenant < s->n_ten ? s->ten[c->tenant].t.engine : NULL;
+    if (!e || !e->async_scheduling || !c->busy || c->iter.end <= c->iter.start)
+        return 0;
+    return c->iter.end - c->iter.start;
+}
+
 static gmg_container *admit_arrival(gsim *s)
 {
     const trace_rec *t = &s->next;
@@ -1566,6 +1580,7 @@ static gmg_container *admit_arrival(gsim *s)
         ci = ts->cands[0];
     q->container = ci;
     gmg_container *c = &s->g->ctrs[ci];
+    q->sched_lag = sched_lag_ns(s, c);
     s->cs[ci].epoch++;
     wait_push(s, c, r, 0);
     return c;

@@ -61,11 +61,11 @@ static const char *const gpu_lines[] = {
 
 /* A valid engine profile with one per-GPU section; line numbers are index + 1. */
 static const char *const engine_lines[] = {
-    "[engine]", "name = teng", "overlap = max", "[host]", "iter_fixed_us = 100",
-    "iter_per_seq_us = 1", "iter_per_token_us = 0.1", "op_floor_us = 2", "[kernels]",
-    "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5", "[allreduce]",
-    "algorithm = twoshot", "eff = 0.6", "hop_latency_us = 3", "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]",
-    "iter_fixed_us = 50", NULL,
+    "[engine]", "name = teng", "overlap = max", "async_scheduling = true", "[host]",
+    "iter_fixed_us = 100", "iter_per_seq_us = 1", "iter_per_token_us = 0.1", "op_floor_us = 2",
+    "[kernels]", "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5",
+    "attn_speed = 1.25", "[allreduce]", "algorithm = twoshot", "eff = 0.6", "hop_latency_us = 3",
+    "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]", "iter_fixed_us = 50", NULL,
 };
 
 /* A valid model profile (a small Llama-like shape). */
@@ -618,7 +618,8 @@ static void test_shipped_engine(void **state)
     }
     assert_false(e->fuse_add_norm);
     assert_true(e->fuse_silu_mul);
-    assert_true(e->moe_eff == 1.0);
+    assert_true(e->moe_eff == 1.0 && e->attn_speed == 1.0);
+    assert_false(e->async_scheduling);
     assert_int_equal(e->allreduce, CAT_ALLREDUCE_RING);
     assert_true(e->allreduce_eff == 0.70);
     assert_true(e->allreduce_hop_s == 0 && e->frontend_s == 0);
@@ -644,6 +645,8 @@ static void test_engine_file(void **state)
     assert_close(e->host.iter_fixed_s, 100e-6, 1e-12);
     assert_true(e->fuse_add_norm && !e->fuse_silu_mul);
     assert_close(e->moe_eff, 0.5, 1e-12);
+    assert_close(e->attn_speed, 1.25, 1e-12);
+    assert_true(e->async_scheduling);
     assert_int_equal(e->allreduce, CAT_ALLREDUCE_TWOSHOT);
     assert_close(e->allreduce_eff, 0.6, 1e-12);
     assert_close(e->allreduce_hop_s, 3e-6, 1e-12);
@@ -663,22 +666,26 @@ static void test_engine_errors(void **state)
     (void)state;
     expect_engine_error("overlap", "overlap = sometimes", NULL, 3,
                         "engine.overlap: 'sometimes' is not serial or max");
-    expect_engine_error("moe_eff", "moe_eff = 2", NULL, 12,
+    expect_engine_error("moe_eff", "moe_eff = 2", NULL, 13,
                         "kernels.moe_eff: '2' is not a fraction in (0, 1]");
-    expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 10,
+    expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 11,
                         "kernels.fuse_add_norm: 'yes' is not true or false");
     expect_engine_error("frontend_ms", NULL, NULL, 0, "frontend.frontend_ms: missing");
-    expect_engine_error("algorithm", "algorithm = tree", NULL, 14,
+    expect_engine_error("attn_speed", "attn_speed = 0", NULL, 14,
+                        "kernels.attn_speed: '0' is not a number > 0");
+    expect_engine_error("async_scheduling", NULL, NULL, 0,
+                        "engine.async_scheduling: missing");
+    expect_engine_error("algorithm", "algorithm = tree", NULL, 16,
                         "allreduce.algorithm: 'tree' is not ring or twoshot");
-    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 21,
+    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 23,
                         "gpu.tgpu.iter_per_seq_us: 'x' is not a number >= 0");
-    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 21,
-                        "gpu.tgpu.iter_fixed_us: set twice (first on line 20)");
-    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 21,
+    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 23,
+                        "gpu.tgpu.iter_fixed_us: set twice (first on line 22)");
+    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 23,
                         "gpu.tgpu.moe_eff: unknown key (a [gpu.NAME] section overrides");
-    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 22,
+    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 24,
                         "gpu.Bad GPU.iter_fixed_us: 'Bad GPU' is not a GPU name");
-    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 22,
+    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 24,
                         "overhead.iter_fixed_us: unknown section [overhead]");
 }
 

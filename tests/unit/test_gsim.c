@@ -97,6 +97,40 @@ static void test_engine_frontend_latency(void **state)
     }
 }
 
+/* Async scheduling: a request that arrives while a step runs is charged that step on its
+ * client-side TTFT and E2E (the engine chose the next batch already); one that arrives at an
+ * idle engine is not; the schedule and the gaps between tokens are the same. */
+static void test_engine_async_scheduling(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    /* r0 at an idle engine; r1 1 ms later, during r0's prefill step; r2 long after both */
+    trace_rec recs[3] = {rec(0, 0.0, 300, 10), rec(1, 0.001, 200, 10), rec(2, 100.0, 300, 10)};
+    metrics_req base[3], lag[3];
+    gsim *g = NULL;
+    for (int k = 0; k < 2; k++) {
+        cat_engine e = *f->cfg.engine;
+        e.async_scheduling = k;
+        const cat_engine *keep = f->cfg.engine;
+        f->cfg.engine = &e;
+        tu_collect c = {k ? lag : base, 0};
+        run(f, recs, 3, &c, NULL, k ? NULL : &g);
+        f->cfg.engine = keep;
+    }
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 300, 0);
+    ss_time step0 = cost_iteration_ns(gsim_graph(g)->ctrs[0].cost, &b);
+    gsim_destroy(&g);
+    assert_true(base[0].first_token - base[0].arrival == step0); /* r1 came during it */
+    assert_true(step0 > 1000000);
+    ss_time want[3] = {0, step0, 0};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(lag[i].first_token - base[i].first_token, want[i]);
+        assert_int_equal(lag[i].finish - base[i].finish, want[i]);
+        assert_int_equal(lag[i].tbt_sum, base[i].tbt_sum);
+    }
+}
+
 static void test_unloaded_ttft_equals_prefill_prediction(void **state)
 {
     fx *f = *state;
@@ -970,6 +1004,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_unloaded_ttft_equals_prefill_prediction),
         T(test_engine_frontend_latency),
+        T(test_engine_async_scheduling),
         T(test_doubling_rate_never_lowers_p99_ttft),
         T(test_conservation_with_rejections),
         T(test_kv_bounds_under_preemption),
