@@ -769,10 +769,11 @@ static int run_calibrate(const cal_opts *o)
     if (!rc && c.m && (o->tp < 1 || c.m->heads % o->tp || c.m->ffn % o->tp))
         rc = ss_err(&c.eb, SS_EINVAL, "--tp: %u does not divide the %u heads and FFN size %u of "
                                       "%s", o->tp, c.m->heads, c.m->ffn, c.m->name);
-    /* The operator grid's roofline (and the sim executor) use the default engine's floors. */
+    /* The operator grid's roofline (and the sim executor) use the eager engine's floors: the
+     * executor launches one kernel at a time, as an eager engine does. */
     const cat_engine *eng = NULL;
     if (!rc)
-        rc = catalog_engine_find(cat, CAT_ENGINE_DEFAULT, &eng, &c.eb);
+        rc = catalog_engine_find(cat, CAT_ENGINE_EAGER, &eng, &c.eb);
     exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = c.gpu,
                        .engine = eng};
     int no_device = 0;

@@ -88,7 +88,7 @@ static void usage(FILE *f)
         "Cluster:\n"
         "  --model NAME            model from the catalog (default llama-2-7b; slicesim list models)\n"
         "  --gpu NAME              GPU from the catalog (default a100-80g; slicesim list gpus)\n"
-        "  --engine NAME           serving engine profile of every tenant (default vllm-eager;\n"
+        "  --engine NAME           serving engine profile of every tenant (default vllm-0.15;\n"
         "                          slicesim list engines)\n"
         "  --replicas N            serving replicas, each TP x PP GPUs (default 4 without -c)\n"
         "  --tp N                  tensor-parallel GPUs per pipeline stage (default 1)\n"

@@ -652,6 +652,10 @@ static int build_scenario(const val_opts *o, const char *gpu, scn_scenario *sc, 
         rc = set_key(sc, "tenant.validate.tp", num, "--tp", eb);
     if (!rc)
         rc = set_key(sc, "tenant.validate.replicas", "1", NULL, eb);
+    /* The executor launches one kernel at a time, as an eager engine does: the schedule is
+     * simulated with that engine's floors too, unless --set names another. */
+    if (!rc)
+        rc = set_key(sc, "tenant.validate.engine", CAT_ENGINE_EAGER, NULL, eb);
     if (!rc)
         rc = set_key(sc, "tenant.validate.trace", trace, o->trace ? "--trace" : NULL, eb);
     snprintf(num, sizeof num, "%ld", o->limit);
@@ -695,8 +699,10 @@ static int run_validate(const val_opts *o, const char *command)
         catalog_destroy(&cat);
         return cli_status_of(rc);
     }
+    /* the executor launches one kernel at a time: the eager engine's floors, as the schedule
+     * is simulated with (build_scenario; a --set of another engine compares across engines) */
     exec_config cfg = {.gpu_index = o->gpu_index, .l2_cold = o->l2_cold, .gpu = v.gpu,
-                       .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
+                       .engine = catalog_engine(cat, CAT_ENGINE_EAGER)};
     if ((rc = exec_create(&v.x, o->backend, &cfg, &v.eb))) {
         fprintf(stderr, "slicesim: validate: nothing measured: %s\n", v.eb.msg);
         catalog_destroy(&cat);

@@ -96,9 +96,12 @@ typedef struct cat_engine {
     const char *path;         /* file it came from (owned) */
 } cat_engine;
 
-/* The engine everything defaults to: it reproduces the cost model from before engine
- * profiles existed. */
-#define CAT_ENGINE_DEFAULT "vllm-eager"
+/* The engine everything defaults to: today's vLLM, fitted to measured serving runs. */
+#define CAT_ENGINE_DEFAULT "vllm-0.15"
+/* The 2023-style eager engine: it reproduces the cost model from before engine profiles
+ * existed, and it is how operators run one kernel launch at a time (operator profiles, the
+ * GPU executor). */
+#define CAT_ENGINE_EAGER "vllm-eager"
 
 /* A decoder-only transformer's shape. */
 typedef struct cat_model {

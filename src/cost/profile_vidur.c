@@ -415,10 +415,11 @@ static const cat_model *match_model(const catalog *cat, const vshape *sh)
  * degree the model cannot use (heads not divisible) are left uncompared. */
 static int roofline_compute_tp(imp *im, size_t i, size_t j, ss_errbuf *eb)
 {
-    /* The fidelity report compares against the default engine's floors (a table holds kernel
-     * times, which the engine's host terms do not touch). */
+    /* The fidelity report compares against the eager engine's floors: Vidur timed each
+     * operator launched on its own, as an eager engine runs it (a table holds kernel times,
+     * which the engine's host terms do not touch). */
     cost_params p = {.gpu = im->gpu, .model = im->model, .tp = im->rows[i].tp,
-                     .engine = catalog_engine(im->cat, CAT_ENGINE_DEFAULT)};
+                     .engine = catalog_engine(im->cat, CAT_ENGINE_EAGER)};
     cost_model *cm = NULL;
     if (!im->model)
         return SS_OK;
@@ -450,7 +451,7 @@ static int roofline_all(imp *im, ss_errbuf *eb)
     if (im->collective) {
         cost_roofline_rates rr;
         if (cost_roofline_rates_init(&rr, im->gpu,
-                                     catalog_engine(im->cat, CAT_ENGINE_DEFAULT), NULL))
+                                     catalog_engine(im->cat, CAT_ENGINE_EAGER), NULL))
             return SS_OK; /* a GPU without roofline figures: not compared */
         for (size_t i = 0; i < im->n; i++) {
             cost_op op = {.kind = im->coll_op, .tp = im->rows[i].tp, .count = 1,

@@ -123,7 +123,7 @@ void scn_key_where(const scn_scenario *s, const char *key, char *buf, size_t siz
  * ======================================================================= */
 
 static const scn_tenant tenant_default = {
-    .engine = "vllm-eager", /* CAT_ENGINE_DEFAULT; scenario/ does not depend on catalog/ */
+    .engine = "vllm-0.15", /* CAT_ENGINE_DEFAULT; scenario/ does not depend on catalog/ */
     .tp = 1, .pp = 1, .replicas = 1, .max_replicas = 1, .trace_format = "auto", .split = "none",
     .weight = 1, .rate_scale = 1, .tiers = 1, .tier_mix = "uniform", .tier_alpha = 1,
 };

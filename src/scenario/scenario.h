@@ -32,7 +32,7 @@ typedef struct scn_tenant {
     unsigned line;               /* line of the section header (0: made by --set or the CLI) */
     /* serving */
     char model[SCN_NAME_MAX];    /* catalog model (model) */
-    char engine[SCN_NAME_MAX];   /* catalog serving engine (engine, default vllm-eager) */
+    char engine[SCN_NAME_MAX];   /* catalog serving engine (engine, default vllm-0.15) */
     uint32_t tp, pp;             /* tp, pp (default 1, 1) */
     uint32_t replicas;           /* replicas: containers it starts with (default 1) */
     uint32_t max_replicas;       /* max_replicas: most it may own under auto-scaling or

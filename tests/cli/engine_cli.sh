@@ -14,12 +14,14 @@ trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 TRACE=$ROOT/traces/azure-conv-synth.csv
 
-# list engines: the shipped default with its terms and its per-GPU host time
+# list engines: the shipped engines, the eager one with its terms and its per-GPU host time
 "$S" list engines >list 2>err || fail "list engines: $(cat err)"
-grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul' list ||
+grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul +1 +ring +0.7 +0 +0 +no +1$' list ||
     fail "list engines: $(cat list)"
+grep -Eq '^vllm-0.15 +.* add-norm,silu-mul +[0-9.]+ +twoshot .* yes +[0-9.]+$' list ||
+    fail "list engines: the default engine: $(cat list)"
 "$S" list engines --json >list.json || fail "list engines --json"
-python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[0]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025, e' list.json ||
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[1]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025 and e["allreduce"]=="ring" and e["async_scheduling"] is False and e["attn_speed"]==1, e' list.json ||
     fail "list engines --json: $(cat list.json)"
 
 # A catalog with a second engine: CUDA graphs + async scheduling (overlap = max), a front end.
@@ -30,14 +32,18 @@ sed -e 's/^name = vllm-eager/name = test-graphs/' -e 's/^overlap = serial/overla
     >cat/engines/test-graphs.ini
 "$S" list engines --profiles cat | grep -Eq '^test-graphs .* max ' || fail "second engine not listed"
 
-# The default engine is the explicit one, byte for byte; another engine changes the results
-# and is stored with its run.
+# The default engine is the explicit one (vllm-0.15), byte for byte; another engine changes
+# the results and is stored with its run.
 "$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json >default.json ||
     fail "default run"
+"$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json --engine vllm-0.15 \
+    >modern.json || fail "--engine vllm-0.15"
+diff <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' modern.json) \
+    >/dev/null || fail "--engine vllm-0.15 differs from the default"
 "$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json --engine vllm-eager \
     >eager.json || fail "--engine vllm-eager"
-diff <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' eager.json) \
-    >/dev/null || fail "--engine vllm-eager differs from the default"
+cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' eager.json) &&
+    fail "the eager engine gave the default's results"
 "$S" replay --trace "$TRACE" --limit 300 --profiles cat --db r.db --engine test-graphs --json \
     >graphs.json 2>err || fail "--engine test-graphs: $(cat err)"
 cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' graphs.json) &&
@@ -80,7 +86,7 @@ INI
 [ "$(sql x.db "SELECT count(DISTINCT engine) FROM runs")" = 2 ] || fail "sweep: runs.engine"
 
 # Errors: one line naming where the engine came from
-expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-eager\\)$" \
+expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-0.15, vllm-eager\\)$" \
     "$S" replay --limit 5 --profiles cat --engine nope --db none
 sed -i 's/^engine = test-graphs/engine = nope/' s.ini
 expect_error 2 "^slicesim: replay: s.ini:3: tenant.a.engine: unknown engine 'nope' \\(known: " \

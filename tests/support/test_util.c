@@ -129,7 +129,7 @@ int tu_sim_setup(catalog **cat, ss_params **params, gsim_config *cfg)
         return -1;
     gsim_config_defaults(cfg);
     cfg->gpu = catalog_gpu(*cat, "a100-80g");
-    cfg->engine = catalog_engine(*cat, CAT_ENGINE_DEFAULT);
+    cfg->engine = catalog_engine(*cat, CAT_ENGINE_EAGER);
     cfg->params = *params;
     return 0;
 }

@@ -603,7 +603,7 @@ static void test_shipped_engine(void **state)
     catalog *c = load_shipped();
     const cat_engine *e = NULL;
     ss_errbuf eb = {""};
-    assert_int_equal(catalog_engine_find(c, CAT_ENGINE_DEFAULT, &e, &eb), 0);
+    assert_int_equal(catalog_engine_find(c, CAT_ENGINE_EAGER, &e, &eb), 0);
     assert_int_equal(e->overlap, CAT_OVERLAP_SERIAL);
     assert_close(cat_engine_host_for(e, "a100-80g")->iter_fixed_s, 3e-3, 1e-12);
     assert_close(cat_engine_host_for(e, "l40s")->iter_fixed_s, 3e-3, 1e-12);
@@ -624,7 +624,25 @@ static void test_shipped_engine(void **state)
     assert_true(e->allreduce_eff == 0.70);
     assert_true(e->allreduce_hop_s == 0 && e->frontend_s == 0);
     assert_int_equal(catalog_engine_find(c, "vllm-9", &e, &eb), SS_ENOTFOUND);
-    assert_prefix(eb.msg, "unknown engine 'vllm-9' (known: vllm-eager");
+    assert_prefix(eb.msg, "unknown engine 'vllm-9' (known: vllm-0.15, vllm-eager");
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
+/* The default engine is today's vLLM: CUDA graphs and async scheduling, fused kernels, the
+ * two-shot all-reduce; what its terms are is fitted (bench/fidelity.sh reports how well). */
+static void test_default_engine(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    const cat_engine *e = NULL;
+    ss_errbuf eb = {""};
+    assert_string_equal(CAT_ENGINE_DEFAULT, "vllm-0.15");
+    assert_int_equal(catalog_engine_find(c, CAT_ENGINE_DEFAULT, &e, &eb), 0);
+    assert_true(e->async_scheduling && e->fuse_add_norm && e->fuse_silu_mul);
+    assert_int_equal(e->allreduce, CAT_ALLREDUCE_TWOSHOT);
+    assert_int_equal(e->n_gpus, 0); /* fitted on one node type: the same terms everywhere */
+    assert_true(e->frontend_s > 0 && e->host.op_floor_s < 5e-6);
     catalog_destroy(&c);
     tu_assert_no_leaks();
 }
@@ -696,6 +714,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_gpus),
         cmocka_unit_test(test_shipped_engine),
+        cmocka_unit_test(test_default_engine),
         cmocka_unit_test_teardown(test_engine_file, teardown_tmp),
         cmocka_unit_test_teardown(test_engine_errors, teardown_tmp),
         cmocka_unit_test(test_shipped_models),

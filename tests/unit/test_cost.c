@@ -41,7 +41,7 @@ static int teardown(void **state)
 static cost_model *mk(fx *f, const char *gpu, const char *model, uint32_t tp)
 {
     cost_params p = {.gpu = catalog_gpu(f->cat, gpu), .model = catalog_model(f->cat, model),
-                     .tp = tp, .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
+                     .tp = tp, .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER)};
     assert_non_null(p.engine);
     assert_non_null(p.gpu);
     assert_non_null(p.model);
@@ -184,7 +184,7 @@ static void test_bad_params(void **state)
     fx *f = *state;
     cost_params p = {.gpu = catalog_gpu(f->cat, "a100-80g"),
                      .model = catalog_model(f->cat, "llama-2-7b"), .tp = 3,
-                     .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
+                     .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER)};
     cost_model *cm = NULL;
     ss_errbuf eb;
     assert_int_equal(cost_model_create(&cm, "roofline", &p, &eb), SS_EINVAL);
@@ -205,7 +205,7 @@ static void test_extreme_figures_saturate(void **state)
     cat_gpu g = *catalog_gpu(f->cat, "a100-80g");
     cat_model m = *catalog_model(f->cat, "llama-2-7b");
     g.peak_flops = 1e-300;
-    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_EAGER);
     e.host.iter_fixed_s = 1e300;
     e.n_gpus = 0;
     m.layers = CAT_MAX_LAYERS;
@@ -364,7 +364,7 @@ static void test_fidelity_vs_vidur_profiles(void **state)
 /* A copy of the default engine without per-GPU sections (so [host] applies everywhere). */
 static cat_engine eager(fx *f)
 {
-    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    cat_engine e = *catalog_engine(f->cat, CAT_ENGINE_EAGER);
     e.n_gpus = 0;
     return e;
 }

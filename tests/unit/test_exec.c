@@ -203,7 +203,7 @@ static void test_sim_executor(void **state)
     const cat_model *m = catalog_model(cat, "llama-3-8b");
     assert_non_null(gpu);
     assert_non_null(m);
-    exec_config cfg = {.gpu = gpu, .engine = catalog_engine(cat, CAT_ENGINE_DEFAULT)};
+    exec_config cfg = {.gpu = gpu, .engine = catalog_engine(cat, CAT_ENGINE_EAGER)};
     exec *x = NULL;
     assert_int_equal(exec_create(&x, "sim", &cfg, &eb), 0);
     exec_limits lim = {.max_tokens = 4096, .max_kv_tokens = 8192, .max_seqs = 64};

@@ -30,7 +30,7 @@ static int setup(void **state)
         return -1;
     gmg_ctr_spec s = {.model = catalog_model(f->cat, "llama-2-7b"),
                       .gpu = catalog_gpu(f->cat, "a100-80g"),
-                      .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT), .tp = 1, .pp = 1,
+                      .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER), .tp = 1, .pp = 1,
                       .cost_backend = "roofline",
                       .gpu_mem_util = 0.9, .block_tokens = 16, .max_batch_tokens = 4096,
                       .max_seqs = 256, .runtime_reserve = 1 << 30};

@@ -54,7 +54,7 @@ static cost_params params(fx *f, const char *model, uint32_t tp)
 {
     cost_params p = {.gpu = catalog_gpu(f->cat, "a100-80g"), .model = catalog_model(f->cat, model),
                      .tp = tp, .profiles_dir = f->dir,
-                     .engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT)};
+                     .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER)};
     assert_non_null(p.gpu);
     assert_non_null(p.model);
     return p;
