@@ -32,7 +32,8 @@
  * rejected_* columns (rejected requests by reason); version 10 runs.engine (the serving-engine
  * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
- * columns, 0 when the cache was off). */
+ * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
+ * each fit's per-stage comparison, fit_stages). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -182,6 +183,23 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE tenants ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
           "ALTER TABLE tenants ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
           "PRAGMA user_version = 10;",
+    /* version 11: engine profiles fitted to measured serving runs (slicesim fit), and the
+     * per-stage real and simulated latencies of the final engine */
+    [10] = "CREATE TABLE fits (fit_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+           " version TEXT NOT NULL, command TEXT, mode TEXT NOT NULL, dir TEXT NOT NULL,"
+           " start_engine TEXT NOT NULL, engine TEXT NOT NULL, terms TEXT NOT NULL,"
+           " params TEXT NOT NULL, profile TEXT, runs INTEGER, stages INTEGER,"
+           " fitted_stages INTEGER, served_ms REAL, objective REAL, mape_ttft_mean_pct REAL,"
+           " mape_ttft_p90_pct REAL, mape_itl_pct REAL, mape_e2e_mean_pct REAL,"
+           " mape_e2e_p90_pct REAL, runaway INTEGER, iterations INTEGER, evaluations INTEGER,"
+           " converged INTEGER, wall_s REAL);"
+           "CREATE TABLE fit_stages (fit_id INTEGER NOT NULL REFERENCES fits(fit_id),"
+           " run TEXT NOT NULL, stage INTEGER NOT NULL, rate REAL, fitted INTEGER NOT NULL,"
+           " completed INTEGER, real_ttft_mean_ms REAL, sim_ttft_mean_ms REAL,"
+           " real_ttft_p90_ms REAL, sim_ttft_p90_ms REAL, real_itl_ms REAL, sim_itl_ms REAL,"
+           " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"
+           " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
+           "PRAGMA user_version = 11;",
 };
 
 /* Prefix-cache columns of summary and tenants, in bind_prefix order. */
@@ -1460,6 +1478,107 @@ int store_validation_commit(store *s, ss_errbuf *eb)
     if (!s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: no validation is open", s->path);
     int rc = exec(s, "COMMIT", eb, "committing the validation");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->in_run = 0;
+    return SS_OK;
+}
+
+/* ---- fits ------------------------------------------------------------------------------- */
+
+typedef struct fit_head {
+    const store_fit *f;
+    const char *now;
+} fit_head;
+
+static void fill_fit(binder *b, const void *p)
+{
+    const fit_head *h = p;
+    const store_fit *f = h->f;
+    b_text(b, h->now);
+    b_text(b, SS_VERSION);
+    b_text(b, f->command);
+    b_text(b, f->mode);
+    b_text(b, f->dir);
+    b_text(b, f->start_engine);
+    b_text(b, f->engine);
+    b_text(b, f->terms);
+    b_text(b, f->params_json);
+    b_text(b, f->profile);
+    b_int(b, f->runs);
+    b_int(b, f->stages);
+    b_int(b, f->fitted_stages);
+    b_real(b, f->served_ms);
+    b_real(b, f->objective);
+    for (int i = 0; i < STORE_FIT_METRICS; i++)
+        b_real(b, f->mape_pct[i]);
+    b_int(b, f->runaway);
+    b_int(b, (int64_t)f->iterations);
+    b_int(b, (int64_t)f->evaluations);
+    b_int(b, f->converged);
+    b_real(b, f->wall_s);
+}
+
+int store_fit_begin(store *s, const store_fit *f, int64_t *id_out, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    int rc = exec(s, "BEGIN IMMEDIATE", eb, "starting the fit's transaction");
+    if (rc)
+        return rc;
+    s->in_run = 1;
+    char now[32];
+    utc_now(now);
+    fit_head h = {f, now};
+    rc = one_row(s, "INSERT INTO fits (created, version, command, mode, dir, start_engine,"
+                    " engine, terms, params, profile, runs, stages, fitted_stages, served_ms,"
+                    " objective, mape_ttft_mean_pct, mape_ttft_p90_pct, mape_itl_pct,"
+                    " mape_e2e_mean_pct, mape_e2e_p90_pct, runaway, iterations, evaluations,"
+                    " converged, wall_s)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 fill_fit, &h, eb, "storing the fit");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->run_id = sqlite3_last_insert_rowid(s->db);
+    if (id_out)
+        *id_out = s->run_id;
+    return SS_OK;
+}
+
+static void fill_fit_stage(binder *b, const void *p)
+{
+    const val_row *r = p;
+    const store_fit_stage *st = r->row;
+    b_int(b, r->id);
+    b_text(b, st->run);
+    b_int(b, st->stage);
+    b_real(b, st->rate);
+    b_int(b, st->fitted);
+    b_int(b, (int64_t)st->completed);
+    for (int i = 0; i < STORE_FIT_METRICS; i++) {
+        b_real(b, st->real[i]);
+        b_real(b, st->sim[i]);
+    }
+}
+
+int store_fit_add_stage(store *s, const store_fit_stage *row, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no fit is open", s->path);
+    val_row r = {s->run_id, row};
+    return one_row(s, "INSERT INTO fit_stages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   fill_fit_stage, &r, eb, "storing a fitted stage");
+}
+
+int store_fit_commit(store *s, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no fit is open", s->path);
+    int rc = exec(s, "COMMIT", eb, "committing the fit");
     if (rc) {
         store_run_abort(s);
         return rc;
