@@ -881,6 +881,8 @@ static int compute(fit_ctx *x, catalog *cat, fit_result *r)
         return ss_err(&x->eb, SS_EINVAL, "%s: no stage to fit: none has a real TTFT mean below "
                       "%g ms (--served-ms)", x->d.stages_path, o->served_ms);
     rc = replay_all(x, 1);
+    for (size_t i = 0; !rc && i < x->d.n_notes; i++) /* the input is good: say what was left */
+        fprintf(stderr, "slicesim: fit: note: %s\n", x->d.notes[i]);
     if (!rc && !o->evaluate) {
         rc = run_fit(x, &r->nm);
         if (!rc)
@@ -919,13 +921,15 @@ int cmd_fit(int argc, char **argv)
     char out_buf[CAT_NAME_MAX + 8];
     fit_opts o = {.engine = CAT_ENGINE_DEFAULT, .name = "fitted", .fit = DEFAULT_FIT,
                   .iterations = 200, .served_ms = 1000, .progress = 1, .check = APP_CHECK_OFF};
+    char *command = cli_join_args(argc, argv); /* before getopt_long permutes argv */
     int rc = parse_opts(&o, argc, argv, out_buf, sizeof out_buf);
-    if (rc)
+    if (rc) {
+        ss_free(command);
         return rc < 0 ? CLI_OK : rc;
+    }
     fit_ctx x = {.o = &o, .ro = {.profiles = o.profiles, .check = o.check}, .wall0 = wall_now()};
     fit_result r = {0};
     catalog *cat = NULL;
-    char *command = cli_join_args(argc, argv);
     rc = command ? catalog_load(&cat, catalog_default_dir(o.profiles), &x.eb)
                  : ss_err(&x.eb, SS_ENOMEM, "out of memory");
     if (!rc)

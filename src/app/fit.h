@@ -60,13 +60,15 @@ typedef struct fit_data {
     char *runs_path, *stages_path; /* DIR/runs.csv, DIR/stages.csv (owned) */
     fit_run *runs;            /* owned */
     size_t n_runs;
-    fit_stage *stages;        /* owned, in the order of stages.csv */
+    fit_stage *stages;        /* owned, sorted by run (runs.csv order), then stage */
     size_t n_stages;
+    char **notes;             /* "FILE:LINE: run 'x' skipped: why" per skipped run (owned) */
+    size_t n_notes, cap_notes;
 } fit_data;
 
 /**
  * Read DIR's runs.csv and stages.csv. Runs with an empty catalog_model or trace are skipped
- * with a note on stderr; so are, silently, runs that `only` (a comma list, NULL: all) does not
+ * with a note in d->notes (for the caller to print once the input is known good); so are, silently, runs that `only` (a comma list, NULL: all) does not
  * name, and the stage rows of skipped runs. Errors, each "FILE:LINE: field: what": a missing
  * column, a model or GPU not in cat, a number out of range, a trace that cannot be read, a
  * stage row of an unknown run or beyond its trace_stage_starts, a stage given twice, a name in

@@ -199,6 +199,18 @@ static int note_seen(const ss_csv *c, reader *rd, const char *name, int kept, ss
     return SS_OK;
 }
 
+static int add_note(const ss_csv *c, fit_data *d, const char *name, const char *why,
+                    ss_errbuf *eb)
+{
+    char buf[SS_ERRBUF_LEN];
+    snprintf(buf, sizeof buf, "%s:%u: run '%.60s' skipped: %s", c->path, c->line, name, why);
+    if (ss_grow((void **)&d->notes, &d->cap_notes, d->n_notes + 1, sizeof *d->notes) ||
+        !(d->notes[d->n_notes] = ss_strdup(buf)))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    d->n_notes++;
+    return SS_OK;
+}
+
 /* One row of runs.csv: skipped (with a note when it cannot be replayed), or appended. */
 static int read_run_row(const ss_csv *c, reader *rd, size_t *cap, ss_errbuf *eb)
 {
@@ -208,12 +220,10 @@ static int read_run_row(const ss_csv *c, reader *rd, size_t *cap, ss_errbuf *eb)
                       : !*ss_csv_get(c, rd->col[RC_TRACE]) ? "no trace" : NULL;
     int kept = only_has(rd, name) && !why;
     int rc = note_seen(c, rd, name, kept, eb);
-    if (rc || !kept) {
-        if (!rc && why && only_has(rd, name))
-            fprintf(stderr, "slicesim: fit: note: %s:%u: run '%s' skipped: %s\n", c->path,
-                    c->line, name, why);
+    if (!rc && why && only_has(rd, name))
+        rc = add_note(c, d, name, why, eb);
+    if (rc || !kept)
         return rc;
-    }
     if (ss_grow((void **)&d->runs, cap, d->n_runs + 1, sizeof *d->runs))
         return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
     fit_run *r = &d->runs[d->n_runs++];
@@ -451,6 +461,9 @@ void fit_data_fini(fit_data *d)
         ss_free(d->runs[i].starts);
         ss_free(d->runs[i].reqs);
     }
+    for (size_t i = 0; i < d->n_notes; i++)
+        ss_free(d->notes[i]);
+    ss_free(d->notes);
     ss_free(d->runs);
     ss_free(d->stages);
     ss_free(d->runs_path);
