@@ -99,10 +99,12 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
 /* store_merge with every count. Both also copy the input's validations (slicesim validate)
- * with their operator and iteration rows, under new ids, in the same transaction: one that s
- * holds already (equal in every column but the id) is skipped, so merging twice adds none. */
+ * with their operator and iteration rows, and its fits (slicesim fit) with their stages, under
+ * new ids, in the same transaction: one that s holds already (equal in every column but the
+ * id) is skipped, so merging twice adds none. */
 typedef struct store_merge_counts {
     uint64_t runs_copied, runs_skipped, validations_copied, validations_skipped;
+    uint64_t fits_copied, fits_skipped; /* slicesim fit's records, like validations */
 } store_merge_counts;
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
 /* The headline figures of a sweep point's run. */

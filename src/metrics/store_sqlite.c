@@ -1082,53 +1082,70 @@ static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
     return rc;
 }
 
-/* Copy every validation of src (with its operator and iteration rows, under a new id) that
- * main does not hold already (one equal in every column but the id). */
-static int merge_validations(store *s, uint64_t *copied, uint64_t *skipped, ss_errbuf *eb)
+/* Records that are not runs but are merged like validations: a table with an integer id and
+ * two child tables of rows keyed by it. */
+typedef struct record_kind {
+    const char *table, *id;   /* "validations", "validation_id" */
+    const char *child[2];     /* tables of its rows */
+    const char *what;         /* "validation", for messages */
+} record_kind;
+
+static const record_kind kind_validations = {
+    "validations", "validation_id", {"validation_ops", "validation_iters"}, "validation"};
+static const record_kind kind_fits = {"fits", "fit_id", {"fit_stages", "fit_stages"}, "fit"};
+
+/* Copy every record of kind k in src (with its child rows, under a new id) that main does not
+ * hold already (one equal in every column but the id). A kind with one child table names it
+ * twice; its rows are copied once. */
+static int merge_records(store *s, const record_kind *k, uint64_t *copied, uint64_t *skipped,
+                         ss_errbuf *eb)
 {
-    static const char *const child[] = {"validation_ops", "validation_iters"};
+    const char *const *child = k->child;
+    int n_child = strcmp(child[0], child[1]) ? 2 : 1;
     sqlite3_stmt *ids = NULL, *dup = NULL, *copy = NULL, *copy_child[2] = {NULL, NULL};
-    char *cols = column_list_of(s, "validations", "validation_id", 0, eb);
-    char *same = cols ? column_list_of(s, "validations", "validation_id", 1, eb) : NULL;
+    char *cols = column_list_of(s, k->table, k->id, 0, eb);
+    char *same = cols ? column_list_of(s, k->table, k->id, 1, eb) : NULL;
     int rc = cols && same ? SS_OK : SS_EDB;
     size_t sql_len = 256 + 2 * (cols ? strlen(cols) : 0) + (same ? strlen(same) : 0);
     char *sql = rc ? NULL : ss_malloc(sql_len);
     if (!rc && !sql)
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
-    if (!rc)
-        rc = prep(s, "SELECT validation_id FROM src.validations ORDER BY validation_id", &ids, eb);
     if (!rc) {
-        snprintf(sql, sql_len, "SELECT count(*) FROM main.validations m, src.validations v"
-                               " WHERE v.validation_id = ? AND %s", same);
+        snprintf(sql, sql_len, "SELECT %s FROM src.%s ORDER BY %s", k->id, k->table, k->id);
+        rc = prep(s, sql, &ids, eb);
+    }
+    if (!rc) {
+        snprintf(sql, sql_len, "SELECT count(*) FROM main.%s m, src.%s v WHERE v.%s = ? AND %s",
+                 k->table, k->table, k->id, same);
         rc = prep(s, sql, &dup, eb);
     }
     if (!rc) {
-        snprintf(sql, sql_len, "INSERT INTO main.validations (%s) SELECT %s FROM"
-                               " src.validations WHERE validation_id = ?", cols, cols);
+        snprintf(sql, sql_len, "INSERT INTO main.%s (%s) SELECT %s FROM src.%s WHERE %s = ?",
+                 k->table, cols, cols, k->table, k->id);
         rc = prep(s, sql, &copy, eb);
     }
-    for (int i = 0; !rc && i < 2; i++) {
-        char *cc = column_list_of(s, child[i], "validation_id", 0, eb);
+    for (int i = 0; !rc && i < n_child; i++) {
+        char *cc = column_list_of(s, child[i], k->id, 0, eb);
         if (!cc) {
             rc = SS_EDB;
             break;
         }
         char q[2048];
-        snprintf(q, sizeof q, "INSERT INTO main.%s (validation_id, %s) SELECT ?1, %s FROM src.%s"
-                              " WHERE validation_id = ?2", child[i], cc, cc, child[i]);
+        snprintf(q, sizeof q, "INSERT INTO main.%s (%s, %s) SELECT ?1, %s FROM src.%s"
+                              " WHERE %s = ?2", child[i], k->id, cc, cc, child[i], k->id);
         ss_free(cc);
         rc = prep(s, q, &copy_child[i], eb);
     }
     while (!rc) {
         int more = step(s, ids);
         if (more != SQLITE_ROW) {
-            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the validations to merge");
+            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the records to merge");
             break;
         }
         int64_t old = sqlite3_column_int64(ids, 0);
         sqlite3_bind_int64(dup, 1, old);
         if (step(s, dup) != SQLITE_ROW) {
-            rc = db_err(s, eb, "looking up a validation");
+            rc = db_err(s, eb, "looking up a record to merge");
             break;
         }
         int have = sqlite3_column_int64(dup, 0) > 0;
@@ -1138,12 +1155,12 @@ static int merge_validations(store *s, uint64_t *copied, uint64_t *skipped, ss_e
             continue;
         }
         sqlite3_bind_int64(copy, 1, old);
-        rc = step_done(s, copy, eb, "copying a validation");
+        rc = step_done(s, copy, eb, "copying a record");
         int64_t id = sqlite3_last_insert_rowid(s->db);
-        for (int i = 0; !rc && i < 2; i++) {
+        for (int i = 0; !rc && i < n_child; i++) {
             sqlite3_bind_int64(copy_child[i], 1, id);
             sqlite3_bind_int64(copy_child[i], 2, old);
-            rc = step_done(s, copy_child[i], eb, "copying a validation's rows");
+            rc = step_done(s, copy_child[i], eb, "copying a record's rows");
         }
         *copied += !rc;
     }
@@ -1250,7 +1267,13 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
     if (has_vals < 0)
         rc = src_err(s, in_path, eb, "reading the schema");
     if (!rc && has_vals)
-        rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
+        rc = merge_records(s, &kind_validations, &c->validations_copied,
+                           &c->validations_skipped, eb);
+    int has_fits = rc ? 0 : src_has(s, "fits");
+    if (has_fits < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_fits)
+        rc = merge_records(s, &kind_fits, &c->fits_copied, &c->fits_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
     if (rc && began)

@@ -186,6 +186,13 @@ grep -q '^  Nelder-Mead: [0-9]* iterations' rec.txt || fail "table: $(cat rec.tx
     "rec start fit 4" ] || fail "fits row"
 [ "$(sql f.db 'SELECT count(*) FROM fit_stages WHERE fitted = 1 AND real_ttft_mean_ms > 0')" = 4 ] ||
     fail "fit_stages rows"
+# db merge carries fits with their stages, once
+"$S" db merge m.db f.db >merge.txt 2>err && "$S" db merge m.db f.db >>merge.txt 2>>err ||
+    fail "db merge: $(cat err)"
+grep -q '1 fits copied, 0 already there' merge.txt && grep -q '0 fits copied, 1 already there' merge.txt ||
+    fail "db merge counts: $(cat merge.txt)"
+[ "$(sql m.db 'SELECT count(*) FROM fits')/$(sql m.db 'SELECT count(*) FROM fit_stages')" = 1/4 ] ||
+    fail "db merge: fits and their stages"
 # every default term, a few iterations (the table of terms and the defaults work)
 "$S" fit data --profiles cat --engine start --iterations 3 --overlap max --allreduce twoshot \
     -o all.ini --no-progress >all.txt 2>err || fail "default terms: $(cat err)"
