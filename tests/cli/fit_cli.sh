@@ -17,14 +17,14 @@ cd "$T" || exit 1
 
 # ---- a tiny directory of serving runs --------------------------------------------------------
 # Two runs of llama-2-7b on h100-sxm, TP 1 and TP 2 (so the all-reduce hop latency matters),
-# each of two stages at 3 and 9 req/s, 48 output tokens per request.
+# each of two stages at 3 and 9 req/s (30 and 45 requests), 48 output tokens per request.
 mkdir -p data/traces
-"$S" trace gen -r 3 -n 60 -p lognormal:500:0.4:32:1500 -O fixed:48 -s 1 -t s0 -o s0.csv &&
-    "$S" trace gen -r 9 -n 90 -p lognormal:500:0.4:32:1500 -O fixed:48 -s 2 -t s1 -o s1.csv ||
+"$S" trace gen -r 3 -n 30 -p lognormal:500:0.4:32:1500 -O fixed:48 -s 1 -t s0 -o s0.csv &&
+    "$S" trace gen -r 9 -n 45 -p lognormal:500:0.4:32:1500 -O fixed:48 -s 2 -t s1 -o s1.csv ||
     fail "trace gen"
 # stage 1 starts 5 s after stage 0's last arrival; ids continue
 start1=$(tail -n 1 s0.csv | awk -F, '{printf "%.6f", $2 + 5}')
-{ cat s0.csv; tail -n +2 s1.csv | awk -F, -v off="$start1" -v OFS=, '{$1 = $1 + 60; $2 = sprintf("%.6f", $2 + off); print}'; } \
+{ cat s0.csv; tail -n +2 s1.csv | awk -F, -v off="$start1" -v OFS=, '{$1 = $1 + 30; $2 = sprintf("%.6f", $2 + off); print}'; } \
     >data/traces/two.csv
 cat >data/runs.csv <<CSV
 run,catalog_model,gpu,tp,max_num_seqs,max_num_batched_tokens,max_model_len,gpu_memory_utilization,output_len,trace,trace_stage_starts,notes
@@ -78,7 +78,7 @@ grep -q "note: data/runs.csv:4: run 'r-skip' skipped: no catalog model" err ||
 [ "$(wc -l <sim.csv)" -eq 5 ] || fail "--write-stages: $(cat sim.csv)"
 head -n 1 sim.csv | grep -qx 'run,stage,rate,completed,ttft_mean_ms,ttft_p90_ms,itl_ms,e2e_mean_ms,e2e_p90_ms' ||
     fail "--write-stages header: $(head -n 1 sim.csv)"
-grep -q '^r-tp2,1,9,90,' sim.csv || fail "--write-stages rows: $(cat sim.csv)"
+grep -q '^r-tp2,1,9,45,' sim.csv || fail "--write-stages rows: $(cat sim.csv)"
 mv sim.csv data/stages.csv
 echo "r-skip,0,1,,5,6,7,8,9" >>data/stages.csv # a stage of a skipped run is left alone
 "$S" fit data --profiles cat --evaluate --engine truth --json >truth.json 2>err ||
@@ -173,31 +173,29 @@ grep -Eq '^rec +' list || fail "the fitted profile is not listed: $(cat list)"
 python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["objective"]==b["objective"], (a["objective"], b["objective"])' \
     rec.json again.json || fail "the profile does not reproduce the fit's objective"
 # deterministic: the same command writes the same bytes
-rm cat/engines/rec.ini
+rm cat/engines/rec.ini && mv rec.ini rec1.ini
 "$S" fit data --profiles cat --engine start --fit iter_fixed_us,hop_latency_us,frontend_ms \
-    --name rec -o rec.ini --no-progress >rec.txt 2>err || fail "fit again: $(cat err)"
-mv rec.ini rec1.ini
-"$S" fit data --profiles cat --engine start --fit iter_fixed_us,hop_latency_us,frontend_ms \
-    --name rec -o rec.ini --no-progress >rec2.txt 2>err || fail "fit a third time: $(cat err)"
+    --name rec -o rec.ini --json --db f.db --no-progress >rec2.json 2>err ||
+    fail "fit again: $(cat err)"
 cmp -s rec.ini rec1.ini || fail "two fits differ: $(diff rec.ini rec1.ini)"
-grep -q '^  Nelder-Mead: [0-9]* iterations' rec.txt || fail "table: $(cat rec.txt)"
 # the database
-[ "$(sql f.db "SELECT engine || ' ' || start_engine || ' ' || mode || ' ' || fitted_stages FROM fits")" = \
+[ "$(sql f.db "SELECT engine || ' ' || start_engine || ' ' || mode || ' ' || fitted_stages FROM fits WHERE fit_id = 1")" = \
     "rec start fit 4" ] || fail "fits row"
-[ "$(sql f.db 'SELECT count(*) FROM fit_stages WHERE fitted = 1 AND real_ttft_mean_ms > 0')" = 4 ] ||
+[ "$(sql f.db 'SELECT count(*) FROM fit_stages WHERE fitted = 1 AND real_ttft_mean_ms > 0')" = 8 ] ||
     fail "fit_stages rows"
 # db merge carries fits with their stages, once
 "$S" db merge m.db f.db >merge.txt 2>err && "$S" db merge m.db f.db >>merge.txt 2>>err ||
     fail "db merge: $(cat err)"
-grep -q '1 fits copied, 0 already there' merge.txt && grep -q '0 fits copied, 1 already there' merge.txt ||
+grep -q '2 fits copied, 0 already there' merge.txt && grep -q '0 fits copied, 2 already there' merge.txt ||
     fail "db merge counts: $(cat merge.txt)"
-[ "$(sql m.db 'SELECT count(*) FROM fits')/$(sql m.db 'SELECT count(*) FROM fit_stages')" = 1/4 ] ||
+[ "$(sql m.db 'SELECT count(*) FROM fits')/$(sql m.db 'SELECT count(*) FROM fit_stages')" = 2/8 ] ||
     fail "db merge: fits and their stages"
 # every default term, a few iterations (the table of terms and the defaults work)
 "$S" fit data --profiles cat --engine start --iterations 3 --overlap max --allreduce twoshot \
     -o all.ini --no-progress >all.txt 2>err || fail "default terms: $(cat err)"
 grep -q '^overlap = max$' all.ini && grep -q '^algorithm = twoshot$' all.ini ||
     fail "--overlap/--allreduce: $(cat all.ini)"
+grep -q '^  Nelder-Mead: 3 iterations' all.txt || fail "table: $(cat all.txt)"
 for k in iter_fixed_us iter_per_seq_us iter_per_token_us op_floor_us hop_latency_us frontend_ms; do
     grep -q "^    $k " all.txt || fail "term $k not in the table: $(cat all.txt)"
 done
