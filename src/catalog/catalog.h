@@ -152,7 +152,8 @@ int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb);
 /* Write e as a profile file (profiles/engines/NAME.ini format, every key, each [gpu.NAME]
  * section with all of its keys) that loads back to the same values: numbers are written in
  * the shortest text that reads back exactly. header_comment (NULL: none; may hold several
- * lines) goes first, each line as a "; " comment. Semicolons and line breaks of the
+ * lines) goes first, each line as "; " comments, long lines wrapped at blanks (every line of
+ * the file stays within the reader's 199 characters). Semicolons and line breaks of the
  * description become commas and spaces. 0, SS_EINVAL for NULL arguments, or SS_EIO when the
  * stream is in error (the caller checks the file when it closes it). */
 int cat_engine_write(FILE *f, const cat_engine *e, const char *header_comment);

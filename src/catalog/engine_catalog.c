@@ -205,6 +205,31 @@ static void write_key(FILE *f, const cat_engine *e, const cat__key *k)
     fputc('\n', f);
 }
 
+/* One line of a header comment, n bytes at s, as "; " lines of at most COMMENT_WIDTH
+ * characters, broken at blanks where there are any: the reader refuses lines over 199. */
+#define COMMENT_WIDTH 98
+static void write_comment(FILE *f, const char *s, size_t n)
+{
+    do {
+        size_t k = n;
+        if (k > COMMENT_WIDTH) {
+            k = COMMENT_WIDTH;
+            while (k > COMMENT_WIDTH / 2 && s[k] != ' ')
+                k--;
+            if (s[k] != ' ')
+                k = COMMENT_WIDTH; /* no blank near the end: cut the word */
+        }
+        size_t w = k;
+        while (w && s[w - 1] == ' ')
+            w--;
+        fprintf(f, "; %.*s\n", (int)w, s);
+        while (k < n && s[k] == ' ')
+            k++;
+        s += k;
+        n -= k;
+    } while (n);
+}
+
 /* Every key of section sec, in table order. */
 static void write_section(FILE *f, const cat_engine *e, const char *sec)
 {
@@ -229,7 +254,7 @@ int cat_engine_write(FILE *f, const cat_engine *e, const char *header_comment)
         return SS_EINVAL;
     for (const char *s = header_comment; s && *s;) {
         size_t n = strcspn(s, "\n");
-        fprintf(f, "; %.*s\n", (int)n, s);
+        write_comment(f, s, n);
         s += n + (s[n] == '\n');
     }
     /* the sections in the order of the key table, each with every one of its keys */

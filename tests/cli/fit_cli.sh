@@ -166,6 +166,7 @@ PY
 grep -q "^; Engine profile fitted by \`slicesim fit\`" rec.ini || fail "profile header: $(cat rec.ini)"
 grep -q "^; Command: slicesim fit data " rec.ini || fail "profile command: $(cat rec.ini)"
 grep -q '^\[gpu\.' rec.ini && fail "the fitted profile has [gpu.NAME] sections"
+awk 'length($0) > 100 { exit 1 }' rec.ini || fail "a line of the profile is over 100 characters"
 cp rec.ini cat/engines/ && "$S" list engines --profiles cat >list 2>err || fail "list: $(cat err)"
 grep -Eq '^rec +' list || fail "the fitted profile is not listed: $(cat list)"
 # the fitted engine replays as written: its objective is the fit's

@@ -711,7 +711,11 @@ static const char *write_and_reload(const cat_engine *e, const char *want_descri
     static char text[8192];
     FILE *f = fmemopen(text, sizeof text, "w");
     assert_non_null(f);
-    assert_int_equal(cat_engine_write(f, e, "fitted on test data\nsecond line"), 0);
+    char header[1024];
+    snprintf(header, sizeof header, "fitted on test data\nsecond line\n%0300d\n", 7);
+    for (int i = 0; i < 40; i++) /* a long line of words */
+        strcat(header, "word ");
+    assert_int_equal(cat_engine_write(f, e, header), 0);
     fclose(f);
     catalog *c = NULL;
     ss_errbuf eb = {""};
@@ -734,7 +738,11 @@ static void test_engine_write(void **state)
     catalog *c = load_shipped();
     cat_engine e = *catalog_engine(c, CAT_ENGINE_DEFAULT);
     const char *text = write_and_reload(&e, e.description);
-    assert_prefix(text, "; fitted on test data\n; second line\n\n[engine]\nname = vllm-eager\n");
+    assert_prefix(text, "; fitted on test data\n; second line\n; 0000");
+    assert_non_null(strstr(text, "0007\n; word word "));
+    assert_non_null(strstr(text, "word\n\n[engine]\nname = vllm-eager\n"));
+    for (const char *p = text; *p; p += strcspn(p, "\n") + 1)
+        assert_true(strcspn(p, "\n") <= 100);
     assert_non_null(strstr(text, "\niter_per_token_us = 0.5\n"));
     assert_non_null(strstr(text, "\n[gpu.h100-sxm]\niter_fixed_us = 2500\n"));
     catalog_destroy(&c);
