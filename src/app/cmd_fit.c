@@ -293,7 +293,6 @@ typedef struct fit_ctx {
     const cat_engine *start;  /* in cat */
     cat_engine cand;          /* the engine under test */
     double x0[N_TERMS];       /* the fitted terms at the start, profile units */
-    size_t evaluations;       /* replays of every fitted run */
     double wall0;
     int progress_shown;
     ss_errbuf eb;
@@ -366,7 +365,6 @@ static int nm_objective(void *ud, const double *v, double *f_out)
     fit_ctx *x = ud;
     set_terms(x, v);
     int rc = replay_all(x, 0);
-    x->evaluations++;
     *f_out = rc ? NAN : objective(&x->d);
     return rc;
 }
@@ -407,7 +405,7 @@ static int run_fit(fit_ctx *x, ss_nm_result *res)
     int rc = ss_nm_minimize(res, v, x->o->n_term, step, lo, nm_objective, x, &no);
     if (x->progress_shown)
         fprintf(stderr, "\r%*s\r", 100, "");
-    if (rc == SS_ENOMEM || rc == SS_EINVAL)
+    if (rc && !x->eb.msg[0]) /* the optimiser's own error, not a replay's */
         return ss_err(&x->eb, rc, "the optimiser failed: %s", ss_strerror(rc));
     if (rc)
         return rc;
@@ -580,22 +578,32 @@ static void print_stages(FILE *f, const fit_data *d)
         fprintf(f, "  %-38s %2u %5s ", d->runs[s->run].name, s->k, *s->rate ? s->rate : "-");
         for (int m = 0; m < FIT_METRICS; m++)
             print_cell(f, s->real[m], s->sim[m], w[m]);
-        fprintf(f, "  %s\n", s->fitted ? "*" : "- (overloaded or not measured)");
+        fprintf(f, "  %s\n", s->fitted ? "*" : "-");
     }
 }
 
 static void print_summary(FILE *f, const fit_ctx *x, const fit_result *r)
 {
-    fprintf(f, "  error over the %zu fitted stages (real TTFT mean < %g ms), (simulated - real) "
-               "/ real; + = the simulation is slower:\n", r->n_fitted, x->o->served_ms);
+    fprintf(f, "  error over the %zu fitted stages (*: real TTFT mean < %g ms; the others "
+               "are overloaded or not measured),\n  (simulated - real) / real; + = the "
+               "simulation is slower:\n", r->n_fitted, x->o->served_ms);
     for (int m = 0; m < FIT_METRICS; m++)
         fprintf(f, "    %-9s MAPE %9.1f %%   bias %+9.1f %%   median error %+8.1f %%   (%zu "
                    "stages)\n", fit_metric_label[m], r->m[m].mape, r->m[m].bias,
                 r->m[m].median, r->m[m].n);
     fprintf(f, "  objective (mean |sim - real| / real over the fitted stages and the 5 "
                "metrics): %.6f\n", r->objective);
-    fprintf(f, "  fitted stages that run away (real TTFT mean < 1 s, simulated > 1 s): %zu\n",
+    fprintf(f, "  fitted stages that run away (real TTFT mean < 1 s, simulated > 1 s): %zu",
             r->runaway);
+    const char *sep = ": ";
+    for (size_t i = 0; i < x->d.n_stages; i++) {
+        const fit_stage *s = &x->d.stages[i];
+        if (s->fitted && s->real[FIT_TTFT] < 1000 && !(s->sim[FIT_TTFT] <= 1000)) {
+            fprintf(f, "%s%s stage %u", sep, x->d.runs[s->run].name, s->k);
+            sep = ", ";
+        }
+    }
+    fputc('\n', f);
 }
 
 static void print_terms(FILE *f, const fit_ctx *x, const fit_result *r)
