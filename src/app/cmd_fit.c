@@ -295,6 +295,8 @@ typedef struct fit_ctx {
     double x0[N_TERMS];       /* the fitted terms at the start, profile units */
     double wall0;
     int progress_shown;
+    ss_outfile *prof_out, *stages_out; /* opened before the replays, committed at the end */
+    FILE *prof_f, *stages_f;
     ss_errbuf eb;
 } fit_ctx;
 
@@ -771,14 +773,11 @@ static int write_profile(fit_ctx *x, const fit_result *r, const char *command)
         ss_strbuf_fini(&h);
         return ss_err(&x->eb, SS_ENOMEM, "out of memory");
     }
-    ss_outfile *out = NULL;
-    FILE *f;
-    int rc = ss_outfile_open(&out, &f, x->o->out, 0, &x->eb);
-    if (!rc && cat_engine_write(f, &x->cand, ss_strbuf_str(&h)))
+    int rc = SS_OK;
+    if (cat_engine_write(x->prof_f, &x->cand, ss_strbuf_str(&h)))
         rc = ss_err(&x->eb, SS_EIO, "%s: write error", x->o->out);
     if (!rc)
-        rc = ss_outfile_commit(&out, &x->eb);
-    ss_outfile_abort(&out);
+        rc = ss_outfile_commit(&x->prof_out, &x->eb);
     ss_strbuf_fini(&h);
     return rc;
 }
@@ -794,11 +793,7 @@ static void csv_num(FILE *f, double v)
 /* The simulated stages as a stages.csv that fit reads back. */
 static int write_stages(fit_ctx *x)
 {
-    ss_outfile *out = NULL;
-    FILE *f;
-    int rc = ss_outfile_open(&out, &f, x->o->write_stages, 0, &x->eb);
-    if (rc)
-        return rc;
+    FILE *f = x->stages_f;
     fprintf(f, "run,stage,rate,completed");
     for (int m = 0; m < FIT_METRICS; m++)
         fprintf(f, ",%s", fit_metric_col[m]);
@@ -811,9 +806,7 @@ static int write_stages(fit_ctx *x)
             csv_num(f, s->sim[m]);
         fputc('\n', f);
     }
-    rc = ss_outfile_commit(&out, &x->eb);
-    ss_outfile_abort(&out);
-    return rc;
+    return ss_outfile_commit(&x->stages_out, &x->eb);
 }
 
 /* The fit and its stages in one transaction of the database --db. */
@@ -870,6 +863,17 @@ static int store_result(fit_ctx *x, const fit_result *r, const char *command)
  * The command
  * ======================================================================= */
 
+/* Open the files written at the end now (as FILE.tmp), so that an unwritable one fails before
+ * a long fit rather than after it. */
+static int open_outputs(fit_ctx *x)
+{
+    int rc = x->o->evaluate ? SS_OK
+                            : ss_outfile_open(&x->prof_out, &x->prof_f, x->o->out, 0, &x->eb);
+    if (!rc && x->o->write_stages)
+        rc = ss_outfile_open(&x->stages_out, &x->stages_f, x->o->write_stages, 0, &x->eb);
+    return rc;
+}
+
 /* Read, check, replay under the start engine (every run: the input is only known good once
  * each has replayed), fit, replay under the result. */
 static int compute(fit_ctx *x, catalog *cat, fit_result *r)
@@ -882,6 +886,8 @@ static int compute(fit_ctx *x, catalog *cat, fit_result *r)
         rc = fit_data_read(&x->d, o->dir, cat, o->runs, o->served_ms, &x->eb);
     if (!rc)
         rc = check_files(x);
+    if (!rc)
+        rc = open_outputs(x);
     if (rc)
         return rc;
     make_candidate(x);
@@ -947,6 +953,8 @@ int cmd_fit(int argc, char **argv)
         rc = emit(&x, &r, command);
     if (rc)
         fprintf(stderr, "slicesim: fit: %s\n", x.eb.msg);
+    ss_outfile_abort(&x.prof_out); /* nothing is left of a failed run */
+    ss_outfile_abort(&x.stages_out);
     fit_data_fini(&x.d);
     catalog_destroy(&cat);
     ss_free(command);

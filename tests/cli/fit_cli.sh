@@ -139,6 +139,8 @@ expect_error 2 "^slicesim: fit: data/stages\.csv: no stage to fit: none has a re
     "$S" fit data --profiles cat --served-ms 0.001
 expect_error 2 "^slicesim: fit: --write-stages data/stages\.csv is the same file as stages\.csv" \
     "$S" fit data --profiles cat --evaluate --write-stages data/stages.csv
+# an output that cannot be written fails before the replays, not after the fit
+expect_error 1 "^slicesim: fit: nodir/x\.ini: cannot create" "$S" fit data --profiles cat -o nodir/x.ini
 
 # ---- (b) recovery ----------------------------------------------------------------------------
 # From the start engine (iter_fixed 600 us, no hop latency, no front end) back to the truth
