@@ -30,7 +30,7 @@
  * The fittable engine terms: one line each
  * ======================================================================= */
 
-/* A term of cat_engine that fit can calibrate: a double >= 0 set in SI units from the
+/* A term of cat_engine that fit can calibrate: a double >= lo set in SI units from the
  * profile's unit. [host] terms are set in e->host; a fitted engine has no [gpu.NAME]
  * sections, so they hold on every GPU. */
 typedef struct fit_term {
@@ -39,18 +39,20 @@ typedef struct fit_term {
     double scale;     /* profile unit to SI (1e-6 for *_us) */
     double step;      /* first simplex step, profile units (at least; 20 % of the start if
                          larger) */
+    double lo;        /* lower bound, profile units (0 for a term >= 0; above 0 for one the
+                         profile requires > 0, such as a speed or an efficiency) */
 } fit_term;
 
-#define TERM(key_, field, scale_, step_)                                                       \
-    {.key = key_, .off = offsetof(cat_engine, field), .scale = scale_, .step = step_}
+#define TERM(key_, field, scale_, step_, lo_)                                                  \
+    {.key = key_, .off = offsetof(cat_engine, field), .scale = scale_, .step = step_, .lo = lo_}
 
 static const fit_term fit_terms[] = {
-    TERM("iter_fixed_us", host.iter_fixed_s, 1e-6, 500),
-    TERM("iter_per_seq_us", host.iter_per_seq_s, 1e-6, 10),
-    TERM("iter_per_token_us", host.iter_per_token_s, 1e-6, 0.5),
-    TERM("op_floor_us", host.op_floor_s, 1e-6, 2),
-    TERM("hop_latency_us", allreduce_hop_s, 1e-6, 5),
-    TERM("frontend_ms", frontend_s, 1e-3, 5),
+    TERM("iter_fixed_us", host.iter_fixed_s, 1e-6, 500, 0),
+    TERM("iter_per_seq_us", host.iter_per_seq_s, 1e-6, 10, 0),
+    TERM("iter_per_token_us", host.iter_per_token_s, 1e-6, 0.5, 0),
+    TERM("op_floor_us", host.op_floor_s, 1e-6, 2, 0),
+    TERM("hop_latency_us", allreduce_hop_s, 1e-6, 5, 0),
+    TERM("frontend_ms", frontend_s, 1e-3, 5, 0),
 };
 #define N_TERMS (sizeof fit_terms / sizeof *fit_terms)
 #define DEFAULT_FIT "iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms"
@@ -400,7 +402,7 @@ static int run_fit(fit_ctx *x, ss_nm_result *res)
         const fit_term *t = &fit_terms[x->o->term[i]];
         v[i] = x->x0[i];
         step[i] = fmax(t->step, 0.2 * fabs(v[i]));
-        lo[i] = 0;
+        lo[i] = fmin(t->lo, v[i]); /* a start below the bound stays allowed */
     }
     ss_nm_opts no = {.max_iter = (size_t)x->o->iterations, .ftol = 1e-6, .max_restarts = 2,
                      .progress = nm_progress, .progress_ud = x};
