@@ -45,27 +45,11 @@ CSV
 # A catalog with the truth and a start engine (no [gpu.NAME] sections: the terms hold as set).
 mkdir cat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" "$ROOT/profiles/engines" cat/ ||
     fail "catalog copy"
-engine() { # NAME ITER_FIXED_US HOP_LATENCY_US FRONTEND_MS
-    cat <<INI
-[engine]
-name = $1
-overlap = serial
-[host]
-iter_fixed_us = $2
-iter_per_seq_us = 20
-iter_per_token_us = 0.5
-op_floor_us = 5
-[kernels]
-fuse_add_norm = false
-fuse_silu_mul = true
-moe_eff = 1
-[allreduce]
-algorithm = ring
-eff = 0.7
-hop_latency_us = $3
-[frontend]
-frontend_ms = $4
-INI
+engine() { # NAME ITER_FIXED_US HOP_LATENCY_US FRONTEND_MS: the shipped eager engine with these
+    # terms and without its [gpu.NAME] sections (whatever other keys the format has)
+    sed -e "s/^name = .*/name = $1/" -e "s/^iter_fixed_us = .*/iter_fixed_us = $2/" \
+        -e "s/^hop_latency_us = .*/hop_latency_us = $3/" -e "s/^frontend_ms = .*/frontend_ms = $4/" \
+        -e '/^\[gpu\./,$d' "$ROOT/profiles/engines/vllm-eager.ini"
 }
 engine truth 1500 8 12 >cat/engines/truth.ini
 engine start 600 0 0 >cat/engines/start.ini

@@ -736,7 +736,7 @@ static void test_engine_write(void **state)
 {
     (void)state;
     catalog *c = load_shipped();
-    cat_engine e = *catalog_engine(c, CAT_ENGINE_DEFAULT);
+    cat_engine e = *catalog_engine(c, "vllm-eager");
     const char *text = write_and_reload(&e, e.description);
     assert_prefix(text, "; fitted on test data\n; second line\n; 0000");
     assert_non_null(strstr(text, "0007\n; word word "));
@@ -775,7 +775,7 @@ static void test_engine_put(void **state)
     catalog *c = load_shipped();
     ss_errbuf eb = {""};
     size_t n0 = catalog_n_engines(c);
-    cat_engine e = *catalog_engine(c, CAT_ENGINE_DEFAULT);
+    cat_engine e = *catalog_engine(c, "vllm-eager");
     const char *names[] = {"zzz", "aaa", "vllm-f"};
     for (size_t i = 0; i < 3; i++) {
         snprintf(e.name, sizeof e.name, "%s", names[i]);
@@ -792,7 +792,7 @@ static void test_engine_put(void **state)
     assert_string_equal(z->path, "somewhere/zzz.ini");
     assert_ptr_not_equal(z->path, e.path);
     assert_null(catalog_engine(c, "aaa")->path);
-    assert_non_null(catalog_engine(c, CAT_ENGINE_DEFAULT)->path);
+    assert_non_null(catalog_engine(c, "vllm-eager")->path);
     /* replace */
     snprintf(e.name, sizeof e.name, "aaa");
     e.host.iter_fixed_s = 42;
