@@ -27,6 +27,10 @@ int cmd_list(int argc, char **argv);
 /* `slicesim profile import ...`: convert measured profiles into profile tables (cmd_profile.c). */
 int cmd_profile(int argc, char **argv);
 
+/* `slicesim fit DIR ...`: calibrate an engine profile against measured serving runs
+ * (cmd_fit.c). */
+int cmd_fit(int argc, char **argv);
+
 /* `slicesim calibrate --model M --tp N ...`: operator profiles measured on a GPU
  * (cmd_calibrate.c). */
 int cmd_calibrate(int argc, char **argv);

@@ -79,6 +79,9 @@ int cmd_db(int argc, char **argv)
             if (c.validations_copied || c.validations_skipped)
                 printf("; %" PRIu64 " validations copied, %" PRIu64 " already there",
                        c.validations_copied, c.validations_skipped);
+            if (c.fits_copied || c.fits_skipped)
+                printf("; %" PRIu64 " fits copied, %" PRIu64 " already there", c.fits_copied,
+                       c.fits_skipped);
             putchar('\n');
             total += c.runs_copied;
             dups += c.runs_skipped;

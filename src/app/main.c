@@ -21,6 +21,7 @@ static const command commands[] = {
     {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
     {"list", cmd_list, "list the catalog's models or GPUs"},
     {"profile", cmd_profile, "import measured operator profiles; roofline fidelity report"},
+    {"fit", cmd_fit, "calibrate an engine profile against measured serving runs"},
     {"calibrate", cmd_calibrate, "measure operator profiles on a GPU (CUDA, CUPTI)"},
     {"validate", cmd_validate, "run a simulated schedule's operators on a GPU; predicted vs measured"},
 };

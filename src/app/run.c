@@ -113,6 +113,8 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
     if (!(x->run = ss_calloc(1, sizeof *x->run)))
         return ss_err(&x->eb, SS_ENOMEM, "out of memory");
     int rc = catalog_load(&x->cat, dir, &x->eb);
+    if (!rc && o->engine)
+        rc = catalog_engine_put(x->cat, o->engine, &x->eb);
     if (!rc)
         rc = cli_run_make(x->run, sc, x->cat, &x->eb);
     if (!rc) {

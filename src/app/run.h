@@ -29,6 +29,10 @@ typedef struct app_run_opts {
     int arrivals_checked;     /* app_run_check already passed, which reads a stretched workload
                                  once to keep arrivals within the simulated time range: setup
                                  does not read it again */
+    const cat_engine *engine; /* an engine put into the loaded catalog before the scenario's
+                                 are looked up (catalog_engine_put: it replaces the profile
+                                 of the same name), so that a candidate runs without a file
+                                 (slicesim fit); borrowed; NULL: none */
 } app_run_opts;
 
 typedef struct app_run {

@@ -332,6 +332,38 @@ int catalog_engine_find(const catalog *c, const char *name, const cat_engine **o
     return *out ? SS_OK : not_found(&c->engines, &kind_engine, name, eb);
 }
 
+int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb)
+{
+    if (!c || !e)
+        return ss_err(eb, SS_EINVAL, "catalog_engine_put: NULL argument");
+    if (!cat__valid_name(e->name, sizeof e->name))
+        return ss_err(eb, SS_EINVAL, "engine name '%.60s' is not a name of 1-47 characters "
+                      "from [a-z0-9._-]", e->name);
+    cat_engine copy = *e; /* e may be one of the catalog's own, which the insertion moves */
+    char *path = NULL;
+    if (e->path && !(path = ss_strdup(e->path)))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    cat_table *t = &c->engines;
+    size_t i = 0;
+    while (i < t->n && strcmp(item_at(t, &kind_engine, i), e->name) < 0)
+        i++;
+    cat_engine *dst = i < t->n ? item_at(t, &kind_engine, i) : NULL;
+    if (dst && !strcmp(dst->name, e->name)) {
+        ss_free((void *)dst->path);
+    } else {
+        if (ss_grow(&t->items, &t->cap, t->n + 1, kind_engine.elem)) {
+            ss_free(path);
+            return ss_err(eb, SS_ENOMEM, "out of memory");
+        }
+        dst = item_at(t, &kind_engine, i);
+        memmove(dst + 1, dst, (t->n - i) * sizeof *dst);
+        t->n++;
+    }
+    *dst = copy;
+    dst->path = path;
+    return SS_OK;
+}
+
 size_t catalog_n_engines(const catalog *c) { return c ? c->engines.n : 0; }
 
 const cat_engine *catalog_engine_at(const catalog *c, size_t i)

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/ss_err.h"
 
@@ -149,6 +150,20 @@ int catalog_engine_find(const catalog *c, const char *name, const cat_engine **o
                         ss_errbuf *eb);
 size_t catalog_n_engines(const catalog *c);
 const cat_engine *catalog_engine_at(const catalog *c, size_t i);
+/* Put a copy of engine e into the catalog: it replaces the engine of the same name, or is
+ * inserted in name order. The catalog copies e and e->path (NULL is kept as NULL); e is
+ * borrowed. Pointers to the catalog's engines obtained earlier are invalidated. 0; SS_EINVAL
+ * when e's name is not a catalog name; SS_ENOMEM, with the catalog unchanged. For candidate
+ * engines that are tried without writing a profile (slicesim fit). */
+int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb);
+/* Write e as a profile file (profiles/engines/NAME.ini format, every key, each [gpu.NAME]
+ * section with all of its keys) that loads back to the same values: numbers are written in
+ * the shortest text that reads back exactly. header_comment (NULL: none; may hold several
+ * lines) goes first, each line as "; " comments, long lines wrapped at blanks (every line of
+ * the file stays within the reader's 199 characters). Semicolons and line breaks of the
+ * description become commas and spaces. 0, SS_EINVAL for NULL arguments, or SS_EIO when the
+ * stream is in error (the caller checks the file when it closes it). */
+int cat_engine_write(FILE *f, const cat_engine *e, const char *header_comment);
 /* The host terms of engine e on the GPU named gpu: its [gpu.NAME] section, else [host]. */
 const cat_engine_host *cat_engine_host_for(const cat_engine *e, const char *gpu);
 /* Iteration in name order. */

@@ -4,6 +4,7 @@
  * (catalog.c). */
 #include "catalog_int.h"
 
+#include "../core/ss_parse.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -146,3 +147,133 @@ const cat_engine_host *cat_engine_host_for(const cat_engine *e, const char *gpu)
             return &e->per_gpu[i].host;
     return &e->host;
 }
+
+/* {======================================================================
+ * Writing a profile
+ * ======================================================================= */
+
+/* 1 when the text in buf reads back (times scale, as cat__parse_f64 computes it) as x. */
+static int reads_back(const char *buf, double x, double scale)
+{
+    double back;
+    return !ss_parse_doublez(buf, &back) && back * scale == x;
+}
+
+/* The shortest decimal text of x / scale that reads back as exactly x, into buf: fixed-point
+ * ("2500", "0.5") for values people write that way, else with an exponent. */
+static void shortest_number(char *buf, size_t size, double x, double scale)
+{
+    double y = x / scale, a = y < 0 ? -y : y;
+    if (a == 0 || (a >= 1e-4 && a < 1e15))
+        for (int digits = 0; digits <= 22; digits++) {
+            snprintf(buf, size, "%.*f", digits, y);
+            if (reads_back(buf, x, scale))
+                return;
+        }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, y);
+        if (reads_back(buf, x, scale))
+            return;
+    }
+    snprintf(buf, size, "%.17g", y); /* no text reads back exactly: the nearest one */
+}
+
+/* A text value as the reader will read it back: inih ends a value at " ;" (an inline
+ * comment) and at the end of the line, so semicolons and line breaks become commas and
+ * spaces. */
+static void write_text(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputc(*s == ';' ? ',' : *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+static void write_key(FILE *f, const cat_engine *e, const cat__key *k)
+{
+    const char *p = (const char *)e + k->off;
+    char num[64];
+    fprintf(f, "%s = ", k->key);
+    switch (k->kind) {
+    case CAT__NAME:
+    case CAT__TEXT: write_text(f, p); break;
+    case CAT__BOOL: fputs(*(const int *)(const void *)p ? "true" : "false", f); break;
+    default: {
+        double x;
+        memcpy(&x, p, sizeof x);
+        shortest_number(num, sizeof num, x, k->scale);
+        fputs(num, f);
+        break;
+    }
+    }
+    fputc('\n', f);
+}
+
+/* One line of a header comment, n bytes at s, as "; " lines of at most COMMENT_WIDTH
+ * characters, broken at blanks where there are any: the reader refuses lines over 199. */
+#define COMMENT_WIDTH 98
+static void write_comment(FILE *f, const char *s, size_t n)
+{
+    do {
+        size_t k = n;
+        if (k > COMMENT_WIDTH) {
+            k = COMMENT_WIDTH;
+            while (k > COMMENT_WIDTH / 2 && s[k] != ' ')
+                k--;
+            if (s[k] != ' ')
+                k = COMMENT_WIDTH; /* no blank near the end: cut the word */
+        }
+        size_t w = k;
+        while (w && s[w - 1] == ' ')
+            w--;
+        fprintf(f, "; %.*s\n", (int)w, s);
+        while (k < n && s[k] == ' ')
+            k++;
+        s += k;
+        n -= k;
+    } while (n);
+}
+
+/* Every key of section sec, in table order. */
+static void write_section(FILE *f, const cat_engine *e, const char *sec)
+{
+    fprintf(f, "\n[%s]\n", sec);
+    for (size_t i = 0; i < N_ENGINE_KEYS; i++)
+        if (!strcmp(engine_keys[i].section, sec))
+            write_key(f, e, &engine_keys[i]);
+}
+
+/* 1 when an earlier key of the table is in the same section as key i. */
+static int section_seen(size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(engine_keys[j].section, engine_keys[i].section))
+            return 1;
+    return 0;
+}
+
+int cat_engine_write(FILE *f, const cat_engine *e, const char *header_comment)
+{
+    if (!f || !e)
+        return SS_EINVAL;
+    for (const char *s = header_comment; s && *s;) {
+        size_t n = strcspn(s, "\n");
+        write_comment(f, s, n);
+        s += n + (s[n] == '\n');
+    }
+    /* the sections in the order of the key table, each with every one of its keys */
+    for (size_t i = 0; i < N_ENGINE_KEYS; i++)
+        if (!section_seen(i))
+            write_section(f, e, engine_keys[i].section);
+    char num[64];
+    for (uint32_t g = 0; g < e->n_gpus && g < CAT_ENGINE_MAX_GPUS; g++) {
+        fprintf(f, "\n[gpu.%s]\n", e->per_gpu[g].gpu);
+        for (size_t k = 0; k < N_HOST_KEYS; k++) {
+            double x;
+            memcpy(&x, (const char *)&e->per_gpu[g].host + host_keys[k].off, sizeof x);
+            shortest_number(num, sizeof num, x, 1e-6);
+            fprintf(f, "%s = %s\n", host_keys[k].key, num);
+        }
+    }
+    return ferror(f) ? SS_EIO : SS_OK;
+}
+
+/* }====================================================================== */

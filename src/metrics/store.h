@@ -10,7 +10,7 @@
 #include "../core/ss_err.h"
 #include "metrics.h"
 
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 typedef struct store store;
 
@@ -99,10 +99,12 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
 /* store_merge with every count. Both also copy the input's validations (slicesim validate)
- * with their operator and iteration rows, under new ids, in the same transaction: one that s
- * holds already (equal in every column but the id) is skipped, so merging twice adds none. */
+ * with their operator and iteration rows, and its fits (slicesim fit) with their stages, under
+ * new ids, in the same transaction: one that s holds already (equal in every column but the
+ * id) is skipped, so merging twice adds none. */
 typedef struct store_merge_counts {
     uint64_t runs_copied, runs_skipped, validations_copied, validations_skipped;
+    uint64_t fits_copied, fits_skipped; /* slicesim fit's records, like validations */
 } store_merge_counts;
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
 /* The headline figures of a sweep point's run. */
@@ -177,6 +179,52 @@ int store_validation_add_op(store *s, const store_validation_op *row, ss_errbuf 
 int store_validation_add_iter(store *s, const store_validation_iter *row, ss_errbuf *eb);
 /* COMMIT; on failure the validation is rolled back (store_close does the same). */
 int store_validation_commit(store *s, ss_errbuf *eb);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Fits (`slicesim fit`): an engine profile calibrated against measured serving runs, and the
+ * per-stage comparison of its final engine. One transaction per fit, like a run.
+ * ======================================================================= */
+
+/* Metrics compared per stage, in this order in every array below: TTFT mean, TTFT p90, ITL,
+ * E2E mean, E2E p90 (ms). */
+#define STORE_FIT_METRICS 5
+
+typedef struct store_fit {
+    const char *command;       /* command line */
+    const char *mode;          /* "fit" or "evaluate" */
+    const char *dir;           /* the directory of measured runs */
+    const char *start_engine;  /* engine the fit started from (or evaluated) */
+    const char *engine;        /* name of the fitted engine (= start_engine for evaluate) */
+    const char *terms;         /* comma list of the fitted terms ("" for evaluate) */
+    const char *params_json;   /* every fittable term of the final engine, start and end */
+    const char *profile;       /* the profile file written (NULL: none) */
+    uint32_t runs, stages, fitted_stages; /* replayed runs and stages, stages in the objective */
+    double served_ms;          /* a stage enters the objective below this real TTFT mean */
+    double objective;          /* mean relative error over fitted stages and metrics */
+    double mape_pct[STORE_FIT_METRICS]; /* per metric over the fitted stages, % */
+    uint32_t runaway;          /* fitted stages whose simulated TTFT mean exceeds 1 s */
+    uint64_t iterations, evaluations;
+    int converged;             /* 1: the optimiser met its tolerance */
+    double wall_s;
+} store_fit;
+
+typedef struct store_fit_stage {
+    const char *run;
+    uint32_t stage;
+    double rate;               /* offered req/s (NaN: not published) */
+    int fitted;                /* 1: in the objective */
+    uint64_t completed;        /* simulated requests completed in the stage */
+    double real[STORE_FIT_METRICS], sim[STORE_FIT_METRICS]; /* ms; NaN stored as NULL */
+} store_fit_stage;
+
+/* BEGIN IMMEDIATE and insert the fits row; *id_out (may be NULL) gets its id. Strings are
+ * borrowed for the call. */
+int store_fit_begin(store *s, const store_fit *f, int64_t *id_out, ss_errbuf *eb);
+int store_fit_add_stage(store *s, const store_fit_stage *row, ss_errbuf *eb);
+/* COMMIT; on failure the fit is rolled back (store_close does the same). */
+int store_fit_commit(store *s, ss_errbuf *eb);
 
 /* }====================================================================== */
 

@@ -32,7 +32,8 @@
  * rejected_* columns (rejected requests by reason); version 10 runs.engine (the serving-engine
  * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
- * columns, 0 when the cache was off). */
+ * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
+ * each fit's per-stage comparison, fit_stages). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -182,6 +183,23 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE tenants ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
           "ALTER TABLE tenants ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
           "PRAGMA user_version = 10;",
+    /* version 11: engine profiles fitted to measured serving runs (slicesim fit), and the
+     * per-stage real and simulated latencies of the final engine */
+    [10] = "CREATE TABLE fits (fit_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+           " version TEXT NOT NULL, command TEXT, mode TEXT NOT NULL, dir TEXT NOT NULL,"
+           " start_engine TEXT NOT NULL, engine TEXT NOT NULL, terms TEXT NOT NULL,"
+           " params TEXT NOT NULL, profile TEXT, runs INTEGER, stages INTEGER,"
+           " fitted_stages INTEGER, served_ms REAL, objective REAL, mape_ttft_mean_pct REAL,"
+           " mape_ttft_p90_pct REAL, mape_itl_pct REAL, mape_e2e_mean_pct REAL,"
+           " mape_e2e_p90_pct REAL, runaway INTEGER, iterations INTEGER, evaluations INTEGER,"
+           " converged INTEGER, wall_s REAL);"
+           "CREATE TABLE fit_stages (fit_id INTEGER NOT NULL REFERENCES fits(fit_id),"
+           " run TEXT NOT NULL, stage INTEGER NOT NULL, rate REAL, fitted INTEGER NOT NULL,"
+           " completed INTEGER, real_ttft_mean_ms REAL, sim_ttft_mean_ms REAL,"
+           " real_ttft_p90_ms REAL, sim_ttft_p90_ms REAL, real_itl_ms REAL, sim_itl_ms REAL,"
+           " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"
+           " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
+           "PRAGMA user_version = 11;",
 };
 
 /* Prefix-cache columns of summary and tenants, in bind_prefix order. */
@@ -1064,53 +1082,70 @@ static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
     return rc;
 }
 
-/* Copy every validation of src (with its operator and iteration rows, under a new id) that
- * main does not hold already (one equal in every column but the id). */
-static int merge_validations(store *s, uint64_t *copied, uint64_t *skipped, ss_errbuf *eb)
+/* Records that are not runs but are merged like validations: a table with an integer id and
+ * two child tables of rows keyed by it. */
+typedef struct record_kind {
+    const char *table, *id;   /* "validations", "validation_id" */
+    const char *child[2];     /* tables of its rows */
+    const char *what;         /* "validation", for messages */
+} record_kind;
+
+static const record_kind kind_validations = {
+    "validations", "validation_id", {"validation_ops", "validation_iters"}, "validation"};
+static const record_kind kind_fits = {"fits", "fit_id", {"fit_stages", "fit_stages"}, "fit"};
+
+/* Copy every record of kind k in src (with its child rows, under a new id) that main does not
+ * hold already (one equal in every column but the id). A kind with one child table names it
+ * twice; its rows are copied once. */
+static int merge_records(store *s, const record_kind *k, uint64_t *copied, uint64_t *skipped,
+                         ss_errbuf *eb)
 {
-    static const char *const child[] = {"validation_ops", "validation_iters"};
+    const char *const *child = k->child;
+    int n_child = strcmp(child[0], child[1]) ? 2 : 1;
     sqlite3_stmt *ids = NULL, *dup = NULL, *copy = NULL, *copy_child[2] = {NULL, NULL};
-    char *cols = column_list_of(s, "validations", "validation_id", 0, eb);
-    char *same = cols ? column_list_of(s, "validations", "validation_id", 1, eb) : NULL;
+    char *cols = column_list_of(s, k->table, k->id, 0, eb);
+    char *same = cols ? column_list_of(s, k->table, k->id, 1, eb) : NULL;
     int rc = cols && same ? SS_OK : SS_EDB;
     size_t sql_len = 256 + 2 * (cols ? strlen(cols) : 0) + (same ? strlen(same) : 0);
     char *sql = rc ? NULL : ss_malloc(sql_len);
     if (!rc && !sql)
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
-    if (!rc)
-        rc = prep(s, "SELECT validation_id FROM src.validations ORDER BY validation_id", &ids, eb);
     if (!rc) {
-        snprintf(sql, sql_len, "SELECT count(*) FROM main.validations m, src.validations v"
-                               " WHERE v.validation_id = ? AND %s", same);
+        snprintf(sql, sql_len, "SELECT %s FROM src.%s ORDER BY %s", k->id, k->table, k->id);
+        rc = prep(s, sql, &ids, eb);
+    }
+    if (!rc) {
+        snprintf(sql, sql_len, "SELECT count(*) FROM main.%s m, src.%s v WHERE v.%s = ? AND %s",
+                 k->table, k->table, k->id, same);
         rc = prep(s, sql, &dup, eb);
     }
     if (!rc) {
-        snprintf(sql, sql_len, "INSERT INTO main.validations (%s) SELECT %s FROM"
-                               " src.validations WHERE validation_id = ?", cols, cols);
+        snprintf(sql, sql_len, "INSERT INTO main.%s (%s) SELECT %s FROM src.%s WHERE %s = ?",
+                 k->table, cols, cols, k->table, k->id);
         rc = prep(s, sql, &copy, eb);
     }
-    for (int i = 0; !rc && i < 2; i++) {
-        char *cc = column_list_of(s, child[i], "validation_id", 0, eb);
+    for (int i = 0; !rc && i < n_child; i++) {
+        char *cc = column_list_of(s, child[i], k->id, 0, eb);
         if (!cc) {
             rc = SS_EDB;
             break;
         }
         char q[2048];
-        snprintf(q, sizeof q, "INSERT INTO main.%s (validation_id, %s) SELECT ?1, %s FROM src.%s"
-                              " WHERE validation_id = ?2", child[i], cc, cc, child[i]);
+        snprintf(q, sizeof q, "INSERT INTO main.%s (%s, %s) SELECT ?1, %s FROM src.%s"
+                              " WHERE %s = ?2", child[i], k->id, cc, cc, child[i], k->id);
         ss_free(cc);
         rc = prep(s, q, &copy_child[i], eb);
     }
     while (!rc) {
         int more = step(s, ids);
         if (more != SQLITE_ROW) {
-            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the validations to merge");
+            rc = more == SQLITE_DONE ? SS_OK : db_err(s, eb, "reading the records to merge");
             break;
         }
         int64_t old = sqlite3_column_int64(ids, 0);
         sqlite3_bind_int64(dup, 1, old);
         if (step(s, dup) != SQLITE_ROW) {
-            rc = db_err(s, eb, "looking up a validation");
+            rc = db_err(s, eb, "looking up a record to merge");
             break;
         }
         int have = sqlite3_column_int64(dup, 0) > 0;
@@ -1120,12 +1155,12 @@ static int merge_validations(store *s, uint64_t *copied, uint64_t *skipped, ss_e
             continue;
         }
         sqlite3_bind_int64(copy, 1, old);
-        rc = step_done(s, copy, eb, "copying a validation");
+        rc = step_done(s, copy, eb, "copying a record");
         int64_t id = sqlite3_last_insert_rowid(s->db);
-        for (int i = 0; !rc && i < 2; i++) {
+        for (int i = 0; !rc && i < n_child; i++) {
             sqlite3_bind_int64(copy_child[i], 1, id);
             sqlite3_bind_int64(copy_child[i], 2, old);
-            rc = step_done(s, copy_child[i], eb, "copying a validation's rows");
+            rc = step_done(s, copy_child[i], eb, "copying a record's rows");
         }
         *copied += !rc;
     }
@@ -1232,7 +1267,13 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
     if (has_vals < 0)
         rc = src_err(s, in_path, eb, "reading the schema");
     if (!rc && has_vals)
-        rc = merge_validations(s, &c->validations_copied, &c->validations_skipped, eb);
+        rc = merge_records(s, &kind_validations, &c->validations_copied,
+                           &c->validations_skipped, eb);
+    int has_fits = rc ? 0 : src_has(s, "fits");
+    if (has_fits < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_fits)
+        rc = merge_records(s, &kind_fits, &c->fits_copied, &c->fits_skipped, eb);
     if (!rc)
         rc = exec(s, "COMMIT", eb, "committing the merge");
     if (rc && began)
@@ -1460,6 +1501,107 @@ int store_validation_commit(store *s, ss_errbuf *eb)
     if (!s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: no validation is open", s->path);
     int rc = exec(s, "COMMIT", eb, "committing the validation");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->in_run = 0;
+    return SS_OK;
+}
+
+/* ---- fits ------------------------------------------------------------------------------- */
+
+typedef struct fit_head {
+    const store_fit *f;
+    const char *now;
+} fit_head;
+
+static void fill_fit(binder *b, const void *p)
+{
+    const fit_head *h = p;
+    const store_fit *f = h->f;
+    b_text(b, h->now);
+    b_text(b, SS_VERSION);
+    b_text(b, f->command);
+    b_text(b, f->mode);
+    b_text(b, f->dir);
+    b_text(b, f->start_engine);
+    b_text(b, f->engine);
+    b_text(b, f->terms);
+    b_text(b, f->params_json);
+    b_text(b, f->profile);
+    b_int(b, f->runs);
+    b_int(b, f->stages);
+    b_int(b, f->fitted_stages);
+    b_real(b, f->served_ms);
+    b_real(b, f->objective);
+    for (int i = 0; i < STORE_FIT_METRICS; i++)
+        b_real(b, f->mape_pct[i]);
+    b_int(b, f->runaway);
+    b_int(b, (int64_t)f->iterations);
+    b_int(b, (int64_t)f->evaluations);
+    b_int(b, f->converged);
+    b_real(b, f->wall_s);
+}
+
+int store_fit_begin(store *s, const store_fit *f, int64_t *id_out, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    int rc = exec(s, "BEGIN IMMEDIATE", eb, "starting the fit's transaction");
+    if (rc)
+        return rc;
+    s->in_run = 1;
+    char now[32];
+    utc_now(now);
+    fit_head h = {f, now};
+    rc = one_row(s, "INSERT INTO fits (created, version, command, mode, dir, start_engine,"
+                    " engine, terms, params, profile, runs, stages, fitted_stages, served_ms,"
+                    " objective, mape_ttft_mean_pct, mape_ttft_p90_pct, mape_itl_pct,"
+                    " mape_e2e_mean_pct, mape_e2e_p90_pct, runaway, iterations, evaluations,"
+                    " converged, wall_s)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 fill_fit, &h, eb, "storing the fit");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->run_id = sqlite3_last_insert_rowid(s->db);
+    if (id_out)
+        *id_out = s->run_id;
+    return SS_OK;
+}
+
+static void fill_fit_stage(binder *b, const void *p)
+{
+    const val_row *r = p;
+    const store_fit_stage *st = r->row;
+    b_int(b, r->id);
+    b_text(b, st->run);
+    b_int(b, st->stage);
+    b_real(b, st->rate);
+    b_int(b, st->fitted);
+    b_int(b, (int64_t)st->completed);
+    for (int i = 0; i < STORE_FIT_METRICS; i++) {
+        b_real(b, st->real[i]);
+        b_real(b, st->sim[i]);
+    }
+}
+
+int store_fit_add_stage(store *s, const store_fit_stage *row, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no fit is open", s->path);
+    val_row r = {s->run_id, row};
+    return one_row(s, "INSERT INTO fit_stages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   fill_fit_stage, &r, eb, "storing a fitted stage");
+}
+
+int store_fit_commit(store *s, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no fit is open", s->path);
+    int rc = exec(s, "COMMIT", eb, "committing the fit");
     if (rc) {
         store_run_abort(s);
         return rc;

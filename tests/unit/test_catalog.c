@@ -707,6 +707,148 @@ static void test_engine_errors(void **state)
                         "overhead.iter_fixed_us: unknown section [overhead]");
 }
 
+/* Every field but the path (and the description, compared by the caller). */
+static void assert_engine_equal(const cat_engine *a, const cat_engine *b)
+{
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->overlap_name, b->overlap_name);
+    assert_int_equal(a->overlap, b->overlap);
+    assert_memory_equal(&a->host, &b->host, sizeof a->host);
+    assert_int_equal(a->fuse_add_norm, b->fuse_add_norm);
+    assert_int_equal(a->fuse_silu_mul, b->fuse_silu_mul);
+    assert_memory_equal(&a->moe_eff, &b->moe_eff, sizeof(double));
+    assert_string_equal(a->allreduce_name, b->allreduce_name);
+    assert_int_equal(a->allreduce, b->allreduce);
+    assert_memory_equal(&a->allreduce_eff, &b->allreduce_eff, sizeof(double));
+    assert_memory_equal(&a->allreduce_hop_s, &b->allreduce_hop_s, sizeof(double));
+    assert_memory_equal(&a->frontend_s, &b->frontend_s, sizeof(double));
+    assert_int_equal(a->n_gpus, b->n_gpus);
+    for (uint32_t i = 0; i < a->n_gpus; i++) {
+        assert_string_equal(a->per_gpu[i].gpu, b->per_gpu[i].gpu);
+        assert_memory_equal(&a->per_gpu[i].host, &b->per_gpu[i].host, sizeof a->host);
+    }
+}
+
+/* Write e with cat_engine_write, load the file back as the only engine of a profiles
+ * directory, compare, and return the text written (static). */
+static const char *write_and_reload(const cat_engine *e, const char *want_description)
+{
+    static char text[8192];
+    FILE *f = fmemopen(text, sizeof text, "w");
+    assert_non_null(f);
+    char header[1024];
+    snprintf(header, sizeof header, "fitted on test data\nsecond line\n%0300d\n", 7);
+    for (int i = 0; i < 40; i++) /* a long line of words */
+        strcat(header, "word ");
+    assert_int_equal(cat_engine_write(f, e, header), 0);
+    fclose(f);
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    if (catalog_load(&c, make_engine(text), &eb))
+        fail_msg("%s\n--- written:\n%s", eb.msg, text);
+    assert_int_equal(catalog_n_engines(c), 1);
+    const cat_engine *back = catalog_engine_at(c, 0);
+    assert_engine_equal(back, e);
+    assert_string_equal(back->description, want_description);
+    catalog_destroy(&c);
+    return text;
+}
+
+/* The writer's profile loads back with every field equal to the bit: the shipped engine, the
+ * test engine (other choices of every enum and boolean, a [gpu.NAME] section), and values a
+ * fit produces (no short decimal form, zeros, a description with a semicolon). */
+static void test_engine_write(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    cat_engine e = *catalog_engine(c, "vllm-eager");
+    const char *text = write_and_reload(&e, e.description);
+    assert_prefix(text, "; fitted on test data\n; second line\n; 0000");
+    assert_non_null(strstr(text, "0007\n; word word "));
+    assert_non_null(strstr(text, "word\n\n[engine]\nname = vllm-eager\n"));
+    for (const char *p = text; *p; p += strcspn(p, "\n") + 1)
+        assert_true(strcspn(p, "\n") <= 100);
+    assert_non_null(strstr(text, "\niter_per_token_us = 0.5\n"));
+    assert_non_null(strstr(text, "\n[gpu.h100-sxm]\niter_fixed_us = 2500\n"));
+    catalog_destroy(&c);
+
+    const char *d = make_engine(ini_text(engine_lines, NULL, NULL, NULL));
+    assert_int_equal(catalog_load(&c, d, &(ss_errbuf){""}), 0);
+    e = *catalog_engine_at(c, 0);
+    write_and_reload(&e, "teng");
+    catalog_destroy(&c);
+
+    e.host.iter_fixed_s = 1.0 / 3.0 * 1e-3;
+    e.host.iter_per_seq_s = 0;
+    e.host.op_floor_s = 7.123456789012345e-6;
+    e.allreduce_hop_s = 0.1 + 0.2;
+    e.frontend_s = 12.3456e-3;
+    e.moe_eff = 0.7;
+    e.n_gpus = 0;
+    snprintf(e.description, sizeof e.description, "fitted; to\ntest runs");
+    write_and_reload(&e, "fitted, to test runs");
+    assert_int_equal(cat_engine_write(NULL, &e, NULL), SS_EINVAL);
+    tu_assert_no_leaks();
+}
+
+/* catalog_engine_put inserts in name order (lookups still work), replaces an engine of the
+ * same name, copies the path, takes one of the catalog's own engines, refuses a bad name,
+ * and leaves the catalog as it was when out of memory. */
+static void test_engine_put(void **state)
+{
+    (void)state;
+    catalog *c = load_shipped();
+    ss_errbuf eb = {""};
+    size_t n0 = catalog_n_engines(c);
+    cat_engine e = *catalog_engine(c, "vllm-eager");
+    const char *names[] = {"zzz", "aaa", "vllm-f"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(e.name, sizeof e.name, "%s", names[i]);
+        e.path = i == 0 ? "somewhere/zzz.ini" : NULL;
+        e.host.iter_fixed_s = (double)i;
+        assert_int_equal(catalog_engine_put(c, &e, &eb), 0);
+    }
+    assert_int_equal(catalog_n_engines(c), n0 + 3);
+    for (size_t i = 1; i < catalog_n_engines(c); i++)
+        assert_true(strcmp(catalog_engine_at(c, i - 1)->name, catalog_engine_at(c, i)->name) < 0);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(catalog_engine(c, names[i])->host.iter_fixed_s == (double)i);
+    const cat_engine *z = catalog_engine(c, "zzz");
+    assert_string_equal(z->path, "somewhere/zzz.ini");
+    assert_ptr_not_equal(z->path, e.path);
+    assert_null(catalog_engine(c, "aaa")->path);
+    assert_non_null(catalog_engine(c, "vllm-eager")->path);
+    /* replace */
+    snprintf(e.name, sizeof e.name, "aaa");
+    e.host.iter_fixed_s = 42;
+    e.path = "p.ini";
+    assert_int_equal(catalog_engine_put(c, &e, &eb), 0);
+    assert_int_equal(catalog_n_engines(c), n0 + 3);
+    assert_true(catalog_engine(c, "aaa")->host.iter_fixed_s == 42);
+    assert_string_equal(catalog_engine(c, "aaa")->path, "p.ini");
+    /* one of its own */
+    assert_int_equal(catalog_engine_put(c, catalog_engine(c, "zzz"), &eb), 0);
+    assert_string_equal(catalog_engine(c, "zzz")->path, "somewhere/zzz.ini");
+    snprintf(e.name, sizeof e.name, "Bad Name");
+    assert_int_equal(catalog_engine_put(c, &e, &eb), SS_EINVAL);
+    assert_prefix(eb.msg, "engine name 'Bad Name' is not a name");
+    /* out of memory: nothing changes */
+    snprintf(e.name, sizeof e.name, "new");
+    for (uint64_t k = 1;; k++) {
+        ss_alloc_fail_after(k);
+        int rc = catalog_engine_put(c, &e, &eb);
+        ss_alloc_fail_after(0);
+        if (!rc)
+            break;
+        assert_int_equal(rc, SS_ENOMEM);
+        assert_int_equal(catalog_n_engines(c), n0 + 3);
+        assert_null(catalog_engine(c, "new"));
+    }
+    assert_int_equal(catalog_n_engines(c), n0 + 4);
+    catalog_destroy(&c);
+    tu_assert_no_leaks();
+}
+
 /* }====================================================================== */
 
 int main(void)
@@ -717,6 +859,8 @@ int main(void)
         cmocka_unit_test(test_default_engine),
         cmocka_unit_test_teardown(test_engine_file, teardown_tmp),
         cmocka_unit_test_teardown(test_engine_errors, teardown_tmp),
+        cmocka_unit_test_teardown(test_engine_write, teardown_tmp),
+        cmocka_unit_test(test_engine_put),
         cmocka_unit_test(test_shipped_models),
         cmocka_unit_test(test_params_and_kv),
         cmocka_unit_test(test_find),

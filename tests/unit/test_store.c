@@ -6,6 +6,7 @@
 #include "core/ss_alloc.h"
 #include "metrics/store.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,7 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN prefix_hit_blocks;"
         "ALTER TABLE summary DROP COLUMN prefix_saved_tokens;"
         "ALTER TABLE summary DROP COLUMN prefix_evictions;"
+        "DROP TABLE fit_stages; DROP TABLE fits;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -220,6 +222,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE ops = 'home'"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validations"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fits"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
                      tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
@@ -332,6 +336,41 @@ static void test_validations(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_ops"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT executions FROM validation_ops"), 64);
+}
+
+/* A fit is one transaction like a validation; a NaN (a metric not measured) is stored NULL. */
+static void test_fits(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/fit.db", tu_tmpdir());
+    ss_errbuf eb;
+    store *s = NULL;
+    int64_t id = 0;
+    store_fit f = {.command = "slicesim fit d", .mode = "fit", .dir = "d",
+                   .start_engine = "vllm-eager", .engine = "fitted", .terms = "iter_fixed_us",
+                   .params_json = "{}", .profile = "fitted.ini", .runs = 2, .stages = 3,
+                   .fitted_stages = 2, .served_ms = 1000, .objective = 0.25,
+                   .mape_pct = {1, 2, 3, 4, 5}, .iterations = 7, .evaluations = 15};
+    store_fit_stage st = {.run = "r", .stage = 0, .rate = NAN, .fitted = 1, .completed = 9,
+                          .real = {1, 2, NAN, 4, 5}, .sim = {1.5, 2.5, 3.5, 4.5, 5.5}};
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    assert_int_equal(store_fit_add_stage(s, &st, &eb), SS_EINVAL); /* none open */
+    assert_int_equal(store_fit_begin(s, &f, &id, &eb), 0);
+    assert_true(id > 0);
+    assert_int_equal(store_fit_add_stage(s, &st, &eb), 0);
+    assert_int_equal(store_fit_add_stage(s, &st, &eb), SS_EDB); /* same stage twice */
+    st.stage = 1;
+    assert_int_equal(store_fit_add_stage(s, &st, &eb), 0);
+    assert_int_equal(store_fit_commit(s, &eb), 0);
+    assert_int_equal(store_fit_begin(s, &f, NULL, &eb), 0);
+    store_close(&s); /* never committed */
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fits"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages WHERE real_itl_ms IS NULL"
+                                      " AND rate IS NULL AND sim_itl_ms = 3.5"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT evaluations FROM fits"), 15);
+    assert_int_equal(tu_sql_int(path, "SELECT mape_e2e_p90_pct FROM fits"), 5);
 }
 
 static void test_merge(void **state)
@@ -497,6 +536,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sweep_points, teardown),
         cmocka_unit_test_teardown(test_merge, teardown),
         cmocka_unit_test_teardown(test_validations, teardown),
+        cmocka_unit_test_teardown(test_fits, teardown),
         cmocka_unit_test_teardown(test_merge_reads_inputs_only, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);

@@ -1,0 +1,603 @@
+/* Measured serving runs for `slicesim fit`: reading runs.csv and stages.csv with precise
+ * "FILE:LINE: field: what" errors, replaying a run in process under a candidate engine, and the
+ * per-stage figures bench/fidelity.sh computes. Not for the optimiser or the output
+ * (cmd_fit.c). */
+#include "fit.h"
+
+#include "run.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_csv.h"
+#include "core/ss_parse.h"
+#include "core/ss_time.h"
+#include "scenario/scenario.h"
+#include "workload/workload.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fit_metric_col[FIT_METRICS] = {"ttft_mean_ms", "ttft_p90_ms", "itl_ms",
+                                                 "e2e_mean_ms", "e2e_p90_ms"};
+const char *const fit_metric_label[FIT_METRICS] = {"TTFT mean", "TTFT p90", "ITL", "E2E mean",
+                                                   "E2E p90"};
+
+/* {======================================================================
+ * runs.csv
+ * ======================================================================= */
+
+enum { RC_RUN, RC_MODEL, RC_GPU, RC_TP, RC_MNS, RC_MBT, RC_MML, RC_GMU, RC_OUT, RC_TRACE,
+       RC_STARTS, RC__N };
+static const char *const run_cols[RC__N] = {
+    "run", "catalog_model", "gpu", "tp", "max_num_seqs", "max_num_batched_tokens",
+    "max_model_len", "gpu_memory_utilization", "output_len", "trace", "trace_stage_starts",
+};
+
+/* What reading needs besides the result: the column indexes, the names of every run seen
+ * (kept or skipped, for stage rows and --runs), and the --runs list. */
+typedef struct reader {
+    fit_data *d;
+    const char *dir;
+    const catalog *cat;
+    int col[RC__N];
+    char **seen;            /* every run name of runs.csv (owned) */
+    unsigned *seen_line;
+    int *seen_kept;         /* 1 when replayed */
+    size_t n_seen, cap_seen, cap_seen_line, cap_seen_kept;
+    char *only_buf;         /* --runs, split in place (owned) */
+    char **only;            /* pointers into only_buf (owned array) */
+    size_t n_only;
+} reader;
+
+static int find_cols(const ss_csv *c, const char *const *names, size_t n, int *idx,
+                     ss_errbuf *eb)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((idx[i] = ss_csv_col(c, names[i])) < 0)
+            return ss_csv_err(c, eb, SS_EPARSE, names[i], "missing column");
+    return SS_OK;
+}
+
+static int get_u32(const ss_csv *c, int col, const char *name, int64_t lo, uint32_t *out,
+                   ss_errbuf *eb)
+{
+    const char *s = ss_csv_get(c, col);
+    int64_t v;
+    if (ss_parse_i64z(s, &v) || v < lo || v > UINT32_MAX)
+        return ss_csv_err(c, eb, SS_EPARSE, name, "'%.60s' is not an integer >= %lld", s,
+                          (long long)lo);
+    *out = (uint32_t)v;
+    return SS_OK;
+}
+
+/* A name of the catalog's form into buf (size CAT_NAME_MAX). */
+static int get_name(const ss_csv *c, int col, const char *name, char *buf, ss_errbuf *eb)
+{
+    const char *s = ss_csv_get(c, col);
+    if (strlen(s) >= CAT_NAME_MAX)
+        return ss_csv_err(c, eb, SS_EPARSE, name, "'%.60s...' is longer than %d characters", s,
+                          CAT_NAME_MAX - 1);
+    memcpy(buf, s, strlen(s) + 1);
+    return SS_OK;
+}
+
+/* trace_stage_starts: one or more numbers >= 0 separated by ';', non-decreasing. */
+static int get_starts(const ss_csv *c, int col, fit_run *r, ss_errbuf *eb)
+{
+    const char *s = ss_csv_get(c, col), *p = s;
+    size_t cap = 0;
+    for (;;) {
+        size_t len = strcspn(p, ";");
+        double x;
+        if (ss_parse_double(p, len, &x) || x < 0 ||
+            (r->n_starts && x < r->starts[r->n_starts - 1]))
+            return ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_STARTS], "'%.60s' is not a ';' "
+                              "list of non-decreasing times >= 0 (s)", s);
+        if (ss_grow((void **)&r->starts, &cap, r->n_starts + 1, sizeof *r->starts))
+            return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+        r->starts[r->n_starts++] = x;
+        if (!p[len])
+            return SS_OK;
+        p += len + 1;
+    }
+}
+
+/* The trace's path (relative to DIR unless absolute), checked to be readable. */
+static int get_trace(const ss_csv *c, const reader *rd, fit_run *r, ss_errbuf *eb)
+{
+    const char *t = ss_csv_get(c, rd->col[RC_TRACE]);
+    size_t n = strlen(rd->dir) + strlen(t) + 2;
+    if (!(r->trace = ss_malloc(n)))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    if (t[0] == '/')
+        snprintf(r->trace, n, "%s", t);
+    else
+        snprintf(r->trace, n, "%s/%s", rd->dir, t);
+    FILE *f = fopen(r->trace, "rb");
+    if (!f)
+        return ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_TRACE], "cannot read '%.300s': %s",
+                          r->trace, strerror(errno));
+    fclose(f);
+    return SS_OK;
+}
+
+/* The catalog lookups of a run: its model and GPU must be known. */
+static int check_names(const ss_csv *c, const reader *rd, const fit_run *r, ss_errbuf *eb)
+{
+    const cat_model *m;
+    const cat_gpu *g;
+    ss_errbuf why = {""};
+    if (catalog_model_find(rd->cat, r->model, &m, &why))
+        return ss_csv_err(c, eb, SS_ENOTFOUND, run_cols[RC_MODEL], "%s", why.msg);
+    if (catalog_gpu_find(rd->cat, r->gpu, &g, &why))
+        return ss_csv_err(c, eb, SS_ENOTFOUND, run_cols[RC_GPU], "%s", why.msg);
+    return SS_OK;
+}
+
+/* Every field of a run that is replayed. */
+static int parse_run(const ss_csv *c, const reader *rd, fit_run *r, ss_errbuf *eb)
+{
+    const int *col = rd->col;
+    r->line = c->line;
+    int rc = get_name(c, col[RC_MODEL], run_cols[RC_MODEL], r->model, eb);
+    if (!rc)
+        rc = get_name(c, col[RC_GPU], run_cols[RC_GPU], r->gpu, eb);
+    if (!rc)
+        rc = check_names(c, rd, r, eb);
+    if (!rc)
+        rc = get_u32(c, col[RC_TP], run_cols[RC_TP], 1, &r->tp, eb);
+    if (!rc)
+        rc = get_u32(c, col[RC_MNS], run_cols[RC_MNS], 1, &r->max_num_seqs, eb);
+    if (!rc)
+        rc = get_u32(c, col[RC_MBT], run_cols[RC_MBT], 1, &r->max_num_batched_tokens, eb);
+    if (!rc)
+        rc = get_u32(c, col[RC_MML], run_cols[RC_MML], 1, &r->max_model_len, eb);
+    if (!rc) {
+        const char *s = ss_csv_get(c, col[RC_GMU]);
+        if (ss_parse_doublez(s, &r->gpu_mem_util) || !(r->gpu_mem_util > 0) ||
+            r->gpu_mem_util > 1)
+            rc = ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_GMU], "'%.60s' is not a number in "
+                            "(0, 1]", s);
+    }
+    if (!rc)
+        rc = get_u32(c, col[RC_OUT], run_cols[RC_OUT], 2, &r->output_len, eb);
+    if (!rc)
+        rc = get_starts(c, col[RC_STARTS], r, eb);
+    return rc ? rc : get_trace(c, rd, r, eb);
+}
+
+static int only_has(const reader *rd, const char *name)
+{
+    if (!rd->only)
+        return 1;
+    for (size_t i = 0; i < rd->n_only; i++)
+        if (!strcmp(rd->only[i], name))
+            return 1;
+    return 0;
+}
+
+/* Remember a run name; a name seen before is an error. */
+static int note_seen(const ss_csv *c, reader *rd, const char *name, int kept, ss_errbuf *eb)
+{
+    if (!*name)
+        return ss_csv_err(c, eb, SS_EPARSE, "run", "empty run name");
+    for (size_t i = 0; i < rd->n_seen; i++)
+        if (!strcmp(rd->seen[i], name))
+            return ss_csv_err(c, eb, SS_EPARSE, "run", "'%.60s' is already on line %u", name,
+                              rd->seen_line[i]);
+    if (ss_grow((void **)&rd->seen, &rd->cap_seen, rd->n_seen + 1, sizeof *rd->seen) ||
+        ss_grow((void **)&rd->seen_line, &rd->cap_seen_line, rd->n_seen + 1,
+                sizeof *rd->seen_line) ||
+        ss_grow((void **)&rd->seen_kept, &rd->cap_seen_kept, rd->n_seen + 1,
+                sizeof *rd->seen_kept) ||
+        !(rd->seen[rd->n_seen] = ss_strdup(name)))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    rd->seen_line[rd->n_seen] = c->line;
+    rd->seen_kept[rd->n_seen++] = kept;
+    return SS_OK;
+}
+
+static int add_note(const ss_csv *c, fit_data *d, const char *name, const char *why,
+                    ss_errbuf *eb)
+{
+    char buf[SS_ERRBUF_LEN];
+    snprintf(buf, sizeof buf, "%s:%u: run '%.60s' skipped: %s", c->path, c->line, name, why);
+    if (ss_grow((void **)&d->notes, &d->cap_notes, d->n_notes + 1, sizeof *d->notes) ||
+        !(d->notes[d->n_notes] = ss_strdup(buf)))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    d->n_notes++;
+    return SS_OK;
+}
+
+/* One row of runs.csv: skipped (with a note when it cannot be replayed), or appended. */
+static int read_run_row(const ss_csv *c, reader *rd, size_t *cap, ss_errbuf *eb)
+{
+    fit_data *d = rd->d;
+    const char *name = ss_csv_get(c, rd->col[RC_RUN]);
+    const char *why = !*ss_csv_get(c, rd->col[RC_MODEL]) ? "no catalog model"
+                      : !*ss_csv_get(c, rd->col[RC_TRACE]) ? "no trace" : NULL;
+    int kept = only_has(rd, name) && !why;
+    int rc = note_seen(c, rd, name, kept, eb);
+    if (!rc && why && only_has(rd, name))
+        rc = add_note(c, d, name, why, eb);
+    if (rc || !kept)
+        return rc;
+    if (ss_grow((void **)&d->runs, cap, d->n_runs + 1, sizeof *d->runs))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    fit_run *r = &d->runs[d->n_runs++];
+    memset(r, 0, sizeof *r);
+    if (!(r->name = ss_strdup(name)))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    return parse_run(c, rd, r, eb);
+}
+
+static int read_runs(reader *rd, ss_errbuf *eb)
+{
+    ss_csv c;
+    int rc = ss_csv_open(&c, rd->d->runs_path, 0, eb);
+    if (rc)
+        return rc == SS_EIO ? SS_EPARSE : rc;
+    rc = find_cols(&c, run_cols, RC__N, rd->col, eb);
+    size_t cap = 0;
+    int more;
+    while (!rc && (more = ss_csv_next(&c, eb)) != 0)
+        rc = more < 0 ? more : read_run_row(&c, rd, &cap, eb);
+    ss_csv_close(&c);
+    return rc;
+}
+
+/* Split --runs into rd->only and check that each names a run of runs.csv. */
+static int split_only(reader *rd, const char *only, ss_errbuf *eb)
+{
+    if (!only)
+        return SS_OK;
+    size_t cap = 0;
+    if (!(rd->only_buf = ss_strdup(only)))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    for (char *save = NULL, *t = strtok_r(rd->only_buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        if (ss_grow((void **)&rd->only, &cap, rd->n_only + 1, sizeof *rd->only))
+            return ss_err(eb, SS_ENOMEM, "out of memory");
+        rd->only[rd->n_only++] = t;
+    }
+    if (!rd->n_only)
+        return ss_err(eb, SS_EINVAL, "--runs: expected a comma list of runs, got '%s'", only);
+    return SS_OK;
+}
+
+static int check_only(const reader *rd, ss_errbuf *eb)
+{
+    for (size_t i = 0; i < rd->n_only; i++) {
+        size_t k = 0;
+        while (k < rd->n_seen && strcmp(rd->seen[k], rd->only[i]))
+            k++;
+        if (k == rd->n_seen)
+            return ss_err(eb, SS_EINVAL, "--runs: no run '%.60s' in %s", rd->only[i],
+                          rd->d->runs_path);
+    }
+    return SS_OK;
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * stages.csv
+ * ======================================================================= */
+
+enum { SC_RUN, SC_STAGE, SC__N };
+static const char *const stage_key_cols[SC__N] = {"run", "stage"};
+/* The measured columns a stages.csv must have (itl_ms may be derived). */
+static const int required_metric[FIT_METRICS] = {1, 1, 0, 1, 1};
+
+typedef struct stage_cols {
+    int key[SC__N];
+    int metric[FIT_METRICS]; /* -1: absent (only itl_ms may be) */
+    int rate;                /* -1: absent */
+} stage_cols;
+
+static int stage_columns(const ss_csv *c, stage_cols *sc, ss_errbuf *eb)
+{
+    int rc = find_cols(c, stage_key_cols, SC__N, sc->key, eb);
+    for (int m = 0; !rc && m < FIT_METRICS; m++) {
+        sc->metric[m] = ss_csv_col(c, fit_metric_col[m]);
+        if (sc->metric[m] < 0 && required_metric[m])
+            rc = ss_csv_err(c, eb, SS_EPARSE, fit_metric_col[m], "missing column");
+    }
+    sc->rate = ss_csv_col(c, "rate");
+    return rc;
+}
+
+/* The run a stage row belongs to: its index, -1 for a run that is not replayed (skipped), or
+ * an error for a name runs.csv does not have. */
+static int stage_run(const ss_csv *c, const reader *rd, const char *name, long *idx,
+                     ss_errbuf *eb)
+{
+    *idx = -1;
+    for (size_t i = 0; i < rd->d->n_runs; i++)
+        if (!strcmp(rd->d->runs[i].name, name)) {
+            *idx = (long)i;
+            return SS_OK;
+        }
+    for (size_t i = 0; i < rd->n_seen; i++)
+        if (!strcmp(rd->seen[i], name))
+            return SS_OK;
+    return ss_csv_err(c, eb, SS_EPARSE, "run", "no run '%.60s' in %s", name, rd->d->runs_path);
+}
+
+/* The measured figures: empty = not measured (NaN); itl_ms derived when absent or empty. */
+static int stage_values(const ss_csv *c, const stage_cols *sc, const fit_run *r, fit_stage *s,
+                        ss_errbuf *eb)
+{
+    for (int m = 0; m < FIT_METRICS; m++) {
+        const char *v = ss_csv_get(c, sc->metric[m]);
+        s->real[m] = NAN;
+        if (*v && (ss_parse_doublez(v, &s->real[m]) || s->real[m] < 0))
+            return ss_csv_err(c, eb, SS_EPARSE, fit_metric_col[m], "'%.60s' is not a number "
+                              ">= 0 (ms)", v);
+    }
+    if (isnan(s->real[FIT_ITL]))
+        s->real[FIT_ITL] = (s->real[FIT_E2E] - s->real[FIT_TTFT]) / (r->output_len - 1);
+    snprintf(s->rate, sizeof s->rate, "%s", sc->rate < 0 ? "" : ss_csv_get(c, sc->rate));
+    return SS_OK;
+}
+
+static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *sc, size_t *cap,
+                          double served_ms, ss_errbuf *eb)
+{
+    fit_data *d = rd->d;
+    const char *name = ss_csv_get(c, sc->key[SC_RUN]);
+    long ri;
+    uint32_t k;
+    int rc = stage_run(c, rd, name, &ri, eb);
+    if (!rc)
+        rc = get_u32(c, sc->key[SC_STAGE], "stage", 0, &k, eb);
+    if (rc || ri < 0)
+        return rc;
+    fit_run *r = &d->runs[ri];
+    if (k >= r->n_starts)
+        return ss_csv_err(c, eb, SS_EPARSE, "stage", "run '%s' has %zu stage%s "
+                          "(trace_stage_starts, line %u of %s)", r->name, r->n_starts,
+                          r->n_starts == 1 ? "" : "s", r->line, d->runs_path);
+    for (size_t i = 0; i < d->n_stages; i++)
+        if (d->stages[i].run == (size_t)ri && d->stages[i].k == k)
+            return ss_csv_err(c, eb, SS_EPARSE, "stage", "stage %u of run '%s' is already on "
+                              "line %u", k, r->name, d->stages[i].line);
+    if (ss_grow((void **)&d->stages, cap, d->n_stages + 1, sizeof *d->stages))
+        return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
+    fit_stage *s = &d->stages[d->n_stages];
+    memset(s, 0, sizeof *s);
+    *s = (fit_stage){.run = (size_t)ri, .k = k, .line = c->line};
+    if ((rc = stage_values(c, sc, r, s, eb)))
+        return rc;
+    s->fitted = s->real[FIT_TTFT] < served_ms;
+    r->n_stages++;
+    r->n_fitted += (size_t)s->fitted;
+    d->n_stages++;
+    return SS_OK;
+}
+
+static int cmp_stage(const void *a, const void *b)
+{
+    const fit_stage *x = a, *y = b;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static int read_stages(reader *rd, double served_ms, ss_errbuf *eb)
+{
+    ss_csv c;
+    int rc = ss_csv_open(&c, rd->d->stages_path, 0, eb);
+    if (rc)
+        return rc == SS_EIO ? SS_EPARSE : rc;
+    stage_cols sc;
+    memset(&sc, 0, sizeof sc);
+    rc = stage_columns(&c, &sc, eb);
+    size_t cap = 0;
+    int more;
+    while (!rc && (more = ss_csv_next(&c, eb)) != 0)
+        rc = more < 0 ? more : read_stage_row(&c, rd, &sc, &cap, served_ms, eb);
+    ss_csv_close(&c);
+    if (!rc && !rd->d->n_stages)
+        rc = ss_err(eb, SS_EPARSE, "%s: no stage of a run that can be replayed",
+                    rd->d->stages_path);
+    if (!rc)
+        qsort(rd->d->stages, rd->d->n_stages, sizeof *rd->d->stages, cmp_stage);
+    return rc;
+}
+
+/* }====================================================================== */
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = ss_malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static void reader_fini(reader *rd)
+{
+    for (size_t i = 0; i < rd->n_seen; i++)
+        ss_free(rd->seen[i]);
+    ss_free(rd->seen);
+    ss_free(rd->seen_line);
+    ss_free(rd->seen_kept);
+    ss_free(rd->only_buf);
+    ss_free(rd->only);
+}
+
+int fit_data_read(fit_data *d, const char *dir, const catalog *cat, const char *only,
+                  double served_ms, ss_errbuf *eb)
+{
+    memset(d, 0, sizeof *d);
+    reader rd = {.d = d, .dir = dir, .cat = cat};
+    d->runs_path = join(dir, "runs.csv");
+    d->stages_path = join(dir, "stages.csv");
+    int rc = d->runs_path && d->stages_path ? SS_OK : ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = split_only(&rd, only, eb);
+    if (!rc)
+        rc = read_runs(&rd, eb);
+    if (!rc)
+        rc = check_only(&rd, eb);
+    if (!rc && !d->n_runs)
+        rc = ss_err(eb, SS_EPARSE, "%s: no run that can be replayed (each needs a "
+                    "catalog_model and a trace)", d->runs_path);
+    if (!rc)
+        rc = read_stages(&rd, served_ms, eb);
+    reader_fini(&rd);
+    return rc;
+}
+
+void fit_data_fini(fit_data *d)
+{
+    for (size_t i = 0; i < d->n_runs; i++) {
+        ss_free(d->runs[i].name);
+        ss_free(d->runs[i].trace);
+        ss_free(d->runs[i].starts);
+        ss_free(d->runs[i].reqs);
+    }
+    for (size_t i = 0; i < d->n_notes; i++)
+        ss_free(d->notes[i]);
+    ss_free(d->notes);
+    ss_free(d->runs);
+    ss_free(d->stages);
+    ss_free(d->runs_path);
+    ss_free(d->stages_path);
+    memset(d, 0, sizeof *d);
+}
+
+/* {======================================================================
+ * Replay and per-stage figures
+ * ======================================================================= */
+
+double fit_pct(const double *xs, size_t n, double q)
+{
+    if (!n)
+        return NAN;
+    double k = (double)(n - 1) * q / 100.0;
+    double lo = floor(k), hi = ceil(k);
+    double a = xs[(size_t)lo], b = xs[(size_t)hi];
+    return a + (b - a) * (k - lo);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The figures of stage s from its run's requests; t and e are scratch of n_reqs values. */
+static void stage_figures(const fit_run *r, fit_stage *s, double *t, double *e)
+{
+    double lo = r->starts[s->k], hi = s->k + 1 < r->n_starts ? r->starts[s->k + 1] : INFINITY;
+    double sum_t = 0, sum_e = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_reqs; i++) {
+        const fit_req *q = &r->reqs[i];
+        if (!(lo <= q->arrival_s && q->arrival_s < hi))
+            continue;
+        sum_t += q->ttft_ms;
+        sum_e += q->e2e_ms;
+        t[n] = q->ttft_ms;
+        e[n++] = q->e2e_ms;
+    }
+    s->completed = n;
+    qsort(t, n, sizeof *t, cmp_double);
+    qsort(e, n, sizeof *e, cmp_double);
+    s->sim[FIT_TTFT] = n ? sum_t / (double)n : NAN;
+    s->sim[FIT_E2E] = n ? sum_e / (double)n : NAN;
+    s->sim[FIT_TTFT90] = fit_pct(t, n, 90);
+    s->sim[FIT_E2E90] = fit_pct(e, n, 90);
+    s->sim[FIT_ITL] = (s->sim[FIT_E2E] - s->sim[FIT_TTFT]) / (double)(r->output_len - 1);
+}
+
+static int fill_stages(fit_data *d, size_t i, ss_errbuf *eb)
+{
+    const fit_run *r = &d->runs[i];
+    double *t = ss_malloc((r->n_reqs + 1) * 2 * sizeof *t);
+    if (!t)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    for (size_t k = 0; k < d->n_stages; k++)
+        if (d->stages[k].run == i)
+            stage_figures(r, &d->stages[k], t, t + r->n_reqs + 1);
+    ss_free(t);
+    return SS_OK;
+}
+
+/* The sink: completed requests as the requests table stores them. */
+static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
+{
+    fit_run *r = ud;
+    if (m->rejected)
+        return SS_OK;
+    if (ss_grow((void **)&r->reqs, &r->cap_reqs, r->n_reqs + 1, sizeof *r->reqs))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    r->reqs[r->n_reqs++] = (fit_req){ss_time_to_s(m->arrival),
+                                     ss_time_to_ms(m->first_token - m->arrival),
+                                     ss_time_to_ms(m->finish - m->arrival)};
+    return SS_OK;
+}
+
+static int next_request(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    return wl_source_next(ud, out, eb);
+}
+
+/* The scenario replay would build from fidelity.sh's options for run r under engine `engine`. */
+static int build_scenario(scn_scenario *sc, const fit_run *r, const char *engine, ss_errbuf *eb)
+{
+    char kv[12][SCN_PATH_MAX + 64];
+    int n = 0;
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.model=%s", r->model);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace=%s", r->trace);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace_format=native");
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.replicas=1");
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.tp=%u", r->tp);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.engine=%s", engine);
+    snprintf(kv[n++], sizeof kv[0], "cluster.gpu=%s", r->gpu);
+    snprintf(kv[n++], sizeof kv[0], "policy.batching=sarathi");
+    snprintf(kv[n++], sizeof kv[0], "policy.token_budget=%u", r->max_num_batched_tokens);
+    snprintf(kv[n++], sizeof kv[0], "policy.max_num_seqs=%u", r->max_num_seqs);
+    snprintf(kv[n++], sizeof kv[0], "engine.max_model_len=%u", r->max_model_len);
+    snprintf(kv[n++], sizeof kv[0], "engine.gpu_mem_util=%.17g", r->gpu_mem_util);
+    int rc = SS_OK;
+    for (int i = 0; !rc && i < n; i++)
+        rc = scn_set(sc, kv[i], eb);
+    if (!rc)
+        rc = scn_set(sc, "run.db=none", eb);
+    return rc ? rc : scn_check(sc, eb);
+}
+
+int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_opts *o,
+                   ss_errbuf *eb)
+{
+    fit_run *r = &d->runs[i];
+    r->n_reqs = 0;
+    scn_scenario *sc = NULL;
+    app_run x = {0};
+    app_run_opts ro = {.profiles = o->profiles, .check = o->check, .engine = e};
+    int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
+    if (!rc)
+        rc = build_scenario(sc, r, e->name, &x.eb);
+    if (!rc)
+        rc = app_run_setup(&x, sc, &ro);
+    if (!rc)
+        rc = gsim_run(x.g, next_request, x.ws, collect, r, &x.eb);
+    if (!rc)
+        rc = fill_stages(d, i, &x.eb);
+    if (rc) {
+        int trace = !strncmp(x.eb.msg, r->trace, strlen(r->trace));
+        ss_err(eb, rc, "%s:%u: %s: replaying run '%s': %s", d->runs_path, r->line,
+               trace ? "trace" : "run", r->name, x.eb.msg);
+    }
+    app_run_fini(&x);
+    scn_destroy(&sc);
+    return rc;
+}
+
+/* }====================================================================== */

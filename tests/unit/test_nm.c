@@ -1,0 +1,159 @@
+/* Nelder-Mead (core/ss_nm): Rosenbrock's valley and a quadratic with known minima, a minimum
+ * outside the bounds that must end on the bound, the iteration cap, determinism to the bit,
+ * errors from the function and from the allocator, and bad arguments. */
+#include "support/test_util.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
+#include "core/ss_nm.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct probe {
+    size_t calls;
+    size_t fail_at;      /* fail the n-th call (0: never) */
+    double min_seen[4];  /* smallest value passed for each variable */
+} probe;
+
+static int rosenbrock(void *ud, const double *x, double *f_out)
+{
+    probe *p = ud;
+    p->calls++;
+    double a = 1 - x[0], b = x[1] - x[0] * x[0];
+    *f_out = a * a + 100 * b * b;
+    return SS_OK;
+}
+
+/* (x0 - 3)^2 + 2 (x1 + 1)^2 + (x2 + 0.5)^2 + 5: minimum at (3, -1, -0.5); with lower bounds at 0,
+ * at (3, 0, 0). Records the smallest values it was called with. */
+static int quad(void *ud, const double *x, double *f_out)
+{
+    probe *p = ud;
+    if (p->fail_at && ++p->calls == p->fail_at)
+        return SS_EIO;
+    for (int i = 0; i < 3; i++)
+        if (x[i] < p->min_seen[i])
+            p->min_seen[i] = x[i];
+    double a = x[0] - 3, b = x[1] + 1, c = x[2] + 0.5;
+    *f_out = a * a + 2 * b * b + c * c + 5;
+    return SS_OK;
+}
+
+static void test_rosenbrock(void **state)
+{
+    (void)state;
+    double x[2] = {-1.2, 1}, step[2] = {0.5, 0.5};
+    probe p = {0};
+    ss_nm_opts o = {.max_iter = 5000, .ftol = 1e-14, .max_restarts = 2};
+    ss_nm_result r;
+    assert_int_equal(ss_nm_minimize(&r, x, 2, step, NULL, rosenbrock, &p, &o), 0);
+    assert_true(r.converged);
+    assert_true(fabs(x[0] - 1) < 1e-4 && fabs(x[1] - 1) < 1e-4);
+    assert_true(r.f < 1e-8);
+    assert_int_equal(r.evaluations, p.calls);
+    assert_true(r.iterations < 5000);
+    tu_assert_no_leaks();
+}
+
+static void test_quadratic(void **state)
+{
+    (void)state;
+    double x[3] = {10, 10, 10}, step[3] = {1, 1, 1};
+    probe p = {0};
+    ss_nm_opts o = {.max_iter = 2000, .ftol = 1e-12, .max_restarts = 3};
+    ss_nm_result r;
+    assert_int_equal(ss_nm_minimize(&r, x, 3, step, NULL, quad, &p, &o), 0);
+    assert_true(fabs(x[0] - 3) < 1e-4 && fabs(x[1] + 1) < 1e-4 && fabs(x[2] + 0.5) < 1e-4);
+    assert_true(fabs(r.f - 5) < 1e-8);
+    tu_assert_no_leaks();
+}
+
+/* The unconstrained minimum is below the bounds in two variables: the search ends on them and
+ * never calls the function below them. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    double x[3] = {10, 10, 10}, step[3] = {2, 2, 2}, lo[3] = {0, 0, 0};
+    probe p = {.min_seen = {INFINITY, INFINITY, INFINITY}};
+    ss_nm_opts o = {.max_iter = 2000, .ftol = 1e-12, .max_restarts = 3};
+    ss_nm_result r;
+    assert_int_equal(ss_nm_minimize(&r, x, 3, step, lo, quad, &p, &o), 0);
+    assert_true(r.converged);
+    assert_true(fabs(x[0] - 3) < 1e-4);
+    assert_true(x[1] >= 0 && x[1] < 1e-4 && x[2] >= 0 && x[2] < 1e-4);
+    assert_true(fabs(r.f - (5 + 2 + 0.25)) < 1e-6);
+    for (int i = 0; i < 3; i++)
+        assert_true(p.min_seen[i] >= 0);
+    /* a start below its bound is refused */
+    double bad[3] = {1, -1, 1};
+    assert_int_equal(ss_nm_minimize(&r, bad, 3, step, lo, quad, &p, &o), SS_EINVAL);
+    tu_assert_no_leaks();
+}
+
+/* Two searches from the same start give the same points, to the bit; the cap is kept. */
+static void test_deterministic_and_cap(void **state)
+{
+    (void)state;
+    double x1[2] = {-1.2, 1}, x2[2] = {-1.2, 1}, step[2] = {0.3, 0.7};
+    probe p1 = {0}, p2 = {0};
+    ss_nm_opts o = {.max_iter = 37};
+    ss_nm_result r1, r2;
+    assert_int_equal(ss_nm_minimize(&r1, x1, 2, step, NULL, rosenbrock, &p1, &o), 0);
+    assert_int_equal(ss_nm_minimize(&r2, x2, 2, step, NULL, rosenbrock, &p2, &o), 0);
+    assert_memory_equal(x1, x2, sizeof x1);
+    assert_memory_equal(&r1.f, &r2.f, sizeof r1.f);
+    assert_int_equal(r1.iterations, 37);
+    assert_false(r1.converged);
+    assert_int_equal(r1.evaluations, r2.evaluations);
+    tu_assert_no_leaks();
+}
+
+typedef struct counter {
+    size_t iterations, calls;
+} counter;
+
+static void on_progress(void *ud, size_t iterations, size_t evaluations, double f_best)
+{
+    counter *c = ud;
+    assert_int_equal(iterations, c->iterations + 1);
+    assert_true(evaluations > c->calls && isfinite(f_best));
+    c->iterations = iterations;
+    c->calls = evaluations;
+}
+
+/* An error of the function stops the search with that error and leaves x as it was; so does
+ * a failed allocation; progress is reported once per iteration. */
+static void test_errors(void **state)
+{
+    (void)state;
+    double x[3] = {10, 10, 10}, step[3] = {1, 1, 1};
+    probe p = {.fail_at = 9, .min_seen = {INFINITY, INFINITY, INFINITY}};
+    assert_int_equal(ss_nm_minimize(NULL, x, 3, step, NULL, quad, &p, NULL), SS_EIO);
+    assert_true(x[0] == 10 && x[1] == 10 && x[2] == 10);
+    ss_alloc_fail_after(1);
+    p = (probe){.min_seen = {INFINITY, INFINITY, INFINITY}};
+    assert_int_equal(ss_nm_minimize(NULL, x, 3, step, NULL, quad, &p, NULL), SS_ENOMEM);
+    ss_alloc_fail_after(0);
+    assert_int_equal(p.calls, 0);
+    counter c = {0};
+    ss_nm_opts o = {.max_iter = 20, .progress = on_progress, .progress_ud = &c};
+    assert_int_equal(ss_nm_minimize(NULL, x, 3, step, NULL, quad, &p, &o), 0);
+    assert_int_equal(c.iterations, 20);
+    double zero[3] = {0, 1, 1};
+    assert_int_equal(ss_nm_minimize(NULL, x, 3, zero, NULL, quad, &p, NULL), SS_EINVAL);
+    assert_int_equal(ss_nm_minimize(NULL, x, 0, step, NULL, quad, &p, NULL), SS_EINVAL);
+    tu_assert_no_leaks();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rosenbrock),
+        cmocka_unit_test(test_quadratic),
+        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_deterministic_and_cap),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("nm", tests, NULL, NULL);
+}
