@@ -53,9 +53,12 @@ static const fit_term fit_terms[] = {
     TERM("op_floor_us", host.op_floor_s, 1e-6, 2, 0),
     TERM("hop_latency_us", allreduce_hop_s, 1e-6, 5, 0),
     TERM("frontend_ms", frontend_s, 1e-3, 5, 0),
+    TERM("attn_speed", attn_speed, 1, 0.1, 0.05),
 };
 #define N_TERMS (sizeof fit_terms / sizeof *fit_terms)
-#define DEFAULT_FIT "iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms"
+#define DEFAULT_FIT                                                                              \
+    "iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms,"   \
+    "attn_speed"
 
 static double term_get(const cat_engine *e, const fit_term *t)
 {
@@ -102,8 +105,9 @@ static void usage(FILE *f)
         "stage (requests arriving from its trace_stage_starts entry to the next) the TTFT mean\n"
         "and p90, ITL = (E2E mean - TTFT mean) / (output_len - 1) and E2E mean and p90 of the\n"
         "completed requests are compared with stages.csv. The objective is the mean of\n"
-        "|sim - real| / real over those five metrics and the fitted stages: those whose real\n"
-        "TTFT mean is below --served-ms (the others, overloaded, are shown, not fitted).\n"
+        "|ln(sim / real)| (the relative error when small, the log of a runaway's ratio) over\n"
+        "those five metrics and the fitted stages: those whose real TTFT mean is below\n"
+        "--served-ms (the others, overloaded, are shown, not fitted).\n"
         "Nelder-Mead minimises it over the --fit terms (each >= 0; fitted values are rounded to\n"
         "6 significant digits), the others keep the start engine's values. The fitted profile\n"
         "has no [gpu.NAME] sections: its [host] terms start from the start engine's for the\n"
@@ -323,8 +327,11 @@ static int replay_all(fit_ctx *x, int all)
     return SS_OK;
 }
 
-/* A stage's mean relative error over the metrics measured; a metric the replay could not
- * give (no completed request) counts as 1000 %. */
+/* A stage's mean error over the metrics measured, each |ln(sim / real)|: the relative error
+ * for small errors (0.05 for 5 %), symmetric in too fast and too slow, and growing only with
+ * the logarithm of a runaway (121 ms served, 9.4 s simulated: 4.35), so that one stage near
+ * saturation cannot outweigh the rest and pull every coefficient towards zero. A metric the
+ * replay could not give (no completed request) counts as 10. */
 static double stage_error(const fit_stage *s)
 {
     double sum = 0;
@@ -333,7 +340,7 @@ static double stage_error(const fit_stage *s)
         double real = s->real[m];
         if (!(real > 0) || !isfinite(real))
             continue;
-        sum += isfinite(s->sim[m]) ? fabs(s->sim[m] - real) / real : 10.0;
+        sum += isfinite(s->sim[m]) && s->sim[m] > 0 ? fabs(log(s->sim[m] / real)) : 10.0;
         n++;
     }
     return n ? sum / n : 0;
@@ -595,7 +602,7 @@ static void print_summary(FILE *f, const fit_ctx *x, const fit_result *r)
         fprintf(f, "    %-9s MAPE %9.1f %%   bias %+9.1f %%   median error %+8.1f %%   (%zu "
                    "stages)\n", fit_metric_label[m], r->m[m].mape, r->m[m].bias,
                 r->m[m].median, r->m[m].n);
-    fprintf(f, "  objective (mean |sim - real| / real over the fitted stages and the 5 "
+    fprintf(f, "  objective (mean |ln(sim / real)| over the fitted stages and the 5 "
                "metrics): %.6f\n", r->objective);
     fprintf(f, "  fitted stages that run away (real TTFT mean < 1 s, simulated > 1 s): %zu",
             r->runaway);
@@ -757,7 +764,7 @@ static void profile_header(ss_strbuf *b, const fit_ctx *x, const fit_result *r,
     for (size_t i = 0; i < o->n_term; i++)
         ss_strbuf_printf(b, "%s%s %.6g -> %.6g", i ? ", " : "", fit_terms[o->term[i]].key,
                          x->x0[i], term_get(&x->cand, &fit_terms[o->term[i]]));
-    ss_strbuf_printf(b, "; every other term is %s's.\nObjective (mean |sim - real| / real over "
+    ss_strbuf_printf(b, "; every other term is %s's.\nObjective (mean |ln(sim / real)| over "
                         "the fitted stages and TTFT mean, TTFT p90, ITL, E2E mean, E2E p90): "
                         "%.6f\nMAPE over the fitted stages:", x->start->name, r->objective);
     for (int m = 0; m < FIT_METRICS; m++)

@@ -349,7 +349,7 @@ static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *s
     fit_data *d = rd->d;
     const char *name = ss_csv_get(c, sc->key[SC_RUN]);
     long ri;
-    uint32_t k;
+    uint32_t k = 0; /* set by get_u32 when rc is 0 (-O3 cannot tell) */
     int rc = stage_run(c, rd, name, &ri, eb);
     if (!rc)
         rc = get_u32(c, sc->key[SC_STAGE], "stage", 0, &k, eb);
