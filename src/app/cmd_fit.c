@@ -54,6 +54,7 @@ static const fit_term fit_terms[] = {
     TERM("hop_latency_us", allreduce_hop_s, 1e-6, 5, 0),
     TERM("frontend_ms", frontend_s, 1e-3, 5, 0),
     TERM("attn_speed", attn_speed, 1, 0.1, 0.05),
+    TERM("launch_us", host.launch_s, 1e-6, 5, 0),
 };
 #define N_TERMS (sizeof fit_terms / sizeof *fit_terms)
 #define DEFAULT_FIT                                                                              \
@@ -296,7 +297,9 @@ typedef struct fit_ctx {
     const fit_opts *o;
     fit_data d;
     fit_replay_opts ro;
-    const cat_engine *start;  /* in cat */
+    const cat_engine *start;  /* &start_copy */
+    cat_engine start_copy;    /* the start engine as the catalog had it: the replays put each
+                                 candidate into that catalog, which may move or replace it */
     cat_engine cand;          /* the engine under test */
     double x0[N_TERMS];       /* the fitted terms at the start, profile units */
     double wall0;
@@ -888,9 +891,15 @@ static int open_outputs(fit_ctx *x)
 static int compute(fit_ctx *x, catalog *cat, fit_result *r)
 {
     const fit_opts *o = x->o;
-    int rc = catalog_engine_find(cat, o->engine, &x->start, &x->eb);
+    const cat_engine *found = NULL;
+    int rc = catalog_engine_find(cat, o->engine, &found, &x->eb);
     if (rc)
         ss_err_prefix(&x->eb, rc, "--engine");
+    else {
+        x->start_copy = *found;
+        x->start_copy.path = NULL; /* the catalog frees it when a candidate replaces it */
+        x->start = &x->start_copy;
+    }
     if (!rc)
         rc = fit_data_read(&x->d, o->dir, cat, o->runs, o->served_ms, &x->eb);
     if (!rc)
@@ -955,6 +964,7 @@ int cmd_fit(int argc, char **argv)
     catalog *cat = NULL;
     rc = command ? catalog_load(&cat, catalog_default_dir(o.profiles), &x.eb)
                  : ss_err(&x.eb, SS_ENOMEM, "out of memory");
+    x.ro.catalog = cat; /* read once: profiles edited during a long fit do not change it */
     if (!rc)
         rc = compute(&x, cat, &r);
     r.wall_s = wall_now() - x.wall0;

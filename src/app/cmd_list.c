@@ -171,6 +171,7 @@ static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c,
 static const char *const engine_headers[] = {
     "ENGINE", "DESCRIPTION", "OVERLAP", "ITER_US", "SEQ_US", "TOK_US", "FLOOR_US", "FUSED",
     "MOE_EFF", "ALLREDUCE", "AR_EFF", "AR_HOP_US", "FRONTEND_MS", "ASYNC", "ATTN_SPEED",
+    "LAUNCH_US",
 };
 #define N_ENGINE_COLS ((int)(sizeof engine_headers / sizeof *engine_headers))
 _Static_assert(sizeof engine_headers / sizeof *engine_headers <= MAX_COLS, "raise MAX_COLS");
@@ -205,7 +206,8 @@ static void engine_cell(const void *item, int col, char *buf, size_t n)
     case 11: snprintf(buf, n, "%g", e->allreduce_hop_s * 1e6); break;
     case 12: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
     case 13: snprintf(buf, n, "%s", e->async_scheduling ? "yes" : "no"); break;
-    default: snprintf(buf, n, "%g", e->attn_speed); break;
+    case 14: snprintf(buf, n, "%g", e->attn_speed); break;
+    default: snprintf(buf, n, "%g", e->host.launch_s * 1e6); break;
     }
 }
 
@@ -214,7 +216,8 @@ static void engine_host_json(FILE *out, const cat_engine_host *h, int last)
     json_num(out, "iter_fixed_s", h->iter_fixed_s, 0);
     json_num(out, "iter_per_seq_s", h->iter_per_seq_s, 0);
     json_num(out, "iter_per_token_s", h->iter_per_token_s, 0);
-    json_num(out, "op_floor_s", h->op_floor_s, last);
+    json_num(out, "op_floor_s", h->op_floor_s, 0);
+    json_num(out, "launch_s", h->launch_s, last);
 }
 
 static void engine_json(const void *item, FILE *out)
@@ -253,7 +256,7 @@ static const list_kind kinds[] = {
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
     {.name = "engines", .n_cols = N_ENGINE_COLS, .headers = engine_headers,
-     .left = "llllrrrlrlrrrlr",
+     .left = "llllrrrlrlrrrlrr",
      .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 

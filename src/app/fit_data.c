@@ -580,7 +580,8 @@ int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_
     r->n_reqs = 0;
     scn_scenario *sc = NULL;
     app_run x = {0};
-    app_run_opts ro = {.profiles = o->profiles, .check = o->check, .engine = e};
+    app_run_opts ro = {.profiles = o->profiles, .check = o->check, .catalog = o->catalog,
+                       .engine = e};
     int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
     if (!rc)
         rc = build_scenario(sc, r, e->name, &x.eb);

@@ -112,7 +112,11 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
     const char *dir = catalog_default_dir(o->profiles);
     if (!(x->run = ss_calloc(1, sizeof *x->run)))
         return ss_err(&x->eb, SS_ENOMEM, "out of memory");
-    int rc = catalog_load(&x->cat, dir, &x->eb);
+    int rc = SS_OK;
+    if (o->catalog)
+        x->cat = o->catalog;
+    else
+        x->own_cat = !(rc = catalog_load(&x->cat, dir, &x->eb));
     if (!rc && o->engine)
         rc = catalog_engine_put(x->cat, o->engine, &x->eb);
     if (!rc)
@@ -225,7 +229,9 @@ void app_run_fini(app_run *x)
     x->st = NULL;
     gsim_destroy(&x->g);
     wl_source_destroy(&x->ws);
-    catalog_destroy(&x->cat);
+    if (x->own_cat)
+        catalog_destroy(&x->cat);
+    x->cat = NULL;
     ss_free(x->run);
     ss_free(x->ini);
     x->run = NULL;

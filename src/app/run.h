@@ -29,6 +29,10 @@ typedef struct app_run_opts {
     int arrivals_checked;     /* app_run_check already passed, which reads a stretched workload
                                  once to keep arrivals within the simulated time range: setup
                                  does not read it again */
+    catalog *catalog;         /* a catalog loaded beforehand (from profiles), used instead of
+                                 loading one (and left alone by app_run_fini): repeated runs
+                                 read the profiles once, and files changed meanwhile do not
+                                 change them; borrowed; NULL: load it */
     const cat_engine *engine; /* an engine put into the loaded catalog before the scenario's
                                  are looked up (catalog_engine_put: it replaces the profile
                                  of the same name), so that a candidate runs without a file
@@ -40,6 +44,7 @@ typedef struct app_run {
     const app_run_opts *o;    /* borrowed */
     cli_run *run;
     catalog *cat;
+    int own_cat;              /* cat was loaded here (not o->catalog) */
     wl_source *ws;
     store *st;                /* opened here unless o->st */
     int own_store;

@@ -65,6 +65,9 @@ typedef struct cat_engine_host {
     double iter_per_seq_s;    /* per sequence in the batch, s */
     double iter_per_token_s;  /* per query token in the batch (input preparation), s */
     double op_floor_s;        /* shortest time of one kernel (launch + tail), s */
+    double launch_s;          /* host time to launch one kernel, s: the device cannot run a
+                                 step faster than its kernels are launched (eager engines);
+                                 0 when CUDA graphs launch a step at once */
 } cat_engine_host;
 
 #define CAT_ENGINE_MAX_GPUS 16

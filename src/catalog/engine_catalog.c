@@ -33,6 +33,7 @@ static const cat__key engine_keys[] = {
     KEY("frontend", "frontend_ms", CAT__NONNEG, frontend_s, 1e-3, 1),
     KEY("engine", "async_scheduling", CAT__BOOL, async_scheduling, 1, 1),
     KEY("kernels", "attn_speed", CAT__POS, attn_speed, 1, 1),
+    KEY("host", "launch_us", CAT__NONNEG, host.launch_s, 1e-6, 1),
 };
 
 #define N_ENGINE_KEYS (sizeof engine_keys / sizeof *engine_keys)
@@ -47,6 +48,7 @@ static const struct {
     {"iter_per_seq_us", offsetof(cat_engine_host, iter_per_seq_s)},
     {"iter_per_token_us", offsetof(cat_engine_host, iter_per_token_s)},
     {"op_floor_us", offsetof(cat_engine_host, op_floor_s)},
+    {"launch_us", offsetof(cat_engine_host, launch_s)},
 };
 #define N_HOST_KEYS (sizeof host_keys / sizeof *host_keys)
 
@@ -82,7 +84,7 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
     if (k == N_HOST_KEYS)
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: unknown key (a [gpu.NAME] section "
                       "overrides iter_fixed_us, iter_per_seq_us, iter_per_token_us, "
-                      "op_floor_us)", path, line, gpu, key);
+                      "op_floor_us, launch_us)", path, line, gpu, key);
     int i = slot_of(st->e, gpu);
     if (i < 0)
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: more than %d [gpu.NAME] sections", path,

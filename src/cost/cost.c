@@ -19,6 +19,7 @@ typedef struct cost_dense_entry {
     ss_time layer;   /* dense operators of one layer */
     ss_time head;    /* embedding (+ its all-reduce) */
     ss_time tail;    /* final norm + LM head */
+    uint64_t kernels; /* kernel launches of these operators in one iteration */
 } cost_dense_entry;
 
 struct cost_model {
@@ -306,6 +307,7 @@ static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t 
         ss_time t = cm->ops->op_ns(cm->priv, &ops[i]);
         uint32_t k = per_layer(&ops[i], cm->layers);
         e->layer += t * k;
+        e->kernels += ops[i].count;
         if (ops[i].count > k * cm->layers) { /* once-per-iteration part */
             if (ops[i].kind == COST_OP_FINAL_NORM || ops[i].kind == COST_OP_LM_HEAD)
                 e->tail += t;
@@ -316,14 +318,25 @@ static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t 
     return e;
 }
 
-/* The part of host time host that the device does not hide: all of it for a serial engine,
- * max(0, host - device) for an overlap=max engine (CUDA graphs + async scheduling prepare the
- * next step while the device runs this one). */
-static ss_time exposed_host_ns(const cost_model *cm, ss_time host, ss_time device)
+/* The host time of a step that the device does not hide, given the host's scheduling work
+ * host, the device's kernel time device and the step's kernel launches. An eager engine
+ * launches kernel by kernel (launch_us each) while the device runs them: the device waits
+ * whenever the launches fall behind, so the step takes at least kernels x launch_us, and the
+ * difference shows as host time (the GPU idles). Then the scheduling work: all of it for a
+ * serial engine, max(0, host - device) for an overlap=max engine (CUDA graphs + async
+ * scheduling prepare the next step while the device runs this one). */
+static ss_time exposed_host_ns(const cost_model *cm, ss_time host, ss_time device,
+                               uint64_t kernels)
 {
+    double launch = (double)kernels * cm->host->launch_s * 1e9;
+    ss_time wait = 0;
+    if (launch > (double)device)
+        wait = launch - (double)device < (double)COST__MAX_OP_NS
+                   ? (ss_time)(launch - (double)device + 0.5) : COST__MAX_OP_NS;
+    device += wait;
     if (cm->p.engine->overlap == CAT_OVERLAP_MAX)
-        return host > device ? host - device : 0;
-    return host;
+        return wait + (host > device ? host - device : 0);
+    return wait + host;
 }
 
 void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
@@ -335,10 +348,14 @@ void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
     cost_op att[2];
     size_t n = attention_ops(cm, b, att);
     out->layer_ns = e->layer;
-    for (size_t i = 0; i < n; i++)
+    uint64_t kernels = e->kernels;
+    for (size_t i = 0; i < n; i++) {
         out->layer_ns += cm->ops->op_ns(cm->priv, &att[i]);
+        kernels += att[i].count;
+    }
     out->host_ns = exposed_host_ns(cm, cost_host_ns(cm, b),
-                                   e->head + out->layer_ns * (ss_time)cm->layers + e->tail);
+                                   e->head + out->layer_ns * (ss_time)cm->layers + e->tail,
+                                   kernels);
     out->head_ns = out->host_ns + e->head;
     out->tail_ns = e->tail;
     out->send_ns = 0;
@@ -364,9 +381,11 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
     size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
     n += attention_ops(cm, b, ops + n);
     ss_time device = 0;
+    uint64_t kernels = 0;
     for (size_t i = 0; i < n; i++) {
         ss_time t = cm->ops->op_ns(cm->priv, &ops[i]);
         device += t * ops[i].count;
+        kernels += ops[i].count;
         if (i < cap) {
             ops_out[i] = ops[i];
             ns_out[i] = t;
@@ -375,7 +394,7 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
     if (n < cap) {
         ops_out[n] = (cost_op){.kind = COST_OP_HOST, .tp = cm->p.tp, .count = 1,
                                .n_seqs = batch_seqs(b), .tokens = batch_tokens(b)};
-        ns_out[n] = exposed_host_ns(cm, cost_host_ns(cm, b), device);
+        ns_out[n] = exposed_host_ns(cm, cost_host_ns(cm, b), device, kernels);
     }
     return n + 1;
 }

@@ -16,9 +16,9 @@ TRACE=$ROOT/traces/azure-conv-synth.csv
 
 # list engines: the shipped engines, the eager one with its terms and its per-GPU host time
 "$S" list engines >list 2>err || fail "list engines: $(cat err)"
-grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul +1 +ring +0.7 +0 +0 +no +1$' list ||
+grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul +1 +ring +0.7 +0 +0 +no +1 +0$' list ||
     fail "list engines: $(cat list)"
-grep -Eq '^vllm-0.15 +.* add-norm,silu-mul +[0-9.]+ +twoshot .* yes +[0-9.]+$' list ||
+grep -Eq '^vllm-0.15 +.* add-norm,silu-mul +[0-9.]+ +twoshot .* yes +[0-9.]+ +0$' list ||
     fail "list engines: the default engine: $(cat list)"
 "$S" list engines --json >list.json || fail "list engines --json"
 python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[1]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025 and e["allreduce"]=="ring" and e["async_scheduling"] is False and e["attn_speed"]==1, e' list.json ||

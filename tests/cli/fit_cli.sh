@@ -186,6 +186,13 @@ grep -q '^  Nelder-Mead: 3 iterations' all.txt || fail "table: $(cat all.txt)"
 for k in iter_fixed_us iter_per_seq_us iter_per_token_us op_floor_us hop_latency_us frontend_ms; do
     grep -q "^    $k " all.txt || fail "term $k not in the table: $(cat all.txt)"
 done
+# under the start's own name: the fit reads the catalog once and puts each candidate into it,
+# in the start's place; the start stays what the file said (the header, the JSON's start)
+"$S" fit data --profiles cat --engine start --name start --fit iter_fixed_us --iterations 4 \
+    -o self.ini --json --no-progress >self.json 2>err || fail "fit in place: $(cat err)"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["terms"]; assert t["iter_fixed_us"]["start"]==600 and t["iter_fixed_us"]["final"]!=600, t' \
+    self.json || fail "fit in place: the start changed: $(cat self.json)"
+grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
 
 # ---- (c) against bench/fidelity.sh on a real run -----------------------------------------------
 REAL=$DATA/serving/vllm-0.15-h100-blis

@@ -63,7 +63,7 @@ static const char *const gpu_lines[] = {
 static const char *const engine_lines[] = {
     "[engine]", "name = teng", "overlap = max", "async_scheduling = true", "[host]",
     "iter_fixed_us = 100", "iter_per_seq_us = 1", "iter_per_token_us = 0.1", "op_floor_us = 2",
-    "[kernels]", "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5",
+    "launch_us = 7", "[kernels]", "fuse_add_norm = true", "fuse_silu_mul = false", "moe_eff = 0.5",
     "attn_speed = 1.25", "[allreduce]", "algorithm = twoshot", "eff = 0.6", "hop_latency_us = 3",
     "[frontend]", "frontend_ms = 1.5", "[gpu.tgpu]", "iter_fixed_us = 50", NULL,
 };
@@ -615,6 +615,7 @@ static void test_shipped_engine(void **state)
         assert_close(h->iter_per_seq_s, 20e-6, 1e-12);
         assert_close(h->iter_per_token_s, 0.5e-6, 1e-12);
         assert_close(h->op_floor_s, 5e-6, 1e-12);
+        assert_true(h->launch_s == 0);
     }
     assert_false(e->fuse_add_norm);
     assert_true(e->fuse_silu_mul);
@@ -674,6 +675,7 @@ static void test_engine_file(void **state)
     assert_close(h->iter_fixed_s, 50e-6, 1e-12);
     assert_close(h->iter_per_seq_s, 1e-6, 1e-12);
     assert_close(h->op_floor_s, 2e-6, 1e-12);
+    assert_close(h->launch_s, 7e-6, 1e-12);
     assert_ptr_equal(cat_engine_host_for(e, "other"), &e->host);
     catalog_destroy(&c);
     tu_assert_no_leaks();
@@ -684,26 +686,26 @@ static void test_engine_errors(void **state)
     (void)state;
     expect_engine_error("overlap", "overlap = sometimes", NULL, 3,
                         "engine.overlap: 'sometimes' is not serial or max");
-    expect_engine_error("moe_eff", "moe_eff = 2", NULL, 13,
+    expect_engine_error("moe_eff", "moe_eff = 2", NULL, 14,
                         "kernels.moe_eff: '2' is not a fraction in (0, 1]");
-    expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 11,
+    expect_engine_error("fuse_add_norm", "fuse_add_norm = yes", NULL, 12,
                         "kernels.fuse_add_norm: 'yes' is not true or false");
     expect_engine_error("frontend_ms", NULL, NULL, 0, "frontend.frontend_ms: missing");
-    expect_engine_error("attn_speed", "attn_speed = 0", NULL, 14,
+    expect_engine_error("attn_speed", "attn_speed = 0", NULL, 15,
                         "kernels.attn_speed: '0' is not a number > 0");
     expect_engine_error("async_scheduling", NULL, NULL, 0,
                         "engine.async_scheduling: missing");
-    expect_engine_error("algorithm", "algorithm = tree", NULL, 16,
+    expect_engine_error("algorithm", "algorithm = tree", NULL, 17,
                         "allreduce.algorithm: 'tree' is not ring or twoshot");
-    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 23,
+    expect_engine_error(NULL, NULL, "iter_per_seq_us = x\n", 24,
                         "gpu.tgpu.iter_per_seq_us: 'x' is not a number >= 0");
-    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 23,
-                        "gpu.tgpu.iter_fixed_us: set twice (first on line 22)");
-    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 23,
+    expect_engine_error(NULL, NULL, "iter_fixed_us = 60\n", 24,
+                        "gpu.tgpu.iter_fixed_us: set twice (first on line 23)");
+    expect_engine_error(NULL, NULL, "moe_eff = 1\n", 24,
                         "gpu.tgpu.moe_eff: unknown key (a [gpu.NAME] section overrides");
-    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 24,
+    expect_engine_error(NULL, NULL, "[gpu.Bad GPU]\niter_fixed_us = 1\n", 25,
                         "gpu.Bad GPU.iter_fixed_us: 'Bad GPU' is not a GPU name");
-    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 24,
+    expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 25,
                         "overhead.iter_fixed_us: unknown section [overhead]");
 }
 

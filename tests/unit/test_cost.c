@@ -459,6 +459,51 @@ static void test_engine_overlap_max(void **state)
     }
 }
 
+/* An eager engine launches kernel by kernel: a decode step takes at least kernels x launch_us,
+ * a floor that does not shrink with TP (more GPUs, the same kernels each), while the device
+ * time does; the wait shows as host time, and the operator expansion adds up to the same. */
+static void test_engine_launch_floor(void **state)
+{
+    fx *f = *state;
+    cat_engine e = eager(f);
+    cost_batch b = {0};
+    cost_batch_add_decode(&b, 1000);
+    for (uint32_t tp = 1; tp <= 4; tp *= 4) {
+        e.host.launch_s = 0;
+        cost_model *cm = mk_e(f, "a100-80g", "llama-2-70b", tp, &e);
+        ss_time host = cost_host_ns(cm, &b), base = cost_iteration_ns(cm, &b);
+        ss_time device = base - host;
+        cost_op ops[32];
+        ss_time ns[32];
+        size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
+        uint64_t kernels = 0;
+        for (size_t i = 0; i + 1 < n; i++) /* the last is the host phase */
+            kernels += ops[i].count;
+        cost_model_destroy(&cm);
+        assert_true(kernels > 80 * 10);
+        /* launches well under the device time change nothing */
+        e.host.launch_s = 0.5 * (double)device / 1e9 / (double)kernels;
+        cm = mk_e(f, "a100-80g", "llama-2-70b", tp, &e);
+        assert_int_equal(cost_iteration_ns(cm, &b), base);
+        cost_model_destroy(&cm);
+        /* 150 us per launch: the step takes host + kernels x 150 us, at TP 1 and TP 4 alike */
+        e.host.launch_s = 150e-6;
+        cm = mk_e(f, "a100-80g", "llama-2-70b", tp, &e);
+        ss_time want = host + (ss_time)((double)kernels * 150e3 + 0.5);
+        assert_true((double)kernels * 150e3 > (double)device);
+        assert_int_equal(cost_iteration_ns(cm, &b), want);
+        cost_split sp;
+        cost_iteration_split(cm, &b, &sp);
+        assert_int_equal(sp.host_ns, want - device);
+        n = cost_iteration_ops(cm, &b, ops, ns, 32);
+        ss_time sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += ns[i] * ops[i].count;
+        assert_int_equal(sum, want);
+        cost_model_destroy(&cm);
+    }
+}
+
 /* The kernel floor is the engine's: +1 us per kernel adds 1 us per launched kernel. */
 static void test_engine_op_floor(void **state)
 {
@@ -607,6 +652,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_engine_host_terms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_overlap_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_op_floor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_launch_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_fuse_add_norm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_unfused_silu_mul, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_moe_eff, setup, teardown),
