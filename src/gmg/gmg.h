@@ -212,6 +212,8 @@ typedef struct gmg_container {
     gmg_list swapped;       /* preempted by swap, in the order they were swapped out */
     uint64_t waiting_blocks;/* sum of the waiting requests' wait_blocks (routing demand) */
     int busy;               /* an iteration is executing */
+    ss_time prev_step_ns;   /* length of the iteration before the executing one, 0 when the
+                               container was idle before it (async scheduling's lag) */
     uint8_t status;         /* GMG_CTR_*: whether it takes new requests */
     ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */

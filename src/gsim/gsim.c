@@ -704,9 +704,12 @@ static void on_iter_done(des_engine *e, des_event *ev, void *ctx)
     c->busy = 0;
     c->iterations++;
     s->iterations++;
+    c->prev_step_ns = c->iter.end - c->iter.start;
     start_iteration(s, c);
-    if (!c->busy)
+    if (!c->busy) {
+        c->prev_step_ns = 0;
         guest_idle(s, c);
+    }
     if (c->status == GMG_CTR_DRAINING && !c->busy)
         maybe_drained(s, c);
 }
@@ -1516,16 +1519,21 @@ static void set_sla(gmg_req *q, const gsim_sla *tier, const trace_rec *t)
 
 /* With async scheduling the engine chooses step n+1's batch while step n runs: a request that
  * arrives during step n joins step n+2 at the earliest, one step later than the simulated
- * schedule admits it. That step is charged to its client-side TTFT and E2E, at the length of
- * step n (the simulated step n+1 holds the request itself, which reality's does not). The
- * schedule is not delayed: metrics only, an approximation that holds while the request would
- * be admitted at once (not behind a queue, where one step of visibility matters less). */
+ * schedule admits it. That step n+1 is charged to its client-side TTFT and E2E. Its length is
+ * estimated from the steps around it without the request (the simulated step n+1 holds the
+ * request itself, which reality's does not): the shorter of step n and step n-1, so that a
+ * long prefill step n, followed in reality by a short decode step, does not count in full;
+ * 0 when step n followed an idle engine (the next step is then the decode of step n's
+ * requests, short, or none). The schedule is not delayed: metrics only, an approximation that
+ * holds while the request would be admitted at once (not behind a queue, where one step of
+ * visibility matters less). */
 static ss_time sched_lag_ns(const gsim *s, const gmg_container *c)
 {
     const cat_engine *e = c->tenant < s->n_ten ? s->ten[c->tenant].t.engine : NULL;
     if (!e || !e->async_scheduling || !c->busy || c->iter.end <= c->iter.start)
         return 0;
-    return c->iter.end - c->iter.start;
+    ss_time now = c->iter.end - c->iter.start;
+    return now < c->prev_step_ns ? now : c->prev_step_ns;
 }
 
 static gmg_container *admit_arrival(gsim *s)
