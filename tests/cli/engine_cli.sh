@@ -21,7 +21,7 @@ grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu
 grep -Eq '^vllm-0.15 +.* add-norm,silu-mul +[0-9.]+ +twoshot .* yes +[0-9.]+ +0$' list ||
     fail "list engines: the default engine: $(cat list)"
 "$S" list engines --json >list.json || fail "list engines --json"
-python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[1]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025 and e["allreduce"]=="ring" and e["async_scheduling"] is False and e["attn_speed"]==1, e' list.json ||
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[2]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025 and e["allreduce"]=="ring" and e["async_scheduling"] is False and e["attn_speed"]==1, e' list.json ||
     fail "list engines --json: $(cat list.json)"
 
 # A catalog with a second engine: CUDA graphs + async scheduling (overlap = max), a front end.
@@ -86,7 +86,7 @@ INI
 [ "$(sql x.db "SELECT count(DISTINCT engine) FROM runs")" = 2 ] || fail "sweep: runs.engine"
 
 # Errors: one line naming where the engine came from
-expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-0.15, vllm-eager\\)$" \
+expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-0.15, vllm-0.2, vllm-eager\\)$" \
     "$S" replay --limit 5 --profiles cat --engine nope --db none
 sed -i 's/^engine = test-graphs/engine = nope/' s.ini
 expect_error 2 "^slicesim: replay: s.ini:3: tenant.a.engine: unknown engine 'nope' \\(known: " \

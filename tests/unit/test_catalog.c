@@ -625,7 +625,7 @@ static void test_shipped_engine(void **state)
     assert_true(e->allreduce_eff == 0.70);
     assert_true(e->allreduce_hop_s == 0 && e->frontend_s == 0);
     assert_int_equal(catalog_engine_find(c, "vllm-9", &e, &eb), SS_ENOTFOUND);
-    assert_prefix(eb.msg, "unknown engine 'vllm-9' (known: vllm-0.15, vllm-eager");
+    assert_prefix(eb.msg, "unknown engine 'vllm-9' (known: vllm-0.15, vllm-0.2, vllm-eager");
     catalog_destroy(&c);
     tu_assert_no_leaks();
 }
@@ -643,7 +643,12 @@ static void test_default_engine(void **state)
     assert_true(e->async_scheduling && e->fuse_add_norm && e->fuse_silu_mul);
     assert_int_equal(e->allreduce, CAT_ALLREDUCE_TWOSHOT);
     assert_int_equal(e->n_gpus, 0); /* fitted on one node type: the same terms everywhere */
-    assert_true(e->frontend_s > 0 && e->host.op_floor_s < 5e-6);
+    assert_true(e->frontend_s > 0 && e->host.op_floor_s < 5e-6 && e->host.launch_s == 0);
+    /* the eager 2023 engine: launches bound a step, NCCL's latency does not grow with TP */
+    assert_int_equal(catalog_engine_find(c, "vllm-0.2", &e, &eb), 0);
+    assert_close(e->host.launch_s, 20e-6, 1e-12);
+    assert_false(e->async_scheduling);
+    assert_int_equal(e->allreduce, CAT_ALLREDUCE_TWOSHOT);
     catalog_destroy(&c);
     tu_assert_no_leaks();
 }
