@@ -83,6 +83,7 @@ static void term_set(cat_engine *e, const fit_term *t, double v)
 typedef struct fit_opts {
     const char *dir, *engine, *profiles, *name, *out, *fit, *runs, *write_stages, *db;
     const char *overlap, *allreduce;
+    const char *description;  /* of the fitted engine (NULL: "START fitted by slicesim fit to DIR") */
     long iterations;
     double served_ms;
     int evaluate, json, progress, check;
@@ -117,6 +118,7 @@ static void usage(FILE *f)
         "  --engine NAME        engine to start from, or to evaluate (default " CAT_ENGINE_DEFAULT ")\n"
         "  --profiles DIR       catalog directory (default: ./profiles or the source tree's)\n"
         "  --name NAME          name of the fitted engine (default fitted)\n"
+        "  --description TEXT   its description (default: START fitted by slicesim fit to DIR)\n"
         "  -o, --out FILE       fitted profile to write (default NAME.ini here)\n"
         "  --fit KEYS           comma list of terms to fit (default\n"
         "                       " DEFAULT_FIT ")\n"
@@ -142,12 +144,13 @@ static void usage(FILE *f)
 
 enum { OPT_ENGINE = 256, OPT_PROFILES, OPT_NAME, OPT_FIT, OPT_OVERLAP, OPT_ALLREDUCE,
        OPT_ITER, OPT_RUNS, OPT_SERVED, OPT_EVAL, OPT_WSTAGES, OPT_DB, OPT_JSON, OPT_CHECK,
-       OPT_NOPROG };
+       OPT_NOPROG, OPT_DESC };
 
 static const struct option long_opts[] = {
     {"engine", required_argument, NULL, OPT_ENGINE},
     {"profiles", required_argument, NULL, OPT_PROFILES},
     {"name", required_argument, NULL, OPT_NAME},
+    {"description", required_argument, NULL, OPT_DESC},
     {"out", required_argument, NULL, 'o'},
     {"fit", required_argument, NULL, OPT_FIT},
     {"overlap", required_argument, NULL, OPT_OVERLAP},
@@ -228,6 +231,12 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_ENGINE: o->engine = arg; return CLI_OK;
     case OPT_PROFILES: o->profiles = arg; return CLI_OK;
     case OPT_NAME: o->name = arg; return CLI_OK;
+    case OPT_DESC:
+        if (!*arg || strlen(arg) >= sizeof ((cat_engine *)0)->description || strchr(arg, '\n'))
+            return usage_error("--description: '%.60s' is not one line of 1-127 characters%s",
+                               arg, "");
+        o->description = arg;
+        return CLI_OK;
     case 'o': o->out = arg; return CLI_OK;
     case OPT_FIT: o->fit = arg; return CLI_OK;
     case OPT_RUNS: o->runs = arg; return CLI_OK;
@@ -464,8 +473,11 @@ static void make_candidate(fit_ctx *x)
         memset(x->cand.per_gpu, 0, sizeof x->cand.per_gpu);
         memset(x->cand.name, 0, sizeof x->cand.name);
         memcpy(x->cand.name, o->name, strlen(o->name));
-        snprintf(x->cand.description, sizeof x->cand.description,
-                 "%s fitted by slicesim fit to %s", x->start->name, o->dir);
+        if (o->description)
+            snprintf(x->cand.description, sizeof x->cand.description, "%s", o->description);
+        else
+            snprintf(x->cand.description, sizeof x->cand.description,
+                     "%s fitted by slicesim fit to %s", x->start->name, o->dir);
     }
     if (o->overlap) {
         snprintf(x->cand.overlap_name, sizeof x->cand.overlap_name, "%s", o->overlap);

@@ -189,7 +189,11 @@ done
 # under the start's own name: the fit reads the catalog once and puts each candidate into it,
 # in the start's place; the start stays what the file said (the header, the JSON's start)
 "$S" fit data --profiles cat --engine start --name start --fit iter_fixed_us --iterations 4 \
-    -o self.ini --json --no-progress >self.json 2>err || fail "fit in place: $(cat err)"
+    --description "Start, refitted" -o self.ini --json --no-progress >self.json 2>err ||
+    fail "fit in place: $(cat err)"
+grep -q "^description = Start, refitted$" self.ini || fail "--description: $(cat self.ini)"
+expect_error 2 "^slicesim: fit: --description: '' is not one line of 1-127 characters$" \
+    "$S" fit data --profiles cat --description ""
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["terms"]; assert t["iter_fixed_us"]["start"]==600 and t["iter_fixed_us"]["final"]!=600, t' \
     self.json || fail "fit in place: the start changed: $(cat self.json)"
 grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
