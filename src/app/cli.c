@@ -7,6 +7,7 @@
 #include "core/ss_time.h"
 #include "trace/trace.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -110,12 +111,31 @@ int cli_check_long_options(const char *cmd, int argc, char **argv, const char *s
     return CLI_OK;
 }
 
+/* Whether a shell takes s as one word as it is. */
+static int shell_plain(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("_./:=,@%+-", *s))
+            return 0;
+    return 1;
+}
+
 char *cli_join_args(int argc, char **argv)
 {
     ss_strbuf b = {0};
     ss_strbuf_printf(&b, "slicesim");
-    for (int i = 0; i < argc; i++)
-        ss_strbuf_printf(&b, " %s", argv[i]);
+    for (int i = 0; i < argc; i++) {
+        if (shell_plain(argv[i])) {
+            ss_strbuf_printf(&b, " %s", argv[i]);
+            continue;
+        }
+        ss_strbuf_printf(&b, " '"); /* quoted, so that the line can be run again */
+        for (const char *s = argv[i]; *s; s++)
+            ss_strbuf_printf(&b, *s == '\'' ? "'\\''" : "%c", *s);
+        ss_strbuf_printf(&b, "'");
+    }
     char *s = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
     ss_strbuf_fini(&b);
     return s;

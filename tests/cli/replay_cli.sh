@@ -29,6 +29,14 @@ grep -Eq "TTFT +[0-9.]+" table || fail "table lacks the TTFT row"
 [ "$(sql r.db 'PRAGMA user_version')" = 11 ] || fail "schema version"
 [ "$(sql r.db 'SELECT engine FROM runs')" = vllm-0.15 ] || fail "runs.engine (the default engine)"
 
+# runs.command can be run again: an argument a shell would split or expand is quoted
+mkdir "a b" && cp "$TRACE" "a b/it's.csv" || fail "trace copy"
+"$S" replay --trace "a b/it's.csv" --limit 5 --db q.db >/dev/null 2>err || fail "replay: $(cat err)"
+cmd=$(sql q.db 'SELECT command FROM runs')
+[ "$cmd" = "slicesim replay --trace 'a b/it'\''s.csv' --limit 5 --db q.db" ] || fail "runs.command: $cmd"
+eval "set -- $cmd"
+[ "$4" = "a b/it's.csv" ] && [ $# -eq 8 ] || fail "runs.command does not split back: $cmd"
+
 # JSON: the contract keys, and identical output on a second run apart from wall_s.
 "$S" replay --trace "$TRACE" --limit 2000 --db r.db --json >a.json || fail "json run 1"
 "$S" replay --trace "$TRACE" --limit 2000 --db r.db --json >b.json || fail "json run 2"
