@@ -9,6 +9,7 @@
 #include "run.h"
 
 #include "catalog/catalog.h"
+#include "cost/cost.h"
 #include "core/ss_alloc.h"
 #include "core/ss_file.h"
 #include "core/ss_nm.h"
@@ -83,6 +84,7 @@ static void term_set(cat_engine *e, const fit_term *t, double v)
 typedef struct fit_opts {
     const char *dir, *engine, *profiles, *name, *out, *fit, *runs, *write_stages, *db;
     const char *overlap, *allreduce;
+    const char *cost;         /* cost backend of the replays (NULL: the scenario default) */
     const char *description;  /* of the fitted engine (NULL: "START fitted by slicesim fit to DIR") */
     long iterations;
     double served_ms;
@@ -119,6 +121,9 @@ static void usage(FILE *f)
         "  --profiles DIR       catalog directory (default: ./profiles or the source tree's)\n"
         "  --name NAME          name of the fitted engine (default fitted)\n"
         "  --description TEXT   its description (default: START fitted by slicesim fit to DIR)\n"
+        "  --cost NAME          cost model of the replays: roofline (default) | profile | auto\n"
+        "                       (operator tables measured by slicesim calibrate: fit then only\n"
+        "                       the engine's own terms on top, e.g. --fit iter_fixed_us,...)\n"
         "  -o, --out FILE       fitted profile to write (default NAME.ini here)\n"
         "  --fit KEYS           comma list of terms to fit (default\n"
         "                       " DEFAULT_FIT ")\n"
@@ -144,13 +149,14 @@ static void usage(FILE *f)
 
 enum { OPT_ENGINE = 256, OPT_PROFILES, OPT_NAME, OPT_FIT, OPT_OVERLAP, OPT_ALLREDUCE,
        OPT_ITER, OPT_RUNS, OPT_SERVED, OPT_EVAL, OPT_WSTAGES, OPT_DB, OPT_JSON, OPT_CHECK,
-       OPT_NOPROG, OPT_DESC };
+       OPT_NOPROG, OPT_DESC, OPT_COST };
 
 static const struct option long_opts[] = {
     {"engine", required_argument, NULL, OPT_ENGINE},
     {"profiles", required_argument, NULL, OPT_PROFILES},
     {"name", required_argument, NULL, OPT_NAME},
     {"description", required_argument, NULL, OPT_DESC},
+    {"cost", required_argument, NULL, OPT_COST},
     {"out", required_argument, NULL, 'o'},
     {"fit", required_argument, NULL, OPT_FIT},
     {"overlap", required_argument, NULL, OPT_OVERLAP},
@@ -245,6 +251,12 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_DB: o->db = arg; return CLI_OK;
     case OPT_JSON: o->json = 1; return CLI_OK;
     case OPT_CHECK: o->check = APP_CHECK_ON; return CLI_OK;
+    case OPT_COST:
+        if (!cost_find(arg))
+            return usage_error("--cost: unknown cost model '%.60s' (known: roofline, profile, "
+                               "auto)%s", arg, "");
+        o->cost = arg;
+        return CLI_OK;
     case OPT_NOPROG: o->progress = 0; return CLI_OK;
     default: return parse_value(o, c, arg);
     }
@@ -971,7 +983,8 @@ int cmd_fit(int argc, char **argv)
         ss_free(command);
         return rc < 0 ? CLI_OK : rc;
     }
-    fit_ctx x = {.o = &o, .ro = {.profiles = o.profiles, .check = o.check}, .wall0 = wall_now()};
+    fit_ctx x = {.o = &o, .ro = {.profiles = o.profiles, .check = o.check, .cost = o.cost},
+                 .wall0 = wall_now()};
     fit_result r = {0};
     catalog *cat = NULL;
     rc = command ? catalog_load(&cat, catalog_default_dir(o.profiles), &x.eb)

@@ -549,7 +549,8 @@ static int next_request(void *ud, trace_rec *out, ss_errbuf *eb)
 }
 
 /* The scenario replay would build from fidelity.sh's options for run r under engine `engine`. */
-static int build_scenario(scn_scenario *sc, const fit_run *r, const char *engine, ss_errbuf *eb)
+static int build_scenario(scn_scenario *sc, const fit_run *r, const char *engine,
+                          const char *cost, ss_errbuf *eb)
 {
     char kv[12][SCN_PATH_MAX + 64];
     int n = 0;
@@ -570,6 +571,9 @@ static int build_scenario(scn_scenario *sc, const fit_run *r, const char *engine
         rc = scn_set(sc, kv[i], eb);
     if (!rc)
         rc = scn_set(sc, "run.db=none", eb);
+    if (!rc && cost)
+        rc = scn_set_option(sc, (snprintf(kv[0], sizeof kv[0], "policy.cost=%s", cost), kv[0]),
+                            "--cost", eb);
     return rc ? rc : scn_check(sc, eb);
 }
 
@@ -584,7 +588,7 @@ int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_
                        .engine = e};
     int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
     if (!rc)
-        rc = build_scenario(sc, r, e->name, &x.eb);
+        rc = build_scenario(sc, r, e->name, o->cost, &x.eb);
     if (!rc)
         rc = app_run_setup(&x, sc, &ro);
     if (!rc)

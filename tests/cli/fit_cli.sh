@@ -197,6 +197,12 @@ expect_error 2 "^slicesim: fit: --description: '' is not one line of 1-127 chara
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["terms"]; assert t["iter_fixed_us"]["start"]==600 and t["iter_fixed_us"]["final"]!=600, t' \
     self.json || fail "fit in place: the start changed: $(cat self.json)"
 grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
+# --cost reaches every replay: 'profile' without tables says which operators use the roofline
+"$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
+    2>err || fail "--cost profile: $(cat err)"
+grep -q "warning: cost model 'profile' (.*): 0 operators from tables" err || fail "--cost: $(cat err)"
+expect_error 2 "^slicesim: fit: --cost: unknown cost model 'nope' \(known: roofline, profile, auto\)$" \
+    "$S" fit data --profiles cat --cost nope
 
 # ---- (c) against bench/fidelity.sh on a real run -----------------------------------------------
 REAL=$DATA/serving/vllm-0.15-h100-blis
