@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* {======================================================================
@@ -87,6 +89,7 @@ typedef struct fit_opts {
     const char *cost;         /* cost backend of the replays (NULL: the scenario default) */
     const char *description;  /* of the fitted engine (NULL: "START fitted by slicesim fit to DIR") */
     long iterations;
+    long jobs;                /* replays at once (processes); 0: the online CPUs */
     double served_ms;
     int evaluate, json, progress, check;
     size_t term[N_TERMS];     /* indexes into fit_terms of the fitted terms, in --fit order */
@@ -121,6 +124,8 @@ static void usage(FILE *f)
         "  --profiles DIR       catalog directory (default: ./profiles or the source tree's)\n"
         "  --name NAME          name of the fitted engine (default fitted)\n"
         "  --description TEXT   its description (default: START fitted by slicesim fit to DIR)\n"
+        "  --jobs N             replay up to N runs at once, each in its own process (default:\n"
+        "                       the online CPUs); the results do not depend on N\n"
         "  --cost NAME          cost model of the replays: roofline (default) | profile | auto\n"
         "                       (operator tables measured by slicesim calibrate: fit then only\n"
         "                       the engine's own terms on top, e.g. --fit iter_fixed_us,...)\n"
@@ -149,7 +154,7 @@ static void usage(FILE *f)
 
 enum { OPT_ENGINE = 256, OPT_PROFILES, OPT_NAME, OPT_FIT, OPT_OVERLAP, OPT_ALLREDUCE,
        OPT_ITER, OPT_RUNS, OPT_SERVED, OPT_EVAL, OPT_WSTAGES, OPT_DB, OPT_JSON, OPT_CHECK,
-       OPT_NOPROG, OPT_DESC, OPT_COST };
+       OPT_NOPROG, OPT_DESC, OPT_COST, OPT_JOBS };
 
 static const struct option long_opts[] = {
     {"engine", required_argument, NULL, OPT_ENGINE},
@@ -157,6 +162,7 @@ static const struct option long_opts[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"description", required_argument, NULL, OPT_DESC},
     {"cost", required_argument, NULL, OPT_COST},
+    {"jobs", required_argument, NULL, OPT_JOBS},
     {"out", required_argument, NULL, 'o'},
     {"fit", required_argument, NULL, OPT_FIT},
     {"overlap", required_argument, NULL, OPT_OVERLAP},
@@ -213,6 +219,7 @@ static int parse_value(fit_opts *o, int c, const char *arg)
 {
     switch (c) {
     case OPT_ITER: return cli_parse_long("--iterations", arg, 1, 1000000, &o->iterations);
+    case OPT_JOBS: return cli_parse_long("--jobs", arg, 1, 1024, &o->jobs);
     case OPT_SERVED:
         if (ss_parse_doublez(arg, &o->served_ms) || !(o->served_ms > 0))
             return usage_error("--served-ms: expected a number > 0, got '%s'%s", arg, "");
@@ -337,16 +344,190 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Replay every run (all = 1) or only those with fitted stages under x->cand. */
+/* The stages of run i: [*first, *first + *n) of d->stages (sorted by run). */
+static void run_stages(const fit_data *d, size_t i, size_t *first, size_t *n)
+{
+    size_t a = 0;
+    while (a < d->n_stages && d->stages[a].run != i)
+        a++;
+    size_t b = a;
+    while (b < d->n_stages && d->stages[b].run == i)
+        b++;
+    *first = a;
+    *n = b - a;
+}
+
+/* What a replay child sends back: its status and message, then each stage's figures. */
+typedef struct child_head {
+    int rc;
+    char msg[SS_ERRBUF_LEN];
+} child_head;
+
+typedef struct child_stage {
+    double sim[FIT_METRICS];
+    uint64_t completed;
+} child_stage;
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* In a child: replay run i and send the result down fd; never returns. */
+static void child_replay(fit_ctx *x, size_t i, int fd)
+{
+    child_head h = {0};
+    h.rc = fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
+    if (h.rc)
+        memcpy(h.msg, x->eb.msg, sizeof h.msg);
+    int bad = write_all(fd, &h, sizeof h);
+    size_t first, n;
+    run_stages(&x->d, i, &first, &n);
+    for (size_t k = 0; !bad && !h.rc && k < n; k++) {
+        const fit_stage *s = &x->d.stages[first + k];
+        child_stage c = {.completed = s->completed};
+        memcpy(c.sim, s->sim, sizeof c.sim);
+        bad = write_all(fd, &c, sizeof c);
+    }
+    _exit(bad ? 1 : 0); /* no stdio flush, no atexit: the parent owns the outputs */
+}
+
+/* In the parent: take child pid's result for run i from fd. */
+static int collect_child(fit_ctx *x, size_t i, pid_t pid, int fd, int *rc_run)
+{
+    child_head h;
+    int bad = read_all(fd, &h, sizeof h);
+    size_t first, n;
+    run_stages(&x->d, i, &first, &n);
+    for (size_t k = 0; !bad && !h.rc && k < n; k++) {
+        child_stage c;
+        if ((bad = read_all(fd, &c, sizeof c)))
+            break;
+        fit_stage *s = &x->d.stages[first + k];
+        memcpy(s->sim, c.sim, sizeof s->sim);
+        s->completed = c.completed;
+    }
+    close(fd);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (bad || !WIFEXITED(status) || WEXITSTATUS(status))
+        return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
+                      x->d.runs[i].name);
+    *rc_run = h.rc;
+    if (h.rc)
+        memcpy(x->eb.msg, h.msg, sizeof x->eb.msg);
+    return SS_OK;
+}
+
+/* Replay every run (all = 1) or only those with fitted stages under x->cand: one at a time in
+ * this process, or up to --jobs at once, each in a child process (the runs are independent,
+ * so the figures are the same either way; the first failing run in runs.csv order is
+ * reported). */
+static int replay_parallel(fit_ctx *x, const size_t *todo, size_t n, size_t jobs, pid_t *pid,
+                           int *fd);
+
 static int replay_all(fit_ctx *x, int all)
 {
-    for (size_t i = 0; i < x->d.n_runs; i++) {
-        const fit_run *r = &x->d.runs[i];
-        if (!r->n_stages || (!all && !r->n_fitted))
-            continue;
-        int rc = fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
-        if (rc)
-            return rc;
+    size_t n = 0, jobs = x->o->jobs > 0 ? (size_t)x->o->jobs : 1;
+    for (size_t i = 0; i < x->d.n_runs; i++)
+        n += x->d.runs[i].n_stages && (all || x->d.runs[i].n_fitted);
+    if (jobs <= 1 || n <= 1) {
+        for (size_t i = 0; i < x->d.n_runs; i++) {
+            if (!x->d.runs[i].n_stages || (!all && !x->d.runs[i].n_fitted))
+                continue;
+            int rc = fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
+            if (rc)
+                return rc;
+        }
+        return SS_OK;
+    }
+    jobs = jobs < n ? jobs : n;
+    size_t *todo = ss_malloc(n * sizeof *todo);
+    pid_t *pid = ss_malloc(jobs * sizeof *pid);
+    int *fd = ss_malloc(jobs * sizeof *fd);
+    int rc = todo && pid && fd ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    for (size_t i = 0, k = 0; !rc && i < x->d.n_runs; i++)
+        if (x->d.runs[i].n_stages && (all || x->d.runs[i].n_fitted))
+            todo[k++] = i;
+    if (!rc)
+        rc = replay_parallel(x, todo, n, jobs, pid, fd);
+    ss_free(todo);
+    ss_free(pid);
+    ss_free(fd);
+    return rc;
+}
+
+/* replay_all's runs todo[0..n), up to jobs at once (pid and fd: room for jobs). */
+static int replay_parallel(fit_ctx *x, const size_t *todo, size_t n, size_t jobs, pid_t *pid,
+                           int *fd)
+{
+    fflush(NULL); /* nothing buffered is written twice */
+    for (size_t k0 = 0; k0 < n; k0 += jobs) {
+        size_t m = n - k0 < jobs ? n - k0 : jobs;
+        size_t started = 0;
+        int rc = SS_OK;
+        for (; started < m; started++) {
+            int p[2];
+            if (pipe(p)) {
+                rc = ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+                break;
+            }
+            pid[started] = fork();
+            if (pid[started] < 0) {
+                rc = ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
+                close(p[0]);
+                close(p[1]);
+                break;
+            }
+            if (pid[started] == 0) {
+                close(p[0]);
+                child_replay(x, todo[k0 + started], p[1]);
+            }
+            close(p[1]);
+            fd[started] = p[0];
+        }
+        int first_rc = rc;
+        char first_msg[SS_ERRBUF_LEN];
+        memcpy(first_msg, x->eb.msg, sizeof first_msg);
+        for (size_t c = 0; c < started; c++) {
+            int rc_run = SS_OK;
+            int rc_io = collect_child(x, todo[k0 + c], pid[c], fd[c], &rc_run);
+            int got = rc_io ? rc_io : rc_run;
+            if (got && !first_rc) {
+                first_rc = got;
+                memcpy(first_msg, x->eb.msg, sizeof first_msg);
+            }
+        }
+        if (first_rc) {
+            memcpy(x->eb.msg, first_msg, sizeof first_msg);
+            return first_rc;
+        }
     }
     return SS_OK;
 }
@@ -975,7 +1156,9 @@ static int emit(fit_ctx *x, const fit_result *r, const char *command)
 int cmd_fit(int argc, char **argv)
 {
     char out_buf[CAT_NAME_MAX + 8];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     fit_opts o = {.engine = CAT_ENGINE_DEFAULT, .name = "fitted", .fit = DEFAULT_FIT,
+                  .jobs = cpus > 0 ? cpus : 1,
                   .iterations = 200, .served_ms = 1000, .progress = 1, .check = APP_CHECK_OFF};
     char *command = cli_join_args(argc, argv); /* before getopt_long permutes argv */
     int rc = parse_opts(&o, argc, argv, out_buf, sizeof out_buf);

@@ -83,9 +83,9 @@ bad() {
     shift
     sed -i "$@" "bad/$file" || fail "sed $*"
 }
-fit_bad() { # REGEX: one error line, exit 2, no profile, stages or database written
+fit_bad() { # REGEX [OPTION]: one error line, exit 2, no profile, stages or database written
     expect_error 2 "$1" "$S" fit bad --profiles cat --engine start -o o.ini --write-stages w.csv \
-        --db f.db --no-progress
+        --db f.db --no-progress ${2:-}
     [ ! -e o.ini ] && [ ! -e w.csv ] && [ ! -e f.db ] || fail "an output was written: $(ls)"
     ls | grep -q '\.tmp$' && fail "a temporary file was left: $(ls)"
 }
@@ -110,7 +110,10 @@ fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0;x' is not a ';'
 bad stages.csv '1s/,e2e_p90_ms/,e2e_p99_ms/'
 fit_bad '^slicesim: fit: bad/stages\.csv:1: e2e_p90_ms: missing column$'
 bad traces/two.csv '5s/,s0,[0-9]*,/,s0,x,/'
-fit_bad "^slicesim: fit: bad/runs\.csv:2: trace: replaying run 'r-tp1': bad/traces/two\.csv:5"
+for jobs in 1 4; do # in this process, and from a replay's own process
+    fit_bad "^slicesim: fit: bad/runs\.csv:2: trace: replaying run 'r-tp1': bad/traces/two\.csv:5" \
+        "--jobs $jobs"
+done
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
 expect_error 2 "^slicesim: fit: --engine: unknown engine 'nope' \(known: " \
@@ -197,6 +200,14 @@ expect_error 2 "^slicesim: fit: --description: '' is not one line of 1-127 chara
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["terms"]; assert t["iter_fixed_us"]["start"]==600 and t["iter_fixed_us"]["final"]!=600, t' \
     self.json || fail "fit in place: the start changed: $(cat self.json)"
 grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
+# --jobs: the runs replayed in processes of their own give the same figures as one at a time
+"$S" fit data --profiles cat --evaluate --engine truth --json --jobs 1 >j1.json 2>err &&
+    "$S" fit data --profiles cat --evaluate --engine truth --json --jobs 3 >j3.json 2>>err ||
+    fail "--jobs: $(cat err)"
+cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' j1.json) <(sed 's/"wall_s": [0-9.e+-]*//' j3.json) ||
+    fail "--jobs 3 differs from --jobs 1: $(diff j1.json j3.json)"
+expect_error 2 "^slicesim: --jobs: expected an integer in \\[1, 1024\\], got .0.$" "$S" fit data --profiles cat --jobs 0
+
 # --cost reaches every replay: 'profile' without tables says which operators use the roofline
 "$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
     2>err || fail "--cost profile: $(cat err)"
