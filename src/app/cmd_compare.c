@@ -38,7 +38,7 @@ typedef struct result {
     int policy;
     double rate;
     metrics_summary m;
-    double tier_sla[METRICS_MAX_TIERS];
+    double tier_sla[SS_MAX_TIERS];
     uint32_t n_tiers;
 } result;
 

@@ -306,7 +306,7 @@ static void print_json(const list_kind *k, const catalog *c, FILE *out)
 }
 
 /* {======================================================================
- * Tier mixes: each named mix for K = 1 .. WL_MAX_TIERS (powerlaw with alpha = 1)
+ * Tier mixes: each named mix for K = 1 .. SS_MAX_TIERS (powerlaw with alpha = 1)
  * ======================================================================= */
 
 static const char *const mix_names[] = {"uniform", "gaussian", "enterprise", "powerlaw"};
@@ -320,7 +320,7 @@ static int print_mixes(int json, FILE *out)
         fprintf(out, "%-10s %2s  %s\n", "MIX", "K", "P(TIER 0) P(TIER 1) ...");
     size_t n_mix = sizeof mix_names / sizeof *mix_names;
     for (size_t i = 0; i < n_mix; i++) {
-        for (uint32_t k = 1; k <= WL_MAX_TIERS; k++) {
+        for (uint32_t k = 1; k <= SS_MAX_TIERS; k++) {
             wl_tier_mix m;
             if (wl_tier_mix_make(&m, mix_names[i], k, 1.0, &eb)) {
                 fprintf(stderr, "slicesim: list: %s\n", eb.msg);
@@ -330,7 +330,7 @@ static int print_mixes(int json, FILE *out)
                 fprintf(out, "  {\"mix\": \"%s\", \"tiers\": %u, \"p\": [", mix_names[i], k);
                 for (uint32_t t = 0; t < k; t++)
                     fprintf(out, "%.6f%s", m.p[t], t + 1 < k ? ", " : "");
-                fprintf(out, "]}%s\n", i + 1 < n_mix || k < WL_MAX_TIERS ? "," : "");
+                fprintf(out, "]}%s\n", i + 1 < n_mix || k < SS_MAX_TIERS ? "," : "");
             } else {
                 fprintf(out, "%-10s %2u ", mix_names[i], k);
                 for (uint32_t t = 0; t < k; t++)

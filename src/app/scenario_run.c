@@ -84,7 +84,7 @@ static wl_split split_of(const char *s)
 
 static void sla_ns(gsim_tenant *t, const scn_tenant *st)
 {
-    for (uint32_t k = 0; k < SCN_MAX_TIERS && k < GSIM_MAX_TIERS; k++) {
+    for (uint32_t k = 0; k < SS_MAX_TIERS && k < SS_MAX_TIERS; k++) {
         t->sla[k].ttft = ss_time_from_s(st->sla[k].ttft_ms / 1e3);
         t->sla[k].tbt_p99 = ss_time_from_s(st->sla[k].tbt_p99_ms / 1e3);
         t->sla[k].e2e = ss_time_from_s(st->sla[k].e2e_ms / 1e3);

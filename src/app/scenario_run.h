@@ -12,9 +12,9 @@
 
 typedef struct cli_run {
     gsim_config cfg;                      /* cfg.tenants points into tenants[] */
-    gsim_tenant tenants[SCN_MAX_TENANTS];
-    wl_tenant_spec specs[SCN_MAX_TENANTS];
-    trace_gen_spec synth[SCN_MAX_TENANTS];
+    gsim_tenant tenants[SS_MAX_TENANTS];
+    wl_tenant_spec specs[SS_MAX_TENANTS];
+    trace_gen_spec synth[SS_MAX_TENANTS];
 } cli_run;
 
 /* Fill r from scenario sc (already checked) and catalog cat. Unknown models or GPUs, bad

@@ -162,19 +162,6 @@ static int list_ini_files(name_list *l_out, const char *dir, ss_errbuf *eb)
  * Loading
  * ======================================================================= */
 
-/* "a/b" in a fresh buffer the caller frees with ss_free; NULL when out of memory. */
-static char *path_join(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    char *p = ss_malloc(na + nb + 2);
-    if (p) {
-        memcpy(p, a, na);
-        p[na] = '/';
-        memcpy(p + na + 1, b, nb + 1);
-    }
-    return p;
-}
-
 static int check_unique(const cat_table *t, const cat_kind *k, const void *item,
                         const char *path, unsigned name_line, ss_errbuf *eb)
 {
@@ -211,13 +198,13 @@ static int load_file(cat_table *t, const cat_kind *k, const char *path, ss_errbu
 /* Load every profile of one kind from dir/k->subdir into t, then sort t by name. */
 static int load_kind(cat_table *t, const cat_kind *k, const char *dir, ss_errbuf *eb)
 {
-    char *sub = path_join(dir, k->subdir);
+    char *sub = ss_path_join(dir, k->subdir);
     if (!sub)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     name_list files = {0};
     int rc = list_ini_files(&files, sub, eb);
     for (size_t i = 0; !rc && i < files.n; i++) {
-        char *path = path_join(sub, files.names[i]);
+        char *path = ss_path_join(sub, files.names[i]);
         rc = path ? load_file(t, k, path, eb) : ss_err(eb, SS_ENOMEM, "out of memory");
         ss_free(path);
     }
@@ -231,7 +218,7 @@ static int load_kind(cat_table *t, const cat_kind *k, const char *dir, ss_errbuf
 /* dir/sub exists (as anything: a file there is reported when it is listed). */
 static int has_subdir(const char *dir, const char *sub)
 {
-    char *p = path_join(dir, sub);
+    char *p = ss_path_join(dir, sub);
     struct stat st;
     int ok = p && stat(p, &st) == 0;
     ss_free(p);

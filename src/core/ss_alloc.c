@@ -84,6 +84,18 @@ char *ss_strndup(const char *s, size_t n)
 
 char *ss_strdup(const char *s) { return ss_strndup(s, strlen(s)); }
 
+char *ss_path_join(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *p = ss_malloc(na + nb + 2);
+    if (p) {
+        memcpy(p, a, na);
+        p[na] = '/';
+        memcpy(p + na + 1, b, nb + 1);
+    }
+    return p;
+}
+
 size_t ss_alloc_live_bytes(void) { return live_bytes; }
 uint64_t ss_alloc_count(void) { return n_allocs; }
 void ss_alloc_fail_after(uint64_t n) { fail_countdown = n; }

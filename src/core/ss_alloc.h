@@ -15,6 +15,8 @@ void *ss_realloc(void *p, size_t n);
 void ss_free(void *p);
 /* Copy of a NUL-terminated string; caller frees with ss_free. NULL on failure. */
 char *ss_strdup(const char *s);
+/* "a/b" in a fresh buffer (ss_free); NULL when out of memory. */
+char *ss_path_join(const char *a, const char *b);
 /* Copy of the first n bytes of s plus a NUL. */
 char *ss_strndup(const char *s, size_t n);
 

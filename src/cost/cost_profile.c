@@ -435,19 +435,6 @@ static int load_file(prof_load *ld, const char *path, ss_errbuf *eb)
     return rc;
 }
 
-/* "a/b" in a fresh buffer the caller frees; NULL when out of memory. */
-static char *path_join(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    char *s = ss_malloc(na + nb + 2);
-    if (s) {
-        memcpy(s, a, na);
-        s[na] = '/';
-        memcpy(s + na + 1, b, nb + 1);
-    }
-    return s;
-}
-
 static int is_table_name(const char *name)
 {
     size_t n = strlen(name);
@@ -482,7 +469,7 @@ static int list_tables(const char *dir, char ***out, size_t *n_out, ss_errbuf *e
         if (!is_table_name(de->d_name))
             continue;
         if (ss_grow((void **)&names, &cap, n + 1, sizeof *names) ||
-            !(names[n] = path_join(dir, de->d_name)))
+            !(names[n] = ss_path_join(dir, de->d_name)))
             rc = ss_err(eb, SS_ENOMEM, "%s: out of memory", dir);
         else
             n++;
@@ -754,7 +741,7 @@ static int profile_init_mode(profile_priv *pp, const cost_params *p, int in_rang
     if (rc)
         return rc;
     pp->in_range_only = in_range_only;
-    char *dir = p->profiles_dir ? path_join(p->profiles_dir, p->gpu->name) : NULL;
+    char *dir = p->profiles_dir ? ss_path_join(p->profiles_dir, p->gpu->name) : NULL;
     if (p->profiles_dir && !dir)
         return ss_err(eb, SS_ENOMEM, "cost model '%s': out of memory", backend);
     if (dir && (rc = load_dir(pp, p, dir, eb)))

@@ -1650,7 +1650,7 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
             t->t.engine = c->engine;
         if (!t->t.engine)
             return ss_err(eb, SS_EINVAL, "tenant %s: no serving engine (--engine)", t->t.name);
-        if (t->t.tiers < 1 || t->t.tiers > GSIM_MAX_TIERS)
+        if (t->t.tiers < 1 || t->t.tiers > SS_MAX_TIERS)
             t->t.tiers = 1;
         if (t->t.max_replicas < t->t.replicas)
             t->t.max_replicas = t->t.replicas;

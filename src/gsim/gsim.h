@@ -11,14 +11,13 @@
 
 #include "../catalog/catalog.h"
 #include "../core/ss_err.h"
+#include "../core/ss_limits.h"
 #include "../core/ss_params.h"
 #include "../core/ss_strbuf.h"
 #include "../des/des.h"
 #include "../gmg/gmg.h"
 #include "../metrics/metrics.h"
 #include "../trace/trace.h"
-
-#define GSIM_MAX_TIERS 10
 
 /* SLA of one tier; 0 means no bound. */
 typedef struct gsim_sla {
@@ -36,7 +35,7 @@ typedef struct gsim_tenant {
     uint32_t replicas;          /* containers it starts with */
     uint32_t max_replicas;      /* most it may own (re-allocation, auto-scaling); >= replicas */
     uint32_t tiers;             /* K; a request's tier is clamped to K - 1 */
-    gsim_sla sla[GSIM_MAX_TIERS];
+    gsim_sla sla[SS_MAX_TIERS];
 } gsim_tenant;
 
 typedef struct gsim_config {

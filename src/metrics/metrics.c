@@ -29,7 +29,7 @@ void metrics_fini(metrics *m)
     group_fini(&m->all);
     for (uint32_t i = 0; m->tenants && i < m->n_tenants; i++)
         group_fini(&m->tenants[i]);
-    for (uint32_t i = 0; i < METRICS_MAX_TIERS; i++)
+    for (uint32_t i = 0; i < SS_MAX_TIERS; i++)
         group_fini(&m->tiers[i]);
     ss_free(m->tenants);
     memset(m, 0, sizeof *m);
@@ -66,7 +66,7 @@ void metrics_add_req(metrics *m, const metrics_req *r)
     group_add(m, &m->all, r);
     if (r->tenant < m->n_tenants)
         group_add(m, &m->tenants[r->tenant], r);
-    uint8_t t = r->tier < METRICS_MAX_TIERS ? r->tier : METRICS_MAX_TIERS - 1;
+    uint8_t t = r->tier < SS_MAX_TIERS ? r->tier : SS_MAX_TIERS - 1;
     group_add(m, &m->tiers[t], r);
     if (t + 1u > m->n_tiers)
         m->n_tiers = t + 1u;
@@ -93,7 +93,7 @@ void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
     group_gap(m, &m->all, gap);
     if (tenant < m->n_tenants)
         group_gap(m, &m->tenants[tenant], gap);
-    group_gap(m, &m->tiers[tier < METRICS_MAX_TIERS ? tier : METRICS_MAX_TIERS - 1], gap);
+    group_gap(m, &m->tiers[tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1], gap);
 }
 
 void metrics_flush(metrics *m)
@@ -101,7 +101,7 @@ void metrics_flush(metrics *m)
     group_flush(m, &m->all);
     for (uint32_t i = 0; i < m->n_tenants; i++)
         group_flush(m, &m->tenants[i]);
-    for (uint32_t i = 0; i < METRICS_MAX_TIERS; i++)
+    for (uint32_t i = 0; i < SS_MAX_TIERS; i++)
         group_flush(m, &m->tiers[i]);
 }
 

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 #include "../core/ss_hist.h"
+#include "../core/ss_limits.h"
 #include "../core/ss_time.h"
 
-#define METRICS_MAX_TIERS 10
 /* Idle GPU slices are binned by length in decades: < 10 us, 10-100 us, ..., 1-10 s, >= 10 s. */
 #define METRICS_SLICE_BUCKETS 8
 
@@ -96,7 +96,7 @@ typedef struct metrics {
     metrics_group all;
     metrics_group *tenants;    /* owned, n_tenants entries */
     uint32_t n_tenants;
-    metrics_group tiers[METRICS_MAX_TIERS];
+    metrics_group tiers[SS_MAX_TIERS];
     uint32_t n_tiers;          /* tiers present (highest tier seen + 1) */
     ss_time measure_from;      /* requests arriving earlier are not measured */
     /* run-level counters, every request included */

@@ -145,7 +145,7 @@ static int parse_section(const char *section, const char *where, scn__sect *sect
 }
 
 /* Tenant `name`, added with its defaults and header line `line` when absent (*created = 1).
- * 0 or SS_EPARSE when there are already SCN_MAX_TENANTS. */
+ * 0 or SS_EPARSE when there are already SS_MAX_TENANTS. */
 static int tenant_get(scn_scenario *s, const char *name, unsigned line, const char *where,
                       scn_tenant **t_out, int *created, ss_errbuf *eb)
 {
@@ -153,9 +153,9 @@ static int tenant_get(scn_scenario *s, const char *name, unsigned line, const ch
     *t_out = scn_tenant_find(s, name);
     if (*t_out)
         return SS_OK;
-    if (s->n_tenants == SCN_MAX_TENANTS)
+    if (s->n_tenants == SS_MAX_TENANTS)
         return ss_err(eb, SS_EPARSE, "%s: section [tenant.%s]: too many tenants (at most %d)",
-                      where, name, SCN_MAX_TENANTS);
+                      where, name, SS_MAX_TENANTS);
     scn_tenant *t = &s->tenants[s->n_tenants++];
     memcpy(t, &tenant_default, sizeof *t);
     copy_text(t->name, sizeof t->name, name);
@@ -335,8 +335,8 @@ static int set_assignment(scn_scenario *s, const char *assignment, const char *w
 
 /* Where keys were set in the file being read, to catch a key set twice in a section. */
 typedef struct load_lines {
-    unsigned key[1 + SCN_MAX_TENANTS][N_KEYS_MAX]; /* row 0: fixed sections; 1 + i: tenant i */
-    unsigned header[SCN_MAX_TENANTS];              /* first [tenant.NAME] line of tenant i */
+    unsigned key[1 + SS_MAX_TENANTS][N_KEYS_MAX]; /* row 0: fixed sections; 1 + i: tenant i */
+    unsigned header[SS_MAX_TENANTS];              /* first [tenant.NAME] line of tenant i */
 } load_lines;
 
 typedef struct load_ctx {

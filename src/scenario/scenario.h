@@ -12,13 +12,12 @@
 #include <stdio.h>
 
 #include "../core/ss_err.h"
+#include "../core/ss_limits.h"
 #include "../core/ss_params.h"
 
 #define SCN_NAME_MAX 48
 #define SCN_PATH_MAX 1024
 #define SCN_TEXT_MAX 512
-#define SCN_MAX_TENANTS 64
-#define SCN_MAX_TIERS 10
 
 /* SLA of one tier; 0 means no bound. A request violates its SLA if any bound is broken. */
 typedef struct scn_sla {
@@ -59,7 +58,7 @@ typedef struct scn_tenant {
     char tier_mix[128];          /* tier_mix = trace|uniform|gaussian|enterprise|powerlaw|
                                     weights:W0,W1,... (default uniform) */
     double tier_alpha;           /* tier_alpha: power-law exponent (default 1) */
-    scn_sla sla[SCN_MAX_TIERS];  /* sla_ttft_ms / sla_tbt_ms / sla_e2e_ms = one value for every
+    scn_sla sla[SS_MAX_TIERS];  /* sla_ttft_ms / sla_tbt_ms / sla_e2e_ms = one value for every
                                     tier, or K comma-separated values from tier 0 (the
                                     entries from K on are then 0) */
 } scn_tenant;
@@ -93,7 +92,7 @@ typedef struct scn_scenario {
     double swap_space_gib;       /* swap_space_gib (default 4) */
     char prefix_cache[8];        /* prefix_cache = auto|on|off: automatic prefix caching (default
                                     auto: on when the trace carries prefix identity) */
-    scn_tenant tenants[SCN_MAX_TENANTS];
+    scn_tenant tenants[SS_MAX_TENANTS];
     uint32_t n_tenants;
     struct scn__priv *priv;      /* private to src/scenario: where keys were set (owned) */
 } scn_scenario;

@@ -55,9 +55,9 @@ typedef struct scn__priv {
                                                 once --set has replaced it) */
     ss_params *origins;                      /* "SECTION.KEY" -> where its value came from:
                                                 "FILE:LINE", "--set" or an option's name */
-    uint8_t max_replicas_set[SCN_MAX_TENANTS]; /* 1: tenant i's max_replicas was given, so it
+    uint8_t max_replicas_set[SS_MAX_TENANTS]; /* 1: tenant i's max_replicas was given, so it
                                                   no longer follows replicas */
-    uint8_t sla_n[SCN_MAX_TENANTS][3];       /* values in tenant i's sla_ttft_ms, sla_tbt_ms,
+    uint8_t sla_n[SS_MAX_TENANTS][3];       /* values in tenant i's sla_ttft_ms, sla_tbt_ms,
                                                 sla_e2e_ms lists (0: never set, i.e. 1) */
     int routing_set;                         /* 1: routing was given, so it no longer follows
                                                 cluster (llumnix clusters route their own way) */

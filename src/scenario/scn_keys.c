@@ -75,7 +75,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__TENANT, .name = "duration_s", .kind = SCN__F64, TF(duration_s), .hi = INFINITY},
     {.sect = SCN__TENANT, .name = "limit", .kind = SCN__U64, TF(limit), .hi = I64_MAX_D},
     {.sect = SCN__TENANT, .name = "tiers", .kind = SCN__U32, TF(tiers), .lo = 1,
-     .hi = SCN_MAX_TIERS},
+     .hi = SS_MAX_TIERS},
     {.sect = SCN__TENANT, .name = "tier_mix", .kind = SCN__TEXT, TF(tier_mix)},
     {.sect = SCN__TENANT, .name = "tier_alpha", .kind = SCN__F64, TF(tier_alpha), .hi = INFINITY,
      .lo_open = 1},
@@ -308,17 +308,17 @@ static int store_class(scn_tenant *t, const char *v)
 /* One value for every tier, or values for tiers 0..n-1 and 0 (no bound) after them. */
 static int store_sla(scn_tenant *t, size_t off, const char *v)
 {
-    double x[SCN_MAX_TIERS];
+    double x[SS_MAX_TIERS];
     size_t n = 0;
     for (const char *p = v;; p += strcspn(p, ",") + 1) {
         size_t len = strcspn(p, ",");
-        if (n == SCN_MAX_TIERS || ss_parse_double(p, len, &x[n]) || x[n] < 0)
+        if (n == SS_MAX_TIERS || ss_parse_double(p, len, &x[n]) || x[n] < 0)
             return SS_EPARSE;
         n++;
         if (!p[len])
             break;
     }
-    for (size_t i = 0; i < SCN_MAX_TIERS; i++) {
+    for (size_t i = 0; i < SS_MAX_TIERS; i++) {
         double y = n == 1 ? x[0] : i < n ? x[i] : 0;
         memcpy((char *)&t->sla[i] + off, &y, sizeof y);
     }
@@ -354,7 +354,7 @@ int scn__key_store(void *base, const scn__key *k, const char *value, const char 
     case SCN__SLA:
         if ((rc = store_sla(base, k->off, value)))
             snprintf(why, why_size, "expected 1 to %d comma-separated numbers >= 0 (ms)",
-                     SCN_MAX_TIERS);
+                     SS_MAX_TIERS);
         break;
     }
     if (rc) {

@@ -114,8 +114,8 @@ int wl_tier_mix_make(wl_tier_mix *m, const char *name, uint32_t k, double alpha,
 {
     if (!m || !name)
         return ss_err(eb, SS_EINVAL, "tier_mix: NULL argument");
-    if (k < 1 || k > WL_MAX_TIERS)
-        return ss_err(eb, SS_EINVAL, "tier_mix: tiers must be in 1..%d, got %u", WL_MAX_TIERS,
+    if (k < 1 || k > SS_MAX_TIERS)
+        return ss_err(eb, SS_EINVAL, "tier_mix: tiers must be in 1..%d, got %u", SS_MAX_TIERS,
                       k);
     wl_tier_mix t;
     memset(&t, 0, sizeof t);
@@ -155,7 +155,7 @@ uint8_t wl_tier_draw(const wl_tier_mix *m, ss_rng *r)
         return 0;
     double u = ss_rng_uniform(r), acc = 0;
     uint32_t last = 0;
-    for (uint32_t i = 0; i < m->k && i < WL_MAX_TIERS; i++) {
+    for (uint32_t i = 0; i < m->k && i < SS_MAX_TIERS; i++) {
         if (m->p[i] <= 0)
             continue;
         acc += m->p[i];

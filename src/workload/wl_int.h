@@ -44,8 +44,8 @@ static inline uint64_t wl__fnv(uint64_t h, const void *p, size_t n)
 /* Which tenants read which source: a group is one trace reader dealt to its members (tenants
  * naming the same trace path with a split other than none), or a single tenant's own source. */
 typedef struct wl__plan {
-    uint32_t group_of[WL_MAX_TENANTS]; /* group of each tenant */
-    uint32_t first[WL_MAX_TENANTS];    /* first (lowest-index) tenant of each group */
+    uint32_t group_of[SS_MAX_TENANTS]; /* group of each tenant */
+    uint32_t first[SS_MAX_TENANTS];    /* first (lowest-index) tenant of each group */
     uint32_t n_groups;                 /* groups, <= tenants */
 } wl__plan;
 

@@ -80,9 +80,9 @@ static int check_split(const wl_tenant_spec *t, ss_errbuf *eb)
 static int check_mix(const wl_tenant_spec *t, ss_errbuf *eb)
 {
     const wl_tier_mix *m = &t->tiers;
-    if (m->k < 1 || m->k > WL_MAX_TIERS)
+    if (m->k < 1 || m->k > SS_MAX_TIERS)
         return ss_err(eb, SS_EINVAL, "tenant %s: tiers: must be in 1..%d, got %u", t->name,
-                      WL_MAX_TIERS, m->k);
+                      SS_MAX_TIERS, m->k);
     if ((unsigned)m->kind > WL_MIX_WEIGHTS)
         return ss_err(eb, SS_EINVAL, "tenant %s: tier_mix: unknown kind %d", t->name,
                       (int)m->kind);
@@ -179,8 +179,8 @@ static int assign_group(wl__plan *p, const wl_tenant_spec *specs, uint32_t i, ss
 int wl__plan_make(wl__plan *p, const wl_tenant_spec *specs, uint32_t n,
                   const char *servegen_dir, ss_errbuf *eb)
 {
-    if (!specs || n < 1 || n > WL_MAX_TENANTS)
-        return ss_err(eb, SS_EINVAL, "workload: need 1 to %d tenants, got %u", WL_MAX_TENANTS,
+    if (!specs || n < 1 || n > SS_MAX_TENANTS)
+        return ss_err(eb, SS_EINVAL, "workload: need 1 to %d tenants, got %u", SS_MAX_TENANTS,
                       specs ? n : 0);
     memset(p, 0, sizeof *p);
     for (uint32_t i = 0; i < n; i++) {

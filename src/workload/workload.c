@@ -56,7 +56,7 @@ typedef struct wl_group {
     char *path;             /* trace path, owned (for messages) */
     char *filter;           /* trace_tenant, owned, or NULL */
     int32_t filter_idx;     /* the reader's index of that name (-1: not seen yet) */
-    uint32_t member[WL_MAX_TENANTS]; /* tenants dealt to, increasing */
+    uint32_t member[SS_MAX_TENANTS]; /* tenants dealt to, increasing */
     uint32_t n_members;
     uint64_t n_dealt;       /* rows dealt so far (rr) */
     ss_rng rng;             /* random split stream */
@@ -68,9 +68,9 @@ typedef struct wl_group {
 } wl_group;
 
 struct wl_source {
-    wl_ten ten[WL_MAX_TENANTS];
+    wl_ten ten[SS_MAX_TENANTS];
     uint32_t n;                        /* tenants */
-    wl_group group[WL_MAX_TENANTS];
+    wl_group group[SS_MAX_TENANTS];
     uint32_t n_groups;
     uint64_t seed;
     uint64_t next_id;                  /* id of the next request returned */
@@ -471,7 +471,7 @@ int wl_source_check_range(const wl_tenant_spec *specs, uint32_t n, uint64_t seed
                           const char *servegen_dir, ss_errbuf *eb)
 {
     int stretched = 0;
-    for (uint32_t i = 0; specs && i < n && i < WL_MAX_TENANTS; i++) {
+    for (uint32_t i = 0; specs && i < n && i < SS_MAX_TENANTS; i++) {
         if (specs[i].trace && !strcmp(specs[i].trace, "-"))
             return SS_OK; /* standard input can be read only once: the run checks */
         stretched |= specs[i].rate_scale < 1;
@@ -492,7 +492,7 @@ void wl_source_destroy(wl_source **sp)
     if (!sp || !*sp)
         return;
     wl_source *s = *sp;
-    for (uint32_t i = 0; i < WL_MAX_TENANTS; i++) {
+    for (uint32_t i = 0; i < SS_MAX_TENANTS; i++) {
         wl_ten *t = &s->ten[i];
         for (uint32_t j = 0; j < t->q_cap; j++)
             ss_free(t->q[j].blocks);
@@ -552,7 +552,7 @@ uint64_t wl_source_digest(const wl_source *s)
         uint64_t v[8] = {(uint64_t)g->kind, group_digest(g), (uint64_t)g->split,
                          (uint64_t)t->end_ns, t->limit, (uint64_t)t->mix.kind, t->mix.k,
                          ((uint64_t)t->lo << 32) | t->hi};
-        double d[2 + WL_MAX_TIERS] = {t->rate_scale, t->weight};
+        double d[2 + SS_MAX_TIERS] = {t->rate_scale, t->weight};
         memcpy(d + 2, t->mix.p, sizeof t->mix.p);
         h = wl__fnv(h, v, sizeof v);
         h = wl__fnv(h, d, sizeof d);

@@ -12,11 +12,10 @@
 #include <stdint.h>
 
 #include "../core/ss_err.h"
+#include "../core/ss_limits.h"
 #include "../core/ss_rng.h"
 #include "../trace/trace.h"
 
-#define WL_MAX_TIERS 10
-#define WL_MAX_TENANTS 64
 
 /* ---- tier mixes ------------------------------------------------------------------------- */
 
@@ -32,8 +31,8 @@ typedef enum wl_mix_kind {
 
 typedef struct wl_tier_mix {
     wl_mix_kind kind;
-    uint32_t k;               /* tiers, 1..WL_MAX_TIERS */
-    double p[WL_MAX_TIERS];   /* probability of each tier (sums to 1; unused for WL_MIX_TRACE) */
+    uint32_t k;               /* tiers, 1..SS_MAX_TIERS */
+    double p[SS_MAX_TIERS];   /* probability of each tier (sums to 1; unused for WL_MIX_TRACE) */
 } wl_tier_mix;
 
 /* Build a mix: name is "trace", "uniform", "gaussian", "enterprise", "powerlaw" (alpha > 0, use
@@ -78,7 +77,7 @@ typedef struct wl_tenant_spec {
 
 typedef struct wl_source wl_source;
 
-/* Build the merged stream of n tenants (n <= WL_MAX_TENANTS). specs and their strings are
+/* Build the merged stream of n tenants (n <= SS_MAX_TENANTS). specs and their strings are
  * borrowed for this call only (copied as needed). Requests carry tenant = index of
  * their spec and a tier from its mix; ids are renumbered 0, 1, ... in merged order (the trace's
  * own id is lost). servegen_dir is where ServeGen's category folders live (NULL: only needed

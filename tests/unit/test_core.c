@@ -191,6 +191,12 @@ static void test_alloc_accounting_and_injection(void **state)
     ss_strbuf_json_str(&sb, "q\"\n\\");
     assert_string_equal(ss_strbuf_str(&sb), "7:\"q\\\"\\u000a\\\\\"");
     ss_strbuf_fini(&sb);
+    char *p = ss_path_join("profiles", "h100-sxm");
+    assert_string_equal(p, "profiles/h100-sxm");
+    ss_free(p);
+    ss_alloc_fail_after(1);
+    assert_null(ss_path_join("a", "b"));
+    ss_alloc_fail_after(0);
     tu_assert_no_leaks();
 }
 

@@ -449,13 +449,13 @@ static void test_structure_errors(void **state)
 static void test_too_many_tenants(void **state)
 {
     (void)state;
-    static char text[SCN_MAX_TENANTS * 32 + 64];
+    static char text[SS_MAX_TENANTS * 32 + 64];
     size_t used = 0;
-    for (int i = 0; i <= SCN_MAX_TENANTS; i++)
+    for (int i = 0; i <= SS_MAX_TENANTS; i++)
         used += (size_t)snprintf(text + used, sizeof text - used, "[tenant.t%d]\n", i);
     expect_load(text, SS_EPARSE, ":65: section [tenant.t64]: too many tenants (at most 64)");
     scn_scenario *s = create();
-    for (int i = 0; i < SCN_MAX_TENANTS; i++) {
+    for (int i = 0; i < SS_MAX_TENANTS; i++) {
         char a[64];
         snprintf(a, sizeof a, "tenant.t%d.tp=1", i);
         set_ok(s, a);

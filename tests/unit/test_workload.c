@@ -176,7 +176,7 @@ static void test_tier_mix_tables(void **state)
     /* Every kind and K: sums to 1; gaussian symmetric and peaked in the middle; powerlaw
      * strictly decreasing; uniform flat. */
     const char *names[] = {"uniform", "gaussian", "enterprise", "powerlaw"};
-    for (uint32_t k = 1; k <= WL_MAX_TIERS; k++) {
+    for (uint32_t k = 1; k <= SS_MAX_TIERS; k++) {
         for (int n = 0; n < 4; n++) {
             assert_int_equal(wl_tier_mix_make(&m, names[n], k, 1.5, &eb), 0);
             double sum = 0;
@@ -251,7 +251,7 @@ static void check_draws(const char *name, uint32_t k, double alpha)
     assert_int_equal(wl_tier_mix_make(&m, name, k, alpha, &eb), 0);
     ss_rng r;
     ss_rng_seed(&r, 42, 7);
-    uint64_t count[WL_MAX_TIERS] = {0};
+    uint64_t count[SS_MAX_TIERS] = {0};
     const int n = 200000;
     for (int i = 0; i < n; i++) {
         uint8_t t = wl_tier_draw(&m, &r);
