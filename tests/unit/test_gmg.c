@@ -1,0 +1,218 @@
+/* The Global Mapping Graph on its own: request slots (recycled, reset, told apart by serial),
+ * the intrusive lists, KV-pool sizing and the block bookkeeping that keeps each GPU's memory
+ * ledger in step, swapping, and what gmg_check finds when the state is corrupted. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "core/ss_alloc.h"
+#include "gmg/gmg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fx {
+    catalog *cat;
+    gmg *g;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    ss_errbuf eb;
+    if (catalog_load(&f->cat, tu_src_path("profiles"), &eb) || gmg_create(&f->g))
+        return -1;
+    gmg_ctr_spec s = {.model = catalog_model(f->cat, "llama-2-7b"),
+                      .gpu = catalog_gpu(f->cat, "a100-80g"),
+                      .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER), .tp = 1, .pp = 1,
+                      .tiers = 1, .cost_backend = "roofline", .gpu_mem_util = 0.9,
+                      .block_tokens = 16, .max_batch_tokens = 4096, .max_seqs = 256,
+                      .runtime_reserve = 1 << 30, .swap_bytes = 4.0 * (1 << 30)};
+    if (gmg_add_containers(f->g, &s, 2, &eb))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    gmg_destroy(&f->g);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+static void expect_order(const gmg *g, const gmg_list *l, const gmg_id *want, uint32_t n)
+{
+    assert_int_equal(l->n, n);
+    gmg_id r = l->head;
+    for (uint32_t i = 0; i < n; i++, r = g->reqs[r].next)
+        assert_int_equal(r, want[i]);
+    assert_int_equal(r, GMG_NONE);
+    assert_int_equal(l->tail, n ? want[n - 1] : GMG_NONE);
+}
+
+/* Slots are reused last-freed first, come back reset, and a new serial tells them apart. */
+static void test_slots(void **state)
+{
+    fx *f = *state;
+    gmg_id a = gmg_req_alloc(f->g), b = gmg_req_alloc(f->g);
+    assert_true(a != GMG_NONE && b != GMG_NONE && a != b);
+    assert_int_equal(f->g->in_flight, 2);
+    gmg_req *q = gmg_req_at(f->g, a);
+    uint64_t serial = q->serial;
+    q->first_token = 5;
+    q->generated = 7;
+    q->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, a);
+    assert_int_equal(f->g->in_flight, 1);
+    gmg_id c = gmg_req_alloc(f->g);
+    assert_int_equal(c, a);
+    q = gmg_req_at(f->g, c);
+    assert_true(q->serial > serial);
+    assert_true(q->first_token == -1 && q->generated == 0 && q->container == GMG_NONE);
+    assert_int_equal(q->state, GMG_REQ_WAITING);
+    q->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, c);
+    gmg_req_at(f->g, b)->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, b);
+    assert_int_equal(f->g->in_flight, 0);
+}
+
+/* The intrusive lists keep their order through every primitive. */
+static void test_lists(void **state)
+{
+    fx *f = *state;
+    gmg_list l = {GMG_NONE, GMG_NONE, 0};
+    gmg_id r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = gmg_req_alloc(f->g);
+    gmg_list_push_back(f->g, &l, r[1]);
+    gmg_list_push_back(f->g, &l, r[2]);
+    gmg_list_push_front(f->g, &l, r[0]);
+    expect_order(f->g, &l, (gmg_id[]){r[0], r[1], r[2]}, 3);
+    gmg_list_insert_after(f->g, &l, r[1], r[3]);
+    expect_order(f->g, &l, (gmg_id[]){r[0], r[1], r[3], r[2]}, 4);
+    gmg_list_remove(f->g, &l, r[0]);
+    gmg_list_remove(f->g, &l, r[2]);
+    expect_order(f->g, &l, (gmg_id[]){r[1], r[3]}, 2);
+    gmg_list_insert_after(f->g, &l, GMG_NONE, r[2]);
+    expect_order(f->g, &l, (gmg_id[]){r[2], r[1], r[3]}, 3);
+    for (int i = 0; i < 4; i++) {
+        if (i != 0)
+            gmg_list_remove(f->g, &l, r[i]);
+        gmg_req_at(f->g, r[i])->state = GMG_REQ_DONE;
+        gmg_req_free(f->g, r[i]);
+    }
+    expect_order(f->g, &l, NULL, 0);
+}
+
+/* The pool is what the GPU's memory leaves after weights, activations and runtime, in whole
+ * blocks; blocks_for rounds tokens up; holding blocks moves the GPU's ledger by their bytes,
+ * and swapping moves them to host memory and back. */
+static void test_blocks(void **state)
+{
+    fx *f = *state;
+    gmg_container *c = &f->g->ctrs[0];
+    gmg_gpu *u = &f->g->gpus[c->gpu0];
+    const gmg_mem *m = &u->mem;
+    double usable = 0.9 * u->capacity - m->weights - m->activations - m->runtime;
+    assert_int_equal(c->blocks_total, (uint32_t)(usable / c->block_bytes));
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    /* llama-2-7b: 32 layers x 2 x 4096 x 2 bytes = 512 KiB a token, 16 tokens a block */
+    assert_true(c->block_bytes == 16.0 * 32 * 2 * 4096 * 2);
+    assert_int_equal(gmg_blocks_for(c, 1), 1);
+    assert_int_equal(gmg_blocks_for(c, 16), 1);
+    assert_int_equal(gmg_blocks_for(c, 17), 2);
+    assert_true(gmg_blocks_hold(c, 2, 32) && !gmg_blocks_hold(c, 2, 33));
+    ss_errbuf eb;
+    gmg_id r = gmg_req_alloc(f->g);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->container = c->id;
+    q->state = GMG_REQ_RUNNING;
+    q->prompt = 100;
+    q->output = 10;
+    gmg_list_push_back(f->g, &c->running, r);
+    gmg_req_set_blocks(f->g, c, q, 7);
+    assert_int_equal(c->blocks_free, c->blocks_total - 7);
+    assert_true(m->kv_used == 7 * c->block_bytes);
+    if (gmg_check(f->g, &eb))
+        fail_msg("%s", eb.msg);
+    gmg_req_swap_out(f->g, c, q);
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    assert_int_equal(c->swap_free, c->swap_total - 7);
+    assert_true(m->kv_used == 0);
+    gmg_req_swap_in(f->g, c, q);
+    assert_int_equal(c->blocks_free, c->blocks_total - 7);
+    assert_int_equal(c->swap_free, c->swap_total);
+    gmg_req_set_blocks(f->g, c, q, 0);
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    assert_true(m->kv_used == 0);
+    gmg_list_remove(f->g, &c->running, r);
+    q->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, r);
+    if (gmg_check(f->g, &eb))
+        fail_msg("%s", eb.msg);
+}
+
+/* gmg_check names what is wrong: a pool that does not add up, a request in the wrong list. */
+static void test_check_finds_corruption(void **state)
+{
+    fx *f = *state;
+    ss_errbuf eb;
+    gmg_container *c = &f->g->ctrs[1];
+    c->blocks_free--; /* a block lost */
+    assert_int_equal(gmg_check(f->g, &eb), SS_ECHECK);
+    assert_non_null(strstr(eb.msg, "container 1"));
+    c->blocks_free++;
+    assert_int_equal(gmg_check(f->g, &eb), 0);
+    gmg_id r = gmg_req_alloc(f->g);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->container = c->id;
+    q->state = GMG_REQ_RUNNING; /* but in the waiting list */
+    gmg_list_push_back(f->g, &c->waiting, r);
+    assert_int_equal(gmg_check(f->g, &eb), SS_ECHECK);
+    q->state = GMG_REQ_WAITING;
+    assert_int_equal(gmg_check(f->g, &eb), 0);
+    gmg_list_remove(f->g, &c->waiting, r);
+    q->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, r);
+}
+
+/* A clone is a deep copy: changing it leaves the original as it was. */
+static void test_clone(void **state)
+{
+    fx *f = *state;
+    gmg_id r = gmg_req_alloc(f->g);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->container = 0;
+    q->state = GMG_REQ_RUNNING;
+    gmg_list_push_back(f->g, &f->g->ctrs[0].running, r);
+    gmg_req_set_blocks(f->g, &f->g->ctrs[0], q, 3);
+    gmg *k = NULL;
+    assert_int_equal(gmg_clone(f->g, &k), 0);
+    gmg_req *kq = gmg_req_at(k, r);
+    assert_int_equal(kq->blocks, 3);
+    gmg_req_set_blocks(k, &k->ctrs[0], kq, 9);
+    assert_int_equal(q->blocks, 3);
+    assert_int_equal(f->g->ctrs[0].blocks_free, f->g->ctrs[0].blocks_total - 3);
+    assert_int_equal(k->ctrs[0].blocks_free, k->ctrs[0].blocks_total - 9);
+    gmg_destroy(&k);
+    gmg_req_set_blocks(f->g, &f->g->ctrs[0], q, 0);
+    gmg_list_remove(f->g, &f->g->ctrs[0].running, r);
+    q->state = GMG_REQ_DONE;
+    gmg_req_free(f->g, r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("gmg", tests, NULL, NULL);
+}

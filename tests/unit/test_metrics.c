@@ -1,0 +1,130 @@
+/* Run metrics on their own: what a set of known requests sums to (counts, rates over the
+ * window, means exactly, percentiles within the histograms' resolution, goodput and SLA
+ * misses), that warm-up requests stay out, that gaps fold into the tenant's and tier's groups,
+ * and the idle-slice buckets. */
+#include "support/test_util.h"
+
+#include "metrics/metrics.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MS 1000000LL /* ns */
+
+static metrics_req req(uint64_t id, uint16_t tenant, uint8_t tier, ss_time arrival_ms,
+                       ss_time ttft_ms, ss_time e2e_ms, uint32_t out)
+{
+    metrics_req r = {.trace_id = id, .tenant = tenant, .tier = tier, .measured = 1,
+                     .prompt = 100, .output_asked = out, .generated = out,
+                     .arrival = arrival_ms * MS, .first_token = (arrival_ms + ttft_ms) * MS,
+                     .finish = (arrival_ms + e2e_ms) * MS};
+    return r;
+}
+
+/* Ten requests with TTFT 10, 20, ..., 100 ms: the mean is exact, the percentiles are within
+ * the histogram's resolution (1,024 buckets per power of two), the window runs from
+ * measure_from to the last completion, a request that broke its SLA does not count in
+ * goodput, and a warm-up request counts nowhere. */
+static void test_summary(void **state)
+{
+    (void)state;
+    metrics m;
+    assert_int_equal(metrics_init(&m, 2, 1000 * MS), 0);
+    /* a warm-up request: counted as arrived, not measured */
+    metrics_req w = req(99, 0, 0, 0, 5, 50, 10);
+    w.measured = 0;
+    metrics_add_req(&m, &w);
+    for (int i = 1; i <= 10; i++) {
+        metrics_req r = req((uint64_t)i, (uint16_t)(i % 2), (uint8_t)(i > 5), 1000 + 100 * i,
+                            10 * i, 1000 + 10 * i, 11);
+        if (i == 10)
+            r.sla = METRICS_SLA_TTFT;
+        metrics_add_req(&m, &r);
+    }
+    metrics_flush(&m);
+    metrics_summary s;
+    ss_time end = metrics_window_end(&m);
+    assert_int_equal(end, (1000 + 1000 + 1000 + 100) * MS); /* request 10's finish */
+    metrics_summarize(&m, end, &s);
+    const metrics_group_summary *a = &s.all;
+    assert_int_equal(a->requests, 10);
+    assert_int_equal(a->completed, 10);
+    assert_int_equal(a->sla_violations, 1);
+    assert_true(fabs(s.window_s - 2.1) < 1e-12);
+    assert_true(fabs(a->output_tokens_per_s - 110 / 2.1) < 1e-9);
+    assert_true(fabs(a->goodput_tokens_per_s - 99 / 2.1) < 1e-9);
+    assert_true(fabs(a->sla_violation_rate - 0.1) < 1e-12);
+    assert_true(fabs(a->ttft_ms.mean - 55.0) < 1e-9);
+    assert_true(fabs(a->ttft_ms.max - 100.0) < 0.1);
+    assert_true(fabs(a->ttft_ms.p50 - 50.0) <= 50.0 / 1024 * 2);
+    assert_true(fabs(a->e2e_ms.mean - 1055.0) < 1e-9);
+    /* the groups: tenants by tenant index, tiers by tier */
+    metrics_group_summary t1;
+    metrics_summarize_group(&m.tenants[1], s.window_s, &t1);
+    assert_int_equal(t1.completed, 5); /* the odd ones */
+    metrics_group_summary hi;
+    metrics_summarize_group(&m.tiers[1], s.window_s, &hi);
+    assert_int_equal(hi.completed, 5);
+    assert_true(fabs(hi.ttft_ms.mean - 80.0) < 1e-9); /* 60..100 */
+    metrics_fini(&m);
+    tu_assert_no_leaks();
+}
+
+/* Inter-token gaps fold into the overall, tenant and tier histograms, runs of equal gaps too. */
+static void test_gaps(void **state)
+{
+    (void)state;
+    metrics m;
+    assert_int_equal(metrics_init(&m, 1, 0), 0);
+    for (int i = 0; i < 30; i++)
+        metrics_add_gap(&m, 0, 0, 10 * MS);
+    metrics_add_gap(&m, 0, 2, 40 * MS);
+    metrics_req r = req(1, 0, 0, 0, 10, 320, 32);
+    metrics_add_req(&m, &r);
+    metrics_flush(&m);
+    metrics_summary s;
+    metrics_summarize(&m, metrics_window_end(&m), &s);
+    assert_true(fabs(s.all.tbt_ms.mean - (30 * 10.0 + 40.0) / 31) < 1e-9);
+    assert_true(fabs(s.all.tbt_ms.max - 40.0) < 0.1);
+    metrics_group_summary t2;
+    metrics_summarize_group(&m.tiers[2], s.window_s, &t2);
+    assert_true(fabs(t2.tbt_ms.mean - 40.0) < 1e-9);
+    metrics_fini(&m);
+    tu_assert_no_leaks();
+}
+
+/* Idle slices land in their decade buckets, and what precedes measure_from is cut off. */
+static void test_slices(void **state)
+{
+    (void)state;
+    metrics m;
+    assert_int_equal(metrics_init(&m, 1, 100 * MS), 0);
+    assert_int_equal(metrics_add_slice(&m, 0, 50 * MS, 1e9), 0);         /* all warm-up */
+    assert_int_equal(metrics_add_slice(&m, 95 * MS, 105 * MS, 1e9), 5 * MS); /* cut to 5 ms */
+    assert_int_equal(metrics_add_slice(&m, 200 * MS, 200 * MS + 5000, 1e9), 5000);
+    int ms_bucket = -1, us_bucket = -1;
+    for (int i = 0; i < METRICS_SLICE_BUCKETS; i++) {
+        if (metrics_slice_bucket_lo(i) <= 5 * MS && 5 * MS < metrics_slice_bucket_hi(i))
+            ms_bucket = i;
+        if (metrics_slice_bucket_lo(i) <= 5000 && 5000 < metrics_slice_bucket_hi(i))
+            us_bucket = i;
+    }
+    assert_true(ms_bucket >= 0 && us_bucket >= 0 && ms_bucket != us_bucket);
+    assert_int_equal(m.slices.count[ms_bucket], 1);
+    assert_int_equal(m.slices.count[us_bucket], 1);
+    assert_true(m.slices.gpu_ns[ms_bucket] == 5.0 * MS);
+    assert_string_equal(metrics_reject_key(METRICS_REJ_TOO_LONG), "too_long");
+    assert_null(metrics_reject_key(METRICS_REJ__COUNT));
+    metrics_fini(&m);
+    tu_assert_no_leaks();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_gaps),
+        cmocka_unit_test(test_slices),
+    };
+    return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
+}
