@@ -445,91 +445,94 @@ static int collect_child(fit_ctx *x, size_t i, pid_t pid, int fd, int *rc_run)
     return SS_OK;
 }
 
+/* Whether replay_all replays run r: it has stages, and fitted ones unless all are wanted. */
+static int wanted(const fit_run *r, int all)
+{
+    return r->n_stages && (all || r->n_fitted);
+}
+
+/* A replay running in a child process. */
+typedef struct child {
+    size_t run;
+    pid_t pid;
+    int fd;                   /* the read end of its pipe */
+} child;
+
+/* Start a child that replays run i. */
+static int start_child(fit_ctx *x, size_t i, child *c)
+{
+    int p[2];
+    if (pipe(p))
+        return ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+    c->run = i;
+    c->pid = fork();
+    if (c->pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
+    }
+    if (c->pid == 0) {
+        close(p[0]);
+        child_replay(x, i, p[1]);
+    }
+    close(p[1]);
+    c->fd = p[0];
+    return SS_OK;
+}
+
+/* Collect kids[0..m), all of them; the error kept is rc (a child that could not start), else
+ * the first child's in runs.csv order. */
+static int collect_batch(fit_ctx *x, const child *kids, size_t m, int rc)
+{
+    char first_msg[SS_ERRBUF_LEN];
+    memcpy(first_msg, x->eb.msg, sizeof first_msg);
+    for (size_t k = 0; k < m; k++) {
+        int rc_run = SS_OK;
+        int got = collect_child(x, kids[k].run, kids[k].pid, kids[k].fd, &rc_run);
+        if (!got)
+            got = rc_run;
+        if (got && !rc) {
+            rc = got;
+            memcpy(first_msg, x->eb.msg, sizeof first_msg);
+        }
+    }
+    memcpy(x->eb.msg, first_msg, sizeof first_msg);
+    return rc;
+}
+
 /* Replay every run (all = 1) or only those with fitted stages under x->cand: one at a time in
  * this process, or up to --jobs at once, each in a child process (the runs are independent,
  * so the figures are the same either way; the first failing run in runs.csv order is
  * reported). */
-static int replay_parallel(fit_ctx *x, const size_t *todo, size_t n, size_t jobs, pid_t *pid,
-                           int *fd);
-
 static int replay_all(fit_ctx *x, int all)
 {
-    size_t n = 0, jobs = x->o->jobs > 0 ? (size_t)x->o->jobs : 1;
+    size_t n = 0, jobs = x->o->jobs > 1 ? (size_t)x->o->jobs : 1;
     for (size_t i = 0; i < x->d.n_runs; i++)
-        n += x->d.runs[i].n_stages && (all || x->d.runs[i].n_fitted);
-    if (jobs <= 1 || n <= 1) {
+        n += (size_t)wanted(&x->d.runs[i], all);
+    if (jobs == 1 || n <= 1) {
         for (size_t i = 0; i < x->d.n_runs; i++) {
-            if (!x->d.runs[i].n_stages || (!all && !x->d.runs[i].n_fitted))
-                continue;
-            int rc = fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
+            int rc = wanted(&x->d.runs[i], all)
+                         ? fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb) : SS_OK;
             if (rc)
                 return rc;
         }
         return SS_OK;
     }
     jobs = jobs < n ? jobs : n;
-    size_t *todo = ss_malloc(n * sizeof *todo);
-    pid_t *pid = ss_malloc(jobs * sizeof *pid);
-    int *fd = ss_malloc(jobs * sizeof *fd);
-    int rc = todo && pid && fd ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");
-    for (size_t i = 0, k = 0; !rc && i < x->d.n_runs; i++)
-        if (x->d.runs[i].n_stages && (all || x->d.runs[i].n_fitted))
-            todo[k++] = i;
-    if (!rc)
-        rc = replay_parallel(x, todo, n, jobs, pid, fd);
-    ss_free(todo);
-    ss_free(pid);
-    ss_free(fd);
-    return rc;
-}
-
-/* replay_all's runs todo[0..n), up to jobs at once (pid and fd: room for jobs). */
-static int replay_parallel(fit_ctx *x, const size_t *todo, size_t n, size_t jobs, pid_t *pid,
-                           int *fd)
-{
+    child *kids = ss_malloc(jobs * sizeof *kids);
+    if (!kids)
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
     fflush(NULL); /* nothing buffered is written twice */
-    for (size_t k0 = 0; k0 < n; k0 += jobs) {
-        size_t m = n - k0 < jobs ? n - k0 : jobs;
-        size_t started = 0;
-        int rc = SS_OK;
-        for (; started < m; started++) {
-            int p[2];
-            if (pipe(p)) {
-                rc = ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
-                break;
-            }
-            pid[started] = fork();
-            if (pid[started] < 0) {
-                rc = ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
-                close(p[0]);
-                close(p[1]);
-                break;
-            }
-            if (pid[started] == 0) {
-                close(p[0]);
-                child_replay(x, todo[k0 + started], p[1]);
-            }
-            close(p[1]);
-            fd[started] = p[0];
-        }
-        int first_rc = rc;
-        char first_msg[SS_ERRBUF_LEN];
-        memcpy(first_msg, x->eb.msg, sizeof first_msg);
-        for (size_t c = 0; c < started; c++) {
-            int rc_run = SS_OK;
-            int rc_io = collect_child(x, todo[k0 + c], pid[c], fd[c], &rc_run);
-            int got = rc_io ? rc_io : rc_run;
-            if (got && !first_rc) {
-                first_rc = got;
-                memcpy(first_msg, x->eb.msg, sizeof first_msg);
-            }
-        }
-        if (first_rc) {
-            memcpy(x->eb.msg, first_msg, sizeof first_msg);
-            return first_rc;
-        }
+    int rc = SS_OK;
+    for (size_t i = 0; !rc && i < x->d.n_runs;) {
+        size_t m = 0;
+        for (; !rc && i < x->d.n_runs && m < jobs; i++)
+            if (wanted(&x->d.runs[i], all) && !(rc = start_child(x, i, &kids[m])))
+                m++;
+        rc = collect_batch(x, kids, m, rc);
     }
-    return SS_OK;
+    ss_free(kids);
+    return rc;
 }
 
 /* A stage's mean error over the metrics measured, each |ln(sim / real)|: the relative error
