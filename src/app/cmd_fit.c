@@ -258,12 +258,14 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_DB: o->db = arg; return CLI_OK;
     case OPT_JSON: o->json = 1; return CLI_OK;
     case OPT_CHECK: o->check = APP_CHECK_ON; return CLI_OK;
-    case OPT_COST:
+    case OPT_COST: {
+        char known[128];
+        cost_backend_list(known, sizeof known);
         if (!cost_find(arg))
-            return usage_error("--cost: unknown cost model '%.60s' (known: roofline, profile, "
-                               "auto)%s", arg, "");
+            return usage_error("--cost: unknown cost model '%.60s' (known: %s)", arg, known);
         o->cost = arg;
         return CLI_OK;
+    }
     case OPT_NOPROG: o->progress = 0; return CLI_OK;
     default: return parse_value(o, c, arg);
     }

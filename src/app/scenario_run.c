@@ -139,16 +139,10 @@ static int check_policy_names(const scn_scenario *sc, ss_errbuf *eb)
         return unknown_name(sc, "policy.batching", "policy", sc->batching, pol_batch_names(), eb);
     if (sc->routing[0] && !pol_route_find(sc->routing))
         return unknown_name(sc, "policy.routing", "policy", sc->routing, pol_route_names(), eb);
-    for (int i = 0; cost_backend_names[i]; i++)
-        if (!strcmp(sc->cost, cost_backend_names[i]))
-            return SS_OK;
-    char known[128] = "";
-    size_t used = 0;
-    for (int i = 0; cost_backend_names[i] && used < sizeof known; i++) {
-        int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
-                         cost_backend_names[i]);
-        used += w > 0 ? (size_t)w : 0;
-    }
+    if (cost_find(sc->cost))
+        return SS_OK;
+    char known[128];
+    cost_backend_list(known, sizeof known);
     return unknown_name(sc, "policy.cost", "cost model", sc->cost, known, eb);
 }
 

@@ -445,15 +445,21 @@ static int check_params(const cost_params *p, ss_errbuf *eb)
     return SS_OK;
 }
 
-static int unknown_backend(const char *backend, ss_errbuf *eb)
+void cost_backend_list(char *buf, size_t n)
 {
-    char known[128] = "";
     size_t used = 0;
-    for (int i = 0; cost_backend_names[i] && used < sizeof known; i++) {
-        int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
-                         cost_backend_names[i]);
+    if (n)
+        buf[0] = '\0';
+    for (int i = 0; cost_backend_names[i] && used < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", cost_backend_names[i]);
         used += w > 0 ? (size_t)w : 0;
     }
+}
+
+static int unknown_backend(const char *backend, ss_errbuf *eb)
+{
+    char known[128];
+    cost_backend_list(known, sizeof known);
     return ss_err(eb, SS_ENOTFOUND, "--cost: unknown cost model '%s' (known: %s)", backend,
                   known);
 }

@@ -110,6 +110,9 @@ extern const cost_ops cost_roofline, cost_profile, cost_auto;
 const cost_ops *cost_find(const char *name);
 /* NULL-terminated list of built-in backend names. */
 extern const char *const cost_backend_names[];
+/* "roofline, profile, auto": the backends' names for a message, into buf (n bytes, cut short
+ * when too small). */
+void cost_backend_list(char *buf, size_t n);
 
 typedef struct cost_model cost_model;
 
