@@ -87,7 +87,8 @@ typedef struct fit_opts {
     const char *dir, *engine, *profiles, *name, *out, *fit, *runs, *write_stages, *db;
     const char *overlap, *allreduce;
     const char *cost;         /* cost backend of the replays (NULL: the scenario default) */
-    const char *description;  /* of the fitted engine (NULL: "START fitted by slicesim fit to DIR") */
+    const char *description;  /* of the fitted engine (NULL: "START fitted by slicesim fit to
+                                 DIR") */
     long iterations;
     long jobs;                /* replays at once (processes); 0: the online CPUs */
     double served_ms;
@@ -120,7 +121,8 @@ static void usage(FILE *f)
         "has no [gpu.NAME] sections: its [host] terms start from the start engine's for the\n"
         "GPU of the first run and hold on every GPU.\n"
         "\n"
-        "  --engine NAME        engine to start from, or to evaluate (default " CAT_ENGINE_DEFAULT ")\n"
+        "  --engine NAME        engine to start from, or to evaluate (default "
+        CAT_ENGINE_DEFAULT ")\n"
         "  --profiles DIR       catalog directory (default: ./profiles or the source tree's)\n"
         "  --name NAME          name of the fitted engine (default fitted)\n"
         "  --description TEXT   its description (default: START fitted by slicesim fit to DIR)\n"

@@ -328,11 +328,11 @@ static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t 
 static ss_time exposed_host_ns(const cost_model *cm, ss_time host, ss_time device,
                                uint64_t kernels)
 {
-    double launch = (double)kernels * cm->host->launch_s * 1e9;
     ss_time wait = 0;
-    if (launch > (double)device)
-        wait = launch - (double)device < (double)COST__MAX_OP_NS
-                   ? (ss_time)(launch - (double)device + 0.5) : COST__MAX_OP_NS;
+    double behind = cm->host->launch_s > 0 /* CUDA graphs launch a step at once */
+                        ? (double)kernels * cm->host->launch_s * 1e9 - (double)device : 0;
+    if (behind > 0)
+        wait = behind < (double)COST__MAX_OP_NS ? (ss_time)(behind + 0.5) : COST__MAX_OP_NS;
     device += wait;
     if (cm->p.engine->overlap == CAT_OVERLAP_MAX)
         return wait + (host > device ? host - device : 0);

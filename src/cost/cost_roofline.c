@@ -6,9 +6,9 @@
  * 2(n-1)/n * bytes / (link_bw * eff_l) + steps * latency, with 2(n-1) steps for a ring and 2
  * for a two-shot all-reduce. The per-kernel floor t0, the all-reduce's algorithm, link
  * efficiency and software latency per step, the MoE expert-GEMM efficiency and the attention
- * kernels' speed factor come from the engine profile; the other efficiency factors from the GPU's; element-wise kernels use their
- * own memory efficiency. A pipeline send is one point-to-point message over the same link:
- * bytes / (link_bw * eff_l) + latency. */
+ * kernels' speed factor come from the engine profile; the other efficiency factors from the
+ * GPU's; element-wise kernels use their own memory efficiency. A pipeline send is one
+ * point-to-point message over the same link: bytes / (link_bw * eff_l) + latency. */
 #include "cost_roofline.h"
 
 #include <math.h>
@@ -66,7 +66,8 @@ ss_time cost_roofline_ns(const cost_roofline_rates *r, const cost_op *op)
         tc /= r->moe_eff;
         tm /= r->moe_eff;
     }
-    if (op->kind == COST_OP_ATTN_PREFILL || op->kind == COST_OP_ATTN_DECODE) {
+    if (r->attn_speed != 1.0 &&
+        (op->kind == COST_OP_ATTN_PREFILL || op->kind == COST_OP_ATTN_DECODE)) {
         tc /= r->attn_speed; /* the engine's attention kernels (FlashAttention, paged decode) */
         tm /= r->attn_speed;
     }

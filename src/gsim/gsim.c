@@ -243,11 +243,17 @@ static uint8_t reject_reason(uint32_t why)
     }
 }
 
+/* Tenant t's serving engine (NULL for an unknown tenant). */
+static const cat_engine *tenant_engine(const gsim *s, uint16_t t)
+{
+    return t < s->n_ten ? s->ten[t].t.engine : NULL;
+}
+
 /* The front-end latency of tenant t's engine (API server, tokenisation, detokenisation,
  * streaming) that a client adds to the server-side TTFT and E2E, ns. */
 static ss_time frontend_ns(const gsim *s, uint16_t t)
 {
-    const cat_engine *e = t < s->n_ten ? s->ten[t].t.engine : NULL;
+    const cat_engine *e = tenant_engine(s, t);
     return e && e->frontend_s > 0 ? ss_time_from_s(e->frontend_s) : 0;
 }
 
@@ -1529,7 +1535,7 @@ static void set_sla(gmg_req *q, const gsim_sla *tier, const trace_rec *t)
  * visibility matters less). */
 static ss_time sched_lag_ns(const gsim *s, const gmg_container *c)
 {
-    const cat_engine *e = c->tenant < s->n_ten ? s->ten[c->tenant].t.engine : NULL;
+    const cat_engine *e = tenant_engine(s, c->tenant);
     if (!e || !e->async_scheduling || !c->busy || c->iter.end <= c->iter.start)
         return 0;
     ss_time now = c->iter.end - c->iter.start;
