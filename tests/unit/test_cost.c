@@ -391,6 +391,19 @@ static uint64_t n_kernels(const cost_op *ops, size_t n)
     return k;
 }
 
+/* The operator expansion of batch b summed: every operator's time times its count, the host
+ * phase included. */
+static ss_time ops_sum(cost_model *cm, const cost_batch *b)
+{
+    cost_op ops[32];
+    ss_time ns[32];
+    size_t n = cost_iteration_ops(cm, b, ops, ns, 32);
+    ss_time sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += ns[i] * ops[i].count;
+    return sum;
+}
+
 /* Host time = fixed + per sequence x S + per token x T, from the engine (not the GPU file):
  * 100 us + 5 x 10 us + 302 x 1 us = 452 us. */
 static void test_engine_host_terms(void **state)
@@ -448,13 +461,7 @@ static void test_engine_overlap_max(void **state)
         cost_iteration_split(cm, &b, &sp);
         assert_int_equal(sp.host_ns, big ? host - device : 0);
         /* the operator expansion (timelines) shows the same exposed host slice */
-        cost_op ops[32];
-        ss_time ns[32];
-        size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
-        ss_time sum = 0;
-        for (size_t i = 0; i < n; i++)
-            sum += ns[i] * ops[i].count;
-        assert_int_equal(sum, want);
+        assert_int_equal(ops_sum(cm, &b), want);
         cost_model_destroy(&cm);
     }
 }
@@ -475,10 +482,7 @@ static void test_engine_launch_floor(void **state)
         ss_time device = base - host;
         cost_op ops[32];
         ss_time ns[32];
-        size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
-        uint64_t kernels = 0;
-        for (size_t i = 0; i + 1 < n; i++) /* the last is the host phase */
-            kernels += ops[i].count;
+        uint64_t kernels = n_kernels(ops, cost_iteration_ops(cm, &b, ops, ns, 32));
         cost_model_destroy(&cm);
         assert_true(kernels > 80 * 10);
         /* launches well under the device time change nothing */
@@ -495,11 +499,7 @@ static void test_engine_launch_floor(void **state)
         cost_split sp;
         cost_iteration_split(cm, &b, &sp);
         assert_int_equal(sp.host_ns, want - device);
-        n = cost_iteration_ops(cm, &b, ops, ns, 32);
-        ss_time sum = 0;
-        for (size_t i = 0; i < n; i++)
-            sum += ns[i] * ops[i].count;
-        assert_int_equal(sum, want);
+        assert_int_equal(ops_sum(cm, &b), want);
         cost_model_destroy(&cm);
     }
 }
