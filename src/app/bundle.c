@@ -1,5 +1,5 @@
 /* Policy bundles: built-in ones and LABEL:assignments. */
-#include "bundle.h"
+#include "app/bundle.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Helpers shared by the subcommands. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_err.h"

@@ -1,7 +1,7 @@
 /* The files one command reads and writes, by role, so that an output never overwrites one of
  * the command's inputs or another of its outputs (compared as files: device and inode, not
  * as strings). Not for opening them. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_err.h"

@@ -3,7 +3,7 @@
  * models. Rows go to TABLE.partial as they are measured, so an interrupted run resumes where it
  * stopped; the finished table is written to TABLE.tmp and renamed. Not for running operators:
  * exec/exec.h owns that. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"

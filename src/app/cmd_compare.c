@@ -1,10 +1,10 @@
 /* `slicesim compare`: the same scenario, trace and seed under several policy bundles (and
  * loads), one table with ratios against the first bundle; every run goes to the results
  * database as a point of a sweep named after the scenario, so `slicesim plot` can draw it. */
-#include "bundle.h"
-#include "cli.h"
-#include "report.h"
-#include "run.h"
+#include "app/bundle.h"
+#include "app/cli.h"
+#include "app/report.h"
+#include "app/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

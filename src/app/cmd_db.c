@@ -1,6 +1,6 @@
 /* `slicesim db merge OUT.db IN.db...`: join results databases (a sharded sweep's, or any
  * runs) into one; a sweep point OUT already has is kept and the input's copy skipped. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "core/ss_err.h"
 #include "metrics/store.h"

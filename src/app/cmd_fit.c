@@ -4,9 +4,9 @@
  * with the measured ones (as bench/fidelity.sh), and minimise the mean relative error over the
  * stages a server really served with Nelder-Mead on the chosen engine terms; then print the
  * comparison and write the fitted profile. Not for reading the data (fit_data.c). */
-#include "cli.h"
-#include "fit.h"
-#include "run.h"
+#include "app/cli.h"
+#include "app/fit.h"
+#include "app/run.h"
 
 #include "catalog/catalog.h"
 #include "cost/cost.h"

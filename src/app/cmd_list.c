@@ -1,7 +1,7 @@
 /* `slicesim list models|gpus|engines|tier-mixes`: prints the catalog, or the tier mixes of the
  * workload module, as an aligned table or as JSON. Not for checking profiles beyond what
  * catalog_load does, nor for anything the cost model derives. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_err.h"

@@ -3,8 +3,8 @@
  * for a database without sweeps, from the runs themselves (a series per setting that differs,
  * at their load or rate_scale). Each kind writes its data as gnuplot datablocks and loads
  * plots/KIND.gp. */
-#include "bundle.h"
-#include "cli.h"
+#include "app/bundle.h"
+#include "app/cli.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

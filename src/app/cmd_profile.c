@@ -2,7 +2,7 @@
  * now) into slicesim profile tables under profiles/<gpu>/ and prints how far the roofline is
  * from every imported median (the fidelity report), as a table or JSON. Not for the format or
  * the conversion itself: cost/cost_profile.h and cost/profile_vidur.c own those. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_err.h"

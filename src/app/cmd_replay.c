@@ -2,10 +2,10 @@
  * run in SQLite. Owns option parsing (options become scenario assignments, so a scenario file,
  * the options and --set share one set of keys), the workload source and store sink, and the
  * progress line; the simulation itself is gsim/. */
-#include "cli.h"
-#include "report.h"
-#include "run.h"
-#include "scenario_run.h"
+#include "app/cli.h"
+#include "app/report.h"
+#include "app/run.h"
+#include "app/scenario_run.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"

@@ -11,11 +11,11 @@
  *   [grid]   KEY = V1, V2, ...: `policy` (bundles, see compare), `rate` (multiplies every
  *            tenant's rate_scale), or any scenario key SECTION.KEY. The first key varies
  *            slowest; a point's key in the database is "K1=V1;K2=V2;...". */
-#include "bundle.h"
-#include "cli.h"
-#include "report.h"
-#include "run.h"
-#include "sweep_exp.h"
+#include "app/bundle.h"
+#include "app/cli.h"
+#include "app/report.h"
+#include "app/run.h"
+#include "app/sweep_exp.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

@@ -1,7 +1,7 @@
 /* `slicesim trace stats FILE` (summary of any supported trace) and `slicesim trace gen`
  * (synthetic native-CSV traces). Option parsing, output formatting and file handling only:
  * the reading, generation and statistics live in src/trace. */
-#include "cli.h"
+#include "app/cli.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_file.h"

@@ -3,8 +3,8 @@
  * every layer's operators, final norm, LM head) and compare the measured device time with the
  * cost model's prediction, per operator kind and per iteration. Results are printed (or JSON)
  * and stored in the results database (validations, validation_ops, validation_iters). */
-#include "cli.h"
-#include "run.h"
+#include "app/cli.h"
+#include "app/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_strbuf.h"

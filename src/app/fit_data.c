@@ -2,9 +2,9 @@
  * "FILE:LINE: field: what" errors, replaying a run in process under a candidate engine, and the
  * per-stage figures bench/fidelity.sh computes. Not for the optimiser or the output
  * (cmd_fit.c). */
-#include "fit.h"
+#include "app/fit.h"
 
-#include "run.h"
+#include "app/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_csv.h"

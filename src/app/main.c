@@ -1,5 +1,5 @@
 /* slicesim entry point: dispatches to the subcommands. The only place that calls exit(). */
-#include "cli.h"
+#include "app/cli.h"
 #include "version.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Reporting a finished replay: table, JSON, and the database rows derived from the metrics. */
-#include "report.h"
+#include "app/report.h"
 
 #include "core/ss_strbuf.h"
 

@@ -1,7 +1,7 @@
 /* One run of a scenario: the common core of replay, compare and sweep. */
-#include "run.h"
+#include "app/run.h"
 
-#include "cli.h"
+#include "app/cli.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"

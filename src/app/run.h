@@ -4,8 +4,8 @@
 #ifndef SS_APP_RUN_H
 #define SS_APP_RUN_H
 
-#include "report.h"
-#include "scenario_run.h"
+#include "app/report.h"
+#include "app/scenario_run.h"
 
 #include "catalog/catalog.h"
 #include "gsim/gsim.h"

@@ -1,6 +1,6 @@
 /* From a scenario to a run: catalog lookups, SLAs in nanoseconds, workload specs. */
-#include "scenario_run.h"
-#include "cli.h"
+#include "app/scenario_run.h"
+#include "app/cli.h"
 
 #include "core/ss_parse.h"
 #include "cost/cost.h"

@@ -1,9 +1,9 @@
 /* The sweep experiment file, moved here from cmd_sweep.c unchanged so that the fuzz target
  * (fuzz/fuzz_sweep.c) reads experiments exactly as `slicesim sweep` does. The format is
  * described at the top of cmd_sweep.c and in its --help. Not for running points. */
-#include "sweep_exp.h"
+#include "app/sweep_exp.h"
 
-#include "bundle.h"
+#include "app/bundle.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_ini.h"

@@ -2,10 +2,10 @@
  * arrays sorted by name (deterministic iteration, binary-search lookup), and locates the
  * profiles directory. Not for the file format itself (catalog_ini.c) or the key tables
  * (hw_catalog.c, model_catalog.c). */
-#include "catalog.h"
+#include "catalog/catalog.h"
 
-#include "../core/ss_alloc.h"
-#include "catalog_int.h"
+#include "core/ss_alloc.h"
+#include "catalog/catalog_int.h"
 #include "config.h"
 
 #include <dirent.h>

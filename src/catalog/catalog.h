@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/ss_err.h"
+#include "core/ss_err.h"
 
 #define CAT_NAME_MAX 48
 /* Most decoder layers a model may have (the largest models have under 200). The bound keeps

@@ -1,10 +1,10 @@
 /* Table-driven reader of the catalog's INI files on top of ss_ini (inih with line numbers and
  * a line-length check). Not for semantics: hw_catalog.c and model_catalog.c own the key tables
  * and cross-field checks. */
-#include "catalog_int.h"
+#include "catalog/catalog_int.h"
 
-#include "../core/ss_ini.h"
-#include "../core/ss_parse.h"
+#include "core/ss_ini.h"
+#include "core/ss_parse.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "../core/ss_err.h"
-#include "catalog.h"
+#include "core/ss_err.h"
+#include "catalog/catalog.h"
 
 /* How the text of one key becomes a struct field. */
 typedef enum cat__kind {

@@ -2,9 +2,9 @@
  * accepted keys, their units, the [gpu.NAME] override sections and the lookup of one GPU's
  * host terms. Not for what the terms do to an iteration (cost/) or where files are found
  * (catalog.c). */
-#include "catalog_int.h"
+#include "catalog/catalog_int.h"
 
-#include "../core/ss_parse.h"
+#include "core/ss_parse.h"
 
 #include <stddef.h>
 #include <stdio.h>

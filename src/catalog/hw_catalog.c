@@ -1,7 +1,7 @@
 /* Hardware profiles (profiles/hardware, one .ini file per GPU): the accepted keys, their units
  * and their conversion to SI in cat_gpu. Not for loading directories or lookups (catalog.c)
  * nor for what the figures mean to a cost model (cost/). */
-#include "catalog_int.h"
+#include "catalog/catalog_int.h"
 
 #include <stddef.h>
 #include <string.h>

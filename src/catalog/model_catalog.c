@@ -1,7 +1,7 @@
 /* Model profiles (profiles/models, one .ini file per model): the accepted keys, the shape
  * checks, and the figures derived from a shape (parameter count, KV-cache bytes per token).
  * Not for loading directories or lookups (catalog.c) nor for operator costs (cost/). */
-#include "catalog_int.h"
+#include "catalog/catalog_int.h"
 
 #include <stddef.h>
 #include <string.h>

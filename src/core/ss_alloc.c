@@ -1,8 +1,8 @@
 /* Counting, failure-injecting wrapper over the C allocator. Each block carries a 16-byte
  * header holding its size, so that live bytes can be counted without a side table. */
-#include "ss_alloc.h"
+#include "core/ss_alloc.h"
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 #include <stdlib.h>
 #include <string.h>

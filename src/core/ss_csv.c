@@ -1,8 +1,8 @@
 /* Simple CSV reading: whole lines into a growable buffer, split in place on commas, columns
  * looked up by header name. Not for quoted CSV or streaming digests (see trace/). */
-#include "ss_csv.h"
+#include "core/ss_csv.h"
 
-#include "ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <errno.h>
 #include <stdarg.h>

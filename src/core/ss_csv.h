@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 /* An open CSV file. Fields and header names are trimmed of blanks and CR. */
 typedef struct ss_csv {

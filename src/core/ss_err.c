@@ -1,5 +1,5 @@
 /* Error strings and the fatal-error path. Not for recoverable errors: those return codes. */
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 #include <stdio.h>
 #include <stdlib.h>

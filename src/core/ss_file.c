@@ -1,9 +1,9 @@
 /* Safe output files (a temporary file renamed into place, or in-place writes where a rename
  * would replace a device, a FIFO or a symbolic link) with removal of temporary files on
  * SIGINT/SIGTERM/SIGHUP, and file identity for refusing outputs that name an input. */
-#include "ss_file.h"
+#include "core/ss_file.h"
 
-#include "ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -4,7 +4,7 @@
 #ifndef SS_CORE_SS_FILE_H
 #define SS_CORE_SS_FILE_H
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 #include <stdio.h>
 

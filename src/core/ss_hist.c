@@ -1,8 +1,8 @@
 /* Log-linear histogram: bucket index from the value's top SUB_BITS+1 significant bits. */
-#include "ss_hist.h"
+#include "core/ss_hist.h"
 
-#include "ss_alloc.h"
-#include "ss_err.h"
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
 
 #include <string.h>
 

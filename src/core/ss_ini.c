@@ -2,7 +2,7 @@
  * where a section starts (and truncates long section names), so the file is fed through a
  * reader that counts lines, rejects lines longer than inih's buffer (inih would split them
  * silently) and recognises section headers itself, with inih's own rules. Not for semantics. */
-#include "ss_ini.h"
+#include "core/ss_ini.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
 #ifndef SS_CORE_SS_INI_H
 #define SS_CORE_SS_INI_H
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 /* Longest line (without its newline) that inih can hold. */
 #define SS_INI_LINE_MAX 199

@@ -1,5 +1,5 @@
 /* stderr logging with a global verbosity; the only global state besides the allocator counters. */
-#include "ss_log.h"
+#include "core/ss_log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

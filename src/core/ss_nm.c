@@ -1,10 +1,10 @@
 /* Nelder-Mead simplex search (Nelder and Mead 1965, with the usual inside and outside
  * contractions), points clamped to lower bounds, and restarts from the best point. Pure
  * computation: no I/O, no global state. Not for choosing what to minimise (app/cmd_fit.c). */
-#include "ss_nm.h"
+#include "core/ss_nm.h"
 
-#include "ss_alloc.h"
-#include "ss_err.h"
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
 
 #include <math.h>
 #include <string.h>

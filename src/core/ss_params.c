@@ -1,8 +1,8 @@
 /* Key/value parameter list with use tracking. Lists are short (a dozen keys): linear search. */
-#include "ss_params.h"
+#include "core/ss_params.h"
 
-#include "ss_alloc.h"
-#include "ss_parse.h"
+#include "core/ss_alloc.h"
+#include "core/ss_parse.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 typedef struct ss_params ss_params;
 

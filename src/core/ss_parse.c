@@ -1,8 +1,8 @@
 /* Strict number parsing. Exact decimal-to-nanosecond conversion keeps trace arrival times
  * free of binary floating-point rounding, so the same file always gives the same integers. */
-#include "ss_parse.h"
+#include "core/ss_parse.h"
 
-#include "ss_err.h"
+#include "core/ss_err.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ss_time.h"
+#include "core/ss_time.h"
 
 /* Parse s[0..len) (leading/trailing blanks allowed) as a decimal integer. 0 or SS_EPARSE. */
 int ss_parse_i64(const char *s, size_t len, int64_t *out);

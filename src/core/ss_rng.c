@@ -1,6 +1,6 @@
 /* xoshiro256** by Blackman and Vigna (public domain algorithm), written from its published
  * description, plus the few continuous distributions the simulator needs. */
-#include "ss_rng.h"
+#include "core/ss_rng.h"
 
 #include <math.h>
 

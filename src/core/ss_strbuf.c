@@ -1,7 +1,7 @@
 /* String builder with vsnprintf sizing and JSON string escaping. */
-#include "ss_strbuf.h"
+#include "core/ss_strbuf.h"
 
-#include "ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>

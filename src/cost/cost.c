@@ -1,9 +1,9 @@
 /* Operator shapes of a decoder-only transformer iteration, the backend registry, and the
  * iteration sum. The shapes are the single source of FLOPs and bytes for every backend. */
-#include "cost.h"
+#include "cost/cost.h"
 
-#include "../core/ss_alloc.h"
-#include "cost_roofline.h"
+#include "core/ss_alloc.h"
+#include "cost/cost_roofline.h"
 
 #include <math.h>
 #include <stdio.h>

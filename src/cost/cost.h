@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../catalog/catalog.h"
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
 
 #define COST_ABI_VERSION 1
 

@@ -3,13 +3,13 @@
  * it, interpolating piecewise-linearly on the median; `auto` does so only inside the measured
  * range. Both fall back to the roofline for the rest. Also the table reader and writer, so the
  * format lives in one file. Not for importing other tools' files (profile_vidur.c). */
-#include "cost_profile.h"
+#include "cost/cost_profile.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_csv.h"
-#include "../core/ss_log.h"
-#include "../core/ss_parse.h"
-#include "cost_roofline.h"
+#include "core/ss_alloc.h"
+#include "core/ss_csv.h"
+#include "core/ss_log.h"
+#include "core/ss_parse.h"
+#include "cost/cost_roofline.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../catalog/catalog.h"
-#include "../core/ss_err.h"
-#include "cost.h"
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+#include "cost/cost.h"
 
 /* The key columns of a row, in the order they are written. */
 typedef enum cost_prof_key {

@@ -9,7 +9,7 @@
  * kernels' speed factor come from the engine profile; the other efficiency factors from the
  * GPU's; element-wise kernels use their own memory efficiency. A pipeline send is one
  * point-to-point message over the same link: bytes / (link_bw * eff_l) + latency. */
-#include "cost_roofline.h"
+#include "cost/cost_roofline.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
 #ifndef SS_COST_COST_ROOFLINE_H
 #define SS_COST_COST_ROOFLINE_H
 
-#include "cost.h"
+#include "cost/cost.h"
 
 /* Rates and floors taken from one GPU's catalog entry. */
 typedef struct cost_roofline_rates {

@@ -3,14 +3,14 @@
  * non-attention operators of a layer at each TP degree) and network/<node>/{all_reduce,
  * send_recv}.csv. Also the fidelity report: the roofline's error against every imported
  * median. Not for reading slicesim's own tables (cost_profile.c). */
-#include "cost_profile.h"
+#include "cost/cost_profile.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_csv.h"
-#include "../core/ss_file.h"
-#include "../core/ss_log.h"
-#include "../core/ss_parse.h"
-#include "cost_roofline.h"
+#include "core/ss_alloc.h"
+#include "core/ss_csv.h"
+#include "core/ss_file.h"
+#include "core/ss_log.h"
+#include "core/ss_parse.h"
+#include "cost/cost_roofline.h"
 
 #include <ctype.h>
 #include <errno.h>

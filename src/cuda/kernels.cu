@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "kernels.h"
+#include "cuda/kernels.h"
 
 typedef __nv_bfloat16 bf16;
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/ss_time.h"
+#include "core/ss_time.h"
 
 #define DES_MAX_KINDS 64      /* handler table size */
 #define DES_PAYLOAD_BYTES 40  /* inline payload after the event header */

@@ -1,10 +1,10 @@
 /* The engine loop: event pool, clock, dispatch table, statistics. Handlers own all meaning;
  * the engine only guarantees order (time, then insertion) and that time never goes back. */
-#include "des.h"
+#include "des/des.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_err.h"
-#include "queue.h"
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
+#include "des/queue.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
 /* 4-ary implicit min-heap ordered by (at, seq). A 4-ary heap halves the depth of a binary
  * heap and keeps a node's children in one cache line (4 x 24-byte entries), which is what
  * the pop-dominated DES workload wants. */
-#include "queue.h"
+#include "des/queue.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_err.h"
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
 
 #define D 4
 

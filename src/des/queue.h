@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "des.h"
+#include "des/des.h"
 
 /* 4-ary min-heap of (at, seq, event) entries; keys are copied into the entry so that sifting
  * never dereferences the events. */

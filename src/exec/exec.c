@@ -1,9 +1,9 @@
 /* The executor registry and the wrappers every caller goes through: one place checks the
  * plug-in's ABI, allocates its private state, and turns "backend not built in" into one clear
  * line. */
-#include "exec.h"
+#include "exec/exec.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 #include "config.h"
 
 #include <dlfcn.h>

@@ -11,10 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../catalog/catalog.h"
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
-#include "../cost/cost.h"
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
+#include "cost/cost.h"
 
 #define EXEC_ABI_VERSION 1
 

@@ -2,7 +2,7 @@
  * of r rows whose rows are ld elements apart is, read column-major, its own transpose with
  * leading dimension ld. Every row-major product below is therefore written as the column-major
  * product of the transposes: (X W^T)^T = W X^T. */
-#include "exec.h"
+#include "exec/exec.h"
 
 exec_gemm exec_gemm_linear(uint64_t t, uint64_t k, uint64_t n, uint64_t ldx, uint64_t ldy)
 {

@@ -1,6 +1,6 @@
 /* CPU reference of the executor's operators: plain float loops, written for clarity, used to
  * check the GPU kernels on small shapes (and unit-tested against each other). */
-#include "exec.h"
+#include "exec/exec.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,9 +2,9 @@
  * model gives it. It makes calibrate and validate testable without hardware (a calibrated
  * table must reproduce the roofline at its grid points; a validation against the roofline
  * must show no error) and shows what the tools do before a GPU is at hand. */
-#include "exec.h"
+#include "exec/exec.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <stdio.h>
 #include <string.h>

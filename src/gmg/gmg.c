@@ -1,8 +1,8 @@
 /* Global Mapping Graph: construction, request slots, queue primitives, KV-block accounting
  * with the memory ledger, operator expansion of an iteration, and the invariant check. */
-#include "gmg.h"
+#include "gmg/gmg.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <math.h>
 #include <string.h>

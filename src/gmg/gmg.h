@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../catalog/catalog.h"
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
-#include "../cost/cost.h"
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
+#include "cost/cost.h"
 
 typedef uint32_t gmg_id;
 #define GMG_NONE UINT32_MAX

@@ -2,9 +2,9 @@
  * cache blocks, idle cached blocks counted as free and evicted least recently released first.
  * The data layout and the accounting rules are described in gmg.h; this file does not decide
  * when a request looks the cache up (gsim does, at admission). */
-#include "gmg.h"
+#include "gmg/gmg.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <string.h>
 

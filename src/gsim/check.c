@@ -1,9 +1,9 @@
 /* --check's per-event invariants over time (see check.h): the clock, each request's tokens
  * against what the previous event left, and request conservation. Not for the state-only
  * invariants, which are gmg_check's. */
-#include "check.h"
+#include "gsim/check.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
-#include "../gmg/gmg.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
+#include "gmg/gmg.h"
 
 /* What the previous check saw of one request slot. */
 typedef struct gsim_check_slot {

@@ -2,14 +2,14 @@
  * record is read only when its predecessor is admitted, so the trace streams) and one
  * ITER_DONE event per iteration. Batching decisions are validated and applied here: queue
  * moves, KV blocks, swaps, rejections, and the iteration's cost. */
-#include "gsim.h"
+#include "gsim/gsim.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_log.h"
-#include "../core/ss_rng.h"
-#include "../policy/policy.h"
-#include "check.h"
-#include "slice.h"
+#include "core/ss_alloc.h"
+#include "core/ss_log.h"
+#include "core/ss_rng.h"
+#include "policy/policy.h"
+#include "gsim/check.h"
+#include "gsim/slice.h"
 
 #include "config.h"
 

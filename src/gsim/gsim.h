@@ -9,15 +9,15 @@
 
 #include <stdint.h>
 
-#include "../catalog/catalog.h"
-#include "../core/ss_err.h"
-#include "../core/ss_limits.h"
-#include "../core/ss_params.h"
-#include "../core/ss_strbuf.h"
-#include "../des/des.h"
-#include "../gmg/gmg.h"
-#include "../metrics/metrics.h"
-#include "../trace/trace.h"
+#include "catalog/catalog.h"
+#include "core/ss_err.h"
+#include "core/ss_limits.h"
+#include "core/ss_params.h"
+#include "core/ss_strbuf.h"
+#include "des/des.h"
+#include "gmg/gmg.h"
+#include "metrics/metrics.h"
+#include "trace/trace.h"
 
 /* SLA of one tier; 0 means no bound. */
 typedef struct gsim_sla {

@@ -23,9 +23,9 @@
  * and only advanced to the new horizon, as long as nothing from outside has reached that
  * container since (gsim_ctr_epoch); a candidate refused for SLA or gain is not judged again
  * until A or H changes. Only candidate forks start afresh, from the decision's present. */
-#include "slice.h"
+#include "gsim/slice.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <string.h>
 #include <time.h>

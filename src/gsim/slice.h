@@ -7,7 +7,7 @@
 #ifndef SS_GSIM_SLICE_H
 #define SS_GSIM_SLICE_H
 
-#include "gsim.h"
+#include "gsim/gsim.h"
 
 typedef struct slice_sched slice_sched;
 

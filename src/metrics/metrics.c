@@ -1,8 +1,8 @@
 /* Folding request outcomes into the run, tenant and tier groups; deriving summaries. */
-#include "metrics.h"
+#include "metrics/metrics.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_err.h"
+#include "core/ss_alloc.h"
+#include "core/ss_err.h"
 
 #include <string.h>
 

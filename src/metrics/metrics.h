@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 
-#include "../core/ss_hist.h"
-#include "../core/ss_limits.h"
-#include "../core/ss_time.h"
+#include "core/ss_hist.h"
+#include "core/ss_limits.h"
+#include "core/ss_time.h"
 
 /* Idle GPU slices are binned by length in decades: < 10 us, 10-100 us, ..., 1-10 s, >= 10 s. */
 #define METRICS_SLICE_BUCKETS 8

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "../core/ss_err.h"
-#include "metrics.h"
+#include "core/ss_err.h"
+#include "metrics/metrics.h"
 
 #define STORE_SCHEMA_VERSION 11
 

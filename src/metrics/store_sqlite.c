@@ -2,13 +2,13 @@
  * per run, and merging databases. Every sqlite3 return code is checked and its message copied
  * into the errbuf; every statement step goes through step() or exec(), where tests make the
  * N-th one fail (store_fail_step_after). */
-#include "store.h"
+#include "metrics/store.h"
 
 #include "config.h"
 #include "version.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_strbuf.h"
+#include "core/ss_alloc.h"
+#include "core/ss_strbuf.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Shared pieces of the vLLM-family batching policies: parameters, decode pass with preemption
  * and the livelock guard, swap-in pass, admission checks. Mirrors vLLM v0's scheduler
  * (_schedule_running, _schedule_swapped, BlockSpaceManager.can_allocate). */
-#include "batch_int.h"
+#include "policy/batch_int.h"
 
 #include <stdio.h>
 #include <string.h>

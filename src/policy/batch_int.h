@@ -5,7 +5,7 @@
 #ifndef SS_POLICY_BATCH_INT_H
 #define SS_POLICY_BATCH_INT_H
 
-#include "policy.h"
+#include "policy/policy.h"
 
 /* Parameters shared by vllm and sarathi. */
 typedef struct pol__common {

@@ -7,7 +7,7 @@
  *   reserve=pow2   the oracle length rounded up to a power of two (the vLLM paper's Orca Pow2).
  * A request whose reservation exceeds the whole pool, or whose prompt exceeds max_model_len, is
  * rejected. */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 #include <string.h>

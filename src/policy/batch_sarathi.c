@@ -4,7 +4,7 @@
  * admits new prefills FCFS, each chunked so the iteration stays within the budget. A request's
  * KV blocks for its whole prompt are allocated when it is admitted (as vLLM's chunked-prefill
  * scheduler does); its first token comes with its last chunk. */
-#include "batch_int.h"
+#include "policy/batch_int.h"
 
 #include <stdio.h>
 

@@ -4,7 +4,7 @@
  * joins a batch in progress. With pad_prompts (default) the prefill pays for every prompt padded
  * to the longest one in the batch; without shrink (default) finished members keep occupying
  * their slot, so each decode step costs as much as the full batch at the longest context. */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  *    requests back in if nobody was evicted.
  * Recompute-preempted requests return to the front of the waiting queue and later recompute
  * their prompt plus the tokens generated so far as one prefill. */
-#include "batch_int.h"
+#include "policy/batch_int.h"
 
 #include <stdio.h>
 

@@ -5,7 +5,7 @@
  * container (its queued requests go to the old tenant's other containers, running ones finish),
  * tears it down (teardown_s) and loads the new model's weights at weight_load_gbps; meanwhile it
  * serves nobody. Only tenants with the same TP degree and no pipeline parallelism trade. */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 

@@ -14,7 +14,7 @@
  *    experiments/skewed-three-tenants.ini, where tighter thresholds made containers flap
  *    between standby and loading.
  * The engine carries out migrations stage by stage (see gsim.c). */
-#include "llumnix_int.h"
+#include "policy/llumnix_int.h"
 
 #include <math.h>
 #include <stdio.h>

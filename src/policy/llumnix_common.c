@@ -1,6 +1,6 @@
 /* Llumnix virtual usage and freeness (Sun et al., OSDI'24), generalised to K priority tiers as
  * in "Beyond Binary Priorities: Multi-Tier SLA Scheduling for LLM Serving". */
-#include "llumnix_int.h"
+#include "policy/llumnix_int.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef SS_POLICY_LLUMNIX_INT_H
 #define SS_POLICY_LLUMNIX_INT_H
 
-#include "policy.h"
+#include "policy/policy.h"
 
 typedef enum llx_headroom {
     LLX_TWO_LEVEL, /* Llumnix: tier 0 is high priority and reserves `headroom` of the pool */

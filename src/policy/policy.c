@@ -1,7 +1,7 @@
 /* Policy registries and the instance wrappers that check plug-ins and forward calls. */
-#include "policy.h"
+#include "policy/policy.h"
 
-#include "../core/ss_alloc.h"
+#include "core/ss_alloc.h"
 
 #include <string.h>
 

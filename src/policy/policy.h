@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/ss_err.h"
-#include "../core/ss_params.h"
-#include "../core/ss_rng.h"
-#include "../cost/cost.h"
-#include "../gmg/gmg.h"
+#include "core/ss_err.h"
+#include "core/ss_params.h"
+#include "core/ss_rng.h"
+#include "cost/cost.h"
+#include "gmg/gmg.h"
 
 #define POL_ABI_VERSION 1
 

@@ -1,7 +1,7 @@
 /* Baseline routers over the candidate containers of a request's tenant: round-robin (one
  * cycle per tenant), least outstanding requests (waiting + running), uniformly random, and
  * INFaaS-style dispatch freeness. Ties go to the lowest container id. */
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 

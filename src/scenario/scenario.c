@@ -3,11 +3,11 @@
  * lookups. Both paths apply values through the same key table (scn_keys.c), so a file and the
  * command line accept exactly the same keys. Whole-scenario checks are in scn_check.c, the
  * writer in scn_write.c. */
-#include "scn_int.h"
+#include "scenario/scn_int.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_ini.h"
-#include "../core/ss_parse.h"
+#include "core/ss_alloc.h"
+#include "core/ss_ini.h"
+#include "core/ss_parse.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/ss_err.h"
-#include "../core/ss_limits.h"
-#include "../core/ss_params.h"
+#include "core/ss_err.h"
+#include "core/ss_limits.h"
+#include "core/ss_params.h"
 
 #define SCN_NAME_MAX 48
 #define SCN_PATH_MAX 1024

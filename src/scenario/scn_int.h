@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scenario.h"
+#include "scenario/scenario.h"
 
 /* Sections; SCN__TENANT stands for every [tenant.NAME]. */
 typedef enum scn__sect {

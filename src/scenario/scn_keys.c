@@ -1,10 +1,10 @@
 /* The scenario key table and the per-kind value parsers and formatters behind it: the single
  * place that says which keys exist, where their values go, and what values are accepted. Not
  * for file reading or cross-key checks (scenario.c, scn_check.c). */
-#include "scn_int.h"
+#include "scenario/scn_int.h"
 
-#include "../core/ss_ini.h"
-#include "../core/ss_parse.h"
+#include "core/ss_ini.h"
+#include "core/ss_parse.h"
 
 #include <inttypes.h>
 #include <limits.h>

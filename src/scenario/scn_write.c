@@ -1,7 +1,7 @@
 /* scn_write: a scenario back to INI text, every key in table order with its value, so that a
  * run stores exactly what it simulated and scn_load reads it back to the same scenario. Not
  * for parsing (scenario.c). */
-#include "scn_int.h"
+#include "scenario/scn_int.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /* Chrome trace-event JSON writer for replays: an observer that streams "X" (complete) events
  * for iterations and operators and "i" (instant) events for request state changes. Times are
  * written in microseconds with three decimals, so nanosecond simulated times survive exactly. */
-#include "timeline.h"
+#include "timeline/timeline.h"
 
-#include "../core/ss_alloc.h"
-#include "../core/ss_file.h"
-#include "../core/ss_parse.h"
+#include "core/ss_alloc.h"
+#include "core/ss_file.h"
+#include "core/ss_parse.h"
 
 #include <errno.h>
 #include <inttypes.h>

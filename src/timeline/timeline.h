@@ -9,9 +9,9 @@
 #ifndef SS_TIMELINE_TIMELINE_H
 #define SS_TIMELINE_TIMELINE_H
 
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
-#include "../gsim/gsim.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
+#include "gsim/gsim.h"
 
 typedef struct tl_opts {
     ss_time start, end; /* window: only events overlapping [start, end] are written */

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/ss_err.h"
-#include "../core/ss_time.h"
+#include "core/ss_err.h"
+#include "core/ss_time.h"
 
 #define TRACE_MAX_LINE 262144   /* longest accepted line in bytes, newline excluded: room for
                                    a Mooncake line with TRACE_MAX_PREFIX_BLOCKS ten-digit ids */

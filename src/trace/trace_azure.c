@@ -2,7 +2,7 @@
  * GeneratedTokens; other columns are ignored. Timestamps ("2023-11-16 18:15:46.6805900") are
  * converted to integer nanoseconds with civil-calendar arithmetic (no floating point, no
  * timegm, no time zone) and rebased so the first request arrives at 0. */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * since 00:00 of the first day (decimal accepted), kept as given; Model (ChatGPT, GPT-4)
  * becomes the tenant; Total tokens, Log Type and any other column are ignored. Rows with 0
  * response tokens are failed requests: they are skipped and counted (trace_reader_n_skipped). */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 typedef struct burstgpt_priv {
     int c_ts, c_model, c_req, c_resp; /* header indexes of the four columns used */

@@ -2,7 +2,7 @@
  * integers, seconds, milliseconds and tenant names with "FILE:LINE: field: what is wrong"
  * messages, and the FNV-1a digest. Not for line reading or format detection (trace_reader.c)
  * nor JSON syntax (trace_json.c). */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include "core/ss_parse.h"
 

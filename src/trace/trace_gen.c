@@ -2,7 +2,7 @@
  * the generator (Poisson or Gamma arrivals accumulated in integer ns; arrivals, prompt and output
  * lengths each from their own rng stream) and the native-CSV writer. Same spec, same bytes.
  * Not for reading traces (trace_reader.c) or summarising them (trace_stats.c). */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

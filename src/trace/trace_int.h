@@ -5,7 +5,7 @@
 #ifndef SS_TRACE_TRACE_INT_H
 #define SS_TRACE_TRACE_INT_H
 
-#include "trace.h"
+#include "trace/trace.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * their escapes, numbers, literals, nested arrays and objects up to a fixed depth). It never
  * allocates and never reads past the line. Not a general JSON library: values are returned as
  * byte spans and the format plug-in converts the few it needs (trace_mooncake.c). */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * (prefix-block ids of 512-token blocks). Keys come in any order; unknown keys, whatever their
  * value, are skipped. There is no header: line 1 is data. Times are kept as given (ms -> ns
  * exactly), not rebased. JSON syntax lives in trace_json.c; this file only maps the keys. */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * hash_ids (optional; Mooncake's prefix-block ids of 512-token blocks, space-separated), in any
  * order. Unknown column names are errors so typos do not go unnoticed.
  * Not for writing the format (trace_gen.c writes it). */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include <string.h>
 

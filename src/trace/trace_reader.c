@@ -3,7 +3,7 @@
  * FNV-1a digest, tenant-name interning and the prefix-block buffer. Field parsing lives in the
  * format plug-ins (trace_native.c, trace_azure.c, trace_vidur.c, trace_burstgpt.c,
  * trace_mooncake.c), trace_field.c and trace_json.c; the spread option in trace_spread.c. */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
 

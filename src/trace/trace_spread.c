@@ -3,7 +3,7 @@
  * over the gap to the next distinct time; see trace_reader_set_spread in trace.h. The group
  * is bounded (TRACE_MAX_SPREAD_GROUP requests, TRACE_MAX_SPREAD_BLOCKS ids). Not for reading
  * or parsing lines: requests come from trace__pull. */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
 

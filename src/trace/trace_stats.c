@@ -2,7 +2,7 @@
  * inter-arrival coefficient of variation, and exact nearest-rank percentiles of prompt and
  * output lengths. Unlike the readers this holds every token count in memory (8 bytes per
  * request), which is fine for a one-off summary; not for use inside a simulation. */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
 

@@ -2,7 +2,7 @@
  * num_prefill_tokens, num_decode_tokens. Other columns (num_total_tokens, pd_ratio, a leading
  * unnamed pandas index) are ignored. Length-only files without arrived_at are recognised and
  * rejected with "missing column arrived_at". */
-#include "trace_int.h"
+#include "trace/trace_int.h"
 
 typedef struct vidur_priv {
     int c_at, c_pre, c_dec; /* header indexes of the three columns */

@@ -17,7 +17,7 @@
  *    count computed from the remaining length (ServeGen's span()). Times are relative to it.
  * Scale-free: rescaling makes the fitted scale irrelevant; only the shape shapes burstiness.
  * Memory: the two trace rows and two dataset windows in use, never the whole files. */
-#include "wl_int.h"
+#include "workload/wl_int.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

@@ -4,7 +4,7 @@
  * with a strict JSON lexer, window by window, so that only the windows in use are held in
  * memory, never the whole file. Also the PMF literal parser and the inverse-CDF sampler.
  * Not for the trace CSV or request generation (servegen.c). */
-#include "wl_int.h"
+#include "workload/wl_int.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"

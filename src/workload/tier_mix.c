@@ -15,7 +15,7 @@
  *    shape), normalised; K = 1 is [1].
  *  - uniform 1/K; powerlaw p_k ~ (k+1)^-alpha; weights normalised; trace keeps the trace's
  *    tier (clamped to K-1). */
-#include "workload.h"
+#include "workload/workload.h"
 
 #include "core/ss_parse.h"
 

@@ -4,7 +4,7 @@
 #ifndef SS_WORKLOAD_WL_INT_H
 #define SS_WORKLOAD_WL_INT_H
 
-#include "workload.h"
+#include "workload/workload.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * agree on how it is read (format, spread, trace_tenant, split kind and rate_scale, so that
  * their shares keep the trace's order); class ranges must not overlap. Opens no file: the
  * sources are opened by wl_source_create (workload.c). */
-#include "wl_int.h"
+#include "workload/wl_int.h"
 
 #include <math.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * WL_MAX_QUEUE is an error. Each FIFO entry owns a copy of its prefix-block ids, and the entry
  * returned by wl_source_next is only recycled at the start of the next call, so the returned
  * prefix_blocks stay valid until then. */
-#include "wl_int.h"
+#include "workload/wl_int.h"
 
 #include "core/ss_alloc.h"
 

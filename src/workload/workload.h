@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 
-#include "../core/ss_err.h"
-#include "../core/ss_limits.h"
-#include "../core/ss_rng.h"
-#include "../trace/trace.h"
+#include "core/ss_err.h"
+#include "core/ss_limits.h"
+#include "core/ss_rng.h"
+#include "trace/trace.h"
 
 
 /* ---- tier mixes ------------------------------------------------------------------------- */
