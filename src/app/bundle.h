@@ -1,27 +1,15 @@
-/* Private to app/: policy bundles, the "policies" that compare and sweep set side by side. A
- * bundle is a built-in name (container, realloc, infaas, llumnix, llumnix-tiers, slice) or
- * LABEL:SECTION.KEY=VALUE[+SECTION.KEY=VALUE...], scenario assignments under a label of one's
- * own (e.g. "sarathi-slice:policy.batching=sarathi+policy.ops=slice"). */
+/* Private to app/: the policy bundles and the comma-list split as cmd_plot.c names them. Both
+ * moved to runner/bundle.h (runner_split_list splits sweep grid values too); this header keeps
+ * the split's app/ name until cmd_plot.c includes runner/bundle.h itself. */
 #ifndef SS_APP_BUNDLE_H
 #define SS_APP_BUNDLE_H
 
-#include "core/ss_err.h"
-#include "scenario/scenario.h"
+#include "runner/bundle.h"
 
-#include <stddef.h>
-
-#define APP_LABEL_MAX 48
-
-/* Check a bundle spec and write its label to label (APP_LABEL_MAX bytes). 0 or SS_EPARSE. */
-int app_bundle_label(const char *spec, char *label, ss_errbuf *eb);
-/* Apply the bundle's assignments to sc; where names their origin in messages ("--policies",
- * "exp.ini:4: grid"; see scn_set_from). 0, or the scenario's error (SS_EPARSE...). */
-int app_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb);
-/* The built-in bundle names, comma-separated, for messages and --help. */
-const char *app_bundle_names(void);
-
-/* Split a comma-separated list in place: fills up to max pointers into s; returns the count, or
- * -1 when there are more than max items or an item is empty. */
-int app_split_list(char *s, char **items, int max);
+/* runner_split_list under its former name. */
+static inline int app_split_list(char *s, char **items, int max)
+{
+    return runner_split_list(s, items, max);
+}
 
 #endif

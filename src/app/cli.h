@@ -79,5 +79,10 @@ int cli_files_add(cli_files *fs, const char *role, const char *path, int output,
                   ss_errbuf *eb);
 /* Free fs's memory (not the files); fs may be reused. */
 void cli_files_fini(cli_files *fs);
+typedef struct scn_scenario scn_scenario;
+/* Add sc's inputs (the scenario file, every tenant's trace) and its output (the results
+ * database db, or sc's own when db is NULL; nothing for "none") to fs (cli_files_add). 0,
+ * SS_ENOMEM, or SS_EINVAL with eb naming the clash. */
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, const char *db, ss_errbuf *eb);
 
 #endif

@@ -6,7 +6,9 @@
 #include "core/ss_alloc.h"
 #include "core/ss_err.h"
 #include "core/ss_file.h"
+#include "scenario/scenario.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct cli_file {
@@ -51,4 +53,19 @@ int cli_files_add(cli_files *fs, const char *role, const char *path, int output,
     }
     fs->n++;
     return SS_OK;
+}
+
+int cli_scenario_files(cli_files *fs, const scn_scenario *sc, const char *db, ss_errbuf *eb)
+{
+    int rc = cli_files_add(fs, "the scenario file", sc->path, 0, eb);
+    char role[SCN_NAME_MAX + 32];
+    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++) {
+        snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
+        rc = cli_files_add(fs, role, sc->tenants[i].trace, 0, eb);
+    }
+    if (!db)
+        db = sc->db;
+    if (!rc && strcmp(db, "none"))
+        rc = cli_files_add(fs, "the results database", db, 1, eb);
+    return rc;
 }

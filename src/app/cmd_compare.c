@@ -1,10 +1,11 @@
 /* `slicesim compare`: the same scenario, trace and seed under several policy bundles (and
  * loads), one table with ratios against the first bundle; every run goes to the results
  * database as a point of a sweep named after the scenario, so `slicesim plot` can draw it. */
-#include "app/bundle.h"
 #include "app/cli.h"
-#include "app/report.h"
-#include "app/run.h"
+
+#include "runner/bundle.h"
+#include "runner/report.h"
+#include "runner/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
@@ -24,7 +25,7 @@ typedef struct compare_opts {
     const char *config, *profiles, *db, *name;
     char *policies_text, *rates_text; /* owned copies, split in place */
     char *policy[MAX_POLICIES];
-    char label[MAX_POLICIES][APP_LABEL_MAX];
+    char label[MAX_POLICIES][RUNNER_LABEL_MAX];
     int n_policies;
     double rate[MAX_RATES];
     int n_rates;
@@ -69,7 +70,7 @@ static void usage(FILE *f)
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        app_bundle_names());
+        runner_bundle_names());
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -85,12 +86,12 @@ static int parse_policies(compare_opts *o, const char *arg)
     ss_free(o->policies_text);
     if (!(o->policies_text = ss_strdup(arg)))
         return CLI_EFAIL;
-    o->n_policies = app_split_list(o->policies_text, o->policy, MAX_POLICIES);
+    o->n_policies = runner_split_list(o->policies_text, o->policy, MAX_POLICIES);
     if (o->n_policies < 1)
         return usage_error("--policies: expected 1 to 16 comma-separated bundles, got '", arg);
     for (int i = 0; i < o->n_policies; i++) {
         ss_errbuf eb;
-        if (app_bundle_label(o->policy[i], o->label[i], &eb)) {
+        if (runner_bundle_label(o->policy[i], o->label[i], &eb)) {
             fprintf(stderr, "slicesim: compare: --policies: %s\n", eb.msg);
             return CLI_EUSAGE;
         }
@@ -107,7 +108,7 @@ static int parse_rates(compare_opts *o, const char *arg)
     ss_free(o->rates_text);
     if (!(o->rates_text = ss_strdup(arg)))
         return CLI_EFAIL;
-    int n = app_split_list(o->rates_text, items, MAX_RATES);
+    int n = runner_split_list(o->rates_text, items, MAX_RATES);
     if (n < 1)
         return usage_error("--rates: expected 1 to 32 comma-separated numbers, got '", arg);
     for (int i = 0; i < n; i++) {
@@ -187,9 +188,9 @@ static int build(const compare_opts *o, int p, double rate, scn_scenario **out, 
         rc = scn_set_option(sc, a, "--db", eb);
     }
     if (!rc)
-        rc = app_bundle_apply(sc, o->policy[p], "--policies", eb);
+        rc = runner_bundle_apply(sc, o->policy[p], "--policies", eb);
     if (!rc)
-        app_scale_rates(sc, rate);
+        runner_scale_rates(sc, rate);
     if (!rc)
         rc = scn_check(sc, eb);
     if (rc)
@@ -261,11 +262,12 @@ int cmd_compare(int argc, char **argv)
     /* every point (bundle and load) must build before anything runs, so that a bad bundle
      * stores nothing: the scenario, everything a run sets up from it, and arrivals within the
      * simulated time range */
-    app_run_opts check_opts = {.profiles = o.profiles, .config = o.config};
+    runner_run_opts check_opts = {.profiles = o.profiles, .config = o.config};
     for (int i = 0; !rc && i < n; i++) {
         int p = i % o.n_policies;
         double rate = o.rate[i / o.n_policies];
-        if (!(rc = build(&o, p, rate, &sc, &eb)) && (rc = app_run_check(sc, &check_opts, &eb)))
+        if (!(rc = build(&o, p, rate, &sc, &eb)) &&
+            (rc = runner_run_check(sc, &check_opts, &eb)))
             ss_err_prefix(&eb, rc, "policy=%s;rate=%g", o.label[p], rate);
         scn_destroy(&sc);
     }
@@ -287,19 +289,19 @@ int cmd_compare(int argc, char **argv)
     for (int i = 0; !rc && i < n; i++) {
         int p = i % o.n_policies;
         double rate = o.rate[i / o.n_policies];
-        char point[APP_LABEL_MAX + 64];
+        char point[RUNNER_LABEL_MAX + 64];
         snprintf(point, sizeof point, "policy=%s;rate=%g", o.label[p], rate);
         if (o.progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, n, point);
-        app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
-                           .sweep = name, .point = point, .load = rate,
-                           .progress = o.progress, .st = st, .arrivals_checked = 1};
-        app_run x = {0};
+        runner_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
+                              .sweep = name, .point = point, .load = rate,
+                              .progress = o.progress, .st = st, .arrivals_checked = 1};
+        runner_run x = {0};
         rc = build(&o, p, rate, &sc, &x.eb);
         if (!rc)
-            rc = app_run_setup(&x, sc, &ro);
+            rc = runner_run_setup(&x, sc, &ro);
         if (!rc)
-            rc = app_run_exec(&x);
+            rc = runner_run_exec(&x);
         if (!rc) {
             result *r = &res[i];
             r->policy = p;
@@ -313,16 +315,16 @@ int cmd_compare(int argc, char **argv)
                 r->tier_sla[k] = gs.sla_violation_rate;
             }
             if (o.json) {
-                report_run rep = app_run_report(&x);
+                runner_report rep = runner_run_report(&x);
                 printf("  {\"policy\": \"%s\", \"rate\": %g, \"run\": ", o.label[p], rate);
-                report_json(stdout, &rep, x.g, &x.m);
+                runner_report_json(stdout, &rep, x.g, &x.m);
                 printf("  }%s\n", i + 1 < n ? "," : "");
             }
         } else {
             ss_err_prefix(&x.eb, rc, "%s", point);
             eb = x.eb;
         }
-        app_run_fini(&x);
+        runner_run_fini(&x);
         scn_destroy(&sc);
     }
     if (!rc && o.json)

@@ -6,7 +6,7 @@
  * comparison and write the fitted profile. Not for reading the data (fit_data.c). */
 #include "app/cli.h"
 #include "app/fit.h"
-#include "app/run.h"
+#include "runner/run.h"
 
 #include "catalog/catalog.h"
 #include "cost/cost.h"
@@ -259,7 +259,7 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_WSTAGES: o->write_stages = arg; return CLI_OK;
     case OPT_DB: o->db = arg; return CLI_OK;
     case OPT_JSON: o->json = 1; return CLI_OK;
-    case OPT_CHECK: o->check = APP_CHECK_ON; return CLI_OK;
+    case OPT_CHECK: o->check = RUNNER_CHECK_ON; return CLI_OK;
     case OPT_COST: {
         char known[128];
         cost_backend_list(known, sizeof known);
@@ -1166,7 +1166,7 @@ int cmd_fit(int argc, char **argv)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     fit_opts o = {.engine = CAT_ENGINE_DEFAULT, .name = "fitted", .fit = DEFAULT_FIT,
                   .jobs = cpus > 0 ? cpus : 1,
-                  .iterations = 200, .served_ms = 1000, .progress = 1, .check = APP_CHECK_OFF};
+                  .iterations = 200, .served_ms = 1000, .progress = 1, .check = RUNNER_CHECK_OFF};
     char *command = cli_join_args(argc, argv); /* before getopt_long permutes argv */
     int rc = parse_opts(&o, argc, argv, out_buf, sizeof out_buf);
     if (rc) {

@@ -3,9 +3,8 @@
  * the options and --set share one set of keys), the workload source and store sink, and the
  * progress line; the simulation itself is gsim/. */
 #include "app/cli.h"
-#include "app/report.h"
-#include "app/run.h"
-#include "app/scenario_run.h"
+#include "runner/report.h"
+#include "runner/run.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
@@ -322,8 +321,8 @@ static int parse_one(replay_opts *o, int c, const char *arg)
     case OPT_PARAM: return parse_param(o, arg);
     case OPT_PROFILES: o->profiles = arg; return CLI_OK;
     case OPT_JSON: o->json = 1; return CLI_OK;
-    case OPT_CHECK: o->check = APP_CHECK_ON; return CLI_OK;
-    case OPT_NOCHECK: o->check = APP_CHECK_OFF; return CLI_OK;
+    case OPT_CHECK: o->check = RUNNER_CHECK_ON; return CLI_OK;
+    case OPT_NOCHECK: o->check = RUNNER_CHECK_OFF; return CLI_OK;
     case OPT_NOPROG: o->progress = 0; return CLI_OK;
     case OPT_TIMELINE: o->timeline = arg; return CLI_OK;
     case OPT_TL_WINDOW:
@@ -457,14 +456,14 @@ static void free_opts(replay_opts *o)
     ss_free(o->sets);
 }
 
-static void print_results(const app_run *x, const replay_opts *o, uint64_t tl_n)
+static void print_results(const runner_run *x, const replay_opts *o, uint64_t tl_n)
 {
-    report_run rep = app_run_report(x);
+    runner_report rep = runner_run_report(x);
     if (o->json) {
-        report_json(stdout, &rep, x->g, &x->m);
+        runner_report_json(stdout, &rep, x->g, &x->m);
         return;
     }
-    report_table(stdout, &rep, x->g, &x->m);
+    runner_report_table(stdout, &rep, x->g, &x->m);
     if (x->st)
         printf("  results: %s\n", store_path(x->st));
     if (o->timeline)
@@ -480,9 +479,9 @@ int cmd_replay(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     }
     char *cmdline = cli_join_args(argc, argv);
-    app_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
-                       .check = o.check, .progress = o.progress};
-    app_run x = {0};
+    runner_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
+                          .check = o.check, .progress = o.progress};
+    runner_run x = {0};
     scn_scenario *sc = NULL;
     tl_writer *tl = NULL;
     if (scn_create(&sc))
@@ -496,11 +495,11 @@ int cmd_replay(int argc, char **argv)
         rc = cli_files_add(&files, "--timeline", o.timeline, 1, &x.eb);
     cli_files_fini(&files);
     if (!rc)
-        rc = app_run_setup(&x, sc, &ro);
+        rc = runner_run_setup(&x, sc, &ro);
     if (!rc && o.timeline && (rc = tl_open(&tl, o.timeline, &o.tl, &x.eb)) == SS_OK)
         tl_attach(tl, x.g);
     if (!rc)
-        rc = app_run_exec(&x);
+        rc = runner_run_exec(&x);
     uint64_t tl_n = tl ? tl_events(tl) : 0;
     if (!rc && tl)
         rc = tl_close(&tl, &x.eb);
@@ -509,7 +508,7 @@ int cmd_replay(int argc, char **argv)
     else
         fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
     tl_abort(&tl);
-    app_run_fini(&x);
+    runner_run_fini(&x);
     scn_destroy(&sc);
     ss_free(cmdline);
     free_opts(&o);

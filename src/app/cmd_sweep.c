@@ -11,11 +11,12 @@
  *   [grid]   KEY = V1, V2, ...: `policy` (bundles, see compare), `rate` (multiplies every
  *            tenant's rate_scale), or any scenario key SECTION.KEY. The first key varies
  *            slowest; a point's key in the database is "K1=V1;K2=V2;...". */
-#include "app/bundle.h"
 #include "app/cli.h"
-#include "app/report.h"
-#include "app/run.h"
-#include "app/sweep_exp.h"
+
+#include "runner/bundle.h"
+#include "runner/report.h"
+#include "runner/run.h"
+#include "runner/sweep.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
@@ -37,7 +38,7 @@
 #include <unistd.h>
 
 /* Value index of key k at point p (the first key varies slowest). */
-static int value_at(const sweep_exp *x, size_t p, int k)
+static int value_at(const runner_sweep_exp *x, size_t p, int k)
 {
     size_t stride = 1;
     for (int i = x->n_keys - 1; i > k; i--)
@@ -46,21 +47,22 @@ static int value_at(const sweep_exp *x, size_t p, int k)
 }
 
 /* Point p's value of key k as results name it: a policy bundle by its label (in label). */
-static const char *point_value(const sweep_exp *x, size_t p, int k, char label[APP_LABEL_MAX])
+static const char *point_value(const runner_sweep_exp *x, size_t p, int k,
+                               char label[RUNNER_LABEL_MAX])
 {
     const char *v = x->keys[k].values[value_at(x, p, k)];
     ss_errbuf eb;
-    if (!strcmp(x->keys[k].name, "policy") && !app_bundle_label(v, label, &eb))
+    if (!strcmp(x->keys[k].name, "policy") && !runner_bundle_label(v, label, &eb))
         return label;
     return v;
 }
 
-static void point_key(const sweep_exp *x, size_t p, char *out, size_t size)
+static void point_key(const runner_sweep_exp *x, size_t p, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = 0;
     for (int k = 0; k < x->n_keys; k++) {
-        char label[APP_LABEL_MAX];
+        char label[RUNNER_LABEL_MAX];
         const char *v = point_value(x, p, k, label);
         int w = snprintf(out + n, size - n, "%s%s=%s", k ? ";" : "", x->keys[k].name, v);
         if (w < 0 || (size_t)w >= size - n)
@@ -70,7 +72,7 @@ static void point_key(const sweep_exp *x, size_t p, char *out, size_t size)
 }
 
 /* Point p's load multiplier: its `rate`, 1 when the grid has none. */
-static double point_load(const sweep_exp *x, size_t p)
+static double point_load(const runner_sweep_exp *x, size_t p)
 {
     double rate = 1;
     for (int k = 0; k < x->n_keys; k++)
@@ -81,7 +83,7 @@ static double point_load(const sweep_exp *x, size_t p)
 }
 
 /* The scenario of point p: the file, [set], then the grid keys in order. */
-static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errbuf *eb)
+static int build_point(const runner_sweep_exp *x, size_t p, scn_scenario **out, ss_errbuf *eb)
 {
     scn_scenario *sc = NULL;
     int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
@@ -96,18 +98,18 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
     }
     double rate = 1;
     for (int k = 0; !rc && k < x->n_keys; k++) {
-        const sweep_grid_key *g = &x->keys[k];
+        const runner_sweep_key *g = &x->keys[k];
         const char *v = g->values[value_at(x, p, k)];
         snprintf(where, sizeof where, "%s:%u: grid", x->path, g->line);
         if (!strcmp(g->name, "policy")) {
-            rc = app_bundle_apply(sc, v, where, eb);
+            rc = runner_bundle_apply(sc, v, where, eb);
         } else if (!strcmp(g->name, "rate")) {
             if (ss_parse_doublez(v, &rate))
                 rc = ss_err(eb, SS_EPARSE, "expected a number > 0, got '%s'", v);
             else if (!(rate > 0) || rate > 1e6)
                 rc = ss_err(eb, SS_EPARSE, "out of range (0, 1e6], got '%s'", v);
         } else {
-            char a[SWEEP_KEY_MAX + SCN_PATH_MAX];
+            char a[RUNNER_SWEEP_KEY_MAX + SCN_PATH_MAX];
             snprintf(a, sizeof a, "%s=%s", g->name, v);
             if ((rc = scn_set_from(sc, a, where, eb)))
                 break; /* the message starts "FILE:LINE: grid: KEY" */
@@ -116,7 +118,7 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
             ss_err_prefix(eb, rc, "%s:%u: grid.%s", x->path, g->line, g->name);
     }
     if (!rc) {
-        app_scale_rates(sc, rate);
+        runner_scale_rates(sc, rate);
         if ((rc = scn_check(sc, eb)))
             ss_err_prefix(eb, rc, "%s", x->path);
     }
@@ -128,7 +130,7 @@ static int build_point(const sweep_exp *x, size_t p, scn_scenario **out, ss_errb
 
 /* The experiment file, the scenario and its traces are inputs, the database the output: none
  * may be another. */
-static int sweep_files(const sweep_exp *x, const char *db, const scn_scenario *sc,
+static int sweep_files(const runner_sweep_exp *x, const char *db, const scn_scenario *sc,
                        ss_errbuf *eb)
 {
     cli_files files = {0};
@@ -149,8 +151,9 @@ typedef struct sweep_opts {
 
 /* Run the points pending[first], pending[first + step], ... into db, skipping any the database
  * gained meanwhile. */
-static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pending,
-                      size_t n_pending, size_t first, size_t step, const char *db, ss_errbuf *eb)
+static int run_points(const runner_sweep_exp *x, const sweep_opts *o, const size_t *pending,
+                      size_t n_pending, size_t first, size_t step, const char *db,
+                      ss_errbuf *eb)
 {
     store *st = NULL;
     int rc = store_open(&st, db, eb);
@@ -167,21 +170,21 @@ static int run_points(const sweep_exp *x, const sweep_opts *o, const size_t *pen
         if (o->progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
         scn_scenario *sc = NULL;
-        app_run_opts ro = {.profiles = o->profiles, .config = x->scenario,
-                           .command = o->command ? o->command : "", .sweep = x->name,
-                           .point = key, .load = point_load(x, pending[i]),
-                           .progress = o->progress, .st = st, .arrivals_checked = 1};
-        app_run r = {0};
+        runner_run_opts ro = {.profiles = o->profiles, .config = x->scenario,
+                              .command = o->command ? o->command : "", .sweep = x->name,
+                              .point = key, .load = point_load(x, pending[i]),
+                              .progress = o->progress, .st = st, .arrivals_checked = 1};
+        runner_run r = {0};
         rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)
-            rc = app_run_setup(&r, sc, &ro);
+            rc = runner_run_setup(&r, sc, &ro);
         if (!rc)
-            rc = app_run_exec(&r);
+            rc = runner_run_exec(&r);
         if (rc) {
             ss_err_prefix(&r.eb, rc, "%s", key);
             *eb = r.eb;
         }
-        app_run_fini(&r);
+        runner_run_fini(&r);
         scn_destroy(&sc);
     }
     store_close(&st);
@@ -219,7 +222,7 @@ static int collect_jobs(const char *db, ss_errbuf *eb)
 
 /* Fork `jobs` workers over the list, worker j into DB.jobJ, then merge. 0 when every worker
  * succeeded, else an SS_E* code with eb naming the failure (what finished is kept). */
-static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *pending,
+static int run_parallel(const runner_sweep_exp *x, const sweep_opts *o, const size_t *pending,
                         size_t n_pending, const char *db, ss_errbuf *eb)
 {
     pid_t pid[64];
@@ -263,12 +266,12 @@ static int run_parallel(const sweep_exp *x, const sweep_opts *o, const size_t *p
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-static void print_point_json(const sweep_exp *x, size_t p, const char *json, int64_t run_id,
-                             int last)
+static void print_point_json(const runner_sweep_exp *x, size_t p, const char *json,
+                             int64_t run_id, int last)
 {
     printf("  {\"point\": {");
     for (int k = 0; k < x->n_keys; k++) {
-        char label[APP_LABEL_MAX];
+        char label[RUNNER_LABEL_MAX];
         const char *v = point_value(x, p, k, label);
         printf("%s\"%s\": ", k ? ", " : "", x->keys[k].name);
         ss_json_fputs(stdout, v);
@@ -285,7 +288,7 @@ static void print_point_json(const sweep_exp *x, size_t p, const char *json, int
 }
 
 /* The shard's points as a table or JSON, from the database. */
-static int report(const sweep_exp *x, const sweep_opts *o, const size_t *pts, size_t n,
+static int report(const runner_sweep_exp *x, const sweep_opts *o, const size_t *pts, size_t n,
                   const char *db, ss_errbuf *eb)
 {
     store *st = NULL;
@@ -388,7 +391,7 @@ static void usage(FILE *f)
         "  -h, --help      this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        app_bundle_names(),
+        runner_bundle_names(),
         HAVE_MPI ? "built with MPI" : "not built with MPI: the launcher's environment says");
 }
 
@@ -458,11 +461,11 @@ int cmd_sweep(int argc, char **argv)
         ss_free(o.command);
         return rc < 0 ? CLI_OK : rc;
     }
-    sweep_exp x = {0};
+    runner_sweep_exp x = {0};
     ss_errbuf eb = {""};
     size_t *pts = NULL, *pending = NULL, n_pts = 0, n_pending = 0;
     int rank = 0, size = 1, inited = 0, quiet = 0;
-    rc = sweep_exp_load(&x, o.file, &eb);
+    rc = runner_sweep_exp_load(&x, o.file, &eb);
     const char *db = o.db ? o.db : x.db;
     char rank_db[SCN_PATH_MAX + 16];
     if (!rc && mpi_world(&rank, &size, &inited)) {
@@ -482,11 +485,11 @@ int cmd_sweep(int argc, char **argv)
     /* every point must build (scenario, models, fit on the cluster, policy parameters,
      * arrivals within the simulated time range) before anything runs, so that a bad grid
      * value stores nothing */
-    app_run_opts check_opts = {.profiles = o.profiles, .config = x.scenario};
+    runner_run_opts check_opts = {.profiles = o.profiles, .config = x.scenario};
     for (size_t i = 0; !rc && i < n_pts; i++) {
         scn_scenario *sc = NULL;
         rc = build_point(&x, pts[i], &sc, &eb);
-        if (!rc && (rc = app_run_check(sc, &check_opts, &eb))) {
+        if (!rc && (rc = runner_run_check(sc, &check_opts, &eb))) {
             char key[1024];
             point_key(&x, pts[i], key, sizeof key);
             ss_err_prefix(&eb, rc, "%s", key);
@@ -535,6 +538,6 @@ int cmd_sweep(int argc, char **argv)
     ss_free(pts);
     ss_free(pending);
     ss_free(o.command);
-    sweep_exp_free(&x);
+    runner_sweep_exp_free(&x);
     return cli_status_of(rc);
 }

@@ -4,7 +4,7 @@
  * cost model's prediction, per operator kind and per iteration. Results are printed (or JSON)
  * and stored in the results database (validations, validation_ops, validation_iters). */
 #include "app/cli.h"
-#include "app/run.h"
+#include "runner/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_strbuf.h"
@@ -680,7 +680,7 @@ static int run_validate(const val_opts *o, const char *command)
     val_run v = {.o = o, .ctr = GMG_NONE};
     catalog *cat = NULL;
     scn_scenario *sc = NULL;
-    app_run x = {0};
+    runner_run x = {0};
     int rc = catalog_load(&cat, catalog_default_dir(o->profiles), &v.eb);
     if (!rc)
         rc = catalog_model_find(cat, o->model, &v.m, &v.eb);
@@ -716,7 +716,7 @@ static int run_validate(const val_opts *o, const char *command)
         else
             rc = catalog_gpu_find(cat, g, &v.gpu, &v.eb);
     }
-    app_run_opts ro = {.profiles = o->profiles, .command = command, .progress = 0};
+    runner_run_opts ro = {.profiles = o->profiles, .command = command, .progress = 0};
     if (!rc && scn_create(&sc))
         rc = ss_err(&v.eb, SS_ENOMEM, "out of memory");
     if (!rc && (rc = build_scenario(o, v.gpu->name, sc, &v.eb)) == SS_EIO)
@@ -726,12 +726,12 @@ static int run_validate(const val_opts *o, const char *command)
                                       "stages is executed (--set gave %u tenants, pp %u, %u "
                                       "replicas)", sc->n_tenants, sc->tenants[0].pp,
                     sc->tenants[0].replicas);
-    if (!rc && (rc = app_run_setup(&x, sc, &ro)))
+    if (!rc && (rc = runner_run_setup(&x, sc, &ro)))
         memcpy(v.eb.msg, x.eb.msg, sizeof v.eb.msg);
     if (!rc) {
         gsim_observer obs = {.on_iter = on_iter, .ud = &v};
         gsim_set_observer(x.g, &obs);
-        if ((rc = app_run_exec(&x)))
+        if ((rc = runner_run_exec(&x)))
             memcpy(v.eb.msg, x.eb.msg, sizeof v.eb.msg);
     }
     if (!rc && v.oom)
@@ -761,7 +761,7 @@ static int run_validate(const val_opts *o, const char *command)
     } else {
         fprintf(stderr, "slicesim: validate: %s\n", v.eb.msg);
     }
-    app_run_fini(&x);
+    runner_run_fini(&x);
     scn_destroy(&sc);
     exec_destroy(&v.x);
     catalog_destroy(&cat);

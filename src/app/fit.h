@@ -84,7 +84,7 @@ void fit_data_fini(fit_data *d);
 /* How the runs are replayed. */
 typedef struct fit_replay_opts {
     const char *profiles;     /* catalog directory (NULL: catalog_default_dir) */
-    int check;                /* APP_CHECK_* */
+    int check;                /* RUNNER_CHECK_* */
     const char *cost;         /* cost backend (policy.cost; NULL: the default) */
     catalog *catalog;         /* loaded once from profiles for every replay (borrowed; the
                                  candidate engine is put into it) */

@@ -4,7 +4,7 @@
  * (cmd_fit.c). */
 #include "app/fit.h"
 
-#include "app/run.h"
+#include "runner/run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_csv.h"
@@ -583,14 +583,14 @@ int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_
     fit_run *r = &d->runs[i];
     r->n_reqs = 0;
     scn_scenario *sc = NULL;
-    app_run x = {0};
-    app_run_opts ro = {.profiles = o->profiles, .check = o->check, .catalog = o->catalog,
-                       .engine = e};
+    runner_run x = {0};
+    runner_run_opts ro = {.profiles = o->profiles, .check = o->check, .catalog = o->catalog,
+                          .engine = e};
     int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
     if (!rc)
         rc = build_scenario(sc, r, e->name, o->cost, &x.eb);
     if (!rc)
-        rc = app_run_setup(&x, sc, &ro);
+        rc = runner_run_setup(&x, sc, &ro);
     if (!rc)
         rc = gsim_run(x.g, next_request, x.ws, collect, r, &x.eb);
     if (!rc)
@@ -600,7 +600,7 @@ int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_
         ss_err(eb, rc, "%s:%u: %s: replaying run '%s': %s", d->runs_path, r->line,
                trace ? "trace" : "run", r->name, x.eb.msg);
     }
-    app_run_fini(&x);
+    runner_run_fini(&x);
     scn_destroy(&sc);
     return rc;
 }

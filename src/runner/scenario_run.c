@@ -1,6 +1,5 @@
 /* From a scenario to a run: catalog lookups, SLAs in nanoseconds, workload specs. */
-#include "app/scenario_run.h"
-#include "app/cli.h"
+#include "runner/scenario_run.h"
 
 #include "core/ss_parse.h"
 #include "cost/cost.h"
@@ -44,7 +43,11 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
     return SS_OK;
 }
 
-int cli_parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
+/* Parse a synthetic workload spec: space-separated KEY=VALUE with rate (req/s, required),
+ * duration (s) or requests (count), arrival (poisson|gamma), cv, prompt and output (length
+ * distributions as for slicesim trace gen; default: the Azure conversation quantiles) and
+ * seed (default: derived by the workload from the run seed). 0 or SS_EPARSE. */
+static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
 {
     memset(g, 0, sizeof *g);
     g->cv = 1.0;
@@ -92,7 +95,7 @@ static void sla_ns(gsim_tenant *t, const scn_tenant *st)
 }
 
 /* The workload part of tenant i. */
-static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *eb)
+static int make_spec(runner_config *r, const scn_scenario *sc, uint32_t i, ss_errbuf *eb)
 {
     const scn_tenant *st = &sc->tenants[i];
     wl_tenant_spec *w = &r->specs[i];
@@ -112,7 +115,7 @@ static int make_spec(cli_run *r, const scn_scenario *sc, uint32_t i, ss_errbuf *
         dur = sc->duration_s;
     w->duration_s = dur;
     int rc = SS_OK;
-    if (st->synthetic[0] && (rc = cli_parse_synthetic(&r->synth[i], st->synthetic, eb)) == SS_OK)
+    if (st->synthetic[0] && (rc = parse_synthetic(&r->synth[i], st->synthetic, eb)) == SS_OK)
         w->synth = &r->synth[i];
     if (!rc)
         rc = wl_tier_mix_make(&w->tiers, st->tier_mix[0] ? st->tier_mix : "uniform",
@@ -163,7 +166,7 @@ static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_mode
                   m->name);
 }
 
-static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
+static int make_tenant(runner_config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
     const scn_tenant *st = &sc->tenants[i];
@@ -195,7 +198,7 @@ static int make_tenant(cli_run *r, const scn_scenario *sc, const catalog *cat, u
     return rc;
 }
 
-int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errbuf *eb)
+int runner__config_make(runner_config *r, const scn_scenario *sc, const catalog *cat, ss_errbuf *eb)
 {
     memset(r, 0, sizeof *r);
     gsim_config *c = &r->cfg;
@@ -236,19 +239,4 @@ int cli_run_make(cli_run *r, const scn_scenario *sc, const catalog *cat, ss_errb
     c->pp = r->tenants[0].pp;
     c->replicas = r->tenants[0].replicas;
     return SS_OK;
-}
-
-int cli_scenario_files(cli_files *fs, const scn_scenario *sc, const char *db, ss_errbuf *eb)
-{
-    int rc = cli_files_add(fs, "the scenario file", sc->path, 0, eb);
-    char role[SCN_NAME_MAX + 32];
-    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++) {
-        snprintf(role, sizeof role, "tenant %s's trace", sc->tenants[i].name);
-        rc = cli_files_add(fs, role, sc->tenants[i].trace, 0, eb);
-    }
-    if (!db)
-        db = sc->db;
-    if (!rc && strcmp(db, "none"))
-        rc = cli_files_add(fs, "the results database", db, 1, eb);
-    return rc;
 }

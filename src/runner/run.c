@@ -1,7 +1,7 @@
 /* One run of a scenario: the common core of replay, compare and sweep. */
-#include "app/run.h"
+#include "runner/run.h"
 
-#include "app/cli.h"
+#include "runner/scenario_run.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"
@@ -65,14 +65,14 @@ static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finish
 
 /* ---- labels ----------------------------------------------------------------------------- */
 
-static const char *source_label(const app_run *x)
+static const char *source_label(const runner_run *x)
 {
     if (x->sc->n_tenants == 1 && x->sc->tenants[0].trace[0])
         return x->sc->tenants[0].trace;
     return x->o->config ? x->o->config : "synthetic";
 }
 
-static const char *format_label(const app_run *x)
+static const char *format_label(const runner_run *x)
 {
     return x->sc->n_tenants == 1 ? wl_source_format(x->ws, 0) : "multi-tenant";
 }
@@ -91,9 +91,9 @@ static char *scenario_text(const scn_scenario *sc)
     return out;
 }
 
-report_run app_run_report(const app_run *x)
+runner_report runner_run_report(const runner_run *x)
 {
-    report_run r = {
+    runner_report r = {
         .source = source_label(x), .format = format_label(x), .gpu = x->sc->gpu,
         .batching = x->sc->batching, .routing = gsim_routing_name(x->g),
         .cluster = gsim_cluster_name(x->g), .cost = x->sc->cost, .seed = x->sc->seed,
@@ -105,7 +105,7 @@ report_run app_run_report(const app_run *x)
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
+int runner_run_setup(runner_run *x, const scn_scenario *sc, const runner_run_opts *o)
 {
     x->sc = sc;
     x->o = o;
@@ -120,11 +120,11 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
     if (!rc && o->engine)
         rc = catalog_engine_put(x->cat, o->engine, &x->eb);
     if (!rc)
-        rc = cli_run_make(x->run, sc, x->cat, &x->eb);
+        rc = runner__config_make(x->run, sc, x->cat, &x->eb);
     if (!rc) {
         x->run->cfg.profiles_dir = dir;
-        if (o->check != APP_CHECK_DEFAULT)
-            x->run->cfg.check = o->check == APP_CHECK_ON;
+        if (o->check != RUNNER_CHECK_DEFAULT)
+            x->run->cfg.check = o->check == RUNNER_CHECK_ON;
         const char *sg = sc->servegen_dir[0] ? sc->servegen_dir : NULL;
         if (!o->arrivals_checked)
             rc = wl_source_check_range(x->run->specs, sc->n_tenants, sc->seed, sg, &x->eb);
@@ -138,17 +138,17 @@ int app_run_setup(app_run *x, const scn_scenario *sc, const app_run_opts *o)
     return rc;
 }
 
-int app_run_check(const scn_scenario *sc, const app_run_opts *o, ss_errbuf *eb)
+int runner_run_check(const scn_scenario *sc, const runner_run_opts *o, ss_errbuf *eb)
 {
-    app_run x = {0};
-    int rc = app_run_setup(&x, sc, o);
+    runner_run x = {0};
+    int rc = runner_run_setup(&x, sc, o);
     if (rc)
         *eb = x.eb;
-    app_run_fini(&x);
+    runner_run_fini(&x);
     return rc;
 }
 
-static int begin_store(app_run *x)
+static int begin_store(runner_run *x)
 {
     ss_strbuf pj = {0};
     gsim_params_json(x->g, &pj);
@@ -179,7 +179,7 @@ static int begin_store(app_run *x)
     return rc;
 }
 
-int app_run_exec(app_run *x)
+int runner_run_exec(runner_run *x)
 {
     int rc = SS_OK;
     if (x->o->st || strcmp(x->sc->db, "none"))
@@ -200,7 +200,7 @@ int app_run_exec(app_run *x)
     const metrics_group_summary *a = &x->m.all;
     if (!rc && a->rejected * 100 > a->requests) { /* more than 1 % */
         char why[512];
-        report_rejections(why, sizeof why, x->g, a);
+        runner_report_rejections(why, sizeof why, x->g, a);
         ss_warn("%" PRIu64 " of %" PRIu64 " requests (%.1f %%) were rejected: %s", a->rejected,
                 a->requests, 100.0 * (double)a->rejected / (double)a->requests, why);
     }
@@ -209,18 +209,19 @@ int app_run_exec(app_run *x)
         size_t len = 0;
         FILE *f = open_memstream(&json, &len);
         if (f) {
-            report_run rep = app_run_report(x);
-            report_json(f, &rep, x->g, &x->m);
+            runner_report rep = runner_run_report(x);
+            runner_report_json(f, &rep, x->g, &x->m);
             fclose(f);
         }
-        rc = report_store(x->st, x->g, &x->m, x->wall_s, wl_source_digest(x->ws), json, &x->eb);
+        rc = runner_report_store(x->st, x->g, &x->m, x->wall_s, wl_source_digest(x->ws), json,
+                                 &x->eb);
         free(json);
     } else if (x->st)
         store_run_abort(x->st);
     return rc;
 }
 
-void app_run_fini(app_run *x)
+void runner_run_fini(runner_run *x)
 {
     if (x->own_store)
         store_close(&x->st);
@@ -238,7 +239,7 @@ void app_run_fini(app_run *x)
     x->ini = NULL;
 }
 
-void app_scale_rates(scn_scenario *sc, double factor)
+void runner_scale_rates(scn_scenario *sc, double factor)
 {
     for (uint32_t i = 0; i < sc->n_tenants; i++)
         sc->tenants[i].rate_scale *= factor;

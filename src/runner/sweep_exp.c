@@ -1,9 +1,9 @@
-/* The sweep experiment file, moved here from cmd_sweep.c unchanged so that the fuzz target
+/* The sweep experiment file, apart from running the points so that the fuzz target
  * (fuzz/fuzz_sweep.c) reads experiments exactly as `slicesim sweep` does. The format is
- * described at the top of cmd_sweep.c and in its --help. Not for running points. */
-#include "app/sweep_exp.h"
+ * described at the top of app/cmd_sweep.c and in its --help. Not for running points. */
+#include "runner/sweep.h"
 
-#include "app/bundle.h"
+#include "runner/bundle.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_ini.h"
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void sweep_exp_free(sweep_exp *x)
+void runner_sweep_exp_free(runner_sweep_exp *x)
 {
     for (int i = 0; i < x->n_sets; i++)
         ss_free(x->set[i]);
@@ -31,7 +31,7 @@ static int copy_into(char *dst, size_t size, const char *src)
 static int on_entry(void *ud, unsigned line, const char *section, const char *key,
                     const char *value, ss_errbuf *eb)
 {
-    sweep_exp *x = ud;
+    runner_sweep_exp *x = ud;
     if (!key) {
         if (strcmp(section, "sweep") && strcmp(section, "set") && strcmp(section, "grid"))
             return ss_err(eb, SS_EPARSE, "%s:%u: section [%s]: unknown section (known: sweep, "
@@ -56,9 +56,9 @@ static int on_entry(void *ud, unsigned line, const char *section, const char *ke
         return SS_OK;
     }
     if (!strcmp(x->section, "set")) {
-        if (x->n_sets == SWEEP_MAX_SETS)
+        if (x->n_sets == RUNNER_SWEEP_MAX_SETS)
             return ss_err(eb, SS_EPARSE, "%s:%u: set: more than %d keys", x->path, line,
-                          SWEEP_MAX_SETS);
+                          RUNNER_SWEEP_MAX_SETS);
         ss_strbuf b = {0};
         ss_strbuf_printf(&b, "%s=%s", key, value);
         x->set[x->n_sets] = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
@@ -73,20 +73,20 @@ static int on_entry(void *ud, unsigned line, const char *section, const char *ke
         if (!strcmp(x->keys[i].name, key))
             return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: set twice (first on line %u)", x->path,
                           line, key, x->keys[i].line);
-    if (x->n_keys == SWEEP_MAX_KEYS)
+    if (x->n_keys == RUNNER_SWEEP_MAX_KEYS)
         return ss_err(eb, SS_EPARSE, "%s:%u: grid: more than %d keys", x->path, line,
-                      SWEEP_MAX_KEYS);
-    sweep_grid_key *k = &x->keys[x->n_keys];
+                      RUNNER_SWEEP_MAX_KEYS);
+    runner_sweep_key *k = &x->keys[x->n_keys];
     if (copy_into(k->name, sizeof k->name, key) || strchr(key, ';') || strchr(key, '='))
         return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: not a key", x->path, line, key);
     if (!(k->text = ss_strdup(value)))
         return ss_err(eb, SS_ENOMEM, "out of memory");
     k->line = line;
     x->n_keys++;
-    k->n = app_split_list(k->text, k->values, SWEEP_MAX_VALUES);
+    k->n = runner_split_list(k->text, k->values, RUNNER_SWEEP_MAX_VALUES);
     if (k->n < 1)
         return ss_err(eb, SS_EPARSE, "%s:%u: grid.%s: expected 1 to %d comma-separated values",
-                      x->path, line, key, SWEEP_MAX_VALUES);
+                      x->path, line, key, RUNNER_SWEEP_MAX_VALUES);
     for (int i = 0; i < k->n; i++) {
         char *v = k->values[i];
         for (size_t e = strlen(v); e && v[e - 1] == ' '; e--)
@@ -98,7 +98,7 @@ static int on_entry(void *ud, unsigned line, const char *section, const char *ke
     return SS_OK;
 }
 
-int sweep_exp_load(sweep_exp *x, const char *path, ss_errbuf *eb)
+int runner_sweep_exp_load(runner_sweep_exp *x, const char *path, ss_errbuf *eb)
 {
     x->path = path;
     const char *slash = strrchr(path, '/');
@@ -120,7 +120,7 @@ int sweep_exp_load(sweep_exp *x, const char *path, ss_errbuf *eb)
         if (n > 4 && !strcmp(b + n - 4, ".ini"))
             n -= 4;
         snprintf(x->name, sizeof x->name, "%.*s",
-                 (int)(n < SWEEP_KEY_MAX - 1 ? n : SWEEP_KEY_MAX - 1), b);
+                 (int)(n < RUNNER_SWEEP_KEY_MAX - 1 ? n : RUNNER_SWEEP_KEY_MAX - 1), b);
     }
     if (x->scenario[0] != '/' && x->dir[0]) {
         char full[SCN_PATH_MAX];
@@ -134,8 +134,8 @@ int sweep_exp_load(sweep_exp *x, const char *path, ss_errbuf *eb)
     for (int i = 0; i < x->n_keys; i++) {
         if (!strcmp(x->keys[i].name, "policy"))
             for (int v = 0; v < x->keys[i].n; v++) {
-                char label[APP_LABEL_MAX];
-                int rc2 = app_bundle_label(x->keys[i].values[v], label, eb);
+                char label[RUNNER_LABEL_MAX];
+                int rc2 = runner_bundle_label(x->keys[i].values[v], label, eb);
                 if (rc2)
                     return ss_err_prefix(eb, rc2, "%s:%u: grid.policy", path, x->keys[i].line);
             }

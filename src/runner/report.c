@@ -1,11 +1,12 @@
 /* Reporting a finished replay: table, JSON, and the database rows derived from the metrics. */
-#include "app/report.h"
+#include "runner/report.h"
 
 #include "core/ss_strbuf.h"
 
 #include <inttypes.h>
 
-void report_rejections(char *buf, size_t size, const gsim *g, const metrics_group_summary *a)
+void runner_report_rejections(char *buf, size_t size, const gsim *g,
+                              const metrics_group_summary *a)
 {
     size_t n = 0;
     buf[0] = 0;
@@ -110,7 +111,7 @@ static void json_slices(FILE *f, const gsim *g, const metrics_summary *m)
 
 /* Operator placement, and what SliceScheduler did. decision_wall_s and decisions_per_s are
  * wall-clock figures, like wall_s. */
-static void json_ops(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metrics_summary *m)
 {
     const slice_stats *sl = gsim_slice_stats(g);
     fprintf(f, ", \"ops\": \"%s\"", r->ops ? r->ops : "home");
@@ -147,7 +148,8 @@ static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
     json_prefix_group(f, &m->all);
 }
 
-void report_json(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
+                        const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
     const metrics_group_summary *a = &m->all;
@@ -252,7 +254,8 @@ static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
             sl->wall_s, sl->refused_memory, sl->refused_sla, sl->refused_gain, m->pred_err_ms);
 }
 
-void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_summary *m)
+void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
+                         const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
     const metrics_group_summary *a = &m->all;
@@ -273,7 +276,7 @@ void report_table(FILE *f, const report_run *r, const gsim *g, const metrics_sum
             m->aborted);
     if (a->rejected) {
         char why[512];
-        report_rejections(why, sizeof why, g, a);
+        runner_report_rejections(why, sizeof why, g, a);
         fprintf(f, "  rejected %" PRIu64 " (%.1f %%): %s\n", a->rejected,
                 100.0 * (double)a->rejected / (double)a->requests, why);
     }
@@ -359,8 +362,8 @@ static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb
     return rc;
 }
 
-int report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
-                 uint64_t trace_digest, const char *result_json, ss_errbuf *eb)
+int runner_report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
+                        uint64_t trace_digest, const char *result_json, ss_errbuf *eb)
 {
     store_run_end end = {
         .wall_s = wall_s, .events = gsim_des_stats(g)->n_events,

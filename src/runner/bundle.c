@@ -1,5 +1,5 @@
 /* Policy bundles: built-in ones and LABEL:assignments. */
-#include "app/bundle.h"
+#include "runner/bundle.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +21,7 @@ static const builtin builtins[] = {
     {"slice", {"policy.cluster=container", "policy.ops=slice", NULL}},
 };
 
-const char *app_bundle_names(void)
+const char *runner_bundle_names(void)
 {
     return "container, realloc, infaas, llumnix, llumnix-tiers, slice";
 }
@@ -34,16 +34,16 @@ static const builtin *find(const char *name)
     return NULL;
 }
 
-int app_bundle_label(const char *spec, char *label, ss_errbuf *eb)
+int runner_bundle_label(const char *spec, char *label, ss_errbuf *eb)
 {
     const char *colon = strchr(spec, ':');
     size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
     if (!colon && !find(spec))
         return ss_err(eb, SS_EPARSE, "policy '%s': not a built-in bundle (%s), nor "
-                      "LABEL:SECTION.KEY=VALUE[+...]", spec, app_bundle_names());
-    if (n == 0 || n >= APP_LABEL_MAX)
+                      "LABEL:SECTION.KEY=VALUE[+...]", spec, runner_bundle_names());
+    if (n == 0 || n >= RUNNER_LABEL_MAX)
         return ss_err(eb, SS_EPARSE, "policy '%s': the label must have 1 to %d characters", spec,
-                      APP_LABEL_MAX - 1);
+                      RUNNER_LABEL_MAX - 1);
     for (size_t i = 0; i < n; i++)
         if (!((spec[i] >= 'a' && spec[i] <= 'z') || (spec[i] >= '0' && spec[i] <= '9') ||
               spec[i] == '-' || spec[i] == '_' || spec[i] == '.' || spec[i] == '+'))
@@ -56,7 +56,7 @@ int app_bundle_label(const char *spec, char *label, ss_errbuf *eb)
     return SS_OK;
 }
 
-int app_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb)
+int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb)
 {
     const char *colon = strchr(spec, ':');
     if (!colon) {
@@ -81,7 +81,7 @@ int app_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_e
     return SS_OK;
 }
 
-int app_split_list(char *s, char **items, int max)
+int runner_split_list(char *s, char **items, int max)
 {
     int n = 0;
     char *save = NULL;

@@ -1,0 +1,27 @@
+/* runner/: policy bundles, the "policies" that compare and sweep set side by side. A
+ * bundle is a built-in name (container, realloc, infaas, llumnix, llumnix-tiers, slice) or
+ * LABEL:SECTION.KEY=VALUE[+SECTION.KEY=VALUE...], scenario assignments under a label of one's
+ * own (e.g. "sarathi-slice:policy.batching=sarathi+policy.ops=slice"). */
+#ifndef SS_RUNNER_BUNDLE_H
+#define SS_RUNNER_BUNDLE_H
+
+#include "core/ss_err.h"
+#include "scenario/scenario.h"
+
+#include <stddef.h>
+
+#define RUNNER_LABEL_MAX 48
+
+/* Check a bundle spec and write its label to label (RUNNER_LABEL_MAX bytes). 0 or SS_EPARSE. */
+int runner_bundle_label(const char *spec, char *label, ss_errbuf *eb);
+/* Apply the bundle's assignments to sc; where names their origin in messages ("--policies",
+ * "exp.ini:4: grid"; see scn_set_from). 0, or the scenario's error (SS_EPARSE...). */
+int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb);
+/* The built-in bundle names, comma-separated, for messages and --help. */
+const char *runner_bundle_names(void);
+
+/* Split a comma-separated list in place: fills up to max pointers into s; returns the count, or
+ * -1 when there are more than max items or an item is empty. */
+int runner_split_list(char *s, char **items, int max);
+
+#endif

@@ -1,0 +1,26 @@
+/* Private to runner/: turning a checked scenario into what a run needs: the simulator's
+ * configuration (tenants with their models and per-tier SLAs, cluster, policies, engine) and
+ * the workload's per-tenant specifications (trace, synthetic or ServeGen source, shaping,
+ * tier mix). Everything it fills borrows strings from the scenario and the catalog. */
+#ifndef SS_RUNNER_SCENARIO_RUN_H
+#define SS_RUNNER_SCENARIO_RUN_H
+
+#include "catalog/catalog.h"
+#include "gsim/gsim.h"
+#include "scenario/scenario.h"
+#include "workload/workload.h"
+
+typedef struct runner_config {
+    gsim_config cfg;                      /* cfg.tenants points into tenants[] */
+    gsim_tenant tenants[SS_MAX_TENANTS];
+    wl_tenant_spec specs[SS_MAX_TENANTS];
+    trace_gen_spec synth[SS_MAX_TENANTS];
+} runner_config;
+
+/* Fill r from scenario sc (already checked) and catalog cat. Unknown models or GPUs, bad
+ * synthetic specs and bad tier mixes give SS_ENOTFOUND / SS_EINVAL / SS_EPARSE with
+ * "tenant NAME: ..." in eb. */
+int runner__config_make(runner_config *r, const scn_scenario *sc, const catalog *cat,
+                        ss_errbuf *eb);
+
+#endif
