@@ -1,25 +1,19 @@
-/* `slicesim compare`: the same scenario, trace and seed under several policy bundles (and
- * loads), one table with ratios against the first bundle; every run goes to the results
- * database as a point of a sweep named after the scenario, so `slicesim plot` can draw it. */
+/* `slicesim compare`: the options and --help of the same scenario, trace and seed under
+ * several policy bundles (and loads). Running them and the table are runner/compare.c's. */
 #include "app/cli.h"
 
 #include "runner/bundle.h"
-#include "runner/report.h"
-#include "runner/run.h"
+#include "runner/compare.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
-#include "core/ss_strbuf.h"
 
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_POLICIES 16
-#define MAX_RATES 32
+#define MAX_POLICIES RUNNER_COMPARE_MAX_POLICIES
+#define MAX_RATES RUNNER_COMPARE_MAX_RATES
 
 typedef struct compare_opts {
     const char *config, *profiles, *db, *name;
@@ -33,15 +27,6 @@ typedef struct compare_opts {
     size_t n_sets, cap_sets;
     int json, progress;
 } compare_opts;
-
-/* What the table shows of one run. */
-typedef struct result {
-    int policy;
-    double rate;
-    metrics_summary m;
-    double tier_sla[SS_MAX_TIERS];
-    uint32_t n_tiers;
-} result;
 
 static void usage(FILE *f)
 {
@@ -173,61 +158,15 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
     return CLI_OK;
 }
 
-/* The scenario for one run: the file, the --set assignments, the bundle, the load. */
-static int build(const compare_opts *o, int p, double rate, scn_scenario **out, ss_errbuf *eb)
+/* The scenario file and its traces are inputs, the database the output: none may be
+ * another (runner_files_fn). */
+static int compare_files(void *ud, const scn_scenario *sc, const char *db, ss_errbuf *eb)
 {
-    scn_scenario *sc = NULL;
-    int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
-    if (!rc && (rc = scn_load(sc, o->config, eb)) == SS_EIO)
-        rc = SS_EPARSE;
-    for (size_t i = 0; !rc && i < o->n_sets; i++)
-        rc = scn_set(sc, o->sets[i], eb);
-    if (!rc && o->db) {
-        char a[SCN_PATH_MAX + 8];
-        snprintf(a, sizeof a, "run.db=%s", o->db);
-        rc = scn_set_option(sc, a, "--db", eb);
-    }
-    if (!rc)
-        rc = runner_bundle_apply(sc, o->policy[p], "--policies", eb);
-    if (!rc)
-        runner_scale_rates(sc, rate);
-    if (!rc)
-        rc = scn_check(sc, eb);
-    if (rc)
-        scn_destroy(&sc);
-    *out = sc;
+    (void)ud;
+    cli_files files = {0};
+    int rc = cli_scenario_files(&files, sc, db, eb);
+    cli_files_fini(&files);
     return rc;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-static void print_table(const compare_opts *o, const result *res, int n)
-{
-    printf("slicesim compare: %s, %d bundle(s) x %d load(s); ratios against %s\n", o->config,
-           o->n_policies, o->n_rates, o->label[0]);
-    printf("  %-5s %-16s %10s %5s %10s %5s %8s %9s %9s %8s %8s %9s %9s  %s\n", "load",
-           "policy", "out tok/s", "x", "goodput", "x", "SLA miss", "TTFT p50", "TTFT p99",
-           "TBT p50", "TBT p99", "E2E p50", "E2E p99", "SLA miss by tier");
-    for (int i = 0; i < n; i++) {
-        const result *r = &res[i], *b = &res[i - i % o->n_policies];
-        const metrics_group_summary *a = &r->m.all, *ba = &b->m.all;
-        printf("  %-5g %-16s %10.1f %5.2f %10.1f %5.2f %7.1f%% %9.0f %9.0f %8.1f %8.1f %9.0f "
-               "%9.0f ",
-               r->rate, o->label[r->policy], a->output_tokens_per_s,
-               ba->output_tokens_per_s > 0 ? a->output_tokens_per_s / ba->output_tokens_per_s : 0,
-               a->goodput_tokens_per_s,
-               ba->goodput_tokens_per_s > 0 ? a->goodput_tokens_per_s / ba->goodput_tokens_per_s
-                                            : 0,
-               100 * a->sla_violation_rate, a->ttft_ms.p50, a->ttft_ms.p99, a->tbt_ms.p50,
-               a->tbt_ms.p99, a->e2e_ms.p50, a->e2e_ms.p99);
-        for (uint32_t k = 0; k < r->n_tiers; k++)
-            printf(" t%u %.1f%%", k, 100 * r->tier_sla[k]);
-        putchar('\n');
-    }
 }
 
 static void free_opts(compare_opts *o)
@@ -247,97 +186,16 @@ int cmd_compare(int argc, char **argv)
         ss_free(cmdline);
         return rc < 0 ? CLI_OK : rc;
     }
-    int n = o.n_policies * o.n_rates;
-    result *res = ss_calloc((size_t)n, sizeof *res);
-    char name[300];
-    snprintf(name, sizeof name, "%s", o.name ? o.name : "");
-    if (!o.name)
-        snprintf(name, sizeof name, "compare:%s", base_name(o.config));
+    runner_compare_opts ro = {
+        .config = o.config, .profiles = o.profiles, .db = o.db, .name = o.name,
+        .command = cmdline, .policy = o.policy, .n_policies = o.n_policies, .rate = o.rate,
+        .n_rates = o.n_rates, .sets = o.sets, .n_sets = o.n_sets, .json = o.json,
+        .progress = o.progress, .check_files = compare_files,
+    };
     ss_errbuf eb = {""};
-    store *st = NULL;
-    const char *db = NULL;
-    scn_scenario *sc = NULL;
-    if (!res || !cmdline)
-        rc = ss_err(&eb, SS_ENOMEM, "out of memory");
-    /* every point (bundle and load) must build before anything runs, so that a bad bundle
-     * stores nothing: the scenario, everything a run sets up from it, and arrivals within the
-     * simulated time range */
-    runner_run_opts check_opts = {.profiles = o.profiles, .config = o.config};
-    for (int i = 0; !rc && i < n; i++) {
-        int p = i % o.n_policies;
-        double rate = o.rate[i / o.n_policies];
-        if (!(rc = build(&o, p, rate, &sc, &eb)) &&
-            (rc = runner_run_check(sc, &check_opts, &eb)))
-            ss_err_prefix(&eb, rc, "policy=%s;rate=%g", o.label[p], rate);
-        scn_destroy(&sc);
-    }
-    if (!rc) /* the first point's scenario names the database */
-        rc = build(&o, 0, o.rate[0], &sc, &eb);
-    cli_files files = {0};
-    if (!rc)
-        rc = cli_scenario_files(&files, sc, NULL, &eb);
-    cli_files_fini(&files);
-    /* one database for every run: --db, else the scenario's */
-    if (!rc) {
-        db = sc->db;
-        if (strcmp(db, "none"))
-            rc = store_open(&st, db, &eb);
-    }
-    scn_destroy(&sc); /* also the first point's when a later one failed */
-    if (!rc && o.json)
-        fputs("[\n", stdout);
-    for (int i = 0; !rc && i < n; i++) {
-        int p = i % o.n_policies;
-        double rate = o.rate[i / o.n_policies];
-        char point[RUNNER_LABEL_MAX + 64];
-        snprintf(point, sizeof point, "policy=%s;rate=%g", o.label[p], rate);
-        if (o.progress && isatty(STDERR_FILENO))
-            fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, n, point);
-        runner_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
-                              .sweep = name, .point = point, .load = rate,
-                              .progress = o.progress, .st = st, .arrivals_checked = 1};
-        runner_run x = {0};
-        rc = build(&o, p, rate, &sc, &x.eb);
-        if (!rc)
-            rc = runner_run_setup(&x, sc, &ro);
-        if (!rc)
-            rc = runner_run_exec(&x);
-        if (!rc) {
-            result *r = &res[i];
-            r->policy = p;
-            r->rate = rate;
-            r->m = x.m;
-            const metrics *mt = gsim_metrics(x.g);
-            r->n_tiers = mt->n_tiers;
-            for (uint32_t k = 0; k < mt->n_tiers; k++) {
-                metrics_group_summary gs;
-                metrics_summarize_group(&mt->tiers[k], x.m.window_s, &gs);
-                r->tier_sla[k] = gs.sla_violation_rate;
-            }
-            if (o.json) {
-                runner_report rep = runner_run_report(&x);
-                printf("  {\"policy\": \"%s\", \"rate\": %g, \"run\": ", o.label[p], rate);
-                runner_report_json(stdout, &rep, x.g, &x.m);
-                printf("  }%s\n", i + 1 < n ? "," : "");
-            }
-        } else {
-            ss_err_prefix(&x.eb, rc, "%s", point);
-            eb = x.eb;
-        }
-        runner_run_fini(&x);
-        scn_destroy(&sc);
-    }
-    if (!rc && o.json)
-        fputs("]\n", stdout);
-    else if (!rc)
-        print_table(&o, res, n);
-    if (!rc && !o.json && st)
-        printf("  results: %s (sweep '%s')\n", store_path(st), name);
+    rc = cmdline ? runner_compare(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
     if (rc)
         fprintf(stderr, "slicesim: compare: %s\n", eb.msg);
-    store_close(&st);
-    scn_destroy(&sc); /* left by a failed check */
-    ss_free(res);
     ss_free(cmdline);
     free_opts(&o);
     return cli_status_of(rc);

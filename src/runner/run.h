@@ -76,4 +76,11 @@ void runner_run_fini(runner_run *x);
 /* Multiply every tenant's rate_scale by factor. */
 void runner_scale_rates(scn_scenario *sc, double factor);
 
+/* The caller's check of a command's files, called by the commands that run several points
+ * (runner/compare.h, runner/sweep.h) before they write anything, so that app/ can refuse an
+ * output that is one of the inputs or another output. sc is the scenario of the runs (its file
+ * and its tenants' traces are read; borrowed), db the results database they write (NULL: sc's
+ * own; "none": none). 0, or an SS_E* code with eb set, which stops the command. */
+typedef int runner_files_fn(void *ud, const scn_scenario *sc, const char *db, ss_errbuf *eb);
+
 #endif

@@ -1,13 +1,19 @@
-/* runner/: the sweep experiment file (EXPERIMENT.ini: [sweep], [set], [grid]) read into a
- * plain struct, so that `slicesim sweep` and the fuzz target parse it the same way. Not for
- * running points (cmd_sweep.c builds each point's scenario and runs it). */
+/* runner/: sweeps. The experiment file (EXPERIMENT.ini: [sweep], [set], [grid]) read into a
+ * plain struct, so that `slicesim sweep` and the fuzz target parse it the same way
+ * (sweep_exp.c); and running its grid point by point into one results database (sweep.c):
+ * points already there are skipped, so an interrupted sweep resumes; points run in parallel
+ * processes, one slice of the grid per shard or per MPI rank. Not for reading options or
+ * starting MPI (app/cmd_sweep.c). */
 #ifndef SS_RUNNER_SWEEP_H
 #define SS_RUNNER_SWEEP_H
+
+#include "runner/run.h"
 
 #include "core/ss_err.h"
 #include "scenario/scenario.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define RUNNER_SWEEP_MAX_KEYS 16   /* [grid] keys */
 #define RUNNER_SWEEP_MAX_VALUES 64 /* values of one grid key */
@@ -47,5 +53,42 @@ typedef struct runner_sweep_exp {
 int runner_sweep_exp_load(runner_sweep_exp *x, const char *path, ss_errbuf *eb);
 /* Free what x owns (not x itself). */
 void runner_sweep_exp_free(runner_sweep_exp *x);
+
+#define RUNNER_SWEEP_MAX_JOBS 64 /* worker processes of one sweep */
+
+/* How a loaded experiment is run. */
+typedef struct runner_sweep_opts {
+    const char *db;           /* results database (NULL: the experiment's sweep.db) */
+    const char *profiles;     /* catalog directory (NULL: catalog_default_dir) */
+    const char *command;      /* the command line, for the runs table (NULL: "") */
+    int jobs;                 /* points at once, each worker a process writing DB.jobJ, merged
+                                 at the end (1: one after the other in this process; at most
+                                 RUNNER_SWEEP_MAX_JOBS) */
+    int shard_k, shard_n;     /* run only points i with i % shard_n = shard_k - 1 (1, 1: all) */
+    int mpi;                  /* launched by mpirun: rank mpi_rank (from 0) of mpi_size runs
+                                 shard mpi_rank + 1 / mpi_size into DB.rankR (R = mpi_rank + 1),
+                                 and only rank 0 writes the report; with shard_n > 1 an error */
+    int mpi_rank;
+    int mpi_size;             /* ranks the launcher gave (1: none); over 1, rank 0 says how to
+                                 merge the ranks' databases */
+    int json;                 /* the report as a JSON array instead of the table */
+    int progress;             /* a line per point on a terminal, and the run's progress line */
+    int dry_run;              /* list the points and whether they are done; run nothing */
+    runner_files_fn *check_files; /* called with the first point's scenario and the database
+                                     once that point passed its check (NULL: none) */
+    void *check_files_ud;
+} runner_sweep_opts;
+
+/**
+ * Run the points of x (loaded by runner_sweep_exp_load; borrowed) that o's shard takes and the
+ * database does not have yet, then write the report of the shard's points to out (the table,
+ * or with o->json a JSON array of the stored results). Every point is checked (scenario,
+ * models, cluster, policy parameters, arrivals) before anything runs. Lines on what is done
+ * and to do go to stderr.
+ * @return 0, or an SS_E* code with eb set ("KEY=V;...: ..." when a point failed); the runs
+ *         that finished stay in the database
+ */
+int runner_sweep(const runner_sweep_exp *x, const runner_sweep_opts *o, FILE *out,
+                 ss_errbuf *eb);
 
 #endif
