@@ -41,12 +41,12 @@ typedef struct runner_run_opts {
 
 /* The simulator's configuration and workload specs made from the scenario (private to
  * runner/: runner/scenario_run.h). */
-typedef struct runner_config runner_config;
+typedef struct runner__config runner__config;
 
 typedef struct runner_run {
     const scn_scenario *sc;   /* borrowed */
     const runner_run_opts *o; /* borrowed */
-    runner_config *run;       /* owned */
+    runner__config *run;      /* owned */
     catalog *cat;
     int own_cat;              /* cat was loaded here (not o->catalog) */
     wl_source *ws;

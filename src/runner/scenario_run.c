@@ -95,7 +95,7 @@ static void sla_ns(gsim_tenant *t, const scn_tenant *st)
 }
 
 /* The workload part of tenant i. */
-static int make_spec(runner_config *r, const scn_scenario *sc, uint32_t i, ss_errbuf *eb)
+static int make_spec(runner__config *r, const scn_scenario *sc, uint32_t i, ss_errbuf *eb)
 {
     const scn_tenant *st = &sc->tenants[i];
     wl_tenant_spec *w = &r->specs[i];
@@ -166,7 +166,7 @@ static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_mode
                   m->name);
 }
 
-static int make_tenant(runner_config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
+static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
     const scn_tenant *st = &sc->tenants[i];
@@ -198,7 +198,8 @@ static int make_tenant(runner_config *r, const scn_scenario *sc, const catalog *
     return rc;
 }
 
-int runner__config_make(runner_config *r, const scn_scenario *sc, const catalog *cat, ss_errbuf *eb)
+int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog *cat,
+                        ss_errbuf *eb)
 {
     memset(r, 0, sizeof *r);
     gsim_config *c = &r->cfg;

@@ -10,17 +10,17 @@
 #include "scenario/scenario.h"
 #include "workload/workload.h"
 
-typedef struct runner_config {
+typedef struct runner__config {
     gsim_config cfg;                      /* cfg.tenants points into tenants[] */
     gsim_tenant tenants[SS_MAX_TENANTS];
     wl_tenant_spec specs[SS_MAX_TENANTS];
     trace_gen_spec synth[SS_MAX_TENANTS];
-} runner_config;
+} runner__config;
 
 /* Fill r from scenario sc (already checked) and catalog cat. Unknown models or GPUs, bad
  * synthetic specs and bad tier mixes give SS_ENOTFOUND / SS_EINVAL / SS_EPARSE with
  * "tenant NAME: ..." in eb. */
-int runner__config_make(runner_config *r, const scn_scenario *sc, const catalog *cat,
+int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog *cat,
                         ss_errbuf *eb);
 
 #endif
