@@ -43,4 +43,11 @@ static inline ss_time ss_time_from_s(double s) { return (ss_time)llround(s * 1e9
 static inline double ss_time_to_s(ss_time t) { return (double)t / 1e9; }
 static inline double ss_time_to_ms(ss_time t) { return (double)t / 1e6; }
 
+/* qsort comparator of ss_time values, ascending. */
+static inline int ss_time_cmp(const void *a, const void *b)
+{
+    ss_time x = *(const ss_time *)a, y = *(const ss_time *)b;
+    return (x > y) - (x < y);
+}
+
 #endif
