@@ -4,7 +4,6 @@
 #include "core/ss_alloc.h"
 #include "core/ss_err.h"
 #include "core/ss_strbuf.h"
-#include "core/ss_time.h"
 #include "trace/trace.h"
 
 #include <ctype.h>
@@ -139,10 +138,4 @@ char *cli_join_args(int argc, char **argv)
     char *s = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
     ss_strbuf_fini(&b);
     return s;
-}
-
-int cli_cmp_time(const void *a, const void *b)
-{
-    ss_time x = *(const ss_time *)a, y = *(const ss_time *)b;
-    return (x > y) - (x < y);
 }

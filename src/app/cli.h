@@ -56,8 +56,6 @@ int cli_check_long_options(const char *cmd, int argc, char **argv, const char *s
                            const struct option *longopts);
 /* "slicesim ARG..." (owned, ss_free), for the runs table; NULL when out of memory. */
 char *cli_join_args(int argc, char **argv);
-/* qsort comparator of ss_time values, ascending. */
-int cli_cmp_time(const void *a, const void *b);
 
 typedef struct trace_reader trace_reader;
 typedef struct ss_errbuf ss_errbuf;
