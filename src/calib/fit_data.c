@@ -1,17 +1,11 @@
 /* Measured serving runs for `slicesim fit`: reading runs.csv and stages.csv with precise
- * "FILE:LINE: field: what" errors, replaying a run in process under a candidate engine, and the
- * per-stage figures bench/fidelity.sh computes. Not for the optimiser or the output
- * (cmd_fit.c). */
-#include "app/fit.h"
-
-#include "runner/run.h"
+ * "FILE:LINE: field: what" errors. Not for replaying them (fit_runs.c), the optimiser (fit.c)
+ * or the output (fit_out.c). */
+#include "calib/fit_int.h"
 
 #include "core/ss_alloc.h"
 #include "core/ss_csv.h"
 #include "core/ss_parse.h"
-#include "core/ss_time.h"
-#include "scenario/scenario.h"
-#include "workload/workload.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const fit_metric_col[FIT_METRICS] = {"ttft_mean_ms", "ttft_p90_ms", "itl_ms",
-                                                 "e2e_mean_ms", "e2e_p90_ms"};
-const char *const fit_metric_label[FIT_METRICS] = {"TTFT mean", "TTFT p90", "ITL", "E2E mean",
-                                                   "E2E p90"};
+const char *const calib__fit_metric_col[CALIB_FIT_METRICS] = {
+    "ttft_mean_ms", "ttft_p90_ms", "itl_ms", "e2e_mean_ms", "e2e_p90_ms"};
+const char *const calib__fit_metric_label[CALIB_FIT_METRICS] = {"TTFT mean", "TTFT p90", "ITL",
+                                                                "E2E mean", "E2E p90"};
 
 /* {======================================================================
  * runs.csv
@@ -38,7 +32,7 @@ static const char *const run_cols[RC__N] = {
 /* What reading needs besides the result: the column indexes, the names of every run seen
  * (kept or skipped, for stage rows and --runs), and the --runs list. */
 typedef struct reader {
-    fit_data *d;
+    calib_fit_data *d;
     const char *dir;
     const catalog *cat;
     int col[RC__N];
@@ -84,7 +78,7 @@ static int get_name(const ss_csv *c, int col, const char *name, char *buf, ss_er
 }
 
 /* trace_stage_starts: one or more numbers >= 0 separated by ';', non-decreasing. */
-static int get_starts(const ss_csv *c, int col, fit_run *r, ss_errbuf *eb)
+static int get_starts(const ss_csv *c, int col, calib_fit_run *r, ss_errbuf *eb)
 {
     const char *s = ss_csv_get(c, col), *p = s;
     size_t cap = 0;
@@ -105,7 +99,7 @@ static int get_starts(const ss_csv *c, int col, fit_run *r, ss_errbuf *eb)
 }
 
 /* The trace's path (relative to DIR unless absolute), checked to be readable. */
-static int get_trace(const ss_csv *c, const reader *rd, fit_run *r, ss_errbuf *eb)
+static int get_trace(const ss_csv *c, const reader *rd, calib_fit_run *r, ss_errbuf *eb)
 {
     const char *t = ss_csv_get(c, rd->col[RC_TRACE]);
     size_t n = strlen(rd->dir) + strlen(t) + 2;
@@ -124,7 +118,7 @@ static int get_trace(const ss_csv *c, const reader *rd, fit_run *r, ss_errbuf *e
 }
 
 /* The catalog lookups of a run: its model and GPU must be known. */
-static int check_names(const ss_csv *c, const reader *rd, const fit_run *r, ss_errbuf *eb)
+static int check_names(const ss_csv *c, const reader *rd, const calib_fit_run *r, ss_errbuf *eb)
 {
     const cat_model *m;
     const cat_gpu *g;
@@ -137,7 +131,7 @@ static int check_names(const ss_csv *c, const reader *rd, const fit_run *r, ss_e
 }
 
 /* Every field of a run that is replayed. */
-static int parse_run(const ss_csv *c, const reader *rd, fit_run *r, ss_errbuf *eb)
+static int parse_run(const ss_csv *c, const reader *rd, calib_fit_run *r, ss_errbuf *eb)
 {
     const int *col = rd->col;
     r->line = c->line;
@@ -199,7 +193,7 @@ static int note_seen(const ss_csv *c, reader *rd, const char *name, int kept, ss
     return SS_OK;
 }
 
-static int add_note(const ss_csv *c, fit_data *d, const char *name, const char *why,
+static int add_note(const ss_csv *c, calib_fit_data *d, const char *name, const char *why,
                     ss_errbuf *eb)
 {
     char buf[SS_ERRBUF_LEN];
@@ -214,7 +208,7 @@ static int add_note(const ss_csv *c, fit_data *d, const char *name, const char *
 /* One row of runs.csv: skipped (with a note when it cannot be replayed), or appended. */
 static int read_run_row(const ss_csv *c, reader *rd, size_t *cap, ss_errbuf *eb)
 {
-    fit_data *d = rd->d;
+    calib_fit_data *d = rd->d;
     const char *name = ss_csv_get(c, rd->col[RC_RUN]);
     const char *why = !*ss_csv_get(c, rd->col[RC_MODEL]) ? "no catalog model"
                       : !*ss_csv_get(c, rd->col[RC_TRACE]) ? "no trace" : NULL;
@@ -226,7 +220,7 @@ static int read_run_row(const ss_csv *c, reader *rd, size_t *cap, ss_errbuf *eb)
         return rc;
     if (ss_grow((void **)&d->runs, cap, d->n_runs + 1, sizeof *d->runs))
         return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
-    fit_run *r = &d->runs[d->n_runs++];
+    calib_fit_run *r = &d->runs[d->n_runs++];
     memset(r, 0, sizeof *r);
     if (!(r->name = ss_strdup(name)))
         return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
@@ -289,21 +283,21 @@ static int check_only(const reader *rd, ss_errbuf *eb)
 enum { SC_RUN, SC_STAGE, SC__N };
 static const char *const stage_key_cols[SC__N] = {"run", "stage"};
 /* The measured columns a stages.csv must have (itl_ms may be derived). */
-static const int required_metric[FIT_METRICS] = {1, 1, 0, 1, 1};
+static const int required_metric[CALIB_FIT_METRICS] = {1, 1, 0, 1, 1};
 
 typedef struct stage_cols {
     int key[SC__N];
-    int metric[FIT_METRICS]; /* -1: absent (only itl_ms may be) */
+    int metric[CALIB_FIT_METRICS]; /* -1: absent (only itl_ms may be) */
     int rate;                /* -1: absent */
 } stage_cols;
 
 static int stage_columns(const ss_csv *c, stage_cols *sc, ss_errbuf *eb)
 {
     int rc = find_cols(c, stage_key_cols, SC__N, sc->key, eb);
-    for (int m = 0; !rc && m < FIT_METRICS; m++) {
-        sc->metric[m] = ss_csv_col(c, fit_metric_col[m]);
+    for (int m = 0; !rc && m < CALIB_FIT_METRICS; m++) {
+        sc->metric[m] = ss_csv_col(c, calib__fit_metric_col[m]);
         if (sc->metric[m] < 0 && required_metric[m])
-            rc = ss_csv_err(c, eb, SS_EPARSE, fit_metric_col[m], "missing column");
+            rc = ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[m], "missing column");
     }
     sc->rate = ss_csv_col(c, "rate");
     return rc;
@@ -327,18 +321,19 @@ static int stage_run(const ss_csv *c, const reader *rd, const char *name, long *
 }
 
 /* The measured figures: empty = not measured (NaN); itl_ms derived when absent or empty. */
-static int stage_values(const ss_csv *c, const stage_cols *sc, const fit_run *r, fit_stage *s,
-                        ss_errbuf *eb)
+static int stage_values(const ss_csv *c, const stage_cols *sc, const calib_fit_run *r,
+                        calib_fit_stage *s, ss_errbuf *eb)
 {
-    for (int m = 0; m < FIT_METRICS; m++) {
+    for (int m = 0; m < CALIB_FIT_METRICS; m++) {
         const char *v = ss_csv_get(c, sc->metric[m]);
         s->real[m] = NAN;
         if (*v && (ss_parse_doublez(v, &s->real[m]) || s->real[m] < 0))
-            return ss_csv_err(c, eb, SS_EPARSE, fit_metric_col[m], "'%.60s' is not a number "
-                              ">= 0 (ms)", v);
+            return ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[m], "'%.60s' is not a "
+                              "number >= 0 (ms)", v);
     }
-    if (isnan(s->real[FIT_ITL]))
-        s->real[FIT_ITL] = (s->real[FIT_E2E] - s->real[FIT_TTFT]) / (r->output_len - 1);
+    if (isnan(s->real[CALIB_FIT_ITL]))
+        s->real[CALIB_FIT_ITL] =
+            (s->real[CALIB_FIT_E2E] - s->real[CALIB_FIT_TTFT]) / (r->output_len - 1);
     snprintf(s->rate, sizeof s->rate, "%s", sc->rate < 0 ? "" : ss_csv_get(c, sc->rate));
     return SS_OK;
 }
@@ -346,7 +341,7 @@ static int stage_values(const ss_csv *c, const stage_cols *sc, const fit_run *r,
 static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *sc, size_t *cap,
                           double served_ms, ss_errbuf *eb)
 {
-    fit_data *d = rd->d;
+    calib_fit_data *d = rd->d;
     const char *name = ss_csv_get(c, sc->key[SC_RUN]);
     long ri;
     uint32_t k = 0; /* set by get_u32 when rc is 0 (-O3 cannot tell) */
@@ -355,7 +350,7 @@ static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *s
         rc = get_u32(c, sc->key[SC_STAGE], "stage", 0, &k, eb);
     if (rc || ri < 0)
         return rc;
-    fit_run *r = &d->runs[ri];
+    calib_fit_run *r = &d->runs[ri];
     if (k >= r->n_starts)
         return ss_csv_err(c, eb, SS_EPARSE, "stage", "run '%s' has %zu stage%s "
                           "(trace_stage_starts, line %u of %s)", r->name, r->n_starts,
@@ -366,12 +361,12 @@ static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *s
                               "line %u", k, r->name, d->stages[i].line);
     if (ss_grow((void **)&d->stages, cap, d->n_stages + 1, sizeof *d->stages))
         return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
-    fit_stage *s = &d->stages[d->n_stages];
+    calib_fit_stage *s = &d->stages[d->n_stages];
     memset(s, 0, sizeof *s);
-    *s = (fit_stage){.run = (size_t)ri, .k = k, .line = c->line};
+    *s = (calib_fit_stage){.run = (size_t)ri, .k = k, .line = c->line};
     if ((rc = stage_values(c, sc, r, s, eb)))
         return rc;
-    s->fitted = s->real[FIT_TTFT] < served_ms;
+    s->fitted = s->real[CALIB_FIT_TTFT] < served_ms;
     r->n_stages++;
     r->n_fitted += (size_t)s->fitted;
     d->n_stages++;
@@ -380,7 +375,7 @@ static int read_stage_row(const ss_csv *c, const reader *rd, const stage_cols *s
 
 static int cmp_stage(const void *a, const void *b)
 {
-    const fit_stage *x = a, *y = b;
+    const calib_fit_stage *x = a, *y = b;
     if (x->run != y->run)
         return x->run < y->run ? -1 : 1;
     return x->k < y->k ? -1 : x->k > y->k;
@@ -430,8 +425,8 @@ static void reader_fini(reader *rd)
     ss_free(rd->only);
 }
 
-int fit_data_read(fit_data *d, const char *dir, const catalog *cat, const char *only,
-                  double served_ms, ss_errbuf *eb)
+int calib__fit_data_read(calib_fit_data *d, const char *dir, const catalog *cat,
+                         const char *only, double served_ms, ss_errbuf *eb)
 {
     memset(d, 0, sizeof *d);
     reader rd = {.d = d, .dir = dir, .cat = cat};
@@ -453,7 +448,7 @@ int fit_data_read(fit_data *d, const char *dir, const catalog *cat, const char *
     return rc;
 }
 
-void fit_data_fini(fit_data *d)
+void calib__fit_data_fini(calib_fit_data *d)
 {
     for (size_t i = 0; i < d->n_runs; i++) {
         ss_free(d->runs[i].name);
@@ -470,139 +465,3 @@ void fit_data_fini(fit_data *d)
     ss_free(d->stages_path);
     memset(d, 0, sizeof *d);
 }
-
-/* {======================================================================
- * Replay and per-stage figures
- * ======================================================================= */
-
-double fit_pct(const double *xs, size_t n, double q)
-{
-    if (!n)
-        return NAN;
-    double k = (double)(n - 1) * q / 100.0;
-    double lo = floor(k), hi = ceil(k);
-    double a = xs[(size_t)lo], b = xs[(size_t)hi];
-    return a + (b - a) * (k - lo);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The figures of stage s from its run's requests; t and e are scratch of n_reqs values. */
-static void stage_figures(const fit_run *r, fit_stage *s, double *t, double *e)
-{
-    double lo = r->starts[s->k], hi = s->k + 1 < r->n_starts ? r->starts[s->k + 1] : INFINITY;
-    double sum_t = 0, sum_e = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_reqs; i++) {
-        const fit_req *q = &r->reqs[i];
-        if (!(lo <= q->arrival_s && q->arrival_s < hi))
-            continue;
-        sum_t += q->ttft_ms;
-        sum_e += q->e2e_ms;
-        t[n] = q->ttft_ms;
-        e[n++] = q->e2e_ms;
-    }
-    s->completed = n;
-    qsort(t, n, sizeof *t, cmp_double);
-    qsort(e, n, sizeof *e, cmp_double);
-    s->sim[FIT_TTFT] = n ? sum_t / (double)n : NAN;
-    s->sim[FIT_E2E] = n ? sum_e / (double)n : NAN;
-    s->sim[FIT_TTFT90] = fit_pct(t, n, 90);
-    s->sim[FIT_E2E90] = fit_pct(e, n, 90);
-    s->sim[FIT_ITL] = (s->sim[FIT_E2E] - s->sim[FIT_TTFT]) / (double)(r->output_len - 1);
-}
-
-static int fill_stages(fit_data *d, size_t i, ss_errbuf *eb)
-{
-    const fit_run *r = &d->runs[i];
-    double *t = ss_malloc((r->n_reqs + 1) * 2 * sizeof *t);
-    if (!t)
-        return ss_err(eb, SS_ENOMEM, "out of memory");
-    for (size_t k = 0; k < d->n_stages; k++)
-        if (d->stages[k].run == i)
-            stage_figures(r, &d->stages[k], t, t + r->n_reqs + 1);
-    ss_free(t);
-    return SS_OK;
-}
-
-/* The sink: completed requests as the requests table stores them. */
-static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
-{
-    fit_run *r = ud;
-    if (m->rejected)
-        return SS_OK;
-    if (ss_grow((void **)&r->reqs, &r->cap_reqs, r->n_reqs + 1, sizeof *r->reqs))
-        return ss_err(eb, SS_ENOMEM, "out of memory");
-    r->reqs[r->n_reqs++] = (fit_req){ss_time_to_s(m->arrival),
-                                     ss_time_to_ms(m->first_token - m->arrival),
-                                     ss_time_to_ms(m->finish - m->arrival)};
-    return SS_OK;
-}
-
-static int next_request(void *ud, trace_rec *out, ss_errbuf *eb)
-{
-    return wl_source_next(ud, out, eb);
-}
-
-/* The scenario replay would build from fidelity.sh's options for run r under engine `engine`. */
-static int build_scenario(scn_scenario *sc, const fit_run *r, const char *engine,
-                          const char *cost, ss_errbuf *eb)
-{
-    char kv[12][SCN_PATH_MAX + 64];
-    int n = 0;
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.model=%s", r->model);
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace=%s", r->trace);
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace_format=native");
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.replicas=1");
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.tp=%u", r->tp);
-    snprintf(kv[n++], sizeof kv[0], "tenant.fit.engine=%s", engine);
-    snprintf(kv[n++], sizeof kv[0], "cluster.gpu=%s", r->gpu);
-    snprintf(kv[n++], sizeof kv[0], "policy.batching=sarathi");
-    snprintf(kv[n++], sizeof kv[0], "policy.token_budget=%u", r->max_num_batched_tokens);
-    snprintf(kv[n++], sizeof kv[0], "policy.max_num_seqs=%u", r->max_num_seqs);
-    snprintf(kv[n++], sizeof kv[0], "engine.max_model_len=%u", r->max_model_len);
-    snprintf(kv[n++], sizeof kv[0], "engine.gpu_mem_util=%.17g", r->gpu_mem_util);
-    int rc = SS_OK;
-    for (int i = 0; !rc && i < n; i++)
-        rc = scn_set(sc, kv[i], eb);
-    if (!rc)
-        rc = scn_set(sc, "run.db=none", eb);
-    if (!rc && cost)
-        rc = scn_set_option(sc, (snprintf(kv[0], sizeof kv[0], "policy.cost=%s", cost), kv[0]),
-                            "--cost", eb);
-    return rc ? rc : scn_check(sc, eb);
-}
-
-int fit_replay_run(fit_data *d, size_t i, const cat_engine *e, const fit_replay_opts *o,
-                   ss_errbuf *eb)
-{
-    fit_run *r = &d->runs[i];
-    r->n_reqs = 0;
-    scn_scenario *sc = NULL;
-    runner_run x = {0};
-    runner_run_opts ro = {.profiles = o->profiles, .check = o->check, .catalog = o->catalog,
-                          .engine = e};
-    int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
-    if (!rc)
-        rc = build_scenario(sc, r, e->name, o->cost, &x.eb);
-    if (!rc)
-        rc = runner_run_setup(&x, sc, &ro);
-    if (!rc)
-        rc = gsim_run(x.g, next_request, x.ws, collect, r, &x.eb);
-    if (!rc)
-        rc = fill_stages(d, i, &x.eb);
-    if (rc) {
-        int trace = !strncmp(x.eb.msg, r->trace, strlen(r->trace));
-        ss_err(eb, rc, "%s:%u: %s: replaying run '%s': %s", d->runs_path, r->line,
-               trace ? "trace" : "run", r->name, x.eb.msg);
-    }
-    runner_run_fini(&x);
-    scn_destroy(&sc);
-    return rc;
-}
-
-/* }====================================================================== */

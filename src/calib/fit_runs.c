@@ -1,0 +1,354 @@
+/* The replays of `slicesim fit`: one run replayed in process under a candidate engine as
+ * bench/fidelity.sh does, with the per-stage figures it computes (client-side TTFT and E2E of
+ * the completed requests that arrived in each stage; numpy's linear percentiles; ITL = (E2E
+ * mean - TTFT mean) / (output_len - 1)), and every run of an evaluation replayed one after
+ * the other or in child processes that send their figures back. Not for reading the runs
+ * (fit_data.c) or the optimiser (fit.c). */
+#include "calib/fit_int.h"
+
+#include "runner/run.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_time.h"
+#include "scenario/scenario.h"
+#include "workload/workload.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* {======================================================================
+ * One replay and its per-stage figures
+ * ======================================================================= */
+
+double calib__fit_pct(const double *xs, size_t n, double q)
+{
+    if (!n)
+        return NAN;
+    double k = (double)(n - 1) * q / 100.0;
+    double lo = floor(k), hi = ceil(k);
+    double a = xs[(size_t)lo], b = xs[(size_t)hi];
+    return a + (b - a) * (k - lo);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The figures of stage s from its run's requests; t and e are scratch of n_reqs values. */
+static void stage_figures(const calib_fit_run *r, calib_fit_stage *s, double *t,
+                          double *e)
+{
+    double lo = r->starts[s->k], hi = s->k + 1 < r->n_starts ? r->starts[s->k + 1] : INFINITY;
+    double sum_t = 0, sum_e = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_reqs; i++) {
+        const calib_fit_req *q = &r->reqs[i];
+        if (!(lo <= q->arrival_s && q->arrival_s < hi))
+            continue;
+        sum_t += q->ttft_ms;
+        sum_e += q->e2e_ms;
+        t[n] = q->ttft_ms;
+        e[n++] = q->e2e_ms;
+    }
+    s->completed = n;
+    qsort(t, n, sizeof *t, cmp_double);
+    qsort(e, n, sizeof *e, cmp_double);
+    s->sim[CALIB_FIT_TTFT] = n ? sum_t / (double)n : NAN;
+    s->sim[CALIB_FIT_E2E] = n ? sum_e / (double)n : NAN;
+    s->sim[CALIB_FIT_TTFT90] = calib__fit_pct(t, n, 90);
+    s->sim[CALIB_FIT_E2E90] = calib__fit_pct(e, n, 90);
+    s->sim[CALIB_FIT_ITL] =
+        (s->sim[CALIB_FIT_E2E] - s->sim[CALIB_FIT_TTFT]) / (double)(r->output_len - 1);
+}
+
+static int fill_stages(calib_fit_data *d, size_t i, ss_errbuf *eb)
+{
+    const calib_fit_run *r = &d->runs[i];
+    double *t = ss_malloc((r->n_reqs + 1) * 2 * sizeof *t);
+    if (!t)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    for (size_t k = 0; k < d->n_stages; k++)
+        if (d->stages[k].run == i)
+            stage_figures(r, &d->stages[k], t, t + r->n_reqs + 1);
+    ss_free(t);
+    return SS_OK;
+}
+
+/* The sink: completed requests as the requests table stores them. */
+static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
+{
+    calib_fit_run *r = ud;
+    if (m->rejected)
+        return SS_OK;
+    if (ss_grow((void **)&r->reqs, &r->cap_reqs, r->n_reqs + 1, sizeof *r->reqs))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    r->reqs[r->n_reqs++] = (calib_fit_req){ss_time_to_s(m->arrival),
+                                           ss_time_to_ms(m->first_token - m->arrival),
+                                           ss_time_to_ms(m->finish - m->arrival)};
+    return SS_OK;
+}
+
+static int next_request(void *ud, trace_rec *out, ss_errbuf *eb)
+{
+    return wl_source_next(ud, out, eb);
+}
+
+/* The scenario replay would build from fidelity.sh's options for run r under engine `engine`. */
+static int build_scenario(scn_scenario *sc, const calib_fit_run *r, const char *engine,
+                          const char *cost, ss_errbuf *eb)
+{
+    char kv[12][SCN_PATH_MAX + 64];
+    int n = 0;
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.model=%s", r->model);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace=%s", r->trace);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.trace_format=native");
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.replicas=1");
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.tp=%u", r->tp);
+    snprintf(kv[n++], sizeof kv[0], "tenant.fit.engine=%s", engine);
+    snprintf(kv[n++], sizeof kv[0], "cluster.gpu=%s", r->gpu);
+    snprintf(kv[n++], sizeof kv[0], "policy.batching=sarathi");
+    snprintf(kv[n++], sizeof kv[0], "policy.token_budget=%u", r->max_num_batched_tokens);
+    snprintf(kv[n++], sizeof kv[0], "policy.max_num_seqs=%u", r->max_num_seqs);
+    snprintf(kv[n++], sizeof kv[0], "engine.max_model_len=%u", r->max_model_len);
+    snprintf(kv[n++], sizeof kv[0], "engine.gpu_mem_util=%.17g", r->gpu_mem_util);
+    int rc = SS_OK;
+    for (int i = 0; !rc && i < n; i++)
+        rc = scn_set(sc, kv[i], eb);
+    if (!rc)
+        rc = scn_set(sc, "run.db=none", eb);
+    if (!rc && cost)
+        rc = scn_set_option(sc, (snprintf(kv[0], sizeof kv[0], "policy.cost=%s", cost), kv[0]),
+                            "--cost", eb);
+    return rc ? rc : scn_check(sc, eb);
+}
+
+int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
+                          const calib__fit_replay_opts *o, ss_errbuf *eb)
+{
+    calib_fit_run *r = &d->runs[i];
+    r->n_reqs = 0;
+    scn_scenario *sc = NULL;
+    runner_run x = {0};
+    runner_run_opts ro = {.profiles = o->profiles, .check = o->check, .catalog = o->catalog,
+                          .engine = e};
+    int rc = scn_create(&sc) ? ss_err(&x.eb, SS_ENOMEM, "out of memory") : SS_OK;
+    if (!rc)
+        rc = build_scenario(sc, r, e->name, o->cost, &x.eb);
+    if (!rc)
+        rc = runner_run_setup(&x, sc, &ro);
+    if (!rc)
+        rc = gsim_run(x.g, next_request, x.ws, collect, r, &x.eb);
+    if (!rc)
+        rc = fill_stages(d, i, &x.eb);
+    if (rc) {
+        int trace = !strncmp(x.eb.msg, r->trace, strlen(r->trace));
+        ss_err(eb, rc, "%s:%u: %s: replaying run '%s': %s", d->runs_path, r->line,
+               trace ? "trace" : "run", r->name, x.eb.msg);
+    }
+    runner_run_fini(&x);
+    scn_destroy(&sc);
+    return rc;
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Every run, in this process or in child processes
+ * ======================================================================= */
+
+/* The stages of run i: [*first, *first + *n) of d->stages (sorted by run). */
+static void run_stages(const calib_fit_data *d, size_t i, size_t *first, size_t *n)
+{
+    size_t a = 0;
+    while (a < d->n_stages && d->stages[a].run != i)
+        a++;
+    size_t b = a;
+    while (b < d->n_stages && d->stages[b].run == i)
+        b++;
+    *first = a;
+    *n = b - a;
+}
+
+/* What a replay child sends back: its status and message, then each stage's figures. */
+typedef struct child_head {
+    int rc;
+    char msg[SS_ERRBUF_LEN];
+} child_head;
+
+typedef struct child_stage {
+    double sim[CALIB_FIT_METRICS];
+    uint64_t completed;
+} child_stage;
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* In a child: replay run i and send the result down fd; never returns. */
+static void child_replay(calib__fit_ctx *x, size_t i, int fd)
+{
+    child_head h = {0};
+    h.rc = calib__fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
+    if (h.rc)
+        memcpy(h.msg, x->eb.msg, sizeof h.msg);
+    int bad = write_all(fd, &h, sizeof h);
+    size_t first, n;
+    run_stages(&x->d, i, &first, &n);
+    for (size_t k = 0; !bad && !h.rc && k < n; k++) {
+        const calib_fit_stage *s = &x->d.stages[first + k];
+        child_stage c = {.completed = s->completed};
+        memcpy(c.sim, s->sim, sizeof c.sim);
+        bad = write_all(fd, &c, sizeof c);
+    }
+    _exit(bad ? 1 : 0); /* no stdio flush, no atexit: the parent owns the outputs */
+}
+
+/* In the parent: take child pid's result for run i from fd. */
+static int collect_child(calib__fit_ctx *x, size_t i, pid_t pid, int fd, int *rc_run)
+{
+    child_head h;
+    int bad = read_all(fd, &h, sizeof h);
+    size_t first, n;
+    run_stages(&x->d, i, &first, &n);
+    for (size_t k = 0; !bad && !h.rc && k < n; k++) {
+        child_stage c;
+        if ((bad = read_all(fd, &c, sizeof c)))
+            break;
+        calib_fit_stage *s = &x->d.stages[first + k];
+        memcpy(s->sim, c.sim, sizeof s->sim);
+        s->completed = c.completed;
+    }
+    close(fd);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (bad || !WIFEXITED(status) || WEXITSTATUS(status))
+        return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
+                      x->d.runs[i].name);
+    *rc_run = h.rc;
+    if (h.rc)
+        memcpy(x->eb.msg, h.msg, sizeof x->eb.msg);
+    return SS_OK;
+}
+
+/* Whether calib__fit_replay_all replays run r: it has stages, and fitted ones unless all are
+ * wanted. */
+static int wanted(const calib_fit_run *r, int all)
+{
+    return r->n_stages && (all || r->n_fitted);
+}
+
+/* A replay running in a child process. */
+typedef struct child {
+    size_t run;
+    pid_t pid;
+    int fd;                   /* the read end of its pipe */
+} child;
+
+/* Start a child that replays run i. */
+static int start_child(calib__fit_ctx *x, size_t i, child *c)
+{
+    int p[2];
+    if (pipe(p))
+        return ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+    c->run = i;
+    c->pid = fork();
+    if (c->pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
+    }
+    if (c->pid == 0) {
+        close(p[0]);
+        child_replay(x, i, p[1]);
+    }
+    close(p[1]);
+    c->fd = p[0];
+    return SS_OK;
+}
+
+/* Collect kids[0..m), all of them; the error kept is rc (a child that could not start), else
+ * the first child's in runs.csv order. */
+static int collect_batch(calib__fit_ctx *x, const child *kids, size_t m, int rc)
+{
+    char first_msg[SS_ERRBUF_LEN];
+    memcpy(first_msg, x->eb.msg, sizeof first_msg);
+    for (size_t k = 0; k < m; k++) {
+        int rc_run = SS_OK;
+        int got = collect_child(x, kids[k].run, kids[k].pid, kids[k].fd, &rc_run);
+        if (!got)
+            got = rc_run;
+        if (got && !rc) {
+            rc = got;
+            memcpy(first_msg, x->eb.msg, sizeof first_msg);
+        }
+    }
+    memcpy(x->eb.msg, first_msg, sizeof first_msg);
+    return rc;
+}
+
+int calib__fit_replay_all(calib__fit_ctx *x, int all)
+{
+    size_t n = 0, jobs = x->o->jobs > 1 ? (size_t)x->o->jobs : 1;
+    for (size_t i = 0; i < x->d.n_runs; i++)
+        n += (size_t)wanted(&x->d.runs[i], all);
+    if (jobs == 1 || n <= 1) {
+        for (size_t i = 0; i < x->d.n_runs; i++) {
+            int rc = wanted(&x->d.runs[i], all)
+                         ? calib__fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb) : SS_OK;
+            if (rc)
+                return rc;
+        }
+        return SS_OK;
+    }
+    jobs = jobs < n ? jobs : n;
+    child *kids = ss_malloc(jobs * sizeof *kids);
+    if (!kids)
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    fflush(NULL); /* nothing buffered is written twice */
+    int rc = SS_OK;
+    for (size_t i = 0; !rc && i < x->d.n_runs;) {
+        size_t m = 0;
+        for (; !rc && i < x->d.n_runs && m < jobs; i++)
+            if (wanted(&x->d.runs[i], all) && !(rc = start_child(x, i, &kids[m])))
+                m++;
+        rc = collect_batch(x, kids, m, rc);
+    }
+    ss_free(kids);
+    return rc;
+}
+
+/* }====================================================================== */
