@@ -23,7 +23,7 @@
 #define TERM(key_, field, scale_, step_, lo_)                                                  \
     {.key = key_, .off = offsetof(cat_engine, field), .scale = scale_, .step = step_, .lo = lo_}
 
-const calib__fit_term calib__fit_terms[CALIB_FIT_N_TERMS] = {
+const calib__fit_term calib__fit_terms[] = {
     TERM("iter_fixed_us", host.iter_fixed_s, 1e-6, 500, 0),
     TERM("iter_per_seq_us", host.iter_per_seq_s, 1e-6, 10, 0),
     TERM("iter_per_token_us", host.iter_per_token_s, 1e-6, 0.5, 0),
@@ -33,6 +33,8 @@ const calib__fit_term calib__fit_terms[CALIB_FIT_N_TERMS] = {
     TERM("attn_speed", attn_speed, 1, 0.1, 0.05),
     TERM("launch_us", host.launch_s, 1e-6, 5, 0),
 };
+_Static_assert(sizeof calib__fit_terms / sizeof *calib__fit_terms == CALIB_FIT_N_TERMS,
+               "CALIB_FIT_N_TERMS (calib/fit.h) counts the terms");
 
 int calib_fit_term_find(const char *key, size_t len)
 {

@@ -22,7 +22,8 @@ enum { CALIB_FIT_TTFT, CALIB_FIT_TTFT90, CALIB_FIT_ITL, CALIB_FIT_E2E, CALIB_FIT
        CALIB_FIT_METRICS };
 _Static_assert(CALIB_FIT_METRICS == STORE_FIT_METRICS, "one list of metrics");
 
-/* The engine terms fit can calibrate (calib_fit_term_find), and those it fits by default. */
+/* The engine terms fit can calibrate (calib_fit_term_find; one line each in the table of
+ * calib/fit.c, which checks this count), and those it fits by default. */
 #define CALIB_FIT_N_TERMS 8
 #define CALIB_FIT_DEFAULT_TERMS                                                                 \
     "iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms,"   \

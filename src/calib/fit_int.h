@@ -32,7 +32,8 @@ typedef struct calib__fit_term {
                          profile requires > 0, such as a speed or an efficiency) */
 } calib__fit_term;
 
-extern const calib__fit_term calib__fit_terms[CALIB_FIT_N_TERMS];
+/* The CALIB_FIT_N_TERMS fittable terms, in the order of calib_fit_term_find. */
+extern const calib__fit_term calib__fit_terms[];
 
 /* Term t of engine e, in the profile's unit. */
 double calib__fit_term_get(const cat_engine *e, const calib__fit_term *t);

@@ -8,6 +8,8 @@
 
 #include "runner/run.h"
 
+#include "gsim/gsim.h"
+
 #include "core/ss_alloc.h"
 #include "core/ss_time.h"
 #include "scenario/scenario.h"

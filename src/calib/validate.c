@@ -7,6 +7,8 @@
 
 #include "runner/run.h"
 
+#include "gsim/gsim.h"
+
 #include "core/ss_alloc.h"
 #include "config.h"
 
