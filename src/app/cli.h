@@ -12,9 +12,9 @@ enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 
 /* `slicesim replay ...`: replay a trace on a simulated cluster (cmd_replay.c). */
 int cmd_replay(int argc, char **argv);
-/* `slicesim compare -c SCENARIO --policies ...` (cmd_compare.c). */
+/* `slicesim compare -c SCENARIO --policies ...` (cmd_compare.c; runner/compare.h). */
 int cmd_compare(int argc, char **argv);
-/* `slicesim sweep EXPERIMENT.ini` (cmd_sweep.c). */
+/* `slicesim sweep EXPERIMENT.ini` (cmd_sweep.c; runner/sweep.h). */
 int cmd_sweep(int argc, char **argv);
 /* `slicesim plot DB --kind ... -o DIR` (cmd_plot.c). */
 int cmd_plot(int argc, char **argv);
@@ -28,13 +28,14 @@ int cmd_list(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 
 /* `slicesim fit DIR ...`: calibrate an engine profile against measured serving runs
- * (cmd_fit.c). */
+ * (cmd_fit.c; the harness is calib/fit.h). */
 int cmd_fit(int argc, char **argv);
 
 /* `slicesim calibrate --model M --tp N ...`: operator profiles measured on a GPU
- * (cmd_calibrate.c). */
+ * (cmd_calibrate.c; calib/calibrate.h). */
 int cmd_calibrate(int argc, char **argv);
-/* `slicesim validate --model M ...`: a simulated schedule run on a GPU (cmd_validate.c). */
+/* `slicesim validate --model M ...`: a simulated schedule run on a GPU (cmd_validate.c;
+ * calib/validate.h). */
 int cmd_validate(int argc, char **argv);
 
 /* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),

@@ -1,6 +1,6 @@
 /* Nelder-Mead simplex search (Nelder and Mead 1965, with the usual inside and outside
  * contractions), points clamped to lower bounds, and restarts from the best point. Pure
- * computation: no I/O, no global state. Not for choosing what to minimise (app/cmd_fit.c). */
+ * computation: no I/O, no global state. Not for choosing what to minimise (calib/fit.c). */
 #include "core/ss_nm.h"
 
 #include "core/ss_alloc.h"

@@ -4,7 +4,7 @@
  * tier). Command-line --set SECTION.KEY=VALUE assignments go through the same key table, so a
  * file and the command line accept exactly the same keys. Errors name FILE:LINE: key (or
  * "--set: key", or the option that gave the value); scn_key_where names it. This
- * module only parses and checks; app/ turns a scenario into a run. */
+ * module only parses and checks; runner/ turns a scenario into a run. */
 #ifndef SS_SCENARIO_SCENARIO_H
 #define SS_SCENARIO_SCENARIO_H
 

@@ -1,6 +1,6 @@
 /* scn_check: the rules that span keys or tenants, once every file and --set is applied (a
  * single value's syntax and range are checked when it is set, by scn_keys.c). Not for what
- * needs the catalogs, the policies or the trace files: app/ and workload/ check those. */
+ * needs the catalogs, the policies or the trace files: runner/ and workload/ check those. */
 #include "scenario/scn_int.h"
 
 #include <inttypes.h>

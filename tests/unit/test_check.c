@@ -473,7 +473,7 @@ static int sink_store(void *ud, const metrics_req *r, ss_errbuf *eb)
     return store_run_request(ud, r, "default", eb);
 }
 
-/* One run into st as app/ writes it: begin, stream the requests, commit, or abort on error. */
+/* One run into st as runner/ writes it: begin, stream the requests, commit, or abort on error. */
 static int stored_run(fx *f, store *st, corrupt_fn *fn, ss_errbuf *eb)
 {
     static const store_run_info info = {.command = "test", .trace = "synth", .model = "m"};

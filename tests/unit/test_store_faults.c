@@ -54,7 +54,7 @@ static const store_run_info info = {
 };
 
 /* A run as a replay writes it into the open store s: 0 or the first error (the store rolls
- * the run back, as app/ has it). point names the run's sweep point. */
+ * the run back, as runner/ has it). point names the run's sweep point. */
 static int put_run(store *s, int n_req, const char *point, ss_errbuf *eb)
 {
     int64_t id;
@@ -84,7 +84,7 @@ static int put_run(store *s, int n_req, const char *point, ss_errbuf *eb)
     if (!rc)
         rc = store_run_commit(s, &m, &e, eb);
     if (rc)
-        store_run_abort(s); /* what app/ does when anything fails */
+        store_run_abort(s); /* what runner/ does when anything fails */
     return rc;
 }
 
