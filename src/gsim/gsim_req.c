@@ -1,0 +1,165 @@
+/* Request state changes: the waiting queue (and its routing demand), rejection, completion and
+ * the record of a request's outcome. */
+#include "gsim/gsim_int.h"
+
+#include "core/ss_log.h"
+
+/* ---- request state changes ------------------------------------------------------------- */
+
+void gs_notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what)
+{
+    if (s->obs.on_request)
+        s->obs.on_request(s->obs.ud, s->g, c, q, what, des_now(s->des));
+}
+
+/* Which SLA bounds q broke (METRICS_SLA_* bits), on the client-side times: TTFT and E2E
+ * include the engine's front-end latency fe_ns. Its own TBT p99 breaks the bound when more
+ * gaps exceed it than the 1 % the nearest-rank p99 may leave above. A rejected request breaks
+ * its SLA if it has one: without any bound, nothing is violated. */
+static uint8_t sla_bits(const gmg_req *q, int rejected, ss_time fe_ns)
+{
+    if (rejected)
+        return q->sla_ttft || q->sla_tbt || q->sla_e2e ? METRICS_SLA_REJECTED : 0;
+    uint8_t b = 0;
+    if (q->sla_ttft && q->first_token + fe_ns - q->arrival > q->sla_ttft)
+        b |= METRICS_SLA_TTFT;
+    if (q->sla_e2e && q->finish + fe_ns - q->arrival > q->sla_e2e)
+        b |= METRICS_SLA_E2E;
+    uint32_t gaps = q->generated > 1 ? q->generated - 1 : 0;
+    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u); /* ceil(0.99 * gaps) */
+    if (q->sla_tbt && gaps && q->tbt_over > gaps - rank)
+        b |= METRICS_SLA_TBT;
+    return b;
+}
+
+/* The metrics' name for a batching policy's reason to gs_reject (pol_reject_why). */
+static uint8_t reject_reason(uint32_t why)
+{
+    switch (why) {
+    case POL_REJECT_TOO_LONG: return METRICS_REJ_TOO_LONG;
+    case POL_REJECT_BATCH_TOKENS: return METRICS_REJ_BATCH_TOKENS;
+    case POL_REJECT_KV: return METRICS_REJ_KV;
+    case POL_REJECT_PREEMPTED: return METRICS_REJ_PREEMPTED;
+    default: return METRICS_REJ_OTHER;
+    }
+}
+
+/* Tenant t's serving engine (NULL for an unknown tenant). */
+const cat_engine *gs_tenant_engine(const gsim *s, uint16_t t)
+{
+    return t < s->n_ten ? s->ten[t].t.engine : NULL;
+}
+
+/* The front-end latency of tenant t's engine (API server, tokenisation, detokenisation,
+ * streaming) that a client adds to the server-side TTFT and E2E, ns. */
+static ss_time frontend_ns(const gsim *s, uint16_t t)
+{
+    const cat_engine *e = gs_tenant_engine(s, t);
+    return e && e->frontend_s > 0 ? ss_time_from_s(e->frontend_s) : 0;
+}
+
+/* Record q's outcome: completed, or rejected for reason why (METRICS_REJ_*). The record holds
+ * client-side times: a completed request's first token and finish are shifted by the engine's
+ * front-end latency and its async-scheduling lag (server-side scheduling never sees them). */
+static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
+{
+    ss_time fe = rejected ? 0 : ss_time_add(frontend_ns(s, q->tenant), q->sched_lag);
+    metrics_req r = {
+        .trace_id = q->trace_id, .tenant = q->tenant, .tier = q->tier, .rejected = (uint8_t)rejected,
+        .reject_why = rejected ? why : 0, .sla = sla_bits(q, rejected, fe), .measured = q->measured,
+        .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
+        .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
+        .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish + fe,
+        .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max,
+    };
+    if (r.first_token >= 0)
+        r.first_token += fe;
+    if (!s->fork) /* a fork's predictions are its requests and its sink's records */
+        metrics_add_req(&s->m, &r);
+    s->n_finished++;
+    if (rejected)
+        s->n_rejected++;
+    else
+        s->n_completed++;
+    if (s->m.oom)
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "metrics: out of memory"));
+    else if (s->sink) {
+        int rc = s->sink(s->sink_ud, &r, s->eb);
+        if (rc)
+            gs_fail(s, rc);
+    }
+}
+
+/* Waiting-queue moves keep the container's waiting_blocks (routing demand) current. */
+void gs_wait_push(gsim *s, gmg_container *c, gmg_id r, int front)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    q->wait_blocks = gmg_blocks_for(c, (uint64_t)q->prompt + q->generated);
+    c->waiting_blocks += q->wait_blocks;
+    q->state = GMG_REQ_WAITING;
+    if (front) {
+        gmg_list_push_front(s->g, &c->waiting, r);
+    } else if (s->tier_ordered) {
+        /* (tier, arrival) order: after the last request of the same or a better tier */
+        gmg_id after = c->waiting.tail;
+        while (after != GMG_NONE && s->g->reqs[after].tier > q->tier &&
+               s->g->reqs[after].preemptions == 0)
+            after = s->g->reqs[after].prev;
+        gmg_list_insert_after(s->g, &c->waiting, after, r);
+    } else {
+        gmg_list_push_back(s->g, &c->waiting, r);
+    }
+}
+
+void gs_wait_remove(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    c->waiting_blocks -= q->wait_blocks;
+    q->wait_blocks = 0;
+    gmg_list_remove(s->g, &c->waiting, r);
+}
+
+/* Take r out of whatever queue it is in, releasing its GPU and host KV blocks. */
+static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    switch (q->state) {
+    case GMG_REQ_WAITING: gs_wait_remove(s, c, r); break;
+    case GMG_REQ_RUNNING:
+        gmg_list_remove(s->g, &c->running, r);
+        gmg_req_set_blocks(s->g, c, q, 0);
+        break;
+    case GMG_REQ_SWAPPED:
+        gmg_list_remove(s->g, &c->swapped, r);
+        gmg_req_swap_in(s->g, c, q); /* return the host blocks... */
+        gmg_req_set_blocks(s->g, c, q, 0); /* ...and drop them */
+        break;
+    default: ss_fatal(SS_LOC, "request %llu in state %u cannot leave its container",
+                      (unsigned long long)q->trace_id, q->state);
+    }
+}
+
+void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    gs_maybe_abort_migration(s, q);
+    s->m.aborted += q->state != GMG_REQ_WAITING || q->preemptions > 0;
+    unlink_request(s, c, r);
+    q->state = GMG_REQ_REJECTED;
+    q->finish = des_now(s->des);
+    gs_notify(s, c, q, GSIM_REQ_REJECT);
+    emit_result(s, q, 1, reject_reason(why));
+    gmg_req_free(s->g, r);
+}
+
+void gs_finish(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    gs_maybe_abort_migration(s, q);
+    unlink_request(s, c, r);
+    q->state = GMG_REQ_DONE;
+    q->finish = des_now(s->des);
+    gs_notify(s, c, q, GSIM_REQ_FINISH);
+    emit_result(s, q, 0, 0);
+    gmg_req_free(s->g, r);
+}
