@@ -19,7 +19,7 @@ static const struct { const char *name, *target; } ev_names[EV__COUNT] = {
     [EV_ARRIVAL] = {"ARRIVAL", NULL},          [EV_ITER_DONE] = {"ITER_DONE", "container"},
     [EV_CLUSTER_TICK] = {"CLUSTER_TICK", NULL}, [EV_CTR_READY] = {"CTR_READY", "container"},
     [EV_MIG_STAGE] = {"MIG_STAGE", "migration"}, [EV_GUEST] = {"GUEST", "offload"},
-    [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_SLICE_TICK] = {"SLICE_TICK", NULL},
+    [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_PLACE_TICK] = {"PLACE_TICK", NULL},
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -205,9 +205,11 @@ static int check_params_used(const gsim_config *cfg, ss_errbuf *eb)
     const char *key;
     for (size_t i = 0; (key = ss_params_unused_at(cfg->params, i)); i++) {
         const char *owner = pol_param_owner(key);
-        for (size_t k = 0; !owner && slice_param_names[k]; k++)
-            if (!strcmp(key, slice_param_names[k]))
-                owner = "operator placement 'slice' (--ops slice)";
+        char place[96];
+        if (owner && pol_place_find(owner)) {
+            snprintf(place, sizeof place, "operator placement '%s' (--ops %s)", owner, owner);
+            owner = place;
+        }
         if (!owner)
             return ss_err(eb, SS_EINVAL, "unknown parameter '%s' for %s", key, who);
         ss_warn("parameter '%s' is not used by %s (it belongs to %s)", key, who, owner);
@@ -246,14 +248,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = pol_route_create(&s->route, s->cfg.routing, cfg->params,
                               pol_cluster_name(s->cluster), &s->route_rng, eb);
-    if (!rc && cfg->ops && strcmp(cfg->ops, "home")) {
-        if (strcmp(cfg->ops, "slice"))
-            rc = ss_err(eb, SS_EINVAL, "--ops: unknown operator placement '%s' (valid: home, "
-                        "slice)", cfg->ops);
-        else
-            rc = slice_create(&s->slice, cfg->params, &s->cfg, eb);
-        s->max_overrun = s->cfg.guest_overrun;
-    }
+    if (!rc)
+        rc = gs_place_create(s, eb);
     if (!rc)
         rc = check_params_used(&s->cfg, eb);
     if (!rc)
@@ -274,7 +270,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_MIG_STAGE, gs_on_mig_stage);
         des_handler_set(s->des, EV_GUEST, gs_on_guest);
         des_handler_set(s->des, EV_OFFLOAD_DONE, gs_on_offload_done);
-        des_handler_set(s->des, EV_SLICE_TICK, gs_on_slice_tick);
+        des_handler_set(s->des, EV_PLACE_TICK, gs_on_place_tick);
         *out = s;
         return SS_OK;
     }
@@ -287,7 +283,7 @@ void gsim_destroy(gsim **sp)
     gsim *s = *sp;
     if (!s)
         return;
-    slice_destroy(&s->slice); /* its what-if forks borrow from this simulation */
+    gs_place_destroy(s); /* its what-if forks borrow from this simulation */
     des_engine_destroy(&s->des);
     for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
@@ -384,9 +380,7 @@ int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
     ss_time period = pol_cluster_period(s->cluster);
     if (period > 0 && s->have_next && !gs_sched(s, s->des, period, EV_CLUSTER_TICK, 0))
         return s->rc;
-    if (s->slice && s->have_next)
-        gs_sched(s, s->des, slice_period(s->slice), EV_SLICE_TICK, 0); /* a failure sets s->rc */
-    return s->rc;
+    return gs_place_start(s);
 }
 
 int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)

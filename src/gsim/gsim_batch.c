@@ -5,6 +5,8 @@
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- starting an iteration -------------------------------------------------------------- */
@@ -35,18 +37,47 @@ static int ensure_decision(gsim *s, size_t need)
     return SS_OK;
 }
 
-static gmg_req *running_req(gsim *s, gmg_id r, const char *what)
+/* The decision cannot be carried out: the policy's malfunction stops the run (the first
+ * failure's message is kept). */
+static void malfunction(gsim *s, const gmg_container *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void malfunction(gsim *s, const gmg_container *c, const char *fmt, ...)
 {
+    if (s->rc)
+        return;
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    gs_fail(s, ss_err(s->eb, SS_EINVAL, "batching policy '%s' malfunction: container %u at "
+                      "%.9g s: %s", pol_batch_name(s->batch), c->id,
+                      ss_time_to_s(des_now(s->des)), why));
+}
+
+/* Request slot r when it is one of c's requests in `state`, else NULL after a malfunction. */
+static gmg_req *own_req(gsim *s, gmg_container *c, gmg_id r, uint8_t state, const char *what)
+{
+    if (r >= s->g->n_slots || s->g->reqs[r].state == GMG_REQ_FREE ||
+        s->g->reqs[r].container != c->id) {
+        malfunction(s, c, "it chose to %s request slot %u, which is not one of the container's "
+                    "requests", what, r);
+        return NULL;
+    }
     gmg_req *q = gmg_req_at(s->g, r);
-    if (q->state != GMG_REQ_RUNNING)
-        ss_fatal(SS_LOC, "policy chose to %s request %llu, which is not running (state %u)", what,
-                 (unsigned long long)q->trace_id, q->state);
+    if (q->state != state) {
+        malfunction(s, c, "it chose to %s request %llu, which is in state %u, not %u", what,
+                    (unsigned long long)q->trace_id, q->state, state);
+        return NULL;
+    }
     return q;
 }
 
 static void preempt(gsim *s, gmg_container *c, gmg_id r)
 {
-    gmg_req *q = running_req(s, r, "preempt");
+    gmg_req *q = own_req(s, c, r, GMG_REQ_RUNNING, "preempt");
+    if (!q)
+        return;
     gs_maybe_abort_migration(s, q);
     gmg_list_remove(s->g, &c->running, r);
     gmg_req_set_blocks(s->g, c, q, 0);
@@ -59,7 +90,9 @@ static void preempt(gsim *s, gmg_container *c, gmg_id r)
 
 static void swap_out(gsim *s, gmg_container *c, gmg_id r)
 {
-    gmg_req *q = running_req(s, r, "swap out");
+    gmg_req *q = own_req(s, c, r, GMG_REQ_RUNNING, "swap out");
+    if (!q)
+        return;
     gs_maybe_abort_migration(s, q);
     gmg_list_remove(s->g, &c->running, r);
     c->iter.swap_blocks += q->blocks;
@@ -73,10 +106,9 @@ static void swap_out(gsim *s, gmg_container *c, gmg_id r)
 
 static void swap_in(gsim *s, gmg_container *c, gmg_id r)
 {
-    gmg_req *q = gmg_req_at(s->g, r);
-    if (q->state != GMG_REQ_SWAPPED)
-        ss_fatal(SS_LOC, "policy swapped in request %llu, which is not swapped (state %u)",
-                 (unsigned long long)q->trace_id, q->state);
+    gmg_req *q = own_req(s, c, r, GMG_REQ_SWAPPED, "swap in");
+    if (!q)
+        return;
     gmg_list_remove(s->g, &c->swapped, r);
     c->iter.swap_blocks += q->swapped_blocks;
     gmg_req_swap_in(s->g, c, q);
@@ -126,15 +158,22 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok
  * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
 static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
 {
-    gmg_req *q = gmg_req_at(s->g, r);
+    uint8_t want = r < s->g->n_slots && s->g->reqs[r].state == GMG_REQ_RUNNING ? GMG_REQ_RUNNING
+                                                                                : GMG_REQ_WAITING;
+    gmg_req *q = own_req(s, c, r, want, "run");
+    if (!q)
+        return;
     uint32_t pending = q->prompt + q->generated - q->computed;
-    if (q_tok - 1 >= pending) /* q_tok < 1 or q_tok > pending */
-        ss_fatal(SS_LOC, "policy scheduled %u tokens of request %llu, which has %u pending",
-                 q_tok, (unsigned long long)q->trace_id, pending);
-    if (q->state != GMG_REQ_RUNNING || q->q_tokens) {
-        if (q->state != GMG_REQ_WAITING)
-            ss_fatal(SS_LOC, "policy scheduled request %llu in state %u%s",
-                     (unsigned long long)q->trace_id, q->state, q->q_tokens ? " twice" : "");
+    if (q_tok - 1 >= pending) { /* q_tok < 1 or q_tok > pending */
+        malfunction(s, c, "it scheduled %u tokens of request %llu, which has %u pending", q_tok,
+                    (unsigned long long)q->trace_id, pending);
+        return;
+    }
+    if (q->q_tokens) {
+        malfunction(s, c, "it scheduled request %llu twice", (unsigned long long)q->trace_id);
+        return;
+    }
+    if (q->state != GMG_REQ_RUNNING) {
         gs_wait_remove(s, c, r);
         gmg_list_push_back(s->g, &c->running, r);
         q->state = GMG_REQ_RUNNING;
@@ -171,18 +210,30 @@ static int ensure_iter(gmg_container *c, uint32_t n)
 static uint32_t apply(gsim *s, gmg_container *c)
 {
     const pol_batch_decision *d = &s->dec;
-    for (uint32_t i = 0; i < d->n_reject; i++)
-        gs_reject(s, c, d->reject[i], d->reject_why[i]);
-    for (uint32_t i = 0; i < d->n_preempt; i++)
+    uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
+    if (d->n_reject > n || d->n_preempt > n || d->n_swap_out > n || d->n_swap_in > n ||
+        d->n_run > n) {
+        malfunction(s, c, "a list longer than the container's %u requests", n);
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->n_reject && !s->rc; i++) {
+        gmg_id r = d->reject[i];
+        uint8_t st = r < s->g->n_slots ? s->g->reqs[r].state : GMG_REQ_FREE;
+        if (st != GMG_REQ_WAITING && st != GMG_REQ_RUNNING && st != GMG_REQ_SWAPPED)
+            st = GMG_REQ_WAITING; /* own_req says what is wrong */
+        if (own_req(s, c, r, st, "reject"))
+            gs_reject(s, c, r, d->reject_why[i]);
+    }
+    for (uint32_t i = 0; i < d->n_preempt && !s->rc; i++)
         preempt(s, c, d->preempt[i]);
-    for (uint32_t i = 0; i < d->n_swap_out; i++)
+    for (uint32_t i = 0; i < d->n_swap_out && !s->rc; i++)
         swap_out(s, c, d->swap_out[i]);
-    for (uint32_t i = 0; i < d->n_swap_in; i++)
+    for (uint32_t i = 0; i < d->n_swap_in && !s->rc; i++)
         swap_in(s, c, d->swap_in[i]);
-    for (uint32_t i = 0; i < d->n_run; i++)
+    for (uint32_t i = 0; i < d->n_run && !s->rc; i++)
         admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
     cost_batch_merge(&c->iter.batch, &d->extra);
-    return d->n_run;
+    return s->rc ? 0 : d->n_run;
 }
 
 /* KV swap transfers of the iteration: each GPU of the TP group moves its shard over its own
@@ -211,9 +262,10 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
         if (apply(s, c))
             return 1;
-        if (!changed && c->waiting.n + c->running.n + c->swapped.n)
-            ss_fatal(SS_LOC, "container %u: batching policy '%s' stalled with %u waiting, %u "
-                     "running and %u swapped requests", c->id, pol_batch_name(s->batch),
-                     c->waiting.n, c->running.n, c->swapped.n);
+        if (!changed && c->waiting.n + c->running.n + c->swapped.n && !s->rc) {
+            malfunction(s, c, "it stalled with %u waiting, %u running and %u swapped requests",
+                        c->waiting.n, c->running.n, c->swapped.n);
+            return 0;
+        }
     }
 }

@@ -34,7 +34,11 @@ static void reroute_waiting(gsim *s, gmg_container *c)
     while (c->waiting.head != GMG_NONE && t->n_cands) {
         gmg_id r = c->waiting.head;
         gs_wait_remove(s, c, r);
-        gmg_id to = pol_route_pick(s->route, s->g, r, t->cands, t->n_cands);
+        gmg_id to = gs_route(s, t, r);
+        if (to == GMG_NONE) { /* the run stops: leave the request where it was */
+            gs_wait_push(s, c, r, 1);
+            return;
+        }
         gmg_req_at(s->g, r)->container = to;
         gs_wait_push(s, &s->g->ctrs[to], r, 0);
         if (!s->g->ctrs[to].busy)
@@ -157,6 +161,39 @@ static void build_views(gsim *s)
     }
 }
 
+/* Advice that names what does not exist (a container, tenant or request slot out of range), or
+ * a migration within one container or across tenants, is the policy's malfunction: 0, or the
+ * error that stops the run. Advice that the state no longer allows (a full destination, a
+ * container already draining) is declined where it is applied. */
+static int check_advice(gsim *s, const pol_cluster_decision *d)
+{
+    const char *why = NULL;
+    uint32_t n_ctrs = s->g->n_ctrs, i = 0;
+    for (i = 0; !why && i < d->n_realloc; i++)
+        if (d->realloc[i].ctr >= n_ctrs || d->realloc[i].to >= s->n_ten)
+            why = "a re-allocation names a container or tenant that does not exist";
+    for (i = 0; !why && i < d->n_migrate; i++) {
+        const pol_migration *m = &d->migrate[i];
+        if (m->req >= s->g->n_slots || m->from >= n_ctrs || m->to >= n_ctrs)
+            why = "a migration names a request slot or container that does not exist";
+        else if (m->from == m->to || s->g->ctrs[m->from].tenant != s->g->ctrs[m->to].tenant)
+            why = "a migration stays in its container or crosses tenants";
+    }
+    for (i = 0; !why && i < d->n_scale_up; i++)
+        if (d->scale_up[i] >= n_ctrs)
+            why = "a scale-up names a container that does not exist";
+    for (i = 0; !why && i < d->n_scale_down; i++)
+        if (d->scale_down[i] >= n_ctrs)
+            why = "a scale-down names a container that does not exist";
+    if (!why && (d->n_realloc > d->cap_realloc || d->n_migrate > d->cap_migrate ||
+                 d->n_scale_up > d->cap_scale_up || d->n_scale_down > d->cap_scale_down))
+        why = "more advice than its arrays hold";
+    if (!why)
+        return SS_OK;
+    return ss_err(s->eb, SS_EINVAL, "cluster policy '%s' malfunction: at %.9g s %s",
+                  pol_cluster_name(s->cluster), ss_time_to_s(des_now(s->des)), why);
+}
+
 void gs_on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
 {
     (void)ev;
@@ -164,6 +201,11 @@ void gs_on_cluster_tick(des_engine *e, des_event *ev, void *ctx)
     build_views(s);
     pol_cluster_view v = {.now = des_now(e), .tenants = s->views, .n_tenants = s->n_ten};
     pol_cluster_tick(s->cluster, s->g, &v, &s->cd);
+    int rc = check_advice(s, &s->cd);
+    if (rc) {
+        gs_fail(s, rc);
+        return;
+    }
     if (s->cd.n_realloc || s->cd.n_migrate || s->cd.n_scale_up || s->cd.n_scale_down)
         for (uint32_t i = 0; i < s->g->n_ctrs; i++)
             s->cs[i].epoch++;

@@ -4,6 +4,7 @@
  *   gsim_batch.c    applying and validating a batching policy's decision;
  *   gsim_iter.c     arrivals, timing an iteration through the pipeline, its completion;
  *   gsim_offload.c  the offload mechanism: prefills run in other containers' idle GPU time;
+ *   gsim_place.c    the placement policy: its ticks, what-if callbacks, applying decisions;
  *   gsim_cluster.c  cluster actions: re-allocation, draining, loading, auto-scaling, ticks;
  *   gsim_migrate.c  live migration (Llumnix);
  *   gsim_fork.c     what-if forks.
@@ -14,14 +15,13 @@
 #include "gsim/gsim.h"
 
 #include "gsim/check.h"
-#include "gsim/slice.h"
 #include "policy/policy.h"
 
 enum {
     EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5,
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
-    EV_SLICE_TICK = 8,   /* SliceScheduler decides */
+    EV_PLACE_TICK = 8,   /* the placement policy decides */
     EV__COUNT
 };
 
@@ -126,7 +126,10 @@ struct gsim {
     uint32_t n_offs, cap_offs;
     gmg_id free_off;
     ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
-    slice_sched *slice;          /* owned: SliceScheduler, NULL under "home" placement */
+    pol_place *place;            /* owned: the placement policy (NULL in a fork) */
+    pol_place_decision pd;       /* owned scratch for its decisions */
+    pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
+    void *whatif_ud;             /* each request that ends there */
 };
 
 /* ---- shared between the modules --------------------------------------------------------- */
@@ -151,6 +154,7 @@ void gs_wait_push(gsim *s, gmg_container *c, gmg_id r, int front);
 void gs_wait_remove(gsim *s, gmg_container *c, gmg_id r);
 void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why);
 void gs_finish(gsim *s, gmg_container *c, gmg_id r);
+gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r);
 /* gsim_cluster.c */
 void gs_maybe_drained(gsim *s, gmg_container *c);
 void gs_on_ctr_ready(des_engine *e, des_event *ev, void *ctx);
@@ -164,7 +168,6 @@ void gs_on_guest(des_engine *e, des_event *ev, void *ctx);
 void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx);
 void gs_unstage(gsim *s, gmg_container *h);
 void gs_maybe_evict(gsim *s, gmg_container *h);
-void gs_on_slice_tick(des_engine *e, des_event *ev, void *ctx);
 /* gsim_iter.c */
 void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until);
 void gs_start_iteration(gsim *s, gmg_container *c);
@@ -177,5 +180,10 @@ void gs_maybe_abort_migration(gsim *s, gmg_req *q);
 void gs_mig_begin_final(gsim *s, gmg_id mid);
 void gs_on_mig_stage(des_engine *e, des_event *ev, void *ctx);
 void gs_start_migration(gsim *s, const pol_migration *pm);
+/* gsim_place.c */
+int gs_place_create(gsim *s, ss_errbuf *eb);
+void gs_place_destroy(gsim *s);
+int gs_place_start(gsim *s);
+void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx);
 
 #endif

@@ -241,9 +241,12 @@ static gmg_container *admit_arrival(gsim *s)
     s->m.arrived++;
     if (SS_NEVER(ts->n_cands == 0))
         ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
-    gmg_id ci = pol_route_pick(s->route, s->g, r, ts->cands, ts->n_cands);
-    if (SS_NEVER(ci >= s->g->n_ctrs || s->g->ctrs[ci].tenant != q->tenant))
-        ci = ts->cands[0];
+    gmg_id ci = gs_route(s, ts, r);
+    if (ci == GMG_NONE) {
+        q->state = GMG_REQ_DONE; /* so the slot can be returned */
+        gmg_req_free(s->g, r);
+        return NULL;
+    }
     q->container = ci;
     gmg_container *c = &s->g->ctrs[ci];
     q->sched_lag = sched_lag_ns(s, c);

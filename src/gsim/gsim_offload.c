@@ -381,22 +381,6 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     return SS_OK;
 }
 
-void gs_on_slice_tick(des_engine *e, des_event *ev, void *ctx)
-{
-    (void)ev;
-    gsim *s = ctx;
-    int rc = slice_tick(s->slice, s, s->eb);
-    if (rc)
-        gs_fail(s, rc);
-    else if (s->have_next || s->g->in_flight)
-        gs_sched(s, e, ss_time_add(des_now(e), slice_period(s->slice)), EV_SLICE_TICK, 0);
-}
-
-const slice_stats *gsim_slice_stats(const gsim *s)
-{
-    return s->slice ? slice_get_stats(s->slice) : NULL;
-}
-
 int gsim_offload_allowed(const gsim *s, gmg_id r)
 {
     const gmg_req *q = gmg_req_at(s->g, r);
@@ -405,19 +389,3 @@ int gsim_offload_allowed(const gsim *s, gmg_id r)
 
 int gsim_has_guest(const gsim *s, gmg_id c) { return s->cs[c].guest != GMG_NONE; }
 uint64_t gsim_ctr_epoch(const gsim *s, gmg_id c) { return s->cs[c].epoch; }
-
-uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now)
-{
-    uint8_t b = 0;
-    ss_time first = q->first_token >= 0 ? q->first_token : now;
-    if (q->sla_ttft && first - q->arrival > q->sla_ttft)
-        b |= METRICS_SLA_TTFT;
-    ss_time end = q->state == GMG_REQ_DONE ? q->finish : now;
-    if (q->sla_e2e && end - q->arrival > q->sla_e2e)
-        b |= METRICS_SLA_E2E;
-    uint32_t gaps = q->output > 1 ? q->output - 1 : 0; /* all it will have */
-    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u);
-    if (q->sla_tbt && gaps && q->tbt_over > gaps - rank)
-        b |= METRICS_SLA_TBT;
-    return b;
-}

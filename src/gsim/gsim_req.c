@@ -10,26 +10,29 @@ void gs_notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event
 {
     if (s->obs.on_request)
         s->obs.on_request(s->obs.ud, s->g, c, q, what, des_now(s->des));
+    if (s->whatif_done && (what == GSIM_REQ_FINISH || what == GSIM_REQ_REJECT))
+        s->whatif_done(s->whatif_ud, s->g, q, what == GSIM_REQ_REJECT, des_now(s->des));
 }
 
 /* Which SLA bounds q broke (METRICS_SLA_* bits), on the client-side times: TTFT and E2E
- * include the engine's front-end latency fe_ns. Its own TBT p99 breaks the bound when more
- * gaps exceed it than the 1 % the nearest-rank p99 may leave above. A rejected request breaks
- * its SLA if it has one: without any bound, nothing is violated. */
+ * include the engine's front-end latency fe_ns. A rejected request breaks its SLA if it has
+ * one: without any bound, nothing is violated. */
 static uint8_t sla_bits(const gmg_req *q, int rejected, ss_time fe_ns)
 {
     if (rejected)
         return q->sla_ttft || q->sla_tbt || q->sla_e2e ? METRICS_SLA_REJECTED : 0;
-    uint8_t b = 0;
-    if (q->sla_ttft && q->first_token + fe_ns - q->arrival > q->sla_ttft)
-        b |= METRICS_SLA_TTFT;
-    if (q->sla_e2e && q->finish + fe_ns - q->arrival > q->sla_e2e)
-        b |= METRICS_SLA_E2E;
     uint32_t gaps = q->generated > 1 ? q->generated - 1 : 0;
-    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u); /* ceil(0.99 * gaps) */
-    if (q->sla_tbt && gaps && q->tbt_over > gaps - rank)
-        b |= METRICS_SLA_TBT;
-    return b;
+    return metrics_sla_judge(q->sla_ttft, q->first_token + fe_ns - q->arrival, q->sla_e2e,
+                             q->finish + fe_ns - q->arrival, q->sla_tbt, gaps, q->tbt_over);
+}
+
+uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now)
+{
+    ss_time first = q->first_token >= 0 ? q->first_token : now;
+    ss_time end = q->state == GMG_REQ_DONE ? q->finish : now;
+    uint32_t gaps = q->output > 1 ? q->output - 1 : 0; /* all it will have */
+    return metrics_sla_judge(q->sla_ttft, first - q->arrival, q->sla_e2e, end - q->arrival,
+                             q->sla_tbt, gaps, q->tbt_over);
 }
 
 /* The metrics' name for a batching policy's reason to gs_reject (pol_reject_why). */
@@ -162,4 +165,28 @@ void gs_finish(gsim *s, gmg_container *c, gmg_id r)
     gs_notify(s, c, q, GSIM_REQ_FINISH);
     emit_result(s, q, 0, 0);
     gmg_req_free(s->g, r);
+}
+
+/* The container the routing policy picks for request r of tenant t: one of the tenant's active
+ * containers, or GMG_NONE after failing the run with the policy's malfunction. */
+gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r)
+{
+    gmg_id ci = pol_route_pick(s->route, s->g, r, t->cands, t->n_cands);
+    uint32_t lo = 0, hi = t->n_cands; /* cands ascend: binary search */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->cands[mid] < ci)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->n_cands && t->cands[lo] == ci)
+        return ci;
+    if (!s->rc)
+        gs_fail(s, ss_err(s->eb, SS_EINVAL, "routing policy '%s' malfunction: at %.9g s it sent "
+                          "request %llu of tenant %s to container %u, not one of the tenant's %u "
+                          "active containers", pol_route_name(s->route),
+                          ss_time_to_s(des_now(s->des)),
+                          (unsigned long long)s->g->reqs[r].trace_id, t->t.name, ci, t->n_cands));
+    return GMG_NONE;
 }
