@@ -80,14 +80,20 @@ int gmg_clone(const gmg *src, gmg **out)
         if (!rc && src->ctrs[i].pc) /* a what-if must see the cache as it is */
             rc = gmg_pc_clone(src->ctrs[i].pc, &c->pc);
     }
-    if (!rc && !(g->reqs = ss_calloc(src->cap_slots ? src->cap_slots : 1, sizeof *g->reqs)))
+    /* The slots in use, copied in one block; those beyond n_slots stay unwritten (a slot is
+     * initialised when it is first handed out), so a fork costs what is in flight, not the
+     * array's capacity. */
+    if (!rc && !(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
         rc = SS_ENOMEM;
+    if (!rc && src->n_slots) {
+        memcpy(g->reqs, src->reqs, src->n_slots * sizeof *g->reqs);
+        for (uint32_t i = 0; i < src->n_slots; i++)
+            g->reqs[i].prefix_blocks = NULL;
+    }
     for (uint32_t i = 0; !rc && i < src->n_slots; i++) {
         gmg_req *q = &g->reqs[i];
-        *q = src->reqs[i];
-        q->prefix_blocks = NULL;
         g->n_slots = i + 1;
-        if (q->state != GMG_REQ_FREE)
+        if (q->state != GMG_REQ_FREE && q->n_prefix_blocks)
             rc = dup_array((void **)&q->prefix_blocks, src->reqs[i].prefix_blocks,
                            q->n_prefix_blocks, sizeof *q->prefix_blocks);
     }

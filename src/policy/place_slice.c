@@ -41,6 +41,7 @@ typedef struct outcome {
     ss_time *first;       /* first-token time (-1: none by the horizon); per slot */
     uint32_t *preempted;  /* preemptions by the horizon; per slot */
     uint32_t n;           /* slots covered */
+    uint32_t cap;         /* slots the arrays hold */
 } outcome;
 
 /* A live baseline of one container. */
@@ -153,15 +154,18 @@ static void mechanism(const void *priv, pol_place_mechanism *out)
 
 /* ---- forks and their outcomes ------------------------------------------------------------ */
 
+/* Room for n slots, reset. A what-if makes no new requests, so the slots in use when it is
+ * forked (n_slots, not the array's capacity) are all it can report on. */
 static int outcome_size(outcome *o, uint32_t n)
 {
-    if (o->n < n) {
+    if (o->cap < n) {
         outcome_free(o);
         if (!(o->broken = ss_calloc(n, 1)) || !(o->first = ss_calloc(n, sizeof *o->first)) ||
             !(o->preempted = ss_calloc(n, sizeof *o->preempted)))
             return SS_ENOMEM;
-        o->n = n;
+        o->cap = n;
     }
+    o->n = n;
     memset(o->broken, 0, o->n);
     memset(o->preempted, 0, o->n * sizeof *o->preempted);
     for (uint32_t i = 0; i < o->n; i++)
@@ -212,7 +216,7 @@ static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_er
     if (!b->fork) {
         /* the fate callback's context lives as long as the fork: in the baseline itself */
         b->fate = (fate_ud){s, &b->out};
-        int rc = outcome_size(&b->out, g->cap_slots);
+        int rc = outcome_size(&b->out, g->n_slots);
         if (!rc)
             rc = env->fork(env->sim, &c, 1, on_fork_request, &b->fate, &b->fork, eb);
         if (rc) {
@@ -288,6 +292,8 @@ static int harms(const slice_sched *s, const gmg *g, gmg_id a, gmg_id h)
             q->state == GMG_REQ_REJECTED || (q->container != a && q->container != h))
             continue;
         const outcome *b = &s->base[q->container].out;
+        if (i >= b->n) /* not in the baseline: cannot happen (its arrival changed the epoch) */
+            return 1;
         if ((s->cand.broken[i] & ~b->broken[i]) || s->cand.preempted[i] > b->preempted[i])
             return 1;
     }
@@ -310,7 +316,7 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     gmg_id both[2] = {a, h};
     pol_whatif *w = NULL;
     fate_ud fate = {s, &s->cand};
-    int rc = outcome_size(&s->cand, g->cap_slots);
+    int rc = outcome_size(&s->cand, g->n_slots);
     if (!rc)
         rc = env->fork(env->sim, both, 2, on_fork_request, &fate, &w, eb);
     if (rc) {
