@@ -1,0 +1,249 @@
+/* Requests in the graph: slots, queue primitives, KV-block accounting with the memory ledger,
+ * and the state transitions (enqueue, admit, preempt, swap, offload, migrate, leave), the only
+ * code that moves a request from one state to another. */
+#include "gmg/gmg.h"
+
+#include "core/ss_alloc.h"
+
+#include <string.h>
+
+/* ---- request slots and lists ------------------------------------------------------------ */
+
+gmg_id gmg_req_alloc(gmg *g)
+{
+    if (g->free_slot == GMG_NONE) {
+        if (g->n_slots == g->cap_slots) {
+            uint32_t ncap = g->cap_slots ? g->cap_slots * 2 : 1024;
+            gmg_req *nr = ss_realloc(g->reqs, (size_t)ncap * sizeof *nr);
+            if (!nr)
+                return GMG_NONE;
+            g->reqs = nr;
+            g->cap_slots = ncap;
+        }
+        g->reqs[g->n_slots].next = g->free_slot;
+        g->free_slot = g->n_slots++;
+    }
+    gmg_id r = g->free_slot;
+    g->free_slot = g->reqs[r].next;
+    memset(&g->reqs[r], 0, sizeof g->reqs[r]); /* a free slot holds no prefix blocks */
+    g->reqs[r].prev = g->reqs[r].next = GMG_NONE;
+    g->reqs[r].container = GMG_NONE;
+    g->reqs[r].mig = GMG_NONE;
+    g->reqs[r].first_token = -1;
+    g->reqs[r].state = GMG_REQ_WAITING;
+    g->reqs[r].serial = ++g->n_allocs;
+    if (++g->in_flight > g->peak_in_flight)
+        g->peak_in_flight = g->in_flight;
+    return r;
+}
+
+void gmg_req_free(gmg *g, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    if (SS_NEVER(q->state == GMG_REQ_FREE || q->blocks))
+        return;
+    q->state = GMG_REQ_FREE;
+    ss_free(q->prefix_blocks);
+    q->prefix_blocks = NULL;
+    q->next = g->free_slot;
+    g->free_slot = r;
+    g->in_flight--;
+}
+
+void gmg_list_push_back(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    q->next = GMG_NONE;
+    q->prev = l->tail;
+    if (l->tail != GMG_NONE)
+        g->reqs[l->tail].next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    l->n++;
+}
+
+void gmg_list_push_front(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    q->prev = GMG_NONE;
+    q->next = l->head;
+    if (l->head != GMG_NONE)
+        g->reqs[l->head].prev = r;
+    else
+        l->tail = r;
+    l->head = r;
+    l->n++;
+}
+
+void gmg_list_insert_after(gmg *g, gmg_list *l, gmg_id after, gmg_id r)
+{
+    if (after == GMG_NONE) {
+        gmg_list_push_front(g, l, r);
+        return;
+    }
+    if (after == l->tail) {
+        gmg_list_push_back(g, l, r);
+        return;
+    }
+    gmg_req *q = &g->reqs[r], *a = &g->reqs[after];
+    q->prev = after;
+    q->next = a->next;
+    g->reqs[a->next].prev = r;
+    a->next = r;
+    l->n++;
+}
+
+void gmg_list_remove(gmg *g, gmg_list *l, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    if (q->prev != GMG_NONE)
+        g->reqs[q->prev].next = q->next;
+    else
+        l->head = q->next;
+    if (q->next != GMG_NONE)
+        g->reqs[q->next].prev = q->prev;
+    else
+        l->tail = q->prev;
+    q->prev = q->next = GMG_NONE;
+    l->n--;
+}
+
+/* ---- KV blocks and the memory ledger ---------------------------------------------------- */
+
+/* Add delta blocks' worth of KV to every GPU of c's replica. */
+void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
+{
+    for (uint32_t k = 0; k < c->tp * c->pp; k++) {
+        gmg_gpu *u = &g->gpus[c->gpu0 + k];
+        u->mem.kv_used += (double)delta * c->block_bytes;
+        if (u->mem.kv_used > u->kv_used_peak)
+            u->kv_used_peak = u->mem.kv_used;
+    }
+}
+
+void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
+{
+    if (blocks == r->blocks)
+        return;
+    if (r->pc_shared) {
+        if (blocks) {
+            if (SS_NEVER(blocks < r->pc_shared))
+                return;
+        } else {
+            gmg__pc_release(g, c, r); /* the shared blocks go back to the cache */
+            if (r->blocks == 0)
+                return;
+        }
+    }
+    int64_t delta = (int64_t)blocks - (int64_t)r->blocks;
+    if (delta > (int64_t)c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: request %llu needs %lld more KV blocks, %u free", c->id,
+                 (unsigned long long)r->trace_id, (long long)delta, c->blocks_free);
+    if (delta > 0 && c->pc)
+        gmg__pc_make_room(c, (uint32_t)delta);
+    c->blocks_free = (uint32_t)((int64_t)c->blocks_free - delta);
+    if (c->blocks_free > c->blocks_total)
+        ss_fatal(SS_LOC, "container %u: %u free KV blocks exceed the pool of %u", c->id,
+                 c->blocks_free, c->blocks_total);
+    r->blocks = blocks;
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    gmg__ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
+}
+
+/* Move n blocks between c's free pool and one of its holders (`held`: reserved for a migration,
+ * lent to staged weights), with the ledger; `what` names the holder in the fatal message. */
+static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)
+{
+    if (n > c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: %s %u blocks with %u free", c->id, what, n,
+                 c->blocks_free);
+    if (c->pc)
+        gmg__pc_make_room(c, n);
+    c->blocks_free -= n;
+    *held += n;
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    gmg__ledger_kv(g, c, n);
+}
+
+static void give_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)
+{
+    if (n > *held)
+        ss_fatal(SS_LOC, "container %u: %s %u blocks of %u", c->id, what, n, *held);
+    *held -= n;
+    c->blocks_free += n;
+    gmg__ledger_kv(g, c, -(int64_t)n);
+}
+
+void gmg_reserve_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    take_blocks(g, c, &c->blocks_reserved, n, "reserving");
+}
+
+void gmg_release_reserved(gmg *g, gmg_container *c, uint32_t n)
+{
+    give_blocks(g, c, &c->blocks_reserved, n, "releasing reserved");
+}
+
+void gmg_stage_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    take_blocks(g, c, &c->blocks_staged, n, "staging into");
+}
+
+void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n)
+{
+    give_blocks(g, c, &c->blocks_staged, n, "unstaging");
+}
+
+ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
+                     ss_time earliest)
+{
+    gmg_link *l = g->gpus[src].node == g->gpus[dst].node ? &g->links[g->gpus[src].node]
+                                                         : &g->links[g->n_links - 1];
+    ss_time begin = earliest;
+    for (uint32_t i = 0; i < n; i++) {
+        if (g->gpus[src + i].tx_busy > begin)
+            begin = g->gpus[src + i].tx_busy;
+        if (g->gpus[dst + i].rx_busy > begin)
+            begin = g->gpus[dst + i].rx_busy;
+    }
+    ss_time end = ss_time_add(begin, ss_time_from_ns_sat((per_gpu / l->bw + l->latency_s) * 1e9));
+    for (uint32_t i = 0; i < n; i++) {
+        g->gpus[src + i].tx_busy = end;
+        g->gpus[dst + i].rx_busy = end;
+    }
+    l->bytes_moved += per_gpu * n;
+    return end;
+}
+
+void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r)
+{
+    uint32_t b = r->blocks;
+    if (b > c->swap_free)
+        ss_fatal(SS_LOC, "container %u: swapping out %u blocks with %u swap blocks free", c->id, b,
+                 c->swap_free);
+    gmg_req_set_blocks(g, c, r, 0);
+    c->swap_free -= b;
+    r->swapped_blocks = b;
+}
+
+void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r)
+{
+    uint32_t b = r->swapped_blocks;
+    gmg_req_set_blocks(g, c, r, b);
+    c->swap_free += b;
+    r->swapped_blocks = 0;
+    if (c->swap_free > c->swap_total)
+        ss_fatal(SS_LOC, "container %u: %u free swap blocks exceed the %u of the pool", c->id,
+                 c->swap_free, c->swap_total);
+}
+
+double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks)
+{
+    (void)g;
+    return (double)blocks * c->block_bytes;
+}
