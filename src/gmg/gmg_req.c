@@ -247,3 +247,184 @@ double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blo
     (void)g;
     return (double)blocks * c->block_bytes;
 }
+
+/* ---- state transitions ------------------------------------------------------------------- */
+
+void gmg_req_enqueue(gmg *g, gmg_container *c, gmg_id r, gmg_enqueue where)
+{
+    gmg_req *q = &g->reqs[r];
+    q->wait_blocks = gmg_blocks_for(c, (uint64_t)q->prompt + q->generated);
+    c->waiting_blocks += q->wait_blocks;
+    q->state = GMG_REQ_WAITING;
+    if (where == GMG_ENQ_FRONT) {
+        gmg_list_push_front(g, &c->waiting, r);
+    } else if (where == GMG_ENQ_TIER) {
+        gmg_id after = c->waiting.tail;
+        while (after != GMG_NONE && g->reqs[after].tier > q->tier &&
+               g->reqs[after].preemptions == 0)
+            after = g->reqs[after].prev;
+        gmg_list_insert_after(g, &c->waiting, after, r);
+    } else {
+        gmg_list_push_back(g, &c->waiting, r);
+    }
+}
+
+void gmg_req_dequeue(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    c->waiting_blocks -= q->wait_blocks;
+    q->wait_blocks = 0;
+    gmg_list_remove(g, &c->waiting, r);
+}
+
+void gmg_req_reroute(gmg *g, gmg_container *to, gmg_id r, gmg_enqueue where)
+{
+    g->reqs[r].container = to->id;
+    gmg_req_enqueue(g, to, r, where);
+}
+
+void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req_dequeue(g, c, r);
+    gmg_list_push_back(g, &c->running, r);
+    g->reqs[r].state = GMG_REQ_RUNNING;
+}
+
+void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
+{
+    gmg_req *q = &g->reqs[r];
+    uint32_t pending = q->prompt + q->generated - q->computed;
+    uint64_t tokens = (uint64_t)q->computed + q_tok;
+    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
+        uint32_t blocks = gmg_blocks_for(c, tokens);
+        gmg_req_set_blocks(g, c, q, hold > blocks ? hold : blocks);
+    }
+    if (pending == 1 && q->generated > 0)
+        cost_batch_add_decode(&c->iter.batch, tokens);
+    else
+        cost_batch_add_prefill(&c->iter.batch, q_tok, q->computed);
+    q->q_tokens = q_tok;
+    c->iter.reqs[c->iter.n_reqs++] = r;
+}
+
+void gmg_req_preempt(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &c->running, r);
+    gmg_req_set_blocks(g, c, q, 0);
+    q->computed = 0;
+    q->pc_registered = 0; /* its recomputed prompt blocks join the cache again */
+    q->preemptions++;
+    gmg_req_enqueue(g, c, r, GMG_ENQ_FRONT);
+}
+
+void gmg_req_to_swap(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &c->running, r);
+    c->iter.swap_blocks += q->blocks;
+    gmg_req_swap_out(g, c, q);
+    q->state = GMG_REQ_SWAPPED;
+    q->preemptions++;
+    gmg_list_push_back(g, &c->swapped, r);
+}
+
+void gmg_req_from_swap(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &c->swapped, r);
+    c->iter.swap_blocks += q->swapped_blocks;
+    gmg_req_swap_in(g, c, q);
+    q->state = GMG_REQ_RUNNING;
+    gmg_list_push_back(g, &c->running, r);
+}
+
+int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap)
+{
+    *gap = -1;
+    q->computed += q->q_tokens;
+    q->q_tokens = 0;
+    if (q->computed < q->prompt + q->generated)
+        return 0; /* a prefill chunk: no token yet */
+    q->generated++;
+    if (q->first_token < 0) {
+        q->first_token = now;
+    } else {
+        *gap = now - q->last_token;
+        q->tbt_sum += *gap;
+        if (*gap > q->tbt_max)
+            q->tbt_max = *gap;
+        q->tbt_over += q->sla_tbt && *gap > q->sla_tbt;
+    }
+    q->last_token = now;
+    return 1;
+}
+
+void gmg_req_end(gmg *g, gmg_container *c, gmg_id r, gmg_req_state end, ss_time now)
+{
+    gmg_req *q = &g->reqs[r];
+    switch (q->state) {
+    case GMG_REQ_WAITING: gmg_req_dequeue(g, c, r); break;
+    case GMG_REQ_RUNNING:
+        gmg_list_remove(g, &c->running, r);
+        gmg_req_set_blocks(g, c, q, 0);
+        break;
+    case GMG_REQ_SWAPPED:
+        gmg_list_remove(g, &c->swapped, r);
+        gmg_req_swap_in(g, c, q); /* return the host blocks... */
+        gmg_req_set_blocks(g, c, q, 0); /* ...and drop them */
+        break;
+    default: ss_fatal(SS_LOC, "request %llu in state %u cannot leave its container",
+                      (unsigned long long)q->trace_id, q->state);
+    }
+    q->state = (uint8_t)end;
+    q->finish = now;
+}
+
+void gmg_req_offload(gmg *g, gmg_container *home, gmg_id r, uint32_t blocks)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_req_dequeue(g, home, r);
+    gmg_req_set_blocks(g, home, q, blocks);
+    home->blocks_offloaded += blocks;
+    home->n_offloaded++;
+    q->state = GMG_REQ_OFFLOADED;
+}
+
+void gmg_req_offload_back(gmg *g, gmg_container *home, gmg_id r, ss_time now)
+{
+    gmg_req *q = &g->reqs[r];
+    home->blocks_offloaded -= q->blocks;
+    home->n_offloaded--;
+    q->computed = q->prompt;
+    q->generated = 1;
+    q->first_token = now;
+    q->last_token = now;
+    q->state = GMG_REQ_RUNNING;
+    gmg_list_push_back(g, &home->running, r);
+}
+
+void gmg_req_migrate_out(gmg *g, gmg_container *from, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &from->running, r);
+    from->blocks_in_transit += gmg_req_private(q);
+    from->pc_shared_in_transit += q->pc_shared;
+    q->state = GMG_REQ_MIGRATING;
+}
+
+void gmg_req_migrate_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r,
+                        uint32_t reserved)
+{
+    gmg_req *q = &g->reqs[r];
+    uint32_t blocks = q->blocks;
+    from->blocks_in_transit -= gmg_req_private(q);
+    from->pc_shared_in_transit -= q->pc_shared;
+    gmg_req_set_blocks(g, from, q, 0);
+    gmg_release_reserved(g, to, reserved);
+    gmg_req_set_blocks(g, to, q, blocks);
+    q->state = GMG_REQ_RUNNING;
+    q->container = to->id;
+    q->migrations++;
+    gmg_list_push_back(g, &to->running, r);
+}

@@ -79,12 +79,7 @@ static void preempt(gsim *s, gmg_container *c, gmg_id r)
     if (!q)
         return;
     gs_maybe_abort_migration(s, q);
-    gmg_list_remove(s->g, &c->running, r);
-    gmg_req_set_blocks(s->g, c, q, 0);
-    q->computed = 0;
-    q->pc_registered = 0; /* its recomputed prompt blocks join the cache again */
-    q->preemptions++;
-    gs_wait_push(s, c, r, 1);
+    gmg_req_preempt(s->g, c, r);
     gs_notify(s, c, q, GSIM_REQ_PREEMPT);
 }
 
@@ -94,13 +89,8 @@ static void swap_out(gsim *s, gmg_container *c, gmg_id r)
     if (!q)
         return;
     gs_maybe_abort_migration(s, q);
-    gmg_list_remove(s->g, &c->running, r);
-    c->iter.swap_blocks += q->blocks;
-    gmg_req_swap_out(s->g, c, q);
-    q->state = GMG_REQ_SWAPPED;
-    q->preemptions++;
+    gmg_req_to_swap(s->g, c, r);
     s->m.swap_outs++;
-    gmg_list_push_back(s->g, &c->swapped, r);
     gs_notify(s, c, q, GSIM_REQ_SWAP_OUT);
 }
 
@@ -109,11 +99,7 @@ static void swap_in(gsim *s, gmg_container *c, gmg_id r)
     gmg_req *q = own_req(s, c, r, GMG_REQ_SWAPPED, "swap in");
     if (!q)
         return;
-    gmg_list_remove(s->g, &c->swapped, r);
-    c->iter.swap_blocks += q->swapped_blocks;
-    gmg_req_swap_in(s->g, c, q);
-    q->state = GMG_REQ_RUNNING;
-    gmg_list_push_back(s->g, &c->running, r);
+    gmg_req_from_swap(s->g, c, r);
     gs_notify(s, c, q, GSIM_REQ_SWAP_IN);
 }
 
@@ -174,25 +160,11 @@ static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t 
         return;
     }
     if (q->state != GMG_REQ_RUNNING) {
-        gs_wait_remove(s, c, r);
-        gmg_list_push_back(s->g, &c->running, r);
-        q->state = GMG_REQ_RUNNING;
-        if (c->pc && !q->computed && !q->blocks) {
+        gmg_req_admit(s->g, c, r);
+        if (c->pc && !q->computed && !q->blocks)
             q_tok = prefix_hit(s, c, q, q_tok, hold);
-            pending = q->prompt + q->generated - q->computed;
-        }
     }
-    uint64_t tokens = (uint64_t)q->computed + q_tok;
-    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
-        uint32_t blocks = gmg_blocks_for(c, tokens);
-        gmg_req_set_blocks(s->g, c, q, hold > blocks ? hold : blocks);
-    }
-    if (pending == 1 && q->generated > 0)
-        cost_batch_add_decode(&c->iter.batch, tokens);
-    else
-        cost_batch_add_prefill(&c->iter.batch, q_tok, q->computed);
-    q->q_tokens = q_tok;
-    c->iter.reqs[c->iter.n_reqs++] = r;
+    gmg_req_schedule(s->g, c, r, q_tok, hold);
 }
 
 static int ensure_iter(gmg_container *c, uint32_t n)

@@ -33,14 +33,13 @@ static void reroute_waiting(gsim *s, gmg_container *c)
     tenant_state *t = &s->ten[c->tenant];
     while (c->waiting.head != GMG_NONE && t->n_cands) {
         gmg_id r = c->waiting.head;
-        gs_wait_remove(s, c, r);
+        gmg_req_dequeue(s->g, c, r);
         gmg_id to = gs_route(s, t, r);
-        if (to == GMG_NONE) { /* the run stops: leave the request where it was */
-            gs_wait_push(s, c, r, 1);
+        if (to == GMG_NONE) { /* the run stops: the request stays where it was */
+            gmg_req_enqueue(s->g, c, r, GMG_ENQ_FRONT);
             return;
         }
-        gmg_req_at(s->g, r)->container = to;
-        gs_wait_push(s, &s->g->ctrs[to], r, 0);
+        gmg_req_reroute(s->g, &s->g->ctrs[to], r, gs_enqueue_where(s, 0));
         if (!s->g->ctrs[to].busy)
             gs_start_iteration(s, &s->g->ctrs[to]);
     }

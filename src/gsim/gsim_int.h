@@ -150,8 +150,7 @@ int gs_decide_batch(gsim *s, gmg_container *c);
 /* gsim_req.c */
 void gs_notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what);
 const cat_engine *gs_tenant_engine(const gsim *s, uint16_t t);
-void gs_wait_push(gsim *s, gmg_container *c, gmg_id r, int front);
-void gs_wait_remove(gsim *s, gmg_container *c, gmg_id r);
+gmg_enqueue gs_enqueue_where(const gsim *s, int front);
 void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why);
 void gs_finish(gsim *s, gmg_container *c, gmg_id r);
 gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r);

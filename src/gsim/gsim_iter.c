@@ -104,25 +104,13 @@ void gs_start_iteration(gsim *s, gmg_container *c)
 /* Advance q by the tokens it computed this iteration; returns 1 if that emitted a token. */
 static int advance(gsim *s, gmg_req *q, ss_time now)
 {
-    q->computed += q->q_tokens;
-    q->q_tokens = 0;
-    if (q->computed < q->prompt + q->generated)
+    ss_time gap;
+    if (!gmg_req_progress(q, now, &gap))
         return 0; /* a prefill chunk: no token yet */
     if (!q->pc_registered && q->state == GMG_REQ_RUNNING && s->g->ctrs[q->container].pc)
         gmg_pc_register(s->g, &s->g->ctrs[q->container], q);
-    q->generated++;
-    if (q->first_token < 0) {
-        q->first_token = now;
-    } else {
-        ss_time gap = now - q->last_token;
-        q->tbt_sum += gap;
-        if (gap > q->tbt_max)
-            q->tbt_max = gap;
-        q->tbt_over += q->sla_tbt && gap > q->sla_tbt;
-        if (q->measured && !s->fork)
-            metrics_add_gap(&s->m, q->tenant, q->tier, gap);
-    }
-    q->last_token = now;
+    if (gap >= 0 && q->measured && !s->fork)
+        metrics_add_gap(&s->m, q->tenant, q->tier, gap);
     return 1;
 }
 
@@ -251,7 +239,7 @@ static gmg_container *admit_arrival(gsim *s)
     gmg_container *c = &s->g->ctrs[ci];
     q->sched_lag = sched_lag_ns(s, c);
     s->cs[ci].epoch++;
-    gs_wait_push(s, c, r, 0);
+    gmg_req_enqueue(s->g, c, r, gs_enqueue_where(s, 0));
     return c;
 }
 

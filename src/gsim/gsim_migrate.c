@@ -98,10 +98,7 @@ void gs_mig_begin_final(gsim *s, gmg_id mid)
         mig_abort(s, mid);
         return;
     }
-    gmg_list_remove(s->g, &from->running, m->req);
-    from->blocks_in_transit += gmg_req_private(q);
-    from->pc_shared_in_transit += q->pc_shared;
-    q->state = GMG_REQ_MIGRATING;
+    gmg_req_migrate_out(s->g, from, m->req);
     m->final = 1;
     m->want_final = 0;
     if (mig_copy(s, mid, left))
@@ -112,18 +109,8 @@ void gs_mig_begin_final(gsim *s, gmg_id mid)
 static void mig_commit(gsim *s, gmg_id mid)
 {
     migration *m = gs_mig_at(s, mid);
-    gmg_req *q = gmg_req_at(s->g, m->req);
     gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
-    uint32_t blocks = q->blocks;
-    from->blocks_in_transit -= gmg_req_private(q);
-    from->pc_shared_in_transit -= q->pc_shared;
-    gmg_req_set_blocks(s->g, from, q, 0);
-    gmg_release_reserved(s->g, to, m->reserved);
-    gmg_req_set_blocks(s->g, to, q, blocks);
-    q->state = GMG_REQ_RUNNING;
-    q->container = to->id;
-    q->migrations++;
-    gmg_list_push_back(s->g, &to->running, m->req);
+    gmg_req_migrate_in(s->g, from, to, m->req, m->reserved);
     s->m.migrations++;
     mig_end(s, mid);
     mig_free(s, mid);

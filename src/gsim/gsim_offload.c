@@ -166,22 +166,11 @@ void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx)
         s->m.offload_pred_err_ns += err;
         s->m.offload_predicted++;
     }
-    home->blocks_offloaded -= q->blocks;
-    home->n_offloaded--;
-    q->computed = q->prompt;
-    q->generated = 1;
-    q->first_token = now;
-    q->last_token = now;
     gmg_id r = o->req;
+    gmg_req_offload_back(s->g, home, r, now);
     offload_free(s, oid);
-    if (q->generated >= q->output) {
-        q->state = GMG_REQ_RUNNING; /* gs_finish() takes it from the running list */
-        gmg_list_push_back(s->g, &home->running, r);
+    if (q->generated >= q->output)
         gs_finish(s, home, r);
-    } else {
-        q->state = GMG_REQ_RUNNING;
-        gmg_list_push_back(s->g, &home->running, r);
-    }
     if (!home->busy && home->status != GMG_CTR_LOADING && home->status != GMG_CTR_STANDBY)
         gs_start_iteration(s, home);
     if (home->status == GMG_CTR_DRAINING && !home->busy)
@@ -350,11 +339,7 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     o->req = r, o->home = home->id, o->helper = helper;
     ss_time now = des_now(s->des);
     o->predicted = predicted;
-    gs_wait_remove(s, home, r);
-    gmg_req_set_blocks(s->g, home, q, need);
-    home->blocks_offloaded += need;
-    home->n_offloaded++;
-    q->state = GMG_REQ_OFFLOADED;
+    gmg_req_offload(s->g, home, r, need);
     for (uint32_t i = 0; i < h->tp; i++)
         s->g->gpus[h->gpu0 + i].mem.transfer += o->buffers;
     ctr_state *hs = &s->cs[helper];

@@ -93,53 +93,11 @@ static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
     }
 }
 
-/* Waiting-queue moves keep the container's waiting_blocks (routing demand) current. */
-void gs_wait_push(gsim *s, gmg_container *c, gmg_id r, int front)
+/* Where a request joins c's waiting queue: the front for a preempted one, else by arrival, or
+ * by (tier, arrival) under a cluster policy that orders queues by tier. */
+gmg_enqueue gs_enqueue_where(const gsim *s, int front)
 {
-    gmg_req *q = gmg_req_at(s->g, r);
-    q->wait_blocks = gmg_blocks_for(c, (uint64_t)q->prompt + q->generated);
-    c->waiting_blocks += q->wait_blocks;
-    q->state = GMG_REQ_WAITING;
-    if (front) {
-        gmg_list_push_front(s->g, &c->waiting, r);
-    } else if (s->tier_ordered) {
-        /* (tier, arrival) order: after the last request of the same or a better tier */
-        gmg_id after = c->waiting.tail;
-        while (after != GMG_NONE && s->g->reqs[after].tier > q->tier &&
-               s->g->reqs[after].preemptions == 0)
-            after = s->g->reqs[after].prev;
-        gmg_list_insert_after(s->g, &c->waiting, after, r);
-    } else {
-        gmg_list_push_back(s->g, &c->waiting, r);
-    }
-}
-
-void gs_wait_remove(gsim *s, gmg_container *c, gmg_id r)
-{
-    gmg_req *q = gmg_req_at(s->g, r);
-    c->waiting_blocks -= q->wait_blocks;
-    q->wait_blocks = 0;
-    gmg_list_remove(s->g, &c->waiting, r);
-}
-
-/* Take r out of whatever queue it is in, releasing its GPU and host KV blocks. */
-static void unlink_request(gsim *s, gmg_container *c, gmg_id r)
-{
-    gmg_req *q = gmg_req_at(s->g, r);
-    switch (q->state) {
-    case GMG_REQ_WAITING: gs_wait_remove(s, c, r); break;
-    case GMG_REQ_RUNNING:
-        gmg_list_remove(s->g, &c->running, r);
-        gmg_req_set_blocks(s->g, c, q, 0);
-        break;
-    case GMG_REQ_SWAPPED:
-        gmg_list_remove(s->g, &c->swapped, r);
-        gmg_req_swap_in(s->g, c, q); /* return the host blocks... */
-        gmg_req_set_blocks(s->g, c, q, 0); /* ...and drop them */
-        break;
-    default: ss_fatal(SS_LOC, "request %llu in state %u cannot leave its container",
-                      (unsigned long long)q->trace_id, q->state);
-    }
+    return front ? GMG_ENQ_FRONT : s->tier_ordered ? GMG_ENQ_TIER : GMG_ENQ_BACK;
 }
 
 void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
@@ -147,9 +105,7 @@ void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
     gmg_req *q = gmg_req_at(s->g, r);
     gs_maybe_abort_migration(s, q);
     s->m.aborted += q->state != GMG_REQ_WAITING || q->preemptions > 0;
-    unlink_request(s, c, r);
-    q->state = GMG_REQ_REJECTED;
-    q->finish = des_now(s->des);
+    gmg_req_end(s->g, c, r, GMG_REQ_REJECTED, des_now(s->des));
     gs_notify(s, c, q, GSIM_REQ_REJECT);
     emit_result(s, q, 1, reject_reason(why));
     gmg_req_free(s->g, r);
@@ -159,9 +115,7 @@ void gs_finish(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
     gs_maybe_abort_migration(s, q);
-    unlink_request(s, c, r);
-    q->state = GMG_REQ_DONE;
-    q->finish = des_now(s->des);
+    gmg_req_end(s->g, c, r, GMG_REQ_DONE, des_now(s->des));
     gs_notify(s, c, q, GSIM_REQ_FINISH);
     emit_result(s, q, 0, 0);
     gmg_req_free(s->g, r);
