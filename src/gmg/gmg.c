@@ -303,3 +303,29 @@ int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, s
     }
     return SS_OK;
 }
+
+/* ---- a container's life ------------------------------------------------------------------- */
+
+static void move(gmg_container *c, uint8_t from_a, uint8_t from_b, uint8_t to)
+{
+    if (c->status != from_a && c->status != from_b)
+        ss_fatal(SS_LOC, "container %u: status %u cannot become %u", c->id, c->status, to);
+    c->status = to;
+}
+
+void gmg_ctr_drain(gmg_container *c) { move(c, GMG_CTR_ACTIVE, GMG_CTR_ACTIVE, GMG_CTR_DRAINING); }
+
+void gmg_ctr_standby(gmg_container *c)
+{
+    /* drained, or new (it never ran): auto-scaling's reserve */
+    uint8_t fresh = c->iterations ? GMG_CTR_DRAINING : GMG_CTR_ACTIVE;
+    move(c, GMG_CTR_DRAINING, fresh, GMG_CTR_STANDBY);
+}
+
+void gmg_ctr_load(gmg_container *c, ss_time ready_at)
+{
+    move(c, GMG_CTR_DRAINING, GMG_CTR_STANDBY, GMG_CTR_LOADING);
+    c->ready_at = ready_at;
+}
+
+void gmg_ctr_activate(gmg_container *c) { move(c, GMG_CTR_LOADING, GMG_CTR_LOADING, GMG_CTR_ACTIVE); }

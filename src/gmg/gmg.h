@@ -296,6 +296,15 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *spec, uint32_t replicas, ss_e
  * new cost model, KV pool and memory ledger of its GPUs. 0, SS_EINVAL (not empty, other shape,
  * or the model does not fit, with the numbers in eb) or SS_ENOMEM; c unchanged on failure. */
 int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, ss_errbuf *eb);
+/* A container's life (the only code that changes its status): an active one drains (takes no
+ * new requests); a drained or new one goes to standby; a drained or standby one loads weights
+ * until ready_at; a loaded one becomes active. Any other move is corrupted state: fatal. */
+void gmg_ctr_drain(gmg_container *c);
+void gmg_ctr_standby(gmg_container *c);
+void gmg_ctr_load(gmg_container *c, ss_time ready_at);
+void gmg_ctr_activate(gmg_container *c);
+/* A request that never joined a queue (its setup failed) gives its slot back. */
+void gmg_req_drop(gmg *g, gmg_id r);
 
 /* Take a free request slot (state WAITING-to-be, links cleared). GMG_NONE on SS_ENOMEM. */
 gmg_id gmg_req_alloc(gmg *g);

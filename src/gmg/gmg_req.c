@@ -50,6 +50,12 @@ void gmg_req_free(gmg *g, gmg_id r)
     g->in_flight--;
 }
 
+void gmg_req_drop(gmg *g, gmg_id r)
+{
+    g->reqs[r].state = GMG_REQ_DONE; /* so that the slot can be returned */
+    gmg_req_free(g, r);
+}
+
 void gmg_list_push_back(gmg *g, gmg_list *l, gmg_id r)
 {
     gmg_req *q = &g->reqs[r];

@@ -135,7 +135,7 @@ static int add_standby(gsim *s, tenant_state *t, ss_errbuf *eb)
     gmg_id first = s->g->n_ctrs;
     int rc = gmg_add_containers(s->g, &t->spec, extra, eb);
     for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++) {
-        s->g->ctrs[k].status = GMG_CTR_STANDBY;
+        gmg_ctr_standby(&s->g->ctrs[k]);
         t->standby[t->n_standby++] = k;
     }
     return rc;

@@ -54,15 +54,14 @@ void gs_maybe_drained(gsim *s, gmg_container *c)
     gs_unstage(s, c); /* guest weights go with the container */
     if (s->cs[c->id].next_tenant < 0) { /* scaled down: back to standby */
         tenant_state *t = &s->ten[c->tenant];
-        c->status = GMG_CTR_STANDBY;
+        gmg_ctr_standby(c);
         t->standby[t->n_standby++] = c->id;
         return;
     }
     const tenant_state *to = &s->ten[s->cs[c->id].next_tenant];
     double bytes = cost_weight_bytes_per_gpu(to->t.model, to->t.tp, to->t.pp);
-    c->status = GMG_CTR_LOADING;
-    c->ready_at = ss_time_add(ss_time_add(des_now(s->des), s->cd.setup_ns),
-                              ss_time_from_ns_sat(bytes / s->cd.load_bw * 1e9));
+    gmg_ctr_load(c, ss_time_add(ss_time_add(des_now(s->des), s->cd.setup_ns),
+                                ss_time_from_ns_sat(bytes / s->cd.load_bw * 1e9)));
     gs_sched(s, s->des, c->ready_at, EV_CTR_READY, c->id);
 }
 
@@ -82,7 +81,7 @@ void gs_on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
     if (sz)
         memset(c->batch_priv, 0, sz);
     s->m.reallocations += moved;
-    c->status = GMG_CTR_ACTIVE;
+    gmg_ctr_activate(c);
     to->n_incoming--;
     cands_insert(to, c->id);
 }
@@ -102,7 +101,7 @@ static void apply_realloc(gsim *s, const pol_realloc *ra)
     cands_remove(from, c->id);
     to->n_incoming++;
     s->cs[c->id].next_tenant = ra->to;
-    c->status = GMG_CTR_DRAINING;
+    gmg_ctr_drain(c);
     reroute_waiting(s, c);
     gs_maybe_drained(s, c);
 }
@@ -141,7 +140,7 @@ static void scale_down(gsim *s, gmg_id id)
         return;
     cands_remove(t, id);
     s->cs[id].next_tenant = -1; /* to standby */
-    c->status = GMG_CTR_DRAINING;
+    gmg_ctr_drain(c);
     reroute_waiting(s, c);
     gs_maybe_drained(s, c);
     s->m.scale_downs++;

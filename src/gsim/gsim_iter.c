@@ -210,8 +210,7 @@ static gmg_container *admit_arrival(gsim *s)
     if (t->n_prefix_blocks) { /* the reader's array lives only until its next call: copy */
         q->prefix_blocks = ss_malloc(t->n_prefix_blocks * sizeof *q->prefix_blocks);
         if (!q->prefix_blocks) {
-            q->state = GMG_REQ_DONE; /* so the slot can be returned */
-            gmg_req_free(s->g, r);
+            gmg_req_drop(s->g, r);
             gs_fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
             return NULL;
         }
@@ -221,8 +220,7 @@ static gmg_container *admit_arrival(gsim *s)
     q->session_id = t->session_id;
     if (s->cfg.prefix_cache == GSIM_PREFIX_AUTO && !s->g->prefix_cache &&
         (q->n_prefix_blocks || q->session_id) && gmg_pc_enable(s->g)) {
-        q->state = GMG_REQ_DONE;
-        gmg_req_free(s->g, r);
+        gmg_req_drop(s->g, r);
         gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix cache: out of memory"));
         return NULL;
     }
@@ -231,8 +229,7 @@ static gmg_container *admit_arrival(gsim *s)
         ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
     gmg_id ci = gs_route(s, ts, r);
     if (ci == GMG_NONE) {
-        q->state = GMG_REQ_DONE; /* so the slot can be returned */
-        gmg_req_free(s->g, r);
+        gmg_req_drop(s->g, r);
         return NULL;
     }
     q->container = ci;
