@@ -53,7 +53,59 @@ static int dup_array(void **out, const void *src, size_t n, size_t elem)
     return SS_OK;
 }
 
-int gmg_clone(const gmg *src, gmg **out)
+/* A frozen container of a partial copy: its counters, without requests or cache. */
+static void freeze(gmg_container *c)
+{
+    c->frozen = 1;
+    c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
+    c->iter.reqs = NULL;
+    c->iter.cap = c->iter.n_reqs = 0;
+    c->pc = NULL;
+}
+
+/* The slots of src whose requests come along (all with keep NULL): copied in one block when
+ * all of them are, one by one otherwise, the rest free; slots beyond n_slots stay unwritten (a
+ * slot is initialised when it is first handed out). */
+static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+{
+    if (!(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
+        return SS_ENOMEM;
+    if (!keep && src->n_slots)
+        memcpy(g->reqs, src->reqs, src->n_slots * sizeof *g->reqs);
+    g->free_slot = keep ? GMG_NONE : src->free_slot;
+    g->in_flight = keep ? 0 : src->in_flight;
+    for (uint32_t i = src->n_slots; i-- > 0;) { /* a partial copy's free list ascends */
+        const gmg_req *s = &src->reqs[i];
+        gmg_req *q = &g->reqs[i];
+        if (keep && (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs ||
+                     !keep[s->container])) {
+            q->state = GMG_REQ_FREE;
+            q->prefix_blocks = NULL;
+            q->n_prefix_blocks = 0;
+            q->next = g->free_slot;
+            g->free_slot = i;
+            continue;
+        }
+        if (keep) {
+            *q = *s;
+            g->in_flight++;
+        }
+        q->prefix_blocks = NULL;
+    }
+    g->n_slots = src->n_slots;
+    for (uint32_t i = 0; i < src->n_slots; i++) {
+        gmg_req *q = &g->reqs[i];
+        if (q->state != GMG_REQ_FREE && q->n_prefix_blocks &&
+            dup_array((void **)&q->prefix_blocks, src->reqs[i].prefix_blocks,
+                      q->n_prefix_blocks, sizeof *q->prefix_blocks))
+            return SS_ENOMEM;
+    }
+    return SS_OK;
+}
+
+int gmg_clone(const gmg *src, gmg **out) { return gmg_clone_part(src, NULL, out); }
+
+int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
 {
     gmg *g = ss_calloc(1, sizeof *g);
     if (!g)
@@ -73,31 +125,20 @@ int gmg_clone(const gmg *src, gmg **out)
     for (uint32_t i = 0; !rc && i < src->n_ctrs; i++) {
         gmg_container *c = &g->ctrs[i];
         *c = src->ctrs[i];
+        g->n_ctrs = i + 1;
+        if (keep && !keep[i]) {
+            freeze(c);
+            continue;
+        }
         c->iter.reqs = NULL;
         c->pc = NULL;
-        g->n_ctrs = i + 1;
         rc = dup_array((void **)&c->iter.reqs, src->ctrs[i].iter.reqs, c->iter.cap,
                        sizeof *c->iter.reqs);
         if (!rc && src->ctrs[i].pc) /* a what-if must see the cache as it is */
             rc = gmg_pc_clone(src->ctrs[i].pc, &c->pc);
     }
-    /* The slots in use, copied in one block; those beyond n_slots stay unwritten (a slot is
-     * initialised when it is first handed out), so a fork costs what is in flight, not the
-     * array's capacity. */
-    if (!rc && !(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
-        rc = SS_ENOMEM;
-    if (!rc && src->n_slots) {
-        memcpy(g->reqs, src->reqs, src->n_slots * sizeof *g->reqs);
-        for (uint32_t i = 0; i < src->n_slots; i++)
-            g->reqs[i].prefix_blocks = NULL;
-    }
-    for (uint32_t i = 0; !rc && i < src->n_slots; i++) {
-        gmg_req *q = &g->reqs[i];
-        g->n_slots = i + 1;
-        if (q->state != GMG_REQ_FREE && q->n_prefix_blocks)
-            rc = dup_array((void **)&q->prefix_blocks, src->reqs[i].prefix_blocks,
-                           q->n_prefix_blocks, sizeof *q->prefix_blocks);
-    }
+    if (!rc)
+        rc = clone_reqs(g, src, keep);
     if (rc) {
         gmg_destroy(&g);
         return rc;

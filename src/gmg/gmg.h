@@ -215,6 +215,8 @@ typedef struct gmg_container {
     ss_time prev_step_ns;   /* length of the iteration before the executing one, 0 when the
                                container was idle before it (async scheduling's lag) */
     uint8_t status;         /* GMG_CTR_*: whether it takes new requests */
+    uint8_t frozen;         /* in a what-if's partial copy: present, not simulated
+                               (gmg_clone_part) */
     ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
@@ -283,6 +285,11 @@ void gmg_destroy(gmg **g);
  * containers borrow src's cost models, so src must outlive it; batch_priv pointers are copied
  * as they are (their owner replaces them). 0 or SS_ENOMEM. */
 int gmg_clone(const gmg *src, gmg **out);
+/* The same copy for a what-if of some containers: those with keep[id] set come whole, with
+ * their requests; the others are frozen (gmg_container.frozen): their pools and ledgers as
+ * they are, but no requests, queues or prefix cache, so that a fork costs what it simulates,
+ * not the cluster. A frozen container must not be run; gmg_check skips it. */
+int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out);
 /* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
  * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
  * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV

@@ -182,6 +182,8 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
                       "counted", g->n_slots, by_state[GMG_REQ_FREE], n_free, g->in_flight);
     uint64_t listed[3] = {0}, offloaded = 0;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
+        if (g->ctrs[i].frozen) /* its requests stayed behind */
+            continue;
         listed[0] += g->ctrs[i].waiting.n;
         listed[1] += g->ctrs[i].running.n;
         listed[2] += g->ctrs[i].swapped.n;
@@ -202,6 +204,8 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
 static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
 {
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
+        if (g->ctrs[i].frozen) /* a what-if's container that is not simulated */
+            continue;
         int rc = check_container(g, &g->ctrs[i], full, deep, eb);
         if (rc)
             return rc;

@@ -119,7 +119,20 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     f->sink = sink;
     f->sink_ud = sink_ud;
     f->eb = eb;
-    int rc = gmg_clone(s->g, &f->g);
+    /* the graph comes with the forked containers' requests and those of the partners of their
+     * offloads in flight; every other container is frozen */
+    uint8_t *keep = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, 1);
+    int rc = keep ? SS_OK : SS_ENOMEM;
+    for (uint32_t i = 0; keep && i < n; i++)
+        keep[ctrs[i]] = 1;
+    for (uint32_t i = 0; keep && i < s->n_offs; i++) {
+        const offload *o = &s->offs[i];
+        if (o->in_use && (in_set(ctrs, n, o->home) || in_set(ctrs, n, o->helper)))
+            keep[o->home] = keep[o->helper] = 1;
+    }
+    if (!rc)
+        rc = gmg_clone_part(s->g, keep, &f->g);
+    ss_free(keep);
     if (!rc)
         rc = fork_tenants(f, s);
     if (!rc)

@@ -3,7 +3,7 @@
 # module under src/ and what each may include; this test fails on an include the table does not
 # allow, a module the table lacks, an include not written from src/ ("core/x.h"), or an outside
 # library used beyond its module (SQLite only in store/, the CUDA headers only in cuda/, the
-# plot process only in plot/).
+# plot process only in plot/), or a request's or container's state set outside gmg/.
 set -u
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -59,6 +59,10 @@ for d in mods:
                                f'{", ".join(sorted(allowed.get(d, ()))) or "nothing"})')
             if re.search(r"\bpopen\s*\(", text) and d != "plot":
                 bad.append(f"{p}: popen outside plot/")
+            if d != "gmg":
+                for m in re.finditer(r"\b(state|status)\s*=\s*GMG_(REQ|CTR)_\w+", text):
+                    bad.append(f"{p}: {m.group(0)}: a request's or container's state changes "
+                               f"only in gmg/ (its transitions)")
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)

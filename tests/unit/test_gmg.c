@@ -348,6 +348,46 @@ static void test_clone(void **state)
     gmg_req_free(f->g, r);
 }
 
+/* A partial copy keeps the chosen containers' requests (their prefix ids deep-copied) and
+ * freezes the others: no requests, queues or cache, pools as they were, skipped by gmg_check,
+ * and their slots free (on the free list, not in flight). */
+static void test_clone_part(void **state)
+{
+    fx *f = *state;
+    gmg_container *a = &f->g->ctrs[0], *b = &f->g->ctrs[1];
+    gmg_id ra = waiting(f, a, 100, 0), rb = waiting(f, b, 200, 0), rb2 = waiting(f, b, 16, 0);
+    gmg_req *qa = gmg_req_at(f->g, ra);
+    qa->prefix_blocks = ss_malloc(2 * sizeof *qa->prefix_blocks);
+    qa->prefix_blocks[0] = 11, qa->prefix_blocks[1] = 12;
+    qa->n_prefix_blocks = 2;
+    gmg_req_admit(f->g, b, rb);
+    gmg_req_set_blocks(f->g, b, gmg_req_at(f->g, rb), 13);
+    must_check(f->g);
+    uint8_t keep[2] = {1, 0};
+    gmg *k = NULL;
+    assert_int_equal(gmg_clone_part(f->g, keep, &k), 0);
+    must_check(k);
+    assert_int_equal(k->in_flight, 1);
+    assert_int_equal(k->ctrs[0].frozen, 0);
+    assert_int_equal(k->ctrs[1].frozen, 1);
+    assert_int_equal(k->ctrs[1].running.n + k->ctrs[1].waiting.n, 0);
+    assert_int_equal(k->ctrs[1].blocks_free, b->blocks_free); /* its pool as it was */
+    assert_int_equal(k->reqs[rb].state, GMG_REQ_FREE);
+    assert_int_equal(k->reqs[rb2].state, GMG_REQ_FREE);
+    assert_int_equal(k->reqs[ra].state, GMG_REQ_WAITING);
+    assert_true(k->reqs[ra].prefix_blocks != qa->prefix_blocks);
+    assert_int_equal(k->reqs[ra].prefix_blocks[1], 12);
+    assert_int_equal(k->ctrs[0].waiting.head, ra);
+    gmg_destroy(&k);
+    gmg_req_end(f->g, b, rb, GMG_REQ_DONE, 1);
+    gmg_req_end(f->g, b, rb2, GMG_REQ_DONE, 1);
+    gmg_req_end(f->g, a, ra, GMG_REQ_DONE, 1);
+    gmg_req_free(f->g, rb);
+    gmg_req_free(f->g, rb2);
+    gmg_req_free(f->g, ra);
+    must_check(f->g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +399,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_transitions_offload_and_migrate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clone_part, setup, teardown),
     };
     return cmocka_run_group_tests_name("gmg", tests, NULL, NULL);
 }
