@@ -8,7 +8,7 @@
 
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include "config.h"
 

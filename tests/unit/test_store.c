@@ -4,7 +4,7 @@
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <sqlite3.h>

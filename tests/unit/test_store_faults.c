@@ -9,7 +9,7 @@
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

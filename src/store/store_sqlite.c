@@ -2,7 +2,7 @@
  * per run, and merging databases. Every sqlite3 return code is checked and its message copied
  * into the errbuf; every statement step goes through step() or exec(), where tests make the
  * N-th one fail (store_fail_step_after). */
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include "config.h"
 #include "version.h"

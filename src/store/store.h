@@ -2,8 +2,8 @@
  * gpus; schema in store_sqlite.c, documented in the README, versioned by PRAGMA user_version).
  * A run is one transaction: it appears whole or not at all, so a killed or failed run leaves
  * the earlier runs intact. The only module that talks to SQLite. */
-#ifndef SS_METRICS_STORE_H
-#define SS_METRICS_STORE_H
+#ifndef SS_STORE_STORE_H
+#define SS_STORE_STORE_H
 
 #include <stdint.h>
 
