@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -86,13 +87,11 @@ static int add_run(plot_data *d, int64_t id, const char *series, double load, ss
 
 /* A sweep point "k=v;k=v": the series is the policy label and every other key but the seed
  * and the load, joined with '/'. */
-static int on_point(void *ud, int n, const char *const *c, ss_errbuf *eb)
+static int on_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
 {
     plot_data *d = ud;
-    if (n < 2 || !c[0] || !c[1])
-        return SS_OK;
     char buf[1024], name[NAME_MAX_] = "";
-    snprintf(buf, sizeof buf, "%s", c[1]);
+    snprintf(buf, sizeof buf, "%s", point);
     double load = 1;
     char *save = NULL;
     size_t used = 0;
@@ -117,7 +116,7 @@ static int on_point(void *ud, int n, const char *const *c, ss_errbuf *eb)
     for (char *p = name; *p; p++)
         if (*p == ' ' || *p == '"')
             *p = '_'; /* gnuplot's word() splits titles on blanks */
-    return add_run(d, strtoll(c[0], NULL, 10), used ? name : "all", load, eb);
+    return add_run(d, run_id, used ? name : "all", load, eb);
 }
 
 /* ---- plain replays: one series per setting, whatever differs between the runs ----------- */
@@ -198,29 +197,24 @@ static int scenario_kv(prow *r, const char *ini, ss_errbuf *eb)
     return rc;
 }
 
-/* Columns: run_id, cluster_policy, ops, load, scenario, then the settings of runs stored
- * without a scenario, named as in plain_names. */
-static const char *const plain_cols[] = {"model", "gpu", "replicas", "tp", "pp", "batching",
-                                         "routing", "cost_model", "trace", "limit_requests",
-                                         "warmup_s"};
-enum { N_PLAIN_COLS = sizeof plain_cols / sizeof *plain_cols };
-
-static int on_run(void *ud, int n, const char *const *c, ss_errbuf *eb)
+/* A run: its settings are its scenario's keys, or for a run stored without a scenario the
+ * runs columns store_run_setting_names names. */
+static int on_run(void *ud, const store_run_row *run, ss_errbuf *eb)
 {
     prows *x = ud;
-    if (n < 5 + N_PLAIN_COLS || !c[0])
-        return SS_OK;
     if (ss_grow((void **)&x->r, &x->cap, x->n + 1, sizeof *x->r))
         return ss_err(eb, SS_ENOMEM, "out of memory");
     prow *r = &x->r[x->n++];
-    *r = (prow){.id = strtoll(c[0], NULL, 10), .load = c[3] ? strtod(c[3], NULL) : 1};
-    snprintf(r->base, sizeof r->base, "%s%s", c[1] ? c[1] : "container",
-             c[2] && !strcmp(c[2], "slice") ? "+slice" : "");
-    if (c[4] && *c[4])
-        return scenario_kv(r, c[4], eb);
+    *r = (prow){.id = run->run_id, .load = isnan(run->load) ? 1 : run->load};
+    snprintf(r->base, sizeof r->base, "%s%s", run->cluster_policy ? run->cluster_policy
+                                                                  : "container",
+             run->ops && !strcmp(run->ops, "slice") ? "+slice" : "");
+    if (run->scenario_ini && *run->scenario_ini)
+        return scenario_kv(r, run->scenario_ini, eb);
     int rc = SS_OK;
-    for (int i = 0; !rc && i < N_PLAIN_COLS; i++)
-        rc = add_kv(r, plain_cols[i], c[5 + i] ? c[5 + i] : "", eb);
+    for (int i = 0; !rc && i < STORE_RUN_SETTINGS; i++)
+        rc = add_kv(r, store_run_setting_names[i], run->settings[i] ? run->settings[i] : "",
+                    eb);
     return rc;
 }
 
@@ -318,31 +312,34 @@ static int add_plain_runs(plot_data *d, const prows *x, ss_errbuf *eb)
     return rc;
 }
 
-static int on_summary(void *ud, int n, const char *const *c, ss_errbuf *eb)
+/* A figure not stored (NULL, read as NaN) counts as 0. */
+static double or0(double v) { return isnan(v) ? 0 : v; }
+
+static int on_summary(void *ud, const store_summary_row *row, ss_errbuf *eb)
 {
     (void)eb;
     plot_data *d = ud;
-    if (n < 5 || !c[0])
-        return SS_OK;
-    int64_t id = strtoll(c[0], NULL, 10);
     for (size_t i = 0; i < d->n_runs; i++)
-        if (d->runs[i].id == id) {
+        if (d->runs[i].id == row->run_id) {
             prun *r = &d->runs[i];
-            r->out_tps = c[1] ? strtod(c[1], NULL) : 0;
-            r->goodput = c[2] ? strtod(c[2], NULL) : 0;
-            r->sla = c[3] ? strtod(c[3], NULL) : 0;
-            r->ttft_p99 = c[4] ? strtod(c[4], NULL) : 0;
+            r->out_tps = or0(row->output_tokens_per_s);
+            r->goodput = or0(row->goodput_tokens_per_s);
+            r->sla = or0(row->sla_violation_rate);
+            r->ttft_p99 = or0(row->ttft_p99_ms);
             r->have_summary = 1;
         }
     return SS_OK;
 }
 
-static int on_text(void *ud, int n, const char *const *c, ss_errbuf *eb)
+/* The newest sweep's name into name (size bytes; "" when the database has none). */
+static int newest_sweep(store *st, char *name, size_t size, ss_errbuf *eb)
 {
-    (void)eb;
-    if (n >= 1 && c[0])
-        snprintf(ud, NAME_MAX_, "%s", c[0]);
-    return SS_OK;
+    char *got = NULL;
+    int rc = store_newest_sweep(st, &got, eb);
+    if (!rc && got)
+        snprintf(name, size, "%s", got);
+    ss_free(got);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -361,19 +358,13 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
     if (!rc && sweep)
         snprintf(name, sizeof name, "%s", sweep);
     else if (!rc)
-        rc = store_query(d->st, "SELECT sweep FROM sweep_points ORDER BY run_id DESC LIMIT 1",
-                         NULL, 0, on_text, name, eb);
-    const char *p[1] = {name};
+        rc = newest_sweep(d->st, name, sizeof name, eb);
     if (!rc && name[0]) {
-        rc = store_query(d->st, "SELECT run_id, point FROM sweep_points WHERE sweep = ?1"
-                                " ORDER BY run_id", p, 1, on_point, d, eb);
+        rc = store_sweep_points(d->st, name, on_point, d, eb);
         snprintf(d->what, sizeof d->what, "%s", name);
     } else if (!rc) {
         prows x = {0};
-        rc = store_query(d->st, "SELECT run_id, cluster_policy, ops, COALESCE(load, rate_scale),"
-                                " scenario, model, gpu, replicas, tp, pp, batching, routing,"
-                                " cost_model, trace, limit_requests, warmup_s FROM runs"
-                                " ORDER BY run_id", NULL, 0, on_run, &x, eb);
+        rc = store_runs(d->st, on_run, &x, eb);
         if (!rc && x.n)
             rc = add_plain_runs(d, &x, eb);
         for (size_t i = 0; i < x.n; i++)
@@ -386,9 +377,7 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
         rc = ss_err(eb, SS_EPARSE, "%s: no runs%s%s%s", db, name[0] ? " in sweep '" : "", name,
                     name[0] ? "'" : "");
     if (!rc)
-        rc = store_query(d->st, "SELECT run_id, output_tokens_per_s, goodput_tokens_per_s,"
-                                " sla_violation_rate, ttft_p99_ms FROM summary", NULL, 0,
-                         on_summary, d, eb);
+        rc = store_summaries(d->st, on_summary, d, eb);
     if (rc)
         return rc;
     qsort(d->loads, (size_t)d->n_loads, sizeof *d->loads, cmp_double);
@@ -427,20 +416,6 @@ static const prun *run_at(const plot_data *d, int s)
     return NULL;
 }
 
-/* Run `sql` (one parameter: the run id) on series s's run at the chosen load; nothing when the
- * series has no run there. */
-static int query_run(const plot_data *d, int s, const char *sql, store_row_fn *fn, void *ud,
-                     ss_errbuf *eb)
-{
-    const prun *r = run_at(d, s);
-    if (!r)
-        return SS_OK;
-    char id[24];
-    snprintf(id, sizeof id, "%lld", (long long)r->id);
-    const char *p[1] = {id};
-    return store_query(d->st, sql, p, 1, fn, ud, eb);
-}
-
 /* ---- writing gnuplot input --------------------------------------------------------------- */
 
 static void titles(FILE *g, const plot_data *d)
@@ -473,105 +448,103 @@ static void by_load(FILE *g, const plot_data *d, const char *block, int a, int b
     fprintf(g, "EOD\n");
 }
 
-typedef struct cdf {
-    double *v;
-    size_t n, cap;
-} cdf;
-
-static int on_value(void *ud, int n, const char *const *c, ss_errbuf *eb)
-{
-    cdf *x = ud;
-    if (n < 1 || !c[0])
-        return SS_OK;
-    if (ss_grow((void **)&x->v, &x->cap, x->n + 1, sizeof *x->v))
-        return ss_err(eb, SS_ENOMEM, "out of memory");
-    x->v[x->n++] = strtod(c[0], NULL);
-    return SS_OK;
-}
-
-/* One datablock of CDFs of `col` of the measured completed requests, one index per series,
- * at most 400 points each. */
-static int cdf_block(FILE *g, const plot_data *d, const char *block, const char *col,
+/* One datablock of CDFs of a latency of the measured completed requests, one index per
+ * series, at most 400 points each. */
+static int cdf_block(FILE *g, const plot_data *d, const char *block, store_latency which,
                      ss_errbuf *eb)
 {
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s FROM requests WHERE run_id = ?1 AND measured = 1 AND"
-                              " status = 'completed' AND %s > 0 ORDER BY %s", col, col, col);
     fprintf(g, "$%s << EOD\n", block);
     int rc = SS_OK;
     for (int s = 0; !rc && s < d->n_series; s++) {
-        cdf x = {0};
-        rc = query_run(d, s, sql, on_value, &x, eb);
-        for (size_t k = 0; !rc && x.n && k < 400; k++) {
-            size_t i = (size_t)((double)(x.n - 1) * k / 399.0);
-            fprintf(g, "%g %g\n", x.v[i], (double)(i + 1) / (double)x.n);
+        const prun *r = run_at(d, s);
+        double *v = NULL;
+        size_t n = 0;
+        if (r)
+            rc = store_run_latencies(d->st, r->id, which, &v, &n, eb);
+        for (size_t k = 0; !rc && n && k < 400; k++) {
+            size_t i = (size_t)((double)(n - 1) * k / 399.0);
+            fprintf(g, "%g %g\n", v[i], (double)(i + 1) / (double)n);
         }
-        if (!x.n)
+        if (!n)
             fprintf(g, "1 0\n"); /* keeps the index in place */
         fprintf(g, "\n\n");
-        ss_free(x.v);
+        ss_free(v);
     }
     fprintf(g, "EOD\n");
     return rc;
 }
 
-/* A GPU's time over the measurement window (GPU_SQL's columns: gpu, tenant, window_s,
- * compute_s, host_s, idle_s): one row "tenant gpuN" compute_% host_% idle_%, where idle is the
- * idle slices less the host phases, so that the three add up to the window. */
-static int on_gpu(void *ud, int n, const char *const *c, ss_errbuf *eb)
+/* A GPU's time over the measurement window: one row "tenant gpuN" compute_% host_% idle_%,
+ * where idle is the idle slices less the host phases, so that the three add up to the window. */
+static int on_gpu(void *ud, const store_gpu_time_row *row, ss_errbuf *eb)
 {
     (void)eb;
     FILE *g = ud;
-    if (n < 6 || !c[0])
-        return SS_OK;
-    double w = c[2] ? strtod(c[2], NULL) : 0;
-    if (!(w > 0) || !c[3] || !c[4] || !c[5]) { /* a database from before idle slices */
-        fprintf(g, "\"%s%sgpu%s\" NaN NaN NaN\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "",
-                c[0]);
+    const char *t = row->tenant;
+    double w = isnan(row->window_s) ? 0 : row->window_s;
+    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s)) {
+        /* a database from before idle slices */
+        fprintf(g, "\"%s%sgpu%" PRId64 "\" NaN NaN NaN\n", t ? t : "", t && *t ? " " : "",
+                row->gpu);
         return SS_OK;
     }
-    double compute = strtod(c[3], NULL), host = strtod(c[4], NULL), idle = strtod(c[5], NULL);
-    fprintf(g, "\"%s%sgpu%s\" %g %g %g\n", c[1] ? c[1] : "", c[1] && *c[1] ? " " : "", c[0],
-            100 * compute / w, 100 * host / w, 100 * (idle - host) / w);
+    fprintf(g, "\"%s%sgpu%" PRId64 "\" %g %g %g\n", t ? t : "", t && *t ? " " : "", row->gpu,
+            100 * row->compute_s / w, 100 * row->host_s / w, 100 * (row->idle_s - row->host_s) / w);
     return SS_OK;
 }
 
-/* Each GPU's tenant and time over the measurement window. Databases older than version 9 have
- * no tenant nor window columns: their window is the summary's and compute the window less the
- * idle slices; their host time is only known over the whole run (busy_s - device_busy_s), which
- * is the window's when the run had no warm-up. */
-#define GPU_SQL                                                                                    \
-    "SELECT g.gpu, g.tenant, COALESCE(g.window_s, s.window_s),"                                    \
-    " COALESCE(g.compute_s, COALESCE(g.window_s, s.window_s) - g.idle_s),"                         \
-    " COALESCE(g.host_s, MIN(MAX(g.busy_s - g.device_busy_s, 0), g.idle_s)), g.idle_s"              \
-    " FROM gpus g LEFT JOIN summary s USING (run_id) WHERE g.run_id = ?1 ORDER BY g.gpu"
+/* What a grid shows: one value per key of a run. */
+typedef enum grid_of { GRID_IDLE_GPU_S, GRID_TIER_SLA, GRID_TIER_TTFT_P99 } grid_of;
 
-/* A table `block` with one row per key (0..rows-1, labelled by label()) and one column per
- * series, from a query returning (key, value) for a run. */
+/* A table `block` with one row per key (0..max_key, labelled by labels[] or the key) and one
+ * column per series. */
 typedef struct grid_ctx {
     double v[MAX_SERIES][16];
     int have[MAX_SERIES][16];
     int s, max_key;
     double scale;
+    grid_of of;
 } grid_ctx;
 
-static int on_pair(void *ud, int n, const char *const *c, ss_errbuf *eb)
+/* Series x->s has value v (NaN: not stored) at key k. */
+static void grid_put(grid_ctx *x, int64_t k, double v)
 {
-    (void)eb;
-    grid_ctx *x = ud;
-    if (n < 2 || !c[0] || !c[1])
-        return SS_OK;
-    int k = atoi(c[0]);
-    if (k < 0 || k >= 16)
-        return SS_OK;
-    x->v[x->s][k] = strtod(c[1], NULL) * x->scale;
+    if (isnan(v) || k < 0 || k >= 16)
+        return;
+    x->v[x->s][k] = v * x->scale;
     x->have[x->s][k] = 1;
     if (k > x->max_key)
-        x->max_key = k;
+        x->max_key = (int)k;
+}
+
+static int on_idle_slice(void *ud, const store_idle_slice_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    grid_put(ud, row->bucket, row->gpu_s);
     return SS_OK;
 }
 
-static int grid_block(FILE *g, const plot_data *d, const char *block, const char *sql,
+static int on_tier(void *ud, const store_tier_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    grid_ctx *x = ud;
+    grid_put(x, row->tier, x->of == GRID_TIER_SLA ? row->sla_violation_rate : row->ttft_p99_ms);
+    return SS_OK;
+}
+
+/* Series s's run at the chosen load into the grid; nothing when it has no run there. */
+static int grid_read(grid_ctx *x, const plot_data *d, int s, ss_errbuf *eb)
+{
+    const prun *r = run_at(d, s);
+    x->s = s;
+    if (!r)
+        return SS_OK;
+    if (x->of == GRID_IDLE_GPU_S)
+        return store_run_idle_slices(d->st, r->id, on_idle_slice, x, eb);
+    return store_run_tiers(d->st, r->id, on_tier, x, eb);
+}
+
+static int grid_block(FILE *g, const plot_data *d, const char *block, grid_of of,
                       double scale, const char *const *labels, ss_errbuf *eb)
 {
     grid_ctx *x = ss_calloc(1, sizeof *x);
@@ -579,11 +552,10 @@ static int grid_block(FILE *g, const plot_data *d, const char *block, const char
         return ss_err(eb, SS_ENOMEM, "out of memory");
     x->scale = scale;
     x->max_key = -1;
+    x->of = of;
     int rc = SS_OK;
-    for (int s = 0; !rc && s < d->n_series; s++) {
-        x->s = s;
-        rc = query_run(d, s, sql, on_pair, x, eb);
-    }
+    for (int s = 0; !rc && s < d->n_series; s++)
+        rc = grid_read(x, d, s, eb);
     fprintf(g, "$%s << EOD\n", block);
     for (int k = 0; !rc && k <= x->max_key; k++) {
         if (labels)
@@ -609,30 +581,29 @@ static int write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
     case 0: by_load(g, d, "DATA", 0, 1); break;
     case 1: by_load(g, d, "DATA", 2, 3); break;
     case 2:
-        rc = cdf_block(g, d, "TTFT", "ttft_ms", eb);
+        rc = cdf_block(g, d, "TTFT", STORE_LAT_TTFT, eb);
         if (!rc)
-            rc = cdf_block(g, d, "E2E", "e2e_ms", eb);
+            rc = cdf_block(g, d, "E2E", STORE_LAT_E2E, eb);
         break;
     case 3: /* one index per series, "none" for a series without a run at this load */
         fprintf(g, "$DATA << EOD\n");
         for (int s = 0; !rc && s < d->n_series; s++) {
-            if (!run_at(d, s))
+            const prun *r = run_at(d, s);
+            if (!r)
                 fprintf(g, "\"none\" NaN NaN NaN\n");
-            rc = query_run(d, s, GPU_SQL, on_gpu, g, eb);
+            else
+                rc = store_run_gpu_times(d->st, r->id, on_gpu, g, eb);
             fprintf(g, "\n\n");
         }
         fprintf(g, "EOD\n");
         break;
     case 4:
-        rc = grid_block(g, d, "DATA", "SELECT bucket, gpu_s FROM idle_slices WHERE run_id = ?1",
-                        1, buckets, eb);
+        rc = grid_block(g, d, "DATA", GRID_IDLE_GPU_S, 1, buckets, eb);
         break;
     default:
-        rc = grid_block(g, d, "SLA", "SELECT tier, sla_violation_rate FROM tiers"
-                                     " WHERE run_id = ?1", 100, NULL, eb);
+        rc = grid_block(g, d, "SLA", GRID_TIER_SLA, 100, NULL, eb);
         if (!rc)
-            rc = grid_block(g, d, "TTFT", "SELECT tier, ttft_p99_ms FROM tiers"
-                                          " WHERE run_id = ?1", 1, NULL, eb);
+            rc = grid_block(g, d, "TTFT", GRID_TIER_TTFT_P99, 1, NULL, eb);
         break;
     }
     return rc;
