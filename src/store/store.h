@@ -139,6 +139,7 @@ int store_run_commit(store *s, const metrics_summary *sum, const store_run_end *
                      ss_errbuf *eb);
 /* Roll the open run back (nothing of it remains). No-op when no run is open. */
 void store_run_abort(store *s);
+
 /* {======================================================================
  * Reading results for figures (store_read.c): typed rows, so that no SQL leaves the store.
  * Every reader steps through the same path as the writers (a failed step is SS_EDB with eb
@@ -163,13 +164,12 @@ int store_sweep_points(store *s, const char *sweep, store_sweep_point_fn *fn, vo
 #define STORE_RUN_SETTINGS 11
 extern const char *const store_run_setting_names[STORE_RUN_SETTINGS];
 
-/* A run as a figure groups it. Text is NULL where the column is NULL (or absent from the
- * schema the database was written with). */
+/* A run as a figure groups it. Text is NULL where the column is NULL. */
 typedef struct store_run_row {
     int64_t run_id;
     const char *cluster_policy;  /* "container", "llumnix", ... */
     const char *ops;             /* operator placement: "home" or "slice" */
-    double load;                 /* load, else rate_scale */
+    double load;                 /* load, else rate_scale (NaN: neither) */
     const char *scenario_ini;    /* the scenario as INI text ("" when the run had none) */
     const char *settings[STORE_RUN_SETTINGS]; /* as SQLite renders them as text ("5.0") */
 } store_run_row;
@@ -203,8 +203,8 @@ int store_run_latencies(store *s, int64_t run_id, store_latency which, double **
 typedef struct store_gpu_time_row {
     int64_t gpu;
     const char *tenant;          /* its container's tenant at the end; NULL before version 9 */
-    double window_s, compute_s, host_s;
-    double idle_s;               /* every idle slice, host phases included */
+    double window_s, compute_s, host_s; /* NaN: unknown (a database from before idle slices) */
+    double idle_s;               /* every idle slice, host phases included (NaN: unknown) */
 } store_gpu_time_row;
 /* Each GPU of run run_id, by GPU index. */
 typedef int store_gpu_time_fn(void *ud, const store_gpu_time_row *row, ss_errbuf *eb);
