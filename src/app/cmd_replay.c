@@ -13,8 +13,8 @@
 #include "core/ss_parse.h"
 #include "core/ss_strbuf.h"
 #include "gsim/gsim.h"
-#include "metrics/store.h"
 #include "scenario/scenario.h"
+#include "store/store.h"
 #include "timeline/timeline.h"
 #include "workload/workload.h"
 

@@ -10,7 +10,7 @@
 #include "core/ss_strbuf.h"
 #include "exec/exec.h"
 #include "gmg/gmg.h"
-#include "metrics/store.h"
+#include "store/store.h"
 #include "config.h"
 #include "version.h"
 

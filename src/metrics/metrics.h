@@ -1,8 +1,8 @@
 /* Run metrics: per-request outcomes (TTFT, inter-token gaps, E2E, SLA) folded into bounded
  * histograms and counters for the whole run, per tenant and per tier, and the summaries derived
  * from them. Memory does not grow with the number of requests. Requests that arrive before the
- * measurement window opens (warm-up) are not folded in. The SQLite store (store.h) persists what
- * this module computes. */
+ * measurement window opens (warm-up) are not folded in. The SQLite store (store/store.h)
+ * persists what this module computes. */
 #ifndef SS_METRICS_METRICS_H
 #define SS_METRICS_METRICS_H
 
