@@ -6,7 +6,7 @@
 #include "core/ss_alloc.h"
 #include "core/ss_parse.h"
 #include "core/ss_strbuf.h"
-#include "metrics/store.h"
+#include "store/store.h"
 #include "version.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
 #include "calib/validate_int.h"
 
 #include "core/ss_strbuf.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <stdio.h>
