@@ -92,3 +92,17 @@ int ss_hist_merge(ss_hist *dst, const ss_hist *src)
     dst->sum += src->sum;
     return SS_OK;
 }
+
+int ss_hist_merge_move(ss_hist *dst, ss_hist *src)
+{
+    if (!dst->n) { /* what merging would give: src's samples, extremes and sum (0 + sum) */
+        ss_hist_fini(dst);
+        *dst = *src;
+        memset(src, 0, sizeof *src);
+        return SS_OK;
+    }
+    int rc = ss_hist_merge(dst, src);
+    if (!rc)
+        ss_hist_fini(src);
+    return rc;
+}

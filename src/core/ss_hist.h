@@ -70,5 +70,8 @@ int64_t ss_hist_quantile(const ss_hist *h, double q);
 static inline double ss_hist_mean(const ss_hist *h) { return h->n ? h->sum / (double)h->n : 0.0; }
 /* Add every sample of src into dst. 0 or SS_ENOMEM (dst unchanged). */
 int ss_hist_merge(ss_hist *dst, const ss_hist *src);
+/* ss_hist_merge, then empty src and release its buckets; an empty dst takes src's buckets as
+ * they are, without allocating. 0 or SS_ENOMEM (both unchanged). */
+int ss_hist_merge_move(ss_hist *dst, ss_hist *src);
 
 #endif
