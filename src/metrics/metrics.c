@@ -90,13 +90,6 @@ void metrics_add_req(metrics *m, const metrics_req *r)
  * gets the sum of their sums, which can round differently in the last bit.
  * ---------------------------------------------------------------------------------------- */
 
-static metrics_cell *cell_of(metrics *m, uint16_t tenant, uint8_t tier)
-{
-    uint32_t t = tenant < m->n_tenants ? tenant : m->n_tenants;
-    uint32_t k = tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1;
-    return &m->cells[t * SS_MAX_TIERS + k];
-}
-
 /* Move the buffered run of equal gaps into the pair's histogram. */
 static void cell_flush_run(metrics *m, metrics_cell *c)
 {
@@ -105,25 +98,11 @@ static void cell_flush_run(metrics *m, metrics_cell *c)
     c->gap_n = 0;
 }
 
-/* Flush the buffered run and start one of gap. Out of line, so that extending a run, the
- * common case, needs no stack frame. */
-__attribute__((noinline)) static void cell_new_run(metrics *m, metrics_cell *c, ss_time gap)
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap)
 {
     cell_flush_run(m, c);
     c->gap_v = gap;
     c->gap_n = 1;
-}
-
-void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
-{
-    metrics_cell *c = cell_of(m, tenant, tier);
-    /* A gap equal to the run's value extends it; another value flushes the run and starts
-     * its own. An empty buffer (gap_n 0) extends too: whatever gap_v it holds, the run it
-     * starts is (gap, 1). */
-    if (gap == c->gap_v)
-        c->gap_n++;
-    else
-        cell_new_run(m, c, gap);
 }
 
 /* Fold pair (t, k)'s gaps into the run's, the tenant's (t < n_tenants) and tier k's tbt, and

@@ -176,10 +176,25 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from);
 void metrics_fini(metrics *m);
 /* Fold one finished or rejected request in (when measured). Sets m->oom on failure. */
 void metrics_add_req(metrics *m, const metrics_req *r);
+/* metrics_add_gap when gap does not extend the pair's run: flushes the run into the pair's
+ * histogram and starts (gap, 1). Sets m->oom on failure. */
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap);
 /* Record one inter-token gap of a measured request of (tenant, tier). Equal consecutive gaps
  * of a (tenant, tier) pair are counted and added in one step. The gap reaches the groups'
- * tbt histograms at the next metrics_flush. Sets m->oom on failure. */
-void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap);
+ * tbt histograms at the next metrics_flush. Sets m->oom on failure. Inline: a replay calls
+ * it for every generated token but a request's first. */
+static inline void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
+{
+    uint32_t t = tenant < m->n_tenants ? tenant : m->n_tenants;
+    uint32_t k = tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1;
+    metrics_cell *c = &m->cells[t * SS_MAX_TIERS + k];
+    /* A gap equal to the run's value extends it. An empty buffer (gap_n 0) extends too:
+     * whatever gap_v it holds, the run it starts is (gap, 1). */
+    if (gap == c->gap_v)
+        c->gap_n++;
+    else
+        metrics__new_run(m, c, gap);
+}
 /* Fold every gap recorded since the last flush into the run's, tenants' and tiers' tbt
  * histograms (before summarising; a second flush adds nothing). Sets m->oom on failure. */
 void metrics_flush(metrics *m);
