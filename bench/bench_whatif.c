@@ -87,6 +87,7 @@ int main(int argc, char **argv)
     if (!rc) {
         cfg.model = catalog_model(cat, "llama-2-7b");
         cfg.gpu = catalog_gpu(cat, "a100-80g");
+        cfg.engine = catalog_engine(cat, CAT_ENGINE_DEFAULT);
         cfg.replicas = 4;
         rc = gsim_create(&g, &cfg, &eb);
     }
@@ -101,8 +102,9 @@ int main(int argc, char **argv)
     count n = {0, 0};
     double t0 = 0, t1 = 0, t2 = 0;
     if (!rc) {
-        printf("what-if bench: %s x%g on 4 x a100-80g llama-2-7b, paused at %g s with %u "
-               "requests in flight\n", path, src.scale, pause_s, gsim_graph(g)->in_flight);
+        printf("what-if bench: %s x%g on 4 x a100-80g llama-2-7b (%s), paused at %g s with %u "
+               "requests in flight\n", path, src.scale, CAT_ENGINE_DEFAULT, pause_s,
+               gsim_graph(g)->in_flight);
         rc = pass(g, ctrs, n_ctrs, until, 1, &n, &eb); /* counts (and warms up) */
     }
     if (!rc) {

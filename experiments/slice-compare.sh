@@ -1,7 +1,8 @@
 #!/bin/bash
 # slice-vs-container.ini under the container-level policy and under SliceScheduler (weights
-# staged on helpers when their free KV blocks allow, the default, and always streamed), same
-# trace and seed. Prints per-tenant results, the throughput and goodput ratios against the
+# staged on helpers when their free KV blocks allow, the default, and always streamed) and under
+# the greedy placement (the same moves to the first idle container, no what-if), same trace and
+# seed. Prints per-tenant results, the throughput and goodput ratios against the
 # container policy, what SliceScheduler did, and its cost in wall time per simulated hour.
 # Runs go to results/slice.db. Extra arguments go to every replay
 # (e.g. --set tenant.chat.rate_scale=1.6).
@@ -17,11 +18,12 @@ trap 'rm -rf "$T"' EXIT
 "$S" replay -c "$SC" --db "$DB" --json --ops slice "$@" >"$T/slice.json"
 "$S" replay -c "$SC" --db "$DB" --json --ops slice --param slice_weights=stream "$@" \
     >"$T/stream.json"
+"$S" replay -c "$SC" --db "$DB" --json --ops greedy "$@" >"$T/greedy.json"
 python3 - "$T" <<'PY'
 import json, sys
 d = sys.argv[1]
 runs = [("container", "home"), ("SliceScheduler", "slice"),
-        ("SliceScheduler, streamed weights", "stream")]
+        ("SliceScheduler, streamed weights", "stream"), ("greedy, no what-if", "greedy")]
 res = {k: json.load(open(f"{d}/{k}.json")) for _, k in runs}
 print("| policy | tenant | requests | SLA violations | output tok/s | goodput tok/s | TTFT p50 ms "
       "| TTFT p99 ms | TBT p99 ms | E2E p99 ms |")

@@ -3,7 +3,7 @@
 #include "app/cli.h"
 
 #include "core/ss_err.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdio.h>

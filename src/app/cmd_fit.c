@@ -15,7 +15,7 @@
 #include "core/ss_nm.h"
 #include "core/ss_parse.h"
 #include "core/ss_strbuf.h"
-#include "metrics/store.h"
+#include "store/store.h"
 #include "version.h"
 
 #include <getopt.h>

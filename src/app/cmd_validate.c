@@ -10,7 +10,7 @@
 #include "core/ss_strbuf.h"
 #include "exec/exec.h"
 #include "gmg/gmg.h"
-#include "metrics/store.h"
+#include "store/store.h"
 #include "config.h"
 #include "version.h"
 
@@ -226,7 +226,7 @@ static void on_iter(void *ud, const gmg *g, const gmg_container *c)
     /* prefills first, then decodes: the order cost.c's attention operators take them */
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
-            const gmg_req *r = gmg_req_at(g, c->iter.reqs[i]);
+            const gmg_req *r = gmg_req_get(g, c->iter.reqs[i]);
             int decode = r->q_tokens == 1 && r->generated > 0 &&
                          r->prompt + r->generated - r->computed == 1;
             if (decode != pass || !r->q_tokens)

@@ -9,7 +9,7 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_err.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,6 +4,7 @@
 #include "core/ss_strbuf.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 void report_rejections(char *buf, size_t size, const gsim *g, const metrics_group_summary *a)
 {
@@ -238,13 +239,18 @@ static void table_slices(FILE *f, const gsim *g, const metrics_summary *m)
                 i + 1 < METRICS_SLICE_BUCKETS ? "," : "\n");
 }
 
-/* SliceScheduler's line, when it ran. */
+/* The placement policy's line, when one ran (SliceScheduler or another). */
 static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
 {
     const slice_stats *sl = gsim_slice_stats(g);
     if (!sl)
         return;
-    fprintf(f, "  SliceScheduler: %" PRIu64 " prefills offloaded (%" PRIu64 " operators, %.1f GiB "
+    const char *name = gsim_placement_name(g);
+    if (strcmp(name, "slice"))
+        fprintf(f, "  placement '%s':", name);
+    else
+        fputs("  SliceScheduler:", f);
+    fprintf(f, " %" PRIu64 " prefills offloaded (%" PRIu64 " operators, %.1f GiB "
                "moved, %" PRIu64 " idle slices used); %" PRIu64 " decisions, %" PRIu64
                " what-ifs in %.2f s wall; refused %" PRIu64 " memory, %" PRIu64 " SLA, %" PRIu64
                " gain; first-token prediction error %.3f ms\n",

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "gsim/gsim.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 /* What the report says about the run besides the simulator's own state. */
 typedef struct report_run {

@@ -9,8 +9,8 @@
 
 #include "catalog/catalog.h"
 #include "gsim/gsim.h"
-#include "metrics/store.h"
 #include "scenario/scenario.h"
+#include "store/store.h"
 #include "workload/workload.h"
 
 /* --check: the build's default (on in debug builds, gsim_config_defaults), on or off. */

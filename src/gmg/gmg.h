@@ -215,6 +215,8 @@ typedef struct gmg_container {
     ss_time prev_step_ns;   /* length of the iteration before the executing one, 0 when the
                                container was idle before it (async scheduling's lag) */
     uint8_t status;         /* GMG_CTR_*: whether it takes new requests */
+    uint8_t frozen;         /* in a what-if's partial copy: present, not simulated
+                               (gmg_clone_part) */
     ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
@@ -283,6 +285,11 @@ void gmg_destroy(gmg **g);
  * containers borrow src's cost models, so src must outlive it; batch_priv pointers are copied
  * as they are (their owner replaces them). 0 or SS_ENOMEM. */
 int gmg_clone(const gmg *src, gmg **out);
+/* The same copy for a what-if of some containers: those with keep[id] set come whole, with
+ * their requests; the others are frozen (gmg_container.frozen): their pools and ledgers as
+ * they are, but no requests, queues or prefix cache, so that a fork costs what it simulates,
+ * not the cluster. A frozen container must not be run; gmg_check skips it. */
+int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out);
 /* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
  * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
  * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV
@@ -296,12 +303,23 @@ int gmg_add_containers(gmg *g, const gmg_ctr_spec *spec, uint32_t replicas, ss_e
  * new cost model, KV pool and memory ledger of its GPUs. 0, SS_EINVAL (not empty, other shape,
  * or the model does not fit, with the numbers in eb) or SS_ENOMEM; c unchanged on failure. */
 int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, ss_errbuf *eb);
+/* A container's life (the only code that changes its status): an active one drains (takes no
+ * new requests); a drained or new one goes to standby; a drained or standby one loads weights
+ * until ready_at; a loaded one becomes active. Any other move is corrupted state: fatal. */
+void gmg_ctr_drain(gmg_container *c);
+void gmg_ctr_standby(gmg_container *c);
+void gmg_ctr_load(gmg_container *c, ss_time ready_at);
+void gmg_ctr_activate(gmg_container *c);
+/* A request that never joined a queue (its setup failed) gives its slot back. */
+void gmg_req_drop(gmg *g, gmg_id r);
 
 /* Take a free request slot (state WAITING-to-be, links cleared). GMG_NONE on SS_ENOMEM. */
 gmg_id gmg_req_alloc(gmg *g);
 /* Return a finished or rejected request's slot (and free its prefix-block ids). */
 void gmg_req_free(gmg *g, gmg_id r);
-static inline gmg_req *gmg_req_at(const gmg *g, gmg_id r) { return &g->reqs[r]; }
+static inline gmg_req *gmg_req_at(gmg *g, gmg_id r) { return &g->reqs[r]; }
+/* Read-only, for policies and observers. */
+static inline const gmg_req *gmg_req_get(const gmg *g, gmg_id r) { return &g->reqs[r]; }
 
 /* List primitives (the request must not be in another list). */
 void gmg_list_push_back(gmg *g, gmg_list *l, gmg_id r);
@@ -329,6 +347,53 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks);
  * the GPU ledgers. Over-allocation is corrupted state: fatal. */
 void gmg_req_swap_out(gmg *g, gmg_container *c, gmg_req *r);
 void gmg_req_swap_in(gmg *g, gmg_container *c, gmg_req *r);
+
+/* ---- request state transitions ----------------------------------------------------------- */
+/* The only functions that move a request from one state to another. Each keeps the queues, the
+ * container's counters (waiting_blocks, blocks in transit, offloaded) and the KV ledger in step;
+ * the simulator adds what it records (metrics, notifications). */
+
+/* Where a request joins a waiting queue: at the back (arrival order), at the front (a
+ * preempted request), or after the last request of the same or a better tier that was never
+ * preempted ((tier, arrival) order). */
+typedef enum gmg_enqueue { GMG_ENQ_BACK, GMG_ENQ_FRONT, GMG_ENQ_TIER } gmg_enqueue;
+
+/* r (new, preempted or rerouted) joins c's waiting queue; its pending work's blocks count in
+ * c's waiting_blocks. */
+void gmg_req_enqueue(gmg *g, gmg_container *c, gmg_id r, gmg_enqueue where);
+/* r leaves c's waiting queue (and its demand c's waiting_blocks). */
+void gmg_req_dequeue(gmg *g, gmg_container *c, gmg_id r);
+/* r, taken out of its container's queue (gmg_req_dequeue), joins container `to`'s. */
+void gmg_req_reroute(gmg *g, gmg_container *to, gmg_id r, gmg_enqueue where);
+/* Waiting -> running. */
+void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r);
+/* Running r joins the iteration being decided for q_tok tokens of its pending work, holding
+ * at least `hold` KV blocks (and what its tokens need); the batch's work grows by it. */
+void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold);
+/* Running -> the front of the waiting queue, its KV dropped and its work to recompute. */
+void gmg_req_preempt(gmg *g, gmg_container *c, gmg_id r);
+/* Running -> swapped: its KV to host swap space (the iteration's swap_blocks count it). */
+void gmg_req_to_swap(gmg *g, gmg_container *c, gmg_id r);
+/* Swapped -> running: its KV back on the GPUs (counted in swap_blocks too). */
+void gmg_req_from_swap(gmg *g, gmg_container *c, gmg_id r);
+/* r's iteration ended at `now`: its scheduled tokens are computed. 1 when that emitted a token
+ * (*gap: the time since its previous token; -1 for its first). */
+int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap);
+/* Waiting, running or swapped -> `end` (GMG_REQ_DONE or GMG_REQ_REJECTED) at `now`: out of
+ * every queue, its GPU and host blocks freed. The slot stays until gmg_req_free. */
+void gmg_req_end(gmg *g, gmg_container *c, gmg_id r, gmg_req_state end, ss_time now);
+/* Waiting -> offloaded: its prefill runs on other GPUs while it holds `blocks` KV blocks at
+ * home. */
+void gmg_req_offload(gmg *g, gmg_container *home, gmg_id r, uint32_t blocks);
+/* Offloaded -> running at home with its prompt computed and its first token at `now`. */
+void gmg_req_offload_back(gmg *g, gmg_container *home, gmg_id r, ss_time now);
+/* Running -> migrating: stopped on `from`, its blocks in transit. */
+void gmg_req_migrate_out(gmg *g, gmg_container *from, gmg_id r);
+/* Migrating -> running on `to`: its blocks leave `from` and take the `reserved` blocks `to`
+ * set aside for them. */
+void gmg_req_migrate_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r,
+                        uint32_t reserved);
+
 /* Bytes one GPU of c moves over PCIe to swap `blocks` KV blocks. */
 double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks);
 

@@ -17,6 +17,7 @@
 #include "des/des.h"
 #include "gmg/gmg.h"
 #include "metrics/metrics.h"
+#include "policy/policy.h"
 #include "trace/trace.h"
 
 /* SLA of one tier; 0 means no bound. */
@@ -68,8 +69,9 @@ typedef struct gsim_config {
                                    default is on in debug builds, see gsim_config_defaults) */
     ss_time guest_overrun;      /* a guest chunk placed in a host phase may end this long after
                                    it (delaying the host's compute); default 1 ms */
-    const char *ops;            /* operator placement: "home" (default: every operator on its
-                                   container's GPUs) or "slice" (SliceScheduler) */
+    const char *ops;            /* placement policy (pol_place_ops): "home" (default: every
+                                   operator on its container's GPUs), "slice" (SliceScheduler),
+                                   "greedy" */
     int guest_weights;          /* how an offloaded prefill gets its weights: GSIM_WEIGHTS_* */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
 } gsim_config;
@@ -82,24 +84,17 @@ enum {
                             hash_ids, a native session_id): a trace without any runs as off */
 };
 
-/* Where an offloaded prefill's weights come from. */
+/* Where an offloaded prefill's weights come from (a placement policy's mechanism settings
+ * replace guest_weights and guest_overrun when it has them). */
 enum {
-    GSIM_WEIGHTS_AUTO = 0, /* staged on the helper when its free KV blocks allow, else streamed */
-    GSIM_WEIGHTS_STREAM,   /* streamed from home, chunk by chunk, for every prefill */
-    GSIM_WEIGHTS_STAGE,    /* staged, or the offload is refused */
+    GSIM_WEIGHTS_AUTO = POL_WEIGHTS_AUTO,     /* staged on the helper when its free KV blocks
+                                                 allow, else streamed */
+    GSIM_WEIGHTS_STREAM = POL_WEIGHTS_STREAM, /* streamed from home, chunk by chunk */
+    GSIM_WEIGHTS_STAGE = POL_WEIGHTS_STAGE,   /* staged, or the offload is refused */
 };
 
-/* What SliceScheduler did in a run (all zero under "home" placement). */
-typedef struct slice_stats {
-    uint64_t ticks;           /* decisions with at least one candidate judged */
-    uint64_t whatifs;         /* forks simulated (baselines and candidates) */
-    uint64_t candidates;      /* (request, helper) pairs judged by a what-if */
-    uint64_t refused_memory;  /* the helper lacked spare memory or home the KV blocks */
-    uint64_t refused_sla;     /* a request of either container would break its SLA */
-    uint64_t refused_gain;    /* no first token earlier than at home by slice_min_gain_ms */
-    uint64_t chosen;          /* offloads made */
-    double wall_s;            /* wall-clock time spent deciding */
-} slice_stats;
+/* What the placement policy did in a run (all zero under "home" placement). */
+typedef pol_place_stats slice_stats;
 
 /* Fill cfg with the defaults (vllm batching, the cluster policy's routing, container cluster,
  * roofline, util 0.9, 16-token blocks, max_model_len 16384, 1 GiB runtime reserve, 4 GiB swap
@@ -138,7 +133,7 @@ int gsim_start(gsim *g, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
 int gsim_advance(gsim *g, ss_time until, ss_errbuf *eb);
 int gsim_finish(gsim *g);
 
-/* SliceScheduler's mechanism: prefill waiting request slot r (fresh: nothing computed, never
+/* The offload mechanism placement policies use: prefill waiting request slot r (fresh: nothing computed, never
  * preempted) of its container on the GPUs of container `helper` (active, same TP degree, no
  * pipeline, no other guest), in their idle time. r leaves its queue and holds its prompt's KV
  * blocks at home; the prefill runs chunk by chunk (embedding, each layer, final norm and LM
@@ -155,8 +150,10 @@ int gsim_offload(gsim *g, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
 int gsim_offload_allowed(const gsim *g, gmg_id r);
 /* gsim_offload's checks alone: 0 when it would accept the move now, else SS_EINVAL and why. */
 int gsim_offload_check(const gsim *g, gmg_id r, gmg_id helper, ss_errbuf *eb);
-/* SliceScheduler's figures for the run (NULL under "home" placement). */
+/* The placement policy's figures for the run (NULL under "home" placement, which never
+ * ticks), and its name. */
 const slice_stats *gsim_slice_stats(const gsim *g);
+const char *gsim_placement_name(const gsim *g);
 
 /* Whether container c's GPUs run an offloaded prefill now. */
 int gsim_has_guest(const gsim *g, gmg_id c);

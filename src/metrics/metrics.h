@@ -1,8 +1,8 @@
 /* Run metrics: per-request outcomes (TTFT, inter-token gaps, E2E, SLA) folded into bounded
  * histograms and counters for the whole run, per tenant and per tier, and the summaries derived
  * from them. Memory does not grow with the number of requests. Requests that arrive before the
- * measurement window opens (warm-up) are not folded in. The SQLite store (store.h) persists what
- * this module computes. */
+ * measurement window opens (warm-up) are not folded in. The SQLite store (store/store.h)
+ * persists what this module computes. */
 #ifndef SS_METRICS_METRICS_H
 #define SS_METRICS_METRICS_H
 
@@ -22,6 +22,25 @@ enum {
     METRICS_SLA_E2E = 4,      /* finished later than the E2E bound */
     METRICS_SLA_REJECTED = 8, /* never served (only for a request with an SLA) */
 };
+
+/* The SLA judge, the one place the bounds are tested: the METRICS_SLA_* bits a request breaks
+ * with its first token `ttft` and its end `e2e` after its arrival, and `over` of its `gaps`
+ * inter-token gaps above the TBT bound (its own nearest-rank p99 breaks the bound when more
+ * gaps exceed it than the 1 % the p99 may leave above). A zero bound is none. */
+static inline uint8_t metrics_sla_judge(ss_time ttft_bound, ss_time ttft, ss_time e2e_bound,
+                                        ss_time e2e, ss_time tbt_bound, uint32_t gaps,
+                                        uint32_t over)
+{
+    uint8_t b = 0;
+    if (ttft_bound && ttft > ttft_bound)
+        b |= METRICS_SLA_TTFT;
+    if (e2e_bound && e2e > e2e_bound)
+        b |= METRICS_SLA_E2E;
+    uint32_t rank = (uint32_t)((gaps * 99u + 99u) / 100u); /* ceil(0.99 * gaps) */
+    if (tbt_bound && gaps && over > gaps - rank)
+        b |= METRICS_SLA_TBT;
+    return b;
+}
 
 /* Why a request was rejected (metrics_req.reject_why). */
 enum {

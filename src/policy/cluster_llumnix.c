@@ -13,7 +13,7 @@
  *    scale_cooldown_s of that container becoming ready. The defaults were chosen on
  *    experiments/skewed-three-tenants.ini, where tighter thresholds made containers flap
  *    between standby and loading.
- * The engine carries out migrations stage by stage (see gsim.c). */
+ * The engine carries out migrations stage by stage (see gsim/gsim_migrate.c). */
 #include "policy/llumnix_int.h"
 
 #include <math.h>

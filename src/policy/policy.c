@@ -3,12 +3,60 @@
 
 #include "core/ss_alloc.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-static const pol_route_ops *const route_builtin[] = {
-    &pol_route_rr, &pol_route_lor, &pol_route_random, &pol_route_infaas, &pol_route_llumnix, NULL};
-static const pol_batch_ops *const batch_builtin[] = {&pol_batch_vllm, &pol_batch_orca,
-                                                     &pol_batch_sarathi, &pol_batch_static, NULL};
+/* One registry per plug-in kind: its built-ins, in the order messages list them; the lookup by
+ * name and the list of names ("rr, lor, ...") both come from the entries. */
+#define POL_EXTRA 8 /* plug-ins registered at run time, per kind */
+
+/* One registry per plug-in kind: its built-ins, in the order messages list them, then up to
+ * POL_EXTRA plug-ins registered at run time (pol_KIND_register); the lookup by name and the list
+ * of names ("rr, lor, ...") both come from the entries. */
+#define POL_REGISTRY(kind, ops_t, ...)                                                          \
+    static const ops_t *const kind##_builtin[] = {__VA_ARGS__, NULL};                           \
+    static const ops_t *kind##_extra[POL_EXTRA + 1];                                            \
+    static const ops_t *kind##_at(int i)                                                        \
+    {                                                                                           \
+        int nb = (int)(sizeof kind##_builtin / sizeof *kind##_builtin) - 1;                     \
+        return i < nb ? kind##_builtin[i] : kind##_extra[i - nb];                               \
+    }                                                                                           \
+    const ops_t *pol_##kind##_find(const char *name)                                            \
+    {                                                                                           \
+        for (int i = 0; kind##_at(i); i++)                                                      \
+            if (!strcmp(kind##_at(i)->name, name))                                              \
+                return kind##_at(i);                                                            \
+        return NULL;                                                                            \
+    }                                                                                           \
+    const char *pol_##kind##_names(void)                                                        \
+    {                                                                                           \
+        static char names[512];                                                                 \
+        size_t n = 0;                                                                           \
+        for (int i = 0; kind##_at(i) && n < sizeof names; i++)                                  \
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "",           \
+                                  kind##_at(i)->name);                                          \
+        return names;                                                                           \
+    }                                                                                           \
+    int pol_##kind##_register(const ops_t *ops)                                                 \
+    {                                                                                           \
+        if (!ops || !ops->name || pol_##kind##_find(ops->name))                                 \
+            return SS_EINVAL;                                                                   \
+        for (int i = 0; i < POL_EXTRA; i++)                                                     \
+            if (!kind##_extra[i]) {                                                             \
+                kind##_extra[i] = ops;                                                          \
+                return SS_OK;                                                                   \
+            }                                                                                   \
+        return SS_ENOMEM;                                                                       \
+    }
+
+POL_REGISTRY(route, pol_route_ops, &pol_route_rr, &pol_route_lor, &pol_route_random,
+             &pol_route_infaas, &pol_route_llumnix)
+POL_REGISTRY(batch, pol_batch_ops, &pol_batch_vllm, &pol_batch_orca, &pol_batch_sarathi,
+             &pol_batch_static)
+POL_REGISTRY(cluster, pol_cluster_ops, &pol_cluster_container, &pol_cluster_llumnix,
+             &pol_cluster_llumnix_tiers)
+POL_REGISTRY(place, pol_place_ops, &pol_place_home, &pol_place_slice, &pol_place_greedy)
 
 struct pol_route {
     const pol_route_ops *ops;
@@ -20,16 +68,6 @@ struct pol_batch {
     const pol_batch_ops *ops;
     _Alignas(16) unsigned char priv[];
 };
-
-const pol_route_ops *pol_route_find(const char *name)
-{
-    for (int i = 0; route_builtin[i]; i++)
-        if (!strcmp(route_builtin[i]->name, name))
-            return route_builtin[i];
-    return NULL;
-}
-
-const char *pol_route_names(void) { return "rr, lor, random, infaas, llumnix"; }
 
 int pol_route_create(pol_route **out, const char *name, ss_params *params, const char *cluster,
                      ss_rng *rng, ss_errbuf *eb)
@@ -72,16 +110,6 @@ void pol_route_describe(const pol_route *p, ss_kv_emit_fn *emit, void *ud)
     if (p->ops->describe)
         p->ops->describe(p->priv, emit, ud);
 }
-
-const pol_batch_ops *pol_batch_find(const char *name)
-{
-    for (int i = 0; batch_builtin[i]; i++)
-        if (!strcmp(batch_builtin[i]->name, name))
-            return batch_builtin[i];
-    return NULL;
-}
-
-const char *pol_batch_names(void) { return "vllm, orca, sarathi, static"; }
 
 int pol_batch_create(pol_batch **out, const char *name, ss_params *params,
                      const pol_engine_cfg *cfg, ss_errbuf *eb)
@@ -147,23 +175,10 @@ void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)
 
 /* ---- cluster policies ------------------------------------------------------------------- */
 
-static const pol_cluster_ops *const cluster_builtin[] = {
-    &pol_cluster_container, &pol_cluster_llumnix, &pol_cluster_llumnix_tiers, NULL};
-
 struct pol_cluster {
     const pol_cluster_ops *ops;
     _Alignas(16) unsigned char priv[];
 };
-
-const pol_cluster_ops *pol_cluster_find(const char *name)
-{
-    for (int i = 0; cluster_builtin[i]; i++)
-        if (!strcmp(cluster_builtin[i]->name, name))
-            return cluster_builtin[i];
-    return NULL;
-}
-
-const char *pol_cluster_names(void) { return "container, llumnix, llumnix-tiers"; }
 
 int pol_cluster_autoscale(const pol_cluster *p) { return p->ops->autoscale; }
 
@@ -223,6 +238,82 @@ void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud)
         p->ops->describe(p->priv, emit, ud);
 }
 
+/* ---- placement policies ----------------------------------------------------------------- */
+
+struct pol_place {
+    const pol_place_ops *ops;
+    pol_place_stats st;
+    _Alignas(16) unsigned char priv[];
+};
+
+int pol_place_create(pol_place **out, const char *name, ss_params *params, ss_errbuf *eb)
+{
+    const pol_place_ops *ops = pol_place_find(name);
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "--ops: unknown operator placement '%s' (known: %s)",
+                      name, pol_place_names());
+    if (ops->abi_version != POL_ABI_VERSION || !ops->period)
+        return ss_err(eb, SS_EINVAL, "placement policy '%s': incompatible plug-in", name);
+    pol_place *p = ss_calloc(1, sizeof *p + ops->priv_size);
+    if (!p)
+        return ss_err(eb, SS_ENOMEM, "placement policy: out of memory");
+    p->ops = ops;
+    int rc = ops->init ? ops->init(p->priv, params, eb) : SS_OK;
+    if (!rc && ops->period(p->priv) > 0 && !ops->tick)
+        rc = ss_err(eb, SS_EINVAL, "placement policy '%s': ticks without a tick hook", name);
+    if (rc) {
+        pol_place_destroy(&p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void pol_place_destroy(pol_place **pp)
+{
+    pol_place *p = *pp;
+    if (p && p->ops->fini)
+        p->ops->fini(p->priv);
+    ss_free(p);
+    *pp = NULL;
+}
+
+ss_time pol_place_period(const pol_place *p) { return p->ops->period(p->priv); }
+
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int pol_place_tick(pol_place *p, const pol_place_env *env, const gmg *g,
+                   pol_place_decision *out, ss_errbuf *eb)
+{
+    out->n_offload = 0;
+    double t0 = wall_s();
+    int rc = p->ops->tick(p->priv, env, g, out, &p->st, eb);
+    p->st.wall_s += wall_s() - t0;
+    return rc;
+}
+
+int pol_place_mechanism_of(const pol_place *p, pol_place_mechanism *out)
+{
+    if (!p->ops->mechanism)
+        return 0;
+    p->ops->mechanism(p->priv, out);
+    return 1;
+}
+
+const pol_place_stats *pol_place_get_stats(const pol_place *p) { return &p->st; }
+const char *pol_place_name(const pol_place *p) { return p->ops->name; }
+
+void pol_place_describe(const pol_place *p, ss_kv_emit_fn *emit, void *ud)
+{
+    if (p->ops->describe)
+        p->ops->describe(p->priv, emit, ud);
+}
+
 /* ---- parameter owners -------------------------------------------------------------------- */
 
 static int has_param(const char *const *names, const char *key)
@@ -235,14 +326,17 @@ static int has_param(const char *const *names, const char *key)
 
 const char *pol_param_owner(const char *key)
 {
-    for (int i = 0; batch_builtin[i]; i++)
-        if (has_param(batch_builtin[i]->params, key))
-            return batch_builtin[i]->name;
-    for (int i = 0; route_builtin[i]; i++)
-        if (has_param(route_builtin[i]->params, key))
-            return route_builtin[i]->name;
-    for (int i = 0; cluster_builtin[i]; i++)
-        if (has_param(cluster_builtin[i]->params, key))
-            return cluster_builtin[i]->name;
+    for (int i = 0; batch_at(i); i++)
+        if (has_param(batch_at(i)->params, key))
+            return batch_at(i)->name;
+    for (int i = 0; route_at(i); i++)
+        if (has_param(route_at(i)->params, key))
+            return route_at(i)->name;
+    for (int i = 0; cluster_at(i); i++)
+        if (has_param(cluster_at(i)->params, key))
+            return cluster_at(i)->name;
+    for (int i = 0; place_at(i); i++)
+        if (has_param(place_at(i)->params, key))
+            return place_at(i)->name;
     return NULL;
 }

@@ -1,8 +1,11 @@
-/* Scheduling policy plug-ins. Two decision points exist so far:
+/* Scheduling policy plug-ins, four kinds:
  *  - routing (global): which container gets a newly arrived request;
  *  - batching (per container): which requests run in the container's next iteration, which
- *    running requests are preempted first, and which waiting requests can never be served.
- * Policies read the cluster (const gmg *) and fill a decision; gsim/ validates and applies it.
+ *    running requests are preempted first, and which waiting requests can never be served;
+ *  - cluster (periodic): re-allocation, live migration, auto-scaling;
+ *  - placement (periodic): operator placement beyond a container's own GPUs (SliceScheduler).
+ * Policies read the cluster (const gmg *) and fill a decision; gsim/ validates and applies it
+ * (a malformed decision stops the run with "<kind> policy '<name>' malfunction: ...").
  * A policy never mutates the cluster and draws randomness only from the ss_rng it is given. */
 #ifndef SS_POLICY_POLICY_H
 #define SS_POLICY_POLICY_H
@@ -234,8 +237,135 @@ const char *pol_cluster_name(const pol_cluster *p);
 const char *pol_cluster_default_routing(const pol_cluster *p);
 void pol_cluster_describe(const pol_cluster *p, ss_kv_emit_fn *emit, void *ud);
 
-/* The built-in policy that reads parameter `key` (first found, batching, routing, then
- * cluster), or NULL when none does: tells a parameter meant for another policy from a typo. */
+/* ---- operator placement (periodic) ------------------------------------------------------- */
+
+/* A placement policy moves work off a container's own GPUs: so far, a waiting request's
+ * prefill to the idle time of another container's GPUs (the simulator's offload mechanism).
+ * It reads the cluster, may ask the simulator what-if questions through pol_place_env, and
+ * returns decisions that the simulator validates and carries out. */
+
+/* A what-if: an independent copy of some containers of the simulation, continuing from its
+ * present with no arrivals and no cluster decisions (made and run by pol_place_env). */
+typedef struct pol_whatif pol_whatif;
+
+/* Called in a what-if for each request that finishes (rejected 0) or is rejected (1) there. */
+typedef void pol_whatif_done_fn(void *ud, const gmg *g, const gmg_req *q, int rejected,
+                                ss_time now);
+
+/* What the simulator offers a placement policy at a tick, for the handle `sim`. */
+typedef struct pol_place_env {
+    const void *sim;
+    ss_time now;
+    /* 0 when waiting request slot r could be offloaded to container `helper` now, else
+     * SS_EINVAL with the reason in eb (not eligible, no memory for it at home or there). */
+    int (*offload_check)(const void *sim, gmg_id r, gmg_id helper, ss_errbuf *eb);
+    /* Whether the batching policy could take request slot r back after a remote prefill. */
+    int (*offload_allowed)(const void *sim, gmg_id r);
+    /* Whether container c's GPUs run an offloaded prefill now. */
+    int (*has_guest)(const void *sim, gmg_id c);
+    /* Bumped whenever something from outside c's own evolution reaches it: a what-if of c
+     * taken at an earlier epoch no longer predicts it. */
+    uint64_t (*epoch)(const void *sim, gmg_id c);
+    /* The METRICS_SLA_* bounds q has broken for good by `now` (metrics_sla_judge). */
+    uint8_t (*sla_so_far)(const gmg_req *q, ss_time now);
+    /* A what-if of containers ctrs[0..n-1]; done (may be NULL) sees the requests that end in
+     * it. 0, SS_EINVAL or SS_ENOMEM with eb set. */
+    int (*fork)(const void *sim, const gmg_id *ctrs, uint32_t n, pol_whatif_done_fn *done,
+                void *ud, pol_whatif **out, ss_errbuf *eb);
+    /* Offload request slot r to container helper inside what-if w. */
+    int (*offload)(pol_whatif *w, gmg_id r, gmg_id helper, ss_errbuf *eb);
+    /* Simulate w up to `until`. */
+    int (*advance)(pol_whatif *w, ss_time until, ss_errbuf *eb);
+    /* w's present state, and its end. */
+    const gmg *(*graph)(const pol_whatif *w);
+    void (*destroy)(pol_whatif **w);
+} pol_place_env;
+
+/* Prefill waiting request slot `req` on the GPUs of container `helper`; `predicted` is the
+ * first-token time a what-if predicted (0: none), for the prediction-error figure. */
+typedef struct pol_offload {
+    gmg_id req, helper;
+    ss_time predicted;
+} pol_offload;
+
+/* A placement policy's decisions for this tick (array owned by the engine). */
+typedef struct pol_place_decision {
+    pol_offload *offload;
+    uint32_t n_offload, cap_offload;
+} pol_place_decision;
+
+/* How the offload mechanism runs the policy's moves (pol_place_ops.mechanism). */
+enum {
+    POL_WEIGHTS_AUTO = 0, /* an offloaded prefill's weights staged on the helper when its free
+                             KV blocks allow, else streamed */
+    POL_WEIGHTS_STREAM,   /* streamed from home, chunk by chunk, for every prefill */
+    POL_WEIGHTS_STAGE,    /* staged, or the offload is refused */
+};
+typedef struct pol_place_mechanism {
+    ss_time guest_overrun; /* a guest chunk in a host phase may end this long after it */
+    int weights;           /* POL_WEIGHTS_* */
+} pol_place_mechanism;
+
+/* What a placement policy did in a run. */
+typedef struct pol_place_stats {
+    uint64_t ticks;           /* decisions with at least one candidate judged */
+    uint64_t whatifs;         /* forks simulated (baselines and candidates) */
+    uint64_t candidates;      /* (request, helper) pairs judged by a what-if */
+    uint64_t refused_memory;  /* the helper lacked spare memory or home the KV blocks */
+    uint64_t refused_sla;     /* a request of either container would break its SLA */
+    uint64_t refused_gain;    /* no first token earlier than at home by slice_min_gain_ms */
+    uint64_t chosen;          /* offloads made */
+    double wall_s;            /* wall-clock time spent deciding */
+} pol_place_stats;
+
+typedef struct pol_place_ops {
+    uint32_t abi_version;
+    const char *name;          /* "home", "slice", "greedy"; selected by --ops */
+    const char *summary;
+    const char *const *params; /* NULL-terminated names of the parameters it reads */
+    size_t priv_size;
+    /* Optional. Read parameters. */
+    int (*init)(void *priv, ss_params *params, ss_errbuf *eb);
+    /* Optional. Free what init and the ticks allocated. */
+    void (*fini)(void *priv);
+    /* Required. Time between ticks, ns (0: never ticks; every operator stays home). */
+    ss_time (*period)(const void *priv);
+    /* Required when period > 0. Decide at env->now: fill *out (count starts at 0) and count
+     * what it did in *st. 0, or SS_ENOMEM (or an error a what-if returned) with eb set. */
+    int (*tick)(void *priv, const pol_place_env *env, const gmg *g, pol_place_decision *out,
+                pol_place_stats *st, ss_errbuf *eb);
+    /* Optional. How the offload mechanism should run its moves (without it, the simulator's
+     * configuration decides). */
+    void (*mechanism)(const void *priv, pol_place_mechanism *out);
+    void (*describe)(const void *priv, ss_kv_emit_fn *emit, void *ud);
+} pol_place_ops;
+
+typedef struct pol_place pol_place;
+
+const pol_place_ops *pol_place_find(const char *name);
+const char *pol_place_names(void);
+int pol_place_create(pol_place **out, const char *name, ss_params *params, ss_errbuf *eb);
+void pol_place_destroy(pol_place **p);
+ss_time pol_place_period(const pol_place *p);
+/* One tick (its wall-clock time is added to the stats). */
+int pol_place_tick(pol_place *p, const pol_place_env *env, const gmg *g,
+                   pol_place_decision *out, ss_errbuf *eb);
+/* The policy's mechanism settings into *out: 1, or 0 when it has none (out untouched). */
+int pol_place_mechanism_of(const pol_place *p, pol_place_mechanism *out);
+const pol_place_stats *pol_place_get_stats(const pol_place *p);
+const char *pol_place_name(const pol_place *p);
+void pol_place_describe(const pol_place *p, ss_kv_emit_fn *emit, void *ud);
+
+/* Register a plug-in beyond the built-ins (a research policy in its own file, a test's), found
+ * by name like them from then on; not thread-safe: register before the first run. 0, or
+ * SS_EINVAL (no name, or the name is taken) or SS_ENOMEM (8 per kind at most). */
+int pol_route_register(const pol_route_ops *ops);
+int pol_batch_register(const pol_batch_ops *ops);
+int pol_cluster_register(const pol_cluster_ops *ops);
+int pol_place_register(const pol_place_ops *ops);
+
+/* The policy that reads parameter `key` (first found, batching, routing, cluster, then
+ * placement; built-ins before registered ones), or NULL when none does: tells a parameter meant for another policy from a typo. */
 const char *pol_param_owner(const char *key);
 
 extern const pol_cluster_ops pol_cluster_container;
@@ -251,6 +381,9 @@ extern const pol_batch_ops pol_batch_vllm;
 extern const pol_batch_ops pol_batch_orca;
 extern const pol_batch_ops pol_batch_sarathi;
 extern const pol_batch_ops pol_batch_static;
+extern const pol_place_ops pol_place_home;
+extern const pol_place_ops pol_place_slice;
+extern const pol_place_ops pol_place_greedy;
 
 /* Pending work of a request: tokens still to compute before it emits its next token. */
 static inline uint32_t pol_pending(const gmg_req *q) { return q->prompt + q->generated - q->computed; }

@@ -43,6 +43,7 @@ typedef struct scn__key {
     double lo, hi;       /* numeric range */
     int lo_open;         /* SCN__F64: lo itself is excluded */
     const char *choices; /* SCN__ENUM: "a, b, c" */
+    const char *(*choices_of)(void); /* SCN__ENUM: the choices from a registry instead */
 } scn__key;
 
 /* The table, in canonical order (the order scn_write uses), and its length. */

@@ -5,6 +5,7 @@
 
 #include "core/ss_ini.h"
 #include "core/ss_parse.h"
+#include "policy/policy.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -30,9 +31,10 @@ const scn__key scn__keys[] = {
     {.sect = SCN__POLICY, .name = "routing", .kind = SCN__NAME, SF(routing)},
     {.sect = SCN__POLICY, .name = "batching", .kind = SCN__NAME, SF(batching)},
     {.sect = SCN__POLICY, .name = "cluster", .kind = SCN__ENUM, SF(cluster),
-     .choices = "container, llumnix, llumnix-tiers"},
+     .choices_of = pol_cluster_names},
     {.sect = SCN__POLICY, .name = "cost", .kind = SCN__NAME, SF(cost)},
-    {.sect = SCN__POLICY, .name = "ops", .kind = SCN__ENUM, SF(ops), .choices = "home, slice"},
+    {.sect = SCN__POLICY, .name = "ops", .kind = SCN__ENUM, SF(ops),
+     .choices_of = pol_place_names},
     {.sect = SCN__RUN, .name = "seed", .kind = SCN__U64, SF(seed), .hi = I64_MAX_D},
     {.sect = SCN__RUN, .name = "duration_s", .kind = SCN__F64, SF(duration_s), .hi = INFINITY},
     {.sect = SCN__RUN, .name = "warmup_s", .kind = SCN__F64, SF(warmup_s), .hi = INFINITY},
@@ -146,6 +148,11 @@ int scn__name_ok(const char *v, size_t size)
     return strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+static const char *key_choices(const scn__key *k)
+{
+    return k->choices_of ? k->choices_of() : k->choices;
+}
+
 static int enum_ok(const char *v, const char *choices)
 {
     size_t n = strlen(v);
@@ -249,8 +256,8 @@ static const char *text_problem(const scn__key *k, const char *v, char *buf, siz
     size_t len = strlen(v);
     if (k->kind == SCN__NAME && !scn__name_ok(v, k->size))
         snprintf(buf, n, "expected a name of 1 to %zu characters from [a-z0-9._-]", k->size - 1);
-    else if (k->kind == SCN__ENUM && !enum_ok(v, k->choices))
-        snprintf(buf, n, "expected one of %s", k->choices);
+    else if (k->kind == SCN__ENUM && !enum_ok(v, key_choices(k)))
+        snprintf(buf, n, "expected one of %s", key_choices(k));
     else if (k->kind == SCN__TEXT && len == 0)
         snprintf(buf, n, "expected a non-empty value");
     else if (len >= k->size)

@@ -69,7 +69,7 @@ strip_wall() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]*/
     fail "container run of the slice scenario"
 grep -q '"ops": "home"' e.json || fail "the scenario's default placement is home"
 grep -q '"slice"' e.json && fail "a home run reports SliceScheduler figures"
-expect_error 2 "ops: expected one of home, slice" "$S" replay --ops slices --limit 10 --db none
+expect_error 2 "ops: expected one of home, slice, greedy, got .slices.$" "$S" replay --ops slices --limit 10 --db none
 # any batching: Orca holds its reservation for a moved request; static batching takes none
 for b in orca static; do
     "$S" replay -c "$SV" --ops slice --batching "$b" --set run.duration_s=80 \

@@ -10,7 +10,7 @@
 #include "core/ss_alloc.h"
 #include "gsim/check.h"
 #include "gsim/gsim.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

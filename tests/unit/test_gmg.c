@@ -1,6 +1,7 @@
 /* The Global Mapping Graph on its own: request slots (recycled, reset, told apart by serial),
  * the intrusive lists, KV-pool sizing and the block bookkeeping that keeps each GPU's memory
- * ledger in step, swapping, and what gmg_check finds when the state is corrupted. */
+ * ledger in step, swapping, the request state transitions (each one leaving a graph that
+ * gmg_check accepts), and what gmg_check finds when the state is corrupted. */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
@@ -156,6 +157,148 @@ static void test_blocks(void **state)
         fail_msg("%s", eb.msg);
 }
 
+static void must_check(const gmg *g)
+{
+    ss_errbuf eb;
+    if (gmg_check(g, &eb))
+        fail_msg("%s", eb.msg);
+}
+
+/* A request of c with a prompt of `prompt` tokens, waiting at the back of c's queue. */
+static gmg_id waiting(fx *f, gmg_container *c, uint32_t prompt, uint8_t tier)
+{
+    gmg_id r = gmg_req_alloc(f->g);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->container = c->id;
+    q->prompt = prompt;
+    q->output = 4;
+    q->tier = tier;
+    gmg_req_enqueue(f->g, c, r, GMG_ENQ_BACK);
+    return r;
+}
+
+/* Enqueueing keeps the routing demand; tier order puts a better tier before worse ones but
+ * behind preempted requests; dequeueing gives the demand back. */
+static void test_transitions_queue(void **state)
+{
+    fx *f = *state;
+    gmg_container *c = &f->g->ctrs[0];
+    gmg_id a = waiting(f, c, 100, 1), b = waiting(f, c, 40, 1);
+    assert_int_equal(c->waiting_blocks, 7 + 3);
+    gmg_id p = gmg_req_alloc(f->g);
+    gmg_req_at(f->g, p)->container = c->id;
+    gmg_req_at(f->g, p)->prompt = 16;
+    gmg_req_enqueue(f->g, c, p, GMG_ENQ_FRONT);
+    gmg_id t0 = gmg_req_alloc(f->g);
+    gmg_req_at(f->g, t0)->container = c->id;
+    gmg_req_at(f->g, t0)->prompt = 16;
+    gmg_req_enqueue(f->g, c, t0, GMG_ENQ_TIER); /* tier 0: before a and b (tier 1), after p */
+    expect_order(f->g, &c->waiting, (gmg_id[]){p, t0, a, b}, 4);
+    must_check(f->g);
+    gmg_req_dequeue(f->g, c, a);
+    gmg_req_reroute(f->g, &f->g->ctrs[1], a, GMG_ENQ_BACK);
+    assert_int_equal(gmg_req_get(f->g, a)->container, 1);
+    assert_int_equal(f->g->ctrs[1].waiting_blocks, 7);
+    assert_int_equal(c->waiting_blocks, 3 + 1 + 1);
+    must_check(f->g);
+}
+
+/* Admit, schedule, progress to the first token and a gap, preempt (to the front, KV dropped,
+ * work to recompute), swap out and in, then end: each step leaves a consistent graph, and the
+ * end frees every block. */
+static void test_transitions_lifecycle(void **state)
+{
+    fx *f = *state;
+    gmg_container *c = &f->g->ctrs[0];
+    if (!c->iter.reqs)
+        c->iter.reqs = ss_calloc(8, sizeof *c->iter.reqs), c->iter.cap = 8;
+    gmg_id r = waiting(f, c, 100, 0);
+    gmg_req *q = gmg_req_at(f->g, r);
+    q->first_token = -1;
+    gmg_req_admit(f->g, c, r);
+    gmg_req_schedule(f->g, c, r, 100, 0);
+    assert_int_equal(q->state, GMG_REQ_RUNNING);
+    assert_int_equal(q->blocks, 7);
+    assert_int_equal(c->iter.n_reqs, 1);
+    must_check(f->g);
+    ss_time gap;
+    assert_int_equal(gmg_req_progress(q, 1000, &gap), 1);
+    assert_int_equal(gap, -1);
+    assert_int_equal(q->first_token, 1000);
+    q->q_tokens = 1;
+    assert_int_equal(gmg_req_progress(q, 1500, &gap), 1);
+    assert_int_equal(gap, 500);
+    assert_int_equal(q->generated, 2);
+    gmg_req_preempt(f->g, c, r);
+    assert_int_equal(q->state, GMG_REQ_WAITING);
+    assert_int_equal(q->computed, 0);
+    assert_int_equal(q->blocks, 0);
+    assert_int_equal(c->waiting.head, r);
+    assert_int_equal(c->waiting_blocks, 7); /* prompt + the 2 generated tokens */
+    must_check(f->g);
+    gmg_req_admit(f->g, c, r);
+    c->iter.n_reqs = 0;
+    gmg_req_schedule(f->g, c, r, 102, 0);
+    q->q_tokens = 0;
+    c->iter.n_reqs = 0;
+    gmg_req_to_swap(f->g, c, r);
+    assert_int_equal(q->state, GMG_REQ_SWAPPED);
+    assert_int_equal(c->swap_free, c->swap_total - 7);
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    must_check(f->g);
+    gmg_req_from_swap(f->g, c, r);
+    assert_int_equal(q->state, GMG_REQ_RUNNING);
+    assert_int_equal(c->iter.swap_blocks, 14);
+    must_check(f->g);
+    gmg_req_end(f->g, c, r, GMG_REQ_DONE, 2000);
+    assert_int_equal(q->state, GMG_REQ_DONE);
+    assert_int_equal(q->finish, 2000);
+    assert_int_equal(c->blocks_free, c->blocks_total);
+    assert_int_equal(c->running.n, 0);
+    gmg_req_free(f->g, r);
+    must_check(f->g);
+}
+
+/* An offloaded request holds its blocks at home and comes back running with its first token;
+ * a migrating one is in transit on the source and lands on the destination's reservation. */
+static void test_transitions_offload_and_migrate(void **state)
+{
+    fx *f = *state;
+    gmg_container *a = &f->g->ctrs[0], *b = &f->g->ctrs[1];
+    gmg_id r = waiting(f, a, 100, 0);
+    gmg_req *q = gmg_req_at(f->g, r);
+    gmg_req_offload(f->g, a, r, 7);
+    assert_int_equal(q->state, GMG_REQ_OFFLOADED);
+    assert_int_equal(a->blocks_offloaded, 7);
+    assert_int_equal(a->n_offloaded, 1);
+    assert_int_equal(a->waiting_blocks, 0);
+    must_check(f->g);
+    gmg_req_offload_back(f->g, a, r, 5000);
+    assert_int_equal(q->state, GMG_REQ_RUNNING);
+    assert_int_equal(q->generated, 1);
+    assert_int_equal(q->computed, 100);
+    assert_int_equal(q->first_token, 5000);
+    assert_int_equal(a->blocks_offloaded, 0);
+    assert_int_equal(a->running.head, r);
+    must_check(f->g);
+    gmg_reserve_blocks(f->g, b, 7);
+    gmg_req_migrate_out(f->g, a, r);
+    assert_int_equal(q->state, GMG_REQ_MIGRATING);
+    assert_int_equal(a->blocks_in_transit, 7);
+    gmg_req_migrate_in(f->g, a, b, r, 7);
+    assert_int_equal(q->state, GMG_REQ_RUNNING);
+    assert_int_equal(q->container, 1);
+    assert_int_equal(q->migrations, 1);
+    assert_int_equal(a->blocks_in_transit, 0);
+    assert_int_equal(a->blocks_free, a->blocks_total);
+    assert_int_equal(b->blocks_free, b->blocks_total - 7);
+    assert_int_equal(b->blocks_reserved, 0);
+    must_check(f->g);
+    gmg_req_end(f->g, b, r, GMG_REQ_REJECTED, 6000);
+    gmg_req_free(f->g, r);
+    must_check(f->g);
+}
+
 /* gmg_check names what is wrong: a pool that does not add up, a request in the wrong list. */
 static void test_check_finds_corruption(void **state)
 {
@@ -205,14 +348,58 @@ static void test_clone(void **state)
     gmg_req_free(f->g, r);
 }
 
+/* A partial copy keeps the chosen containers' requests (their prefix ids deep-copied) and
+ * freezes the others: no requests, queues or cache, pools as they were, skipped by gmg_check,
+ * and their slots free (on the free list, not in flight). */
+static void test_clone_part(void **state)
+{
+    fx *f = *state;
+    gmg_container *a = &f->g->ctrs[0], *b = &f->g->ctrs[1];
+    gmg_id ra = waiting(f, a, 100, 0), rb = waiting(f, b, 200, 0), rb2 = waiting(f, b, 16, 0);
+    gmg_req *qa = gmg_req_at(f->g, ra);
+    qa->prefix_blocks = ss_malloc(2 * sizeof *qa->prefix_blocks);
+    qa->prefix_blocks[0] = 11, qa->prefix_blocks[1] = 12;
+    qa->n_prefix_blocks = 2;
+    gmg_req_admit(f->g, b, rb);
+    gmg_req_set_blocks(f->g, b, gmg_req_at(f->g, rb), 13);
+    must_check(f->g);
+    uint8_t keep[2] = {1, 0};
+    gmg *k = NULL;
+    assert_int_equal(gmg_clone_part(f->g, keep, &k), 0);
+    must_check(k);
+    assert_int_equal(k->in_flight, 1);
+    assert_int_equal(k->ctrs[0].frozen, 0);
+    assert_int_equal(k->ctrs[1].frozen, 1);
+    assert_int_equal(k->ctrs[1].running.n + k->ctrs[1].waiting.n, 0);
+    assert_int_equal(k->ctrs[1].blocks_free, b->blocks_free); /* its pool as it was */
+    assert_int_equal(k->reqs[rb].state, GMG_REQ_FREE);
+    assert_int_equal(k->reqs[rb2].state, GMG_REQ_FREE);
+    assert_int_equal(k->reqs[ra].state, GMG_REQ_WAITING);
+    assert_true(k->reqs[ra].prefix_blocks != qa->prefix_blocks);
+    assert_int_equal(k->reqs[ra].prefix_blocks[1], 12);
+    assert_int_equal(k->ctrs[0].waiting.head, ra);
+    gmg_destroy(&k);
+    gmg_req_end(f->g, b, rb, GMG_REQ_DONE, 1);
+    gmg_req_end(f->g, b, rb2, GMG_REQ_DONE, 1);
+    gmg_req_end(f->g, a, ra, GMG_REQ_DONE, 1);
+    gmg_req_free(f->g, rb);
+    gmg_req_free(f->g, rb2);
+    gmg_req_free(f->g, ra);
+    must_check(f->g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transitions_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transitions_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transitions_offload_and_migrate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clone_part, setup, teardown),
     };
     return cmocka_run_group_tests_name("gmg", tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -300,6 +300,192 @@ static void test_sweep_points(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sweep_points"), 1);
 }
 
+/* What the figures' readers collect (test_typed_reads). */
+typedef struct got {
+    int n;
+    int64_t id;
+    char text[4][64];     /* the row's text: point, or cluster, ops, model, warmup_s */
+    double v[4];
+    int null_tenant;
+} got;
+
+static int got_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    g->n++, g->id = run_id;
+    snprintf(g->text[0], sizeof g->text[0], "%s", point);
+    return 0;
+}
+static int got_run(void *ud, const store_run_row *r, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    g->n++, g->id = r->run_id, g->v[0] = r->load;
+    snprintf(g->text[0], sizeof g->text[0], "%s", r->cluster_policy);
+    snprintf(g->text[1], sizeof g->text[1], "%s", r->ops);
+    snprintf(g->text[2], sizeof g->text[2], "%s", r->settings[0]);
+    snprintf(g->text[3], sizeof g->text[3], "%s", r->settings[STORE_RUN_SETTINGS - 1]);
+    return 0;
+}
+static int got_summary(void *ud, const store_summary_row *r, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    g->n++, g->id = r->run_id;
+    g->v[0] = r->output_tokens_per_s, g->v[1] = r->goodput_tokens_per_s;
+    g->v[2] = r->sla_violation_rate, g->v[3] = r->ttft_p99_ms;
+    return 0;
+}
+static int got_gpu(void *ud, const store_gpu_time_row *r, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    g->n++, g->id = r->gpu, g->null_tenant = !r->tenant;
+    g->v[0] = r->window_s, g->v[1] = r->compute_s, g->v[2] = r->host_s, g->v[3] = r->idle_s;
+    return 0;
+}
+static int got_idle(void *ud, const store_idle_slice_row *r, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    if (r->bucket == 3)
+        g->v[0] = r->gpu_s;
+    g->n++;
+    return 0;
+}
+static int got_tier(void *ud, const store_tier_row *r, ss_errbuf *eb)
+{
+    (void)eb;
+    got *g = ud;
+    g->n++, g->id = r->tier, g->v[0] = r->sla_violation_rate, g->v[1] = r->ttft_p99_ms;
+    return 0;
+}
+/* A callback's error stops the read and is what the read returns. */
+static int stop_run(void *ud, const store_run_row *r, ss_errbuf *eb)
+{
+    (void)r;
+    ++*(int *)ud;
+    return ss_err(eb, SS_EPARSE, "stop");
+}
+
+/* The typed rows the figures are drawn from, read back from a run written through the store:
+ * text as SQLite renders it, reals through that text (15 significant digits), NULL as NaN. */
+static void test_typed_reads(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/reads.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    char *name = (char *)"unset";
+    assert_int_equal(store_newest_sweep(s, &name, &eb), 0);
+    assert_null(name); /* no sweep points */
+    store_run_info in = info;
+    in.rate_scale = 0.1 + 0.2; /* 0.30000000000000004: reads 0.3 */
+    in.warmup_s = 0;
+    in.ops = "slice";
+    in.sweep = "demo";
+    in.point = "policy=slice;rate=0.3";
+    int64_t id;
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    static const double e2e_ms[] = {900, 300, 600, 0}; /* the last (0 ms) is left out */
+    for (int i = 0; i < 4; i++) {
+        metrics_req r = {.trace_id = (uint64_t)i, .prompt = 10, .output_asked = 2,
+                         .generated = 2, .arrival = i * SS_NS_PER_S,
+                         .first_token = i * SS_NS_PER_S + 10 * SS_NS_PER_MS,
+                         .finish = i * SS_NS_PER_S + (ss_time)(e2e_ms[i] * SS_NS_PER_MS),
+                         .measured = 1};
+        assert_int_equal(store_run_request(s, &r, "default", &eb), 0);
+    }
+    store_gpu_row gr = {.gpu = 2, .kind = "a100-80g", .window_s = 10, .compute_s = 8,
+                        .host_s = 0.5, .idle_s = 2, .tenant = "chat"};
+    assert_int_equal(store_run_gpu(s, &gr, &eb), 0);
+    metrics_slices sl = {.count = {[3] = 6}, .gpu_ns = {[3] = 30e6}};
+    assert_int_equal(store_run_slices(s, &sl, &eb), 0);
+    metrics_group_summary tier = {.requests = 4, .sla_violation_rate = 0.25,
+                                  .ttft_ms = {.p99 = 12.5}};
+    assert_int_equal(store_run_tier(s, 1, &tier, &eb), 0);
+    metrics_summary m = {.requests = 4, .sim_s = 1,
+                         .all = {.output_tokens_per_s = 1.0 / 3, .sla_violation_rate = 0.5}};
+    store_run_end e = {.wall_s = 0.1};
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+
+    assert_int_equal(store_newest_sweep(s, &name, &eb), 0);
+    assert_string_equal(name, "demo");
+    ss_free(name);
+    got g = {0};
+    assert_int_equal(store_sweep_points(s, "demo", got_point, &g, &eb), 0);
+    assert_true(g.n == 1 && g.id == id);
+    assert_string_equal(g.text[0], in.point);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_sweep_points(s, "other", got_point, &g, &eb), 0);
+    assert_int_equal(g.n, 0);
+
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_runs(s, got_run, &g, &eb), 0);
+    assert_true(g.n == 1 && g.id == id);
+    assert_true(g.v[0] == 0.3); /* no load: the rate_scale, through its text */
+    assert_string_equal(g.text[0], "container");
+    assert_string_equal(g.text[1], "slice");
+    assert_string_equal(store_run_setting_names[0], "model");
+    assert_string_equal(g.text[2], "llama-2-7b");
+    assert_string_equal(store_run_setting_names[STORE_RUN_SETTINGS - 1], "warmup_s");
+    assert_string_equal(g.text[3], "0.0"); /* a REAL as SQLite writes it */
+    int calls = 0;
+    assert_int_equal(store_runs(s, stop_run, &calls, &eb), SS_EPARSE);
+    assert_int_equal(calls, 1);
+
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_summaries(s, got_summary, &g, &eb), 0);
+    assert_true(g.n == 1 && g.id == id);
+    assert_true(g.v[0] == 0.333333333333333); /* 15 digits */
+    assert_true(g.v[1] == 0 && g.v[2] == 0.5);
+
+    double *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_run_latencies(s, id, STORE_LAT_E2E, &v, &n, &eb), 0);
+    assert_int_equal(n, 3);
+    assert_true(v[0] == 300 && v[1] == 600 && v[2] == 900); /* ascending, above 0 */
+    ss_free(v);
+    assert_int_equal(store_run_latencies(s, id, STORE_LAT_TTFT, &v, &n, &eb), 0);
+    assert_true(n == 4 && v[0] == 10 && v[3] == 10);
+    ss_free(v);
+    assert_int_equal(store_run_latencies(s, id + 1, STORE_LAT_TTFT, &v, &n, &eb), 0);
+    assert_true(n == 0 && v == NULL);
+
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_run_gpu_times(s, id, got_gpu, &g, &eb), 0);
+    assert_true(g.n == 1 && g.id == 2 && !g.null_tenant);
+    assert_true(g.v[0] == 10 && g.v[1] == 8 && g.v[2] == 0.5 && g.v[3] == 2);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_run_idle_slices(s, id, got_idle, &g, &eb), 0);
+    assert_int_equal(g.n, METRICS_SLICE_BUCKETS);
+    assert_true(g.v[0] == 0.03);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_run_tiers(s, id, got_tier, &g, &eb), 0);
+    assert_true(g.n == 1 && g.id == 1 && g.v[0] == 0.25 && g.v[1] == 12.5);
+    store_close(&s);
+
+    /* NULL (an older schema's columns, values never stored) reads as NaN, text as NULL */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "UPDATE summary SET goodput_tokens_per_s = NULL;"
+                                      " UPDATE gpus SET tenant = NULL, host_s = NULL",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open_readonly(&s, path, &eb), 0);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_summaries(s, got_summary, &g, &eb), 0);
+    assert_true(g.n == 1 && isnan(g.v[1]) && g.v[2] == 0.5);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(store_run_gpu_times(s, id, got_gpu, &g, &eb), 0);
+    assert_true(g.n == 1 && g.null_tenant);
+    assert_true(g.v[2] == 0); /* no host_s: busy_s - device_busy_s, within the idle slices */
+    store_close(&s);
+}
+
 /* Merging: every run of each input arrives with its rows under a new id; a sweep point the
  * output already has is skipped; a missing or foreign input changes nothing. */
 /* A validation is one transaction: committed with its rows, or (closed before the commit)
@@ -534,6 +720,7 @@ int main(void)
         cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
         cmocka_unit_test_teardown(test_sweep_points, teardown),
+        cmocka_unit_test_teardown(test_typed_reads, teardown),
         cmocka_unit_test_teardown(test_merge, teardown),
         cmocka_unit_test_teardown(test_validations, teardown),
         cmocka_unit_test_teardown(test_fits, teardown),

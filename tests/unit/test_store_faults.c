@@ -9,7 +9,7 @@
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
-#include "metrics/store.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -296,6 +296,67 @@ static void test_each_step_of_a_merge_fails(void **state)
     }
 }
 
+static int on_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
+{
+    (void)run_id, (void)point, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+static int on_run(void *ud, const store_run_row *row, ss_errbuf *eb)
+{
+    (void)row, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+static int on_summary(void *ud, const store_summary_row *row, ss_errbuf *eb)
+{
+    (void)row, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+static int on_gpu(void *ud, const store_gpu_time_row *row, ss_errbuf *eb)
+{
+    (void)row, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+static int on_idle(void *ud, const store_idle_slice_row *row, ss_errbuf *eb)
+{
+    (void)row, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+static int on_tier(void *ud, const store_tier_row *row, ss_errbuf *eb)
+{
+    (void)row, (void)eb;
+    ++*(int *)ud;
+    return 0;
+}
+
+enum { N_READERS = 8 };
+
+/* Read run 1 with reader r of the figures' readers (store_newest_sweep ... store_run_tiers). */
+static int read_with(store *s, int r, ss_errbuf *eb)
+{
+    int n = 0, rc;
+    char *name = NULL;
+    double *v = NULL;
+    size_t n_v = 0;
+    switch (r) {
+    case 0: rc = store_newest_sweep(s, &name, eb); break;
+    case 1: rc = store_sweep_points(s, "demo", on_point, &n, eb); break;
+    case 2: rc = store_runs(s, on_run, &n, eb); break;
+    case 3: rc = store_summaries(s, on_summary, &n, eb); break;
+    case 4: rc = store_run_latencies(s, 1, STORE_LAT_E2E, &v, &n_v, eb); break;
+    case 5: rc = store_run_gpu_times(s, 1, on_gpu, &n, eb); break;
+    case 6: rc = store_run_idle_slices(s, 1, on_idle, &n, eb); break;
+    default: rc = store_run_tiers(s, 1, on_tier, &n, eb); break;
+    }
+    ss_free(name);
+    ss_free(v);
+    return rc;
+}
+
 /* Readers report a failed step as an error, never as "no such row". */
 static void test_each_step_of_the_readers_fails(void **state)
 {
@@ -318,9 +379,11 @@ static void test_each_step_of_the_readers_fails(void **state)
         int got = store_point_summary(s, "demo", "p0", &row, &eb);
         assert_true(got < 0);
         assert_clean_error(got, &eb, path, code);
-        store_fail_step_after(1, code);
-        int rc = store_query(s, "SELECT run_id FROM runs", NULL, 0, NULL, NULL, &eb);
-        assert_clean_error(rc, &eb, path, code);
+        for (int r = 0; r < N_READERS; r++) {
+            store_fail_step_after(1, code);
+            int rc = read_with(s, r, &eb);
+            assert_clean_error(rc, &eb, path, code);
+        }
         store_fail_step_after(0, 0);
         assert_int_equal(store_has_point(s, "demo", "p0", &id, &eb), 1); /* and then it works */
         assert_int_equal(id, 1);

@@ -1,17 +1,18 @@
-/* SliceScheduler: operator-level placement of backlogged containers' prefills into the idle
- * GPU time of other containers, chosen by what-if simulation.
+/* SliceScheduler (placement policy "slice"): operator-level placement of backlogged
+ * containers' prefills into the idle GPU time of other containers, chosen by what-if
+ * simulation through the simulator's callbacks (pol_place_env).
  *
  * Every slice_period_ms, for each container with a queue (its waiting requests include a fresh
  * one: nothing computed, never preempted), the candidate request is the last fresh one in the
  * queue (the one that waits longest at home), and the candidate helpers are the other active
  * containers of the same TP degree without a pipeline, a guest or a queue of their own, nearest
  * first (same node), least loaded first. A candidate (request r, helper H) is judged by forking
- * the home container A and H, offloading r in the fork (gsim_offload) and simulating both to
+ * the home container A and H, offloading r in the fork (env->offload) and simulating both to
  * slice_horizon_ms ahead, against baselines of A and of H simulated without the move:
- *  (a) memory: gsim_offload refuses when a GPU of H lacks spare memory for the job's buffers or
+ *  (a) memory: the offload mechanism refuses when a GPU of H lacks spare memory for the job's buffers or
  *      A lacks the KV blocks of r's prompt; the ledger then holds by construction;
  *  (b) SLA: no request of A or H (r included) may have broken, by the horizon, a bound that it
- *      keeps in the baselines (TTFT, TBT p99, E2E; gsim_req_sla_so_far), nor be preempted more
+ *      keeps in the baselines (TTFT, TBT p99, E2E; env->sla_so_far), nor be preempted more
  *      often (r returns to A with its KV and may overcommit A's pool);
  *  (c) gain: r's first token comes at least slice_min_gain_ms earlier than at home (a home
  *      first token beyond the horizon counts as just after it).
@@ -21,18 +22,18 @@
  *
  * Incremental: a baseline is a live fork of one container kept from one decision to the next
  * and only advanced to the new horizon, as long as nothing from outside has reached that
- * container since (gsim_ctr_epoch); a candidate refused for SLA or gain is not judged again
+ * container since (env->epoch); a candidate refused for SLA or gain is not judged again
  * until A or H changes. Only candidate forks start afresh, from the decision's present. */
-#include "gsim/slice.h"
+#include "policy/policy.h"
 
 #include "core/ss_alloc.h"
+#include "metrics/metrics.h"
 
 #include <string.h>
-#include <time.h>
 
-const char *const slice_param_names[] = {"slice_period_ms", "slice_horizon_ms",
-                                         "slice_max_whatifs", "slice_min_gain_ms",
-                                         "slice_overrun_ms", "slice_weights", NULL};
+static const char *const params[] = {"slice_period_ms", "slice_horizon_ms", "slice_max_whatifs",
+                                     "slice_min_gain_ms", "slice_overrun_ms", "slice_weights",
+                                     NULL};
 
 /* What a fork predicts for the requests of its containers, by request slot. */
 typedef struct outcome {
@@ -40,13 +41,18 @@ typedef struct outcome {
     ss_time *first;       /* first-token time (-1: none by the horizon); per slot */
     uint32_t *preempted;  /* preemptions by the horizon; per slot */
     uint32_t n;           /* slots covered */
+    uint32_t cap;         /* slots the arrays hold */
 } outcome;
 
 /* A live baseline of one container. */
 typedef struct baseline {
-    gsim *fork;           /* NULL when none */
+    pol_whatif *fork;     /* NULL when none */
     uint64_t epoch;       /* of the container when forked */
     outcome out;
+    struct fate_ud {      /* what its fork's fate callback fills */
+        const struct slice_sched *s;
+        outcome *o;
+    } fate;
     ss_time until;        /* simulated up to here */
 } baseline;
 
@@ -57,22 +63,26 @@ typedef struct refusal {
     uint64_t epoch_home, epoch_helper;
 } refusal;
 
-struct slice_sched {
-    ss_time period, horizon, min_gain;
+typedef struct slice_sched {
+    ss_time period, horizon, min_gain, overrun;
+    int weights;          /* POL_WEIGHTS_* */
     uint32_t max_whatifs;
+    const pol_place_env *env; /* the simulator's, during a tick */
+    void (*destroy)(pol_whatif **w); /* how to free the live baselines */
     baseline *base;       /* per container */
     uint32_t n_base;
     refusal *refused;     /* ring of recent refusals */
     uint32_t n_refused, next_refusal;
     outcome cand;         /* scratch for candidate forks */
     gmg_id *order;        /* scratch: containers */
-    slice_stats st;
-};
+    pol_place_stats *st;  /* the run's figures, during a tick */
+} slice_sched;
 
 enum { REFUSALS = 64 };
 
-int slice_create(slice_sched **out, ss_params *p, gsim_config *cfg, ss_errbuf *eb)
+static int init(void *priv, ss_params *p, ss_errbuf *eb)
 {
+    slice_sched *s = priv;
     double period_ms, horizon_ms, gain_ms, overrun_ms;
     uint64_t whatifs;
     int rc = ss_params_get_double(p, "slice", "slice_period_ms", 20, 0.1, 1e7, &period_ms, eb);
@@ -88,25 +98,21 @@ int slice_create(slice_sched **out, ss_params *p, gsim_config *cfg, ss_errbuf *e
         return rc;
     const char *weights = ss_params_get(p, "slice_weights");
     if (!weights || !strcmp(weights, "auto"))
-        cfg->guest_weights = GSIM_WEIGHTS_AUTO;
+        s->weights = POL_WEIGHTS_AUTO;
     else if (!strcmp(weights, "stream"))
-        cfg->guest_weights = GSIM_WEIGHTS_STREAM;
+        s->weights = POL_WEIGHTS_STREAM;
     else if (!strcmp(weights, "stage"))
-        cfg->guest_weights = GSIM_WEIGHTS_STAGE;
+        s->weights = POL_WEIGHTS_STAGE;
     else
         return ss_err(eb, SS_EINVAL, "slice_weights: expected auto, stream or stage, got '%s'",
                       weights);
-    slice_sched *s = ss_calloc(1, sizeof *s);
-    if (!s || !(s->refused = ss_calloc(REFUSALS, sizeof *s->refused))) {
-        ss_free(s);
+    if (!(s->refused = ss_calloc(REFUSALS, sizeof *s->refused)))
         return ss_err(eb, SS_ENOMEM, "slice scheduler: out of memory");
-    }
     s->period = (ss_time)(period_ms * SS_NS_PER_MS);
     s->horizon = (ss_time)(horizon_ms * SS_NS_PER_MS);
     s->min_gain = (ss_time)(gain_ms * SS_NS_PER_MS);
     s->max_whatifs = (uint32_t)whatifs;
-    cfg->guest_overrun = (ss_time)(overrun_ms * SS_NS_PER_MS);
-    *out = s;
+    s->overrun = (ss_time)(overrun_ms * SS_NS_PER_MS);
     return SS_OK;
 }
 
@@ -118,42 +124,48 @@ static void outcome_free(outcome *o)
     memset(o, 0, sizeof *o);
 }
 
-static void base_drop(baseline *b)
+static void base_drop(slice_sched *s, baseline *b)
 {
-    gsim_destroy(&b->fork);
+    if (b->fork)
+        s->destroy(&b->fork);
     outcome_free(&b->out);
     b->until = 0;
 }
 
-void slice_destroy(slice_sched **sp)
+static void fini(void *priv)
 {
-    slice_sched *s = *sp;
-    if (!s)
-        return;
+    slice_sched *s = priv;
     for (uint32_t i = 0; i < s->n_base; i++)
-        base_drop(&s->base[i]);
+        base_drop(s, &s->base[i]);
     ss_free(s->base);
     ss_free(s->refused);
     outcome_free(&s->cand);
     ss_free(s->order);
-    ss_free(s);
-    *sp = NULL;
 }
 
-ss_time slice_period(const slice_sched *s) { return s->period; }
-const slice_stats *slice_get_stats(const slice_sched *s) { return &s->st; }
+static ss_time period(const void *priv) { return ((const slice_sched *)priv)->period; }
+
+static void mechanism(const void *priv, pol_place_mechanism *out)
+{
+    const slice_sched *s = priv;
+    out->guest_overrun = s->overrun;
+    out->weights = s->weights;
+}
 
 /* ---- forks and their outcomes ------------------------------------------------------------ */
 
+/* Room for n slots, reset. A what-if makes no new requests, so the slots in use when it is
+ * forked (n_slots, not the array's capacity) are all it can report on. */
 static int outcome_size(outcome *o, uint32_t n)
 {
-    if (o->n < n) {
+    if (o->cap < n) {
         outcome_free(o);
         if (!(o->broken = ss_calloc(n, 1)) || !(o->first = ss_calloc(n, sizeof *o->first)) ||
             !(o->preempted = ss_calloc(n, sizeof *o->preempted)))
             return SS_ENOMEM;
-        o->n = n;
+        o->cap = n;
     }
+    o->n = n;
     memset(o->broken, 0, o->n);
     memset(o->preempted, 0, o->n * sizeof *o->preempted);
     for (uint32_t i = 0; i < o->n; i++)
@@ -161,33 +173,32 @@ static int outcome_size(outcome *o, uint32_t n)
     return SS_OK;
 }
 
-/* Observer of a fork: a request's fate when it finishes or is rejected there. */
-static void on_fork_request(void *ud, const gmg *g, const gmg_container *c, const gmg_req *q,
-                            gsim_req_event what, ss_time now)
+/* A request's fate when it finishes or is rejected in a what-if (ud: the slice_sched's outcome
+ * being filled, whose owner's env is s->env). */
+typedef struct fate_ud fate_ud;
+
+static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int rejected, ss_time now)
 {
-    (void)c;
-    outcome *o = ud;
-    if (what != GSIM_REQ_FINISH && what != GSIM_REQ_REJECT)
-        return;
+    const fate_ud *f = ud;
+    outcome *o = f->o;
     uint32_t slot = (uint32_t)(q - g->reqs);
     if (slot >= o->n)
         return;
-    o->broken[slot] = gsim_req_sla_so_far(q, now) |
-                      (what == GSIM_REQ_REJECT ? METRICS_SLA_REJECTED : 0);
+    o->broken[slot] = f->s->env->sla_so_far(q, now) | (rejected ? METRICS_SLA_REJECTED : 0);
     o->first[slot] = q->first_token;
     o->preempted[slot] = q->preemptions;
 }
 
 /* The fates of the requests still in flight in the fork at its horizon. */
-static void outcome_close(outcome *o, const gsim *w, ss_time until)
+static void outcome_close(const slice_sched *s, outcome *o, const pol_whatif *w, ss_time until)
 {
-    const gmg *g = gsim_graph(w);
+    const gmg *g = s->env->graph(w);
     for (uint32_t i = 0; i < g->n_slots && i < o->n; i++) {
         const gmg_req *q = &g->reqs[i];
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED)
             continue;
-        o->broken[i] = gsim_req_sla_so_far(q, until);
+        o->broken[i] = s->env->sla_so_far(q, until);
         o->first[i] = q->first_token;
         o->preempted[i] = q->preemptions;
     }
@@ -195,35 +206,36 @@ static void outcome_close(outcome *o, const gsim *w, ss_time until)
 
 /* Bring the baseline of container c up to `until`: reuse the live fork when c has not changed
  * since it was taken, else fork afresh. */
-static int base_get(slice_sched *s, gsim *g, gmg_id c, ss_time until, ss_errbuf *eb)
+static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_errbuf *eb)
 {
+    const pol_place_env *env = s->env;
     baseline *b = &s->base[c];
-    uint64_t epoch = gsim_ctr_epoch(g, c);
+    uint64_t epoch = env->epoch(env->sim, c);
     if (b->fork && b->epoch != epoch)
-        base_drop(b);
+        base_drop(s, b);
     if (!b->fork) {
-        int rc = gsim_fork(g, &c, 1, NULL, NULL, &b->fork, eb);
+        /* the fate callback's context lives as long as the fork: in the baseline itself */
+        b->fate = (fate_ud){s, &b->out};
+        int rc = outcome_size(&b->out, g->n_slots);
         if (!rc)
-            rc = outcome_size(&b->out, gsim_graph(g)->cap_slots);
+            rc = env->fork(env->sim, &c, 1, on_fork_request, &b->fate, &b->fork, eb);
         if (rc) {
-            base_drop(b);
+            base_drop(s, b);
             return rc;
         }
-        gsim_observer obs = {.on_request = on_fork_request, .ud = &b->out};
-        gsim_set_observer(b->fork, &obs);
         b->epoch = epoch;
         b->until = 0;
-        s->st.whatifs++;
+        s->st->whatifs++;
     }
     if (b->until < until) {
-        int rc = gsim_advance(b->fork, until, eb);
+        int rc = env->advance(b->fork, until, eb);
         if (rc) {
-            base_drop(b);
+            base_drop(s, b);
             return rc;
         }
         b->until = until;
     }
-    outcome_close(&b->out, b->fork, until);
+    outcome_close(s, &b->out, b->fork, until);
     return SS_OK;
 }
 
@@ -246,23 +258,24 @@ static int servable(const gmg_container *c)
            !c->blocks_reserved;
 }
 
-static int refused_before(const slice_sched *s, const gsim *g, uint64_t id, gmg_id home,
-                          gmg_id helper)
+static int refused_before(const slice_sched *s, uint64_t id, gmg_id home, gmg_id helper)
 {
+    const pol_place_env *env = s->env;
     for (uint32_t i = 0; i < s->n_refused; i++) {
         const refusal *x = &s->refused[i];
         if (x->trace_id == id && x->helper == helper &&
-            x->epoch_home == gsim_ctr_epoch(g, home) && x->epoch_helper == gsim_ctr_epoch(g, helper))
+            x->epoch_home == env->epoch(env->sim, home) &&
+            x->epoch_helper == env->epoch(env->sim, helper))
             return 1;
     }
     return 0;
 }
 
-static void remember_refusal(slice_sched *s, const gsim *g, uint64_t id, gmg_id home,
-                             gmg_id helper)
+static void remember_refusal(slice_sched *s, uint64_t id, gmg_id home, gmg_id helper)
 {
-    s->refused[s->next_refusal] = (refusal){id, helper, gsim_ctr_epoch(g, home),
-                                            gsim_ctr_epoch(g, helper)};
+    const pol_place_env *env = s->env;
+    s->refused[s->next_refusal] = (refusal){id, helper, env->epoch(env->sim, home),
+                                            env->epoch(env->sim, helper)};
     s->next_refusal = (s->next_refusal + 1) % REFUSALS;
     if (s->n_refused < REFUSALS)
         s->n_refused++;
@@ -279,6 +292,8 @@ static int harms(const slice_sched *s, const gmg *g, gmg_id a, gmg_id h)
             q->state == GMG_REQ_REJECTED || (q->container != a && q->container != h))
             continue;
         const outcome *b = &s->base[q->container].out;
+        if (i >= b->n) /* not in the baseline: cannot happen (its arrival changed the epoch) */
+            return 1;
         if ((s->cand.broken[i] & ~b->broken[i]) || s->cand.preempted[i] > b->preempted[i])
             return 1;
     }
@@ -289,38 +304,38 @@ typedef enum verdict { V_OK, V_MEMORY, V_SLA, V_GAIN } verdict;
 
 /* Judge offloading request r of container a to helper h; *first gets its predicted first
  * token. */
-static int judge(slice_sched *s, gsim *g, gmg_id a, gmg_id r, gmg_id h, ss_time until,
+static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_time until,
                  ss_time home_first, verdict *v, ss_time *first, ss_errbuf *eb)
 {
+    const pol_place_env *env = s->env;
     ss_errbuf why;
-    if (gsim_offload_check(g, r, h, &why)) { /* memory: the helper's or home's */
+    if (env->offload_check(env->sim, r, h, &why)) { /* memory: the helper's or home's */
         *v = V_MEMORY;
         return SS_OK;
     }
     gmg_id both[2] = {a, h};
-    gsim *w = NULL;
-    int rc = gsim_fork(g, both, 2, NULL, NULL, &w, eb);
+    pol_whatif *w = NULL;
+    fate_ud fate = {s, &s->cand};
+    int rc = outcome_size(&s->cand, g->n_slots);
     if (!rc)
-        rc = outcome_size(&s->cand, gsim_graph(g)->cap_slots);
+        rc = env->fork(env->sim, both, 2, on_fork_request, &fate, &w, eb);
     if (rc) {
-        gsim_destroy(&w);
+        if (w)
+            env->destroy(&w);
         return rc;
     }
-    s->st.whatifs++;
-    s->st.candidates++;
-    gsim_observer obs = {.on_request = on_fork_request, .ud = &s->cand};
-    gsim_set_observer(w, &obs);
-    rc = gsim_offload(w, r, h, 0, eb);
+    s->st->whatifs++;
+    s->st->candidates++;
+    rc = env->offload(w, r, h, eb);
     if (!rc)
-        rc = gsim_advance(w, until, eb);
-    if (rc) {
-        gsim_destroy(&w);
+        rc = env->advance(w, until, eb);
+    if (!rc)
+        outcome_close(s, &s->cand, w, until);
+    env->destroy(&w);
+    if (rc)
         return rc;
-    }
-    outcome_close(&s->cand, w, until);
-    gsim_destroy(&w);
     *first = s->cand.first[r];
-    if (harms(s, gsim_graph(g), a, h))
+    if (harms(s, g, a, h))
         *v = V_SLA;
     else if (*first < 0 || home_first - *first < s->min_gain)
         *v = V_GAIN;
@@ -330,12 +345,13 @@ static int judge(slice_sched *s, gsim *g, gmg_id a, gmg_id r, gmg_id h, ss_time 
 }
 
 /* Helpers for container a, nearest and least loaded first, into order[]; returns the count. */
-static uint32_t helpers(const gmg *g, const gsim *gs, const gmg_container *a, gmg_id *order)
+static uint32_t helpers(const slice_sched *s, const gmg *g, const gmg_container *a,
+                        gmg_id *order)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         const gmg_container *h = &g->ctrs[i];
-        if (h->id == a->id || !servable(h) || h->tp != a->tp || gsim_has_guest(gs, h->id) ||
+        if (h->id == a->id || !servable(h) || h->tp != a->tp || s->env->has_guest(s->env->sim, h->id) ||
             h->waiting.n)
             continue;
         order[n++] = h->id;
@@ -355,16 +371,13 @@ static uint32_t helpers(const gmg *g, const gsim *gs, const gmg_container *a, gm
     return n;
 }
 
-static double wall(void)
+static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_decision *out,
+                pol_place_stats *st, ss_errbuf *eb)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
-{
-    const gmg *G = gsim_graph(g);
+    slice_sched *s = priv;
+    s->env = env;
+    s->st = st;
+    s->destroy = env->destroy;
     if (s->n_base < G->n_ctrs) {
         baseline *nb = ss_calloc(G->n_ctrs, sizeof *nb);
         gmg_id *no = ss_calloc(G->n_ctrs, sizeof *no);
@@ -375,11 +388,13 @@ static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
         }
         if (s->n_base)
             memcpy(nb, s->base, s->n_base * sizeof *nb);
+        for (uint32_t i = 0; i < s->n_base; i++) /* the fate contexts moved with them */
+            nb[i].fate.o = &nb[i].out;
         ss_free(s->base);
         ss_free(s->order);
         s->base = nb, s->order = no, s->n_base = G->n_ctrs;
     }
-    ss_time now = gsim_end_time(g), until = ss_time_add(now, s->horizon);
+    ss_time until = ss_time_add(env->now, s->horizon);
     uint32_t budget = s->max_whatifs;
     gmg_id best_r = GMG_NONE, best_h = GMG_NONE;
     ss_time best_gain = 0, best_first = 0;
@@ -387,27 +402,27 @@ static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
     for (uint32_t ai = 0; ai < G->n_ctrs && budget; ai++) {
         const gmg_container *a = &G->ctrs[ai];
         gmg_id r = servable(a) ? fresh_tail(G, a) : GMG_NONE;
-        if (r == GMG_NONE || !gsim_offload_allowed(g, r))
+        if (r == GMG_NONE || !env->offload_allowed(env->sim, r))
             continue;
-        uint32_t nh = helpers(G, g, a, s->order);
+        uint32_t nh = helpers(s, G, a, s->order);
         if (!nh)
             continue;
         uint64_t id = G->reqs[r].trace_id;
         int rc = SS_OK, have_base = 0;
         for (uint32_t k = 0; k < nh && budget && !rc; k++) {
             gmg_id h = s->order[k];
-            if (refused_before(s, g, id, a->id, h))
+            if (refused_before(s, id, a->id, h))
                 continue;
             if (!counted) {
-                s->st.ticks++;
+                st->ticks++;
                 counted = 1;
             }
             if (!have_base) {
-                rc = base_get(s, g, a->id, until, eb);
+                rc = base_get(s, G, a->id, until, eb);
                 have_base = 1;
             }
             if (!rc)
-                rc = base_get(s, g, h, until, eb);
+                rc = base_get(s, G, h, until, eb);
             if (rc)
                 return rc;
             ss_time home_first = s->base[a->id].out.first[r];
@@ -415,36 +430,39 @@ static int tick(slice_sched *s, gsim *g, ss_errbuf *eb)
                 home_first = until + 1;
             verdict v;
             ss_time first = -1;
-            rc = judge(s, g, a->id, r, h, until, home_first, &v, &first, eb);
+            rc = judge(s, G, a->id, r, h, until, home_first, &v, &first, eb);
             if (rc)
                 return rc;
             budget--;
             if (v == V_MEMORY) {
-                s->st.refused_memory++;
+                st->refused_memory++;
             } else if (v == V_SLA || v == V_GAIN) {
-                s->st.refused_sla += v == V_SLA;
-                s->st.refused_gain += v == V_GAIN;
-                remember_refusal(s, g, id, a->id, h);
+                st->refused_sla += v == V_SLA;
+                st->refused_gain += v == V_GAIN;
+                remember_refusal(s, id, a->id, h);
             } else if (home_first - first > best_gain) {
                 best_gain = home_first - first;
                 best_r = r, best_h = h, best_first = first;
             }
         }
     }
-    if (best_r == GMG_NONE)
+    if (best_r == GMG_NONE || !out->cap_offload)
         return SS_OK;
-    ss_errbuf why;
-    int rc = gsim_offload(g, best_r, best_h, best_first, &why);
-    if (rc == SS_ENOMEM)
-        return ss_err(eb, rc, "%s", why.msg);
-    s->st.chosen += rc == SS_OK;
+    out->offload[out->n_offload++] = (pol_offload){best_r, best_h, best_first};
+    st->chosen++;
     return SS_OK;
 }
 
-int slice_tick(slice_sched *s, gsim *g, ss_errbuf *eb)
-{
-    double t0 = wall();
-    int rc = tick(s, g, eb);
-    s->st.wall_s += wall() - t0;
-    return rc;
-}
+const pol_place_ops pol_place_slice = {
+    .abi_version = POL_ABI_VERSION,
+    .name = "slice",
+    .summary = "SliceScheduler: prefills of backlogged containers into other containers' idle "
+               "GPU time, chosen by what-if simulation",
+    .params = params,
+    .priv_size = sizeof(slice_sched),
+    .init = init,
+    .fini = fini,
+    .period = period,
+    .tick = tick,
+    .mechanism = mechanism,
+};

@@ -1,10 +1,11 @@
 /* The results store: one SQLite database file holding every run (runs, requests, summary,
- * gpus; schema in store_sqlite.c, documented in the README, versioned by PRAGMA user_version).
+ * gpus; schema in store_open.c, documented in the README, versioned by PRAGMA user_version).
  * A run is one transaction: it appears whole or not at all, so a killed or failed run leaves
  * the earlier runs intact. The only module that talks to SQLite. */
-#ifndef SS_METRICS_STORE_H
-#define SS_METRICS_STORE_H
+#ifndef SS_STORE_STORE_H
+#define SS_STORE_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/ss_err.h"
@@ -119,12 +120,6 @@ typedef struct store_point_row {
 int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
                         ss_errbuf *eb);
 void store_point_row_free(store_point_row *row);
-/* Read-only query for reports and plots: fn gets each row's n columns as text (NULL for SQL
- * NULL) and returns 0 to go on or an SS_E* code to stop. `params` (n_params texts) bind to ?1...
- * 0, fn's code, or SS_EDB with eb set. */
-typedef int store_row_fn(void *ud, int n, const char *const *cols, ss_errbuf *eb);
-int store_query(store *s, const char *sql, const char *const *params, int n_params,
-                store_row_fn *fn, void *ud, ss_errbuf *eb);
 /* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
@@ -144,6 +139,100 @@ int store_run_commit(store *s, const metrics_summary *sum, const store_run_end *
                      ss_errbuf *eb);
 /* Roll the open run back (nothing of it remains). No-op when no run is open. */
 void store_run_abort(store *s);
+
+/* {======================================================================
+ * Reading results for figures (store_read.c): typed rows, so that no SQL leaves the store.
+ * Every reader steps through the same path as the writers (a failed step is SS_EDB with eb
+ * set, never "no rows"). A callback gets one row at a time, borrowed for the call (its text
+ * too), and returns 0 to go on or an SS_E* code, which stops the read and is returned.
+ * A real column reads as SQLite's text of it converted back (a REAL's 15 significant digits),
+ * as the figures have always been computed; a NULL reads as NaN (SQLite stores no NaN).
+ * ======================================================================= */
+
+/* The sweep of the newest sweep point (the highest run id) into *name_out (owned, ss_free;
+ * NULL when the database has no sweep points). 0, SS_EDB or SS_ENOMEM with eb set. */
+int store_newest_sweep(store *s, char **name_out, ss_errbuf *eb);
+
+/* The points of sweep `sweep` by run id: each point's run and key ("policy=slice;rate=2"). */
+typedef int store_sweep_point_fn(void *ud, int64_t run_id, const char *point, ss_errbuf *eb);
+int store_sweep_points(store *s, const char *sweep, store_sweep_point_fn *fn, void *ud,
+                       ss_errbuf *eb);
+
+/* The settings of a run that store_run_row.settings holds, in this order, by their column
+ * names in the runs table: "model", "gpu", "replicas", "tp", "pp", "batching", "routing",
+ * "cost_model", "trace", "limit_requests", "warmup_s". */
+#define STORE_RUN_SETTINGS 11
+extern const char *const store_run_setting_names[STORE_RUN_SETTINGS];
+
+/* A run as a figure groups it. Text is NULL where the column is NULL. */
+typedef struct store_run_row {
+    int64_t run_id;
+    const char *cluster_policy;  /* "container", "llumnix", ... */
+    const char *ops;             /* operator placement: "home" or "slice" */
+    double load;                 /* load, else rate_scale (NaN: neither) */
+    const char *scenario_ini;    /* the scenario as INI text ("" when the run had none) */
+    const char *settings[STORE_RUN_SETTINGS]; /* as SQLite renders them as text ("5.0") */
+} store_run_row;
+/* Every run, by run id. */
+typedef int store_run_fn(void *ud, const store_run_row *run, ss_errbuf *eb);
+int store_runs(store *s, store_run_fn *fn, void *ud, ss_errbuf *eb);
+
+/* A run's headline figures from the summary table. */
+typedef struct store_summary_row {
+    int64_t run_id;
+    double output_tokens_per_s, goodput_tokens_per_s;
+    double sla_violation_rate;   /* 0..1 */
+    double ttft_p99_ms;
+} store_summary_row;
+/* Every run's summary, in the table's order. */
+typedef int store_summary_fn(void *ud, const store_summary_row *row, ss_errbuf *eb);
+int store_summaries(store *s, store_summary_fn *fn, void *ud, ss_errbuf *eb);
+
+/* The latencies of a run's requests a CDF is drawn from. */
+typedef enum store_latency { STORE_LAT_TTFT, STORE_LAT_E2E } store_latency;
+/* The TTFT or E2E (ms) of run run_id's measured completed requests, those above 0, ascending:
+ * *v_out (owned, ss_free; NULL when none) and their count *n_out, written only on success.
+ * 0, SS_EDB or SS_ENOMEM with eb set. */
+int store_run_latencies(store *s, int64_t run_id, store_latency which, double **v_out,
+                        size_t *n_out, ss_errbuf *eb);
+
+/* A GPU's time over a run's measurement window (the gpus table). Databases older than version 9
+ * have no tenant nor window columns: their window is the summary's and compute the window less
+ * the idle slices; their host time is only known over the whole run (busy_s - device_busy_s),
+ * which is the window's when the run had no warm-up. */
+typedef struct store_gpu_time_row {
+    int64_t gpu;
+    const char *tenant;          /* its container's tenant at the end; NULL before version 9 */
+    double window_s, compute_s, host_s; /* NaN: unknown (a database from before idle slices) */
+    double idle_s;               /* every idle slice, host phases included (NaN: unknown) */
+} store_gpu_time_row;
+/* Each GPU of run run_id, by GPU index. */
+typedef int store_gpu_time_fn(void *ud, const store_gpu_time_row *row, ss_errbuf *eb);
+int store_run_gpu_times(store *s, int64_t run_id, store_gpu_time_fn *fn, void *ud,
+                        ss_errbuf *eb);
+
+/* One slice-length bucket of a run's idle-slice histogram. */
+typedef struct store_idle_slice_row {
+    int64_t bucket;              /* 0..METRICS_SLICE_BUCKETS-1 */
+    double gpu_s;                /* summed length */
+} store_idle_slice_row;
+typedef int store_idle_slice_fn(void *ud, const store_idle_slice_row *row, ss_errbuf *eb);
+/* Each bucket of run run_id's idle-slice histogram, in the table's order. */
+int store_run_idle_slices(store *s, int64_t run_id, store_idle_slice_fn *fn, void *ud,
+                          ss_errbuf *eb);
+
+/* One tier's results in a run (the tiers table). */
+typedef struct store_tier_row {
+    int64_t tier;
+    double sla_violation_rate;   /* 0..1 */
+    double ttft_p99_ms;
+} store_tier_row;
+typedef int store_tier_fn(void *ud, const store_tier_row *row, ss_errbuf *eb);
+/* Each tier of run run_id, in the table's order. */
+int store_run_tiers(store *s, int64_t run_id, store_tier_fn *fn, void *ud, ss_errbuf *eb);
+
+/* }====================================================================== */
+
 /* {======================================================================
  * Validations (`slicesim validate`): predicted vs measured operator times of a simulated
  * schedule run on a GPU. One transaction per validation, like a run.

@@ -1,0 +1,243 @@
+/* A batching policy's decision for a container's next iteration, validated and applied: queue
+ * moves, KV blocks, preemption, swaps, rejections, prefix-cache hits, and the batch's work. */
+#include "gsim/gsim_int.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- starting an iteration -------------------------------------------------------------- */
+
+enum { DEC_ARRAYS = 8 }; /* run, q_tokens, hold, preempt, swap_out, swap_in, gs_reject, why */
+
+static int ensure_decision(gsim *s, size_t need)
+{
+    if (need <= s->dec_cap)
+        return SS_OK;
+    size_t cap = s->dec_cap ? s->dec_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    /* one block holds the eight arrays (all 32-bit) */
+    uint32_t *b = ss_realloc(s->dec.run, cap * DEC_ARRAYS * sizeof *b);
+    if (!b)
+        return SS_ENOMEM;
+    pol_batch_decision *d = &s->dec;
+    d->run = b;
+    d->q_tokens = b + cap;
+    d->hold = b + 2 * cap;
+    d->preempt = b + 3 * cap;
+    d->swap_out = b + 4 * cap;
+    d->swap_in = b + 5 * cap;
+    d->reject = b + 6 * cap;
+    d->reject_why = b + 7 * cap;
+    s->dec_cap = cap;
+    return SS_OK;
+}
+
+/* The decision cannot be carried out: the policy's malfunction stops the run (the first
+ * failure's message is kept). */
+static void malfunction(gsim *s, const gmg_container *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void malfunction(gsim *s, const gmg_container *c, const char *fmt, ...)
+{
+    if (s->rc)
+        return;
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    gs_fail(s, ss_err(s->eb, SS_EINVAL, "batching policy '%s' malfunction: container %u at "
+                      "%.9g s: %s", pol_batch_name(s->batch), c->id,
+                      ss_time_to_s(des_now(s->des)), why));
+}
+
+/* Request slot r when it is one of c's requests in `state`, else NULL after a malfunction. */
+static gmg_req *own_req(gsim *s, gmg_container *c, gmg_id r, uint8_t state, const char *what)
+{
+    if (r >= s->g->n_slots || s->g->reqs[r].state == GMG_REQ_FREE ||
+        s->g->reqs[r].container != c->id) {
+        malfunction(s, c, "it chose to %s request slot %u, which is not one of the container's "
+                    "requests", what, r);
+        return NULL;
+    }
+    gmg_req *q = gmg_req_at(s->g, r);
+    if (q->state != state) {
+        malfunction(s, c, "it chose to %s request %llu, which is in state %u, not %u", what,
+                    (unsigned long long)q->trace_id, q->state, state);
+        return NULL;
+    }
+    return q;
+}
+
+static void preempt(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = own_req(s, c, r, GMG_REQ_RUNNING, "preempt");
+    if (!q)
+        return;
+    gs_maybe_abort_migration(s, q);
+    gmg_req_preempt(s->g, c, r);
+    gs_notify(s, c, q, GSIM_REQ_PREEMPT);
+}
+
+static void swap_out(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = own_req(s, c, r, GMG_REQ_RUNNING, "swap out");
+    if (!q)
+        return;
+    gs_maybe_abort_migration(s, q);
+    gmg_req_to_swap(s->g, c, r);
+    s->m.swap_outs++;
+    gs_notify(s, c, q, GSIM_REQ_SWAP_OUT);
+}
+
+static void swap_in(gsim *s, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = own_req(s, c, r, GMG_REQ_SWAPPED, "swap in");
+    if (!q)
+        return;
+    gmg_req_from_swap(s->g, c, r);
+    gs_notify(s, c, q, GSIM_REQ_SWAP_IN);
+}
+
+/* A request admitted with nothing computed reads the longest cached prefix of its tokens: those
+ * count as computed and the iteration computes only the rest (at least one token, as vLLM).
+ * The policy sized the admission without the hit; when the idle cached blocks it takes (they
+ * leave the free pool) and its new blocks do not fit, it takes a shorter prefix. Returns the
+ * query tokens left of q_tok. */
+static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok, uint32_t hold)
+{
+    uint32_t bt = c->block_tokens, total = q->prompt + q->generated, h = 0, idle = 0;
+    uint32_t lim = gmg_pc_blocks(q, bt);
+    if (lim > (total - 1) / bt)
+        lim = (total - 1) / bt;
+    /* One walk down the chain: h is the longest cached prefix whose idle blocks and the
+     * request's new ones fit in the free pool. */
+    uint64_t key = 0;
+    for (uint32_t n = 1; n <= lim; n++) {
+        key = gmg_pc_key(q, bt, n - 1, key);
+        int st = gmg_pc_state(c, key);
+        if (st < 0)
+            break;
+        idle += (uint32_t)st;
+        uint32_t left = total - n * bt, qt = q_tok < left ? q_tok : left;
+        uint64_t blocks = gmg_blocks_for(c, (uint64_t)n * bt + qt);
+        if (hold > blocks)
+            blocks = hold;
+        if (idle + blocks - n <= c->blocks_free)
+            h = n;
+    }
+    if (!s->fork)
+        metrics_add_prefix(&s->m, q->tenant, q->measured, !q->preemptions, q->prompt,
+                           gmg_pc_blocks(q, bt), h, h * bt);
+    if (!h)
+        return q_tok;
+    gmg_pc_take(s->g, c, q, h);
+    q->computed = h * bt;
+    return q_tok < total - q->computed ? q_tok : total - q->computed;
+}
+
+/* Put request r into the batch for q_tok tokens of its pending work, admitting it when it is
+ * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
+static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
+{
+    uint8_t want = r < s->g->n_slots && s->g->reqs[r].state == GMG_REQ_RUNNING ? GMG_REQ_RUNNING
+                                                                                : GMG_REQ_WAITING;
+    gmg_req *q = own_req(s, c, r, want, "run");
+    if (!q)
+        return;
+    uint32_t pending = q->prompt + q->generated - q->computed;
+    if (q_tok - 1 >= pending) { /* q_tok < 1 or q_tok > pending */
+        malfunction(s, c, "it scheduled %u tokens of request %llu, which has %u pending", q_tok,
+                    (unsigned long long)q->trace_id, pending);
+        return;
+    }
+    if (q->q_tokens) {
+        malfunction(s, c, "it scheduled request %llu twice", (unsigned long long)q->trace_id);
+        return;
+    }
+    if (q->state != GMG_REQ_RUNNING) {
+        gmg_req_admit(s->g, c, r);
+        if (c->pc && !q->computed && !q->blocks)
+            q_tok = prefix_hit(s, c, q, q_tok, hold);
+    }
+    gmg_req_schedule(s->g, c, r, q_tok, hold);
+}
+
+static int ensure_iter(gmg_container *c, uint32_t n)
+{
+    if (n <= c->iter.cap)
+        return SS_OK;
+    size_t cap = c->iter.cap;
+    if (ss_grow((void **)&c->iter.reqs, &cap, n, sizeof *c->iter.reqs))
+        return SS_ENOMEM;
+    c->iter.cap = (uint32_t)cap;
+    return SS_OK;
+}
+
+/* Apply one decision; returns the number of requests in the batch. */
+static uint32_t apply(gsim *s, gmg_container *c)
+{
+    const pol_batch_decision *d = &s->dec;
+    uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
+    if (d->n_reject > n || d->n_preempt > n || d->n_swap_out > n || d->n_swap_in > n ||
+        d->n_run > n) {
+        malfunction(s, c, "a list longer than the container's %u requests", n);
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->n_reject && !s->rc; i++) {
+        gmg_id r = d->reject[i];
+        uint8_t st = r < s->g->n_slots ? s->g->reqs[r].state : GMG_REQ_FREE;
+        if (st != GMG_REQ_WAITING && st != GMG_REQ_RUNNING && st != GMG_REQ_SWAPPED)
+            st = GMG_REQ_WAITING; /* own_req says what is wrong */
+        if (own_req(s, c, r, st, "reject"))
+            gs_reject(s, c, r, d->reject_why[i]);
+    }
+    for (uint32_t i = 0; i < d->n_preempt && !s->rc; i++)
+        preempt(s, c, d->preempt[i]);
+    for (uint32_t i = 0; i < d->n_swap_out && !s->rc; i++)
+        swap_out(s, c, d->swap_out[i]);
+    for (uint32_t i = 0; i < d->n_swap_in && !s->rc; i++)
+        swap_in(s, c, d->swap_in[i]);
+    for (uint32_t i = 0; i < d->n_run && !s->rc; i++)
+        admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
+    cost_batch_merge(&c->iter.batch, &d->extra);
+    return s->rc ? 0 : d->n_run;
+}
+
+/* KV swap transfers of the iteration: each GPU of the TP group moves its shard over its own
+ * PCIe link, before the forward pass (vLLM swaps synchronously in the step). */
+ss_time gs_swap_time(const gsim *s, const gmg_container *c)
+{
+    if (!c->iter.swap_blocks)
+        return 0;
+    double bytes = gmg_swap_bytes_per_gpu(s->g, c, c->iter.swap_blocks);
+    return ss_time_from_ns_sat(bytes / s->cfg.gpu->pcie_bw * 1e9);
+}
+
+/* Ask the policy until it runs something or has nothing left to change. */
+int gs_decide_batch(gsim *s, gmg_container *c)
+{
+    for (;;) {
+        uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
+        if (n == 0 || s->rc)
+            return 0;
+        if (ensure_decision(s, n) || ensure_iter(c, n)) {
+            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
+            return 0;
+        }
+        pol_batch_decide(s->batch, c->batch_priv, s->g, c, &s->dec);
+        const pol_batch_decision *d = &s->dec;
+        int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
+        if (apply(s, c))
+            return 1;
+        if (!changed && c->waiting.n + c->running.n + c->swapped.n && !s->rc) {
+            malfunction(s, c, "it stalled with %u waiting, %u running and %u swapped requests",
+                        c->waiting.n, c->running.n, c->swapped.n);
+            return 0;
+        }
+    }
+}

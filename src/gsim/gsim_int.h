@@ -1,0 +1,188 @@
+/* The global simulator's internals, shared by its modules (gsim/ only):
+ *   gsim.c          setup, the run's control (start, advance, finish, --check), accessors;
+ *   gsim_req.c      request state changes: queues, rejection, completion, results;
+ *   gsim_batch.c    applying and validating a batching policy's decision;
+ *   gsim_iter.c     arrivals, timing an iteration through the pipeline, its completion;
+ *   gsim_offload.c  the offload mechanism: prefills run in other containers' idle GPU time;
+ *   gsim_place.c    the placement policy: its ticks, what-if callbacks, applying decisions;
+ *   gsim_cluster.c  cluster actions: re-allocation, draining, loading, auto-scaling, ticks;
+ *   gsim_migrate.c  live migration (Llumnix);
+ *   gsim_fork.c     what-if forks.
+ * Functions shared between the modules carry the prefix gs_. */
+#ifndef SS_GSIM_GSIM_INT_H
+#define SS_GSIM_GSIM_INT_H
+
+#include "gsim/gsim.h"
+
+#include "gsim/check.h"
+#include "policy/policy.h"
+
+enum {
+    EV_ARRIVAL = 1, EV_ITER_DONE = 2, EV_CLUSTER_TICK = 3, EV_CTR_READY = 4, EV_MIG_STAGE = 5,
+    EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
+    EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
+    EV_PLACE_TICK = 8,   /* the placement policy decides */
+    EV__COUNT
+};
+
+/* A live migration in progress (Llumnix): stages copy the KV blocks the request holds on the
+ * source while it keeps decoding there; the last stage stops it and copies what is left. */
+typedef struct migration {
+    gmg_id req, from, to;
+    uint32_t stage;       /* stages started */
+    uint32_t copied;      /* blocks copied (or being copied) so far */
+    uint32_t reserved;    /* blocks reserved at the destination */
+    uint8_t final;        /* the stop-and-copy stage is running */
+    uint8_t want_final;   /* stop-and-copy waits for the source's iteration to end */
+    uint8_t aborted;      /* ended early; its stage event is ignored */
+    gmg_id next_free;     /* free-list link */
+} migration;
+
+/* A tenant during the run: its configuration and the containers that take its requests. */
+typedef struct tenant_state {
+    gsim_tenant t;               /* copy of the configuration (strings borrowed) */
+    gmg_ctr_spec spec;           /* how its containers are built */
+    gmg_id *cands;               /* owned: active containers serving it, ascending ids */
+    uint32_t n_cands, cap;
+    uint32_t n_incoming;         /* containers being drained or loaded for it */
+    gmg_id *standby;             /* owned: its standby containers (auto-scaling), ascending */
+    uint32_t n_standby;
+} tenant_state;
+
+/* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
+ * by chunk (0: embedding, 1..L: the decoder layers, L + 1: final norm and LM head), on the
+ * GPUs of container `helper`, in their idle time (see guest_place). Each chunk's weights are
+ * streamed from home ahead of it (double-buffered), each layer's KV goes home after it; the
+ * request rejoins home, with its first token, once both are done. */
+typedef struct offload {
+    gmg_id req, home, helper;
+    uint32_t n_chunks, next;     /* chunks in all; the first one not yet placed */
+    ss_time head_ns, layer_ns, tail_ns; /* chunk durations on the helper */
+    double w_head, w_layer, w_tail;     /* weight bytes per GPU streamed for each chunk */
+    double kv_layer;             /* KV bytes per GPU of one layer */
+    double buffers;              /* bytes held on each helper GPU while it runs */
+    uint32_t n_ops;              /* operators of the prefill (host work not included) */
+    ss_time w_ready;             /* when the next unplaced chunk's weights have arrived */
+    ss_time kv_ready;            /* when the latest layer's KV has arrived home */
+    ss_time event_at;            /* pending EV_GUEST (end of the last placed chunk), 0: none */
+    des_event *ev;               /* that event */
+    ss_time done_at;             /* pending EV_OFFLOAD_DONE time, 0: none */
+    ss_time predicted;           /* the what-if's predicted first token (0: none) */
+    gmg_id next_free;            /* free-list link; GMG_NONE also marks a job in use */
+    uint8_t in_use;
+} offload;
+
+/* Per-container engine state for cluster policies and guest work. */
+typedef struct ctr_state {
+    int next_tenant;             /* DRAINING/LOADING: tenant it goes to */
+    gmg_id guest;                /* offload running on its GPUs, GMG_NONE if none */
+    ss_time guest_until;         /* end of the last guest chunk placed on its GPUs */
+    const cat_model *staged;     /* another model's weights staged on its GPUs, NULL if none */
+    uint32_t staged_blocks;      /* KV blocks lent to them */
+    ss_time stage_ready;         /* when they have arrived */
+    uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
+                                    it (an arrival, an offload, a migration, a cluster action):
+                                    a what-if taken before is then out of date */
+} ctr_state;
+
+struct gsim {
+    gsim_config cfg;
+    tenant_state *ten;           /* owned, cfg.n_tenants (or 1) entries */
+    uint32_t n_ten;
+    gsim_tenant single;          /* the tenant made from the single-tenant shortcut */
+    uint64_t n_finished;         /* requests completed or rejected, warm-up included */
+    uint64_t n_completed, n_rejected; /* the two kinds of n_finished, apart */
+    gsim_checker chk;            /* --check's memory between events */
+    int tier_ordered;            /* waiting queues in (tier, arrival) order */
+    gmg *g;
+    des_engine *des;
+    pol_route *route;
+    pol_cluster *cluster;
+    ctr_state *cs;               /* owned, one per container */
+    pol_tenant_view *views;      /* owned scratch for cluster ticks */
+    pol_cluster_decision cd;     /* owned scratch arrays */
+    migration *migs;             /* owned: live migrations, recycled through free_mig */
+    uint32_t n_migs, cap_migs;
+    gmg_id free_mig;
+    pol_batch *batch;            /* one instance; per-container state in gmg_container.batch_priv */
+    ss_rng route_rng;
+    metrics m;
+    pol_batch_decision dec;      /* scratch, arrays sized by ensure_decision */
+    size_t dec_cap;
+    gsim_source_fn *src;
+    void *src_ud;
+    gsim_sink_fn *sink;
+    void *sink_ud;
+    trace_rec next;              /* the next request to arrive */
+    int have_next;
+    int rc;                      /* first error; stops the run */
+    ss_errbuf *eb;
+    uint64_t iterations;
+    gsim_progress_fn *progress;
+    void *progress_ud;
+    gsim_observer obs;           /* optional callbacks */
+    int fork;                    /* a what-if copy: borrows the batching policy and costs */
+    offload *offs;               /* owned: offloaded prefills, recycled through free_off */
+    uint32_t n_offs, cap_offs;
+    gmg_id free_off;
+    ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
+    pol_place *place;            /* owned: the placement policy (NULL in a fork) */
+    pol_place_decision pd;       /* owned scratch for its decisions */
+    pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
+    void *whatif_ud;             /* each request that ends there */
+};
+
+/* ---- shared between the modules --------------------------------------------------------- */
+
+/* Schedule an event on e (s's engine) at `at`. A time past the simulated time range or a full
+ * event pool fails the run (the first failure's message is kept) and gives NULL. */
+#define gs_sched(s, e, at, kind, target) \
+    gs_sched_at((s), (e), (at), (kind), (target), __FILE__, __LINE__)
+
+/* gsim.c */
+void gs_fail(gsim *s, int rc);
+int gs_past_range(gsim *s, const des_engine *e);
+des_event *gs_sched_at(gsim *s, des_engine *e, ss_time at, uint16_t kind, uint32_t target,
+                           const char *file, int line);
+/* gsim_batch.c */
+ss_time gs_swap_time(const gsim *s, const gmg_container *c);
+int gs_decide_batch(gsim *s, gmg_container *c);
+/* gsim_req.c */
+void gs_notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what);
+const cat_engine *gs_tenant_engine(const gsim *s, uint16_t t);
+gmg_enqueue gs_enqueue_where(const gsim *s, int front);
+void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why);
+void gs_finish(gsim *s, gmg_container *c, gmg_id r);
+gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r);
+/* gsim_cluster.c */
+void gs_maybe_drained(gsim *s, gmg_container *c);
+void gs_on_ctr_ready(des_engine *e, des_event *ev, void *ctx);
+void gs_on_cluster_tick(des_engine *e, des_event *ev, void *ctx);
+int gs_alloc_cluster_state(gsim *s, ss_errbuf *eb);
+void gs_free_cluster_state(gsim *s);
+/* gsim_offload.c */
+void gs_guest_idle(gsim *s, gmg_container *h);
+ss_time gs_guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until);
+void gs_on_guest(des_engine *e, des_event *ev, void *ctx);
+void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx);
+void gs_unstage(gsim *s, gmg_container *h);
+void gs_maybe_evict(gsim *s, gmg_container *h);
+/* gsim_iter.c */
+void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until);
+void gs_start_iteration(gsim *s, gmg_container *c);
+void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx);
+int gs_read_next(gsim *s);
+void gs_on_arrival(des_engine *e, des_event *ev, void *ctx);
+/* gsim_migrate.c */
+migration *gs_mig_at(gsim *s, gmg_id m);
+void gs_maybe_abort_migration(gsim *s, gmg_req *q);
+void gs_mig_begin_final(gsim *s, gmg_id mid);
+void gs_on_mig_stage(des_engine *e, des_event *ev, void *ctx);
+void gs_start_migration(gsim *s, const pol_migration *pm);
+/* gsim_place.c */
+int gs_place_create(gsim *s, ss_errbuf *eb);
+void gs_place_destroy(gsim *s);
+int gs_place_start(gsim *s);
+void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx);
+
+#endif

@@ -1,0 +1,262 @@
+/* Arrivals (created, routed and queued) and iterations: timing a decided batch through the
+ * replica's pipeline stages, the GPUs' busy and idle slices, and the iteration's completion. */
+#include "gsim/gsim_int.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_log.h"
+
+#include <string.h>
+
+/* GPU u idles from its last compute phase until `until`: record that slice, if any, with the
+ * memory free now, and how much of it (in the window) lies in the latest host phase. */
+void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until)
+{
+    if (until <= u->dev_free)
+        return;
+    ss_time len = metrics_add_slice(&s->m, u->dev_free, until, gmg_gpu_free_bytes(u));
+    u->idle_slices += len > 0;
+    u->idle_ns += len;
+    ss_time a = until - len > u->host_from ? until - len : u->host_from;
+    ss_time b = until < u->host_to ? until : u->host_to;
+    if (len > 0 && b > a)
+        u->host_ns += b - a;
+}
+
+/* The GPUs of stage st of c compute over [from, to). */
+static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time from, ss_time to)
+{
+    for (uint32_t k = 0; k < c->tp; k++) {
+        gmg_gpu *u = &s->g->gpus[gmg_stage_gpu(c, st) + k];
+        gs_idle_until(s, u, from);
+        u->dev_busy_ns += to - from;
+        if (to > u->dev_free)
+            u->dev_free = to;
+    }
+}
+
+/* Time the decided batch through the replica's pipeline: each stage runs its layers (the first
+ * also swaps and the head, the last the tail, the others end by sending the activations) as
+ * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
+ * stage this is the whole iteration, starting now. */
+static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
+{
+    gmg_replica *rep = &s->g->replicas[c->replica];
+    cost_split sp;
+    cost_iteration_split(c->cost, &c->iter.batch, &sp);
+    ss_time t = now;
+    for (uint32_t st = 0; st < c->pp; st++) {
+        ss_time d = sp.layer_ns * (ss_time)cost_stage_layers(c->model, c->pp, st);
+        if (st == 0)
+            d += c->iter.swap_ns + sp.head_ns;
+        if (st + 1 == c->pp)
+            d += sp.tail_ns;
+        else
+            d += gmg_stage_send_ns(s->g, c, st, NULL);
+        ss_time begin = t > rep->stage_free[st] ? t : rep->stage_free[st];
+        /* the host phase (scheduling, input preparation, sampling) opens the first stage; guest
+         * chunks may fill it, and its compute waits for the last of them */
+        ss_time host = st == 0 ? sp.host_ns : 0, dev = ss_time_add(begin, host), wait = 0;
+        if (st == 0) {
+            for (uint32_t k = 0; k < c->tp; k++) {
+                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_from = begin;
+                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_to = dev;
+            }
+            ss_time free_at = gs_guest_fill(s, c, begin, dev);
+            if (free_at > dev)
+                wait = free_at - dev;
+            c->iter.wait_ns = wait;
+        }
+        ss_time end = ss_time_add(ss_time_add(begin, wait), d);
+        if (end == SS_TIME_MAX) /* nothing is accounted */
+            return gs_past_range(s, s->des);
+        c->iter.stage_start[st] = begin;
+        c->iter.stage_end[st] = end;
+        rep->stage_free[st] = end;
+        gmg_account_busy(s->g, c, st, d);
+        compute_phase(s, c, st, dev + wait, end);
+        t = end;
+    }
+    c->iter.start = c->iter.stage_start[0];
+    c->iter.end = t;
+    return SS_OK;
+}
+
+void gs_start_iteration(gsim *s, gmg_container *c)
+{
+    gs_maybe_evict(s, c);
+    memset(&c->iter.batch, 0, sizeof c->iter.batch);
+    c->iter.n_reqs = 0;
+    c->iter.swap_blocks = 0;
+    if (!gs_decide_batch(s, c))
+        return;
+    c->iter.swap_ns = gs_swap_time(s, c);
+    c->busy = 1;
+    c->iter.seq++;
+    if (schedule_stages(s, c, des_now(s->des)))
+        return;
+    if (s->obs.on_iter)
+        s->obs.on_iter(s->obs.ud, s->g, c);
+    gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
+}
+
+/* ---- iteration completion --------------------------------------------------------------- */
+
+/* Advance q by the tokens it computed this iteration; returns 1 if that emitted a token. */
+static int advance(gsim *s, gmg_req *q, ss_time now)
+{
+    ss_time gap;
+    if (!gmg_req_progress(q, now, &gap))
+        return 0; /* a prefill chunk: no token yet */
+    if (!q->pc_registered && q->state == GMG_REQ_RUNNING && s->g->ctrs[q->container].pc)
+        gmg_pc_register(s->g, &s->g->ctrs[q->container], q);
+    if (gap >= 0 && q->measured && !s->fork)
+        metrics_add_gap(&s->m, q->tenant, q->tier, gap);
+    return 1;
+}
+
+void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
+{
+    gsim *s = ctx;
+    gmg_container *c = &s->g->ctrs[ev->target];
+    ss_time now = des_now(e);
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        gmg_id r = c->iter.reqs[i];
+        gmg_req *q = gmg_req_at(s->g, r);
+        if (advance(s, q, now) && q->generated >= q->output)
+            gs_finish(s, c, r);
+        else if (q->mig != GMG_NONE && gs_mig_at(s, q->mig)->want_final)
+            gs_mig_begin_final(s, q->mig);
+    }
+    c->iter.n_reqs = 0;
+    c->busy = 0;
+    c->iterations++;
+    s->iterations++;
+    c->prev_step_ns = c->iter.end - c->iter.start;
+    gs_start_iteration(s, c);
+    if (!c->busy) {
+        c->prev_step_ns = 0;
+        gs_guest_idle(s, c);
+    }
+    if (c->status == GMG_CTR_DRAINING && !c->busy)
+        gs_maybe_drained(s, c);
+}
+
+/* ---- arrivals --------------------------------------------------------------------------- */
+
+int gs_read_next(gsim *s)
+{
+    int rc = s->src(s->src_ud, &s->next, s->eb);
+    if (rc < 0) {
+        gs_fail(s, rc);
+        return 0;
+    }
+    s->have_next = rc == 1;
+    return s->have_next;
+}
+
+/* Create the request for s->next and route it; returns its container or NULL. */
+/* The request's SLA: its tier's, with any bound the trace gives the request itself. */
+static void set_sla(gmg_req *q, const gsim_sla *tier, const trace_rec *t)
+{
+    q->sla_ttft = t->has_slo & 1 ? t->slo_ttft_ns : tier->ttft;
+    q->sla_tbt = t->has_slo & 2 ? t->slo_tbt_ns : tier->tbt_p99;
+    q->sla_e2e = tier->e2e;
+}
+
+/* With async scheduling the engine chooses step n+1's batch while step n runs: a request that
+ * arrives during step n joins step n+2 at the earliest, one step later than the simulated
+ * schedule admits it. That step n+1 is charged to its client-side TTFT and E2E. Its length is
+ * estimated from the steps around it without the request (the simulated step n+1 holds the
+ * request itself, which reality's does not): the shorter of step n and step n-1, so that a
+ * long prefill step n, followed in reality by a short decode step, does not count in full;
+ * 0 when step n followed an idle engine (the next step is then the decode of step n's
+ * requests, short, or none). The schedule is not delayed: metrics only, an approximation that
+ * holds while the request would be admitted at once (not behind a queue, where one step of
+ * visibility matters less). */
+static ss_time sched_lag_ns(const gsim *s, const gmg_container *c)
+{
+    const cat_engine *e = gs_tenant_engine(s, c->tenant);
+    if (!e || !e->async_scheduling || !c->busy || c->iter.end <= c->iter.start)
+        return 0;
+    ss_time now = c->iter.end - c->iter.start;
+    return now < c->prev_step_ns ? now : c->prev_step_ns;
+}
+
+static gmg_container *admit_arrival(gsim *s)
+{
+    const trace_rec *t = &s->next;
+    gmg_id r = gmg_req_alloc(s->g);
+    if (r == GMG_NONE) {
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
+        return NULL;
+    }
+    gmg_req *q = gmg_req_at(s->g, r);
+    q->trace_id = t->id;
+    q->arrival = t->arrival_ns;
+    q->prompt = t->prompt_tokens;
+    q->output_asked = t->output_tokens;
+    q->output = t->output_tokens;
+    /* vLLM stops a sequence at max_model_len tokens; the prefill always yields one token. */
+    if ((uint64_t)q->prompt + q->output > s->cfg.max_model_len)
+        q->output = q->prompt < s->cfg.max_model_len ? (uint32_t)(s->cfg.max_model_len - q->prompt)
+                                                      : 1;
+    q->tenant = s->n_ten > 1 ? t->tenant : 0;
+    if (SS_NEVER(q->tenant >= s->n_ten))
+        q->tenant = 0;
+    const tenant_state *ts = &s->ten[q->tenant];
+    q->tier = t->tier < ts->t.tiers ? t->tier : (uint8_t)(ts->t.tiers - 1);
+    set_sla(q, &ts->t.sla[q->tier], t);
+    q->measured = q->arrival >= s->cfg.warmup;
+    if (t->n_prefix_blocks) { /* the reader's array lives only until its next call: copy */
+        q->prefix_blocks = ss_malloc(t->n_prefix_blocks * sizeof *q->prefix_blocks);
+        if (!q->prefix_blocks) {
+            gmg_req_drop(s->g, r);
+            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
+            return NULL;
+        }
+        memcpy(q->prefix_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *q->prefix_blocks);
+        q->n_prefix_blocks = t->n_prefix_blocks;
+    }
+    q->session_id = t->session_id;
+    if (s->cfg.prefix_cache == GSIM_PREFIX_AUTO && !s->g->prefix_cache &&
+        (q->n_prefix_blocks || q->session_id) && gmg_pc_enable(s->g)) {
+        gmg_req_drop(s->g, r);
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix cache: out of memory"));
+        return NULL;
+    }
+    s->m.arrived++;
+    if (SS_NEVER(ts->n_cands == 0))
+        ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
+    gmg_id ci = gs_route(s, ts, r);
+    if (ci == GMG_NONE) {
+        gmg_req_drop(s->g, r);
+        return NULL;
+    }
+    q->container = ci;
+    gmg_container *c = &s->g->ctrs[ci];
+    q->sched_lag = sched_lag_ns(s, c);
+    s->cs[ci].epoch++;
+    gmg_req_enqueue(s->g, c, r, gs_enqueue_where(s, 0));
+    return c;
+}
+
+void gs_on_arrival(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)ev;
+    gsim *s = ctx;
+    ss_time now = des_now(e);
+    do {
+        if (s->next.arrival_ns < now)
+            ss_fatal(SS_LOC, "source delivered arrival %lld before now %lld",
+                     (long long)s->next.arrival_ns, (long long)now);
+        if (!admit_arrival(s))
+            return;
+    } while (gs_read_next(s) && s->next.arrival_ns == now);
+    if (s->have_next && !s->rc)
+        gs_sched(s, e, s->next.arrival_ns, EV_ARRIVAL, 0);
+    for (uint32_t i = 0; i < s->g->n_ctrs; i++) {
+        gmg_container *c = &s->g->ctrs[i];
+        if (!c->busy && c->waiting.n)
+            gs_start_iteration(s, c);
+    }
+}

@@ -1,0 +1,132 @@
+/* Drawing a figure: the kinds' names, the backend registry and the wrappers every caller goes
+ * through, where the scripts are (plots/KIND.gp), and one figure's gnuplot input (terminal,
+ * output file, the kind's data, the script) handed to a backend. What the data are is
+ * plot_kinds.c's; running gnuplot is plot_gnuplot.c's. */
+#include "plot/plot_int.h"
+
+#include "core/ss_alloc.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const kinds[PLOT_N_KINDS] = {"throughput-vs-load", "sla-vs-load",
+                                                "latency-cdf", "gpu-timeline", "idle-slices",
+                                                "tiers"};
+
+const char *plot_kind_name(int kind)
+{
+    if (SS_NEVER(kind < 0 || kind >= PLOT_N_KINDS))
+        return "";
+    return kinds[kind];
+}
+
+int plot_kind_find(const char *name)
+{
+    for (int k = 0; k < PLOT_N_KINDS; k++)
+        if (!strcmp(kinds[k], name))
+            return k;
+    return -1;
+}
+
+/* ---- backends ---------------------------------------------------------------------------- */
+
+static const plot_backend_ops *const backends[] = {&plot__gnuplot, NULL};
+
+struct plot_backend {
+    const plot_backend_ops *ops;
+    void *priv; /* points into tail */
+    _Alignas(16) unsigned char tail[];
+};
+
+int plot_backend_create(plot_backend **b_out, const char *name, ss_errbuf *eb)
+{
+    const plot_backend_ops *ops = NULL;
+    for (size_t i = 0; backends[i] && !ops; i++)
+        if (!strcmp(backends[i]->name, name))
+            ops = backends[i];
+    if (!ops)
+        return ss_err(eb, SS_ENOTFOUND, "unknown plot backend '%s' (known: gnuplot)", name);
+    if (ops->abi_version != PLOT__ABI_VERSION || !ops->render)
+        return ss_err(eb, SS_EINVAL, "plot backend '%s': incompatible plug-in", name);
+    plot_backend *b = ss_calloc(1, sizeof *b + ops->priv_size);
+    if (!b)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    b->ops = ops;
+    b->priv = b->tail;
+    int rc = ops->init ? ops->init(b->priv, eb) : SS_OK;
+    if (rc) {
+        if (ops->fini)
+            ops->fini(b->priv);
+        ss_free(b);
+        return rc;
+    }
+    *b_out = b;
+    return SS_OK;
+}
+
+void plot_backend_destroy(plot_backend **b)
+{
+    if (!*b)
+        return;
+    if ((*b)->ops->fini)
+        (*b)->ops->fini((*b)->priv);
+    ss_free(*b);
+    *b = NULL;
+}
+
+/* ---- one figure -------------------------------------------------------------------------- */
+
+int plot_dir_create(const char *dir, ss_errbuf *eb)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ss_err(eb, SS_EIO, "%s: cannot create: %s", dir, strerror(errno));
+    return SS_OK;
+}
+
+/* The folder of the scripts: SLICESIM_PLOTS, else ./plots when it has them (a source tree),
+ * else the source tree's. */
+static const char *plots_dir(void)
+{
+    const char *env = getenv("SLICESIM_PLOTS");
+    if (env && *env)
+        return env;
+    if (access("plots/throughput-vs-load.gp", R_OK) == 0)
+        return "plots";
+    return SS_SOURCE_ROOT "/plots";
+}
+
+int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, const char *fmt,
+                ss_errbuf *eb)
+{
+    if (SS_NEVER(kind < 0 || kind >= PLOT_N_KINDS))
+        return ss_err(eb, SS_EINVAL, "no figure kind %d", kind);
+    char out[4096], script[4096];
+    snprintf(out, sizeof out, "%s/%s.%s", dir, kinds[kind], fmt);
+    snprintf(script, sizeof script, "%s/%s.gp", plots_dir(), kinds[kind]);
+    if (access(script, R_OK) != 0)
+        return ss_err(eb, SS_EIO, "%s: cannot open: %s", script, strerror(errno));
+    char *input = NULL;
+    size_t n = 0;
+    FILE *g = open_memstream(&input, &n);
+    if (!g)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!strcmp(fmt, "png"))
+        fprintf(g, "set terminal pngcairo size 1100,480 font \",10\" noenhanced\n");
+    else
+        fprintf(g, "set terminal svg size 1100,480 font \"sans,10\" noenhanced\n");
+    fprintf(g, "set output '%s'\n", out);
+    int rc = plot__write_kind(g, d, kind, eb);
+    fprintf(g, "load '%s'\nset output\n", script);
+    if (fclose(g) != 0 && !rc)
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = b->ops->render(b->priv, input, n, out, eb);
+    free(input); /* open_memstream's buffer comes from malloc */
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* Figures from a results database: the runs grouped into series (a sweep's points, or plain
+ * runs by what differs between them), the data each kind of figure shows, and a backend that
+ * draws it (gnuplot, run as a process with the scripts plots/KIND.gp and the data piped in).
+ * The only place that starts a process for a figure. Not for option parsing or messages on the
+ * terminal: `slicesim plot` (app/cmd_plot.c) does those. */
+#ifndef SS_PLOT_PLOT_H
+#define SS_PLOT_PLOT_H
+
+#include "core/ss_err.h"
+
+/* {======================================================================
+ * Kinds of figure, in --kind's order: throughput-vs-load, sla-vs-load (against load),
+ * latency-cdf, gpu-timeline, idle-slices, tiers (at one load).
+ * ======================================================================= */
+
+#define PLOT_N_KINDS 6
+
+/* Name of kind (0..PLOT_N_KINDS-1), also its script's and its figure's base name (borrowed,
+ * static). */
+const char *plot_kind_name(int kind);
+/* The kind named name, or -1. */
+int plot_kind_find(const char *name);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * The data: runs grouped into series, with their loads and headline figures (plot_data.c).
+ * ======================================================================= */
+
+typedef struct plot_data plot_data;
+
+/* Open the database at db_path read-only and group its runs: the points of sweep `sweep`
+ * (NULL: the newest sweep), or when it has no sweeps, every run by the settings that differ.
+ * The one-load kinds show `load` (NaN: the highest load every series has). *d_out (owned,
+ * plot_data_destroy) is written only on success. 0; SS_EPARSE (db_path cannot be read, no
+ * runs, too many series, no run at `load`), SS_EIO, SS_EDB or SS_ENOMEM with eb set. */
+int plot_data_load(plot_data **d_out, const char *db_path, const char *sweep, double load,
+                   ss_errbuf *eb);
+/* Close the database and free d. NULL-safe; sets *d to NULL. */
+void plot_data_destroy(plot_data **d);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Drawing (plot.c): a backend by name, and one figure at a time.
+ * ======================================================================= */
+
+typedef struct plot_backend plot_backend;
+
+/* Open backend `name` ("gnuplot", the only one) and read its settings (gnuplot: its timeout,
+ * SLICESIM_GNUPLOT_TIMEOUT_S, default 120 s). *b_out (owned, plot_backend_destroy) is written
+ * only on success. 0; SS_ENOTFOUND (unknown backend), SS_EPARSE (a bad setting) or SS_ENOMEM
+ * with eb set. */
+int plot_backend_create(plot_backend **b_out, const char *name, ss_errbuf *eb);
+/* NULL-safe; sets *b to NULL. */
+void plot_backend_destroy(plot_backend **b);
+
+/* Create the output folder dir (one level) unless it exists. 0, or SS_EIO with eb set. */
+int plot_dir_create(const char *dir, ss_errbuf *eb);
+
+/* Draw figure `kind` of d into DIR/KIND.FMT (fmt "png" or "svg") with backend b, from the
+ * script plots/KIND.gp (SLICESIM_PLOTS names another folder). 0; SS_EIO (no script, the
+ * backend failed or timed out), SS_EDB or SS_ENOMEM with eb set. */
+int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, const char *fmt,
+                ss_errbuf *eb);
+
+/* }====================================================================== */
+
+#endif

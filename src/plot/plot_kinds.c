@@ -1,0 +1,211 @@
+/* What each kind of figure shows, written as gnuplot input: the series' titles, then datablocks
+ * ($DATA << EOD ... EOD) of the grouped runs' figures: means over seeds against load, latency
+ * CDFs, each GPU's time split, idle-slice and per-tier tables. The scripts plots/KIND.gp draw
+ * them; plot.c adds the terminal and hands the input to a backend. */
+#include "plot/plot_int.h"
+
+#include "core/ss_alloc.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+/* The run of series s at the chosen load (the first, i.e. the lowest run id), or NULL. */
+static const plot__run *run_at(const plot_data *d, int s)
+{
+    for (size_t i = 0; i < d->n_runs; i++)
+        if (d->runs[i].series == s && d->runs[i].load == d->load)
+            return &d->runs[i];
+    return NULL;
+}
+
+static void titles(FILE *g, const plot_data *d)
+{
+    fprintf(g, "nseries = %d\ntitles = \"", d->n_series);
+    for (int s = 0; s < d->n_series; s++)
+        fprintf(g, "%s%s", s ? " " : "", d->series[s]);
+    fprintf(g, "\"\nwhat = \"%s\"\nload = %.17g\n", d->what, d->load);
+}
+
+/* Means over seeds per (series, load): column 0 out_tps, 1 goodput, 2 sla %, 3 ttft p99. */
+static void by_load(FILE *g, const plot_data *d, const char *block, int a, int b)
+{
+    fprintf(g, "$%s << EOD\n", block);
+    for (int s = 0; s < d->n_series; s++) {
+        for (int k = 0; k < d->n_loads; k++) {
+            double sum[4] = {0}, n = 0;
+            for (size_t i = 0; i < d->n_runs; i++) {
+                const plot__run *r = &d->runs[i];
+                if (r->series != s || r->load != d->loads[k] || !r->have_summary)
+                    continue;
+                sum[0] += r->out_tps, sum[1] += r->goodput, sum[2] += 100 * r->sla;
+                sum[3] += r->ttft_p99, n++;
+            }
+            if (n > 0)
+                fprintf(g, "%g %g %g\n", d->loads[k], sum[a] / n, sum[b] / n);
+        }
+        fprintf(g, "\n\n");
+    }
+    fprintf(g, "EOD\n");
+}
+
+/* One datablock of CDFs of a latency of the measured completed requests, one index per
+ * series, at most 400 points each. */
+static int cdf_block(FILE *g, const plot_data *d, const char *block, store_latency which,
+                     ss_errbuf *eb)
+{
+    fprintf(g, "$%s << EOD\n", block);
+    int rc = SS_OK;
+    for (int s = 0; !rc && s < d->n_series; s++) {
+        const plot__run *r = run_at(d, s);
+        double *v = NULL;
+        size_t n = 0;
+        if (r)
+            rc = store_run_latencies(d->st, r->id, which, &v, &n, eb);
+        for (size_t k = 0; !rc && n && k < 400; k++) {
+            size_t i = (size_t)((double)(n - 1) * k / 399.0);
+            fprintf(g, "%g %g\n", v[i], (double)(i + 1) / (double)n);
+        }
+        if (!n)
+            fprintf(g, "1 0\n"); /* keeps the index in place */
+        fprintf(g, "\n\n");
+        ss_free(v);
+    }
+    fprintf(g, "EOD\n");
+    return rc;
+}
+
+/* A GPU's time over the measurement window: one row "tenant gpuN" compute_% host_% idle_%,
+ * where idle is the idle slices less the host phases, so that the three add up to the window. */
+static int on_gpu(void *ud, const store_gpu_time_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    FILE *g = ud;
+    const char *t = row->tenant;
+    double w = isnan(row->window_s) ? 0 : row->window_s;
+    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s)) {
+        /* a database from before idle slices */
+        fprintf(g, "\"%s%sgpu%" PRId64 "\" NaN NaN NaN\n", t ? t : "", t && *t ? " " : "",
+                row->gpu);
+        return SS_OK;
+    }
+    fprintf(g, "\"%s%sgpu%" PRId64 "\" %g %g %g\n", t ? t : "", t && *t ? " " : "", row->gpu,
+            100 * row->compute_s / w, 100 * row->host_s / w, 100 * (row->idle_s - row->host_s) / w);
+    return SS_OK;
+}
+
+/* What a grid shows: one value per key of a run. */
+typedef enum grid_of { GRID_IDLE_GPU_S, GRID_TIER_SLA, GRID_TIER_TTFT_P99 } grid_of;
+
+/* A table `block` with one row per key (0..max_key, labelled by labels[] or the key) and one
+ * column per series. */
+typedef struct grid_ctx {
+    double v[PLOT__MAX_SERIES][16];
+    int have[PLOT__MAX_SERIES][16];
+    int s, max_key;
+    double scale;
+    grid_of of;
+} grid_ctx;
+
+/* Series x->s has value v (NaN: not stored) at key k. */
+static void grid_put(grid_ctx *x, int64_t k, double v)
+{
+    if (isnan(v) || k < 0 || k >= 16)
+        return;
+    x->v[x->s][k] = v * x->scale;
+    x->have[x->s][k] = 1;
+    if (k > x->max_key)
+        x->max_key = (int)k;
+}
+
+static int on_idle_slice(void *ud, const store_idle_slice_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    grid_put(ud, row->bucket, row->gpu_s);
+    return SS_OK;
+}
+
+static int on_tier(void *ud, const store_tier_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    grid_ctx *x = ud;
+    grid_put(x, row->tier, x->of == GRID_TIER_SLA ? row->sla_violation_rate : row->ttft_p99_ms);
+    return SS_OK;
+}
+
+/* Series s's run at the chosen load into the grid; nothing when it has no run there. */
+static int grid_read(grid_ctx *x, const plot_data *d, int s, ss_errbuf *eb)
+{
+    const plot__run *r = run_at(d, s);
+    x->s = s;
+    if (!r)
+        return SS_OK;
+    if (x->of == GRID_IDLE_GPU_S)
+        return store_run_idle_slices(d->st, r->id, on_idle_slice, x, eb);
+    return store_run_tiers(d->st, r->id, on_tier, x, eb);
+}
+
+static int grid_block(FILE *g, const plot_data *d, const char *block, grid_of of,
+                      double scale, const char *const *labels, ss_errbuf *eb)
+{
+    grid_ctx *x = ss_calloc(1, sizeof *x);
+    if (!x)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    x->scale = scale;
+    x->max_key = -1;
+    x->of = of;
+    int rc = SS_OK;
+    for (int s = 0; !rc && s < d->n_series; s++)
+        rc = grid_read(x, d, s, eb);
+    fprintf(g, "$%s << EOD\n", block);
+    for (int k = 0; !rc && k <= x->max_key; k++) {
+        if (labels)
+            fprintf(g, "\"%s\"", labels[k]);
+        else
+            fprintf(g, "%d", k);
+        for (int s = 0; s < d->n_series; s++)
+            fprintf(g, x->have[s][k] ? " %g" : " NaN", x->v[s][k]);
+        fputc('\n', g);
+    }
+    fprintf(g, "EOD\n");
+    ss_free(x);
+    return rc;
+}
+
+int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
+{
+    static const char *const buckets[] = {"<10us", "10-100us", "0.1-1ms", "1-10ms",
+                                          "10-100ms", "0.1-1s", "1-10s", ">=10s"};
+    titles(g, d);
+    int rc = SS_OK;
+    switch (kind) {
+    case 0: by_load(g, d, "DATA", 0, 1); break;
+    case 1: by_load(g, d, "DATA", 2, 3); break;
+    case 2:
+        rc = cdf_block(g, d, "TTFT", STORE_LAT_TTFT, eb);
+        if (!rc)
+            rc = cdf_block(g, d, "E2E", STORE_LAT_E2E, eb);
+        break;
+    case 3: /* one index per series, "none" for a series without a run at this load */
+        fprintf(g, "$DATA << EOD\n");
+        for (int s = 0; !rc && s < d->n_series; s++) {
+            const plot__run *r = run_at(d, s);
+            if (!r)
+                fprintf(g, "\"none\" NaN NaN NaN\n");
+            else
+                rc = store_run_gpu_times(d->st, r->id, on_gpu, g, eb);
+            fprintf(g, "\n\n");
+        }
+        fprintf(g, "EOD\n");
+        break;
+    case 4:
+        rc = grid_block(g, d, "DATA", GRID_IDLE_GPU_S, 1, buckets, eb);
+        break;
+    default:
+        rc = grid_block(g, d, "SLA", GRID_TIER_SLA, 100, NULL, eb);
+        if (!rc)
+            rc = grid_block(g, d, "TTFT", GRID_TIER_TTFT_P99, 1, NULL, eb);
+        break;
+    }
+    return rc;
+}

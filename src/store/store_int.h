@@ -1,0 +1,87 @@
+/* Private to src/store: the store handle, the one path every statement step takes (where tests
+ * make the N-th one fail), error messages, and binding a statement's parameters. Shared by the
+ * files of the store (open and schema, runs, validations and fits, reads, merge), which check
+ * every sqlite3 return code and copy its message into the errbuf. Not for other modules: they
+ * use store.h only, and never see SQLite. */
+#ifndef SS_STORE_STORE_INT_H
+#define SS_STORE_STORE_INT_H
+
+#include "store/store.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define STORE__N_STMTS 10 /* statements prepared once per handle (store_run.c's table) */
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *st[STORE__N_STMTS];
+    int injected;    /* SQLite code of an injected step failure not yet reported, 0: none */
+    int in_run;      /* a transaction is open */
+    int64_t run_id;  /* of the open run */
+    char *path;      /* owned */
+};
+
+/* {======================================================================
+ * Stepping and errors (store_step.c)
+ * ======================================================================= */
+
+/* Step st once: sqlite3_step's code, or the injected failure's (store_fail_step_after). */
+int store__step(store *s, sqlite3_stmt *st);
+/* The message of the last failure: the injected one's, or SQLite's (borrowed). */
+const char *store__last_error(store *s);
+/* "PATH: what: SQLite's message" into eb; returns SS_EDB. */
+int store__db_err(store *s, ss_errbuf *eb, const char *what);
+/* Run SQL text (one step, for fault injection). 0, or SS_EDB with eb set ("PATH: what: ..."). */
+int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what);
+/* Roll back the open transaction. Never fails by injection: a failed write must still be
+ * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
+void store__rollback(store *s);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Binding: the parameter index advances with each bind; the first failure sticks in rc.
+ * ======================================================================= */
+
+typedef struct store__binder {
+    sqlite3_stmt *st;  /* borrowed */
+    int i;             /* parameters bound so far */
+    int rc;            /* SQLITE_OK, or the first bind's failure */
+} store__binder;
+
+static inline void store__b_text(store__binder *b, const char *v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_text(b->st, ++b->i, v ? v : "", -1, SQLITE_TRANSIENT);
+}
+static inline void store__b_int(store__binder *b, int64_t v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_int64(b->st, ++b->i, v);
+}
+static inline void store__b_real(store__binder *b, double v)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_double(b->st, ++b->i, v);
+}
+static inline void store__b_null(store__binder *b)
+{
+    if (!b->rc)
+        b->rc = sqlite3_bind_null(b->st, ++b->i);
+}
+
+/* Step a bound statement once (it must not return a row) and reset it, bindings cleared.
+ * 0, or SS_EDB with eb set ("PATH: what: ..."). */
+int store__run_stmt(store *s, store__binder *b, ss_errbuf *eb, const char *what);
+
+/* }====================================================================== */
+
+/* Prepare the statements a run writes with (store_run.c) into s->st. 0, or SS_EDB with eb set;
+ * store_close finalizes them. */
+int store__prepare_statements(store *s, ss_errbuf *eb);
+/* The wall-clock time now, UTC, ISO 8601 ("2024-05-01T12:00:00Z"): metadata of runs,
+ * validations and fits. */
+void store__utc_now(char buf[32]);
+
+#endif

@@ -1,0 +1,365 @@
+/* `slicesim db merge`: copy every run of another database (its rows in every table, under new
+ * run ids) and its validations and fits into this one, in one transaction, skipping the sweep
+ * points and records it holds already. The input is attached read-only. */
+#include "store/store_int.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_strbuf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- merging databases ------------------------------------------------------------------- */
+
+/* The tables that hang off runs, in the order they are copied. */
+static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants", "tiers",
+                                         "idle_slices", "sweep_points"};
+
+/* The columns of table that main and src both have but `skip` (the key a copy renumbers),
+ * comma-separated; with cmp, as "m.c IS v.c AND ..." instead (rows equal in every other
+ * column). NULL on error (eb set). */
+static char *column_list_of(store *s, const char *table, const char *skip, int cmp,
+                            ss_errbuf *eb)
+{
+    /* the columns both have: an input of an older schema lacks the newer ones, which then
+     * take their defaults, as an upgrade in place would have given them */
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT cid, name FROM pragma_table_info('%s', 'main') WHERE name"
+             " IN (SELECT name FROM pragma_table_info('%s', 'src')) ORDER BY cid", table, table);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        store__db_err(s, eb, "reading the schema");
+        return NULL;
+    }
+    ss_strbuf b = {0};
+    int n = 0, rc;
+    while ((rc = store__step(s, st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (!strcmp(name, skip))
+            continue;
+        if (cmp)
+            ss_strbuf_printf(&b, "%sm.%s IS v.%s", n++ ? " AND " : "", name, name);
+        else
+            ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
+    }
+    /* a failed step is an error, not the end of the list (a merge would drop columns) */
+    char *out = rc == SQLITE_DONE && ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    if (rc != SQLITE_DONE)
+        store__db_err(s, eb, "reading the schema");
+    else if (!out)
+        ss_err(eb, SS_ENOMEM, "out of memory");
+    sqlite3_finalize(st);
+    ss_strbuf_fini(&b);
+    return out;
+}
+
+/* 1 when the attached input has table (an older schema may not), 0 when not, <0 on error. */
+static int src_has(store *s, const char *table)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM src.sqlite_master WHERE type = 'table'"
+                                  " AND name = ?", -1, &st, NULL) != SQLITE_OK)
+        return SS_EDB;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    int rc = store__step(s, st);
+    int out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) > 0 : SS_EDB;
+    sqlite3_finalize(st);
+    return out;
+}
+
+static char *column_list(store *s, const char *table, ss_errbuf *eb)
+{
+    return column_list_of(s, table, "run_id", 0, eb);
+}
+
+typedef struct merger {
+    sqlite3_stmt *runs, *dup, *copy_run, *copy[sizeof run_tables / sizeof *run_tables];
+} merger;
+
+static void merger_free(merger *m)
+{
+    sqlite3_finalize(m->runs);
+    sqlite3_finalize(m->dup);
+    sqlite3_finalize(m->copy_run);
+    for (size_t i = 0; i < sizeof m->copy / sizeof *m->copy; i++)
+        sqlite3_finalize(m->copy[i]);
+}
+
+static int prep(store *s, const char *sql, sqlite3_stmt **st, ss_errbuf *eb)
+{
+    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK
+               ? SS_OK
+               : store__db_err(s, eb, "preparing the merge");
+}
+
+static int merger_make(store *s, merger *m, ss_errbuf *eb)
+{
+    char sql[4096];
+    int rc = prep(s, "SELECT run_id FROM src.runs ORDER BY run_id", &m->runs, eb);
+    int has_points = rc ? 0 : src_has(s, "sweep_points");
+    if (has_points < 0)
+        rc = store__db_err(s, eb, "reading the input's schema");
+    if (!rc && has_points)
+        rc = prep(s, "SELECT count(*) FROM src.sweep_points p JOIN main.sweep_points q"
+                     " ON p.sweep = q.sweep AND p.point = q.point WHERE p.run_id = ?",
+                  &m->dup, eb);
+    char *cols = rc ? NULL : column_list(s, "runs", eb);
+    if (!rc && !cols)
+        rc = SS_EDB;
+    if (!rc) {
+        snprintf(sql, sizeof sql, "INSERT INTO main.runs (%s) SELECT %s FROM src.runs"
+                                  " WHERE run_id = ?", cols, cols);
+        rc = prep(s, sql, &m->copy_run, eb);
+    }
+    ss_free(cols);
+    for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        int has = src_has(s, run_tables[i]);
+        if (has < 0)
+            return store__db_err(s, eb, "reading the input's schema");
+        if (!has)
+            continue; /* a table newer than the input: nothing to copy */
+        if (!(cols = column_list(s, run_tables[i], eb)))
+            return SS_EDB;
+        snprintf(sql, sizeof sql, "INSERT INTO main.%s (run_id, %s) SELECT ?1, %s FROM src.%s"
+                                  " WHERE run_id = ?2", run_tables[i], cols, cols, run_tables[i]);
+        rc = prep(s, sql, &m->copy[i], eb);
+        ss_free(cols);
+    }
+    return rc;
+}
+
+static int step_done(store *s, sqlite3_stmt *st, ss_errbuf *eb, const char *what)
+{
+    int rc = store__step(s, st) == SQLITE_DONE ? SS_OK : store__db_err(s, eb, what);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Copy run `old` of src with all its rows. */
+static int merge_run(store *s, merger *m, int64_t old, ss_errbuf *eb)
+{
+    sqlite3_bind_int64(m->copy_run, 1, old);
+    int rc = step_done(s, m->copy_run, eb, "copying a run");
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    for (size_t i = 0; !rc && i < sizeof run_tables / sizeof *run_tables; i++) {
+        if (!m->copy[i])
+            continue;
+        sqlite3_bind_int64(m->copy[i], 1, id);
+        sqlite3_bind_int64(m->copy[i], 2, old);
+        rc = step_done(s, m->copy[i], eb, "copying a run's rows");
+    }
+    return rc;
+}
+
+/* Records that are not runs but are merged like validations: a table with an integer id and
+ * two child tables of rows keyed by it. */
+typedef struct record_kind {
+    const char *table, *id;   /* "validations", "validation_id" */
+    const char *child[2];     /* tables of its rows */
+    const char *what;         /* "validation", for messages */
+} record_kind;
+
+static const record_kind kind_validations = {
+    "validations", "validation_id", {"validation_ops", "validation_iters"}, "validation"};
+static const record_kind kind_fits = {"fits", "fit_id", {"fit_stages", "fit_stages"}, "fit"};
+
+/* Copy every record of kind k in src (with its child rows, under a new id) that main does not
+ * hold already (one equal in every column but the id). A kind with one child table names it
+ * twice; its rows are copied once. */
+static int merge_records(store *s, const record_kind *k, uint64_t *copied, uint64_t *skipped,
+                         ss_errbuf *eb)
+{
+    const char *const *child = k->child;
+    int n_child = strcmp(child[0], child[1]) ? 2 : 1;
+    sqlite3_stmt *ids = NULL, *dup = NULL, *copy = NULL, *copy_child[2] = {NULL, NULL};
+    char *cols = column_list_of(s, k->table, k->id, 0, eb);
+    char *same = cols ? column_list_of(s, k->table, k->id, 1, eb) : NULL;
+    int rc = cols && same ? SS_OK : SS_EDB;
+    size_t sql_len = 256 + 2 * (cols ? strlen(cols) : 0) + (same ? strlen(same) : 0);
+    char *sql = rc ? NULL : ss_malloc(sql_len);
+    if (!rc && !sql)
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc) {
+        snprintf(sql, sql_len, "SELECT %s FROM src.%s ORDER BY %s", k->id, k->table, k->id);
+        rc = prep(s, sql, &ids, eb);
+    }
+    if (!rc) {
+        snprintf(sql, sql_len, "SELECT count(*) FROM main.%s m, src.%s v WHERE v.%s = ? AND %s",
+                 k->table, k->table, k->id, same);
+        rc = prep(s, sql, &dup, eb);
+    }
+    if (!rc) {
+        snprintf(sql, sql_len, "INSERT INTO main.%s (%s) SELECT %s FROM src.%s WHERE %s = ?",
+                 k->table, cols, cols, k->table, k->id);
+        rc = prep(s, sql, &copy, eb);
+    }
+    for (int i = 0; !rc && i < n_child; i++) {
+        char *cc = column_list_of(s, child[i], k->id, 0, eb);
+        if (!cc) {
+            rc = SS_EDB;
+            break;
+        }
+        char q[2048];
+        snprintf(q, sizeof q, "INSERT INTO main.%s (%s, %s) SELECT ?1, %s FROM src.%s"
+                              " WHERE %s = ?2", child[i], k->id, cc, cc, child[i], k->id);
+        ss_free(cc);
+        rc = prep(s, q, &copy_child[i], eb);
+    }
+    while (!rc) {
+        int more = store__step(s, ids);
+        if (more != SQLITE_ROW) {
+            rc = more == SQLITE_DONE ? SS_OK : store__db_err(s, eb, "reading the records to merge");
+            break;
+        }
+        int64_t old = sqlite3_column_int64(ids, 0);
+        sqlite3_bind_int64(dup, 1, old);
+        if (store__step(s, dup) != SQLITE_ROW) {
+            rc = store__db_err(s, eb, "looking up a record to merge");
+            break;
+        }
+        int have = sqlite3_column_int64(dup, 0) > 0;
+        sqlite3_reset(dup);
+        if (have) {
+            (*skipped)++;
+            continue;
+        }
+        sqlite3_bind_int64(copy, 1, old);
+        rc = step_done(s, copy, eb, "copying a record");
+        int64_t id = sqlite3_last_insert_rowid(s->db);
+        for (int i = 0; !rc && i < n_child; i++) {
+            sqlite3_bind_int64(copy_child[i], 1, id);
+            sqlite3_bind_int64(copy_child[i], 2, old);
+            rc = step_done(s, copy_child[i], eb, "copying a record's rows");
+        }
+        *copied += !rc;
+    }
+    sqlite3_finalize(ids);
+    sqlite3_finalize(dup);
+    sqlite3_finalize(copy);
+    sqlite3_finalize(copy_child[0]);
+    sqlite3_finalize(copy_child[1]);
+    ss_free(sql);
+    ss_free(cols);
+    ss_free(same);
+    return rc;
+}
+
+int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
+                ss_errbuf *eb)
+{
+    store_merge_counts c;
+    int rc = store_merge_counted(s, in_path, &c, eb);
+    *copied = c.runs_copied;
+    *skipped = c.runs_skipped;
+    return rc;
+}
+
+/* "file:PATH?mode=ro": the input attached read-only (store_open allows URI names). */
+static char *ro_uri(const char *path)
+{
+    ss_strbuf b = {0};
+    ss_strbuf_printf(&b, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (isalnum(*p) || strchr("/-._~", *p))
+            ss_strbuf_printf(&b, "%c", *p);
+        else
+            ss_strbuf_printf(&b, "%%%02X", *p);
+    }
+    ss_strbuf_printf(&b, "?mode=ro");
+    char *out = ss_strbuf_ok(&b) ? ss_strdup(ss_strbuf_str(&b)) : NULL;
+    ss_strbuf_fini(&b);
+    return out;
+}
+
+/* An error reading the input: it names the input, not the output being merged into. */
+static int src_err(store *s, const char *in_path, ss_errbuf *eb, const char *what)
+{
+    return ss_err(eb, SS_EDB, "%s: %s: %s", in_path, what, store__last_error(s));
+}
+
+int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t *copied = &c->runs_copied, *skipped = &c->runs_skipped;
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
+    int rc = store_check_input(in_path, eb); /* ours and readable; writes nothing */
+    if (rc)
+        return rc;
+    char *uri = ro_uri(in_path);
+    if (!uri)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    sqlite3_stmt *att;
+    if (sqlite3_prepare_v2(s->db, "ATTACH DATABASE ? AS src", -1, &att, NULL) != SQLITE_OK) {
+        ss_free(uri);
+        return store__db_err(s, eb, "attaching");
+    }
+    sqlite3_bind_text(att, 1, uri, -1, SQLITE_TRANSIENT);
+    ss_free(uri);
+    rc = store__step(s, att) == SQLITE_DONE ? SS_OK : src_err(s, in_path, eb, "attaching");
+    sqlite3_finalize(att);
+    if (rc)
+        return rc;
+    merger m = {0};
+    rc = store__exec(s, "BEGIN IMMEDIATE", eb, "starting the merge");
+    int began = !rc;
+    if (!rc)
+        rc = merger_make(s, &m, eb);
+    /* a failed step is an error, not the end of the runs (that would commit half a merge) */
+    while (!rc) {
+        int more = store__step(s, m.runs);
+        if (more != SQLITE_ROW) {
+            rc = more == SQLITE_DONE ? SS_OK
+                                     : src_err(s, in_path, eb, "reading the runs to merge");
+            break;
+        }
+        int64_t old = sqlite3_column_int64(m.runs, 0);
+        int dup = 0;
+        if (m.dup) {
+            sqlite3_bind_int64(m.dup, 1, old);
+            if (store__step(s, m.dup) != SQLITE_ROW) {
+                rc = store__db_err(s, eb, "looking up a sweep point");
+                break;
+            }
+            dup = sqlite3_column_int64(m.dup, 0) > 0;
+            sqlite3_reset(m.dup);
+        }
+        if (dup) {
+            (*skipped)++;
+            continue;
+        }
+        rc = merge_run(s, &m, old, eb);
+        *copied += !rc;
+    }
+    merger_free(&m);
+    int has_vals = rc ? 0 : src_has(s, "validations");
+    if (has_vals < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_vals)
+        rc = merge_records(s, &kind_validations, &c->validations_copied,
+                           &c->validations_skipped, eb);
+    int has_fits = rc ? 0 : src_has(s, "fits");
+    if (has_fits < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_fits)
+        rc = merge_records(s, &kind_fits, &c->fits_copied, &c->fits_skipped, eb);
+    if (!rc)
+        rc = store__exec(s, "COMMIT", eb, "committing the merge");
+    if (rc && began)
+        store__rollback(s);
+    char *msg = NULL;
+    sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
+    sqlite3_free(msg);
+    /* The read-only attachment left the input's -wal and -shm files; a connection that may
+     * write (but does not) removes them when it closes, if it is the last one. Best effort,
+     * so it bypasses store__step(): it changes nothing, and its failure is no failure. */
+    sqlite3 *again = NULL;
+    if (sqlite3_open_v2(in_path, &again, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(again, "PRAGMA query_only = 1; SELECT count(*) FROM sqlite_master", NULL,
+                     NULL, NULL);
+    sqlite3_close(again);
+    if (rc)
+        memset(c, 0, sizeof *c);
+    return rc;
+}

@@ -1,0 +1,450 @@
+/* Opening the results store: the schema (one SQL text, versioned by PRAGMA user_version, and
+ * the migrations that upgrade an older database), WAL mode and the busy timeout, the checks that
+ * refuse a database that is not slicesim's or is newer, read-only opening (an older schema
+ * upgraded in a copy in memory), closing and removing. Not for reading or writing results. */
+#include "store/store_int.h"
+
+#include "core/ss_alloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Schema: a new database gets version 1 and then every migration, so that new and upgraded
+ * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
+ * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
+ * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
+ * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
+ * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
+ * sweep_points table: which run is which point of which sweep; runs.result_json: what
+ * `replay --json` printed for the run); version 8 validations; version 9 runs.load, each
+ * GPU's tenant and compute/host time over the measurement window, and the summary's
+ * rejected_* columns (rejected requests by reason); version 10 runs.engine (the serving-engine
+ * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
+ * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
+ * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
+ * each fit's per-stage comparison, fit_stages). */
+static const char schema_sql[] =
+    "CREATE TABLE runs ("
+    " run_id INTEGER PRIMARY KEY,"
+    " created_utc TEXT NOT NULL,"   /* wall-clock start, ISO 8601: metadata, not a result */
+    " version TEXT NOT NULL,"       /* git describe of the binary */
+    " build TEXT NOT NULL,"         /* build options */
+    " command TEXT NOT NULL,"       /* command line */
+    " trace TEXT NOT NULL, trace_format TEXT NOT NULL, trace_digest TEXT NOT NULL,"
+    " model TEXT NOT NULL, gpu TEXT NOT NULL, replicas INTEGER NOT NULL, tp INTEGER NOT NULL,"
+    " batching TEXT NOT NULL, routing TEXT NOT NULL, cost_model TEXT NOT NULL,"
+    " params TEXT NOT NULL,"        /* JSON object of resolved parameters */
+    " seed INTEGER NOT NULL, rate_scale REAL NOT NULL, limit_requests INTEGER NOT NULL,"
+    " wall_s REAL, events INTEGER, sim_s REAL);"
+    "CREATE TABLE requests ("
+    " run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+    " req_id INTEGER NOT NULL, tenant TEXT NOT NULL, tier INTEGER NOT NULL,"
+    " container INTEGER NOT NULL, status TEXT NOT NULL,"  /* 'completed' or 'rejected' */
+    " arrival_s REAL NOT NULL, prompt_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
+    " generated_tokens INTEGER NOT NULL, preemptions INTEGER NOT NULL,"
+    " ttft_ms REAL, e2e_ms REAL, tbt_mean_ms REAL, tbt_max_ms REAL);"
+    "CREATE INDEX requests_by_run ON requests(run_id);"
+    "CREATE TABLE summary ("
+    " run_id INTEGER PRIMARY KEY REFERENCES runs(run_id),"
+    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"
+    " preemptions INTEGER, iterations INTEGER, peak_in_flight INTEGER,"
+    " prompt_tokens INTEGER, output_tokens INTEGER, sim_s REAL,"
+    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"
+    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"
+    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL);"
+    "CREATE TABLE gpus ("
+    " run_id INTEGER NOT NULL REFERENCES runs(run_id), gpu INTEGER NOT NULL,"
+    " node INTEGER NOT NULL, container INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " busy_s REAL, utilization REAL, iterations INTEGER, kv_blocks INTEGER,"
+    " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
+    " PRIMARY KEY (run_id, gpu));"
+    "PRAGMA user_version = 1;";
+
+/* Columns of a tenant's or a tier's results (the tenants and tiers tables). */
+#define GROUP_COLS                                                                                 \
+    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"                  \
+    " preemptions INTEGER, sla_violations INTEGER, sla_violation_rate REAL,"                      \
+    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"                   \
+    " goodput_tokens_per_s REAL,"                                                                 \
+    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"  \
+    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"       \
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL"
+
+/* Upgrades: migrations[v] takes a version-v database to v + 1. */
+static const char *const migrations[STORE_SCHEMA_VERSION] = {
+    [1] = "ALTER TABLE summary ADD COLUMN swap_outs INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN aborted INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 2;",
+    [2] = "ALTER TABLE runs ADD COLUMN pp INTEGER DEFAULT 1;"
+          "ALTER TABLE runs ADD COLUMN cluster_policy TEXT DEFAULT 'container';"
+          "ALTER TABLE runs ADD COLUMN warmup_s REAL DEFAULT 0;"
+          "ALTER TABLE runs ADD COLUMN scenario TEXT DEFAULT '';"
+          "ALTER TABLE requests ADD COLUMN sla_violated INTEGER DEFAULT 0;"
+          "ALTER TABLE requests ADD COLUMN measured INTEGER DEFAULT 1;"
+          "ALTER TABLE requests ADD COLUMN migrations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN measured_requests INTEGER;"
+          "ALTER TABLE summary ADD COLUMN window_s REAL;"
+          "ALTER TABLE summary ADD COLUMN sla_violations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN sla_violation_rate REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN goodput_tokens_per_s REAL;"
+          "ALTER TABLE summary ADD COLUMN migrations INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN migrations_aborted INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN migration_gib REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN reallocations INTEGER DEFAULT 0;"
+          "CREATE TABLE tenants (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " tenant TEXT NOT NULL, model TEXT NOT NULL, replicas INTEGER NOT NULL," GROUP_COLS ","
+          " PRIMARY KEY (run_id, tenant));"
+          "CREATE TABLE tiers (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " tier INTEGER NOT NULL," GROUP_COLS ", PRIMARY KEY (run_id, tier));"
+          "PRAGMA user_version = 3;",
+    [3] = "ALTER TABLE summary ADD COLUMN scale_ups INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN scale_downs INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 4;",
+    [4] = "ALTER TABLE summary ADD COLUMN idle_slices INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN idle_gpu_s REAL DEFAULT 0;"
+          "ALTER TABLE gpus ADD COLUMN device_busy_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN idle_slices INTEGER;"
+          "ALTER TABLE gpus ADD COLUMN idle_s REAL;"
+          "CREATE TABLE idle_slices (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+          " bucket INTEGER NOT NULL, lo_ms REAL NOT NULL, hi_ms REAL, count INTEGER NOT NULL,"
+          " gpu_s REAL NOT NULL, free_gib_mean REAL, PRIMARY KEY (run_id, bucket));"
+          "PRAGMA user_version = 5;",
+    [5] = "ALTER TABLE runs ADD COLUMN ops TEXT DEFAULT 'home';"
+          "ALTER TABLE summary ADD COLUMN offloads INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN offload_ops INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN offload_gib REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slices_used INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN whatifs INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slice_decisions INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN slice_wall_s REAL DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prediction_error_ms REAL DEFAULT 0;"
+          "PRAGMA user_version = 6;",
+    [6] = "CREATE TABLE sweep_points (sweep TEXT NOT NULL, point TEXT NOT NULL,"
+          " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
+          "ALTER TABLE runs ADD COLUMN result_json TEXT;"
+          "PRAGMA user_version = 7;",
+    [7] = "CREATE TABLE validations (validation_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+          " version TEXT NOT NULL, command TEXT, name TEXT, model TEXT NOT NULL,"
+          " tp INTEGER NOT NULL, gpu TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL,"
+          " timer TEXT NOT NULL, cost_model TEXT NOT NULL, trace TEXT, requests INTEGER,"
+          " iterations INTEGER, reps INTEGER, l2_cold INTEGER, mape_pct REAL, bias_pct REAL,"
+          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL);"
+          "CREATE TABLE validation_ops ("
+          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
+          " op TEXT NOT NULL, executions INTEGER, predicted_ms REAL, measured_ms REAL,"
+          " mape_pct REAL, bias_pct REAL, worst_pct REAL, worst_iteration INTEGER,"
+          " PRIMARY KEY (validation_id, op));"
+          "CREATE TABLE validation_iters ("
+          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
+          " iteration INTEGER NOT NULL, sim_start_s REAL, sim_ms REAL, prefills INTEGER,"
+          " prefill_tokens INTEGER, decodes INTEGER, decode_ctx_tokens INTEGER,"
+          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"
+          " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
+          "PRAGMA user_version = 8;",
+    /* version 9: the load of compare and sweep runs; each GPU's tenant and its time over the
+     * measurement window (gpus.utilization is compute_s / window_s from here on); why requests
+     * were rejected */
+    [8] = "ALTER TABLE runs ADD COLUMN load REAL;"
+          "ALTER TABLE gpus ADD COLUMN tenant TEXT;"
+          "ALTER TABLE gpus ADD COLUMN window_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN compute_s REAL;"
+          "ALTER TABLE gpus ADD COLUMN host_s REAL;"
+          "ALTER TABLE summary ADD COLUMN rejected_too_long INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_batch_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_kv_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_preempted INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN rejected_other INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 9;",
+    /* version 10: the serving-engine profile of the run (engine profiles); automatic prefix
+     * caching, for the run and per tenant (PREFIX_NAMES) */
+    [9] = "ALTER TABLE runs ADD COLUMN engine TEXT DEFAULT 'vllm-eager';"
+          "ALTER TABLE summary ADD COLUMN prefix_query_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_hit_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_query_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_hit_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE summary ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_query_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_hit_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_query_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_hit_blocks INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_saved_tokens INTEGER DEFAULT 0;"
+          "ALTER TABLE tenants ADD COLUMN prefix_evictions INTEGER DEFAULT 0;"
+          "PRAGMA user_version = 10;",
+    /* version 11: engine profiles fitted to measured serving runs (slicesim fit), and the
+     * per-stage real and simulated latencies of the final engine */
+    [10] = "CREATE TABLE fits (fit_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+           " version TEXT NOT NULL, command TEXT, mode TEXT NOT NULL, dir TEXT NOT NULL,"
+           " start_engine TEXT NOT NULL, engine TEXT NOT NULL, terms TEXT NOT NULL,"
+           " params TEXT NOT NULL, profile TEXT, runs INTEGER, stages INTEGER,"
+           " fitted_stages INTEGER, served_ms REAL, objective REAL, mape_ttft_mean_pct REAL,"
+           " mape_ttft_p90_pct REAL, mape_itl_pct REAL, mape_e2e_mean_pct REAL,"
+           " mape_e2e_p90_pct REAL, runaway INTEGER, iterations INTEGER, evaluations INTEGER,"
+           " converged INTEGER, wall_s REAL);"
+           "CREATE TABLE fit_stages (fit_id INTEGER NOT NULL REFERENCES fits(fit_id),"
+           " run TEXT NOT NULL, stage INTEGER NOT NULL, rate REAL, fitted INTEGER NOT NULL,"
+           " completed INTEGER, real_ttft_mean_ms REAL, sim_ttft_mean_ms REAL,"
+           " real_ttft_p90_ms REAL, sim_ttft_p90_ms REAL, real_itl_ms REAL, sim_itl_ms REAL,"
+           " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"
+           " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
+           "PRAGMA user_version = 11;",
+};
+
+/* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a
+ * short one), else 30 s. */
+static int busy_timeout_ms(void)
+{
+    const char *v = getenv("SLICESIM_BUSY_TIMEOUT_MS");
+    char *end;
+    long ms = v && *v ? strtol(v, &end, 10) : -1;
+    return v && *v && !*end && ms >= 0 && ms <= 3600000 ? (int)ms : 30000;
+}
+
+/* Create parent directory of path (one level) when missing. */
+static int ensure_parent(const char *path, ss_errbuf *eb)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return SS_OK;
+    char *dir = ss_strndup(path, (size_t)(slash - path));
+    if (!dir)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    int rc = SS_OK;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        rc = ss_err(eb, SS_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+    ss_free(dir);
+    return rc;
+}
+
+static int query_int(store *s, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return SS_EDB;
+    int rc = store__step(s, st);
+    *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
+}
+
+/* The schema version in *ver, refusing a newer one or a database that is not ours. A file
+ * that is not ours is SS_EDB for a database a run writes to, SS_EPARSE (bad input) for one
+ * read as an input (`input`). */
+static int schema_version_of(store *s, int64_t *ver, int input, ss_errbuf *eb)
+{
+    int64_t n_tables;
+    if (query_int(s, "PRAGMA user_version", ver) ||
+        query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables)) {
+        int rc = store__db_err(s, eb, "not a readable SQLite database");
+        return input && sqlite3_errcode(s->db) == SQLITE_NOTADB ? SS_EPARSE : rc;
+    }
+    if (*ver > STORE_SCHEMA_VERSION)
+        return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
+                      s->path, (long long)*ver, STORE_SCHEMA_VERSION);
+    if (*ver == 0 && n_tables > 0)
+        return ss_err(eb, input ? SS_EPARSE : SS_EDB,
+                      "%s: not a slicesim results database (it has other tables)", s->path);
+    if (*ver == 0 && input)
+        return ss_err(eb, SS_EPARSE, "%s: empty: not a slicesim results database", s->path);
+    return SS_OK;
+}
+
+static int schema_version(store *s, int64_t *ver, ss_errbuf *eb)
+{
+    return schema_version_of(s, ver, 0, eb);
+}
+
+static int init_schema(store *s, ss_errbuf *eb)
+{
+    int64_t ver;
+    int rc = schema_version(s, &ver, eb);
+    if (rc || ver == STORE_SCHEMA_VERSION)
+        return rc;
+    rc = store__exec(s, "BEGIN IMMEDIATE", eb, "creating schema");
+    /* Read it again under the lock: another process may have created or upgraded the schema
+     * while this one waited (two runs starting on a new database at once). */
+    if (!rc)
+        rc = schema_version(s, &ver, eb);
+    if (ver == 0 && !rc) {
+        rc = store__exec(s, schema_sql, eb, "creating schema");
+        ver = 1;
+    }
+    for (int64_t v = ver; v < STORE_SCHEMA_VERSION && !rc; v++)
+        rc = store__exec(s, migrations[v], eb, "upgrading the schema");
+    if (!rc && !(rc = store__exec(s, "COMMIT", eb, "creating schema")))
+        return SS_OK;
+    store__rollback(s);
+    return rc;
+}
+
+/* WAL mode (readers never wait for a run being written), synchronous=NORMAL. Turning a new
+ * file to WAL needs it to itself, and SQLite does not wait for that (its busy handler could
+ * deadlock there): when two runs start on a new database at once, one finds it busy. So wait
+ * here, up to the busy timeout. */
+static int set_wal(store *s, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK)
+        return store__db_err(s, eb, "setting WAL");
+    int rc, wal, limit = busy_timeout_ms();
+    for (int waited = 0;; waited += 10) {
+        rc = store__step(s, st);
+        /* refused for now: an error, or the old mode back without one */
+        wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
+        int busy = rc == SQLITE_BUSY || (rc == SQLITE_ROW && !wal);
+        sqlite3_reset(st);
+        if (!busy || s->injected || waited >= limit)
+            break;
+        sqlite3_sleep(10);
+    }
+    sqlite3_finalize(st);
+    if (!wal && rc == SQLITE_ROW)
+        return ss_err(eb, SS_EDB, "%s: setting WAL: %s", s->path, sqlite3_errstr(SQLITE_BUSY));
+    if (!wal)
+        return store__db_err(s, eb, "setting WAL");
+    return store__exec(s, "PRAGMA synchronous=NORMAL", eb, "setting WAL");
+}
+
+int store_open(store **s_out, const char *path, ss_errbuf *eb)
+{
+    store *s = ss_calloc(1, sizeof *s);
+    if (!s || !(s->path = ss_strdup(path))) {
+        ss_free(s);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    int rc = ensure_parent(path, eb);
+    /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
+     * read as a URI only when it starts with "file:" */
+    if (!rc && sqlite3_open_v2(path, &s->db,
+                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                               NULL) != SQLITE_OK)
+        rc = store__db_err(s, eb, "cannot open");
+    if (!rc) {
+        sqlite3_busy_timeout(s->db, busy_timeout_ms());
+        rc = set_wal(s, eb);
+    }
+    if (!rc)
+        rc = init_schema(s, eb);
+    if (!rc)
+        rc = store__prepare_statements(s, eb);
+    if (rc) {
+        store_close(&s);
+        return rc;
+    }
+    *s_out = s;
+    return SS_OK;
+}
+
+/* An older schema read without writing to the file: the database is copied into memory and
+ * upgraded there, so readers see the current layout. */
+static int upgrade_in_memory(store *s, ss_errbuf *eb)
+{
+    sqlite3 *mem = NULL;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(mem);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    sqlite3_backup *b = sqlite3_backup_init(mem, "main", s->db, "main");
+    int rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        int out = store__db_err(s, eb, "reading");
+        sqlite3_close(mem);
+        return out;
+    }
+    sqlite3_close(s->db);
+    s->db = mem;
+    return init_schema(s, eb);
+}
+
+/* Open path for reading only and check it is a slicesim database of this or an older schema
+ * (*ver). On failure *s_out is NULL. */
+static int open_input(store **s_out, const char *path, int64_t *ver, ss_errbuf *eb)
+{
+    *s_out = NULL;
+    store *s = ss_calloc(1, sizeof *s);
+    if (!s || !(s->path = ss_strdup(path))) {
+        ss_free(s);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    int rc = SS_OK;
+    if (access(path, R_OK) != 0)
+        rc = ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* Not SQLITE_OPEN_READONLY: a read-only connection to a WAL database leaves its -wal and
+     * -shm files behind. query_only refuses every change to the file just the same. Without
+     * SQLITE_OPEN_CREATE a missing file is an error, not a new database. */
+    else if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        rc = store__db_err(s, eb, "cannot open");
+    if (!rc) {
+        sqlite3_busy_timeout(s->db, busy_timeout_ms());
+        rc = store__exec(s, "PRAGMA query_only = 1", eb, "opening read-only");
+    }
+    if (!rc)
+        rc = schema_version_of(s, ver, 1, eb);
+    if (rc)
+        store_close(&s);
+    *s_out = s;
+    return rc;
+}
+
+int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
+{
+    store *s = NULL;
+    int64_t ver = 0;
+    int rc = open_input(&s, path, &ver, eb);
+    if (!rc && ver < STORE_SCHEMA_VERSION)
+        rc = upgrade_in_memory(s, eb);
+    if (rc) {
+        store_close(&s);
+        return rc;
+    }
+    *s_out = s;
+    return SS_OK;
+}
+
+int store_check_input(const char *path, ss_errbuf *eb)
+{
+    store *s = NULL;
+    int64_t ver;
+    int rc = open_input(&s, path, &ver, eb);
+    store_close(&s);
+    return rc;
+}
+
+void store_remove(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    size_t n = strlen(path);
+    char *buf = ss_malloc(n + 9);
+    if (!buf) {
+        remove(path);
+        return;
+    }
+    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+        memcpy(buf, path, n);
+        memcpy(buf + n, suffix[i], strlen(suffix[i]) + 1);
+        remove(buf);
+    }
+    ss_free(buf);
+}
+
+void store_close(store **sp)
+{
+    store *s = *sp;
+    if (!s)
+        return;
+    store_run_abort(s);
+    for (int i = 0; i < STORE__N_STMTS; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    ss_free(s->path);
+    ss_free(s);
+    *sp = NULL;
+}
+
+const char *store_path(const store *s) { return s->path; }

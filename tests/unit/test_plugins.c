@@ -1,0 +1,239 @@
+/* Plug-ins from the outside: a policy registered at run time is found by name like the
+ * built-ins (and listed in their names); a malformed decision of any plug-in kind (batching,
+ * routing, cluster, placement) stops the run with an error that names the policy, instead of
+ * aborting the process or being dropped silently; and the second placement policy, greedy,
+ * moves prefills through the same mechanism as SliceScheduler without a what-if. */
+#include "support/test_util.h"
+
+#include "catalog/catalog.h"
+#include "gsim/gsim.h"
+#include "policy/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fx {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+        return -1;
+    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    f->cfg.replicas = 2;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_assert_no_leaks();
+    return 0;
+}
+
+/* Run f's configuration over 40 requests; the run's code, its message in eb and (if g_out) the
+ * simulation are returned. */
+static int run(fx *f, ss_errbuf *eb, gsim **g_out)
+{
+    trace_rec *r = tu_synth_conv(40, 20, 7, 1);
+    gsim *g = NULL;
+    int rc = gsim_create(&g, &f->cfg, eb);
+    if (rc)
+        fail_msg("gsim_create: %s", eb->msg);
+    tu_recs src = {r, 40, 0};
+    rc = gsim_run(g, tu_recs_next, &src, NULL, NULL, eb);
+    free(r);
+    if (g_out)
+        *g_out = g;
+    else
+        gsim_destroy(&g);
+    return rc;
+}
+
+static void expect_malfunction(fx *f, const char *want)
+{
+    ss_errbuf eb;
+    int rc = run(f, &eb, NULL);
+    if (rc != SS_EINVAL || !strstr(eb.msg, want))
+        fail_msg("want SS_EINVAL and \"%s\", got %d: %s", want, rc, eb.msg);
+}
+
+/* ---- bad plug-ins ------------------------------------------------------------------------ */
+
+static void bad_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                       pol_batch_decision *out)
+{
+    (void)priv, (void)ctr_priv, (void)g;
+    out->run[0] = c->waiting.head != GMG_NONE ? c->waiting.head : c->running.head;
+    out->q_tokens[0] = 1u << 30; /* more tokens than any request has pending */
+    out->hold[0] = 0;
+    out->n_run = 1;
+}
+
+static void idle_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                        pol_batch_decision *out)
+{
+    (void)priv, (void)ctr_priv, (void)g, (void)c, (void)out; /* never runs anything */
+}
+
+static int no_init(void *priv, ss_params *params, const pol_engine_cfg *cfg, ss_errbuf *eb)
+{
+    (void)priv, (void)params, (void)cfg, (void)eb;
+    return SS_OK;
+}
+
+static const pol_batch_ops bad_batch = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
+                                        .init = no_init, .decide = bad_decide};
+static const pol_batch_ops idle_batch = {.abi_version = POL_ABI_VERSION, .name = "t-idle",
+                                         .init = no_init, .decide = idle_decide};
+
+static gmg_id bad_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
+                       ss_rng *rng)
+{
+    (void)priv, (void)r, (void)cands, (void)n, (void)rng;
+    return g->n_ctrs + 3; /* no such container */
+}
+
+static const pol_route_ops bad_route = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
+                                        .pick = bad_pick};
+
+static ss_time every_50ms(const void *priv)
+{
+    (void)priv;
+    return 50 * SS_NS_PER_MS;
+}
+
+static void bad_tick(void *priv, const gmg *g, const pol_cluster_view *v,
+                     pol_cluster_decision *out)
+{
+    (void)priv, (void)v;
+    out->migrate[0] = (pol_migration){.req = 0, .from = 0, .to = g->n_ctrs}; /* no such one */
+    out->n_migrate = 1;
+}
+
+static const pol_cluster_ops bad_cluster = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
+                                            .period = every_50ms, .tick = bad_tick};
+
+static int bad_place_tick(void *priv, const pol_place_env *env, const gmg *g,
+                          pol_place_decision *out, pol_place_stats *st, ss_errbuf *eb)
+{
+    (void)priv, (void)env, (void)st, (void)eb;
+    /* a request to offload onto its own container's GPUs */
+    for (uint32_t c = 0; c < g->n_ctrs; c++)
+        if (g->ctrs[c].waiting.head != GMG_NONE && out->cap_offload) {
+            out->offload[out->n_offload++] = (pol_offload){g->ctrs[c].waiting.head, c, 0};
+            break;
+        }
+    return SS_OK;
+}
+
+static const pol_place_ops bad_place = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
+                                        .period = every_50ms, .tick = bad_place_tick};
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (pol_batch_register(&bad_batch) || pol_batch_register(&idle_batch) ||
+        pol_route_register(&bad_route) || pol_cluster_register(&bad_cluster) ||
+        pol_place_register(&bad_place))
+        return -1;
+    return 0;
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static void test_registered_plugins_are_found_and_listed(void **state)
+{
+    (void)state;
+    assert_ptr_equal(pol_batch_find("t-bad"), &bad_batch);
+    assert_ptr_equal(pol_place_find("t-bad"), &bad_place);
+    assert_non_null(strstr(pol_batch_names(), "vllm, orca, sarathi, static, t-bad, t-idle"));
+    assert_non_null(strstr(pol_place_names(), "home, slice, greedy, t-bad"));
+    assert_int_equal(pol_batch_register(&bad_batch), SS_EINVAL); /* the name is taken */
+}
+
+static void test_bad_batching_decision_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.batching = "t-bad";
+    expect_malfunction(f, "batching policy 't-bad' malfunction: container ");
+    expect_malfunction(f, "pending");
+}
+
+static void test_stalled_batching_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.batching = "t-idle";
+    expect_malfunction(f, "batching policy 't-idle' malfunction: container 0 at ");
+    expect_malfunction(f, "stalled with 1 waiting");
+}
+
+static void test_bad_routing_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.routing = "t-bad";
+    expect_malfunction(f, "routing policy 't-bad' malfunction: at ");
+    expect_malfunction(f, "not one of the tenant's 2 active containers");
+}
+
+static void test_bad_cluster_advice_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.cluster = "t-bad";
+    expect_malfunction(f, "cluster policy 't-bad' malfunction: at 0.05 s a migration names");
+}
+
+static void test_bad_placement_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.ops = "t-bad";
+    expect_malfunction(f, "placement policy 't-bad' malfunction: decision 1 of 1 at ");
+    expect_malfunction(f, "cannot help container");
+}
+
+/* greedy: prefills move to the idle container with no what-if, and every request completes. */
+static void test_greedy_placement_offloads_without_whatifs(void **state)
+{
+    fx *f = *state;
+    f->cfg.ops = "greedy";
+    f->cfg.routing = "rr";
+    ss_errbuf eb;
+    gsim *g = NULL;
+    if (run(f, &eb, &g))
+        fail_msg("run: %s", eb.msg);
+    const slice_stats *st = gsim_slice_stats(g);
+    const metrics *m = gsim_metrics(g);
+    assert_non_null(st);
+    assert_string_equal(gsim_placement_name(g), "greedy");
+    printf("# greedy: %llu offloads, %llu refused for memory\n",
+           (unsigned long long)m->offloads, (unsigned long long)st->refused_memory);
+    assert_true(m->offloads > 0);
+    assert_int_equal(st->chosen, m->offloads);
+    assert_int_equal(st->whatifs, 0);
+    assert_int_equal(m->offloads_done, m->offloads);
+    gsim_destroy(&g);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_registered_plugins_are_found_and_listed),
+        T(test_bad_batching_decision_is_an_error),
+        T(test_stalled_batching_is_an_error),
+        T(test_bad_routing_is_an_error),
+        T(test_bad_cluster_advice_is_an_error),
+        T(test_bad_placement_is_an_error),
+        T(test_greedy_placement_offloads_without_whatifs),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
