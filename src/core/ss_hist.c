@@ -1,4 +1,5 @@
-/* Log-linear histogram: bucket index from the value's top SUB_BITS+1 significant bits. */
+/* Log-linear histogram: growth, quantiles and merging. The bucket index (a value's top
+ * SUB_BITS+1 significant bits) and the hot add are inline in ss_hist.h. */
 #include "core/ss_hist.h"
 
 #include "core/ss_alloc.h"
@@ -7,15 +8,6 @@
 #include <string.h>
 
 #define SUB ((uint64_t)1 << SS_HIST_SUB_BITS)
-
-static size_t bucket_of(uint64_t v)
-{
-    if (v < 2 * SUB)
-        return (size_t)v;
-    int msb = 63 - __builtin_clzll(v);
-    int shift = msb - SS_HIST_SUB_BITS;
-    return (size_t)((uint64_t)(shift + 1) * SUB + ((v >> shift) - SUB));
-}
 
 /* Lowest value and width of bucket i. */
 static void bucket_range(size_t i, uint64_t *lo, uint64_t *width)
@@ -52,26 +44,13 @@ void ss_hist_fini(ss_hist *h)
     memset(h, 0, sizeof *h);
 }
 
-int ss_hist_add_n(ss_hist *h, int64_t v, uint64_t count)
+int ss_hist__grow_add(ss_hist *h, size_t i, int64_t v, uint64_t count)
 {
-    if (!count)
-        return SS_OK;
-    if (v < 0)
-        v = 0;
-    size_t i = bucket_of((uint64_t)v);
     if (ensure(h, i))
         return SS_ENOMEM;
-    h->counts[i] += count;
-    if (!h->n || v < h->min)
-        h->min = v;
-    if (!h->n || v > h->max)
-        h->max = v;
-    h->n += count;
-    h->sum += (double)v * (double)count;
+    ss_hist__record(h, i, v, count);
     return SS_OK;
 }
-
-int ss_hist_add(ss_hist *h, int64_t v) { return ss_hist_add_n(h, v, 1); }
 
 int64_t ss_hist_quantile(const ss_hist *h, double q)
 {
@@ -112,4 +91,18 @@ int ss_hist_merge(ss_hist *dst, const ss_hist *src)
     dst->n += src->n;
     dst->sum += src->sum;
     return SS_OK;
+}
+
+int ss_hist_merge_move(ss_hist *dst, ss_hist *src)
+{
+    if (!dst->n) { /* what merging would give: src's samples, extremes and sum (0 + sum) */
+        ss_hist_fini(dst);
+        *dst = *src;
+        memset(src, 0, sizeof *src);
+        return SS_OK;
+    }
+    int rc = ss_hist_merge(dst, src);
+    if (!rc)
+        ss_hist_fini(src);
+    return rc;
 }

@@ -20,15 +20,58 @@ typedef struct ss_hist {
 
 /* Zero-initialised ss_hist is valid and empty; ss_hist_fini releases its buckets. */
 void ss_hist_fini(ss_hist *h);
+
+/* Bucket of a non-negative value: the value itself below 2 * 2^SUB_BITS, else its top
+ * SUB_BITS + 1 significant bits and its power of two. */
+static inline size_t ss_hist__bucket(uint64_t v)
+{
+    const uint64_t sub = (uint64_t)1 << SS_HIST_SUB_BITS;
+    if (v < 2 * sub)
+        return (size_t)v;
+    int shift = 63 - __builtin_clzll(v) - SS_HIST_SUB_BITS;
+    return (size_t)((uint64_t)(shift + 1) * sub + ((v >> shift) - sub));
+}
+
+/* Count v (>= 0) count (> 0) times into bucket i, which exists. */
+static inline void ss_hist__record(ss_hist *h, size_t i, int64_t v, uint64_t count)
+{
+    h->counts[i] += count;
+    if (!h->n || v < h->min)
+        h->min = v;
+    if (!h->n || v > h->max)
+        h->max = v;
+    h->n += count;
+    h->sum += (double)v * (double)count;
+}
+
+/* ss_hist_add_n when bucket i does not exist yet: grows the buckets, then records. */
+int ss_hist__grow_add(ss_hist *h, size_t i, int64_t v, uint64_t count);
+
+/* Record value v count times (negative values count as 0). 0, or SS_ENOMEM with h unchanged.
+ * Inline because replays call it once per run of equal inter-token gaps and group: only a
+ * value above every bucket so far takes the call that grows them. */
+static inline int ss_hist_add_n(ss_hist *h, int64_t v, uint64_t count)
+{
+    if (!count)
+        return 0;
+    if (v < 0)
+        v = 0;
+    size_t i = ss_hist__bucket((uint64_t)v);
+    if (i >= h->n_buckets)
+        return ss_hist__grow_add(h, i, v, count);
+    ss_hist__record(h, i, v, count);
+    return 0;
+}
 /* Record one value (negative values count as 0). 0, or SS_ENOMEM with h unchanged. */
-int ss_hist_add(ss_hist *h, int64_t v);
-/* Record value v count times. 0, or SS_ENOMEM with h unchanged. */
-int ss_hist_add_n(ss_hist *h, int64_t v, uint64_t count);
+static inline int ss_hist_add(ss_hist *h, int64_t v) { return ss_hist_add_n(h, v, 1); }
 /* Value at quantile q in [0, 1]: the bucket holding the ceil(q*n)-th smallest sample,
  * reported at the bucket's midpoint and clamped to [min, max]. 0 when empty. */
 int64_t ss_hist_quantile(const ss_hist *h, double q);
 static inline double ss_hist_mean(const ss_hist *h) { return h->n ? h->sum / (double)h->n : 0.0; }
 /* Add every sample of src into dst. 0 or SS_ENOMEM (dst unchanged). */
 int ss_hist_merge(ss_hist *dst, const ss_hist *src);
+/* ss_hist_merge, then empty src and release its buckets; an empty dst takes src's buckets as
+ * they are, without allocating. 0 or SS_ENOMEM (both unchanged). */
+int ss_hist_merge_move(ss_hist *dst, ss_hist *src);
 
 #endif

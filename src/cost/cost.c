@@ -22,12 +22,22 @@ typedef struct cost_dense_entry {
     uint64_t kernels; /* kernel launches of these operators in one iteration */
 } cost_dense_entry;
 
+/* The model's attention shape on one GPU, as the operator formulas use it; fixed for the cost
+ * model's life, so worked out once rather than per iteration. */
+typedef struct attn_shape {
+    double H;  /* query heads */
+    double KV; /* KV heads (replicated when fewer than the TP degree) */
+    double hd; /* head dimension */
+    double d;  /* bytes per element */
+} attn_shape;
+
 struct cost_model {
     const cost_ops *ops;
     cost_dense_entry cache[COST_DENSE_CACHE];
     cost_params p;
     const cat_engine_host *host; /* the engine's host terms on this GPU (borrowed) */
     uint32_t layers;
+    attn_shape attn;
     void *priv; /* points into tail */
     _Alignas(16) unsigned char tail[];
 };
@@ -136,35 +146,35 @@ static void gemm(cost_op *op, const shape_ctx *c, double t, double k, double n, 
     op->bytes = (t * k + w * k * n + t * n) * c->d;
 }
 
+/* An attention operator of `tokens` query tokens in `seqs` sequences over ctx KV tokens, once
+ * per layer; the caller sets its FLOPs and bytes. */
+static void attn_op(cost_op *op, const cost_model *cm, cost_op_kind k, uint64_t tokens,
+                    uint32_t seqs, uint64_t ctx)
+{
+    *op = (cost_op){.kind = k, .tp = cm->p.tp, .n_seqs = seqs, .tokens = tokens,
+                    .ctx_tokens = ctx, .count = cm->layers};
+}
+
 static size_t attention_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
 {
-    const cat_model *m = cm->p.model;
-    shape_ctx cc = {m, cm->p.tp, m->dtype_bytes, m->hidden, (double)(b->prefill_tokens + b->n_decode),
-                    (double)(b->n_prefill + b->n_decode)};
-    const shape_ctx *c = &cc;
+    double H = cm->attn.H, KV = cm->attn.KV, hd = cm->attn.hd, d = cm->attn.d;
     size_t n = 0;
-    double H = q_heads(c->m, c->tp), KV = kv_heads(c->m, c->tp), hd = c->m->head_dim;
     if (b->n_prefill) {
-        cost_op op = mk(c, COST_OP_ATTN_PREFILL, c->m->layers);
+        cost_op *op = &out[n++];
+        attn_op(op, cm, COST_OP_ATTN_PREFILL, b->prefill_tokens, b->n_prefill,
+                b->prefill_ctx_tokens);
         double q = (double)b->prefill_tokens;
-        op.tokens = b->prefill_tokens;
-        op.n_seqs = b->n_prefill;
-        op.ctx_tokens = b->prefill_ctx_tokens;
-        op.attn_pairs = b->prefill_attn_pairs;
-        op.flops = 4.0 * hd * H * b->prefill_attn_pairs;
-        op.bytes = (2.0 * q * H * hd + 2.0 * (double)b->prefill_ctx_tokens * KV * hd +
-                    2.0 * q * KV * hd) * c->d;
-        out[n++] = op;
+        op->attn_pairs = b->prefill_attn_pairs;
+        op->flops = 4.0 * hd * H * b->prefill_attn_pairs;
+        op->bytes = (2.0 * q * H * hd + 2.0 * (double)b->prefill_ctx_tokens * KV * hd +
+                     2.0 * q * KV * hd) * d;
     }
     if (b->n_decode) {
-        cost_op op = mk(c, COST_OP_ATTN_DECODE, c->m->layers);
+        cost_op *op = &out[n++];
+        attn_op(op, cm, COST_OP_ATTN_DECODE, b->n_decode, b->n_decode, b->decode_ctx_tokens);
         double s = b->n_decode, ctx = (double)b->decode_ctx_tokens;
-        op.tokens = b->n_decode;
-        op.n_seqs = b->n_decode;
-        op.ctx_tokens = b->decode_ctx_tokens;
-        op.flops = 4.0 * hd * H * ctx;
-        op.bytes = (2.0 * s * H * hd + 2.0 * ctx * KV * hd + 2.0 * s * KV * hd) * c->d;
-        out[n++] = op;
+        op->flops = 4.0 * hd * H * ctx;
+        op->bytes = (2.0 * s * H * hd + 2.0 * ctx * KV * hd + 2.0 * s * KV * hd) * d;
     }
     return n;
 }
@@ -292,14 +302,11 @@ static uint32_t per_layer(const cost_op *op, uint32_t layers)
     return op->count / layers;
 }
 
-/* The dense operators' time for (T, S) split into one layer, head and tail, memoised: decode-
- * heavy replays repeat the same few (T, S) pairs millions of times. The cached values are the
- * same integer sums the expanded path adds up, so memoisation never changes a result. */
-static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t S)
+/* Work out dense_split's entry e for (T, S). Out of line, so that a hit, the common case,
+ * needs no stack frame for the operators. */
+__attribute__((noinline)) static void dense_fill(cost_model *cm, cost_dense_entry *e,
+                                                 uint64_t T, uint32_t S)
 {
-    cost_dense_entry *e = &cm->cache[(T * 31 + S) & (COST_DENSE_CACHE - 1)];
-    if (e->valid && e->tokens == T && e->seqs == S)
-        return e;
     cost_op ops[MAX_OPS];
     size_t n = build_dense_ops(cm, T, S, ops);
     *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1};
@@ -315,6 +322,16 @@ static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t 
                 e->head += t; /* embedding and the embedding's all-reduce */
         }
     }
+}
+
+/* The dense operators' time for (T, S) split into one layer, head and tail, memoised: decode-
+ * heavy replays repeat the same few (T, S) pairs millions of times. The cached values are the
+ * same integer sums the expanded path adds up, so memoisation never changes a result. */
+static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t S)
+{
+    cost_dense_entry *e = &cm->cache[(T * 31 + S) & (COST_DENSE_CACHE - 1)];
+    if (!(e->valid && e->tokens == T && e->seqs == S))
+        dense_fill(cm, e, T, S);
     return e;
 }
 
@@ -482,6 +499,8 @@ int cost_model_create(cost_model **cm_out, const char *backend, const cost_param
     cm->p = *p;
     cm->layers = p->model->layers;
     cm->host = cat_engine_host_for(p->engine, p->gpu->name);
+    cm->attn = (attn_shape){.H = q_heads(p->model, p->tp), .KV = kv_heads(p->model, p->tp),
+                            .hd = p->model->head_dim, .d = p->model->dtype_bytes};
     cm->priv = cm->tail;
     if ((rc = ops->init(cm->priv, p, eb))) {
         ss_free(cm);

@@ -27,7 +27,7 @@ void des__queue_fini(des_queue *q)
 
 int des__queue_push(des_queue *q, des_event *ev)
 {
-    if (ss_grow((void **)&q->a, &q->cap, q->n + 1, sizeof *q->a))
+    if (q->n == q->cap && ss_grow((void **)&q->a, &q->cap, q->n + 1, sizeof *q->a))
         return SS_ENOMEM;
     des_qent x = {.at = ev->at, .seq = ev->seq, .ev = ev};
     size_t i = q->n++;
@@ -46,23 +46,24 @@ des_event *des__queue_pop(des_queue *q)
 {
     if (!q->n)
         return NULL;
-    des_event *top = q->a[0].ev;
-    des_qent x = q->a[--q->n];
-    size_t n = q->n, i = 0;
-    for (;;) {
-        size_t c = i * D + 1;
-        if (c >= n)
-            break;
-        size_t best = c, end = c + D < n ? c + D : n;
-        for (size_t k = c + 1; k < end; k++)
-            if (less(&q->a[k], &q->a[best]))
+    des_qent *a = q->a;
+    des_event *top = a[0].ev;
+    size_t n = --q->n, i = 0;
+    if (!n)
+        return top;
+    /* Sift the last entry down from the root's hole: at each level the least child moves up
+     * while it is less than the entry. */
+    des_qent x = a[n];
+    for (size_t c; (c = i * D + 1) < n;) {
+        const des_qent *best = &a[c], *end = &a[c + D < n ? c + D : n];
+        for (const des_qent *k = best + 1; k < end; k++)
+            if (less(k, best))
                 best = k;
-        if (!less(&q->a[best], &x))
+        if (!less(best, &x))
             break;
-        q->a[i] = q->a[best];
-        i = best;
+        a[i] = *best;
+        i = (size_t)(best - a);
     }
-    if (n)
-        q->a[i] = x;
+    a[i] = x;
     return top;
 }

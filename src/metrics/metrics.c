@@ -10,8 +10,13 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from)
 {
     memset(m, 0, sizeof *m);
     m->tenants = ss_calloc(n_tenants ? n_tenants : 1, sizeof *m->tenants);
-    if (!m->tenants)
+    m->cells = ss_calloc(((size_t)n_tenants + 1) * SS_MAX_TIERS, sizeof *m->cells);
+    if (!m->tenants || !m->cells) {
+        ss_free(m->tenants);
+        ss_free(m->cells);
+        memset(m, 0, sizeof *m);
         return SS_ENOMEM;
+    }
     m->n_tenants = n_tenants;
     m->measure_from = measure_from;
     return SS_OK;
@@ -31,6 +36,9 @@ void metrics_fini(metrics *m)
         group_fini(&m->tenants[i]);
     for (uint32_t i = 0; i < SS_MAX_TIERS; i++)
         group_fini(&m->tiers[i]);
+    for (size_t i = 0; m->cells && i < ((size_t)m->n_tenants + 1) * SS_MAX_TIERS; i++)
+        ss_hist_fini(&m->cells[i].tbt);
+    ss_free(m->cells);
     ss_free(m->tenants);
     memset(m, 0, sizeof *m);
 }
@@ -72,37 +80,52 @@ void metrics_add_req(metrics *m, const metrics_req *r)
         m->n_tiers = t + 1u;
 }
 
-static void group_flush(metrics *m, metrics_group *g)
+/* ------------------------------------------------------------------------------------------
+ * Inter-token gaps: one histogram per (tenant, tier) pair while the run goes, so that a gap is
+ * recorded once, not three times; the run's, tenants' and tiers' histograms at the flush.
+ * Bucket counts, sample counts and extremes come out as if every gap had gone into each group
+ * directly. So does the sum behind the mean while a group's gaps add up to less than 2^53 ns
+ * (104 days), where doubles add integers exactly; past that, a group fed by one pair (a
+ * single-tenant, single-tier run) still gets that pair's sum unchanged, and one fed by several
+ * gets the sum of their sums, which can round differently in the last bit.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Move the buffered run of equal gaps into the pair's histogram. */
+static void cell_flush_run(metrics *m, metrics_cell *c)
 {
-    if (g->gap_n && ss_hist_add_n(&g->tbt, g->gap_v, g->gap_n))
+    if (c->gap_n && ss_hist_add_n(&c->tbt, c->gap_v, c->gap_n))
         m->oom = 1;
-    g->gap_n = 0;
+    c->gap_n = 0;
 }
 
-static inline void group_gap(metrics *m, metrics_group *g, ss_time gap)
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap)
 {
-    if (gap != g->gap_v || !g->gap_n) {
-        group_flush(m, g);
-        g->gap_v = gap;
-    }
-    g->gap_n++;
+    cell_flush_run(m, c);
+    c->gap_v = gap;
+    c->gap_n = 1;
 }
 
-void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
+/* Fold pair (t, k)'s gaps into the run's, the tenant's (t < n_tenants) and tier k's tbt, and
+ * empty the pair. The last fold moves the pair's buckets, so that a run with one pair holds
+ * no more histograms at the end than one without pairs would. */
+static void cell_fold(metrics *m, uint32_t t, uint32_t k)
 {
-    group_gap(m, &m->all, gap);
-    if (tenant < m->n_tenants)
-        group_gap(m, &m->tenants[tenant], gap);
-    group_gap(m, &m->tiers[tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1], gap);
+    metrics_cell *c = &m->cells[t * SS_MAX_TIERS + k];
+    cell_flush_run(m, c);
+    if (!c->tbt.n)
+        return;
+    if (ss_hist_merge(&m->all.tbt, &c->tbt) ||
+        (t < m->n_tenants && ss_hist_merge(&m->tenants[t].tbt, &c->tbt)) ||
+        ss_hist_merge_move(&m->tiers[k].tbt, &c->tbt))
+        m->oom = 1;
+    ss_hist_fini(&c->tbt);
 }
 
 void metrics_flush(metrics *m)
 {
-    group_flush(m, &m->all);
-    for (uint32_t i = 0; i < m->n_tenants; i++)
-        group_flush(m, &m->tenants[i]);
-    for (uint32_t i = 0; i < SS_MAX_TIERS; i++)
-        group_flush(m, &m->tiers[i]);
+    for (uint32_t t = 0; t <= m->n_tenants; t++)
+        for (uint32_t k = 0; k < SS_MAX_TIERS; k++)
+            cell_fold(m, t, k);
 }
 
 static metrics_pct pct(const ss_hist *h)

@@ -105,11 +105,19 @@ typedef struct metrics_group {
     uint64_t sla_violations;  /* requests that broke their SLA (rejected ones that had one too) */
     uint64_t good_tokens;     /* output tokens of completed requests that met their SLA */
     uint64_t rejected_why[METRICS_REJ__COUNT]; /* rejected requests by reason */
-    ss_hist ttft, tbt, e2e;   /* ns; tbt holds every inter-token gap */
-    ss_time gap_v;            /* run-length buffer of equal gaps not yet in tbt */
-    uint64_t gap_n;
+    ss_hist ttft, tbt, e2e;   /* ns; tbt holds every inter-token gap once metrics_flush ran */
     metrics_prefix prefix;    /* automatic prefix caching (all zero when off) */
 } metrics_group;
+
+/* The inter-token gaps of one (tenant, tier) pair. A gap is recorded once, here, rather than
+ * in the run's, its tenant's and its tier's histograms: metrics_flush folds each pair into
+ * those three by adding bucket counts (metrics.c says how that compares to adding each gap
+ * to each group). */
+typedef struct metrics_cell {
+    ss_hist tbt;              /* ns; the pair's gaps, but for the buffered run */
+    ss_time gap_v;            /* run-length buffer of equal gaps not yet in tbt */
+    uint64_t gap_n;
+} metrics_cell;
 
 typedef struct metrics {
     metrics_group all;
@@ -117,6 +125,9 @@ typedef struct metrics {
     uint32_t n_tenants;
     metrics_group tiers[SS_MAX_TIERS];
     uint32_t n_tiers;          /* tiers present (highest tier seen + 1) */
+    /* owned, (n_tenants + 1) x SS_MAX_TIERS, tenant-major: gaps not yet in the groups; the
+     * last row takes a tenant out of range, which counts in the run and its tier only */
+    metrics_cell *cells;
     ss_time measure_from;      /* requests arriving earlier are not measured */
     /* run-level counters, every request included */
     uint64_t arrived;          /* all requests, warm-up included */
@@ -184,10 +195,27 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from);
 void metrics_fini(metrics *m);
 /* Fold one finished or rejected request in (when measured). Sets m->oom on failure. */
 void metrics_add_req(metrics *m, const metrics_req *r);
+/* metrics_add_gap when gap does not extend the pair's run: flushes the run into the pair's
+ * histogram and starts (gap, 1). Sets m->oom on failure. */
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap);
 /* Record one inter-token gap of a measured request of (tenant, tier). Equal consecutive gaps
- * are counted and added in one step. */
-void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap);
-/* Add every buffered gap to the histograms (before summarising). */
+ * of a (tenant, tier) pair are counted and added in one step. The gap reaches the groups'
+ * tbt histograms at the next metrics_flush. Sets m->oom on failure. Inline: a replay calls
+ * it for every generated token but a request's first. */
+static inline void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap)
+{
+    uint32_t t = tenant < m->n_tenants ? tenant : m->n_tenants;
+    uint32_t k = tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1;
+    metrics_cell *c = &m->cells[t * SS_MAX_TIERS + k];
+    /* A gap equal to the run's value extends it. An empty buffer (gap_n 0) extends too:
+     * whatever gap_v it holds, the run it starts is (gap, 1). */
+    if (gap == c->gap_v)
+        c->gap_n++;
+    else
+        metrics__new_run(m, c, gap);
+}
+/* Fold every gap recorded since the last flush into the run's, tenants' and tiers' tbt
+ * histograms (before summarising; a second flush adds nothing). Sets m->oom on failure. */
 void metrics_flush(metrics *m);
 /* Record the idle slice [from, to) of one GPU with free_bytes of memory free over it; the part
  * before measure_from is left out. Returns the length recorded (0 when nothing is left). */

@@ -101,6 +101,25 @@ static void test_hist_percentiles_within_tolerance(void **state)
     assert_int_equal(ss_hist_merge(&m, &s), 0);
     assert_int_equal(m.n, N + 100);
     assert_int_equal(m.min, 1);
+    /* moving into an empty histogram takes the buckets; into a full one it merges; either
+     * way the source is left empty and the result is what merging gives */
+    ss_hist mv = {0}, cp = {0};
+    assert_int_equal(ss_hist_merge(&cp, &m), 0);
+    assert_int_equal(ss_hist_merge(&cp, &s), 0);
+    assert_int_equal(ss_hist_merge_move(&mv, &m), 0);
+    assert_int_equal(m.n, 0);
+    assert_null(m.counts);
+    assert_int_equal(ss_hist_merge_move(&mv, &s), 0);
+    assert_int_equal(s.n, 0);
+    assert_null(s.counts);
+    assert_int_equal(mv.n, cp.n);
+    assert_int_equal(mv.min, cp.min);
+    assert_int_equal(mv.max, cp.max);
+    assert_true(mv.sum == cp.sum);
+    for (int q = 0; q <= 100; q++)
+        assert_int_equal(ss_hist_quantile(&mv, q / 100.0), ss_hist_quantile(&cp, q / 100.0));
+    ss_hist_fini(&mv);
+    ss_hist_fini(&cp);
     ss_hist_fini(&h);
     ss_hist_fini(&s);
     ss_hist_fini(&m);

@@ -4,6 +4,7 @@
  * and the idle-slice buckets. */
 #include "support/test_util.h"
 
+#include "core/ss_rng.h"
 #include "metrics/metrics.h"
 
 #include <math.h>
@@ -93,6 +94,62 @@ static void test_gaps(void **state)
     tu_assert_no_leaks();
 }
 
+static void assert_same_hist(const ss_hist *got, const ss_hist *want)
+{
+    assert_int_equal(got->n, want->n);
+    assert_int_equal(got->min, want->min);
+    assert_int_equal(got->max, want->max);
+    assert_true(got->sum == want->sum);
+    for (int q = 0; q <= 1000; q++)
+        assert_int_equal(ss_hist_quantile(got, q / 1000.0), ss_hist_quantile(want, q / 1000.0));
+}
+
+/* Gaps of interleaved (tenant, tier) pairs, with runs of equal gaps, a tenant out of range
+ * (it counts in the run and its tier only) and a tier past SS_MAX_TIERS (the last tier): after
+ * the flush each group's histogram is the one that adding every gap to it directly gives,
+ * sum included. A second flush adds nothing; gaps after it arrive at the next one. */
+static void test_gap_groups(void **state)
+{
+    (void)state;
+    enum { N_TEN = 3, N = 20000 };
+    const uint8_t tiers[] = {0, 1, 2, SS_MAX_TIERS + 3};
+    metrics m;
+    assert_int_equal(metrics_init(&m, N_TEN, 0), 0);
+    ss_hist all = {0}, ten[N_TEN] = {{0}}, tier[SS_MAX_TIERS] = {{0}};
+    ss_rng r;
+    ss_rng_seed(&r, 11, 3);
+    for (int i = 0; i < N + 10; i++) {
+        if (i == N) { /* flush twice in the middle: nothing is counted twice */
+            metrics_flush(&m);
+            metrics_flush(&m);
+        }
+        uint16_t t = (uint16_t)ss_rng_below(&r, N_TEN + 1);
+        uint8_t k = tiers[ss_rng_below(&r, 4)];
+        ss_time gap = ss_rng_below(&r, 4) ? 20 * MS : (ss_time)ss_rng_below(&r, 500 * MS);
+        metrics_add_gap(&m, t, k, gap);
+        assert_int_equal(ss_hist_add(&all, gap), 0);
+        if (t < N_TEN)
+            assert_int_equal(ss_hist_add(&ten[t], gap), 0);
+        assert_int_equal(ss_hist_add(&tier[k < SS_MAX_TIERS ? k : SS_MAX_TIERS - 1], gap), 0);
+    }
+    metrics_flush(&m);
+    metrics_flush(&m);
+    assert_false(m.oom);
+    assert_same_hist(&m.all.tbt, &all);
+    for (int t = 0; t < N_TEN; t++)
+        assert_same_hist(&m.tenants[t].tbt, &ten[t]);
+    for (int k = 0; k < SS_MAX_TIERS; k++)
+        assert_same_hist(&m.tiers[k].tbt, &tier[k]);
+    assert_true(tier[SS_MAX_TIERS - 1].n > 0 && tier[3].n == 0);
+    ss_hist_fini(&all);
+    for (int t = 0; t < N_TEN; t++)
+        ss_hist_fini(&ten[t]);
+    for (int k = 0; k < SS_MAX_TIERS; k++)
+        ss_hist_fini(&tier[k]);
+    metrics_fini(&m);
+    tu_assert_no_leaks();
+}
+
 /* Idle slices land in their decade buckets, and what precedes measure_from is cut off. */
 static void test_slices(void **state)
 {
@@ -124,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_gaps),
+        cmocka_unit_test(test_gap_groups),
         cmocka_unit_test(test_slices),
     };
     return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
