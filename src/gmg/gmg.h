@@ -368,8 +368,10 @@ void gmg_req_reroute(gmg *g, gmg_container *to, gmg_id r, gmg_enqueue where);
 /* Waiting -> running. */
 void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r);
 /* Running r joins the iteration being decided for q_tok tokens of its pending work, holding
- * at least `hold` KV blocks (and what its tokens need); the batch's work grows by it. */
-void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold);
+ * at least `hold` KV blocks (and what its tokens need); the batch's work grows by it. Inline
+ * (below), like gmg_req_progress: both run for every request of every iteration. */
+static inline void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok,
+                                    uint32_t hold);
 /* Running -> the front of the waiting queue, its KV dropped and its work to recompute. */
 void gmg_req_preempt(gmg *g, gmg_container *c, gmg_id r);
 /* Running -> swapped: its KV to host swap space (the iteration's swap_blocks count it). */
@@ -378,7 +380,7 @@ void gmg_req_to_swap(gmg *g, gmg_container *c, gmg_id r);
 void gmg_req_from_swap(gmg *g, gmg_container *c, gmg_id r);
 /* r's iteration ended at `now`: its scheduled tokens are computed. 1 when that emitted a token
  * (*gap: the time since its previous token; -1 for its first). */
-int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap);
+static inline int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap);
 /* Waiting, running or swapped -> `end` (GMG_REQ_DONE or GMG_REQ_REJECTED) at `now`: out of
  * every queue, its GPU and host blocks freed. The slot stays until gmg_req_free. */
 void gmg_req_end(gmg *g, gmg_container *c, gmg_id r, gmg_req_state end, ss_time now);
@@ -537,5 +539,47 @@ int gmg_check_active(const gmg *g, ss_errbuf *eb);
 int gmg_check_mode(const gmg *g, int full, int deep, ss_errbuf *eb);
 /* The work a deep prefix-cache check does: the caches' blocks and table slots (0 without). */
 uint64_t gmg_pc_check_units(const gmg *g);
+
+
+/* ---- the transitions every iteration makes, inline --------------------------------------- */
+
+static inline void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok,
+                                    uint32_t hold)
+{
+    gmg_req *q = &g->reqs[r];
+    uint32_t pending = q->prompt + q->generated - q->computed;
+    uint64_t tokens = (uint64_t)q->computed + q_tok;
+    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
+        uint32_t blocks = gmg_blocks_for(c, tokens);
+        gmg_req_set_blocks(g, c, q, hold > blocks ? hold : blocks);
+    }
+    if (pending == 1 && q->generated > 0)
+        cost_batch_add_decode(&c->iter.batch, tokens);
+    else
+        cost_batch_add_prefill(&c->iter.batch, q_tok, q->computed);
+    q->q_tokens = q_tok;
+    c->iter.reqs[c->iter.n_reqs++] = r;
+}
+
+static inline int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap)
+{
+    *gap = -1;
+    q->computed += q->q_tokens;
+    q->q_tokens = 0;
+    if (q->computed < q->prompt + q->generated)
+        return 0; /* a prefill chunk: no token yet */
+    q->generated++;
+    if (q->first_token < 0) {
+        q->first_token = now;
+    } else {
+        *gap = now - q->last_token;
+        q->tbt_sum += *gap;
+        if (*gap > q->tbt_max)
+            q->tbt_max = *gap;
+        q->tbt_over += q->sla_tbt && *gap > q->sla_tbt;
+    }
+    q->last_token = now;
+    return 1;
+}
 
 #endif

@@ -296,22 +296,6 @@ void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r)
     g->reqs[r].state = GMG_REQ_RUNNING;
 }
 
-void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
-{
-    gmg_req *q = &g->reqs[r];
-    uint32_t pending = q->prompt + q->generated - q->computed;
-    uint64_t tokens = (uint64_t)q->computed + q_tok;
-    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
-        uint32_t blocks = gmg_blocks_for(c, tokens);
-        gmg_req_set_blocks(g, c, q, hold > blocks ? hold : blocks);
-    }
-    if (pending == 1 && q->generated > 0)
-        cost_batch_add_decode(&c->iter.batch, tokens);
-    else
-        cost_batch_add_prefill(&c->iter.batch, q_tok, q->computed);
-    q->q_tokens = q_tok;
-    c->iter.reqs[c->iter.n_reqs++] = r;
-}
 
 void gmg_req_preempt(gmg *g, gmg_container *c, gmg_id r)
 {
@@ -345,26 +329,6 @@ void gmg_req_from_swap(gmg *g, gmg_container *c, gmg_id r)
     gmg_list_push_back(g, &c->running, r);
 }
 
-int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap)
-{
-    *gap = -1;
-    q->computed += q->q_tokens;
-    q->q_tokens = 0;
-    if (q->computed < q->prompt + q->generated)
-        return 0; /* a prefill chunk: no token yet */
-    q->generated++;
-    if (q->first_token < 0) {
-        q->first_token = now;
-    } else {
-        *gap = now - q->last_token;
-        q->tbt_sum += *gap;
-        if (*gap > q->tbt_max)
-            q->tbt_max = *gap;
-        q->tbt_over += q->sla_tbt && *gap > q->sla_tbt;
-    }
-    q->last_token = now;
-    return 1;
-}
 
 void gmg_req_end(gmg *g, gmg_container *c, gmg_id r, gmg_req_state end, ss_time now)
 {

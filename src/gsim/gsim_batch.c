@@ -144,11 +144,12 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok
  * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
 static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
 {
-    uint8_t want = r < s->g->n_slots && s->g->reqs[r].state == GMG_REQ_RUNNING ? GMG_REQ_RUNNING
-                                                                                : GMG_REQ_WAITING;
-    gmg_req *q = own_req(s, c, r, want, "run");
-    if (!q)
+    gmg_req *q = r < s->g->n_slots ? &s->g->reqs[r] : NULL;
+    if (!q || q->container != c->id ||
+        (q->state != GMG_REQ_RUNNING && q->state != GMG_REQ_WAITING)) {
+        own_req(s, c, r, GMG_REQ_WAITING, "run"); /* a malfunction: it says which */
         return;
+    }
     uint32_t pending = q->prompt + q->generated - q->computed;
     if (q_tok - 1 >= pending) { /* q_tok < 1 or q_tok > pending */
         malfunction(s, c, "it scheduled %u tokens of request %llu, which has %u pending", q_tok,

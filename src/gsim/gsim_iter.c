@@ -102,13 +102,13 @@ void gs_start_iteration(gsim *s, gmg_container *c)
 /* ---- iteration completion --------------------------------------------------------------- */
 
 /* Advance q by the tokens it computed this iteration; returns 1 if that emitted a token. */
-static int advance(gsim *s, gmg_req *q, ss_time now)
+static int advance(gsim *s, gmg_container *c, gmg_req *q, ss_time now)
 {
     ss_time gap;
     if (!gmg_req_progress(q, now, &gap))
         return 0; /* a prefill chunk: no token yet */
-    if (!q->pc_registered && q->state == GMG_REQ_RUNNING && s->g->ctrs[q->container].pc)
-        gmg_pc_register(s->g, &s->g->ctrs[q->container], q);
+    if (c->pc && !q->pc_registered && q->state == GMG_REQ_RUNNING) /* c: q's container */
+        gmg_pc_register(s->g, c, q);
     if (gap >= 0 && q->measured && !s->fork)
         metrics_add_gap(&s->m, q->tenant, q->tier, gap);
     return 1;
@@ -122,7 +122,7 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
-        if (advance(s, q, now) && q->generated >= q->output)
+        if (advance(s, c, q, now) && q->generated >= q->output)
             gs_finish(s, c, r);
         else if (q->mig != GMG_NONE && gs_mig_at(s, q->mig)->want_final)
             gs_mig_begin_final(s, q->mig);
