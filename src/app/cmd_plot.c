@@ -1,6 +1,6 @@
 /* `slicesim plot DB`: figures from a results database, drawn by gnuplot. This file parses the
  * options and reports; grouping the runs, each kind's data and running gnuplot are plot/'s. */
-#include "app/bundle.h"
+#include "runner/bundle.h"
 #include "app/cli.h"
 
 #include "core/ss_parse.h"
@@ -75,7 +75,7 @@ int cmd_plot(int argc, char **argv)
         case 'k': {
             char *items[PLOT_N_KINDS * 2];
             snprintf(kind_text, sizeof kind_text, "%s", optarg);
-            int n = app_split_list(kind_text, items, PLOT_N_KINDS * 2);
+            int n = runner_split_list(kind_text, items, PLOT_N_KINDS * 2);
             if (n < 1)
                 return usage_error("--kind: expected a comma-separated list, got '", optarg);
             for (int i = 0; i < n; i++) {

@@ -3,7 +3,7 @@
  * routes them, asks each container's batching policy for its next iteration, validates and
  * applies the decision, and times the iteration with the cost model (one event per iteration:
  * the fast path). Finished and rejected requests go to a sink (the results store).
- * Not for I/O: sources and sinks are callbacks supplied by app/. */
+ * Not for I/O: sources and sinks are callbacks supplied by its caller (runner/, calib/). */
 #ifndef SS_GSIM_GSIM_H
 #define SS_GSIM_GSIM_H
 
