@@ -134,11 +134,43 @@ int tu_sim_setup(catalog **cat, ss_params **params, gsim_config *cfg)
     return 0;
 }
 
+tu_collect tu_collect_new(size_t n)
+{
+    tu_collect c = {calloc(n ? n : 1, sizeof(metrics_req)), 0, 0};
+    assert_non_null(c.r);
+    return c;
+}
+
 int tu_collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
 {
     (void)eb;
     tu_collect *c = ud;
+    if (c->r[r->trace_id].finish)
+        c->dup++;
     c->r[r->trace_id] = *r;
     c->n_calls++;
+    return 0;
+}
+
+int tu_sim_fixture_setup(void **state)
+{
+    tu_sim *f = calloc(1, sizeof *f);
+    if (!f || tu_sim_setup(&f->cat, &f->params, &f->cfg)) {
+        free(f);
+        return -1;
+    }
+    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    *state = f;
+    return 0;
+}
+
+int tu_sim_fixture_teardown(void **state)
+{
+    tu_sim *f = *state;
+    ss_params_destroy(&f->params);
+    catalog_destroy(&f->cat);
+    free(f);
+    tu_tmpdir_cleanup();
+    tu_assert_no_leaks();
     return 0;
 }

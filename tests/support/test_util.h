@@ -44,13 +44,30 @@ int tu_recs_next(void *ud, trace_rec *out, ss_errbuf *eb);
 typedef struct tu_collect {
     metrics_req *r; /* by trace id */
     size_t n_calls;
+    size_t dup;     /* calls for a trace id that had finished already (reported twice) */
 } tu_collect;
 int tu_collect_req(void *ud, const metrics_req *r, ss_errbuf *eb);
+/* A tu_collect with room for trace ids 0..n-1 (free its r). */
+tu_collect tu_collect_new(size_t n);
 
 /* The start of a simulator fixture: the source tree's catalog, a parameter set, and cfg at
  * gsim's defaults on an A100-80G with those parameters (the model or tenants are the test's).
  * 0, or -1 when the catalog does not load. */
 int tu_sim_setup(catalog **cat, ss_params **params, gsim_config *cfg);
+
+/* The simulator fixture the unit tests share: tu_sim_setup's catalog, parameters and cfg (with
+ * llama-2-7b as the single tenant's model), and room for the test's tenants (cfg.tenants points
+ * at none until the test sets it). */
+typedef struct tu_sim {
+    catalog *cat;
+    ss_params *params;
+    gsim_config cfg;
+    gsim_tenant ten[4];
+} tu_sim;
+/* cmocka setup and teardown for it: *state gets a fresh tu_sim; teardown frees it, removes
+ * the temporary directories and fails the test on a leak. */
+int tu_sim_fixture_setup(void **state);
+int tu_sim_fixture_teardown(void **state);
 
 /* n requests of an Azure-conversation-like load: Poisson arrivals at rate req/s, lognormal
  * prompts (median ~1020 tokens) and outputs (median ~129 + min_output); deterministic in seed.

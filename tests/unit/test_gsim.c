@@ -15,31 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
-static int setup(void **state)
-{
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
-        return -1;
-    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
-    *state = f;
-    return 0;
-}
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output)
 {
@@ -85,7 +63,7 @@ static void test_engine_frontend_latency(void **state)
         e.frontend_s = k ? 0.25 : 0.0;
         const cat_engine *keep = f->cfg.engine;
         f->cfg.engine = &e;
-        tu_collect c = {k ? fe : base, 0};
+        tu_collect c = {k ? fe : base, 0, 0};
         run(f, recs, 3, &c, NULL, NULL);
         f->cfg.engine = keep;
     }
@@ -120,7 +98,7 @@ static void test_engine_async_scheduling(void **state)
     trace_rec recs[4] = {rec(0, 0.0, 300, 10), rec(1, 0.001, 200, 10), rec(2, 0.0, 300, 10),
                          rec(3, 100.0, 300, 10)};
     metrics_req probe[4], base[4], lag[4];
-    tu_collect c = {probe, 0};
+    tu_collect c = {probe, 0, 0};
     trace_rec two[2] = {recs[0], recs[1]};
     run(f, two, 2, &c, NULL, NULL); /* step 0 ends at r0's first token, step 1 at r1's */
     ss_time end0 = by_id(probe, 2, 0)->first_token, end1 = by_id(probe, 2, 1)->first_token;
@@ -133,7 +111,7 @@ static void test_engine_async_scheduling(void **state)
         e.async_scheduling = k;
         const cat_engine *keep = f->cfg.engine;
         f->cfg.engine = &e;
-        tu_collect cc = {k ? lag : base, 0};
+        tu_collect cc = {k ? lag : base, 0, 0};
         run(f, order, 4, &cc, NULL, NULL);
         f->cfg.engine = keep;
     }
@@ -154,7 +132,7 @@ static void test_unloaded_ttft_equals_prefill_prediction(void **state)
     trace_rec recs[6];
     for (int i = 0; i < 6; i++)
         recs[i] = rec((uint64_t)i, 200.0 * i, prompts[i], 20);
-    tu_collect c = {calloc(6, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(6);
     gsim *g;
     run(f, recs, 6, &c, NULL, &g);
     cost_model *cm = gsim_graph(g)->ctrs[0].cost;
@@ -219,7 +197,7 @@ static void test_conservation_with_rejections(void **state)
         r[i].prompt_tokens = 4000; /* prompt + output beyond max_model_len: truncated */
         r[i].output_tokens = 500;
     }
-    tu_collect c = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(N);
     metrics_summary m;
     run(f, r, N, &c, &m, NULL);
     assert_int_equal(m.requests, N);
@@ -328,7 +306,7 @@ static void test_deterministic(void **state)
     f->cfg.routing = "lor";
     enum { N = 2000 };
     trace_rec *r = synth(N, 12, 9);
-    tu_collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
     metrics_summary ma, mb;
     run(f, r, N, &a, &ma, NULL);
     run(f, r, N, &b, &mb, NULL);
@@ -405,7 +383,7 @@ static void run_two(fx *f, const char *batching, two_req *out)
     f->cfg.replicas = 1;
     f->cfg.batching = batching;
     trace_rec recs[2] = {rec(0, 0.0, 1000, 3), rec(1, 0.001, 600, 2)};
-    tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(2);
     run(f, recs, 2, &c, NULL, &out->g);
     out->a = c.r[0];
     out->b = c.r[1];
@@ -507,7 +485,7 @@ static void test_static_padding_and_shrink(void **state)
     trace_rec recs[2] = {rec(0, 0.0, 300, 2), rec(1, 0.0, 100, 4)};
     for (int shrink = 0; shrink < 2; shrink++) {
         ss_params_set(f->params, "shrink", shrink ? "true" : "false");
-        tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
+        tu_collect c = tu_collect_new(2);
         gsim *g;
         run(f, recs, 2, &c, NULL, &g);
         cost_model *cm = gsim_graph(g)->ctrs[0].cost;
@@ -601,7 +579,7 @@ static void test_livelock_guard_rejects_and_counts(void **state)
     enum { N = 600 };
     trace_rec *r = synth(N, 50, 11);
     metrics_summary m;
-    tu_collect c = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(N);
     run(f, r, N, &c, &m, NULL);
     assert_true(m.aborted > 0);
     assert_int_equal(m.all.completed + m.all.rejected, N);
@@ -657,7 +635,7 @@ static void test_pipeline_timings(void **state)
     f->cfg.replicas = 1;
     trace_rec one[1] = {rec(0, 0.0, 1000, 1)};
     trace_rec two[2] = {rec(0, 0.0, 1000, 1), rec(1, 0.0, 1000, 1)};
-    tu_collect c1 = {calloc(1, sizeof(metrics_req)), 0}, c2 = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c1 = tu_collect_new(1), c2 = tu_collect_new(2);
     gsim *g;
     run(f, one, 1, &c1, NULL, &g);
     ss_time flat = c1.r[0].first_token;
@@ -881,7 +859,7 @@ static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ct
     ss_time gap_from, gap_to;
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
-    tu_collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
     if (gsim_create(&g, &f->cfg, &eb))
@@ -947,8 +925,8 @@ static void test_fork_leaves_the_replay_alone(void **state)
     ss_time gap_from, gap_to;
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
-    tu_collect plain = {calloc(n, sizeof(metrics_req)), 0};
-    tu_collect forked = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect plain = tu_collect_new(n);
+    tu_collect forked = tu_collect_new(n);
     run(f, r, n, &plain, NULL, NULL);
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
@@ -1013,7 +991,7 @@ static void test_fork_allocation_failures_are_clean(void **state)
     free(r);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, tu_sim_fixture_setup, tu_sim_fixture_teardown)
 int main(void)
 {
     const struct CMUnitTest tests[] = {

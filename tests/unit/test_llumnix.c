@@ -14,52 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct collect {
-    metrics_req *r;
-    size_t n, dup;
-} collect;
-
-static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
-{
-    (void)eb;
-    collect *c = ud;
-    if (c->r[r->trace_id].finish)
-        c->dup++; /* reported twice */
-    c->r[r->trace_id] = *r;
-    c->n++;
-    return 0;
-}
-
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-    gsim_tenant ten;
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+    if (tu_sim_fixture_setup(state))
         return -1;
+    fx *f = *state;
     f->cfg.cluster = "llumnix";
-    f->ten = (gsim_tenant){.name = "chat", .model = catalog_model(f->cat, "llama-2-7b"), .tp = 1,
+    f->ten[0] = (gsim_tenant){.name = "chat", .model = catalog_model(f->cat, "llama-2-7b"), .tp = 1,
                            .pp = 1, .replicas = 4, .tiers = 1};
-    f->cfg.tenants = &f->ten;
+    f->cfg.tenants = f->ten;
     f->cfg.n_tenants = 1;
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 /* Poisson arrivals with heavy-tailed outputs (imbalance builds up), tiers cycling over k. */
 static trace_rec *synth(size_t n, double rate, uint32_t k, uint64_t seed)
@@ -79,14 +48,14 @@ static trace_rec *synth(size_t n, double rate, uint32_t k, uint64_t seed)
     return r;
 }
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, collect *c)
+static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
 {
     gsim *g = NULL;
     ss_errbuf eb;
     if (gsim_create(&g, &f->cfg, &eb))
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
+    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
         fail_msg("gsim_run: %s", eb.msg);
     return g;
 }
@@ -99,11 +68,11 @@ static void test_migration_conserves_requests_and_kv(void **state)
     f->cfg.gpu_mem_util = 0.35;
     enum { N = 2500 };
     trace_rec *r = synth(N, 14, 1, 4);
-    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    tu_collect c = tu_collect_new(N);
     gsim *g = run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_true(m->migrations > 0);
-    assert_int_equal(c.n, N);
+    assert_int_equal(c.n_calls, N);
     assert_int_equal(c.dup, 0);
     uint64_t migrated = 0;
     for (size_t i = 0; i < N; i++) {
@@ -137,11 +106,11 @@ static void test_migration_aborts_are_counted(void **state)
     trace_rec *r = synth(N, 20, 1, 9);
     for (size_t i = 0; i < N; i++)
         r[i].output_tokens = 2 + (uint32_t)(i % 5);
-    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    tu_collect c = tu_collect_new(N);
     gsim *g = run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_true(m->migrations_aborted > 0);
-    assert_int_equal(c.n, N);
+    assert_int_equal(c.n_calls, N);
     assert_int_equal(c.dup, 0);
     gsim_destroy(&g);
     free(r);
@@ -152,7 +121,7 @@ static void test_tier0_beats_lowest_tier(void **state)
 {
     fx *f = *state;
     f->cfg.cluster = "llumnix-tiers";
-    f->ten.tiers = 4;
+    f->ten[0].tiers = 4;
     enum { N = 4000 };
     trace_rec *r = synth(N, 22, 4, 2); /* overloaded: queues build */
     gsim *g = run(f, r, N, NULL);
@@ -170,12 +139,12 @@ static void test_tier0_beats_lowest_tier(void **state)
 static void test_autoscaling_activates_standby(void **state)
 {
     fx *f = *state;
-    f->ten.replicas = 1;
-    f->ten.max_replicas = 3;
+    f->ten[0].replicas = 1;
+    f->ten[0].max_replicas = 3;
     ss_params_set(f->params, "scale_period_s", "5");
     enum { N = 1500 };
     trace_rec *r = synth(N, 8, 1, 6);
-    collect c = {calloc(N, sizeof(metrics_req)), 0, 0};
+    tu_collect c = tu_collect_new(N);
     gsim *g = run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_int_equal(gsim_graph(g)->n_ctrs, 3); /* the two standby containers exist */
@@ -184,7 +153,7 @@ static void test_autoscaling_activates_standby(void **state)
     for (size_t i = 0; i < N; i++)
         used |= 1u << c.r[i].container;
     assert_true(used & ~1u); /* requests ran on scaled-up containers */
-    assert_int_equal(c.n, N);
+    assert_int_equal(c.n_calls, N);
     gsim_destroy(&g);
     free(r);
     free(c.r);
@@ -207,8 +176,8 @@ static size_t burst_then_trickle(trace_rec **out)
 
 static uint64_t scale_downs_with_cooldown(fx *f, const char *cooldown)
 {
-    f->ten.replicas = 1;
-    f->ten.max_replicas = 3;
+    f->ten[0].replicas = 1;
+    f->ten[0].max_replicas = 3;
     ss_params_set(f->params, "scale_period_s", "5");
     ss_params_set(f->params, "scale_cooldown_s", cooldown);
     trace_rec *r;
@@ -237,10 +206,10 @@ static void test_deterministic(void **state)
 {
     fx *f = *state;
     f->cfg.cluster = "llumnix-tiers";
-    f->ten.tiers = 3;
+    f->ten[0].tiers = 3;
     enum { N = 1500 };
     trace_rec *r = synth(N, 16, 3, 12);
-    collect a = {calloc(N, sizeof(metrics_req)), 0, 0}, b = {calloc(N, sizeof(metrics_req)), 0, 0};
+    tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
     gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
     assert_memory_equal(a.r, b.r, N * sizeof(metrics_req));
     assert_int_equal(gsim_metrics(g1)->migrations, gsim_metrics(g2)->migrations);
@@ -251,7 +220,7 @@ static void test_deterministic(void **state)
     free(b.r);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
 int main(void)
 {
     const struct CMUnitTest tests[] = {

@@ -15,33 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct collect {
-    metrics_req *r; /* by trace id */
-    size_t n;
-} collect;
-
-static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
-{
-    (void)eb;
-    collect *c = ud;
-    c->r[r->trace_id] = *r;
-    c->n++;
-    return 0;
-}
-
 /* Tenant 0 "hot" (Llama-2-7B) and tenant 1 "cold" (Llama-3-8B), one A100 container each. */
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-    gsim_tenant ten[2];
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+    if (tu_sim_fixture_setup(state))
         return -1;
+    fx *f = *state;
     f->cfg.check = 1;
     f->ten[0] = (gsim_tenant){.name = "hot", .model = catalog_model(f->cat, "llama-2-7b"),
                               .tp = 1, .pp = 1, .replicas = 1, .tiers = 1};
@@ -49,19 +30,9 @@ static int setup(void **state)
                               .tp = 1, .pp = 1, .replicas = 1, .tiers = 1};
     f->cfg.tenants = f->ten;
     f->cfg.n_tenants = 2;
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 /* n_hot requests of `prompt` tokens for the hot tenant at t = 0 (a queue builds: vLLM admits
  * 16,384 prompt tokens per iteration), then, when `cold_rate` > 0, Poisson requests for the cold
@@ -96,7 +67,7 @@ static trace_rec *workload(uint32_t n_hot, uint32_t prompt, double cold_rate, si
 }
 
 /* A replay of src (results to c when set, observed by obs when set), advanced to `at`. */
-static gsim *begin(fx *f, tu_recs *src, collect *c, const gsim_observer *obs, ss_time at)
+static gsim *begin(fx *f, tu_recs *src, tu_collect *c, const gsim_observer *obs, ss_time at)
 {
     gsim *g = NULL;
     ss_errbuf eb;
@@ -104,14 +75,14 @@ static gsim *begin(fx *f, tu_recs *src, collect *c, const gsim_observer *obs, ss
         fail_msg("gsim_create: %s", eb.msg);
     if (obs)
         gsim_set_observer(g, obs);
-    if (gsim_start(g, tu_recs_next, src, c ? collect_req : NULL, c, &eb) ||
+    if (gsim_start(g, tu_recs_next, src, c ? tu_collect_req : NULL, c, &eb) ||
         gsim_advance(g, at, &eb))
         fail_msg("replay: %s", eb.msg);
     return g;
 }
 
 typedef struct run_out {
-    collect c;
+    tu_collect c;
     metrics m;       /* copy of the run's counters (histograms not used) */
     ss_time ttft0;   /* TTFT of the offloaded request */
     uint64_t id0;    /* its trace id */
@@ -140,7 +111,7 @@ static void replay(fx *f, const trace_rec *r, size_t n, int offload, ss_time at,
     if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
         fail_msg("replay: %s", eb.msg);
     o->m = *gsim_metrics(g);
-    assert_int_equal(o->c.n, n);
+    assert_int_equal(o->c.n_calls, n);
     if (offload && !o->rc)
         o->ttft0 = o->c.r[o->id0].first_token - o->c.r[o->id0].arrival;
     gsim_destroy(&g);
@@ -255,7 +226,7 @@ static void test_weights_staged_once(void **state)
     f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
-    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(n);
     tu_recs src = {r, n, 0};
     gsim *g = begin(f, &src, &c, NULL, 1);
     ss_errbuf eb;
@@ -278,7 +249,7 @@ static void test_weights_staged_once(void **state)
     assert_int_equal(G->ctrs[1].blocks_staged, lent);
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
-    assert_int_equal(c.n, n);
+    assert_int_equal(c.n_calls, n);
     gsim_destroy(&g);
     free(c.r);
     free(r);
@@ -301,7 +272,7 @@ static void test_staged_weights_evicted_under_pressure(void **state)
     for (size_t i = 460; i < n; i++) /* and another queue at home at 3.9 s */
         r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(3.9) + (ss_time)i,
                            .prompt_tokens = 2000, .output_tokens = 64};
-    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(n);
     tu_recs src = {r, n, 0};
     gsim *g = begin(f, &src, &c, NULL, 1);
     ss_errbuf eb;
@@ -316,7 +287,7 @@ static void test_staged_weights_evicted_under_pressure(void **state)
     assert_non_null(strstr(eb.msg, "stage"));
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
-    assert_int_equal(c.n, n);
+    assert_int_equal(c.n_calls, n);
     gsim_destroy(&g);
     free(c.r);
     free(r);
@@ -328,7 +299,7 @@ static void test_fork_predicts_an_offload(void **state)
     fx *f = *state;
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
-    collect rc = {calloc(n, sizeof(metrics_req)), 0}, wc = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
     tu_recs src = {r, n, 0};
     gsim *g = begin(f, &src, &rc, NULL, 1), *w = NULL;
     ss_errbuf eb;
@@ -338,7 +309,7 @@ static void test_fork_predicts_an_offload(void **state)
     assert_int_equal(gsim_offload(g, q, 1, 0, &eb), 0);
     assert_int_equal(gsim_advance(g, ss_time_from_s(0.05), &eb), 0); /* chunks in flight */
     gmg_id both[2] = {0, 1};
-    assert_int_equal(gsim_fork(g, both, 2, collect_req, &wc, &w, &eb), 0);
+    assert_int_equal(gsim_fork(g, both, 2, tu_collect_req, &wc, &w, &eb), 0);
     assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
@@ -363,7 +334,7 @@ static void test_batching_decides_what_a_move_holds(void **state)
     ss_params_set(f->params, "reserve", "oracle");
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
-    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(n);
     tu_recs src = {r, n, 0};
     gsim *g = begin(f, &src, &c, NULL, 1);
     ss_errbuf eb;
@@ -376,7 +347,7 @@ static void test_batching_decides_what_a_move_holds(void **state)
     assert_int_equal(G->ctrs[0].n_offloaded, 1);
     if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
         fail_msg("replay: %s", eb.msg);
-    assert_int_equal(c.n, n);
+    assert_int_equal(c.n_calls, n);
     assert_int_equal(gsim_metrics(g)->offloads_done, 1);
     gsim_destroy(&g);
     free(c.r);
@@ -385,7 +356,7 @@ static void test_batching_decides_what_a_move_holds(void **state)
     ss_params_destroy(&f->params);
     assert_int_equal(ss_params_create(&f->params), 0);
     f->cfg.params = f->params;
-    c = (collect){calloc(n, sizeof(metrics_req)), 0};
+    c = tu_collect_new(n);
     src = (tu_recs){r, n, 0};
     g = begin(f, &src, &c, NULL, 1);
     q = gsim_graph(g)->ctrs[0].waiting.tail;
@@ -502,7 +473,7 @@ static void test_expansion_includes_guest_waits(void **state)
 
 /* Run the workload under --ops slice; returns the run's metrics and SliceScheduler's figures,
  * and the per-request outcomes in c. */
-static void slice_run(fx *f, const trace_rec *r, size_t n, collect *c, metrics *m,
+static void slice_run(fx *f, const trace_rec *r, size_t n, tu_collect *c, metrics *m,
                       slice_stats *st)
 {
     f->cfg.ops = "slice";
@@ -511,7 +482,7 @@ static void slice_run(fx *f, const trace_rec *r, size_t n, collect *c, metrics *
     if (gsim_create(&g, &f->cfg, &eb))
         fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? collect_req : NULL, c, &eb))
+    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
         fail_msg("gsim_run: %s", eb.msg);
     *m = *gsim_metrics(g);
     *st = *gsim_slice_stats(g);
@@ -526,7 +497,7 @@ static void test_scheduler_predictions_are_exact_without_arrivals(void **state)
     fx *f = *state;
     size_t n;
     trace_rec *r = workload(80, 2000, 0, &n);
-    collect c = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(n);
     metrics m;
     slice_stats st;
     slice_run(f, r, n, &c, &m, &st);
@@ -536,7 +507,7 @@ static void test_scheduler_predictions_are_exact_without_arrivals(void **state)
     assert_true(m.offloads_done > 0);
     assert_int_equal(m.offload_predicted, m.offloads_done);
     assert_int_equal(m.offload_pred_err_ns, 0);
-    assert_int_equal(c.n, n);
+    assert_int_equal(c.n_calls, n);
     free(c.r);
     free(r);
 }
@@ -571,8 +542,8 @@ static void test_scheduler_refuses_what_breaks_an_sla(void **state)
     ss_params_set(f->params, "slice_overrun_ms", "50");
     size_t n;
     trace_rec *r = workload(120, 2000, 4, &n);
-    collect base = {calloc(n, sizeof(metrics_req)), 0}, tight = {calloc(n, sizeof(metrics_req)), 0},
-            loose = {calloc(n, sizeof(metrics_req)), 0};
+    tu_collect base = tu_collect_new(n), tight = tu_collect_new(n),
+            loose = tu_collect_new(n);
     metrics m;
     slice_stats st;
     f->ten[1].sla[0].tbt_p99 = 60 * SS_NS_PER_MS;
@@ -646,7 +617,7 @@ static void test_scheduler_allocation_failures_are_clean(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_offload_to_an_idle_helper),
         T(test_strict_fit_never_delays_the_helper),

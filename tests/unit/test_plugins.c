@@ -12,32 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+    if (tu_sim_fixture_setup(state))
         return -1;
-    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    fx *f = *state;
     f->cfg.replicas = 2;
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 /* Run f's configuration over 40 requests; the run's code, its message in eb and (if g_out) the
  * simulation are returned. */
@@ -224,7 +209,7 @@ static void test_greedy_placement_offloads_without_whatifs(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_registered_plugins_are_found_and_listed),
         T(test_bad_batching_decision_is_an_error),

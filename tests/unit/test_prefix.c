@@ -13,34 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+    if (tu_sim_fixture_setup(state))
         return -1;
-    f->cfg.model = catalog_model(f->cat, "llama-2-7b");
+    fx *f = *state;
     f->cfg.replicas = 1;
     f->cfg.check = 1;
     f->cfg.prefix_cache = GSIM_PREFIX_ON;
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output, uint64_t sid)
 {
@@ -98,7 +83,7 @@ static void test_hit_shortens_ttft_by_the_recompute(void **state)
 {
     fx *f = *state;
     trace_rec r[2] = {rec(0, 0, 2000, 2, 5), rec(1, 100, 2000, 2, 5)};
-    tu_collect c = {calloc(2, sizeof(metrics_req)), 0};
+    tu_collect c = tu_collect_new(2);
     gsim *g = run(f, r, 2, &c);
     cost_model *cm = gsim_graph(g)->ctrs[0].cost;
     cost_batch full = {0}, rest = {0};
@@ -216,7 +201,7 @@ static void run_twice_same(fx *f, const char *what)
 {
     enum { N = 600 };
     trace_rec *r = sessions(N, 40, 3);
-    tu_collect a = {calloc(N, sizeof(metrics_req)), 0}, b = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
     gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
     if (memcmp(a.r, b.r, N * sizeof *a.r))
         fail_msg("%s: two runs differ", what);
@@ -264,7 +249,7 @@ static void test_fork_copies_the_cache(void **state)
     enum { N = 200 };
     f->cfg.replicas = 2;
     trace_rec *r = sessions(N, 30, 5);
-    tu_collect rc = {calloc(N, sizeof(metrics_req)), 0}, wc = {calloc(N, sizeof(metrics_req)), 0};
+    tu_collect rc = tu_collect_new(N), wc = tu_collect_new(N);
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
@@ -335,15 +320,17 @@ static void test_auto_mode(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_exact_hit_rate, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hit_shortens_ttft_by_the_recompute, setup, teardown),
+        T(test_exact_hit_rate),
+        T(test_hit_shortens_ttft_by_the_recompute),
         cmocka_unit_test(test_lru_eviction_order),
         cmocka_unit_test(test_concurrent_copies_share),
-        cmocka_unit_test_setup_teardown(test_deterministic_under_pressure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fork_copies_the_cache, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_check_catches_a_bad_refcount, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_auto_mode, setup, teardown),
+        T(test_deterministic_under_pressure),
+        T(test_fork_copies_the_cache),
+        T(test_check_catches_a_bad_refcount),
+        T(test_auto_mode),
     };
+#undef T
     return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
 }

@@ -32,18 +32,13 @@ static int collect_req(void *ud, const metrics_req *r, ss_errbuf *eb)
     return 0;
 }
 
-typedef struct fx {
-    catalog *cat;
-    ss_params *params;
-    gsim_config cfg;
-    gsim_tenant ten[3];
-} fx;
+typedef tu_sim fx; /* the shared simulator fixture (tests/support) */
 
 static int setup(void **state)
 {
-    fx *f = calloc(1, sizeof *f);
-    if (tu_sim_setup(&f->cat, &f->params, &f->cfg))
+    if (tu_sim_fixture_setup(state))
         return -1;
+    fx *f = *state;
     f->ten[0] = (gsim_tenant){.name = "chat", .model = catalog_model(f->cat, "llama-2-7b"),
                               .tp = 1, .pp = 1, .replicas = 2, .tiers = 2};
     f->ten[1] = (gsim_tenant){.name = "code", .model = catalog_model(f->cat, "llama-3-8b"),
@@ -52,19 +47,9 @@ static int setup(void **state)
                               .tp = 2, .pp = 1, .replicas = 1, .tiers = 1};
     f->cfg.tenants = f->ten;
     f->cfg.n_tenants = 3;
-    *state = f;
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx *f = *state;
-    ss_params_destroy(&f->params);
-    catalog_destroy(&f->cat);
-    free(f);
-    tu_assert_no_leaks();
-    return 0;
-}
 
 /* n requests of n_tenants tenants, Poisson at `rate` each, lognormal lengths, tiers 0/1. */
 static trace_rec *synth(size_t n, uint32_t n_tenants, double rate, uint64_t seed)
@@ -220,7 +205,7 @@ static void test_reallocation_moves_containers(void **state)
     free(r);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
