@@ -1,5 +1,5 @@
 /* Executors: run the operators of a decoder layer somewhere and say how long each took. The
- * `cuda` backend (src/cuda/, built with -Dcuda) runs them on a real GPU (cuBLASLt GEMMs, the
+ * `cuda` backend (src/exec/cuda/, built with -Dcuda) runs them on a real GPU (cuBLASLt GEMMs, the
  * project's own kernels, CUPTI activity timing); the `sim` backend "runs" them through the
  * roofline cost model, so calibrate and validate can be exercised end to end without a GPU.
  * `slicesim calibrate` and `slicesim validate` are the users. Not for choosing what to run:

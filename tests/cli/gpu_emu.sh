@@ -1,6 +1,6 @@
 #!/bin/bash
 # The CUDA executor's own code (kernels.cu, exec_cuda.c, cu_timer.c) on cuemu, the CPU stand-in
-# for the GPU and CUDA's libraries (src/cuda/emu): every kernel against the CPU reference with
+# for the GPU and CUDA's libraries (src/exec/cuda/emu): every kernel against the CPU reference with
 # either timer (CUPTI records, CUDA events), the no-GPU message, a calibration of a small model
 # (resumed after a stop), a peer copy between two emulated GPUs, and a validation of every
 # operator kind stored in SQLite, of a mixture of experts and of a TP 2 shard. Kernels run in

@@ -1,3 +1,3 @@
 // kernels.cu as host C++ for cuemu, the CPU stand-in for the GPU (cuemu.h).
 #define SS_CUDA_EMU 1
-#include "cuda/kernels.cu"
+#include "exec/cuda/kernels.cu"

@@ -15,7 +15,7 @@
  *
  * Environment: CUEMU_DEVICES (0, 1 or 2; default 1), CUEMU_CUPTI=0 (CUPTI refuses, as without
  * permission, so the timer falls back to events). */
-#include "cuda/emu/cuemu.h"
+#include "exec/cuda/emu/cuemu.h"
 #include "exec/exec.h"
 
 #include <cublasLt.h>

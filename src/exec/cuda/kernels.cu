@@ -3,7 +3,7 @@
 // KV-cache write, causal softmax for prefill attention, and decode attention. bf16 storage,
 // fp32 arithmetic. Each launcher is extern "C" and returns the launch's cudaError_t as int.
 #ifdef SS_CUDA_EMU
-#include "cuda/emu/cuemu_kernels.h" // compiled as host C++ for the CPU emulator (src/cuda/emu/)
+#include "exec/cuda/emu/cuemu_kernels.h" // compiled as host C++ for the CPU emulator (src/exec/cuda/emu/)
 #else
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda/kernels.h"
+#include "exec/cuda/kernels.h"
 
 typedef __nv_bfloat16 bf16;
 

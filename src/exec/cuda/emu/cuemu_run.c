@@ -5,7 +5,7 @@
  * undefined, and stops the program.
  * On x86-64 a fiber switch is a few instructions (cuemu_switch below); elsewhere it is
  * swapcontext, which also saves the signal mask with a system call each time. */
-#include "cuda/emu/cuemu.h"
+#include "exec/cuda/emu/cuemu.h"
 
 #include <cuda_runtime_api.h>
 #include <stdarg.h>

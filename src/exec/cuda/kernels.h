@@ -1,6 +1,6 @@
 /* C launchers of the CUDA executor's kernels (kernels.cu). Pointers are device pointers to
  * bf16 data unless the type says otherwise; stream is a cudaStream_t. Each returns the
- * launch's cudaError_t (0 = cudaSuccess). Private to src/cuda/. */
+ * launch's cudaError_t (0 = cudaSuccess). Private to src/exec/cuda/. */
 #ifndef SS_CUDA_KERNELS_H
 #define SS_CUDA_KERNELS_H
 

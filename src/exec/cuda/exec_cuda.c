@@ -15,8 +15,8 @@
  *   moe_router  logits <- y Wr^T           mlp_up            up <- y Wup^T (per expert)
  *   act      act <- silu(gate) * up (GELU for plain MLPs)     mlp_down  y <- act Wdown^T
  *   lm_head  logits <- y Wlm^T (one row per sequence)         pp_send   copy to the peer GPU */
-#include "cuda/cuda_int.h"
-#include "cuda/kernels.h"
+#include "exec/cuda/cuda_int.h"
+#include "exec/cuda/kernels.h"
 
 #include "core/ss_alloc.h"
 

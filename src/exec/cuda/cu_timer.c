@@ -6,7 +6,7 @@
  * CUPTI may hand buffers back on a thread of its own: what its callbacks touch (the buffers,
  * the kernel records, the correlation map, the names) is allocated with the C library's
  * thread-safe allocator, not ss_alloc's counting one, and guarded by a mutex. */
-#include "cuda/cuda_int.h"
+#include "exec/cuda/cuda_int.h"
 
 #include "core/ss_alloc.h"
 

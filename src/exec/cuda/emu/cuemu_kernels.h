@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/emu/cuemu.h"
+#include "exec/cuda/emu/cuemu.h"
 
 #undef __global__
 #define __global__

@@ -1,4 +1,4 @@
-/* Private to src/cuda/: the operator timer (CUPTI activity records, or CUDA events where
+/* Private to src/exec/cuda/: the operator timer (CUPTI activity records, or CUDA events where
  * CUPTI cannot be used) and the driver's sensors (NVML, loaded at run time). */
 #ifndef SS_CUDA_CUDA_INT_H
 #define SS_CUDA_CUDA_INT_H
