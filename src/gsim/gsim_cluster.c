@@ -86,8 +86,9 @@ void gs_on_ctr_ready(des_engine *e, des_event *ev, void *ctx)
     cands_insert(to, c->id);
 }
 
-/* Apply one re-allocation if it is still valid: the container is active, its tenant keeps at
- * least one other, and the receiving tenant stays within its max_replicas. */
+/* Apply one re-allocation if it is still valid (else it is declined and counted): the container
+ * is active, its tenant keeps at least one other, and the receiving tenant stays within its
+ * max_replicas. */
 static void apply_realloc(gsim *s, const pol_realloc *ra)
 {
     if (ra->ctr >= s->g->n_ctrs || ra->to >= s->n_ten)
@@ -96,8 +97,10 @@ static void apply_realloc(gsim *s, const pol_realloc *ra)
     tenant_state *from = &s->ten[c->tenant], *to = &s->ten[ra->to];
     if (c->status != GMG_CTR_ACTIVE || ra->to == c->tenant || from->n_cands < 2 ||
         to->n_cands + to->n_incoming >= to->t.max_replicas || c->pp != 1 ||
-        to->t.tp != c->tp || to->t.pp != 1)
+        to->t.tp != c->tp || to->t.pp != 1) {
+        s->m.advice_declined++;
         return;
+    }
     cands_remove(from, c->id);
     to->n_incoming++;
     s->cs[c->id].next_tenant = ra->to;
@@ -119,8 +122,12 @@ static void standby_remove(tenant_state *t, gmg_id c)
 
 static void scale_up(gsim *s, gmg_id id)
 {
-    if (id >= s->g->n_ctrs || s->g->ctrs[id].status != GMG_CTR_STANDBY)
+    if (id >= s->g->n_ctrs)
         return;
+    if (s->g->ctrs[id].status != GMG_CTR_STANDBY) {
+        s->m.advice_declined++;
+        return;
+    }
     gmg_container *c = &s->g->ctrs[id];
     tenant_state *t = &s->ten[c->tenant];
     standby_remove(t, id);
@@ -132,12 +139,14 @@ static void scale_up(gsim *s, gmg_id id)
 
 static void scale_down(gsim *s, gmg_id id)
 {
-    if (id >= s->g->n_ctrs || s->g->ctrs[id].status != GMG_CTR_ACTIVE)
+    if (id >= s->g->n_ctrs)
         return;
     gmg_container *c = &s->g->ctrs[id];
     tenant_state *t = &s->ten[c->tenant];
-    if (t->n_cands <= t->t.replicas)
+    if (c->status != GMG_CTR_ACTIVE || t->n_cands <= t->t.replicas) {
+        s->m.advice_declined++;
         return;
+    }
     cands_remove(t, id);
     s->cs[id].next_tenant = -1; /* to standby */
     gmg_ctr_drain(c);

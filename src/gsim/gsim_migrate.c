@@ -162,8 +162,10 @@ void gs_start_migration(gsim *s, const pol_migration *pm)
     gmg_container *from = &s->g->ctrs[pm->from], *to = &s->g->ctrs[pm->to];
     if (q->state != GMG_REQ_RUNNING || q->container != pm->from || q->mig != GMG_NONE ||
         pm->from == pm->to || from->tenant != to->tenant || to->status != GMG_CTR_ACTIVE ||
-        from->block_bytes != to->block_bytes)
+        from->block_bytes != to->block_bytes) {
+        s->m.advice_declined++;
         return;
+    }
     gmg_id mid = mig_alloc(s);
     if (mid == GMG_NONE) {
         gs_fail(s, ss_err(s->eb, SS_ENOMEM, "migrations: out of memory"));

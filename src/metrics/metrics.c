@@ -260,6 +260,7 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->reallocations = m->reallocations;
     out->scale_ups = m->scale_ups;
     out->scale_downs = m->scale_downs;
+    out->advice_declined = m->advice_declined;
     double idle_ns = 0;
     for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
         out->idle_slices += m->slices.count[b];

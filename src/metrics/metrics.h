@@ -138,6 +138,7 @@ typedef struct metrics {
     double migration_bytes;    /* KV bytes moved by migrations, aborted ones included */
     uint64_t reallocations;    /* containers moved between tenants */
     uint64_t scale_ups, scale_downs; /* auto-scaling: standby containers activated / retired */
+    uint64_t advice_declined;  /* cluster-policy advice the state no longer allowed when applied */
     metrics_slices slices;     /* idle GPU slices within the measurement window */
     /* offloaded prefills (SliceScheduler), every request included */
     uint64_t offloads, offloads_done; /* started; rejoined their container */
@@ -178,6 +179,7 @@ typedef struct metrics_summary {
     uint64_t requests;            /* every request, warm-up included */
     uint64_t swap_outs, aborted, migrations, migrations_aborted, reallocations;
     uint64_t scale_ups, scale_downs;
+    uint64_t advice_declined;
     double migration_gib;
     uint64_t idle_slices;         /* idle GPU slices in the window, every GPU */
     double idle_gpu_s;            /* their summed length, GPU-seconds */

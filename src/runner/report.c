@@ -172,10 +172,10 @@ void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
                "\"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
                "\"migrations\": %" PRIu64 ", \"migrations_aborted\": %" PRIu64
                ", \"migration_gib\": %.6f, \"reallocations\": %" PRIu64 ", \"scale_ups\": %" PRIu64
-               ", \"scale_downs\": %" PRIu64,
+               ", \"scale_downs\": %" PRIu64 ", \"advice_declined\": %" PRIu64,
             a->requests, r->warmup_s, m->window_s, a->sla_violation_rate, a->goodput_tokens_per_s,
             m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations, m->scale_ups,
-            m->scale_downs);
+            m->scale_downs, m->advice_declined);
     fprintf(f, ", \"rejected_why\": {");
     for (int k = 0; k < METRICS_REJ__COUNT; k++)
         fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", metrics_reject_key(k), a->rejected_why[k]);
@@ -297,6 +297,9 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                    "re-allocations %" PRIu64 "; scaled up %" PRIu64 ", down %" PRIu64 "\n",
                 m->migrations, m->migrations_aborted, m->migration_gib, m->reallocations,
                 m->scale_ups, m->scale_downs);
+    if (m->advice_declined)
+        fprintf(f, "  cluster policy: %" PRIu64 " pieces of advice declined (the state no longer "
+                   "allowed them when applied)\n", m->advice_declined);
     if (gsim_graph(g)->prefix_cache) {
         const metrics_prefix *p = &a->prefix;
         fprintf(f, "  prefix cache: hit rate %.1f %% of prompt tokens (%" PRIu64 " of %" PRIu64

@@ -1,7 +1,8 @@
 /* Plug-ins from the outside: a policy registered at run time is found by name like the
  * built-ins (and listed in their names); a malformed decision of any plug-in kind (batching,
  * routing, cluster, placement) stops the run with an error that names the policy, instead of
- * aborting the process or being dropped silently; and the second placement policy, greedy,
+ * aborting the process or being dropped silently; advice the state no longer allows is declined
+ * and counted; and the second placement policy, greedy,
  * moves prefills through the same mechanism as SliceScheduler without a what-if. */
 #include "support/test_util.h"
 
@@ -107,6 +108,18 @@ static void bad_tick(void *priv, const gmg *g, const pol_cluster_view *v,
 static const pol_cluster_ops bad_cluster = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
                                             .period = every_50ms, .tick = bad_tick};
 
+/* Well-formed advice the state does not allow: scale up a container that is already active. */
+static void stale_tick(void *priv, const gmg *g, const pol_cluster_view *v,
+                       pol_cluster_decision *out)
+{
+    (void)priv, (void)g;
+    out->scale_up[0] = v->tenants[0].active[0];
+    out->n_scale_up = 1;
+}
+
+static const pol_cluster_ops stale_cluster = {.abi_version = POL_ABI_VERSION, .name = "t-stale",
+                                              .period = every_50ms, .tick = stale_tick};
+
 static int bad_place_tick(void *priv, const pol_place_env *env, const gmg *g,
                           pol_place_decision *out, pol_place_stats *st, ss_errbuf *eb)
 {
@@ -128,6 +141,7 @@ static int group_setup(void **state)
     (void)state;
     if (pol_batch_register(&bad_batch) || pol_batch_register(&idle_batch) ||
         pol_route_register(&bad_route) || pol_cluster_register(&bad_cluster) ||
+        pol_cluster_register(&stale_cluster) ||
         pol_place_register(&bad_place))
         return -1;
     return 0;
@@ -176,6 +190,22 @@ static void test_bad_cluster_advice_is_an_error(void **state)
     expect_malfunction(f, "cluster policy 't-bad' malfunction: at 0.05 s a migration names");
 }
 
+/* Advice the state no longer allows is declined, counted, and the run goes on. */
+static void test_stale_cluster_advice_is_counted(void **state)
+{
+    fx *f = *state;
+    f->cfg.cluster = "t-stale";
+    ss_errbuf eb;
+    gsim *g = NULL;
+    if (run(f, &eb, &g))
+        fail_msg("run: %s", eb.msg);
+    const metrics *m = gsim_metrics(g);
+    printf("# %llu pieces of advice declined\n", (unsigned long long)m->advice_declined);
+    assert_true(m->advice_declined > 0);
+    assert_int_equal(m->scale_ups, 0);
+    gsim_destroy(&g);
+}
+
 static void test_bad_placement_is_an_error(void **state)
 {
     fx *f = *state;
@@ -216,6 +246,7 @@ int main(void)
         T(test_stalled_batching_is_an_error),
         T(test_bad_routing_is_an_error),
         T(test_bad_cluster_advice_is_an_error),
+        T(test_stale_cluster_advice_is_counted),
         T(test_bad_placement_is_an_error),
         T(test_greedy_placement_offloads_without_whatifs),
     };
