@@ -109,15 +109,7 @@ typedef struct gmg_gpu {
     gmg_id container;       /* first container (virtual engine) using it, GMG_NONE if idle */
     gmg_id replica;         /* replica (serving instance) it belongs to */
     uint32_t stage;         /* pipeline stage of that replica it serves */
-    ss_time busy_ns;        /* total time executing iterations (host phases included) */
-    uint64_t iterations;    /* iterations executed */
-    ss_time dev_busy_ns;    /* compute time: iterations minus their host phases */
-    ss_time dev_free;       /* end of its last compute phase (the open idle slice's start) */
-    uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
-    ss_time idle_ns;        /* their summed length */
-    ss_time host_ns;        /* the part of them in its container's host phases */
-    ss_time host_from, host_to; /* the latest host phase opening an iteration on it */
-    ss_time guest_ns;       /* compute time of other containers' offloaded prefills */
+    /* what it did in a run (busy time, idle slices) is the simulator's: gsim_gpu_stats_at */
     ss_time tx_busy, rx_busy; /* its link ports (NVLink in a node, NIC across): transfers
                                  from and to it queue behind these times */
     double kv_used_peak;    /* highest kv_used seen, bytes */
@@ -433,7 +425,6 @@ static inline double gmg_gpu_spare_bytes(const gmg_gpu *u)
 }
 
 /* Account dur ns of work of container c on the GPUs of its pipeline stage `stage`. */
-void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur);
 /* First GPU of pipeline stage `stage` of c's replica. */
 static inline gmg_id gmg_stage_gpu(const gmg_container *c, uint32_t stage)
 {

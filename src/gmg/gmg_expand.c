@@ -4,14 +4,6 @@
 
 #include <string.h>
 
-void gmg_account_busy(gmg *g, const gmg_container *c, uint32_t stage, ss_time dur)
-{
-    for (uint32_t k = 0; k < c->tp; k++) {
-        g->gpus[gmg_stage_gpu(c, stage) + k].busy_ns += dur;
-        g->gpus[gmg_stage_gpu(c, stage) + k].iterations++;
-    }
-}
-
 ss_time gmg_cross_node_send_ns(const gmg *g, const gmg_container *c, uint32_t stage,
                                double bytes)
 {

@@ -258,6 +258,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         ss_err(eb, rc, "metrics: out of memory");
     if (!rc)
         rc = alloc_ctr_state(s, eb);
+    if (!rc && !(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)))
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
@@ -296,6 +298,7 @@ void gsim_destroy(gsim **sp)
     pol_route_destroy(&s->route);
     pol_cluster_destroy(&s->cluster);
     gs_free_cluster_state(s);
+    ss_free(s->gst);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
@@ -400,9 +403,9 @@ static void close_slices(gsim *s)
 {
     ss_time end = metrics_window_end(&s->m);
     for (uint32_t i = 0; i < s->g->n_gpus; i++) {
-        gs_idle_until(s, &s->g->gpus[i], end);
-        if (end > s->g->gpus[i].dev_free)
-            s->g->gpus[i].dev_free = end;
+        gs_idle_until(s, i, end);
+        if (end > s->gst[i].dev_free)
+            s->gst[i].dev_free = end;
     }
 }
 
@@ -440,6 +443,11 @@ int gsim_run(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, voi
 }
 
 const metrics *gsim_metrics(const gsim *s) { return &s->m; }
+
+const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *s, gmg_id gpu)
+{
+    return gpu < s->g->n_gpus ? &s->gst[gpu] : NULL;
+}
 uint32_t gsim_n_tenants(const gsim *s) { return s->n_ten; }
 const char *gsim_routing_name(const gsim *s) { return pol_route_name(s->route); }
 const char *gsim_cluster_name(const gsim *s) { return pol_cluster_name(s->cluster); }

@@ -222,6 +222,22 @@ typedef struct gsim_observer {
     void *ud;
 } gsim_observer;
 
+/* What a GPU did in the run: the simulator's statistics of it (the graph holds its state). */
+typedef struct gsim_gpu_stats {
+    ss_time busy_ns;        /* executing iterations (host phases included) */
+    uint64_t iterations;    /* iterations executed */
+    ss_time dev_busy_ns;    /* compute time: iterations minus their host phases */
+    ss_time dev_free;       /* end of its last compute phase (the open idle slice's start) */
+    uint64_t idle_slices;   /* idle slices recorded (within the measurement window) */
+    ss_time idle_ns;        /* their summed length */
+    ss_time host_ns;        /* the part of them in its container's host phases */
+    ss_time host_from, host_to; /* the latest host phase opening an iteration on it */
+    ss_time guest_ns;       /* compute time of other containers' offloaded prefills */
+} gsim_gpu_stats;
+
+/* GPU `gpu`'s statistics (a fork's start from its parent's); NULL for no such GPU. */
+const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *g, gmg_id gpu);
+
 /* Install observer callbacks (copied); NULL removes them. */
 void gsim_set_observer(gsim *g, const gsim_observer *obs);
 

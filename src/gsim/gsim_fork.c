@@ -133,6 +133,10 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     if (!rc)
         rc = gmg_clone_part(s->g, keep, &f->g);
     ss_free(keep);
+    if (!rc && (f->gst = ss_malloc((s->g->n_gpus ? s->g->n_gpus : 1) * sizeof *f->gst)))
+        memcpy(f->gst, s->gst, s->g->n_gpus * sizeof *f->gst);
+    else if (!rc)
+        rc = SS_ENOMEM;
     if (!rc)
         rc = fork_tenants(f, s);
     if (!rc)

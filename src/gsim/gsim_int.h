@@ -126,6 +126,7 @@ struct gsim {
     uint32_t n_offs, cap_offs;
     gmg_id free_off;
     ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
+    gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
@@ -168,7 +169,7 @@ void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx);
 void gs_unstage(gsim *s, gmg_container *h);
 void gs_maybe_evict(gsim *s, gmg_container *h);
 /* gsim_iter.c */
-void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until);
+void gs_idle_until(gsim *s, gmg_id gpu, ss_time until);
 void gs_start_iteration(gsim *s, gmg_container *c);
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx);
 int gs_read_next(gsim *s);

@@ -9,11 +9,13 @@
 
 /* GPU u idles from its last compute phase until `until`: record that slice, if any, with the
  * memory free now, and how much of it (in the window) lies in the latest host phase. */
-void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until)
+void gs_idle_until(gsim *s, gmg_id gpu, ss_time until)
 {
+    gsim_gpu_stats *u = &s->gst[gpu];
     if (until <= u->dev_free)
         return;
-    ss_time len = metrics_add_slice(&s->m, u->dev_free, until, gmg_gpu_free_bytes(u));
+    ss_time len = metrics_add_slice(&s->m, u->dev_free, until,
+                                    gmg_gpu_free_bytes(&s->g->gpus[gpu]));
     u->idle_slices += len > 0;
     u->idle_ns += len;
     ss_time a = until - len > u->host_from ? until - len : u->host_from;
@@ -22,12 +24,17 @@ void gs_idle_until(gsim *s, gmg_gpu *u, ss_time until)
         u->host_ns += b - a;
 }
 
-/* The GPUs of stage st of c compute over [from, to). */
-static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time from, ss_time to)
+/* The GPUs of stage st of c run an iteration's stage of `dur` (host phase included), computing
+ * over [from, to). */
+static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time dur, ss_time from,
+                          ss_time to)
 {
     for (uint32_t k = 0; k < c->tp; k++) {
-        gmg_gpu *u = &s->g->gpus[gmg_stage_gpu(c, st) + k];
-        gs_idle_until(s, u, from);
+        gmg_id gpu = gmg_stage_gpu(c, st) + k;
+        gsim_gpu_stats *u = &s->gst[gpu];
+        u->busy_ns += dur;
+        u->iterations++;
+        gs_idle_until(s, gpu, from);
         u->dev_busy_ns += to - from;
         if (to > u->dev_free)
             u->dev_free = to;
@@ -58,8 +65,8 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
         ss_time host = st == 0 ? sp.host_ns : 0, dev = ss_time_add(begin, host), wait = 0;
         if (st == 0) {
             for (uint32_t k = 0; k < c->tp; k++) {
-                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_from = begin;
-                s->g->gpus[gmg_stage_gpu(c, 0) + k].host_to = dev;
+                s->gst[gmg_stage_gpu(c, 0) + k].host_from = begin;
+                s->gst[gmg_stage_gpu(c, 0) + k].host_to = dev;
             }
             ss_time free_at = gs_guest_fill(s, c, begin, dev);
             if (free_at > dev)
@@ -72,8 +79,7 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
         c->iter.stage_start[st] = begin;
         c->iter.stage_end[st] = end;
         rep->stage_free[st] = end;
-        gmg_account_busy(s->g, c, st, d);
-        compute_phase(s, c, st, dev + wait, end);
+        compute_phase(s, c, st, d, dev + wait, end);
         t = end;
     }
     c->iter.start = c->iter.stage_start[0];

@@ -54,8 +54,8 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
     ss_time end = ss_time_add(start, chunk_ns(o, k));
     s->m.slices_used += start != cs->guest_until; /* not a continuation of guest work */
     for (uint32_t i = 0; i < h->tp; i++) {
-        gmg_gpu *u = &s->g->gpus[h->gpu0 + i];
-        gs_idle_until(s, u, start);
+        gsim_gpu_stats *u = &s->gst[h->gpu0 + i];
+        gs_idle_until(s, h->gpu0 + i, start);
         u->dev_busy_ns += end - start;
         u->guest_ns += end - start;
         u->dev_free = end;

@@ -333,19 +333,20 @@ static int store_gpus(store *st, const gsim *g, double window_s, ss_errbuf *eb)
     const gmg *G = gsim_graph(g);
     for (uint32_t i = 0; i < G->n_gpus; i++) {
         const gmg_gpu *u = &G->gpus[i];
+        const gsim_gpu_stats *x = gsim_gpu_stats_at(g, i);
         const gmg_container *c = &G->ctrs[u->container];
-        double compute_s = window_s - ss_time_to_s(u->idle_ns);
+        double compute_s = window_s - ss_time_to_s(x->idle_ns);
         store_gpu_row row = {
             .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
             .tenant = gsim_tenant_at(g, c->tenant)->name, .window_s = window_s,
-            .compute_s = compute_s, .host_s = ss_time_to_s(u->host_ns),
-            .busy_s = ss_time_to_s(u->busy_ns),
+            .compute_s = compute_s, .host_s = ss_time_to_s(x->host_ns),
+            .busy_s = ss_time_to_s(x->busy_ns),
             .utilization = window_s > 0 ? compute_s / window_s : 0,
-            .iterations = u->iterations, .kv_blocks = c->blocks_total,
+            .iterations = x->iterations, .kv_blocks = c->blocks_total,
             .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
             .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
-            .device_busy_s = ss_time_to_s(u->dev_busy_ns), .idle_slices = u->idle_slices,
-            .idle_s = ss_time_to_s(u->idle_ns),
+            .device_busy_s = ss_time_to_s(x->dev_busy_ns), .idle_slices = x->idle_slices,
+            .idle_s = ss_time_to_s(x->idle_ns),
         };
         int rc = store_run_gpu(st, &row, eb);
         if (rc)

@@ -619,7 +619,7 @@ static void test_pipeline_expansion_and_busy_time(void **state)
     assert_int_equal(x->sends, 3 * x->n_iters);
     ss_time busy = 0;
     for (uint32_t st = 0; st < 4; st++)
-        busy += G->gpus[st * 4].busy_ns;
+        busy += gsim_gpu_stats_at(g, st * 4)->busy_ns;
     assert_int_equal(busy, x->stage_sum);
     gsim_destroy(&g);
     free(x);
@@ -724,7 +724,7 @@ static void test_idle_slices_tile_the_run(void **state)
     ss_time end = gsim_end_time(g), idle = 0;
     uint64_t slices = 0;
     for (uint32_t i = 0; i < G->n_gpus; i++) {
-        const gmg_gpu *u = &G->gpus[i];
+        const gsim_gpu_stats *u = gsim_gpu_stats_at(g, i);
         assert_int_equal(u->iterations, 20);
         assert_int_equal(u->dev_busy_ns + u->idle_ns, end);
         assert_true(u->dev_busy_ns < u->busy_ns); /* the host phases are idle */
@@ -814,7 +814,7 @@ static void test_idle_slices_skip_the_warmup(void **state)
     trace_rec recs[2] = {rec(0, 1.0, 600, 20), rec(1, 30.0, 600, 20)};
     gsim *g;
     run(f, recs, 2, NULL, NULL, &g);
-    const gmg_gpu *u = &gsim_graph(g)->gpus[0];
+    const gsim_gpu_stats *u = gsim_gpu_stats_at(g, 0);
     /* measured from 20 s on: the gap before the second request counts from 20 s (merged with
      * its first host phase), then its 19 other host phases; the two identical requests computed for the same time */
     assert_int_equal(u->idle_slices, 20);
@@ -876,7 +876,7 @@ static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ct
     if (n_ctrs == gsim_graph(g)->n_ctrs) { /* the whole cluster: every iteration predicted */
         assert_int_equal(gsim_iterations(w), gsim_iterations(g) - it0);
         for (uint32_t i = 0; i < gsim_graph(g)->n_gpus; i++) {
-            assert_int_equal(gsim_graph(w)->gpus[i].busy_ns, gsim_graph(g)->gpus[i].busy_ns);
+            assert_int_equal(gsim_gpu_stats_at(w, i)->busy_ns, gsim_gpu_stats_at(g, i)->busy_ns);
             assert_true(gsim_graph(w)->gpus[i].mem.kv_used == gsim_graph(g)->gpus[i].mem.kv_used);
         }
     }
