@@ -38,17 +38,6 @@ static int greedy_init(void *priv, ss_params *p, ss_errbuf *eb)
 
 static ss_time greedy_period(const void *priv) { return ((const greedy *)priv)->period; }
 
-/* The last fresh waiting request of c (nothing computed, never preempted), GMG_NONE if none. */
-static gmg_id fresh_tail(const gmg *g, const gmg_container *c)
-{
-    for (gmg_id r = c->waiting.tail; r != GMG_NONE; r = g->reqs[r].prev) {
-        const gmg_req *q = &g->reqs[r];
-        if (!q->computed && !q->generated && !q->preemptions && q->mig == GMG_NONE)
-            return r;
-    }
-    return GMG_NONE;
-}
-
 static int taken(const pol_place_decision *out, gmg_id c)
 {
     for (uint32_t i = 0; i < out->n_offload; i++)
@@ -63,7 +52,7 @@ static int greedy_tick(void *priv, const pol_place_env *env, const gmg *g,
     (void)priv, (void)eb;
     for (uint32_t a = 0; a < g->n_ctrs && out->n_offload < out->cap_offload; a++) {
         const gmg_container *home = &g->ctrs[a];
-        gmg_id r = home->status == GMG_CTR_ACTIVE ? fresh_tail(g, home) : GMG_NONE;
+        gmg_id r = home->status == GMG_CTR_ACTIVE ? pol_fresh_tail(g, home) : GMG_NONE;
         if (r == GMG_NONE || !env->offload_allowed(env->sim, r))
             continue;
         for (uint32_t h = 0; h < g->n_ctrs; h++) {

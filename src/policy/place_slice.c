@@ -241,17 +241,6 @@ static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_er
 
 /* ---- candidates ------------------------------------------------------------------------- */
 
-/* The last fresh waiting request of container c, GMG_NONE if none. */
-static gmg_id fresh_tail(const gmg *g, const gmg_container *c)
-{
-    for (gmg_id r = c->waiting.tail; r != GMG_NONE; r = g->reqs[r].prev) {
-        const gmg_req *q = &g->reqs[r];
-        if (!q->computed && !q->generated && !q->preemptions && q->mig == GMG_NONE)
-            return r;
-    }
-    return GMG_NONE;
-}
-
 static int servable(const gmg_container *c)
 {
     return c->status == GMG_CTR_ACTIVE && c->pp == 1 && !c->migrating_out &&
@@ -401,7 +390,7 @@ static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_de
     int counted = 0;
     for (uint32_t ai = 0; ai < G->n_ctrs && budget; ai++) {
         const gmg_container *a = &G->ctrs[ai];
-        gmg_id r = servable(a) ? fresh_tail(G, a) : GMG_NONE;
+        gmg_id r = servable(a) ? pol_fresh_tail(G, a) : GMG_NONE;
         if (r == GMG_NONE || !env->offload_allowed(env->sim, r))
             continue;
         uint32_t nh = helpers(s, G, a, s->order);

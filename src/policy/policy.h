@@ -385,6 +385,18 @@ extern const pol_place_ops pol_place_home;
 extern const pol_place_ops pol_place_slice;
 extern const pol_place_ops pol_place_greedy;
 
+/* The last fresh waiting request of c (nothing computed, never preempted, not migrating): the
+ * one that waits longest at home, what a placement policy moves; GMG_NONE if none. */
+static inline gmg_id pol_fresh_tail(const gmg *g, const gmg_container *c)
+{
+    for (gmg_id r = c->waiting.tail; r != GMG_NONE; r = g->reqs[r].prev) {
+        const gmg_req *q = &g->reqs[r];
+        if (!q->computed && !q->generated && !q->preemptions && q->mig == GMG_NONE)
+            return r;
+    }
+    return GMG_NONE;
+}
+
 /* Pending work of a request: tokens still to compute before it emits its next token. */
 static inline uint32_t pol_pending(const gmg_req *q) { return q->prompt + q->generated - q->computed; }
 
