@@ -78,16 +78,6 @@ void cost_batch_add_prefill(cost_batch *b, uint64_t q, uint64_t c0)
     b->prefill_ctx_tokens += c0 + q;
 }
 
-void cost_batch_merge(cost_batch *dst, const cost_batch *src)
-{
-    dst->n_prefill += src->n_prefill;
-    dst->prefill_tokens += src->prefill_tokens;
-    dst->prefill_attn_pairs += src->prefill_attn_pairs;
-    dst->prefill_ctx_tokens += src->prefill_ctx_tokens;
-    dst->n_decode += src->n_decode;
-    dst->decode_ctx_tokens += src->decode_ctx_tokens;
-}
-
 /* ------------------------------------------------------------------------------------------
  * Shapes per GPU
  * ---------------------------------------------------------------------------------------- */

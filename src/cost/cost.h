@@ -76,8 +76,16 @@ static inline void cost_batch_add_decode(cost_batch *b, uint64_t ctx)
     b->n_decode++;
     b->decode_ctx_tokens += ctx;
 }
-/* Add every field of src into dst. */
-void cost_batch_merge(cost_batch *dst, const cost_batch *src);
+/* Add every field of src into dst (inline: every iteration merges its decision's extra work). */
+static inline void cost_batch_merge(cost_batch *dst, const cost_batch *src)
+{
+    dst->n_prefill += src->n_prefill;
+    dst->prefill_tokens += src->prefill_tokens;
+    dst->prefill_attn_pairs += src->prefill_attn_pairs;
+    dst->prefill_ctx_tokens += src->prefill_ctx_tokens;
+    dst->n_decode += src->n_decode;
+    dst->decode_ctx_tokens += src->decode_ctx_tokens;
+}
 
 typedef struct cost_params {
     const cat_gpu *gpu;       /* borrowed, outlives the model */

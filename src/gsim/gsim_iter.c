@@ -68,7 +68,9 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
                 s->gst[gmg_stage_gpu(c, 0) + k].host_from = begin;
                 s->gst[gmg_stage_gpu(c, 0) + k].host_to = dev;
             }
-            ss_time free_at = gs_guest_fill(s, c, begin, dev);
+            const ctr_state *cs = &s->cs[c->id]; /* most iterations have no guest to place */
+            ss_time free_at = cs->guest == GMG_NONE ? cs->guest_until
+                                                    : gs_guest_fill(s, c, begin, dev);
             if (free_at > dev)
                 wait = free_at - dev;
             c->iter.wait_ns = wait;
@@ -89,7 +91,8 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
 
 void gs_start_iteration(gsim *s, gmg_container *c)
 {
-    gs_maybe_evict(s, c);
+    if (s->cs[c->id].staged) /* only staged guest weights can be evicted */
+        gs_maybe_evict(s, c);
     memset(&c->iter.batch, 0, sizeof c->iter.batch);
     c->iter.n_reqs = 0;
     c->iter.swap_blocks = 0;
