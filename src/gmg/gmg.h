@@ -1,10 +1,13 @@
-/* The Global Mapping Graph: the one cluster-wide state. GPUs with a memory ledger and a
- * busy/idle account, links, containers (a model served on TP GPUs with a KV-block pool and
- * waiting/running queues), requests in flight (recycled slots, so memory follows requests in
- * flight, not trace length), the iteration each container is executing, and the operator
- * nodes an iteration expands into when a policy or a timeline asks for them.
- * gmg/ holds data and the primitive state transitions (queue moves, block accounting) with
- * their invariant checks; deciding what to do is policy/'s job, driving time is gsim/'s. */
+/* The Global Mapping Graph: the one cluster-wide state. GPUs with a memory ledger and link
+ * ports, containers (a model served on TP GPUs with a KV-block pool and waiting/running
+ * queues), requests in flight (recycled slots, so memory follows requests in flight, not trace
+ * length), the iteration each container is executing, and the operator nodes an iteration
+ * expands into when a policy or a timeline asks for them.
+ * gmg/ holds the data, every request state transition and container status change (the
+ * simulator calls them; tests/cli/layers.sh fails on a state or status set elsewhere) and the
+ * invariant checks; deciding what to do is policy/'s job, driving time is gsim/'s. gsim/ still
+ * fills a new request's fields from its trace record and keeps the iteration bookkeeping
+ * (busy, iter.*) itself. */
 #ifndef SS_GMG_GMG_H
 #define SS_GMG_GMG_H
 
