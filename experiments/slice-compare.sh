@@ -40,16 +40,21 @@ h = res["home"]
 print()
 print("| policy | output tokens/s vs container | goodput vs container | offloads | operators "
       "offloaded | GiB moved | idle slices used | what-ifs | decisions/s | first-token "
-      "prediction error ms | wall s per simulated hour |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "prediction error ms | moved compute in idle stretches < 10 ms / 10-100 ms / 0.1-1 s / > 1 s "
+      "| wall s per simulated hour |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 for name, k in runs:
     r = res[k]
     sl = r.get("slice", {})
     per_hour = r["wall_s"] / r["sim_s"] * 3600
+    st = sl.get("moved_gpu_s_by_idle_stretch", {})
+    moved = sum(st.values())
+    split = " / ".join(f"{100 * st[k] / moved:.0f} %" for k in ("lt_10ms", "10_100ms", "100ms_1s",
+                                                              "gt_1s")) if moved else "-"
     print(f"| {name} | {r['output_tokens_per_s'] / h['output_tokens_per_s']:.2f} | "
           f"{r['goodput_tokens_per_s'] / h['goodput_tokens_per_s']:.2f} | "
           f"{sl.get('offloads', 0)} | {sl.get('offloaded_ops', 0)} | "
           f"{sl.get('offload_gib', 0):.0f} | {sl.get('slices_used', 0)} | {sl.get('whatifs', 0)} | "
           f"{sl.get('decisions_per_s', 0):.0f} | {sl.get('prediction_error_ms', 0):.1f} | "
-          f"{per_hour:.2f} |")
+          f"{split} | {per_hour:.2f} |")
 PY

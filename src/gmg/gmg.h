@@ -407,8 +407,9 @@ void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n);
  * receive port of the link kind's per-GPU bandwidth (the node's NVLink or PCIe within a node,
  * the network across nodes), as with NVSwitch and one NIC per GPU: the transfer starts when
  * all its ports are free, occupies them until it lands, and counts on the link's bytes.
- * Returns the arrival time. */
-ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
+ * The transfer gets the fraction `eff` (0 < eff <= 1) of the ports' peak bandwidth (what a
+ * copy attains of the link's spec-sheet figure; 1: the peak). Returns the arrival time. */
+ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu, double eff,
                      ss_time earliest);
 
 /* Memory of GPU u that nothing holds: capacity minus weights, KV blocks in use, activation

@@ -205,7 +205,7 @@ void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n)
     give_blocks(g, c, &c->blocks_staged, n, "unstaging");
 }
 
-ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
+ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu, double eff,
                      ss_time earliest)
 {
     gmg_link *l = g->gpus[src].node == g->gpus[dst].node ? &g->links[g->gpus[src].node]
@@ -217,7 +217,8 @@ ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
         if (g->gpus[dst + i].rx_busy > begin)
             begin = g->gpus[dst + i].rx_busy;
     }
-    ss_time end = ss_time_add(begin, ss_time_from_ns_sat((per_gpu / l->bw + l->latency_s) * 1e9));
+    double s_per_gpu = per_gpu / (l->bw * eff) + l->latency_s;
+    ss_time end = ss_time_add(begin, ss_time_from_ns_sat(s_per_gpu * 1e9));
     for (uint32_t i = 0; i < n; i++) {
         g->gpus[src + i].tx_busy = end;
         g->gpus[dst + i].rx_busy = end;

@@ -38,6 +38,8 @@ void gsim_config_defaults(gsim_config *c)
     c->runtime_reserve = 1073741824.0;
     c->swap_bytes = 4.0 * 1073741824.0;
     c->guest_overrun = 1 * SS_NS_PER_MS;
+    c->guest_link_eff = 1;
+    c->guest_interference = 1;
 #if SS_CHECK_DEFAULT && !defined(NDEBUG)
     c->check = 1; /* a debug build checks every invariant after every event */
 #endif
@@ -412,6 +414,8 @@ static void close_slices(gsim *s)
 int gsim_finish(gsim *s)
 {
     close_slices(s);
+    for (uint32_t i = 0; s->cs && i < s->g->n_ctrs; i++) /* guest work in open idle stretches */
+        gs_stretch_close(s, &s->g->ctrs[i], des_now(s->des));
     metrics_flush(&s->m);
     for (uint32_t i = 0; !s->fork && i < s->g->n_ctrs; i++) {
         const gmg_container *c = &s->g->ctrs[i];

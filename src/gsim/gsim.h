@@ -73,6 +73,14 @@ typedef struct gsim_config {
                                    operator on its container's GPUs), "slice" (SliceScheduler),
                                    "greedy" */
     int guest_weights;          /* how an offloaded prefill gets its weights: GSIM_WEIGHTS_* */
+    /* The costs of an offload (a placement policy's mechanism settings replace them; the
+     * defaults, 0, 0, 1 and 1, charge none of them): */
+    double guest_host_factor;   /* the guest's host phase before its first chunk, in units of
+                                   home's per-iteration host time for a one-request prefill */
+    ss_time whatif_ns;          /* decision latency per what-if a placement tick ran */
+    double guest_link_eff;      /* fraction of peak link bandwidth for offload transfers */
+    double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
+                                   many times its alone time (>= 1) */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
 } gsim_config;
 
@@ -85,7 +93,7 @@ enum {
 };
 
 /* Where an offloaded prefill's weights come from (a placement policy's mechanism settings
- * replace guest_weights and guest_overrun when it has them). */
+ * replace guest_weights, guest_overrun and the offload costs when it has them). */
 enum {
     GSIM_WEIGHTS_AUTO = POL_WEIGHTS_AUTO,     /* staged on the helper when its free KV blocks
                                                  allow, else streamed */

@@ -68,6 +68,10 @@ typedef struct offload {
     des_event *ev;               /* that event */
     ss_time done_at;             /* pending EV_OFFLOAD_DONE time, 0: none */
     ss_time predicted;           /* the what-if's predicted first token (0: none) */
+    ss_time host_ns;             /* the guest's host phase (scheduling, input preparation)
+                                    before its first chunk */
+    ss_time not_before;          /* the first chunk's earliest start: the move's start (after
+                                    the decision latency) plus the host phase */
     gmg_id next_free;            /* free-list link; GMG_NONE also marks a job in use */
     uint8_t in_use;
 } offload;
@@ -80,6 +84,9 @@ typedef struct ctr_state {
     const cat_model *staged;     /* another model's weights staged on its GPUs, NULL if none */
     uint32_t staged_blocks;      /* KV blocks lent to them */
     ss_time stage_ready;         /* when they have arrived */
+    ss_time own_end;             /* end of its own latest compute phase: the open idle
+                                    stretch of its GPUs starts there */
+    ss_time stretch_guest;       /* guest compute placed in that stretch so far, ns */
     uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
                                     it (an arrival, an offload, a migration, a cluster action):
                                     a what-if taken before is then out of date */
@@ -126,6 +133,9 @@ struct gsim {
     uint32_t n_offs, cap_offs;
     gmg_id free_off;
     ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
+    ss_time move_delay;          /* an offload made now starts this much later (the decision
+                                    latency of the tick applying it, or a candidate fork's) */
+    uint64_t tick_whatifs0;      /* the placement policy's what-ifs when its tick began */
     gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
@@ -168,6 +178,7 @@ void gs_on_guest(des_engine *e, des_event *ev, void *ctx);
 void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx);
 void gs_unstage(gsim *s, gmg_container *h);
 void gs_maybe_evict(gsim *s, gmg_container *h);
+void gs_stretch_close(gsim *s, gmg_container *h, ss_time until);
 /* gsim_iter.c */
 void gs_idle_until(gsim *s, gmg_id gpu, ss_time until);
 void gs_start_iteration(gsim *s, gmg_container *c);

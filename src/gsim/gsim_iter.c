@@ -74,10 +74,13 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
             if (free_at > dev)
                 wait = free_at - dev;
             c->iter.wait_ns = wait;
+            gs_stretch_close(s, c, ss_time_add(dev, wait)); /* its own compute starts */
         }
         ss_time end = ss_time_add(ss_time_add(begin, wait), d);
         if (end == SS_TIME_MAX) /* nothing is accounted */
             return gs_past_range(s, s->des);
+        if (st == 0)
+            s->cs[c->id].own_end = end;
         c->iter.stage_start[st] = begin;
         c->iter.stage_end[st] = end;
         rep->stage_free[st] = end;

@@ -40,7 +40,7 @@ static int mig_copy(gsim *s, gmg_id mid, uint32_t blocks)
     gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
     double per_gpu = gmg_swap_bytes_per_gpu(s->g, from, blocks);
     /* every GPU of the replica (tp x pp) sends its shard of the blocks to its counterpart */
-    ss_time end = gmg_transfer(s->g, from->gpu0, to->gpu0, from->tp * from->pp, per_gpu,
+    ss_time end = gmg_transfer(s->g, from->gpu0, to->gpu0, from->tp * from->pp, per_gpu, 1,
                                des_now(s->des));
     s->m.migration_bytes += per_gpu * from->tp * from->pp;
     m->copied += blocks;

@@ -10,16 +10,34 @@
 /* ---- offloaded prefills: guest work on other containers' GPUs ------------------------------- */
 
 /* Move per_gpu bytes from each GPU of container a's TP group to b's (gmg_transfer), no earlier
- * than `earliest`. Returns the arrival time. */
+ * than `earliest`, at the configured fraction of the link's peak. Returns the arrival time. */
 static ss_time link_send(gsim *s, const gmg_container *a, const gmg_container *b, double per_gpu,
                          uint32_t tp, ss_time earliest)
 {
-    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, earliest);
+    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, s->cfg.guest_link_eff, earliest);
 }
 
 static ss_time chunk_ns(const offload *o, uint32_t k)
 {
     return k == 0 ? o->head_ns : k + 1 == o->n_chunks ? o->tail_ns : o->layer_ns;
+}
+
+/* Chunk k's duration when it shares the GPU with the helper's iteration: `slow` times its
+ * alone time (1: exactly that). */
+static ss_time chunk_slowed_ns(const offload *o, uint32_t k, double slow)
+{
+    ss_time d = chunk_ns(o, k);
+    return slow == 1 ? d : (ss_time)((double)d * slow + 0.5);
+}
+
+/* The helper's own compute starts at `until` (or its GPUs' open idle stretch ends there with
+ * the run): the guest compute placed in the stretch is counted by the stretch's length. */
+void gs_stretch_close(gsim *s, gmg_container *h, ss_time until)
+{
+    ctr_state *cs = &s->cs[h->id];
+    if (cs->stretch_guest)
+        metrics_add_moved(&s->m, until - cs->own_end, cs->stretch_guest * (ss_time)h->tp);
+    cs->stretch_guest = 0;
 }
 
 static double chunk_weights(const offload *o, uint32_t k)
@@ -37,10 +55,11 @@ static void guest_event(gsim *s, gmg_id oid, ss_time at)
     o->event_at = at;
 }
 
-/* Place the job's next chunk on the helper's GPUs at `at` (or once its weights are in and the
- * previous chunk is done): its compute time, the stream of the following chunk's weights, the
- * KV it produces sent home. Returns its end. */
-static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
+/* Place the job's next chunk on the helper's GPUs at `at` (or once its weights are in, the
+ * previous chunk is done and, for the first, the host phase is over), taking `slow` times its
+ * alone time: its compute time, the stream of the following chunk's weights, the KV it
+ * produces sent home. Returns its end. */
+static ss_time guest_place(gsim *s, gmg_id oid, ss_time at, double slow)
 {
     offload *o = &s->offs[oid];
     gmg_container *h = &s->g->ctrs[o->helper], *home = &s->g->ctrs[o->home];
@@ -51,7 +70,10 @@ static ss_time guest_place(gsim *s, gmg_id oid, ss_time at)
         start = o->w_ready;
     if (cs->guest_until > start)
         start = cs->guest_until;
-    ss_time end = ss_time_add(start, chunk_ns(o, k));
+    if (o->not_before > start)
+        start = o->not_before;
+    ss_time end = ss_time_add(start, chunk_slowed_ns(o, k, slow));
+    cs->stretch_guest += end - start;
     s->m.slices_used += start != cs->guest_until; /* not a continuation of guest work */
     for (uint32_t i = 0; i < h->tp; i++) {
         gsim_gpu_stats *u = &s->gst[h->gpu0 + i];
@@ -89,12 +111,13 @@ void gs_guest_idle(gsim *s, gmg_container *h)
     ss_time now = des_now(s->des);
     if (o->next >= o->n_chunks || s->cs[h->id].guest_until > now)
         return; /* all placed, or one still running: its EV_GUEST comes back here */
-    guest_event(s, oid, guest_place(s, oid, now));
+    guest_event(s, oid, guest_place(s, oid, now, 1)); /* alone on the GPUs: not slowed */
 }
 
 /* The helper's iteration starts at `from` with a host phase until `until`: fill it with the
- * chunks that start before its end and overrun it by at most max_overrun. Returns when the
- * helper's GPUs are free of guest work again. */
+ * chunks that start before its end and overrun it by at most max_overrun, each slowed by the
+ * co-location interference factor (it shares the GPUs with the helper's iteration). Returns
+ * when the helper's GPUs are free of guest work again. */
 ss_time gs_guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until)
 {
     ctr_state *cs = &s->cs[h->id];
@@ -109,10 +132,13 @@ ss_time gs_guest_fill(gsim *s, gmg_container *h, ss_time from, ss_time until)
             start = o->w_ready;
         if (cs->guest_until > start)
             start = cs->guest_until;
-        if (start >= until ||
-            ss_time_add(start, chunk_ns(o, o->next)) > ss_time_add(until, s->max_overrun))
+        if (o->not_before > start)
+            start = o->not_before;
+        double slow = s->cfg.guest_interference;
+        if (start >= until || ss_time_add(start, chunk_slowed_ns(o, o->next, slow)) >
+                                  ss_time_add(until, s->max_overrun))
             break;
-        guest_place(s, oid, start);
+        guest_place(s, oid, start, slow);
         placed = 1;
     }
     if (placed)
@@ -205,7 +231,9 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
     cost_split sp;
     cost_iteration_split(home->cost, &b, &sp);
     o->n_chunks = m->layers + 2;
-    o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; home's host time is not repeated */
+    o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; its host phase comes before it */
+    o->host_ns = s->cfg.guest_host_factor == 0
+                     ? 0 : (ss_time)((double)sp.host_ns * s->cfg.guest_host_factor + 0.5);
     o->layer_ns = sp.layer_ns;
     o->tail_ns = sp.tail_ns;
     double tp = home->tp, dt = m->dtype_bytes;
@@ -229,7 +257,6 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
     for (size_t i = 0; i < n; i++)
         if (ops[i].kind != COST_OP_HOST)
             o->n_ops += ops[i].count;
-    (void)s;
 }
 
 /* KV blocks of helper h that staging home's model weights would take. */
@@ -337,7 +364,9 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
     o->in_use = 1;
     o->next_free = GMG_NONE;
     o->req = r, o->home = home->id, o->helper = helper;
-    ss_time now = des_now(s->des);
+    /* the move starts after the decision latency; its first chunk after its host phase too */
+    ss_time now = ss_time_add(des_now(s->des), s->move_delay);
+    o->not_before = ss_time_add(now, o->host_ns);
     o->predicted = predicted;
     gmg_req_offload(s->g, home, r, need);
     for (uint32_t i = 0; i < h->tp; i++)

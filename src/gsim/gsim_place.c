@@ -8,6 +8,12 @@
 
 /* ---- what the policy may ask ------------------------------------------------------------- */
 
+/* What-ifs the placement policy has run in the tick under way. */
+static uint64_t tick_whatifs(const gsim *s)
+{
+    return pol_place_get_stats(s->place)->whatifs - s->tick_whatifs0;
+}
+
 static int env_offload_check(const void *sim, gmg_id r, gmg_id helper, ss_errbuf *eb)
 {
     return gsim_offload_check(sim, r, helper, eb);
@@ -26,6 +32,11 @@ static int env_fork(const void *sim, const gmg_id *ctrs, uint32_t n, pol_whatif_
         return rc;
     f->whatif_done = done;
     f->whatif_ud = ud;
+    /* an offload in this fork (a candidate's) starts after the decision latency of the what-ifs
+     * the tick has run so far, this one included: the decision's own, if it is chosen and is
+     * the tick's last what-if (README, "What a move costs") */
+    const gsim *s = sim;
+    f->move_delay = s->cfg.whatif_ns * (ss_time)(tick_whatifs(s) + 1);
     *out = (pol_whatif *)f;
     return SS_OK;
 }
@@ -60,6 +71,10 @@ int gs_place_create(gsim *s, ss_errbuf *eb)
     if (pol_place_mechanism_of(s->place, &m)) {
         s->cfg.guest_overrun = m.guest_overrun;
         s->cfg.guest_weights = m.weights;
+        s->cfg.guest_host_factor = m.host_factor;
+        s->cfg.whatif_ns = m.whatif_ns;
+        s->cfg.guest_link_eff = m.link_eff;
+        s->cfg.guest_interference = m.interference;
     }
     s->max_overrun = s->cfg.guest_overrun;
     if (pol_place_period(s->place) > 0) {
@@ -82,18 +97,21 @@ void gs_place_destroy(gsim *s)
 static int apply_place(gsim *s)
 {
     const pol_place_decision *d = &s->pd;
-    for (uint32_t i = 0; i < d->n_offload; i++) {
+    int rc = SS_OK;
+    s->move_delay = s->cfg.whatif_ns * (ss_time)tick_whatifs(s); /* decision latency */
+    for (uint32_t i = 0; i < d->n_offload && !rc; i++) {
         const pol_offload *o = &d->offload[i];
         ss_errbuf why;
-        int rc = gsim_offload(s, o->req, o->helper, o->predicted, &why);
+        rc = gsim_offload(s, o->req, o->helper, o->predicted, &why);
         if (rc == SS_ENOMEM)
-            return ss_err(s->eb, rc, "%s", why.msg);
-        if (rc)
-            return ss_err(s->eb, SS_EINVAL, "placement policy '%s' malfunction: decision %u of "
-                          "%u at %.9g s: %s", pol_place_name(s->place), i + 1, d->n_offload,
-                          ss_time_to_s(des_now(s->des)), why.msg);
+            rc = ss_err(s->eb, rc, "%s", why.msg);
+        else if (rc)
+            rc = ss_err(s->eb, SS_EINVAL, "placement policy '%s' malfunction: decision %u of "
+                        "%u at %.9g s: %s", pol_place_name(s->place), i + 1, d->n_offload,
+                        ss_time_to_s(des_now(s->des)), why.msg);
     }
-    return SS_OK;
+    s->move_delay = 0;
+    return rc;
 }
 
 void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx)
@@ -106,6 +124,7 @@ void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx)
         .sla_so_far = gsim_req_sla_so_far, .fork = env_fork, .offload = env_offload,
         .advance = env_advance, .graph = env_graph, .destroy = env_destroy,
     };
+    s->tick_whatifs0 = pol_place_get_stats(s->place)->whatifs;
     int rc = pol_place_tick(s->place, &env, s->g, &s->pd, s->eb);
     if (!rc && s->pd.n_offload > s->pd.cap_offload)
         rc = ss_err(s->eb, SS_EINVAL, "placement policy '%s' malfunction: %u decisions for %u "

@@ -274,4 +274,21 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->pred_err_ms = m->offload_predicted
                            ? (double)m->offload_pred_err_ns / (double)m->offload_predicted / 1e6
                            : 0;
+    for (int b = 0; b < METRICS_STRETCHES; b++)
+        out->moved_gpu_s[b] = (double)m->moved_ns[b] / 1e9;
+}
+
+ss_time metrics_stretch_hi(int b)
+{
+    static const ss_time hi[METRICS_STRETCHES] = {10 * SS_NS_PER_MS, 100 * SS_NS_PER_MS,
+                                                  1000 * SS_NS_PER_MS, SS_TIME_MAX};
+    return b >= 0 && b < METRICS_STRETCHES ? hi[b] : SS_TIME_MAX;
+}
+
+void metrics_add_moved(metrics *m, ss_time stretch, ss_time gpu_ns)
+{
+    int b = 0;
+    while (b + 1 < METRICS_STRETCHES && stretch >= metrics_stretch_hi(b))
+        b++;
+    m->moved_ns[b] += gpu_ns;
 }

@@ -74,6 +74,9 @@ typedef struct metrics_req {
     ss_time tbt_max;        /* largest gap, ns */
 } metrics_req;
 
+/* Buckets of idle-stretch lengths for the moved compute (metrics_stretch_hi). */
+enum { METRICS_STRETCHES = 4 };
+
 /* Idle GPU slices: gaps in a GPU's compute timeline (between iterations, and the host phase
  * that opens each iteration, when the GPU waits for the engine's CPU work), by length. */
 typedef struct metrics_slices {
@@ -149,6 +152,8 @@ typedef struct metrics {
     double offload_bytes;      /* weights streamed to helpers + KV sent home */
     uint64_t offload_predicted;   /* finished offloads that had a what-if prediction */
     ss_time offload_pred_err_ns;  /* sum of |predicted - simulated| first-token times */
+    ss_time moved_ns[METRICS_STRETCHES]; /* guest compute on helper GPUs (GPU-ns), by the
+                                            length of the helper's idle stretch it ran in */
     ss_time last_finish;       /* latest completion or rejection */
     ss_time last_completion;   /* latest completion (every request): the window's end */
     int oom;                   /* an allocation failed while recording */
@@ -186,6 +191,7 @@ typedef struct metrics_summary {
     uint64_t offloads, offload_ops, slices_used; /* offloaded prefills (every request) */
     double offload_gib;           /* weights streamed and KV sent for them */
     double pred_err_ms;           /* mean |predicted - simulated| first token of an offload */
+    double moved_gpu_s[METRICS_STRETCHES]; /* moved compute by idle-stretch length, GPU-s */
     double sim_s;                 /* simulated time: 0 to the last event (a tick, a load, ...), s */
     double window_s;              /* measurement window: warm-up end to the last completion, s */
 } metrics_summary;
@@ -222,6 +228,13 @@ void metrics_flush(metrics *m);
 /* Record the idle slice [from, to) of one GPU with free_bytes of memory free over it; the part
  * before measure_from is left out. Returns the length recorded (0 when nothing is left). */
 ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes);
+/* Count gpu_ns of moved (guest) compute that ran in an idle stretch of its helper `stretch`
+ * long: from the end of the helper's own compute to the start of its next (its host phase
+ * included), or to the end of the run. */
+void metrics_add_moved(metrics *m, ss_time stretch, ss_time gpu_ns);
+/* The upper bound of idle-stretch bucket b, ns (SS_TIME_MAX for the last): < 10 ms,
+ * 10-100 ms, 0.1-1 s, > 1 s. */
+ss_time metrics_stretch_hi(int b);
 /* Reason r (METRICS_REJ_*) as the report and the JSON name it ("too_long", ...), and as a
  * phrase for people ("prompt > max-model-len"); NULL when r is out of range. */
 const char *metrics_reject_key(int r);

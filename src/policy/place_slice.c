@@ -33,7 +33,8 @@
 
 static const char *const params[] = {"slice_period_ms", "slice_horizon_ms", "slice_max_whatifs",
                                      "slice_min_gain_ms", "slice_overrun_ms", "slice_weights",
-                                     NULL};
+                                     "slice_host_factor", "slice_whatif_ms", "slice_link_eff",
+                                     "slice_interference", NULL};
 
 /* What a fork predicts for the requests of its containers, by request slot. */
 typedef struct outcome {
@@ -65,6 +66,8 @@ typedef struct refusal {
 
 typedef struct slice_sched {
     ss_time period, horizon, min_gain, overrun;
+    ss_time whatif;       /* decision latency per what-if, ns */
+    double host_factor, link_eff, interference; /* see pol_place_mechanism */
     int weights;          /* POL_WEIGHTS_* */
     uint32_t max_whatifs;
     const pol_place_env *env; /* the simulator's, during a tick */
@@ -80,10 +83,14 @@ typedef struct slice_sched {
 
 enum { REFUSALS = 64 };
 
+/* Default decision latency per what-if, ms: bench/bench_whatif's cost of one what-if in a
+ * release build (README, "What a move costs", gives the command). */
+#define SLICE_WHATIF_MS 0.08
+
 static int init(void *priv, ss_params *p, ss_errbuf *eb)
 {
     slice_sched *s = priv;
-    double period_ms, horizon_ms, gain_ms, overrun_ms;
+    double period_ms, horizon_ms, gain_ms, overrun_ms, whatif_ms;
     uint64_t whatifs;
     int rc = ss_params_get_double(p, "slice", "slice_period_ms", 20, 0.1, 1e7, &period_ms, eb);
     if (!rc)
@@ -94,6 +101,18 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
         rc = ss_params_get_double(p, "slice", "slice_min_gain_ms", 5, 0, 1e7, &gain_ms, eb);
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_overrun_ms", 1, 0, 1e5, &overrun_ms, eb);
+    /* The costs of a move (README, "What a move costs"): defaults and their sources there. */
+    if (!rc)
+        rc = ss_params_get_double(p, "slice", "slice_host_factor", 1, 0, 100, &s->host_factor,
+                                  eb);
+    if (!rc)
+        rc = ss_params_get_double(p, "slice", "slice_whatif_ms", SLICE_WHATIF_MS, 0, 1e4,
+                                  &whatif_ms, eb);
+    if (!rc)
+        rc = ss_params_get_double(p, "slice", "slice_link_eff", 0.8, 0.01, 1, &s->link_eff, eb);
+    if (!rc)
+        rc = ss_params_get_double(p, "slice", "slice_interference", 1.2, 1, 100,
+                                  &s->interference, eb);
     if (rc)
         return rc;
     const char *weights = ss_params_get(p, "slice_weights");
@@ -113,6 +132,7 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
     s->min_gain = (ss_time)(gain_ms * SS_NS_PER_MS);
     s->max_whatifs = (uint32_t)whatifs;
     s->overrun = (ss_time)(overrun_ms * SS_NS_PER_MS);
+    s->whatif = (ss_time)(whatif_ms * SS_NS_PER_MS);
     return SS_OK;
 }
 
@@ -150,6 +170,10 @@ static void mechanism(const void *priv, pol_place_mechanism *out)
     const slice_sched *s = priv;
     out->guest_overrun = s->overrun;
     out->weights = s->weights;
+    out->host_factor = s->host_factor;
+    out->whatif_ns = s->whatif;
+    out->link_eff = s->link_eff;
+    out->interference = s->interference;
 }
 
 /* ---- forks and their outcomes ------------------------------------------------------------ */

@@ -304,6 +304,13 @@ enum {
 typedef struct pol_place_mechanism {
     ss_time guest_overrun; /* a guest chunk in a host phase may end this long after it */
     int weights;           /* POL_WEIGHTS_* */
+    /* The costs a move is charged (all zero, 1 and 1: none, as before issue 16): */
+    double host_factor;    /* the guest's host phase before its first chunk, in units of home's
+                              per-iteration host time for a one-request prefill */
+    ss_time whatif_ns;     /* decision latency per what-if the deciding tick ran: the move
+                              starts this times their count after the decision */
+    double link_eff;       /* fraction of a link's peak bandwidth an offload transfer gets */
+    double interference;   /* slowdown of a guest chunk sharing the helper's iteration */
 } pol_place_mechanism;
 
 /* What a placement policy did in a run. */

@@ -123,10 +123,14 @@ static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metri
                ", \"whatifs\": %" PRIu64 ", \"candidates\": %" PRIu64
                ", \"refused_memory\": %" PRIu64 ", \"refused_sla\": %" PRIu64
                ", \"refused_gain\": %" PRIu64 ", \"prediction_error_ms\": %.6f, "
-               "\"decision_wall_s\": %.6f, \"decisions_per_s\": %.1f}",
+               "\"decision_wall_s\": %.6f, \"decisions_per_s\": %.1f",
             m->offloads, m->offload_ops, m->offload_gib, m->slices_used, sl->ticks, sl->whatifs,
             sl->candidates, sl->refused_memory, sl->refused_sla, sl->refused_gain, m->pred_err_ms,
             sl->wall_s, sl->wall_s > 0 ? (double)sl->ticks / sl->wall_s : 0.0);
+    /* the moved compute (GPU-s) by the length of the helper's idle stretch it ran in */
+    fprintf(f, ", \"moved_gpu_s_by_idle_stretch\": {\"lt_10ms\": %.6f, \"10_100ms\": %.6f, "
+               "\"100ms_1s\": %.6f, \"gt_1s\": %.6f}}",
+            m->moved_gpu_s[0], m->moved_gpu_s[1], m->moved_gpu_s[2], m->moved_gpu_s[3]);
 }
 
 static void json_prefix_group(FILE *f, const metrics_group_summary *s)
@@ -258,6 +262,15 @@ static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
                " gain; first-token prediction error %.3f ms\n",
             m->offloads, m->offload_ops, m->offload_gib, m->slices_used, sl->ticks, sl->whatifs,
             sl->wall_s, sl->refused_memory, sl->refused_sla, sl->refused_gain, m->pred_err_ms);
+    double moved = 0;
+    for (int b = 0; b < METRICS_STRETCHES; b++)
+        moved += m->moved_gpu_s[b];
+    fprintf(f, "  moved compute %.1f GPU-s, by the helper's idle stretch it ran in: < 10 ms "
+               "%.1f %%, 10-100 ms %.1f %%, 0.1-1 s %.1f %%, > 1 s %.1f %%\n", moved,
+            moved > 0 ? 100 * m->moved_gpu_s[0] / moved : 0.0,
+            moved > 0 ? 100 * m->moved_gpu_s[1] / moved : 0.0,
+            moved > 0 ? 100 * m->moved_gpu_s[2] / moved : 0.0,
+            moved > 0 ? 100 * m->moved_gpu_s[3] / moved : 0.0);
 }
 
 void runner_report_table(FILE *f, const runner_report *r, const gsim *g,

@@ -9,6 +9,7 @@
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
 #include "core/ss_rng.h"
+#include "cost/cost.h"
 #include "gsim/gsim.h"
 
 #include <math.h>
@@ -469,6 +470,212 @@ static void test_expansion_includes_guest_waits(void **state)
     free(r);
 }
 
+/* ---- the costs a move is charged (issue 16) ------------------------------------------- */
+
+/* TTFT of the request offloaded at t = 1 ns (the last of 60 of 2,000 tokens) to the idle cold
+ * container, nothing arriving after. */
+static ss_time moved_ttft(fx *f, const trace_rec *r, size_t n)
+{
+    run_out o;
+    replay(f, r, n, 1, 1, &o);
+    assert_int_equal(o.rc, 0);
+    free(o.c.r);
+    return o.ttft0;
+}
+
+/* The guest's host phase comes before its first chunk: with streamed weights (the embedding's
+ * arrive before a host phase ends) the whole prefill moves by it, so doubling the factor
+ * lengthens the moved request's TTFT by exactly home's host time for a one-request prefill. */
+static void test_host_phase_is_charged(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_weights = GSIM_WEIGHTS_STREAM;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    tu_recs src = {r, n, 0};
+    gsim *g = begin(f, &src, NULL, NULL, 0);
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, 2000, 0);
+    cost_split sp;
+    cost_iteration_split(gsim_graph(g)->ctrs[0].cost, &b, &sp);
+    gsim_destroy(&g);
+    assert_true(sp.host_ns > SS_NS_PER_MS);
+    f->cfg.guest_host_factor = 1;
+    ss_time one = moved_ttft(f, r, n);
+    f->cfg.guest_host_factor = 2;
+    ss_time two = moved_ttft(f, r, n);
+    f->cfg.guest_host_factor = 4;
+    ss_time four = moved_ttft(f, r, n);
+    printf("# host phase %.3f ms: moved TTFT %.3f, %.3f, %.3f ms at 1x, 2x, 4x\n",
+           sp.host_ns / 1e6, one / 1e6, two / 1e6, four / 1e6);
+    assert_int_equal(two - one, sp.host_ns);
+    assert_int_equal(four - two, 2 * sp.host_ns);
+    free(r);
+}
+
+/* Link efficiency: staged weights (the default when the helper has free KV blocks) arrive
+ * before the first chunk, the chunks then run back to back, and the last layer's KV, sent
+ * home as the LM head runs, arrives after it; so halving the efficiency lengthens the TTFT by
+ * the time of those two copies at the higher one: (model bytes + one layer's KV) /
+ * (bandwidth x efficiency). Efficiency 1 is the link's peak. */
+static void test_link_efficiency_is_charged(void **state)
+{
+    fx *f = *state;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 0, &n);
+    tu_recs src = {r, n, 0};
+    gsim *g = begin(f, &src, NULL, NULL, 0);
+    const gmg *G = gsim_graph(g);
+    const cat_model *model = G->ctrs[0].model;
+    double bytes = cost_weight_bytes_per_gpu(model, 1, 1) +
+                   2000.0 * cat_model_kv_bytes_per_token(model) / model->layers;
+    double bw = G->links[G->gpus[G->ctrs[1].gpu0].node].bw;
+    gsim_destroy(&g);
+    f->cfg.guest_link_eff = 0.5;
+    ss_time half = moved_ttft(f, r, n);
+    f->cfg.guest_link_eff = 0.25;
+    ss_time quarter = moved_ttft(f, r, n);
+    double expect = bytes / (bw * 0.5) * 1e9;
+    printf("# moved TTFT %.3f ms at 50 %% of the link's peak, %.3f ms at 25 %% (%.3f ms more "
+           "expected)\n", half / 1e6, quarter / 1e6, expect / 1e6);
+    assert_true(fabs((double)(quarter - half) - expect) <= 2);
+    free(r);
+}
+
+/* One burst, SliceScheduler deciding (slice_run) and observed: the first offloaded request. */
+static void on_first_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_req *r,
+                           uint32_t chunk, uint32_t n, ss_time start, ss_time end,
+                           ss_time weights_at)
+{
+    (void)g, (void)h, (void)chunk, (void)n, (void)start, (void)end, (void)weights_at;
+    uint64_t *first = ud;
+    if (*first == UINT64_MAX)
+        *first = r->trace_id;
+}
+
+static ss_time first_moved_ttft(fx *f, const trace_rec *r, size_t n, const char *whatif_ms,
+                                metrics *m)
+{
+    ss_params_set(f->params, "slice_whatif_ms", whatif_ms);
+    f->cfg.ops = "slice";
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    uint64_t first = UINT64_MAX;
+    gsim_observer obs = {.on_guest = on_first_guest, .ud = &first};
+    gsim_set_observer(g, &obs);
+    tu_collect c = tu_collect_new(n);
+    tu_recs src = {r, n, 0};
+    if (gsim_run(g, tu_recs_next, &src, tu_collect_req, &c, &eb))
+        fail_msg("gsim_run: %s", eb.msg);
+    *m = *gsim_metrics(g);
+    gsim_destroy(&g);
+    assert_true(first != UINT64_MAX);
+    ss_time ttft = c.r[first].first_token - c.r[first].arrival;
+    free(c.r);
+    return ttft;
+}
+
+/* Decision latency: the first decision runs three what-ifs (the baselines of the home and the
+ * helper, one candidate), so doubling the per-what-if cost from 1 ms to 2 ms starts the first
+ * move, and its first token, 3 ms later. Each candidate's what-if charges the what-ifs run so
+ * far in its tick, its own included, so with one candidate per tick the predictions stay
+ * exact. */
+static void test_decision_latency_is_charged(void **state)
+{
+    fx *f = *state;
+    size_t n;
+    trace_rec *r = workload(80, 2000, 0, &n);
+    metrics m1, m2;
+    ss_time one = first_moved_ttft(f, r, n, "1", &m1);
+    ss_time two = first_moved_ttft(f, r, n, "2", &m2);
+    printf("# first moved TTFT %.3f ms at 1 ms per what-if, %.3f ms at 2 ms\n", one / 1e6,
+           two / 1e6);
+    assert_int_equal(two - one, 3 * SS_NS_PER_MS);
+    assert_int_equal(m1.offload_pred_err_ns, 0);
+    assert_int_equal(m2.offload_pred_err_ns, 0);
+    free(r);
+}
+
+/* Chunks as the observer sees them: how many, how many last `slow` times the alone time of
+ * some chunk of the prefill, and whether any lasts neither. */
+typedef struct slow_check {
+    ss_time alone[3];       /* embedding, layer, head alone (from the first run) */
+    double slow;
+    uint64_t req, n, slowed, bad;
+} slow_check;
+
+static void on_slow_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_req *r,
+                          uint32_t chunk, uint32_t n, ss_time start, ss_time end,
+                          ss_time weights_at)
+{
+    (void)g, (void)h, (void)weights_at;
+    slow_check *c = ud;
+    if (r->trace_id != c->req)
+        return;
+    ss_time d = end - start, a = c->alone[chunk == 0 ? 0 : chunk + 1 == n ? 2 : 1];
+    ss_time slowed = (ss_time)((double)a * c->slow + 0.5);
+    c->n++;
+    c->slowed += c->slow != 1 && d == slowed;
+    c->bad += d != a && d != slowed;
+}
+
+/* Co-location interference: a guest chunk placed in the helper's host phase shares its GPUs
+ * with the helper's iteration and runs `slow` times its alone time (and the helper's compute
+ * waits for it, as before); chunks in idle time run alone. With a busy helper (cold traffic,
+ * a 50 ms overrun), factor 2 slows some chunks exactly 2x and the rest not at all, and the
+ * moved request's first token comes no earlier than with factor 1; factor 1 is the model
+ * without interference, every chunk at its alone time. */
+static void test_interference_is_charged(void **state)
+{
+    fx *f = *state;
+    f->cfg.guest_overrun = 50 * SS_NS_PER_MS;
+    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    size_t n;
+    trace_rec *r = workload(60, 2000, 6, &n);
+    ss_time ttft[2];
+    slow_check first = {.slow = 1};
+    for (int i = 0; i < 2; i++) {
+        f->cfg.guest_interference = i ? 2.0 : 1.0;
+        slow_check c = first;
+        c.slow = f->cfg.guest_interference;
+        run_out o;
+        memset(&o, 0, sizeof o);
+        o.c.r = calloc(n, sizeof(metrics_req));
+        gsim_observer obs = {.on_guest = on_slow_guest, .ud = &c};
+        tu_recs src = {r, n, 0};
+        gsim *g = begin(f, &src, &o.c, &obs, ss_time_from_s(0.5));
+        ss_errbuf eb;
+        gmg_id q = gsim_graph(g)->ctrs[0].waiting.tail;
+        c.req = gsim_graph(g)->reqs[q].trace_id;
+        if (i == 0) { /* alone times from the shape of the job, as the mechanism makes it */
+            const gmg_container *home = &gsim_graph(g)->ctrs[0];
+            cost_batch b = {0};
+            cost_batch_add_prefill(&b, gsim_graph(g)->reqs[q].prompt, 0);
+            cost_split sp;
+            cost_iteration_split(home->cost, &b, &sp);
+            c.alone[0] = sp.head_ns - sp.host_ns, c.alone[1] = sp.layer_ns;
+            c.alone[2] = sp.tail_ns;
+            memcpy(first.alone, c.alone, sizeof c.alone);
+        }
+        assert_int_equal(gsim_offload(g, q, 1, 0, &eb), 0);
+        assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+        assert_int_equal(gsim_finish(g), 0);
+        ttft[i] = o.c.r[c.req].first_token - o.c.r[c.req].arrival;
+        printf("# interference %.0fx: %llu chunks, %llu slowed, moved TTFT %.3f ms\n", c.slow,
+               (unsigned long long)c.n, (unsigned long long)c.slowed, ttft[i] / 1e6);
+        assert_int_equal(c.n, 34);
+        assert_int_equal(c.bad, 0);
+        if (i)
+            assert_true(c.slowed > 0);
+        gsim_destroy(&g);
+        free(o.c.r);
+    }
+    assert_true(ttft[1] >= ttft[0]);
+    free(r);
+}
+
 /* ---- the scheduler ------------------------------------------------------------------- */
 
 /* Run the workload under --ops slice; returns the run's metrics and SliceScheduler's figures,
@@ -633,6 +840,10 @@ int main(void)
         T(test_scheduler_refuses_what_memory_cannot_hold),
         T(test_scheduler_refuses_what_breaks_an_sla),
         T(test_scheduler_allocation_failures_are_clean),
+        T(test_host_phase_is_charged),
+        T(test_link_efficiency_is_charged),
+        T(test_decision_latency_is_charged),
+        T(test_interference_is_charged),
     };
 #undef T
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
