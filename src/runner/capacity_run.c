@@ -154,10 +154,12 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
         rc = runner_run_setup(&x, sc, &ro);
     if (!rc)
         rc = runner_run_exec(&x);
-    if (!rc)
+    if (!rc) {
         judge(c, &x, pr);
-    else
-        *eb = x.eb, ss_err_prefix(eb, rc, "%s", point);
+    } else {
+        *eb = x.eb;
+        ss_err_prefix(eb, rc, "%s", point);
+    }
     runner_run_fini(&x);
     scn_destroy(&sc);
     if (!rc && o->progress) {
