@@ -14,6 +14,8 @@ enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 int cmd_replay(int argc, char **argv);
 /* `slicesim compare -c SCENARIO --policies ...` (cmd_compare.c; runner/compare.h). */
 int cmd_compare(int argc, char **argv);
+/* `slicesim capacity -c SCENARIO --policies ...` (cmd_capacity.c; runner/capacity.h). */
+int cmd_capacity(int argc, char **argv);
 /* `slicesim sweep EXPERIMENT.ini` (cmd_sweep.c; runner/sweep.h). */
 int cmd_sweep(int argc, char **argv);
 /* `slicesim plot DB --kind ... -o DIR` (cmd_plot.c). */

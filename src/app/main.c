@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"replay", cmd_replay, "replay a trace on a simulated GPU cluster; results to SQLite"},
     {"compare", cmd_compare, "one scenario under several policies, one table with ratios"},
+    {"capacity", cmd_capacity, "each policy's highest load within an SLA-miss bound, by bisection"},
     {"sweep", cmd_sweep, "a grid of scenario keys, policies and loads; parallel, resumable"},
     {"plot", cmd_plot, "figures from a results database, drawn by gnuplot"},
     {"db", cmd_db, "results databases: merge"},

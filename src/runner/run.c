@@ -8,6 +8,7 @@
 #include "core/ss_strbuf.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,4 +244,80 @@ void runner_scale_rates(scn_scenario *sc, double factor)
 {
     for (uint32_t i = 0; i < sc->n_tenants; i++)
         sc->tenants[i].rate_scale *= factor;
+}
+
+/* One item of a synthetic spec stretched by factor into out (size n): duration and requests
+ * grow, everything else is copied. 0, or -1 when it does not fit. */
+static int stretch_item(const char *item, size_t len, double factor, char *out, size_t n)
+{
+    int w;
+    if (len > 9 && !strncmp(item, "duration=", 9))
+        w = snprintf(out, n, "duration=%.17g", strtod(item + 9, NULL) * factor);
+    else if (len > 9 && !strncmp(item, "requests=", 9))
+        w = snprintf(out, n, "requests=%.0f", ceil(strtod(item + 9, NULL) * factor));
+    else
+        w = snprintf(out, n, "%.*s", (int)len, item);
+    return w >= 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* Rewrite tenant t's synthetic spec with its duration and request count stretched by factor.
+ * Malformed values are left for the scenario check to report: strtod reads what it can. */
+static int stretch_synthetic(scn_tenant *t, double factor, ss_errbuf *eb)
+{
+    char out[SCN_TEXT_MAX], item[SCN_TEXT_MAX];
+    size_t used = 0;
+    for (const char *p = t->synthetic; *p;) {
+        size_t n = strcspn(p, " \t");
+        if (n) {
+            if (stretch_item(p, n, factor, item, sizeof item))
+                goto too_long;
+            int w = snprintf(out + used, sizeof out - used, "%s%s", used ? " " : "", item);
+            if (w < 0 || (size_t)w >= sizeof out - used)
+                goto too_long;
+            used += (size_t)w;
+        }
+        p += n + strspn(p + n, " \t");
+    }
+    memcpy(t->synthetic, out, used);
+    t->synthetic[used] = '\0';
+    return SS_OK;
+too_long:
+    return ss_err(eb, SS_EPARSE, "tenant %s: synthetic: the spec stretched to load %g is "
+                  "longer than %d characters", t->name, factor, SCN_TEXT_MAX - 1);
+}
+
+int runner_scale_load(scn_scenario *sc, double factor, ss_errbuf *eb)
+{
+    runner_scale_rates(sc, factor);
+    for (uint32_t i = 0; i < sc->n_tenants; i++) {
+        int rc = sc->tenants[i].synthetic[0] ? stretch_synthetic(&sc->tenants[i], factor, eb)
+                                             : SS_OK;
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
+int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, runner_arrivals *a,
+                       ss_errbuf *eb)
+{
+    runner_run x = {0};
+    int rc = runner_run_setup(&x, sc, o);
+    memset(a, 0, sc->n_tenants * sizeof *a);
+    trace_rec rec;
+    int got = 0;
+    while (!rc && (got = wl_source_next(x.ws, &rec, &x.eb)) > 0) {
+        if (rec.tenant >= sc->n_tenants)
+            continue;
+        runner_arrivals *t = &a[rec.tenant];
+        t->last_s = ss_time_to_s(rec.arrival_ns);
+        if (!t->n++)
+            t->first_s = t->last_s;
+    }
+    if (!rc && got < 0)
+        rc = got;
+    if (rc)
+        *eb = x.eb;
+    runner_run_fini(&x);
+    return rc;
 }

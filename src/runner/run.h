@@ -73,8 +73,27 @@ runner_report runner_run_report(const runner_run *x);
 /* Free what setup made (NULL-safe fields). */
 void runner_run_fini(runner_run *x);
 
-/* Multiply every tenant's rate_scale by factor. */
+/* Multiply every tenant's rate_scale by factor (compare's and sweep's loads). A synthetic
+ * tenant's generator keeps its duration, so at factor r its traffic ends at duration / r. */
 void runner_scale_rates(scn_scenario *sc, double factor);
+/* Multiply every tenant's rate_scale by factor, as runner_scale_rates, and stretch each
+ * synthetic tenant's generator by the same factor (duration=D becomes D x factor,
+ * requests=N becomes ceil(N x factor)), so that its traffic spans the same seconds at every
+ * load: the requests of factor 1 and more of them, factor times as fast (slicesim capacity).
+ * Trace and ServeGen tenants are only scaled: a trace of T seconds spans T / rate_scale.
+ * 0, or SS_EPARSE with eb set when a stretched spec does not fit (sc is then partly scaled
+ * and should be discarded). */
+int runner_scale_load(scn_scenario *sc, double factor, ss_errbuf *eb);
+/* When one tenant's requests arrive. */
+typedef struct runner_arrivals {
+    double first_s, last_s;  /* first and last arrival, s (0 when n is 0) */
+    uint64_t n;              /* requests */
+} runner_arrivals;
+/* The arrivals of each tenant of scenario sc (already checked) into a[0..sc->n_tenants): the
+ * workload sc's runs read, read once to its end without simulating anything. 0 or an SS_E*
+ * code with eb set. */
+int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, runner_arrivals *a,
+                       ss_errbuf *eb);
 
 /* The caller's check of a command's files, called by the commands that run several points
  * (runner/compare.h, runner/sweep.h) before they write anything, so that app/ can refuse an

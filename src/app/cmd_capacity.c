@@ -1,0 +1,230 @@
+/* `slicesim capacity`: the options and --help of the capacity search, the highest load each
+ * policy bundle sustains within an SLA-miss bound. The search, the replays and the table are
+ * runner/capacity.c's and runner/capacity_run.c's. */
+#include "app/cli.h"
+
+#include "runner/bundle.h"
+#include "runner/capacity.h"
+
+#include "core/ss_alloc.h"
+#include "core/ss_parse.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_POLICIES RUNNER_CAPACITY_MAX_POLICIES
+
+typedef struct capacity_opts {
+    const char *config, *profiles, *db, *name, *tenant;
+    char *policies_text;       /* owned copy, split in place */
+    char *policy[MAX_POLICIES];
+    char label[MAX_POLICIES][RUNNER_LABEL_MAX];
+    int n_policies;
+    runner_capacity_search_opts search;
+    const char **sets;
+    size_t n_sets, cap_sets;
+    int json, progress;
+} capacity_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: slicesim capacity -c SCENARIO.ini --policies A,B,... [--sla-miss 0.09]\n"
+        "                         [--tenant NAME] [--tol 0.02] [--max-probes 12]\n"
+        "                         [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
+        "\n"
+        "Find each policy bundle's capacity: the highest load multiplier (of every tenant's\n"
+        "rate_scale, as compare's --rates) at which SLA violations stay within the bound, over\n"
+        "all tenants or only --tenant's requests. Each probe is a full replay: load 1 first,\n"
+        "then doubling up until a load fails (or halving down until one passes), then bisection\n"
+        "until the bracket is within --tol of the load. Synthetic tenants keep their window at\n"
+        "every load (their generator runs load times longer before the rates are scaled); a\n"
+        "probe in which a tenant's arrivals (a trace's, say) end before the window does counts\n"
+        "as a failure. Prints per bundle the capacity, its ratio to the first bundle's, goodput\n"
+        "and SLA miss at that load and the probes it took; a line per probe goes to stderr.\n"
+        "Every probe is stored as a point of the sweep NAME (policy=LABEL;rate=LOAD).\n"
+        "\n"
+        "  -c, --config FILE       scenario file (required; experiments/README.md)\n"
+        "  --policies LIST         comma-separated bundles (required): built-in\n"
+        "                          %s,\n"
+        "                          or LABEL:SECTION.KEY=VALUE[+SECTION.KEY=VALUE...]\n"
+        "  --sla-miss F            bound on the share of requests missing their SLA, 0 to 1\n"
+        "                          (default 0.09)\n"
+        "  --tenant NAME           judge only this tenant's requests (default: every tenant's)\n"
+        "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
+        "  --max-probes N          most replays per bundle, 1 to %d (default 12)\n"
+        "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
+        "  --db FILE               results database (default: the scenario's; 'none' to skip)\n"
+        "  --name NAME             sweep name in the database (default capacity:SCENARIO)\n"
+        "  --json                  print one JSON object: the settings and per bundle its\n"
+        "                          capacity, ratio, status, bracket and probes\n"
+        "  --profiles DIR          catalog directory\n"
+        "  --no-progress           no line per probe on stderr\n"
+        "  -h, --help              this help\n"
+        "\n"
+        "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
+        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES);
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "slicesim: capacity: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
+    return CLI_EUSAGE;
+}
+
+enum { O_POLICIES = 256, O_SLA, O_TENANT, O_TOL, O_PROBES, O_SET, O_DB, O_NAME, O_JSON,
+       O_PROFILES, O_NOPROG };
+
+static int parse_policies(capacity_opts *o, const char *arg)
+{
+    ss_free(o->policies_text);
+    if (!(o->policies_text = ss_strdup(arg)))
+        return CLI_EFAIL;
+    o->n_policies = runner_split_list(o->policies_text, o->policy, MAX_POLICIES);
+    if (o->n_policies < 1)
+        return usage_error("--policies: expected 1 to 16 comma-separated bundles, got '", arg);
+    for (int i = 0; i < o->n_policies; i++) {
+        ss_errbuf eb;
+        if (runner_bundle_label(o->policy[i], o->label[i], &eb)) {
+            fprintf(stderr, "slicesim: capacity: --policies: %s\n", eb.msg);
+            return CLI_EUSAGE;
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(o->label[i], o->label[j]))
+                return usage_error("--policies: the same label twice: '", o->label[i]);
+    }
+    return CLI_OK;
+}
+
+/* --sla-miss: a share in [0, 1]. */
+static int parse_bound(capacity_opts *o, const char *arg)
+{
+    double v;
+    if (ss_parse_doublez(arg, &v))
+        return usage_error("--sla-miss: expected a number from 0 to 1, got '", arg);
+    if (!(v >= 0 && v <= 1))
+        return usage_error("--sla-miss: the bound is a share of requests, 0 to 1, got '", arg);
+    o->search.sla_miss = v;
+    return CLI_OK;
+}
+
+static int parse_tol(capacity_opts *o, const char *arg)
+{
+    double v;
+    if (ss_parse_doublez(arg, &v) || !(v > 0 && v < 1))
+        return usage_error("--tol: expected a number > 0 and < 1, got '", arg);
+    o->search.tol = v;
+    return CLI_OK;
+}
+
+static int parse_opt(capacity_opts *o, int c, char **argv)
+{
+    long n;
+    switch (c) {
+    case 'c': o->config = optarg; return CLI_OK;
+    case O_POLICIES: return parse_policies(o, optarg);
+    case O_SLA: return parse_bound(o, optarg);
+    case O_TENANT: o->tenant = optarg; return CLI_OK;
+    case O_TOL: return parse_tol(o, optarg);
+    case O_PROBES:
+        if (cli_parse_long("capacity: --max-probes", optarg, 1, RUNNER_CAPACITY_MAX_PROBES, &n))
+            return CLI_EUSAGE;
+        o->search.max_probes = (int)n;
+        return CLI_OK;
+    case O_SET:
+        if (ss_grow((void **)&o->sets, &o->cap_sets, o->n_sets + 1, sizeof *o->sets))
+            return CLI_EFAIL;
+        o->sets[o->n_sets++] = optarg;
+        return CLI_OK;
+    case O_DB: o->db = optarg; return CLI_OK;
+    case O_NAME: o->name = optarg; return CLI_OK;
+    case O_JSON: o->json = 1; return CLI_OK;
+    case O_PROFILES: o->profiles = optarg; return CLI_OK;
+    case O_NOPROG: o->progress = 0; return CLI_OK;
+    case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
+    default: return usage_error("unknown option '", argv[optind - 1]);
+    }
+}
+
+/* 0, CLI_EUSAGE, or -1 after --help. */
+static int parse_opts(capacity_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},      {"policies", required_argument, NULL, O_POLICIES},
+        {"sla-miss", required_argument, NULL, O_SLA},  {"tenant", required_argument, NULL, O_TENANT},
+        {"tol", required_argument, NULL, O_TOL},       {"max-probes", required_argument, NULL, O_PROBES},
+        {"set", required_argument, NULL, O_SET},       {"db", required_argument, NULL, O_DB},
+        {"name", required_argument, NULL, O_NAME},     {"json", no_argument, NULL, O_JSON},
+        {"profiles", required_argument, NULL, O_PROFILES},
+        {"no-progress", no_argument, NULL, O_NOPROG},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int rc = CLI_OK;
+    if (cli_check_long_options("capacity", argc, argv, ":hc:", longopts))
+        return CLI_EUSAGE;
+    for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        rc = parse_opt(o, c, argv);
+    }
+    if (rc)
+        return rc;
+    if (optind < argc)
+        return usage_error("unexpected argument '", argv[optind]);
+    if (!o->config)
+        return usage_error("-c SCENARIO.ini is required (see --help)", NULL);
+    if (!o->n_policies)
+        return usage_error("--policies A,B,... is required (see --help)", NULL);
+    return CLI_OK;
+}
+
+/* The scenario file and its traces are inputs, the database the output: none may be
+ * another (runner_files_fn). */
+static int capacity_files(void *ud, const scn_scenario *sc, const char *db, ss_errbuf *eb)
+{
+    (void)ud;
+    cli_files files = {0};
+    int rc = cli_scenario_files(&files, sc, db, eb);
+    cli_files_fini(&files);
+    return rc;
+}
+
+static void free_opts(capacity_opts *o)
+{
+    ss_free(o->policies_text);
+    ss_free(o->sets);
+}
+
+int cmd_capacity(int argc, char **argv)
+{
+    capacity_opts o = {
+        .progress = 1,
+        .search = {.sla_miss = 0.09, .tol = 0.02, .max_probes = 12, .min_load = 1.0 / 64,
+                   .max_load = 64},
+    };
+    char *cmdline = cli_join_args(argc, argv); /* as given, before getopt permutes argv */
+    int rc = parse_opts(&o, argc, argv);
+    if (rc) {
+        free_opts(&o);
+        ss_free(cmdline);
+        return rc < 0 ? CLI_OK : rc;
+    }
+    runner_capacity_opts ro = {
+        .config = o.config, .profiles = o.profiles, .db = o.db, .name = o.name,
+        .command = cmdline, .policy = o.policy, .n_policies = o.n_policies, .sets = o.sets,
+        .n_sets = o.n_sets, .tenant = o.tenant, .search = o.search, .json = o.json,
+        .progress = o.progress, .check_files = capacity_files,
+    };
+    ss_errbuf eb = {""};
+    rc = cmdline ? runner_capacity(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
+    if (rc)
+        fprintf(stderr, "slicesim: capacity: %s\n", eb.msg);
+    ss_free(cmdline);
+    free_opts(&o);
+    return cli_status_of(rc);
+}

@@ -1,0 +1,100 @@
+/* runner/: capacity at SLA, as `slicesim capacity` finds it: for each policy bundle the highest
+ * load multiplier whose replay keeps SLA violations within a bound, searched by bracketing
+ * (double up or halve down from load 1) and bisection, each probe a full replay stored like
+ * compare's runs. The search itself (runner_capacity_search) takes a probe callback, so it runs
+ * on any function of the load. Not for reading options (app/cmd_capacity.c). */
+#ifndef SS_RUNNER_CAPACITY_H
+#define SS_RUNNER_CAPACITY_H
+
+#include "runner/run.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define RUNNER_CAPACITY_MAX_PROBES 64     /* most probes of one search */
+#define RUNNER_CAPACITY_MAX_POLICIES 16   /* bundles of one capacity command */
+
+/* What one probe found at one load. */
+typedef struct runner_capacity_probe {
+    double load;               /* load multiplier of every tenant's rate_scale */
+    double sla_miss;           /* SLA violations / requests judged (0 to 1) */
+    double goodput_tok_per_s;  /* output tokens of SLA-meeting requests / window */
+    int spans;                 /* every tenant's traffic spanned the window (1) or not (0) */
+    int pass;                  /* set by the search: spans and sla_miss <= the bound */
+} runner_capacity_probe;
+
+/* Probe load: fill out's sla_miss, goodput_tok_per_s and spans (load is set already). 0, or
+ * an SS_E* code with eb set, which stops the search. */
+typedef int runner_capacity_probe_fn(void *ud, runner_capacity_probe *out, ss_errbuf *eb);
+
+typedef struct runner_capacity_search_opts {
+    double sla_miss;           /* bound on a probe's sla_miss, 0 to 1 */
+    double tol;                /* stop when (hi - lo) <= tol x lo; > 0 */
+    int max_probes;            /* 1 to RUNNER_CAPACITY_MAX_PROBES */
+    double min_load, max_load; /* bracketing stops there (0 < min_load <= 1 <= max_load) */
+} runner_capacity_search_opts;
+
+/* Where the search ended. */
+typedef enum runner_capacity_status {
+    RUNNER_CAP_FOUND,          /* lo passed, hi failed; converged says whether within tol */
+    RUNNER_CAP_BELOW,          /* no load passed: it fails already at the lowest tried */
+    RUNNER_CAP_ABOVE,          /* every load passed, up to the highest tried */
+} runner_capacity_status;
+
+typedef struct runner_capacity_result {
+    runner_capacity_status status;
+    double capacity;           /* the highest passing load of the bracket (0 when BELOW) */
+    double lo, hi;             /* the bracket: lo passed (0: none), hi failed (0: none) */
+    int converged;             /* FOUND and hi - lo <= tol x lo */
+    int i_best;                /* index into probe of the probe at capacity (-1: none) */
+    int n_probes;
+    runner_capacity_probe probe[RUNNER_CAPACITY_MAX_PROBES]; /* in the order run */
+} runner_capacity_result;
+
+/**
+ * Search for the highest load that passes: probe load 1; when it passes double the load until
+ * one fails (or max_load), when it fails halve it until one passes (or min_load); then bisect
+ * the bracket until it is within tol or max_probes were run. A function that is not monotone
+ * still ends, with a load that passed and a failing one above it. fn and ud are borrowed.
+ * @return 0 with *out filled, SS_EINVAL for options out of range, or fn's error (out then
+ *         holds the probes run before it).
+ */
+int runner_capacity_search(const runner_capacity_search_opts *s, runner_capacity_probe_fn *fn,
+                           void *ud, runner_capacity_result *out, ss_errbuf *eb);
+
+/* The name of a status for output: "found", "below", "above". */
+const char *runner_capacity_status_name(runner_capacity_status st);
+
+typedef struct runner_capacity_opts {
+    const char *config;        /* the scenario file (required) */
+    const char *profiles;      /* catalog directory (NULL: catalog_default_dir) */
+    const char *db;            /* results database (NULL: the scenario's own; "none": none) */
+    const char *name;          /* sweep name (NULL: "capacity:" and the file's base name) */
+    const char *command;       /* the command line, for the runs table */
+    char *const *policy;       /* n_policies bundle specs (runner/bundle.h); the first is the
+                                  reference of the ratios */
+    int n_policies;            /* 1 to RUNNER_CAPACITY_MAX_POLICIES */
+    const char *const *sets;   /* SECTION.KEY=VALUE applied to every run after the file */
+    size_t n_sets;
+    const char *tenant;        /* judge only this tenant's requests (NULL: every tenant's) */
+    runner_capacity_search_opts search;
+    int json;                  /* one JSON object instead of the table */
+    int progress;              /* a line per probe on stderr */
+    runner_files_fn *check_files; /* called with the load-1 scenario and the database once
+                                     every bundle passed its check (NULL: none) */
+    void *check_files_ud;
+} runner_capacity_opts;
+
+/**
+ * Find every bundle's capacity (runner_capacity_search, each probe a replay of the scenario
+ * with its loads scaled by runner_scale_load, stored as the point policy=LABEL;rate=LOAD of
+ * one sweep) and write the table, or with o->json one object, to out. A probe in which a
+ * tenant's arrivals end more than 2 % of the window before the window's end does not span
+ * the window and counts as a failure. All strings are borrowed.
+ * @return 0, or an SS_E* code with eb set: SS_EPARSE for a bad bundle or an unknown tenant,
+ *         before anything runs or is stored; a failed run's error, after the probes before it
+ *         were stored.
+ */
+int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb);
+
+#endif

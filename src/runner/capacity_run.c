@@ -1,0 +1,301 @@
+/* `slicesim capacity`'s runs: each bundle's capacity search with replays as its probes (the
+ * scenario at the probe's load, every tenant's traffic checked to span the window), every
+ * probe stored as a point of one sweep, and the table or JSON of the results. The search is
+ * capacity.c's; options are app/cmd_capacity.c's. */
+#include "runner/capacity.h"
+
+#include "runner/bundle.h"
+
+#include <string.h>
+
+/* A probe in which a tenant stops arriving more than this share of the window before its
+ * end, and more than GAP_SLACK of its own mean gaps between arrivals, does not span the
+ * window: the slack is for the quiet stretch after a tenant's last arrival, which a bursty
+ * (gamma) tenant has long by chance; a helper tenant whose traffic ended at duration / load
+ * is far beyond both. */
+#define SPAN_SLACK 0.02
+#define GAP_SLACK 10
+
+/* One capacity command under way. */
+typedef struct capacity {
+    const runner_capacity_opts *o;
+    char label[RUNNER_CAPACITY_MAX_POLICIES][RUNNER_LABEL_MAX]; /* of each bundle */
+    char name[300];            /* the sweep's name */
+    int i_tenant;              /* judged tenant's index (-1: every tenant) */
+    int p;                     /* the bundle being searched */
+    store *st;                 /* the database of every probe (NULL: none) */
+    runner_capacity_result res[RUNNER_CAPACITY_MAX_POLICIES];
+} capacity;
+
+/* The scenario of bundle p at load: the file, the sets, the database, the bundle, the load
+ * (runner_scale_load: synthetic tenants keep their window), checked. */
+static int build(const runner_capacity_opts *o, int p, double load, scn_scenario **out,
+                 ss_errbuf *eb)
+{
+    scn_scenario *sc = NULL;
+    int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
+    if (!rc && (rc = scn_load(sc, o->config, eb)) == SS_EIO)
+        rc = SS_EPARSE;
+    for (size_t i = 0; !rc && i < o->n_sets; i++)
+        rc = scn_set(sc, o->sets[i], eb);
+    if (!rc && o->db) {
+        char a[SCN_PATH_MAX + 8];
+        snprintf(a, sizeof a, "run.db=%s", o->db);
+        rc = scn_set_option(sc, a, "--db", eb);
+    }
+    if (!rc)
+        rc = runner_bundle_apply(sc, o->policy[p], "--policies", eb);
+    if (!rc)
+        rc = runner_scale_load(sc, load, eb);
+    if (!rc)
+        rc = scn_check(sc, eb);
+    if (rc)
+        scn_destroy(&sc);
+    *out = sc;
+    return rc;
+}
+
+/* The judged tenant's index in sc, -1 for every tenant, or SS_EPARSE naming the tenants. */
+static int find_tenant(const scn_scenario *sc, const char *name, int *i_out, ss_errbuf *eb)
+{
+    *i_out = -1;
+    if (!name)
+        return SS_OK;
+    char names[SS_MAX_TENANTS * (SCN_NAME_MAX + 2)] = "";
+    for (uint32_t i = 0; i < sc->n_tenants; i++) {
+        if (!strcmp(sc->tenants[i].name, name)) {
+            *i_out = (int)i;
+            return SS_OK;
+        }
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", sc->tenants[i].name);
+    }
+    return ss_err(eb, SS_EPARSE, "--tenant '%s': no such tenant in %s (its tenants: %s)", name,
+                  sc->path, names);
+}
+
+/* Every bundle must run at load 1 before anything runs, so that a bad one stores nothing;
+ * then the judged tenant, the caller's check of the files and the database. */
+static int check_bundles(capacity *c, ss_errbuf *eb)
+{
+    const runner_capacity_opts *o = c->o;
+    runner_run_opts check_opts = {.profiles = o->profiles, .config = o->config};
+    scn_scenario *sc = NULL;
+    int rc = SS_OK;
+    for (int p = 0; !rc && p < o->n_policies; p++) {
+        if (!(rc = build(o, p, 1, &sc, eb)) && (rc = runner_run_check(sc, &check_opts, eb)))
+            ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
+        scn_destroy(&sc);
+    }
+    if (!rc)
+        rc = build(o, 0, 1, &sc, eb);
+    if (!rc)
+        rc = find_tenant(sc, o->tenant, &c->i_tenant, eb);
+    if (!rc && o->check_files)
+        rc = o->check_files(o->check_files_ud, sc, NULL, eb);
+    if (!rc && strcmp(sc->db, "none"))
+        rc = store_open(&c->st, sc->db, eb);
+    scn_destroy(&sc);
+    return rc;
+}
+
+/* Whether every tenant of sc's workload arrives until the window's end (the run's duration,
+ * or the last arrival of all), give or take the slack; the first one that does not goes to
+ * short_out. */
+static int spans_window(const scn_scenario *sc, const runner_run_opts *ro, int *spans_out,
+                        char *short_out, size_t n, ss_errbuf *eb)
+{
+    runner_arrivals a[SS_MAX_TENANTS];
+    double end = sc->duration_s;
+    int rc = runner_arrivals_of(sc, ro, a, eb);
+    for (uint32_t i = 0; !rc && !(sc->duration_s > 0) && i < sc->n_tenants; i++)
+        end = a[i].last_s > end ? a[i].last_s : end;
+    *spans_out = 1;
+    for (uint32_t i = 0; !rc && i < sc->n_tenants && *spans_out; i++) {
+        double gap = a[i].n > 1 ? (a[i].last_s - a[i].first_s) / (double)(a[i].n - 1) : end;
+        double slack = SPAN_SLACK * (end - sc->warmup_s);
+        slack = GAP_SLACK * gap > slack ? GAP_SLACK * gap : slack;
+        if (!a[i].n || a[i].last_s < end - slack) {
+            *spans_out = 0;
+            snprintf(short_out, n, "tenant %s's arrivals end at %.1f s, before %.1f s",
+                     sc->tenants[i].name, a[i].last_s, end);
+        }
+    }
+    return rc;
+}
+
+/* What the judged requests' SLA miss and goodput were in finished run x. */
+static void judge(const capacity *c, const runner_run *x, runner_capacity_probe *pr)
+{
+    metrics_group_summary gs = x->m.all;
+    if (c->i_tenant >= 0)
+        metrics_summarize_group(&gsim_metrics(x->g)->tenants[c->i_tenant], x->m.window_s, &gs);
+    pr->sla_miss = gs.sla_violation_rate;
+    pr->goodput_tok_per_s = gs.goodput_tokens_per_s;
+}
+
+/* runner_capacity_probe_fn: one replay of the current bundle at pr->load, stored. */
+static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
+{
+    capacity *c = ud;
+    const runner_capacity_opts *o = c->o;
+    char point[RUNNER_LABEL_MAX + 64], why[200] = "";
+    snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[c->p], pr->load);
+    runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
+                          .sweep = c->name, .point = point, .load = pr->load, .st = c->st,
+                          .arrivals_checked = 1};
+    runner_run_opts check_opts = {.profiles = o->profiles, .config = o->config};
+    runner_run x = {0};
+    scn_scenario *sc = NULL;
+    int rc = build(o, c->p, pr->load, &sc, &x.eb);
+    if (!rc)
+        rc = spans_window(sc, &check_opts, &pr->spans, why, sizeof why, &x.eb);
+    if (!rc)
+        rc = runner_run_setup(&x, sc, &ro);
+    if (!rc)
+        rc = runner_run_exec(&x);
+    if (!rc) {
+        judge(c, &x, pr);
+    } else {
+        *eb = x.eb;
+        ss_err_prefix(eb, rc, "%s", point);
+    }
+    runner_run_fini(&x);
+    scn_destroy(&sc);
+    if (!rc && o->progress) {
+        int pass = pr->spans && pr->sla_miss <= o->search.sla_miss;
+        fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%, goodput "
+                "%.1f tok/s: %s%s%s\n", c->label[c->p], c->res[c->p].n_probes + 1, pr->load,
+                100 * pr->sla_miss, pr->goodput_tok_per_s, pass ? "pass" : "fail",
+                why[0] ? ": " : "", why);
+    }
+    return rc;
+}
+
+/* ==================================================================================== */
+/* Output                                                                                */
+/* ==================================================================================== */
+
+static const runner_capacity_probe *best(const runner_capacity_result *r)
+{
+    return r->i_best >= 0 ? &r->probe[r->i_best] : NULL;
+}
+
+/* What the table says about a search that did not end in a converged bracket. */
+static void note(const runner_capacity_result *r, char *buf, size_t n)
+{
+    if (r->status == RUNNER_CAP_BELOW)
+        snprintf(buf, n, "fails at every load tried, down to %g", r->hi);
+    else if (r->status == RUNNER_CAP_ABOVE)
+        snprintf(buf, n, "passes at every load tried, up to %g", r->lo);
+    else if (!r->converged)
+        snprintf(buf, n, "not converged: fails at %g", r->hi);
+    else
+        snprintf(buf, n, "fails at %g", r->hi);
+}
+
+static void print_table(const capacity *c, FILE *f)
+{
+    const runner_capacity_opts *o = c->o;
+    fprintf(f, "slicesim capacity: %s, %d bundle(s), SLA miss <= %g%% (%s%s); ratios against "
+               "%s\n", o->config, o->n_policies, 100 * o->search.sla_miss,
+            o->tenant ? "tenant " : "all tenants", o->tenant ? o->tenant : "", c->label[0]);
+    fprintf(f, "  %-16s %9s %5s %10s %8s %6s  %s\n", "policy", "capacity", "x", "goodput",
+            "SLA miss", "probes", "bracket");
+    double ref = c->res[0].capacity;
+    for (int p = 0; p < o->n_policies; p++) {
+        const runner_capacity_result *r = &c->res[p];
+        const runner_capacity_probe *b = best(r);
+        char buf[120];
+        note(r, buf, sizeof buf);
+        fprintf(f, "  %-16s %9.4g %5.2f %10.1f %7.2f%% %6d  %s\n", c->label[p], r->capacity,
+                ref > 0 ? r->capacity / ref : 0, b ? b->goodput_tok_per_s : 0,
+                b ? 100 * b->sla_miss : 0, r->n_probes, buf);
+    }
+    if (c->st)
+        fprintf(f, "  results: %s (sweep '%s')\n", store_path(c->st), c->name);
+}
+
+/* s as a JSON string; labels, tenant names and paths hold no control characters. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++)
+        fprintf(f, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+    fputc('"', f);
+}
+
+static void print_json_policy(const capacity *c, int p, FILE *f)
+{
+    const runner_capacity_result *r = &c->res[p];
+    const runner_capacity_probe *b = best(r);
+    double ref = c->res[0].capacity;
+    fprintf(f, "    {\"policy\": ");
+    json_str(f, c->label[p]);
+    fprintf(f, ", \"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
+               "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
+               "%.17g, \"sla_miss\": %.17g, \"n_probes\": %d, \"probes\": [",
+            r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
+            r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
+            b ? b->sla_miss : 0, r->n_probes);
+    for (int i = 0; i < r->n_probes; i++) {
+        const runner_capacity_probe *q = &r->probe[i];
+        fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": "
+                   "%.17g, \"spans\": %s, \"pass\": %s}", i ? "," : "", q->load, q->sla_miss,
+                q->goodput_tok_per_s, q->spans ? "true" : "false", q->pass ? "true" : "false");
+    }
+    fprintf(f, "]}%s\n", p + 1 < c->o->n_policies ? "," : "");
+}
+
+static void print_json(const capacity *c, FILE *f)
+{
+    const runner_capacity_opts *o = c->o;
+    fprintf(f, "{\"scenario\": ");
+    json_str(f, o->config);
+    fprintf(f, ", \"sla_miss_bound\": %.17g, \"tenant\": ", o->search.sla_miss);
+    if (o->tenant)
+        json_str(f, o->tenant);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"tol\": %.17g, \"max_probes\": %d, \"reference\": ", o->search.tol,
+            o->search.max_probes);
+    json_str(f, c->label[0]);
+    fputs(", \"db\": ", f);
+    if (c->st)
+        json_str(f, store_path(c->st));
+    else
+        fputs("null", f);
+    fputs(", \"sweep\": ", f);
+    json_str(f, c->name);
+    fputs(",\n  \"policies\": [\n", f);
+    for (int p = 0; p < o->n_policies; p++)
+        print_json_policy(c, p, f);
+    fputs("  ]}\n", f);
+}
+
+int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
+{
+    if (o->n_policies < 1 || o->n_policies > RUNNER_CAPACITY_MAX_POLICIES)
+        return ss_err(eb, SS_EINVAL, "capacity: %d bundles (1 to %d)", o->n_policies,
+                      RUNNER_CAPACITY_MAX_POLICIES);
+    capacity c = {.o = o};
+    int rc = SS_OK;
+    for (int i = 0; !rc && i < o->n_policies; i++)
+        rc = runner_bundle_label(o->policy[i], c.label[i], eb);
+    if (rc)
+        return rc;
+    const char *base = strrchr(o->config, '/');
+    if (o->name)
+        snprintf(c.name, sizeof c.name, "%s", o->name);
+    else
+        snprintf(c.name, sizeof c.name, "capacity:%s", base ? base + 1 : o->config);
+    rc = check_bundles(&c, eb);
+    for (c.p = 0; !rc && c.p < o->n_policies; c.p++)
+        rc = runner_capacity_search(&o->search, probe_replay, &c, &c.res[c.p], eb);
+    if (!rc && o->json)
+        print_json(&c, out);
+    else if (!rc)
+        print_table(&c, out);
+    store_close(&c.st);
+    return rc;
+}

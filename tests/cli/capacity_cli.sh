@@ -1,0 +1,110 @@
+#!/bin/bash
+# `slicesim capacity`: per bundle the highest load within the SLA-miss bound on a tiny
+# two-tenant synthetic scenario: the table's shape, the first bundle's ratio 1.00, a line per
+# probe on stderr, the JSON object, every probe stored as a sweep point (synthetic tenants
+# stretched so their traffic spans the window), and one clear error for bad input.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+cat >tiny.ini <<'INI'
+[cluster]
+gpu = a100-80g
+nodes = 1
+
+[run]
+seed = 3
+duration_s = 40
+warmup_s = 5
+
+[tenant.chat]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=6 duration=40 prompt=lognormal:800:0.5 output=lognormal:120:0.5"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+
+[tenant.code]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=2 duration=40 arrival=gamma cv=2 prompt=lognormal:1500:0.5 output=fixed:100"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+INI
+
+"$S" capacity -c tiny.ini --policies container,slice --max-probes 6 --db c.db >table 2>err ||
+    fail "capacity: $(cat err)"
+grep -q "^slicesim capacity: tiny.ini, 2 bundle(s), SLA miss <= 9% (all tenants); ratios against container" table ||
+    fail "header: $(head -1 table)"
+grep -Eq '^  policy +capacity +x +goodput +SLA miss +probes +bracket$' table || fail "columns: $(cat table)"
+grep -Eq '^  container +[0-9.]+ +1.00 +[0-9.]+ +[0-9.]+% +[1-6] ' table || fail "container row is 1.00: $(cat table)"
+grep -Eq '^  slice +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[1-6] ' table || fail "slice row: $(cat table)"
+grep -q "^  results: .*c.db (sweep 'capacity:tiny.ini')" table || fail "results line: $(cat table)"
+n_probes=$(awk '$1 == "container" || $1 == "slice" { n += $6 } END { print n }' table)
+[ "$(grep -c '^slicesim: capacity: \(container\|slice\) probe [0-9]*: load [0-9.e+-]*: SLA miss .*: \(pass\|fail\)' err)" = "$n_probes" ] ||
+    fail "a progress line per probe ($n_probes): $(cat err)"
+grep -q '^slicesim: capacity: container probe 1: load 1: ' err || fail "the first probe is load 1: $(cat err)"
+# every probe is a run of the sweep, with its load; the synthetic tenants' generators run
+# load times as long, so their traffic spans the window (duration 40 at load 1, 80 at load 2)
+[ "$(sql c.db "SELECT count(*) FROM sweep_points WHERE sweep = 'capacity:tiny.ini'")" = "$n_probes" ] ||
+    fail "$n_probes sweep points: $(sql c.db "SELECT group_concat(point, ' ') FROM sweep_points")"
+[ "$(sql c.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id) WHERE ops = 'slice'
+    AND point LIKE 'policy=slice;rate=%'")" -ge 1 ] || fail "slice points are slice runs"
+[ "$(sql c.db "SELECT load FROM sweep_points JOIN runs USING (run_id)
+    WHERE point = 'policy=container;rate=1'")" = "1.0" ] || fail "runs.load of the first probe"
+if [ "$(sql c.db "SELECT count(*) FROM sweep_points WHERE point = 'policy=container;rate=2'")" = 1 ]; then
+    sql c.db "SELECT scenario FROM sweep_points JOIN runs USING (run_id)
+        WHERE point = 'policy=container;rate=2'" | grep -q 'rate=6 duration=80 ' ||
+        fail "load 2 stretches the generator: $(sql c.db "SELECT scenario FROM runs LIMIT 1")"
+fi
+
+# JSON: the settings, then per bundle its capacity, ratio, status and probes
+"$S" capacity -c tiny.ini --policies slice,container --max-probes 4 --sla-miss 0.2 \
+    --tenant code --db none --json --no-progress >a.json 2>err || fail "capacity --json: $(cat err)"
+[ ! -s err ] || fail "--no-progress wrote to stderr: $(cat err)"
+python3 - a.json <<'PY' || fail "JSON: $(head -c 400 a.json)"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["sla_miss_bound"] == 0.2 and o["tenant"] == "code" and o["db"] is None, o
+assert o["reference"] == "slice" and o["max_probes"] == 4 and o["tol"] == 0.02, o
+ps = o["policies"]
+assert [p["policy"] for p in ps] == ["slice", "container"], ps
+keys = {"policy", "capacity", "ratio", "status", "converged", "lo", "hi", "goodput_tok_per_s",
+        "sla_miss", "n_probes", "probes"}
+for p in ps:
+    assert set(p) == keys, set(p) ^ keys
+    assert p["status"] in ("found", "below", "above")
+    assert 1 <= p["n_probes"] == len(p["probes"]) <= 4
+    assert p["probes"][0]["load"] == 1
+    for q in p["probes"]:
+        assert set(q) == {"load", "sla_miss", "goodput_tok_per_s", "spans", "pass"}, q
+        assert q["pass"] == (q["spans"] and q["sla_miss"] <= 0.2), q
+    passing = [q["load"] for q in p["probes"] if q["pass"]]
+    assert p["capacity"] == (max(passing) if passing else 0), p
+assert ps[0]["ratio"] == (1 if ps[0]["capacity"] > 0 else 0)
+if ps[0]["capacity"] > 0:
+    assert abs(ps[1]["ratio"] - ps[1]["capacity"] / ps[0]["capacity"]) < 1e-9
+PY
+
+# errors: nothing runs, one line, exit 2
+expect_error 2 "capacity: -c SCENARIO.ini is required" "$S" capacity --policies container
+expect_error 2 "capacity: --policies A,B,... is required" "$S" capacity -c tiny.ini
+expect_error 2 "policy 'magic': not a built-in bundle" "$S" capacity -c tiny.ini --policies magic
+expect_error 2 "the same label twice" "$S" capacity -c tiny.ini --policies slice,slice
+expect_error 2 "capacity: --sla-miss: the bound is a share of requests, 0 to 1, got '-0.1'" \
+    "$S" capacity -c tiny.ini --policies slice --sla-miss -0.1
+expect_error 2 "capacity: --sla-miss: the bound is a share of requests, 0 to 1, got '1.5'" \
+    "$S" capacity -c tiny.ini --policies slice --sla-miss 1.5
+expect_error 2 "capacity: --sla-miss: expected a number" "$S" capacity -c tiny.ini --policies slice --sla-miss x
+expect_error 2 "capacity: --tenant 'chatt': no such tenant in .*tiny.ini \(its tenants: chat, code\)" \
+    "$S" capacity -c tiny.ini --policies slice --tenant chatt --db d.db
+[ ! -e d.db ] || fail "a bad tenant stored something"
+expect_error 2 "capacity: --tol: expected a number > 0 and < 1, got '0'" "$S" capacity -c tiny.ini --policies slice --tol 0
+expect_error 2 "capacity: --max-probes: expected an integer in \[1, 64\], got '0'" \
+    "$S" capacity -c tiny.ini --policies slice --max-probes 0
+expect_error 2 "unknown option '--rates'" "$S" capacity -c tiny.ini --policies slice --rates 1
+"$S" capacity --help | grep -q "^usage: slicesim capacity -c SCENARIO.ini --policies" || fail "--help"
+"$S" --help | grep -q "^  capacity " || fail "capacity in the command list"
+exit 0
