@@ -81,18 +81,12 @@ static int parse_policies(capacity_opts *o, const char *arg)
     ss_free(o->policies_text);
     if (!(o->policies_text = ss_strdup(arg)))
         return CLI_EFAIL;
-    o->n_policies = runner_split_list(o->policies_text, o->policy, MAX_POLICIES);
-    if (o->n_policies < 1)
-        return usage_error("--policies: expected 1 to 16 comma-separated bundles, got '", arg);
-    for (int i = 0; i < o->n_policies; i++) {
-        ss_errbuf eb;
-        if (runner_bundle_label(o->policy[i], o->label[i], &eb)) {
-            fprintf(stderr, "slicesim: capacity: --policies: %s\n", eb.msg);
-            return CLI_EUSAGE;
-        }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(o->label[i], o->label[j]))
-                return usage_error("--policies: the same label twice: '", o->label[i]);
+    ss_errbuf eb;
+    o->n_policies = runner_bundles_parse(arg, o->policies_text, o->policy, o->label, MAX_POLICIES,
+                                         &eb);
+    if (o->n_policies < 0) {
+        fprintf(stderr, "slicesim: capacity: --policies: %s\n", eb.msg);
+        return CLI_EUSAGE;
     }
     return CLI_OK;
 }

@@ -96,3 +96,44 @@ int runner_split_list(char *s, char **items, int max)
     }
     return n;
 }
+
+int runner_bundles_parse(const char *arg, char *text, char **policy,
+                         char (*label)[RUNNER_LABEL_MAX], int max, ss_errbuf *eb)
+{
+    int n = runner_split_list(text, policy, max);
+    if (n < 1)
+        return ss_err(eb, SS_EPARSE, "expected 1 to %d comma-separated bundles, got '%s'", max,
+                      arg);
+    for (int i = 0; i < n; i++) {
+        if (runner_bundle_label(policy[i], label[i], eb))
+            return SS_EPARSE;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(label[i], label[j]))
+                return ss_err(eb, SS_EPARSE, "the same label twice: '%s'", label[i]);
+    }
+    return n;
+}
+
+int runner_bundle_scenario(const char *config, const char *const *sets, size_t n_sets,
+                           const char *db, const char *spec, scn_scenario **out, ss_errbuf *eb)
+{
+    scn_scenario *sc = NULL;
+    int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
+    if (!rc && (rc = scn_load(sc, config, eb)) == SS_EIO)
+        rc = SS_EPARSE;
+    for (size_t i = 0; !rc && i < n_sets; i++)
+        rc = scn_set(sc, sets[i], eb);
+    if (!rc && db) {
+        char a[SCN_PATH_MAX + 8];
+        snprintf(a, sizeof a, "run.db=%s", db);
+        rc = scn_set_option(sc, a, "--db", eb);
+    }
+    if (!rc)
+        rc = runner_bundle_apply(sc, spec, "--policies", eb);
+    if (rc) {
+        scn_destroy(&sc);
+        return rc;
+    }
+    *out = sc;
+    return SS_OK;
+}

@@ -17,6 +17,16 @@ int runner_bundle_label(const char *spec, char *label, ss_errbuf *eb);
 /* Apply the bundle's assignments to sc; where names their origin in messages ("--policies",
  * "exp.ini:4: grid"; see scn_set_from). 0, or the scenario's error (SS_EPARSE...). */
 int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb);
+/* A --policies list (arg) split in place in text, a copy of it: up to max bundles into
+ * policy[], each checked and its label in label[], labels distinct. The number of bundles, or
+ * SS_EPARSE with what is wrong in eb (the list's shape, a bundle, a label twice). */
+int runner_bundles_parse(const char *arg, char *text, char **policy,
+                         char (*label)[RUNNER_LABEL_MAX], int max, ss_errbuf *eb);
+/* The scenario a bundle runs: config with the --set assignments (sets[0..n_sets-1]), the
+ * database path (NULL: the scenario's) and the bundle applied, not yet checked or scaled. 0, or
+ * SS_ENOMEM / the scenario's error with eb set. */
+int runner_bundle_scenario(const char *config, const char *const *sets, size_t n_sets,
+                           const char *db, const char *spec, scn_scenario **out, ss_errbuf *eb);
 /* The built-in bundle names, comma-separated, for messages and --help. */
 const char *runner_bundle_names(void);
 

@@ -33,18 +33,7 @@ static int build(const runner_capacity_opts *o, int p, double load, scn_scenario
                  ss_errbuf *eb)
 {
     scn_scenario *sc = NULL;
-    int rc = scn_create(&sc) ? ss_err(eb, SS_ENOMEM, "out of memory") : SS_OK;
-    if (!rc && (rc = scn_load(sc, o->config, eb)) == SS_EIO)
-        rc = SS_EPARSE;
-    for (size_t i = 0; !rc && i < o->n_sets; i++)
-        rc = scn_set(sc, o->sets[i], eb);
-    if (!rc && o->db) {
-        char a[SCN_PATH_MAX + 8];
-        snprintf(a, sizeof a, "run.db=%s", o->db);
-        rc = scn_set_option(sc, a, "--db", eb);
-    }
-    if (!rc)
-        rc = runner_bundle_apply(sc, o->policy[p], "--policies", eb);
+    int rc = runner_bundle_scenario(o->config, o->sets, o->n_sets, o->db, o->policy[p], &sc, eb);
     if (!rc)
         rc = runner_scale_load(sc, load, eb);
     if (!rc)
