@@ -61,6 +61,7 @@ typedef struct gmg_req {
     uint32_t pc_shared;       /* of its blocks, how many are prefix-cache blocks (its chain's
                                  first pc_shared, refcounted by the cache; the rest are its own) */
     uint8_t pc_registered;    /* its prompt's full blocks went into the cache (prefill done) */
+    uint32_t win_tokens;      /* output tokens produced in the run's arrival window (metrics) */
     ss_time sched_lag;        /* it arrived while its container ran a step, on an engine with
                                  async scheduling, which had chosen the next step's batch
                                  already: the step it waits for in reality, added to its

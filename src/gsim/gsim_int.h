@@ -145,6 +145,13 @@ struct gsim {
 
 /* ---- shared between the modules --------------------------------------------------------- */
 
+/* Whether a token emitted now falls in the run's arrival window: after the warm-up, while
+ * arrivals are still to come or at the last one's time (metrics_req.win_tokens). */
+static inline int gs_in_arrival_window(const gsim *s, ss_time now)
+{
+    return now >= s->cfg.warmup && (s->have_next || now <= s->m.last_arrival);
+}
+
 /* Schedule an event on e (s's engine) at `at`. A time past the simulated time range or a full
  * event pool fails the run (the first failure's message is kept) and gives NULL. */
 #define gs_sched(s, e, at, kind, target) \

@@ -123,6 +123,7 @@ static int advance(gsim *s, gmg_container *c, gmg_req *q, ss_time now)
         gmg_pc_register(s->g, c, q);
     if (gap >= 0 && q->measured && !s->fork)
         metrics_add_gap(&s->m, q->tenant, q->tier, gap);
+    q->win_tokens += gs_in_arrival_window(s, now);
     return 1;
 }
 
@@ -237,6 +238,7 @@ static gmg_container *admit_arrival(gsim *s)
         return NULL;
     }
     s->m.arrived++;
+    s->m.last_arrival = q->arrival;
     if (SS_NEVER(ts->n_cands == 0))
         ss_fatal(SS_LOC, "tenant %s has no active container", ts->t.name);
     gmg_id ci = gs_route(s, ts, r);

@@ -194,6 +194,7 @@ void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx)
     }
     gmg_id r = o->req;
     gmg_req_offload_back(s->g, home, r, now);
+    q->win_tokens += gs_in_arrival_window(s, now); /* its first token */
     offload_free(s, oid);
     if (q->generated >= q->output)
         gs_finish(s, home, r);

@@ -73,7 +73,7 @@ static void emit_result(gsim *s, const gmg_req *q, int rejected, uint8_t why)
         .container = q->container, .prompt = q->prompt, .output_asked = q->output_asked,
         .generated = q->generated, .preemptions = q->preemptions, .migrations = q->migrations,
         .arrival = q->arrival, .first_token = q->first_token, .finish = q->finish + fe,
-        .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max,
+        .tbt_sum = q->tbt_sum, .tbt_max = q->tbt_max, .win_tokens = q->win_tokens,
     };
     if (r.first_token >= 0)
         r.first_token += fe;

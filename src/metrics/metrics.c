@@ -63,12 +63,27 @@ static void group_add(metrics *m, metrics_group *g, const metrics_req *r)
         m->oom = 1;
 }
 
+/* Tokens r produced inside the arrival window count for every request (a warm-up arrival's
+ * too: the window's throughput is what the cluster put out in it). */
+static void window_add(metrics_group *g, const metrics_req *r)
+{
+    g->win_tokens += r->win_tokens;
+    if (!r->rejected && !r->sla)
+        g->win_good_tokens += r->win_tokens;
+}
+
 void metrics_add_req(metrics *m, const metrics_req *r)
 {
     if (r->finish > m->last_finish)
         m->last_finish = r->finish;
     if (!r->rejected && r->finish > m->last_completion)
         m->last_completion = r->finish;
+    if (r->win_tokens) {
+        window_add(&m->all, r);
+        if (r->tenant < m->n_tenants)
+            window_add(&m->tenants[r->tenant], r);
+        window_add(&m->tiers[r->tier < SS_MAX_TIERS ? r->tier : SS_MAX_TIERS - 1], r);
+    }
     if (!r->measured)
         return;
     group_add(m, &m->all, r);
@@ -245,12 +260,28 @@ ss_time metrics_window_end(const metrics *m)
     return m->last_completion > m->measure_from ? m->last_completion : m->measure_from;
 }
 
+double metrics_arrival_window_s(const metrics *m)
+{
+    return m->last_arrival > m->measure_from ? ss_time_to_s(m->last_arrival - m->measure_from)
+                                              : 0.0;
+}
+
+void metrics_summarize_window(const metrics *m, const metrics_group *g,
+                              metrics_group_summary *out)
+{
+    double w = metrics_arrival_window_s(m);
+    out->win_output_tokens_per_s = w > 0 ? (double)g->win_tokens / w : 0.0;
+    out->win_goodput_tokens_per_s = w > 0 ? (double)g->win_good_tokens / w : 0.0;
+}
+
 void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->sim_s = ss_time_to_s(sim_end);
     out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
+    out->arrival_window_s = metrics_arrival_window_s(m);
     metrics_summarize_group(&m->all, out->window_s, &out->all);
+    metrics_summarize_window(m, &m->all, &out->all);
     out->requests = m->arrived;
     out->swap_outs = m->swap_outs;
     out->aborted = m->aborted;

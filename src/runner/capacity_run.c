@@ -117,10 +117,13 @@ static int spans_window(const scn_scenario *sc, const runner_run_opts *ro, int *
 static void judge(const capacity *c, const runner_run *x, runner_capacity_probe *pr)
 {
     metrics_group_summary gs = x->m.all;
-    if (c->i_tenant >= 0)
-        metrics_summarize_group(&gsim_metrics(x->g)->tenants[c->i_tenant], x->m.window_s, &gs);
+    if (c->i_tenant >= 0) {
+        const metrics *m = gsim_metrics(x->g);
+        metrics_summarize_group(&m->tenants[c->i_tenant], x->m.window_s, &gs);
+        metrics_summarize_window(m, &m->tenants[c->i_tenant], &gs);
+    }
     pr->sla_miss = gs.sla_violation_rate;
-    pr->goodput_tok_per_s = gs.goodput_tokens_per_s;
+    pr->goodput_tok_per_s = gs.win_goodput_tokens_per_s; /* over the arrival window */
 }
 
 /* runner_capacity_probe_fn: one replay of the current bundle at pr->load, stored. */

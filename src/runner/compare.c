@@ -59,8 +59,8 @@ static void print_table(const compare *c)
 {
     const runner_compare_opts *o = c->o;
     FILE *f = c->out;
-    fprintf(f, "slicesim compare: %s, %d bundle(s) x %d load(s); ratios against %s\n",
-            o->config, o->n_policies, o->n_rates, c->label[0]);
+    fprintf(f, "slicesim compare: %s, %d bundle(s) x %d load(s); ratios against %s; tokens/s "
+               "over the arrival window\n", o->config, o->n_policies, o->n_rates, c->label[0]);
     fprintf(f, "  %-5s %-16s %10s %5s %10s %5s %8s %9s %9s %8s %8s %9s %9s  %s\n", "load",
             "policy", "out tok/s", "x", "goodput", "x", "SLA miss", "TTFT p50", "TTFT p99",
             "TBT p50", "TBT p99", "E2E p50", "E2E p99", "SLA miss by tier");
@@ -69,12 +69,13 @@ static void print_table(const compare *c)
         const metrics_group_summary *a = &r->m.all, *ba = &b->m.all;
         fprintf(f, "  %-5g %-16s %10.1f %5.2f %10.1f %5.2f %7.1f%% %9.0f %9.0f %8.1f %8.1f "
                    "%9.0f %9.0f ",
-                r->rate, c->label[r->policy], a->output_tokens_per_s,
-                ba->output_tokens_per_s > 0 ? a->output_tokens_per_s / ba->output_tokens_per_s
-                                            : 0,
-                a->goodput_tokens_per_s,
-                ba->goodput_tokens_per_s > 0
-                    ? a->goodput_tokens_per_s / ba->goodput_tokens_per_s
+                r->rate, c->label[r->policy], a->win_output_tokens_per_s,
+                ba->win_output_tokens_per_s > 0
+                    ? a->win_output_tokens_per_s / ba->win_output_tokens_per_s
+                    : 0,
+                a->win_goodput_tokens_per_s,
+                ba->win_goodput_tokens_per_s > 0
+                    ? a->win_goodput_tokens_per_s / ba->win_goodput_tokens_per_s
                     : 0,
                 100 * a->sla_violation_rate, a->ttft_ms.p50, a->ttft_ms.p99, a->tbt_ms.p50,
                 a->tbt_ms.p99, a->e2e_ms.p50, a->e2e_ms.p99);

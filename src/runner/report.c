@@ -40,9 +40,11 @@ static void json_group(FILE *f, const metrics_group_summary *g)
 {
     fprintf(f, ", \"requests\": %" PRIu64 ", \"completed\": %" PRIu64 ", \"rejected\": %" PRIu64
                ", \"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
-               "\"output_tokens_per_s\": %.6f",
+               "\"output_tokens_per_s\": %.6f, \"window_output_tokens_per_s\": %.6f, "
+               "\"window_goodput_tokens_per_s\": %.6f",
             g->requests, g->completed, g->rejected, g->sla_violation_rate,
-            g->goodput_tokens_per_s, g->output_tokens_per_s);
+            g->goodput_tokens_per_s, g->output_tokens_per_s, g->win_output_tokens_per_s,
+            g->win_goodput_tokens_per_s);
     json_pct(f, "ttft_ms", &g->ttft_ms);
     json_pct(f, "tbt_ms", &g->tbt_ms);
     json_pct(f, "e2e_ms", &g->e2e_ms);
@@ -58,6 +60,7 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         const gsim_tenant *t = gsim_tenant_at(g, i);
         metrics_group_summary s;
         metrics_summarize_group(&m->tenants[i], window_s, &s);
+        metrics_summarize_window(m, &m->tenants[i], &s);
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
         ss_json_fputs(f, t->name);
         fprintf(f, ", \"model\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, \"tiers\": %u",
@@ -79,6 +82,7 @@ static void json_tiers(FILE *f, const gsim *g, double window_s)
     for (uint32_t k = 0; k < m->n_tiers; k++) {
         metrics_group_summary s;
         metrics_summarize_group(&m->tiers[k], window_s, &s);
+        metrics_summarize_window(m, &m->tiers[k], &s);
         fprintf(f, "%s{\"tier\": %u", k ? ", " : "", k);
         json_group(f, &s);
         fputc('}', f);
@@ -172,6 +176,9 @@ void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
     json_pct(f, "ttft_ms", &a->ttft_ms);
     json_pct(f, "tbt_ms", &a->tbt_ms);
     json_pct(f, "e2e_ms", &a->e2e_ms);
+    fprintf(f, ", \"arrival_window_s\": %.9f, \"window_output_tokens_per_s\": %.6f, "
+               "\"window_goodput_tokens_per_s\": %.6f",
+            m->arrival_window_s, a->win_output_tokens_per_s, a->win_goodput_tokens_per_s);
     fprintf(f, ", \"measured_requests\": %" PRIu64 ", \"warmup_s\": %.3f, \"window_s\": %.9f, "
                "\"sla_violation_rate\": %.6f, \"goodput_tokens_per_s\": %.6f, "
                "\"migrations\": %" PRIu64 ", \"migrations_aborted\": %" PRIu64
@@ -327,6 +334,9 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
             r->wall_s > 0 ? (double)d->n_events / r->wall_s / 1e6 : 0.0, gsim_iterations(g));
     fprintf(f, "  throughput: %.1f prompt tokens/s, %.1f output tokens/s, %.2f requests/s\n",
             a->prompt_tokens_per_s, a->output_tokens_per_s, a->requests_per_s);
+    fprintf(f, "  in the arrival window (%.1f s, the warm-up's end to the last arrival): %.1f "
+               "output tokens/s, goodput %.1f\n", m->arrival_window_s,
+            a->win_output_tokens_per_s, a->win_goodput_tokens_per_s);
     if (a->sla_violations || gsim_n_tenants(g) > 1)
         fprintf(f, "  SLA: %.2f %% of requests violated; goodput %.1f output tokens/s\n",
                 100 * a->sla_violation_rate, a->goodput_tokens_per_s);
@@ -376,10 +386,12 @@ static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb
     for (uint32_t i = 0; !rc && i < gsim_n_tenants(g); i++) {
         const gsim_tenant *t = gsim_tenant_at(g, i);
         metrics_summarize_group(&m->tenants[i], window_s, &s);
+        metrics_summarize_window(m, &m->tenants[i], &s);
         rc = store_run_tenant(st, t->name, t->model->name, t->replicas, &s, eb);
     }
     for (uint32_t k = 0; !rc && k < m->n_tiers; k++) {
         metrics_summarize_group(&m->tiers[k], window_s, &s);
+        metrics_summarize_window(m, &m->tiers[k], &s);
         rc = store_run_tier(st, k, &s, eb);
     }
     return rc;

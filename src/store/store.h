@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 
 typedef struct store store;
 
@@ -111,7 +111,9 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
 /* The headline figures of a sweep point's run. */
 typedef struct store_point_row {
     int64_t run_id;
-    double output_tokens_per_s, goodput_tokens_per_s, sla_violation_rate;
+    double output_tokens_per_s, goodput_tokens_per_s; /* over the arrival window (makespan for
+                                                        runs from before schema 12) */
+    double sla_violation_rate;
     double ttft_p99_ms, tbt_p99_ms, e2e_p99_ms;
     char *result_json;       /* owned (NULL when the run has none); store_point_row_free */
 } store_point_row;
@@ -180,7 +182,8 @@ int store_runs(store *s, store_run_fn *fn, void *ud, ss_errbuf *eb);
 /* A run's headline figures from the summary table. */
 typedef struct store_summary_row {
     int64_t run_id;
-    double output_tokens_per_s, goodput_tokens_per_s;
+    double output_tokens_per_s, goodput_tokens_per_s; /* over the arrival window (makespan for
+                                                        runs from before schema 12) */
     double sla_violation_rate;   /* 0..1 */
     double ttft_p99_ms;
 } store_summary_row;

@@ -193,6 +193,16 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"
            " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
            "PRAGMA user_version = 11;",
+    /* version 12: throughput over the arrival window (the warm-up's end to the last arrival,
+     * the same for every policy at one trace and load), per run, tenant and tier */
+    [11] = "ALTER TABLE summary ADD COLUMN window_output_tokens_per_s REAL;"
+           "ALTER TABLE summary ADD COLUMN window_goodput_tokens_per_s REAL;"
+           "ALTER TABLE summary ADD COLUMN arrival_window_s REAL;"
+           "ALTER TABLE tenants ADD COLUMN window_output_tokens_per_s REAL;"
+           "ALTER TABLE tenants ADD COLUMN window_goodput_tokens_per_s REAL;"
+           "ALTER TABLE tiers ADD COLUMN window_output_tokens_per_s REAL;"
+           "ALTER TABLE tiers ADD COLUMN window_goodput_tokens_per_s REAL;"
+           "PRAGMA user_version = 12;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

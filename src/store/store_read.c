@@ -16,7 +16,8 @@ int store_point_summary(store *s, const char *sweep, const char *point, store_po
                         ss_errbuf *eb)
 {
     static const char sql[] =
-        "SELECT p.run_id, m.output_tokens_per_s, m.goodput_tokens_per_s, m.sla_violation_rate,"
+        "SELECT p.run_id, coalesce(m.window_output_tokens_per_s, m.output_tokens_per_s),"
+        " coalesce(m.window_goodput_tokens_per_s, m.goodput_tokens_per_s), m.sla_violation_rate,"
         " m.ttft_p99_ms, m.tbt_p99_ms, m.e2e_p99_ms, r.result_json FROM sweep_points p"
         " JOIN summary m USING (run_id) JOIN runs r USING (run_id)"
         " WHERE p.sweep = ? AND p.point = ?";
@@ -192,7 +193,8 @@ static int summary_row(reader *r, sqlite3_stmt *st, ss_errbuf *eb)
 int store_summaries(store *s, store_summary_fn *fn, void *ud, ss_errbuf *eb)
 {
     reader r = {.ud = ud, .summary = fn};
-    return each_row(s, "SELECT run_id, output_tokens_per_s, goodput_tokens_per_s,"
+    return each_row(s, "SELECT run_id, coalesce(window_output_tokens_per_s, output_tokens_per_s),"
+                       " coalesce(window_goodput_tokens_per_s, goodput_tokens_per_s),"
                        " sla_violation_rate, ttft_p99_ms FROM summary",
                     NULL, -1, summary_row, &r, eb);
 }

@@ -23,8 +23,9 @@
     " prompt_tokens_per_s, output_tokens_per_s, requests_per_s, goodput_tokens_per_s,"            \
     " ttft_mean_ms, ttft_p50_ms, ttft_p90_ms, ttft_p99_ms, ttft_max_ms,"                          \
     " tbt_mean_ms, tbt_p50_ms, tbt_p90_ms, tbt_p99_ms, tbt_max_ms,"                               \
-    " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms"
-#define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+    " e2e_mean_ms, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms,"                               \
+    " window_output_tokens_per_s, window_goodput_tokens_per_s"
+#define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
 enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS, ST__N };
 
@@ -49,9 +50,10 @@ static const char *const stmt_sql[ST__N] = {
                GROUP_NAMES ", scale_ups, scale_downs, idle_slices, idle_gpu_s, offloads,"
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
                " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
-               " rejected_kv_blocks, rejected_preempted, rejected_other," PREFIX_NAMES ")"
+               " rejected_kv_blocks, rejected_preempted, rejected_other," PREFIX_NAMES ","
+               " arrival_window_s)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
-               "?,?,?,?,?," PREFIX_VALUES ")",
+               "?,?,?,?,?," PREFIX_VALUES ",?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
                   PREFIX_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
@@ -273,6 +275,8 @@ static void bind_group(store__binder *b, const metrics_group_summary *g)
     bind_pct(b, &g->ttft_ms);
     bind_pct(b, &g->tbt_ms);
     bind_pct(b, &g->e2e_ms);
+    store__b_real(b, g->win_output_tokens_per_s);
+    store__b_real(b, g->win_goodput_tokens_per_s);
 }
 
 /* The prefix-cache columns, in PREFIX_NAMES order. */
@@ -321,6 +325,7 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     for (int r = 0; r < METRICS_REJ__COUNT; r++) /* in METRICS_REJ_* order */
         store__b_int(&b, (int64_t)m->all.rejected_why[r]);
     bind_prefix(&b, &m->all.prefix);
+    store__b_real(&b, m->arrival_window_s);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);

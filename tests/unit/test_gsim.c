@@ -48,6 +48,60 @@ static int run(fx *f, const trace_rec *recs, size_t n, tu_collect *c, metrics_su
     return rc;
 }
 
+/* Tokens request 0 emits at iteration ends up to `until` (the arrival window's end). */
+typedef struct window_watch {
+    ss_time until;
+    uint32_t tokens;
+} window_watch;
+
+static void watch_window(void *ud, const gmg *g, const gmg_container *c)
+{
+    window_watch *w = ud;
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        const gmg_req *q = &g->reqs[c->iter.reqs[i]];
+        /* it emits a token when this step completes its pending work */
+        if (q->trace_id == 0 && q->computed + q->q_tokens >= q->prompt + q->generated &&
+            c->iter.end <= w->until)
+            w->tokens++;
+    }
+}
+
+/* The arrival window runs from the warm-up's end to the last arrival: a request's tokens count
+ * in it when emitted by then, whenever it arrived, and the window's rates divide by its
+ * length. One long request at 0 s and a short one at 1 s: request 0's in-window tokens are the
+ * steps that end by 1 s, every one of request 1's are outside but at its arrival. */
+static void test_arrival_window(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 1;
+    trace_rec recs[2] = {rec(0, 0, 100, 400), rec(1, 1.0, 50, 3)};
+    tu_collect c = tu_collect_new(2);
+    window_watch w = {.until = ss_time_from_s(1.0)};
+    gsim *g = NULL;
+    ss_errbuf eb;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    gsim_observer obs = {.on_iter = watch_window, .ud = &w};
+    gsim_set_observer(g, &obs);
+    tu_recs src = {recs, 2, 0};
+    assert_int_equal(gsim_run(g, tu_recs_next, &src, tu_collect_req, &c, &eb), 0);
+    metrics_summary sum;
+    metrics_summarize(gsim_metrics(g), gsim_end_time(g), &sum);
+    printf("# request 0: %u of %u tokens in the 1 s window\n", c.r[0].win_tokens,
+           c.r[0].generated);
+    assert_true(w.tokens > 10 && w.tokens < c.r[0].generated); /* it runs past the window */
+    assert_int_equal(c.r[0].win_tokens, w.tokens);
+    assert_int_equal(c.r[1].win_tokens, 0); /* its first token comes after its arrival */
+    assert_true(sum.arrival_window_s == 1.0);
+    assert_true(sum.all.win_output_tokens_per_s == (double)w.tokens / 1.0);
+    assert_true(sum.all.win_goodput_tokens_per_s == sum.all.win_output_tokens_per_s);
+    /* the makespan rate divides all 403 tokens by the run's own window instead */
+    assert_true(sum.window_s > 1.0);
+    assert_true(sum.all.output_tokens_per_s ==
+                (double)(c.r[0].generated + c.r[1].generated) / sum.window_s);
+    gsim_destroy(&g);
+    free(c.r);
+}
+
 /* The engine's front-end latency is added to the client-side TTFT and E2E of every completed
  * request, and to nothing else: the server-side schedule is the same. */
 static void test_engine_frontend_latency(void **state)
@@ -1013,6 +1067,7 @@ int main(void)
         T(test_pipeline_expansion_and_busy_time),
         T(test_pipeline_timings),
         T(test_prefix_blocks_kept_on_requests),
+        T(test_arrival_window),
         T(test_idle_slices_tile_the_run),
         T(test_idle_slices_sum_without_wrapping),
         T(test_idle_slices_skip_the_warmup),

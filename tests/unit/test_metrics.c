@@ -176,10 +176,47 @@ static void test_slices(void **state)
     tu_assert_no_leaks();
 }
 
+/* The arrival window: from measure_from to the last arrival; every request's in-window tokens
+ * count (a warm-up arrival's too), goodput only those of requests that met their SLA, and a
+ * run whose arrivals end before the warm-up has no window (rates 0, not a division by 0). */
+static void test_arrival_window_rates(void **state)
+{
+    (void)state;
+    metrics m;
+    assert_int_equal(metrics_init(&m, 2, 1000 * MS), 0);
+    metrics_req w = req(1, 0, 0, 500, 5, 800, 30); /* warm-up arrival, tokens after 1 s */
+    w.measured = 0;
+    w.win_tokens = 20;
+    metrics_add_req(&m, &w);
+    metrics_req a = req(2, 1, 1, 1500, 5, 900, 50);
+    a.win_tokens = 40;
+    metrics_add_req(&m, &a);
+    metrics_req b = req(3, 1, 0, 2000, 5, 900, 50);
+    b.win_tokens = 10;
+    b.sla = METRICS_SLA_TTFT;
+    metrics_add_req(&m, &b);
+    m.last_arrival = 3000 * MS;
+    metrics_flush(&m);
+    metrics_summary s;
+    metrics_summarize(&m, metrics_window_end(&m), &s);
+    assert_true(s.arrival_window_s == 2.0);
+    assert_true(s.all.win_output_tokens_per_s == 70 / 2.0);
+    assert_true(s.all.win_goodput_tokens_per_s == 60 / 2.0);
+    metrics_group_summary t1;
+    metrics_summarize_group(&m.tenants[1], s.window_s, &t1);
+    metrics_summarize_window(&m, &m.tenants[1], &t1);
+    assert_true(t1.win_output_tokens_per_s == 50 / 2.0 && t1.win_goodput_tokens_per_s == 20.0);
+    m.last_arrival = 900 * MS; /* every arrival in the warm-up */
+    metrics_summarize(&m, metrics_window_end(&m), &s);
+    assert_true(s.arrival_window_s == 0 && s.all.win_output_tokens_per_s == 0);
+    metrics_fini(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_arrival_window_rates),
         cmocka_unit_test(test_gaps),
         cmocka_unit_test(test_gap_groups),
         cmocka_unit_test(test_slices),

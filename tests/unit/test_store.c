@@ -57,8 +57,9 @@ static void write_run(store *s, int n_req, int commit)
                                  .rejected = 1, .rejected_why = {[METRICS_REJ_KV] = 1},
                                  .prefix = {.query_tokens = 500, .hit_tokens = 320,
                                             .query_blocks = 31, .hit_blocks = 20,
-                                            .saved_tokens = 336, .evictions = 4}},
-                         .scale_ups = 3, .scale_downs = 2};
+                                            .saved_tokens = 336, .evictions = 4},
+                                 .win_output_tokens_per_s = 250, .win_goodput_tokens_per_s = 125},
+                         .scale_ups = 3, .scale_downs = 2, .arrival_window_s = 9.5};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
 }
@@ -86,6 +87,9 @@ static void test_commit_and_read_back(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT events FROM runs WHERE run_id = 1"), 42);
     assert_int_equal(tu_sql_int(path, "SELECT scale_ups * 10 + scale_downs FROM summary"), 32);
     assert_int_equal(tu_sql_int(path, "SELECT rejected_kv_blocks FROM summary"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT window_output_tokens_per_s * 1000 +"
+                                      " window_goodput_tokens_per_s FROM summary"), 250125);
+    assert_int_equal(tu_sql_int(path, "SELECT arrival_window_s * 10 FROM summary"), 95);
     assert_int_equal(tu_sql_int(path, "SELECT rejected_too_long + rejected_batch_tokens +"
                                  " rejected_preempted + rejected_other FROM summary"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT idle_slices FROM gpus"), 7);
@@ -206,6 +210,9 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN prefix_saved_tokens;"
         "ALTER TABLE summary DROP COLUMN prefix_evictions;"
         "DROP TABLE fit_stages; DROP TABLE fits;"
+        "ALTER TABLE summary DROP COLUMN window_output_tokens_per_s;"
+        "ALTER TABLE summary DROP COLUMN window_goodput_tokens_per_s;"
+        "ALTER TABLE summary DROP COLUMN arrival_window_s;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -408,7 +415,8 @@ static void test_typed_reads(void **state)
                                   .ttft_ms = {.p99 = 12.5}};
     assert_int_equal(store_run_tier(s, 1, &tier, &eb), 0);
     metrics_summary m = {.requests = 4, .sim_s = 1,
-                         .all = {.output_tokens_per_s = 1.0 / 3, .sla_violation_rate = 0.5}};
+                         .all = {.output_tokens_per_s = 0.25, .win_output_tokens_per_s = 1.0 / 3,
+                                 .sla_violation_rate = 0.5}};
     store_run_end e = {.wall_s = 0.1};
     assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
 
@@ -440,7 +448,7 @@ static void test_typed_reads(void **state)
     memset(&g, 0, sizeof g);
     assert_int_equal(store_summaries(s, got_summary, &g, &eb), 0);
     assert_true(g.n == 1 && g.id == id);
-    assert_true(g.v[0] == 0.333333333333333); /* 15 digits */
+    assert_true(g.v[0] == 0.333333333333333); /* the arrival window's, to 15 digits */
     assert_true(g.v[1] == 0 && g.v[2] == 0.5);
 
     double *v = NULL;
@@ -471,14 +479,17 @@ static void test_typed_reads(void **state)
     /* NULL (an older schema's columns, values never stored) reads as NaN, text as NULL */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "UPDATE summary SET goodput_tokens_per_s = NULL;"
+    assert_int_equal(sqlite3_exec(db, "UPDATE summary SET goodput_tokens_per_s = NULL,"
+                                      " window_output_tokens_per_s = NULL,"
+                                      " window_goodput_tokens_per_s = NULL;"
                                       " UPDATE gpus SET tenant = NULL, host_s = NULL",
                                   NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     assert_int_equal(store_open_readonly(&s, path, &eb), 0);
     memset(&g, 0, sizeof g);
     assert_int_equal(store_summaries(s, got_summary, &g, &eb), 0);
-    assert_true(g.n == 1 && isnan(g.v[1]) && g.v[2] == 0.5);
+    /* a run without arrival-window figures (before schema 12): its makespan rate */
+    assert_true(g.n == 1 && g.v[0] == 0.25 && isnan(g.v[1]) && g.v[2] == 0.5);
     memset(&g, 0, sizeof g);
     assert_int_equal(store_run_gpu_times(s, id, got_gpu, &g, &eb), 0);
     assert_true(g.n == 1 && g.null_tenant);
