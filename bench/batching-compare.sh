@@ -22,7 +22,7 @@ for x in 1 1.25; do
         "$S" replay --trace "$AZ" --model llama-2-7b --gpu a100-80g --replicas 2 \
             --rate-scale "$x" --batching "$b" --db results/batching-compare.db --json "$@" >"$T/r"
         printf "| %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f | %s |\n" "$x" "$b" \
-            "$(top "$T/r" output_tokens_per_s)" "$(num "$T/r" ttft_ms p50)" \
+            "$(top "$T/r" window_output_tokens_per_s)" "$(num "$T/r" ttft_ms p50)" \
             "$(num "$T/r" ttft_ms p99)" "$(num "$T/r" tbt_ms p50)" "$(num "$T/r" tbt_ms p99)" \
             "$(num "$T/r" e2e_ms p99)" "$(top "$T/r" preemptions)"
     done

@@ -35,7 +35,7 @@ d = json.load(open(sys.argv[1]))
 for t in d["tenants"] + [dict(d, name="all")]:
     print("| %s | %s | %d | %.1f %% | %.0f | %.0f | %.0f | %.0f | %d | %d | %d |" % (
         sys.argv[2], t["name"], t.get("completed", 0) + t.get("rejected", 0),
-        100 * t["sla_violation_rate"], t["goodput_tokens_per_s"], t["ttft_ms"]["p50"],
+        100 * t["sla_violation_rate"], t["window_goodput_tokens_per_s"], t["ttft_ms"]["p50"],
         t["ttft_ms"]["p99"], t["e2e_ms"]["p99"], d["reallocations"], d["migrations"],
         d.get("scale_ups", 0)))
 PY

@@ -2,7 +2,8 @@
 # slice-vs-container.ini under the container-level policy and under SliceScheduler (weights
 # staged on helpers when their free KV blocks allow, the default, and always streamed) and under
 # the greedy placement (the same moves to the first idle container, no what-if), same trace and
-# seed. Prints per-tenant results, the throughput and goodput ratios against the
+# seed. Prints per-tenant results, the throughput and goodput (over the arrival window) and
+# their ratios against the
 # container policy, what SliceScheduler did, and its cost in wall time per simulated hour.
 # Runs go to results/slice.db. Extra arguments go to every replay
 # (e.g. --set tenant.chat.rate_scale=1.6).
@@ -33,8 +34,8 @@ for name, k in runs:
     rows = [(t["name"], t) for t in r["tenants"]] + [("all", r)]
     for tname, t in rows:
         print(f"| {name} | {tname} | {t.get('measured_requests', t['requests'])} | "
-              f"{100 * t['sla_violation_rate']:.1f} % | {t['output_tokens_per_s']:.0f} | "
-              f"{t['goodput_tokens_per_s']:.0f} | {t['ttft_ms']['p50']:.0f} | "
+              f"{100 * t['sla_violation_rate']:.1f} % | {t['window_output_tokens_per_s']:.0f} | "
+              f"{t['window_goodput_tokens_per_s']:.0f} | {t['ttft_ms']['p50']:.0f} | "
               f"{t['ttft_ms']['p99']:.0f} | {t['tbt_ms']['p99']:.1f} | {t['e2e_ms']['p99']:.0f} |")
 h = res["home"]
 print()
@@ -51,8 +52,8 @@ for name, k in runs:
     moved = sum(st.values())
     split = " / ".join(f"{100 * st[k] / moved:.0f} %" for k in ("lt_10ms", "10_100ms", "100ms_1s",
                                                               "gt_1s")) if moved else "-"
-    print(f"| {name} | {r['output_tokens_per_s'] / h['output_tokens_per_s']:.2f} | "
-          f"{r['goodput_tokens_per_s'] / h['goodput_tokens_per_s']:.2f} | "
+    print(f"| {name} | {r['window_output_tokens_per_s'] / h['window_output_tokens_per_s']:.2f} | "
+          f"{r['window_goodput_tokens_per_s'] / h['window_goodput_tokens_per_s']:.2f} | "
           f"{sl.get('offloads', 0)} | {sl.get('offloaded_ops', 0)} | "
           f"{sl.get('offload_gib', 0):.0f} | {sl.get('slices_used', 0)} | {sl.get('whatifs', 0)} | "
           f"{sl.get('decisions_per_s', 0):.0f} | {sl.get('prediction_error_ms', 0):.1f} | "
