@@ -1,13 +1,17 @@
 /* Batching and routing policies against hand-built cluster states: vLLM v0's prefill-first
  * admission (watermark, token and sequence budgets), rejection of requests that can never fit,
  * decode with preemption of the newest running request (and of itself when it is the newest),
- * Orca's reservations (the model's context by default), and the round-robin /
- * least-outstanding routers with their tie-breaking. */
+ * Orca's reservations (the model's context by default), the round-robin / least-outstanding
+ * routers with their tie-breaking, and Llumnix's two freeness forms (dispatch counts every
+ * waiting request, migration pairing only the head of line). */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
+#include "policy/llumnix_int.h"
 #include "policy/policy.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +359,69 @@ static void test_random_and_infaas_routers(void **state)
     pol_route_destroy(&inf);
 }
 
+/* Container 0: one running request (100 blocks) and ten waiting ones of 20 blocks each;
+ * container 1: three running requests of 100 blocks. Both pools hold 1000 blocks, and both
+ * hold tier-0 requests, so each keeps the two-level headroom of 10 % (100 blocks). */
+static void two_loads(fx *f)
+{
+    gmg_container *c0 = small_pool(f, 1000), *c1 = &f->g->ctrs[1];
+    c1->blocks_total = c1->blocks_free = 1000;
+    add_running(f, c0, 1600, 1);
+    for (int i = 0; i < 10; i++) {
+        gmg_id w = add_waiting(f, c0, 320, 5);
+        gmg_req_at(f->g, w)->wait_blocks = 20;
+    }
+    c0->waiting_blocks = 200;
+    for (int i = 0; i < 3; i++)
+        add_running(f, c1, 1600, 1);
+}
+
+static void test_llumnix_freeness_forms(void **state)
+{
+    fx *f = *state;
+    two_loads(f);
+    llx_params lx;
+    ss_errbuf eb;
+    assert_int_equal(llx_params_init(&lx, f->params, "llumnix", 0, &eb), 0);
+    const gmg_container *c0 = &f->g->ctrs[0], *c1 = &f->g->ctrs[1];
+    /* dispatch: (1000 - 100 held - 200 waiting - 100 headroom) / (1 running + 10 waiting) */
+    assert_true(fabs(llx_freeness_dispatch(&lx, f->g, c0) - 600.0 / 11) < 1e-9);
+    /* migration: (1000 - 100 - 20 head of line - 100) / (1 running + 1) */
+    assert_true(fabs(llx_freeness_migrate(&lx, f->g, c0) - 390.0) < 1e-9);
+    /* no queue: both forms agree, (1000 - 300 - 100) / 3 */
+    assert_true(fabs(llx_freeness_dispatch(&lx, f->g, c1) - 200.0) < 1e-9);
+    assert_true(fabs(llx_freeness_migrate(&lx, f->g, c1) - 200.0) < 1e-9);
+}
+
+/* The two forms rank the containers oppositely; dispatch follows the all-waiting form (c1),
+ * migration pairing the head-of-line form (c1, the less free, gives a request to c0). */
+static void test_llumnix_dispatch_and_migration_pick_differently(void **state)
+{
+    fx *f = *state;
+    two_loads(f);
+    ss_rng rng;
+    ss_rng_seed(&rng, 1, SS_RNG_STREAM_ROUTING);
+    pol_route *route = NULL;
+    pol_cluster *cl = NULL;
+    ss_errbuf eb;
+    assert_int_equal(pol_route_create(&route, "llumnix", f->params, "llumnix", &rng, &eb), 0);
+    gmg_id r = gmg_req_alloc(f->g);
+    assert_int_equal(pol_route_pick(route, f->g, r, all2, 2), 1);
+    assert_int_equal(pol_cluster_create(&cl, "llumnix", f->params, &eb), 0);
+    pol_tenant_view t = {.name = "t", .model = f->g->ctrs[0].model, .tp = 1, .pp = 1,
+                         .replicas = 2, .max_replicas = 2, .tiers = 1, .active = all2,
+                         .n_active = 2};
+    pol_cluster_view v = {.now = 0, .tenants = &t, .n_tenants = 1};
+    pol_migration mig[4];
+    pol_cluster_decision d = {.migrate = mig, .cap_migrate = 4};
+    pol_cluster_tick(cl, f->g, &v, &d);
+    assert_int_equal(d.n_migrate, 1);
+    assert_int_equal(d.migrate[0].from, 1);
+    assert_int_equal(d.migrate[0].to, 0);
+    pol_cluster_destroy(&cl);
+    pol_route_destroy(&route);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -364,7 +431,8 @@ int main(void)
         T(test_decode_preempts_itself_when_newest), T(test_recompute_prefill_includes_generated),
         T(test_unknown_param_and_bad_value),     T(test_routers),
         T(test_random_and_infaas_routers),       T(test_orca_reserves_the_model_context),
-        T(test_orca_context_admission_and_rejection),
+        T(test_orca_context_admission_and_rejection), T(test_llumnix_freeness_forms),
+        T(test_llumnix_dispatch_and_migration_pick_differently),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
