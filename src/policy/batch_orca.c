@@ -2,18 +2,24 @@
  * running requests and admits new ones (their whole prompt, in the same iteration) while the
  * batch stays within max_batch and their KV reservation fits. Each admitted request reserves
  * KV for its maximum length up front, so nothing is ever preempted:
- *   reserve=max    prompt + output up to max_model_len (Orca as deployed: the output limit);
+ *   reserve=context (default) the model's own length limit, min(max_model_len, the model's
+ *                  trained context max_context): 4096 tokens for Llama-2-7B (Orca as its
+ *                  advocates would deploy it: a sequence cannot outgrow the model's window);
+ *   reserve=max    max_model_len (16384 by default, whatever the model's context);
  *   reserve=oracle prompt + the output the request will really produce (an upper bound on Orca);
  *   reserve=pow2   the oracle length rounded up to a power of two (the vLLM paper's Orca Pow2).
  * A request whose reservation exceeds the whole pool, or whose prompt exceeds max_model_len, is
- * rejected. */
+ * rejected. slicesim's engine truncates sequences at max_model_len only, for every policy alike,
+ * so a trace request longer than the model's context (prompt + output above it) still runs to
+ * its full length; under reserve=context it reserves that length (at most max_model_len), the
+ * memory it will really hold, instead of outgrowing a context-sized reservation. */
 #include "policy/policy.h"
 
 #include <stdio.h>
 #include <string.h>
 
-enum { RESERVE_MAX, RESERVE_ORACLE, RESERVE_POW2 };
-static const char *const reserve_names[] = {"max", "oracle", "pow2"};
+enum { RESERVE_CONTEXT, RESERVE_MAX, RESERVE_ORACLE, RESERVE_POW2, RESERVE__COUNT };
+static const char *const reserve_names[] = {"context", "max", "oracle", "pow2"};
 
 typedef struct orca_priv {
     uint64_t max_batch;     /* sequences per iteration */
@@ -26,22 +32,36 @@ static int orca_init(void *priv, ss_params *p, const pol_engine_cfg *cfg, ss_err
     orca_priv *o = priv;
     int rc = ss_params_get_u64(p, "orca", "max_batch", 128, 1, 1u << 20, &o->max_batch, eb);
     const char *r = ss_params_get(p, "reserve");
-    o->reserve = RESERVE_MAX;
-    for (int i = 0; r && i < 3; i++)
+    o->reserve = RESERVE_CONTEXT;
+    for (int i = 0; r && i < RESERVE__COUNT; i++)
         if (!strcmp(r, reserve_names[i]))
             o->reserve = i;
     if (!rc && r && strcmp(r, reserve_names[o->reserve]))
-        rc = ss_err(eb, SS_EINVAL, "orca: reserve: expected max, oracle or pow2, got '%s'", r);
+        rc = ss_err(eb, SS_EINVAL, "orca: reserve: expected context, max, oracle or pow2, got '%s'",
+                    r);
     o->max_model_len = cfg->max_model_len;
     return rc;
 }
 
-/* Tokens of KV a request reserves at admission. */
-static uint64_t reservation(const orca_priv *o, const gmg_req *q)
+/* The longest sequence container c's model takes: max_model_len, or the model's trained
+ * context when that is shorter. */
+static uint64_t context_len(const orca_priv *o, const gmg_container *c)
+{
+    uint64_t ctx = c->model && c->model->max_context ? c->model->max_context : o->max_model_len;
+    return ctx < o->max_model_len ? ctx : o->max_model_len;
+}
+
+/* Tokens of KV request q reserves at admission to container c. */
+static uint64_t reservation(const orca_priv *o, const gmg_container *c, const gmg_req *q)
 {
     uint64_t want = (uint64_t)q->prompt + q->output, cap = o->max_model_len;
     if (o->reserve == RESERVE_MAX)
         want = cap;
+    else if (o->reserve == RESERVE_CONTEXT) {
+        uint64_t ctx = context_len(o, c);
+        if (want <= ctx) /* longer: see the top of the file */
+            want = ctx;
+    }
     else if (o->reserve == RESERVE_POW2) {
         uint64_t p2 = 1;
         while (p2 < want)
@@ -65,7 +85,7 @@ static void orca_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_cont
     uint64_t seqs = c->running.n;
     for (gmg_id r = c->waiting.head; r != GMG_NONE; r = g->reqs[r].next) {
         const gmg_req *q = &g->reqs[r];
-        int64_t need = gmg_blocks_for(c, reservation(o, q));
+        int64_t need = gmg_blocks_for(c, reservation(o, c, q));
         if (q->prompt > o->max_model_len || need > (int64_t)c->blocks_total) {
             pol_reject(out, r, q->prompt > o->max_model_len ? POL_REJECT_TOO_LONG : POL_REJECT_KV);
             continue;
@@ -86,7 +106,7 @@ static uint32_t orca_offload_hold(const void *priv, const gmg_container *c, cons
     const orca_priv *o = priv;
     if (c->running.n + c->n_offloaded + 1 > o->max_batch)
         return POL_NO_OFFLOAD;
-    return gmg_blocks_for(c, reservation(o, q));
+    return gmg_blocks_for(c, reservation(o, c, q));
 }
 
 static uint64_t orca_max_tokens(const void *priv) { return ((const orca_priv *)priv)->max_model_len; }

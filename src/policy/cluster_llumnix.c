@@ -1,12 +1,13 @@
 /* Llumnix (Sun et al., OSDI'24) and its multi-tier extension ("Beyond Binary Priorities").
- *  - dispatch (routing "llumnix"): a new request goes to its tenant's freest container;
- *  - rebalancing: every migrate_period_s, within each tenant, containers are sorted by
- *    freeness and the least free are paired with the most free while the spread is at least
- *    migrate_threshold; each pair live-migrates one running request (two-level: normal before
+ *  - dispatch (routing "llumnix"): a new request goes to its tenant's freest container by the
+ *    dispatch freeness (every waiting request's demand counted; llumnix_int.h);
+ *  - rebalancing: every migrate_period_s, within each tenant, containers are sorted by the
+ *    migration freeness (the head-of-line waiting request only) and the least free are paired
+ *    with the most free while the spread is at least migrate_threshold; each pair live-migrates one running request (two-level: normal before
  *    high priority, then fewest KV blocks; tiers: lowest tier, then fewest blocks). A container
  *    with an outgoing migration is not paired again until it ends;
  *  - auto-scaling (two-level and tiers): every scale_period_s, a tenant whose average freeness
- *    (KV blocks per running request, counting every queued request's demand) falls below
+ *    (the dispatch form: KV blocks per running or waiting request) falls below
  *    scale_up_freeness (200) activates a standby container (max_replicas bounds them); one above
  *    scale_down_freeness (2000: a Llama-2-7B A100 replica with ~3 requests) with nothing queued
  *    puts its newest one back, draining it first, never below replicas and not within
@@ -134,7 +135,7 @@ static uint32_t rank_containers(const llumnix_priv *l, const gmg *g, const pol_t
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->n_active && n < cap; i++) {
-        ranked x = {t->active[i], llx_freeness(&l->lx, g, &g->ctrs[t->active[i]])};
+        ranked x = {t->active[i], llx_freeness_migrate(&l->lx, g, &g->ctrs[t->active[i]])};
         uint32_t k = n++;
         for (; k > 0 && out[k - 1].f > x.f; k--)
             out[k] = out[k - 1];
@@ -165,10 +166,10 @@ static void rebalance(const llumnix_priv *l, const gmg *g, const pol_tenant_view
     }
 }
 
-/* A tenant's average freeness for scaling decisions: like dispatch freeness, but counting the
- * demand of every queued request (not just the head of line) and dividing by at least one
- * request, so that a long queue reads as overload and a just-activated, still empty container
- * does not read as infinitely free. */
+/* A tenant's average freeness for scaling decisions: the dispatch form (every queued request's
+ * demand, shared by running + waiting requests), as Llumnix's released code scales on its
+ * dispatch load (llumnix_common.c), but dividing by at least one request so that a
+ * just-activated, still empty container does not read as infinitely free. */
 static double average_freeness(const llumnix_priv *l, const gmg *g, const pol_tenant_view *t)
 {
     double sum = 0;
@@ -176,7 +177,8 @@ static double average_freeness(const llumnix_priv *l, const gmg *g, const pol_te
         const gmg_container *c = &g->ctrs[t->active[i]];
         double used = (double)(c->blocks_total - c->blocks_free) + (double)c->waiting_blocks +
                       llx_headroom_blocks(&l->lx, g, c);
-        sum += ((double)c->blocks_total - used) / (c->running.n ? c->running.n : 1);
+        uint32_t n = c->running.n + c->waiting.n;
+        sum += ((double)c->blocks_total - used) / (n ? n : 1);
     }
     return t->n_active ? sum / t->n_active : INFINITY;
 }
@@ -304,7 +306,7 @@ static gmg_id route_llx_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *c
     gmg_id best = cands[0];
     double best_f = -INFINITY;
     for (uint32_t i = 0; i < n; i++) {
-        double f = llx_freeness(&p->lx, g, &g->ctrs[cands[i]]);
+        double f = llx_freeness_dispatch(&p->lx, g, &g->ctrs[cands[i]]);
         if (f > best_f) { /* strict: ties keep the lowest id */
             best_f = f;
             best = cands[i];

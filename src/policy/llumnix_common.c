@@ -49,15 +49,37 @@ double llx_headroom_blocks(const llx_params *p, const gmg *g, const gmg_containe
     return floor(m * p->h_max * exp(-2.5 / (k - 1) * t));
 }
 
-double llx_freeness(const llx_params *p, const gmg *g, const gmg_container *c)
+/* Llumnix's released code (AlibabaPAI/llumnix) computes an instance's load two ways, each where
+ * it is used: v0.1's llumnix/instance_info.py, InstanceLoadCalculator, hands 'dispatch' and
+ * 'scale' to DispatchAndScalingLoadComputation and 'migrate' to MigrationLoadComputation; later
+ * releases keep both in llumnix/load_computation.py, RemainingStepsLoad.compute_instance_load
+ * (the enable_defrag branch is the migration form). With the remaining_steps metric:
+ *  - dispatch: the blocks of ALL waiting requests come off the available blocks, and the rest is
+ *    shared by running + waiting requests;
+ *  - migration (with de-fragmentation): only the head-of-line waiting request's blocks come off,
+ *    and it counts as one more request.
+ * Both are "remaining steps" (available blocks per request), higher is freer; slicesim adds the
+ * priority headroom of the paper (two levels) or of K tiers to the blocks taken. */
+static double freeness(const llx_params *p, const gmg *g, const gmg_container *c, double queued,
+                       uint32_t n_req)
 {
     if (c->status != GMG_CTR_ACTIVE)
         return -INFINITY;
-    if (!c->running.n)
+    if (!n_req)
         return INFINITY;
     double used = (double)(c->blocks_total - c->blocks_free);
+    return ((double)c->blocks_total - used - queued - llx_headroom_blocks(p, g, c)) / n_req;
+}
+
+double llx_freeness_dispatch(const llx_params *p, const gmg *g, const gmg_container *c)
+{
+    return freeness(p, g, c, (double)c->waiting_blocks, c->running.n + c->waiting.n);
+}
+
+double llx_freeness_migrate(const llx_params *p, const gmg *g, const gmg_container *c)
+{
     double hol = 0;
     if (c->waiting.head != GMG_NONE)
         hol = g->reqs[c->waiting.head].wait_blocks;
-    return ((double)c->blocks_total - used - hol - llx_headroom_blocks(p, g, c)) / c->running.n;
+    return freeness(p, g, c, hol, c->running.n + (c->waiting.n ? 1u : 0u));
 }

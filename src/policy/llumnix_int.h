@@ -22,9 +22,14 @@ typedef struct llx_params {
 int llx_params_init(llx_params *p, ss_params *params, const char *who, int tiers, ss_errbuf *eb);
 /* Headroom of container c, in blocks: that of the most important tier it holds. */
 double llx_headroom_blocks(const llx_params *p, const gmg *g, const gmg_container *c);
-/* Freeness F = (M - virtual usage) / running requests, virtual usage = blocks held + the
- * head-of-line waiting request's demand + headroom. +infinity when nothing runs; -infinity for
- * a container that takes no requests. Higher is freer. */
-double llx_freeness(const llx_params *p, const gmg *g, const gmg_container *c);
+/* Freeness F = (M - virtual usage) / requests, in KV blocks per request; higher is freer.
+ * +infinity when the container holds no request (of those counted); -infinity for one that
+ * takes no requests. Two forms, as in Llumnix's released code (llumnix_common.c says where):
+ *  - dispatch (new requests, and auto-scaling): virtual usage = blocks held + the demand of
+ *    every waiting request + headroom; requests = running + waiting;
+ *  - migrate (pairing migration sources and destinations): virtual usage = blocks held + the
+ *    head-of-line waiting request's demand + headroom; requests = running (+1 when any waits). */
+double llx_freeness_dispatch(const llx_params *p, const gmg *g, const gmg_container *c);
+double llx_freeness_migrate(const llx_params *p, const gmg *g, const gmg_container *c);
 
 #endif

@@ -1,12 +1,17 @@
 /* Batching and routing policies against hand-built cluster states: vLLM v0's prefill-first
  * admission (watermark, token and sequence budgets), rejection of requests that can never fit,
  * decode with preemption of the newest running request (and of itself when it is the newest),
- * and the round-robin / least-outstanding routers with their tie-breaking. */
+ * Orca's reservations (the model's context by default), the round-robin / least-outstanding
+ * routers with their tie-breaking, and Llumnix's two freeness forms (dispatch counts every
+ * waiting request, migration pairing only the head of line). */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
+#include "policy/llumnix_int.h"
 #include "policy/policy.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,15 +68,18 @@ static gmg_container *small_pool(fx *f, uint32_t blocks)
     return c;
 }
 
-static void make_vllm(fx *f, uint64_t max_model_len)
+static void make_batch(fx *f, const char *name, uint64_t max_model_len)
 {
     pol_engine_cfg cfg = {.max_model_len = max_model_len};
     ss_errbuf eb;
-    int rc = pol_batch_create(&f->vllm, "vllm", f->params, &cfg, &eb);
+    pol_batch_destroy(&f->vllm);
+    int rc = pol_batch_create(&f->vllm, name, f->params, &cfg, &eb);
     if (rc)
         fail_msg("%s", eb.msg);
-    assert_int_equal(ss_params_check_unused(f->params, "vllm", &eb), 0);
+    assert_int_equal(ss_params_check_unused(f->params, name, &eb), 0);
 }
+
+static void make_vllm(fx *f, uint64_t max_model_len) { make_batch(f, "vllm", max_model_len); }
 
 static gmg_id add_waiting(fx *f, gmg_container *c, uint32_t prompt, uint32_t output)
 {
@@ -217,6 +225,75 @@ static void test_unknown_param_and_bad_value(void **state)
     assert_non_null(strstr(eb.msg, "max_num_seq'"));
 }
 
+
+/* The blocks Orca reserves for request r when it is the only waiting one on c. */
+static uint32_t orca_hold(fx *f, gmg_container *c, gmg_id r)
+{
+    f->d.n_run = f->d.n_reject = 0;
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
+    assert_int_equal(f->d.n_reject, 0);
+    assert_int_equal(f->d.n_run, 1);
+    assert_int_equal(f->d.run[0], r);
+    return f->d.hold[0];
+}
+
+static void test_orca_reserves_the_model_context(void **state)
+{
+    fx *f = *state;
+    gmg_container *c = small_pool(f, 2000);
+    assert_int_equal(c->model->max_context, 4096); /* Llama-2-7B */
+    gmg_id r = add_waiting(f, c, 100, 50);
+    /* default (context): min(max_model_len, max_context) = 4096 tokens = 256 blocks */
+    make_batch(f, "orca", 16384);
+    assert_int_equal(orca_hold(f, c, r), 256);
+    make_batch(f, "orca", 2048); /* an engine limit below the context wins */
+    assert_int_equal(orca_hold(f, c, r), 128);
+    ss_params_set(f->params, "reserve", "context");
+    make_batch(f, "orca", 16384);
+    assert_int_equal(orca_hold(f, c, r), 256);
+    ss_params_set(f->params, "reserve", "max"); /* the engine's max_model_len */
+    make_batch(f, "orca", 16384);
+    assert_int_equal(orca_hold(f, c, r), 1024);
+    ss_params_set(f->params, "reserve", "oracle"); /* 150 tokens */
+    make_batch(f, "orca", 16384);
+    assert_int_equal(orca_hold(f, c, r), 10);
+    ss_params_set(f->params, "reserve", "pow2"); /* 256 tokens */
+    make_batch(f, "orca", 16384);
+    assert_int_equal(orca_hold(f, c, r), 16);
+    ss_params_set(f->params, "reserve", "most");
+    pol_engine_cfg cfg = {.max_model_len = 16384};
+    ss_errbuf eb;
+    pol_batch_destroy(&f->vllm);
+    assert_int_equal(pol_batch_create(&f->vllm, "orca", f->params, &cfg, &eb), SS_EINVAL);
+    assert_non_null(strstr(eb.msg, "context, max, oracle or pow2"));
+}
+
+static void test_orca_context_admission_and_rejection(void **state)
+{
+    fx *f = *state;
+    make_batch(f, "orca", 4096);
+    gmg_container *c = small_pool(f, 600);
+    gmg_id big = add_waiting(f, c, 5000, 5); /* longer than the context: rejected as before */
+    gmg_id a = add_waiting(f, c, 100, 50), b = add_waiting(f, c, 100, 50);
+    add_waiting(f, c, 100, 50); /* 3 x 256 blocks > 600: waits */
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
+    assert_int_equal(f->d.n_reject, 1);
+    assert_int_equal(f->d.reject[0], big);
+    assert_int_equal(f->d.reject_why[0], POL_REJECT_TOO_LONG);
+    assert_int_equal(f->d.n_run, 2);
+    assert_int_equal(f->d.run[0], a);
+    assert_int_equal(f->d.run[1], b);
+    assert_int_equal(f->d.hold[0], 256);
+    /* a trace request running past the context (slicesim's engine truncates only at
+     * max_model_len) reserves its own length, 3000 + 2000 tokens = 313 blocks, so it never
+     * outgrows its reservation */
+    gmg_container *c1 = &f->g->ctrs[1];
+    c1->blocks_total = c1->blocks_free = 2000;
+    make_batch(f, "orca", 16384);
+    gmg_id l = add_waiting(f, c1, 3000, 2000);
+    assert_int_equal(orca_hold(f, c1, l), 313);
+}
+
 static const gmg_id all2[2] = {0, 1};
 
 static void test_routers(void **state)
@@ -282,6 +359,69 @@ static void test_random_and_infaas_routers(void **state)
     pol_route_destroy(&inf);
 }
 
+/* Container 0: one running request (100 blocks) and ten waiting ones of 20 blocks each;
+ * container 1: three running requests of 100 blocks. Both pools hold 1000 blocks, and both
+ * hold tier-0 requests, so each keeps the two-level headroom of 10 % (100 blocks). */
+static void two_loads(fx *f)
+{
+    gmg_container *c0 = small_pool(f, 1000), *c1 = &f->g->ctrs[1];
+    c1->blocks_total = c1->blocks_free = 1000;
+    add_running(f, c0, 1600, 1);
+    for (int i = 0; i < 10; i++) {
+        gmg_id w = add_waiting(f, c0, 320, 5);
+        gmg_req_at(f->g, w)->wait_blocks = 20;
+    }
+    c0->waiting_blocks = 200;
+    for (int i = 0; i < 3; i++)
+        add_running(f, c1, 1600, 1);
+}
+
+static void test_llumnix_freeness_forms(void **state)
+{
+    fx *f = *state;
+    two_loads(f);
+    llx_params lx;
+    ss_errbuf eb;
+    assert_int_equal(llx_params_init(&lx, f->params, "llumnix", 0, &eb), 0);
+    const gmg_container *c0 = &f->g->ctrs[0], *c1 = &f->g->ctrs[1];
+    /* dispatch: (1000 - 100 held - 200 waiting - 100 headroom) / (1 running + 10 waiting) */
+    assert_true(fabs(llx_freeness_dispatch(&lx, f->g, c0) - 600.0 / 11) < 1e-9);
+    /* migration: (1000 - 100 - 20 head of line - 100) / (1 running + 1) */
+    assert_true(fabs(llx_freeness_migrate(&lx, f->g, c0) - 390.0) < 1e-9);
+    /* no queue: both forms agree, (1000 - 300 - 100) / 3 */
+    assert_true(fabs(llx_freeness_dispatch(&lx, f->g, c1) - 200.0) < 1e-9);
+    assert_true(fabs(llx_freeness_migrate(&lx, f->g, c1) - 200.0) < 1e-9);
+}
+
+/* The two forms rank the containers oppositely; dispatch follows the all-waiting form (c1),
+ * migration pairing the head-of-line form (c1, the less free, gives a request to c0). */
+static void test_llumnix_dispatch_and_migration_pick_differently(void **state)
+{
+    fx *f = *state;
+    two_loads(f);
+    ss_rng rng;
+    ss_rng_seed(&rng, 1, SS_RNG_STREAM_ROUTING);
+    pol_route *route = NULL;
+    pol_cluster *cl = NULL;
+    ss_errbuf eb;
+    assert_int_equal(pol_route_create(&route, "llumnix", f->params, "llumnix", &rng, &eb), 0);
+    gmg_id r = gmg_req_alloc(f->g);
+    assert_int_equal(pol_route_pick(route, f->g, r, all2, 2), 1);
+    assert_int_equal(pol_cluster_create(&cl, "llumnix", f->params, &eb), 0);
+    pol_tenant_view t = {.name = "t", .model = f->g->ctrs[0].model, .tp = 1, .pp = 1,
+                         .replicas = 2, .max_replicas = 2, .tiers = 1, .active = all2,
+                         .n_active = 2};
+    pol_cluster_view v = {.now = 0, .tenants = &t, .n_tenants = 1};
+    pol_migration mig[4];
+    pol_cluster_decision d = {.migrate = mig, .cap_migrate = 4};
+    pol_cluster_tick(cl, f->g, &v, &d);
+    assert_int_equal(d.n_migrate, 1);
+    assert_int_equal(d.migrate[0].from, 1);
+    assert_int_equal(d.migrate[0].to, 0);
+    pol_cluster_destroy(&cl);
+    pol_route_destroy(&route);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -290,7 +430,9 @@ int main(void)
         T(test_prompt_longer_than_max_model_len_rejected), T(test_decode_preempts_newest),
         T(test_decode_preempts_itself_when_newest), T(test_recompute_prefill_includes_generated),
         T(test_unknown_param_and_bad_value),     T(test_routers),
-        T(test_random_and_infaas_routers),
+        T(test_random_and_infaas_routers),       T(test_orca_reserves_the_model_context),
+        T(test_orca_context_admission_and_rejection), T(test_llumnix_freeness_forms),
+        T(test_llumnix_dispatch_and_migration_pick_differently),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
