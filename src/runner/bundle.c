@@ -19,11 +19,18 @@ static const builtin builtins[] = {
     {"llumnix-tiers", {"policy.cluster=llumnix-tiers", "policy.routing=llumnix",
                        "policy.ops=home", NULL}},
     {"slice", {"policy.cluster=container", "policy.ops=slice", NULL}},
+    /* the container policy on the allocation runner_static_best finds (runner/static_best.h) */
+    {"static-best", {"policy.cluster=container", "policy.ops=home", NULL}},
 };
 
 const char *runner_bundle_names(void)
 {
-    return "container, realloc, infaas, llumnix, llumnix-tiers, slice";
+    return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best";
+}
+
+int runner_bundle_searches(const char *spec)
+{
+    return !strcmp(spec, "static-best");
 }
 
 static const builtin *find(const char *name)
