@@ -33,6 +33,13 @@ int runner_bundle_scenario(const char *config, const char *const *sets, size_t n
  * assignments are the container bundle's, and the command runs runner_static_best on the
  * point's scenario before the run. */
 int runner_bundle_searches(const char *spec);
+/* Whether scenario sc (a bundle applied) asks for re-allocation (cluster container with
+ * realloc_period_s > 0) or auto-scaling (a llumnix cluster with scale_period_s > 0), which act
+ * only on a tenant whose max_replicas is above its replicas, while no tenant has any: then 1
+ * with a one-line note for stderr in buf (size n), naming label and how to give headroom;
+ * else 0. Reads the two parameters from sc->params (marking them used: call it on a scenario
+ * built for checks, not on the one that runs). */
+int runner_bundle_headroom_note(scn_scenario *sc, const char *label, char *buf, size_t n);
 /* The built-in bundle names, comma-separated, for messages and --help. */
 const char *runner_bundle_names(void);
 

@@ -111,6 +111,10 @@ static int check_points(compare *c, ss_errbuf *eb)
         if (!rc && runner_bundle_searches(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
+        char note[512];
+        if (!rc && i < o->n_policies &&
+            runner_bundle_headroom_note(sc, c->label[p], note, sizeof note))
+            fprintf(stderr, "slicesim: note: %s\n", note);
         scn_destroy(&sc);
     }
     if (!rc)

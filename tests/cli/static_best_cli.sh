@@ -3,7 +3,8 @@
 # quiet one on two containers each), `compare --policies container,static-best` searches the
 # allocation, prints and stores the one it chose with its candidate-replay count, and its worst
 # tenant misses its SLA no more often than container's; only the chosen run is stored; JSON
-# carries the search; capacity searches at each probe; a sweep refuses it.
+# carries the search; capacity searches at each probe; a sweep refuses it. And the note the
+# realloc bundle prints when no tenant has headroom (max_replicas above replicas).
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -87,6 +88,17 @@ grep -Eq '^  static-best at load [0-9.]+: busy=[0-9]+ quiet=[0-9]+ containers, [
     cap || fail "capacity table: $(cat cap)"
 
 # refusals: nothing runs
+# realloc needs headroom: a one-line note when no tenant has any, none once one has
+"$S" compare -c two.ini --set run.duration_s=30 --set run.warmup_s=5 \
+    --policies container,realloc,llumnix --db none >/dev/null 2>err || fail "realloc: $(cat err)"
+[ "$(grep -c '^slicesim: note: ' err)" = 1 ] &&
+    grep -q '^slicesim: note: realloc: re-allocation moves a container only to a tenant below its max_replicas, and every tenant has max_replicas = replicas, so it does nothing here; give one headroom, e.g. --set tenant.busy.max_replicas=4$' err ||
+    fail "headroom note: $(cat err)"
+"$S" compare -c two.ini --set run.duration_s=30 --set run.warmup_s=5 \
+    --set tenant.busy.max_replicas=3 --policies container,realloc --db none >/dev/null 2>err ||
+    fail "realloc with headroom: $(cat err)"
+! grep -q 'note:' err || fail "a note with headroom: $(cat err)"
+
 cat >sw.ini <<EOF
 [sweep]
 scenario = $T/two.ini
