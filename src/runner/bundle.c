@@ -2,6 +2,7 @@
 #include "runner/bundle.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct builtin {
@@ -19,11 +20,44 @@ static const builtin builtins[] = {
     {"llumnix-tiers", {"policy.cluster=llumnix-tiers", "policy.routing=llumnix",
                        "policy.ops=home", NULL}},
     {"slice", {"policy.cluster=container", "policy.ops=slice", NULL}},
+    /* the container policy on the allocation runner_static_best finds (runner/static_best.h) */
+    {"static-best", {"policy.cluster=container", "policy.ops=home", NULL}},
 };
 
 const char *runner_bundle_names(void)
 {
-    return "container, realloc, infaas, llumnix, llumnix-tiers, slice";
+    return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best";
+}
+
+/* A [policy] parameter as a number (0 when absent or not one). */
+static double param(scn_scenario *sc, const char *key)
+{
+    const char *v = sc->params ? ss_params_get(sc->params, key) : NULL;
+    return v ? strtod(v, NULL) : 0;
+}
+
+int runner_bundle_headroom_note(scn_scenario *sc, const char *label, char *buf, size_t n)
+{
+    const char *what = NULL;
+    if (!strcmp(sc->cluster, "container") && param(sc, "realloc_period_s") > 0)
+        what = "re-allocation moves a container only to a tenant below its max_replicas";
+    else if (!strncmp(sc->cluster, "llumnix", 7) && param(sc, "scale_period_s") > 0)
+        what = "auto-scaling starts only standby containers (max_replicas - replicas)";
+    if (!what || !sc->n_tenants)
+        return 0;
+    for (uint32_t i = 0; i < sc->n_tenants; i++)
+        if (sc->tenants[i].pp == 1 && sc->tenants[i].max_replicas > sc->tenants[i].replicas)
+            return 0;
+    const scn_tenant *t = &sc->tenants[0];
+    snprintf(buf, n, "%s: %s, and every tenant has max_replicas = replicas, so it does "
+             "nothing here; give one headroom, e.g. --set tenant.%s.max_replicas=%u", label,
+             what, t->name, t->replicas + 2);
+    return 1;
+}
+
+int runner_bundle_searches(const char *spec)
+{
+    return !strcmp(spec, "static-best");
 }
 
 static const builtin *find(const char *name)

@@ -5,6 +5,9 @@
 #include "runner/capacity.h"
 
 #include "runner/bundle.h"
+#include "runner/static_best.h"
+
+#include "core/ss_strbuf.h"
 
 #include <string.h>
 
@@ -25,6 +28,9 @@ typedef struct capacity {
     int p;                     /* the bundle being searched */
     store *st;                 /* the database of every probe (NULL: none) */
     runner_capacity_result res[RUNNER_CAPACITY_MAX_POLICIES];
+    char search[RUNNER_CAPACITY_MAX_PROBES][300]; /* what a searching bundle chose at each
+                                                     probe of the bundle being searched */
+    char best_search[RUNNER_CAPACITY_MAX_POLICIES][300]; /* ... at each bundle's capacity */
 } capacity;
 
 /* The scenario of bundle p at load: the file, the sets, the database, the bundle, the load
@@ -72,8 +78,16 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
     scn_scenario *sc = NULL;
     int rc = SS_OK;
     for (int p = 0; !rc && p < o->n_policies; p++) {
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
+        runner_alloc_problem ap;
         if (!(rc = build(o, p, 1, &sc, eb)) && (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
+        if (!rc && runner_bundle_searches(o->policy[p]) &&
+            (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
+            ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
+        char note[512];
+        if (!rc && runner_bundle_headroom_note(sc, c->label[p], note, sizeof note))
+            fprintf(stderr, "slicesim: note: %s\n", note);
         scn_destroy(&sc);
     }
     if (!rc)
@@ -142,6 +156,15 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     int rc = build(o, c->p, pr->load, &sc, &x.eb);
     if (!rc)
         rc = spans_window(sc, &check_opts, &pr->spans, why, sizeof why, &x.eb);
+    char *search = c->search[c->res[c->p].n_probes];
+    search[0] = '\0';
+    if (!rc && runner_bundle_searches(o->policy[c->p])) {
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
+                                      .point = point, .progress = o->progress};
+        runner_alloc_result ar;
+        rc = runner_static_best(sc, &so, &ar, search, sizeof c->search[0], &x.eb);
+        ro.search = search;
+    }
     if (!rc)
         rc = runner_run_setup(&x, sc, &ro);
     if (!rc)
@@ -204,6 +227,10 @@ static void print_table(const capacity *c, FILE *f)
                 ref > 0 ? r->capacity / ref : 0, b ? b->goodput_tok_per_s : 0,
                 b ? 100 * b->sla_miss : 0, r->n_probes, buf);
     }
+    for (int p = 0; p < o->n_policies; p++)
+        if (c->best_search[p][0])
+            fprintf(f, "  %s at load %g: %s\n", c->label[p], c->res[p].capacity,
+                    c->best_search[p]);
     if (c->st)
         fprintf(f, "  results: %s (sweep '%s')\n", store_path(c->st), c->name);
 }
@@ -226,10 +253,16 @@ static void print_json_policy(const capacity *c, int p, FILE *f)
     json_str(f, c->label[p]);
     fprintf(f, ", \"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
                "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
-               "%.17g, \"sla_miss\": %.17g, \"n_probes\": %d, \"probes\": [",
+               "%.17g, \"sla_miss\": %.17g, \"n_probes\": %d, ",
             r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
             r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
             b ? b->sla_miss : 0, r->n_probes);
+    if (c->best_search[p][0]) {
+        fputs("\"search\": ", f);
+        ss_json_fputs(f, c->best_search[p]);
+        fputs(", ", f);
+    }
+    fputs("\"probes\": [", f);
     for (int i = 0; i < r->n_probes; i++) {
         const runner_capacity_probe *q = &r->probe[i];
         fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": "
@@ -282,8 +315,11 @@ int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
     else
         snprintf(c.name, sizeof c.name, "capacity:%s", base ? base + 1 : o->config);
     rc = check_bundles(&c, eb);
-    for (c.p = 0; !rc && c.p < o->n_policies; c.p++)
+    for (c.p = 0; !rc && c.p < o->n_policies; c.p++) {
         rc = runner_capacity_search(&o->search, probe_replay, &c, &c.res[c.p], eb);
+        if (!rc && c.res[c.p].i_best >= 0)
+            memcpy(c.best_search[c.p], c.search[c.res[c.p].i_best], sizeof c.best_search[0]);
+    }
     if (!rc && o->json)
         print_json(&c, out);
     else if (!rc)

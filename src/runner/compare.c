@@ -6,8 +6,10 @@
 
 #include "runner/bundle.h"
 #include "runner/report.h"
+#include "runner/static_best.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_strbuf.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +22,7 @@ typedef struct result {
     metrics_summary m;
     double tier_sla[SS_MAX_TIERS];
     uint32_t n_tiers;
+    char search[300];         /* what a searching bundle chose ("": not one) */
 } result;
 
 /* One comparison under way. */
@@ -83,6 +86,10 @@ static void print_table(const compare *c)
             fprintf(f, " t%u %.1f%%", k, 100 * r->tier_sla[k]);
         fputc('\n', f);
     }
+    for (int i = 0; i < c->n; i++)
+        if (c->res[i].search[0])
+            fprintf(f, "  %s at load %g: %s\n", c->label[c->res[i].policy], c->res[i].rate,
+                    c->res[i].search);
 }
 
 /* Every point (bundle and load) must build before anything runs, so that a bad bundle stores
@@ -98,8 +105,17 @@ static int check_points(compare *c, ss_errbuf *eb)
     for (int i = 0; !rc && i < c->n; i++) {
         int p = i % o->n_policies;
         double rate = o->rate[i / o->n_policies];
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
+        runner_alloc_problem ap;
         if (!(rc = build(o, p, rate, &sc, eb)) && (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
+        if (!rc && runner_bundle_searches(o->policy[p]) &&
+            (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
+            ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
+        char note[512];
+        if (!rc && i < o->n_policies &&
+            runner_bundle_headroom_note(sc, c->label[p], note, sizeof note))
+            fprintf(stderr, "slicesim: note: %s\n", note);
         scn_destroy(&sc);
     }
     if (!rc)
@@ -117,7 +133,7 @@ static void keep_result(compare *c, int i, const runner_run *x)
 {
     const runner_compare_opts *o = c->o;
     result *r = &c->res[i];
-    r->policy = i % o->n_policies;
+    r->policy = i % o->n_policies; /* r->search is run_point's */
     r->rate = o->rate[i / o->n_policies];
     r->m = x->m;
     const metrics *mt = gsim_metrics(x->g);
@@ -129,8 +145,13 @@ static void keep_result(compare *c, int i, const runner_run *x)
     }
     if (o->json) {
         runner_report rep = runner_run_report(x);
-        fprintf(c->out, "  {\"policy\": \"%s\", \"rate\": %g, \"run\": ", c->label[r->policy],
-                r->rate);
+        fprintf(c->out, "  {\"policy\": \"%s\", \"rate\": %g, ", c->label[r->policy], r->rate);
+        if (r->search[0]) {
+            fputs("\"search\": ", c->out);
+            ss_json_fputs(c->out, r->search);
+            fputs(", ", c->out);
+        }
+        fputs("\"run\": ", c->out);
         runner_report_json(c->out, &rep, x->g, &x->m);
         fprintf(c->out, "  }%s\n", i + 1 < c->n ? "," : "");
     }
@@ -152,6 +173,14 @@ static int run_point(compare *c, int i, ss_errbuf *eb)
     runner_run x = {0};
     scn_scenario *sc = NULL;
     int rc = build(o, p, rate, &sc, &x.eb);
+    if (!rc && runner_bundle_searches(o->policy[p])) {
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
+                                      .point = point, .progress = o->progress};
+        runner_alloc_result ar;
+        rc = runner_static_best(sc, &so, &ar, c->res[i].search, sizeof c->res[i].search,
+                                &x.eb);
+        ro.search = c->res[i].search;
+    }
     if (!rc)
         rc = runner_run_setup(&x, sc, &ro);
     if (!rc)

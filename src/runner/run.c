@@ -153,6 +153,12 @@ static int begin_store(runner_run *x)
 {
     ss_strbuf pj = {0};
     gsim_params_json(x->g, &pj);
+    if (x->o->search && pj.n && pj.s[pj.n - 1] == '}') { /* one more member of the object */
+        pj.s[--pj.n] = '\0';
+        ss_strbuf_printf(&pj, ", \"bundle.search\": ");
+        ss_strbuf_json_str(&pj, x->o->search);
+        ss_strbuf_printf(&pj, "}");
+    }
     x->ini = scenario_text(x->sc);
     const scn_tenant *t0 = &x->sc->tenants[0];
     store_run_info info = {
@@ -310,6 +316,7 @@ int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, runner_
         if (rec.tenant >= sc->n_tenants)
             continue;
         runner_arrivals *t = &a[rec.tenant];
+        t->tokens += (uint64_t)rec.prompt_tokens + rec.output_tokens;
         t->last_s = ss_time_to_s(rec.arrival_ns);
         if (!t->n++)
             t->first_s = t->last_s;

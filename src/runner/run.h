@@ -37,6 +37,9 @@ typedef struct runner_run_opts {
                                  are looked up (catalog_engine_put: it replaces the profile
                                  of the same name), so that a candidate runs without a file
                                  (slicesim fit); borrowed; NULL: none */
+    const char *search;       /* how a searching bundle (static-best) chose the run's scenario,
+                                 stored in its parameters as "bundle.search" (borrowed;
+                                 NULL: none) */
 } runner_run_opts;
 
 /* The simulator's configuration and workload specs made from the scenario (private to
@@ -88,6 +91,7 @@ int runner_scale_load(scn_scenario *sc, double factor, ss_errbuf *eb);
 typedef struct runner_arrivals {
     double first_s, last_s;  /* first and last arrival, s (0 when n is 0) */
     uint64_t n;              /* requests */
+    uint64_t tokens;         /* their prompt and output tokens */
 } runner_arrivals;
 /* The arrivals of each tenant of scenario sc (already checked) into a[0..sc->n_tenants): the
  * workload sc's runs read, read once to its end without simulating anything. 0 or an SS_E*

@@ -1,0 +1,187 @@
+/* The static-best allocation search: a proportional start and a hill-climb on a judge
+ * callback, whatever the judge is (replays in static_best_run.c, a synthetic function in the
+ * unit test). Not for running scenarios. */
+#include "runner/static_best.h"
+
+#include <math.h>
+#include <string.h>
+
+/* One search under way: every allocation judged, in the order judged. */
+typedef struct climb {
+    const runner_alloc_problem *p;
+    runner_alloc_judge_fn *fn;
+    void *ud;
+    uint32_t alloc[RUNNER_STATIC_BEST_MAX_REPLAYS][SS_MAX_TENANTS];
+    runner_alloc_score score[RUNNER_STATIC_BEST_MAX_REPLAYS];
+    int n;                     /* judged */
+    int capped;                /* a judge call was refused by the cap */
+} climb;
+
+/* Whether allocation a (scored sa) is better than b: a lower worst miss, then a higher
+ * goodput, then lexicographically smaller. */
+static int better(const climb *c, const uint32_t *a, const runner_alloc_score *sa,
+                  const uint32_t *b, const runner_alloc_score *sb)
+{
+    if (sa->worst != sb->worst)
+        return sa->worst < sb->worst;
+    if (sa->goodput_tok_per_s != sb->goodput_tok_per_s)
+        return sa->goodput_tok_per_s > sb->goodput_tok_per_s;
+    for (uint32_t t = 0; t < c->p->n_tenants; t++)
+        if (a[t] != b[t])
+            return a[t] < b[t];
+    return 0;
+}
+
+/* Judge allocation a (or find it judged already) into *i_out: 0, 1 when the cap refused it,
+ * or the judge's error. */
+static int judge(climb *c, const uint32_t *a, int *i_out, ss_errbuf *eb)
+{
+    size_t size = c->p->n_tenants * sizeof *a;
+    for (int i = 0; i < c->n; i++)
+        if (!memcmp(c->alloc[i], a, size)) {
+            *i_out = i;
+            return 0;
+        }
+    if (c->n >= c->p->max_replays) {
+        c->capped = 1;
+        return 1;
+    }
+    runner_alloc_score *s = &c->score[c->n];
+    *s = (runner_alloc_score){0};
+    int rc = c->fn(c->ud, a, s, eb);
+    if (rc)
+        return rc;
+    for (uint32_t t = 0; t < c->p->n_tenants; t++)
+        s->worst = s->miss[t] > s->worst ? s->miss[t] : s->worst;
+    memcpy(c->alloc[c->n], a, size);
+    *i_out = c->n++;
+    return 0;
+}
+
+static uint32_t used_gpus(const runner_alloc_problem *p, const uint32_t *a)
+{
+    uint32_t used = 0;
+    for (uint32_t t = 0; t < p->n_tenants; t++)
+        used += a[t] * p->unit[t];
+    return used;
+}
+
+/* The allocation proportional to demand into a: each tenant's share of the GPUs in whole
+ * containers (at least one), trimmed where that overflows, then a container at a time to the
+ * tenant furthest below its share while any fits. -1 when one of each does not fit. */
+static int proportional(const runner_alloc_problem *p, uint32_t *a)
+{
+    double sum = 0, share[SS_MAX_TENANTS];
+    for (uint32_t t = 0; t < p->n_tenants; t++)
+        sum += p->demand_tok_per_s[t];
+    for (uint32_t t = 0; t < p->n_tenants; t++) {
+        share[t] = sum > 0 ? p->gpus * p->demand_tok_per_s[t] / sum
+                           : (double)p->gpus / p->n_tenants;
+        double k = floor(share[t] / p->unit[t]);
+        a[t] = k < 1 ? 1 : (uint32_t)k;
+    }
+    while (used_gpus(p, a) > p->gpus) {
+        int i = -1;
+        for (uint32_t t = 0; t < p->n_tenants; t++)
+            if (a[t] > 1 && (i < 0 || a[t] * p->unit[t] - share[t] >
+                                          a[i] * p->unit[i] - share[i]))
+                i = (int)t;
+        if (i < 0)
+            return -1;
+        a[i]--;
+    }
+    for (;;) {
+        uint32_t spare = p->gpus - used_gpus(p, a);
+        int i = -1;
+        for (uint32_t t = 0; t < p->n_tenants; t++)
+            if (p->unit[t] <= spare && (i < 0 || share[t] - a[t] * p->unit[t] >
+                                                    share[i] - a[i] * p->unit[i]))
+                i = (int)t;
+        if (i < 0)
+            return 0;
+        a[i]++;
+    }
+}
+
+/* Judge the neighbours of allocation cur that give worst tenant w one more container: from
+ * the free GPUs, or from another tenant that keeps one. The best judged goes to *i_best. 0,
+ * 1 when the cap stopped it, or the judge's error. */
+static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss_errbuf *eb)
+{
+    const runner_alloc_problem *p = c->p;
+    uint32_t spare = p->gpus - used_gpus(p, cur);
+    for (int64_t d = -1; d < (int64_t)p->n_tenants; d++) {
+        uint32_t nb[SS_MAX_TENANTS];
+        memcpy(nb, cur, p->n_tenants * sizeof *nb);
+        if (d == (int64_t)w || (d >= 0 && (cur[d] < 2 || spare + p->unit[d] < p->unit[w])) ||
+            (d < 0 && spare < p->unit[w]))
+            continue;
+        if (d >= 0)
+            nb[d]--;
+        nb[w]++;
+        int i, rc = judge(c, nb, &i, eb);
+        if (rc)
+            return rc;
+        if (*i_best < 0 || better(c, c->alloc[i], &c->score[i], c->alloc[*i_best],
+                                  &c->score[*i_best]))
+            *i_best = i;
+    }
+    return 0;
+}
+
+/* Hill-climb from judged allocation i: move to the best neighbour (a container more for a
+ * worst tenant) while that lowers the worst miss. 0 or the judge's error. */
+static int hill_climb(climb *c, int i, ss_errbuf *eb)
+{
+    while (c->score[i].worst > 0) {
+        uint32_t cur[SS_MAX_TENANTS];
+        memcpy(cur, c->alloc[i], sizeof cur);
+        double worst = c->score[i].worst;
+        int i_best = -1, rc = 0;
+        for (uint32_t w = 0; !rc && w < c->p->n_tenants; w++)
+            if (c->score[i].miss[w] == worst)
+                rc = neighbours(c, cur, w, &i_best, eb);
+        if (rc < 0)
+            return rc;
+        if (i_best < 0 || !(c->score[i_best].worst < worst))
+            return 0;
+        i = i_best;
+        if (rc)
+            return 0; /* capped: the best so far stands */
+    }
+    return 0;
+}
+
+int runner_alloc_search(const runner_alloc_problem *p, runner_alloc_judge_fn *fn, void *ud,
+                        runner_alloc_result *out, ss_errbuf *eb)
+{
+    *out = (runner_alloc_result){0};
+    int ok = p->n_tenants >= 1 && p->n_tenants <= SS_MAX_TENANTS && p->max_replays >= 1 &&
+             p->max_replays <= RUNNER_STATIC_BEST_MAX_REPLAYS;
+    for (uint32_t t = 0; ok && t < p->n_tenants; t++)
+        ok = p->unit[t] >= 1 && p->demand_tok_per_s[t] >= 0;
+    if (!ok)
+        return ss_err(eb, SS_EINVAL, "static-best: search options out of range");
+    if (proportional(p, out->start)) {
+        uint32_t one = 0;
+        for (uint32_t t = 0; t < p->n_tenants; t++)
+            one += p->unit[t];
+        return ss_err(eb, SS_EINVAL, "static-best: one container of each of the %u tenants "
+                      "needs %u GPUs, the cluster has %u", p->n_tenants, one, p->gpus);
+    }
+    climb c = {.p = p, .fn = fn, .ud = ud};
+    int i, rc = judge(&c, out->start, &i, eb);
+    if (!rc)
+        rc = hill_climb(&c, i, eb);
+    if (rc < 0)
+        return rc;
+    int b = 0;
+    for (int k = 1; k < c.n; k++)
+        if (better(&c, c.alloc[k], &c.score[k], c.alloc[b], &c.score[b]))
+            b = k;
+    memcpy(out->containers, c.alloc[b], sizeof out->containers);
+    out->score = c.score[b];
+    out->n_replays = c.n;
+    out->capped = c.capped;
+    return SS_OK;
+}

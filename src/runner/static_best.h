@@ -1,0 +1,92 @@
+/* runner/: the static-best baseline, a container-level cluster sized to the load at hand: a
+ * search over integer allocations of the cluster's GPUs to the tenants (whole containers of
+ * tp x pp GPUs, at least one per tenant), each candidate judged by a full replay under the
+ * container policy, for the allocation with the lowest worst-tenant SLA miss. The search
+ * itself (runner_alloc_search) takes a judge callback, so it runs on any function of the
+ * allocation. Not for reading options, nor for storing the candidates (only the chosen run is
+ * stored, by the command that runs it). */
+#ifndef SS_RUNNER_STATIC_BEST_H
+#define SS_RUNNER_STATIC_BEST_H
+
+#include "runner/run.h"
+
+#include "core/ss_limits.h"
+
+#include <stdint.h>
+
+/* Most candidate replays of one static-best search: 3 tenants on 8 GPUs take 5 to 10. */
+#define RUNNER_STATIC_BEST_MAX_REPLAYS 24
+
+/* What a judge found of one allocation. */
+typedef struct runner_alloc_score {
+    double miss[SS_MAX_TENANTS]; /* each tenant's SLA violations / requests judged (0 to 1) */
+    double goodput_tok_per_s;    /* every tenant's output tokens of SLA-meeting requests /
+                                    window */
+    double worst;                /* set by the search: the highest of miss[] */
+} runner_alloc_score;
+
+/* Judge allocation containers[0..n_tenants): fill out's miss[] and goodput_tok_per_s. 0, or
+ * an SS_E* code with eb set, which stops the search. */
+typedef int runner_alloc_judge_fn(void *ud, const uint32_t *containers,
+                                  runner_alloc_score *out, ss_errbuf *eb);
+
+typedef struct runner_alloc_problem {
+    uint32_t n_tenants;                       /* 1 to SS_MAX_TENANTS */
+    uint32_t gpus;                            /* the cluster's GPUs */
+    uint32_t unit[SS_MAX_TENANTS];            /* GPUs of one container of each tenant (tp x
+                                                 pp), >= 1 */
+    double demand_tok_per_s[SS_MAX_TENANTS];  /* offered load of each tenant (prompt and
+                                                 output tokens its trace asks for / s), >= 0 */
+    int max_replays;                          /* 1 to RUNNER_STATIC_BEST_MAX_REPLAYS */
+} runner_alloc_problem;
+
+typedef struct runner_alloc_result {
+    uint32_t start[SS_MAX_TENANTS];      /* containers of the proportional start */
+    uint32_t containers[SS_MAX_TENANTS]; /* containers of the chosen allocation */
+    runner_alloc_score score;            /* the chosen allocation's */
+    int n_replays;                       /* judge calls made */
+    int capped;                          /* the search stopped at max_replays */
+} runner_alloc_result;
+
+/**
+ * Search the allocations of p->gpus GPUs to the tenants: start from the allocation
+ * proportional to each tenant's demand (at least one container each, then whole containers
+ * by largest shortfall while any fits), then hill-climb: judge every allocation one container
+ * away that gives the worst tenant(s) a container (taken from another tenant that keeps at
+ * least one, or from free GPUs), move to the best of them while that lowers the worst miss,
+ * and stop when none does or after p->max_replays judge calls. No allocation is judged twice.
+ * The chosen one is the best judged: the lowest worst miss, then the highest goodput, then
+ * the lexicographically smallest containers[]. fn and ud are borrowed.
+ * @return 0 with *out filled; SS_EINVAL when p is out of range or one container of every
+ *         tenant does not fit in p->gpus; or fn's error.
+ */
+int runner_alloc_search(const runner_alloc_problem *p, runner_alloc_judge_fn *fn, void *ud,
+                        runner_alloc_result *out, ss_errbuf *eb);
+
+typedef struct runner_static_best_opts {
+    const char *profiles;      /* catalog directory (NULL: catalog_default_dir) */
+    const char *config;        /* the scenario file, for labels (NULL: none) */
+    const char *point;         /* the point searched, for stderr ("policy=static-best;rate=1") */
+    int progress;              /* a line per candidate on a terminal */
+} runner_static_best_opts;
+
+/* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's
+ * GPUs (nodes x GPUs per node, or the GPUs of the scenario's own containers when it names no
+ * nodes), each tenant's container size, and with demand its offered load (the workload read
+ * once, tokens over the run's window; else 0). 0, or an SS_E* code with eb set: SS_EINVAL when
+ * one container of every tenant does not fit. */
+int runner_static_best_problem(const scn_scenario *sc, const runner_static_best_opts *o,
+                               int demand, runner_alloc_problem *p_out, ss_errbuf *eb);
+
+/**
+ * Run the static-best search on scenario sc (checked, its bundle applied and its load scaled),
+ * each candidate a replay of sc with its tenants' replicas (and max_replicas) set and nothing
+ * stored, then set sc's tenants to the chosen allocation, so that the caller runs and stores
+ * it. A line "slicesim: static-best: POINT: chose ..." goes to stderr; note (size n) gets
+ * "chat=3 code=3 assist=2 containers, 7 candidate replays" for the run's parameters.
+ * @return 0, or an SS_E* code with eb set (sc's replicas are then undefined: discard it).
+ */
+int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
+                       runner_alloc_result *out, char *note, size_t n, ss_errbuf *eb);
+
+#endif

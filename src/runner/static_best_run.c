@@ -1,0 +1,181 @@
+/* The static-best bundle's replays: the problem a scenario poses (its cluster's GPUs, its
+ * tenants' container sizes and offered loads), each candidate allocation judged by a replay of
+ * the scenario that stores nothing, and the chosen allocation written into the scenario for
+ * the command to run and store. The search is static_best.c's. */
+#include "runner/static_best.h"
+
+#include "core/ss_log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The GPUs of sc's cluster: its nodes' (per node: the scenario's or the GPU catalog's), or
+ * the scenario's own containers' when it names no nodes. */
+static int cluster_gpus(const scn_scenario *sc, const catalog *cat, uint32_t *out,
+                        ss_errbuf *eb)
+{
+    uint64_t n = 0;
+    if (sc->nodes) {
+        const cat_gpu *g = NULL;
+        int rc = sc->gpus_per_node ? SS_OK : catalog_gpu_find(cat, sc->gpu, &g, eb);
+        if (rc)
+            return rc;
+        n = (uint64_t)sc->nodes * (sc->gpus_per_node ? sc->gpus_per_node : g->gpus_per_node);
+    } else {
+        for (uint32_t t = 0; t < sc->n_tenants; t++)
+            n += (uint64_t)sc->tenants[t].replicas * sc->tenants[t].tp * sc->tenants[t].pp;
+    }
+    if (n > UINT32_MAX)
+        return ss_err(eb, SS_EINVAL, "static-best: a cluster of %llu GPUs is too large",
+                      (unsigned long long)n);
+    *out = (uint32_t)n;
+    return SS_OK;
+}
+
+/* Each tenant's offered load: the prompt and output tokens its requests ask for over the
+ * run's window (its duration, or the last arrival of all). */
+static int demand_of(const scn_scenario *sc, const runner_run_opts *ro, double *out,
+                     ss_errbuf *eb)
+{
+    runner_arrivals a[SS_MAX_TENANTS];
+    int rc = runner_arrivals_of(sc, ro, a, eb);
+    double window = sc->duration_s;
+    for (uint32_t t = 0; !rc && !(sc->duration_s > 0) && t < sc->n_tenants; t++)
+        window = a[t].last_s > window ? a[t].last_s : window;
+    for (uint32_t t = 0; !rc && t < sc->n_tenants; t++)
+        out[t] = (double)a[t].tokens / (window > 0 ? window : 1);
+    return rc;
+}
+
+static int problem_of(const scn_scenario *sc, const runner_run_opts *ro, int demand,
+                      runner_alloc_problem *p, ss_errbuf *eb)
+{
+    *p = (runner_alloc_problem){.n_tenants = sc->n_tenants,
+                                .max_replays = RUNNER_STATIC_BEST_MAX_REPLAYS};
+    uint32_t one = 0;
+    for (uint32_t t = 0; t < sc->n_tenants; t++) {
+        p->unit[t] = sc->tenants[t].tp * sc->tenants[t].pp;
+        one += p->unit[t];
+    }
+    int rc = cluster_gpus(sc, ro->catalog, &p->gpus, eb);
+    if (!rc && one > p->gpus)
+        rc = ss_err(eb, SS_EINVAL, "static-best: one container of each of the %u tenants "
+                    "needs %u GPUs, the cluster has %u", sc->n_tenants, one, p->gpus);
+    if (!rc && demand)
+        rc = demand_of(sc, ro, p->demand_tok_per_s, eb);
+    return rc;
+}
+
+int runner_static_best_problem(const scn_scenario *sc, const runner_static_best_opts *o,
+                               int demand, runner_alloc_problem *p_out, ss_errbuf *eb)
+{
+    catalog *cat = NULL;
+    int rc = catalog_load(&cat, catalog_default_dir(o->profiles), eb);
+    runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
+                          .arrivals_checked = 1};
+    if (!rc)
+        rc = problem_of(sc, &ro, demand, p_out, eb);
+    catalog_destroy(&cat);
+    return rc;
+}
+
+/* One search under way. */
+typedef struct search {
+    scn_scenario *sc;
+    const runner_static_best_opts *o;
+    const runner_run_opts *ro;
+    int n;                     /* candidates replayed */
+} search;
+
+static void set_alloc(scn_scenario *sc, const uint32_t *c)
+{
+    for (uint32_t t = 0; t < sc->n_tenants; t++)
+        sc->tenants[t].replicas = sc->tenants[t].max_replicas = c[t];
+}
+
+/* "chat=3 code=3 assist=2" into buf. */
+static void alloc_text(const scn_scenario *sc, const uint32_t *c, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t t = 0; t < sc->n_tenants && used < n; t++) {
+        int w = snprintf(buf + used, n - used, "%s%s=%u", t ? " " : "", sc->tenants[t].name,
+                         c[t]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* runner_alloc_judge_fn: a replay of the scenario with allocation c, stored nowhere; its
+ * warnings (rejected requests of a starved tenant) are the candidate's, not the run's, and
+ * are not shown. */
+static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
+{
+    search *s = ud;
+    char db[SCN_PATH_MAX];
+    memcpy(db, s->sc->db, sizeof db);
+    snprintf(s->sc->db, sizeof s->sc->db, "none");
+    set_alloc(s->sc, c);
+    int level = ss_log_level();
+    ss_log_set_level(SS_LOG_QUIET);
+    runner_run x = {0};
+    int rc = runner_run_setup(&x, s->sc, s->ro);
+    if (!rc)
+        rc = runner_run_exec(&x);
+    ss_log_set_level(level);
+    memcpy(s->sc->db, db, sizeof db);
+    if (rc) {
+        *eb = x.eb;
+        runner_run_fini(&x);
+        return ss_err_prefix(eb, rc, "static-best: candidate %d", s->n + 1);
+    }
+    const metrics *mt = gsim_metrics(x.g);
+    for (uint32_t t = 0; t < s->sc->n_tenants && t < mt->n_tenants; t++) {
+        metrics_group_summary gs;
+        metrics_summarize_group(&mt->tenants[t], x.m.window_s, &gs);
+        out->miss[t] = gs.sla_violation_rate;
+    }
+    out->goodput_tok_per_s = x.m.all.goodput_tokens_per_s;
+    runner_run_fini(&x);
+    s->n++;
+    if (s->o->progress && isatty(STDERR_FILENO)) {
+        char a[256];
+        alloc_text(s->sc, c, a, sizeof a);
+        fprintf(stderr, "slicesim: static-best: candidate %d: %s: SLA miss %.2f%% (all "
+                "tenants), goodput %.1f tok/s\n", s->n, a, 100 * x.m.all.sla_violation_rate,
+                out->goodput_tok_per_s);
+    }
+    return SS_OK;
+}
+
+int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
+                       runner_alloc_result *out, char *note, size_t n, ss_errbuf *eb)
+{
+    catalog *cat = NULL;
+    int rc = catalog_load(&cat, catalog_default_dir(o->profiles), eb);
+    runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
+                          .arrivals_checked = 1};
+    runner_alloc_problem p;
+    if (!rc)
+        rc = problem_of(sc, &ro, 1, &p, eb);
+    search s = {.sc = sc, .o = o, .ro = &ro};
+    if (!rc)
+        rc = runner_alloc_search(&p, judge_replay, &s, out, eb);
+    catalog_destroy(&cat);
+    if (rc)
+        return rc;
+    set_alloc(sc, out->containers);
+    char chose[256], start[256];
+    alloc_text(sc, out->containers, chose, sizeof chose);
+    alloc_text(sc, out->start, start, sizeof start);
+    uint32_t used = 0;
+    for (uint32_t t = 0; t < sc->n_tenants; t++)
+        used += out->containers[t] * p.unit[t];
+    snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
+             out->capped ? " (capped)" : "");
+    fprintf(stderr, "slicesim: static-best: %s: chose %s containers (%u of %u GPUs; start %s), "
+            "worst tenant SLA miss %.2f%%, %d candidate replays%s\n",
+            o->point ? o->point : "run", chose, used, p.gpus, start, 100 * out->score.worst,
+            out->n_replays, out->capped ? " (the cap)" : "");
+    return SS_OK;
+}
