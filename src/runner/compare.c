@@ -42,8 +42,8 @@ static int build(const runner_compare_opts *o, int p, double rate, scn_scenario 
 {
     scn_scenario *sc = NULL;
     int rc = runner_bundle_scenario(o->config, o->sets, o->n_sets, o->db, o->policy[p], &sc, eb);
-    if (!rc)
-        runner_scale_rates(sc, rate);
+    if (!rc) /* every tenant's traffic spans the same seconds at every load */
+        rc = runner_scale_load(sc, rate, eb);
     if (!rc)
         rc = scn_check(sc, eb);
     if (rc)

@@ -246,7 +246,7 @@ void runner_run_fini(runner_run *x)
     x->ini = NULL;
 }
 
-void runner_scale_rates(scn_scenario *sc, double factor)
+static void scale_rates(scn_scenario *sc, double factor)
 {
     for (uint32_t i = 0; i < sc->n_tenants; i++)
         sc->tenants[i].rate_scale *= factor;
@@ -294,7 +294,7 @@ too_long:
 
 int runner_scale_load(scn_scenario *sc, double factor, ss_errbuf *eb)
 {
-    runner_scale_rates(sc, factor);
+    scale_rates(sc, factor);
     for (uint32_t i = 0; i < sc->n_tenants; i++) {
         int rc = sc->tenants[i].synthetic[0] ? stretch_synthetic(&sc->tenants[i], factor, eb)
                                              : SS_OK;

@@ -76,10 +76,8 @@ runner_report runner_run_report(const runner_run *x);
 /* Free what setup made (NULL-safe fields). */
 void runner_run_fini(runner_run *x);
 
-/* Multiply every tenant's rate_scale by factor (compare's and sweep's loads). A synthetic
- * tenant's generator keeps its duration, so at factor r its traffic ends at duration / r. */
-void runner_scale_rates(scn_scenario *sc, double factor);
-/* Multiply every tenant's rate_scale by factor, as runner_scale_rates, and stretch each
+/* A load multiplier (compare's, sweep's and capacity's loads): multiply every tenant's
+ * rate_scale by factor, and stretch each
  * synthetic tenant's generator by the same factor (duration=D becomes D x factor,
  * requests=N becomes ceil(N x factor)), so that its traffic spans the same seconds at every
  * load: the requests of factor 1 and more of them, factor times as fast (slicesim capacity).

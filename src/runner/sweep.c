@@ -101,11 +101,10 @@ static int build_point(const runner_sweep_exp *x, size_t p, scn_scenario **out, 
         if (rc)
             ss_err_prefix(eb, rc, "%s:%u: grid.%s", x->path, g->line, g->name);
     }
-    if (!rc) {
-        runner_scale_rates(sc, rate);
-        if ((rc = scn_check(sc, eb)))
-            ss_err_prefix(eb, rc, "%s", x->path);
-    }
+    if (!rc && (rc = runner_scale_load(sc, rate, eb)) != SS_OK)
+        ss_err_prefix(eb, rc, "%s", x->path);
+    if (!rc && (rc = scn_check(sc, eb)) != SS_OK)
+        ss_err_prefix(eb, rc, "%s", x->path);
     if (rc)
         scn_destroy(&sc);
     *out = sc;
