@@ -16,7 +16,7 @@ rm -f results/main.db results/main.db-wal results/main.db-shm
 echo "slicesim: running the comparison: 3 policies x 3 loads (about 15 s)"
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
     --rates 0.5,0.75,1 --db results/main.db --name main "$@"
-echo "slicesim: capacity at <= 9 % SLA misses against the tuned baseline, static-best (about 3 min)"
+echo "slicesim: capacity at <= 9 % SLA misses against the tuned baseline, static-best (about 1-2 min)"
 "$S" capacity -c experiments/slice-vs-container.ini --policies static-best,container,slice \
     --db results/main.db --name main-capacity --no-progress
 if command -v gnuplot >/dev/null; then
