@@ -19,6 +19,11 @@ for p in $(grep -oE '(^|[^A-Za-z0-9_./-])(tools|experiments|docs|bench|tests)/[A
     [ -e "$p" ] || fail "README names $p, which does not exist"
 done
 
+# the experiment scripts at least parse (running them takes minutes)
+for f in experiments/*.sh; do
+    bash -n "$f" || fail "$f does not parse (bash -n)"
+done
+
 bash tools/get-data.sh --list >"$T/list" || fail "get-data.sh --list failed"
 for d in traces/azure-llm-2023 traces/mooncake traces/servegen traces/vidur profiles/vidur/compute \
          profiles/vidur/network; do
