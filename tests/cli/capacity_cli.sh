@@ -88,6 +88,30 @@ if ps[0]["capacity"] > 0:
     assert abs(ps[1]["ratio"] - ps[1]["capacity"] / ps[0]["capacity"]) < 1e-9
 PY
 
+# A bursty trace's quiet stretch before the window's end is not its end: arrivals every second
+# to 20 s, none until 70 s, then on to 120 s, in a 60 s window. At load 1 the probe spans the
+# window (its trace goes on after it), so it is judged on its SLA, not failed for the gap.
+{
+    echo "request_id,arrival_s,tenant,prompt_tokens,output_tokens"
+    for i in $(seq 0 20) $(seq 70 120); do echo "$i,$i,chat,200,20"; done
+} >burst.csv
+cat >burst.ini <<'INI'
+[cluster]
+gpu = a100-80g
+nodes = 1
+[run]
+duration_s = 60
+[tenant.chat]
+model = llama-2-7b
+replicas = 1
+trace = burst.csv
+sla_ttft_ms = 5000
+INI
+"$S" capacity -c burst.ini --policies container --max-probes 1 --db none >btable 2>berr ||
+    fail "capacity on a bursty trace: $(cat berr)"
+grep -q 'container probe 1: load 1: .*: pass' berr || fail "the quiet stretch failed the probe: $(cat berr)"
+grep -q "arrivals end" berr && fail "a quiet stretch taken for the trace's end: $(cat berr)"
+
 # errors: nothing runs, one line, exit 2
 expect_error 2 "capacity: -c SCENARIO.ini is required" "$S" capacity --policies container
 expect_error 2 "capacity: --policies A,B,... is required" "$S" capacity -c tiny.ini
