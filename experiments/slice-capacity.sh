@@ -1,5 +1,5 @@
 #!/bin/bash
-# SliceScheduler against tuned baselines at equal SLA (issue 16, item 4): `slicesim capacity`
+# SliceScheduler against tuned baselines at equal SLA: `slicesim capacity`
 # (bisection on the load multiplier, SLA miss <= 9 % over all tenants) of four bundles on
 # slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and assist on 3 each):
 #  - static-best: the container policy on the allocation that suits each probed load (a search);

@@ -304,7 +304,7 @@ enum {
 typedef struct pol_place_mechanism {
     ss_time guest_overrun; /* a guest chunk in a host phase may end this long after it */
     int weights;           /* POL_WEIGHTS_* */
-    /* The costs a move is charged (all zero, 1 and 1: none, as before issue 16): */
+    /* The costs a move is charged (0, 0, 1 and 1: none, the uncharged model): */
     double host_factor;    /* the guest's host phase before its first chunk, in units of home's
                               per-iteration host time for a one-request prefill */
     ss_time whatif_ns;     /* decision latency per what-if the deciding tick ran: the move

@@ -470,7 +470,7 @@ static void test_expansion_includes_guest_waits(void **state)
     free(r);
 }
 
-/* ---- the costs a move is charged (issue 16) ------------------------------------------- */
+/* ---- the costs a move is charged ------------------------------------------------------ */
 
 /* TTFT of the request offloaded at t = 1 ns (the last of 60 of 2,000 tokens) to the idle cold
  * container, nothing arriving after. */
