@@ -2,8 +2,8 @@
  * policy bundle sustains within an SLA-miss bound. The search, the replays and the table are
  * runner/capacity.c's and runner/capacity_run.c's. */
 #include "app/cli.h"
+#include "app/cli_runs.h"
 
-#include "runner/bundle.h"
 #include "runner/capacity.h"
 
 #include "core/ss_alloc.h"
@@ -11,20 +11,13 @@
 
 #include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
-#define MAX_POLICIES RUNNER_CAPACITY_MAX_POLICIES
+_Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_CAPACITY_MAX_POLICIES, "bundles of one search");
 
 typedef struct capacity_opts {
-    const char *config, *profiles, *db, *name, *tenant;
-    char *policies_text;       /* owned copy, split in place */
-    char *policy[MAX_POLICIES];
-    char label[MAX_POLICIES][RUNNER_LABEL_MAX];
-    int n_policies;
+    cli_runs_opts r;           /* the options capacity shares with compare */
+    const char *tenant;
     runner_capacity_search_opts search;
-    const char **sets;
-    size_t n_sets, cap_sets;
-    int json, progress;
 } capacity_opts;
 
 static void usage(FILE *f)
@@ -73,23 +66,7 @@ static int usage_error(const char *msg, const char *arg)
     return CLI_EUSAGE;
 }
 
-enum { O_POLICIES = 256, O_SLA, O_TENANT, O_TOL, O_PROBES, O_SET, O_DB, O_NAME, O_JSON,
-       O_PROFILES, O_NOPROG };
-
-static int parse_policies(capacity_opts *o, const char *arg)
-{
-    ss_free(o->policies_text);
-    if (!(o->policies_text = ss_strdup(arg)))
-        return CLI_EFAIL;
-    ss_errbuf eb;
-    o->n_policies = runner_bundles_parse(arg, o->policies_text, o->policy, o->label, MAX_POLICIES,
-                                         &eb);
-    if (o->n_policies < 0) {
-        fprintf(stderr, "slicesim: capacity: --policies: %s\n", eb.msg);
-        return CLI_EUSAGE;
-    }
-    return CLI_OK;
-}
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES };
 
 /* --sla-miss: a share in [0, 1]. */
 static int parse_bound(capacity_opts *o, const char *arg)
@@ -115,9 +92,10 @@ static int parse_tol(capacity_opts *o, const char *arg)
 static int parse_opt(capacity_opts *o, int c, char **argv)
 {
     long n;
+    int rc = cli_runs_opt(&o->r, c, optarg);
+    if (rc != 1)
+        return rc;
     switch (c) {
-    case 'c': o->config = optarg; return CLI_OK;
-    case O_POLICIES: return parse_policies(o, optarg);
     case O_SLA: return parse_bound(o, optarg);
     case O_TENANT: o->tenant = optarg; return CLI_OK;
     case O_TOL: return parse_tol(o, optarg);
@@ -126,16 +104,6 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
             return CLI_EUSAGE;
         o->search.max_probes = (int)n;
         return CLI_OK;
-    case O_SET:
-        if (ss_grow((void **)&o->sets, &o->cap_sets, o->n_sets + 1, sizeof *o->sets))
-            return CLI_EFAIL;
-        o->sets[o->n_sets++] = optarg;
-        return CLI_OK;
-    case O_DB: o->db = optarg; return CLI_OK;
-    case O_NAME: o->name = optarg; return CLI_OK;
-    case O_JSON: o->json = 1; return CLI_OK;
-    case O_PROFILES: o->profiles = optarg; return CLI_OK;
-    case O_NOPROG: o->progress = 0; return CLI_OK;
     case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
     default: return usage_error("unknown option '", argv[optind - 1]);
     }
@@ -145,13 +113,11 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
 static int parse_opts(capacity_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},      {"policies", required_argument, NULL, O_POLICIES},
-        {"sla-miss", required_argument, NULL, O_SLA},  {"tenant", required_argument, NULL, O_TENANT},
-        {"tol", required_argument, NULL, O_TOL},       {"max-probes", required_argument, NULL, O_PROBES},
-        {"set", required_argument, NULL, O_SET},       {"db", required_argument, NULL, O_DB},
-        {"name", required_argument, NULL, O_NAME},     {"json", no_argument, NULL, O_JSON},
-        {"profiles", required_argument, NULL, O_PROFILES},
-        {"no-progress", no_argument, NULL, O_NOPROG},  {"help", no_argument, NULL, 'h'},
+        CLI_RUNS_LONGOPTS,
+        {"sla-miss", required_argument, NULL, O_SLA},
+        {"tenant", required_argument, NULL, O_TENANT},
+        {"tol", required_argument, NULL, O_TOL},
+        {"max-probes", required_argument, NULL, O_PROBES},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -170,34 +136,19 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         return rc;
     if (optind < argc)
         return usage_error("unexpected argument '", argv[optind]);
-    if (!o->config)
+    if (!o->r.config)
         return usage_error("-c SCENARIO.ini is required (see --help)", NULL);
-    if (!o->n_policies)
+    if (!o->r.n_policies)
         return usage_error("--policies A,B,... is required (see --help)", NULL);
     return CLI_OK;
 }
 
-/* The scenario file and its traces are inputs, the database the output: none may be
- * another (runner_files_fn). */
-static int capacity_files(void *ud, const scn_scenario *sc, const char *db, ss_errbuf *eb)
-{
-    (void)ud;
-    cli_files files = {0};
-    int rc = cli_scenario_files(&files, sc, db, eb);
-    cli_files_fini(&files);
-    return rc;
-}
-
-static void free_opts(capacity_opts *o)
-{
-    ss_free(o->policies_text);
-    ss_free(o->sets);
-}
+static void free_opts(capacity_opts *o) { cli_runs_fini(&o->r); }
 
 int cmd_capacity(int argc, char **argv)
 {
     capacity_opts o = {
-        .progress = 1,
+        .r = {.cmd = "capacity", .progress = 1},
         .search = {.sla_miss = 0.09, .tol = 0.02, .max_probes = 12, .min_load = 1.0 / 64,
                    .max_load = 64},
     };
@@ -209,10 +160,10 @@ int cmd_capacity(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     }
     runner_capacity_opts ro = {
-        .config = o.config, .profiles = o.profiles, .db = o.db, .name = o.name,
-        .command = cmdline, .policy = o.policy, .n_policies = o.n_policies, .sets = o.sets,
-        .n_sets = o.n_sets, .tenant = o.tenant, .search = o.search, .json = o.json,
-        .progress = o.progress, .check_files = capacity_files,
+        .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
+        .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies,
+        .sets = o.r.sets, .n_sets = o.r.n_sets, .tenant = o.tenant, .search = o.search,
+        .json = o.r.json, .progress = o.r.progress, .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
     rc = cmdline ? runner_capacity(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");

@@ -1,8 +1,8 @@
 /* `slicesim compare`: the options and --help of the same scenario, trace and seed under
  * several policy bundles (and loads). Running them and the table are runner/compare.c's. */
 #include "app/cli.h"
+#include "app/cli_runs.h"
 
-#include "runner/bundle.h"
 #include "runner/compare.h"
 
 #include "core/ss_alloc.h"
@@ -12,20 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_POLICIES RUNNER_COMPARE_MAX_POLICIES
 #define MAX_RATES RUNNER_COMPARE_MAX_RATES
+_Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_COMPARE_MAX_POLICIES, "bundles of one comparison");
 
 typedef struct compare_opts {
-    const char *config, *profiles, *db, *name;
-    char *policies_text, *rates_text; /* owned copies, split in place */
-    char *policy[MAX_POLICIES];
-    char label[MAX_POLICIES][RUNNER_LABEL_MAX];
-    int n_policies;
+    cli_runs_opts r;        /* the options compare shares with capacity */
+    char *rates_text;       /* owned copy, split in place */
     double rate[MAX_RATES];
     int n_rates;
-    const char **sets;
-    size_t n_sets, cap_sets;
-    int json, progress;
 } compare_opts;
 
 static void usage(FILE *f)
@@ -64,22 +58,7 @@ static int usage_error(const char *msg, const char *arg)
     return CLI_EUSAGE;
 }
 
-enum { O_POLICIES = 256, O_RATES, O_SET, O_DB, O_NAME, O_JSON, O_PROFILES, O_NOPROG };
-
-static int parse_policies(compare_opts *o, const char *arg)
-{
-    ss_free(o->policies_text);
-    if (!(o->policies_text = ss_strdup(arg)))
-        return CLI_EFAIL;
-    ss_errbuf eb;
-    o->n_policies = runner_bundles_parse(arg, o->policies_text, o->policy, o->label, MAX_POLICIES,
-                                         &eb);
-    if (o->n_policies < 0) {
-        fprintf(stderr, "slicesim: compare: --policies: %s\n", eb.msg);
-        return CLI_EUSAGE;
-    }
-    return CLI_OK;
-}
+enum { O_RATES = CLI_RUNS_O__NEXT };
 
 static int parse_rates(compare_opts *o, const char *arg)
 {
@@ -105,12 +84,7 @@ static int parse_rates(compare_opts *o, const char *arg)
 static int parse_opts(compare_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},      {"policies", required_argument, NULL, O_POLICIES},
-        {"rates", required_argument, NULL, O_RATES},   {"set", required_argument, NULL, O_SET},
-        {"db", required_argument, NULL, O_DB},         {"name", required_argument, NULL, O_NAME},
-        {"json", no_argument, NULL, O_JSON},           {"profiles", required_argument, NULL, O_PROFILES},
-        {"no-progress", no_argument, NULL, O_NOPROG},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_RUNS_LONGOPTS, {"rates", required_argument, NULL, O_RATES}, {NULL, 0, NULL, 0},
     };
     opterr = 0;
     optind = 1;
@@ -118,21 +92,14 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
     if (cli_check_long_options("compare", argc, argv, ":hc:", longopts))
         return CLI_EUSAGE;
     for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        if ((rc = cli_runs_opt(&o->r, c, optarg)) != 1)
+            continue;
         switch (c) {
-        case 'c': o->config = optarg; break;
-        case 'h': usage(stdout); return -1;
-        case O_POLICIES: rc = parse_policies(o, optarg); break;
         case O_RATES: rc = parse_rates(o, optarg); break;
-        case O_SET:
-            if (ss_grow((void **)&o->sets, &o->cap_sets, o->n_sets + 1, sizeof *o->sets))
-                return CLI_EFAIL;
-            o->sets[o->n_sets++] = optarg;
-            break;
-        case O_DB: o->db = optarg; break;
-        case O_NAME: o->name = optarg; break;
-        case O_JSON: o->json = 1; break;
-        case O_PROFILES: o->profiles = optarg; break;
-        case O_NOPROG: o->progress = 0; break;
         case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
         default: return usage_error("unknown option '", argv[optind - 1]);
         }
@@ -141,9 +108,9 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
         return rc;
     if (optind < argc)
         return usage_error("unexpected argument '", argv[optind]);
-    if (!o->config)
+    if (!o->r.config)
         return usage_error("-c SCENARIO.ini is required (see --help)", NULL);
-    if (!o->n_policies && (rc = parse_policies(o, "container,llumnix,slice")))
+    if (!o->r.n_policies && (rc = cli_runs_policies(&o->r, "container,llumnix,slice")))
         return rc;
     if (!o->n_rates) {
         o->rate[0] = 1;
@@ -152,27 +119,15 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
     return CLI_OK;
 }
 
-/* The scenario file and its traces are inputs, the database the output: none may be
- * another (runner_files_fn). */
-static int compare_files(void *ud, const scn_scenario *sc, const char *db, ss_errbuf *eb)
-{
-    (void)ud;
-    cli_files files = {0};
-    int rc = cli_scenario_files(&files, sc, db, eb);
-    cli_files_fini(&files);
-    return rc;
-}
-
 static void free_opts(compare_opts *o)
 {
-    ss_free(o->policies_text);
+    cli_runs_fini(&o->r);
     ss_free(o->rates_text);
-    ss_free(o->sets);
 }
 
 int cmd_compare(int argc, char **argv)
 {
-    compare_opts o = {.progress = 1};
+    compare_opts o = {.r = {.cmd = "compare", .progress = 1}};
     char *cmdline = cli_join_args(argc, argv); /* as given, before getopt permutes argv */
     int rc = parse_opts(&o, argc, argv);
     if (rc) {
@@ -181,10 +136,10 @@ int cmd_compare(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     }
     runner_compare_opts ro = {
-        .config = o.config, .profiles = o.profiles, .db = o.db, .name = o.name,
-        .command = cmdline, .policy = o.policy, .n_policies = o.n_policies, .rate = o.rate,
-        .n_rates = o.n_rates, .sets = o.sets, .n_sets = o.n_sets, .json = o.json,
-        .progress = o.progress, .check_files = compare_files,
+        .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
+        .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies, .rate = o.rate,
+        .n_rates = o.n_rates, .sets = o.r.sets, .n_sets = o.r.n_sets, .json = o.r.json,
+        .progress = o.r.progress, .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
     rc = cmdline ? runner_compare(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
