@@ -43,17 +43,14 @@ typedef struct outcome {
     uint32_t *preempted;  /* preemptions by the horizon; per slot */
     uint32_t n;           /* slots covered */
     uint32_t cap;         /* slots the arrays hold */
+    uint8_t (*sla_so_far)(const gmg_req *q, ss_time now); /* the simulator's judge */
 } outcome;
 
 /* A live baseline of one container. */
 typedef struct baseline {
     pol_whatif *fork;     /* NULL when none */
     uint64_t epoch;       /* of the container when forked */
-    outcome out;
-    struct fate_ud {      /* what its fork's fate callback fills */
-        const struct slice_sched *s;
-        outcome *o;
-    } fate;
+    outcome out;          /* what its fork predicts; its fate callback's context */
     ss_time until;        /* simulated up to here */
 } baseline;
 
@@ -197,18 +194,14 @@ static int outcome_size(outcome *o, uint32_t n)
     return SS_OK;
 }
 
-/* A request's fate when it finishes or is rejected in a what-if (ud: the slice_sched's outcome
- * being filled, whose owner's env is s->env). */
-typedef struct fate_ud fate_ud;
-
+/* A request's fate when it finishes or is rejected in a what-if (ud: the outcome being filled). */
 static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int rejected, ss_time now)
 {
-    const fate_ud *f = ud;
-    outcome *o = f->o;
+    outcome *o = ud;
     uint32_t slot = (uint32_t)(q - g->reqs);
     if (slot >= o->n)
         return;
-    o->broken[slot] = f->s->env->sla_so_far(q, now) | (rejected ? METRICS_SLA_REJECTED : 0);
+    o->broken[slot] = o->sla_so_far(q, now) | (rejected ? METRICS_SLA_REJECTED : 0);
     o->first[slot] = q->first_token;
     o->preempted[slot] = q->preemptions;
 }
@@ -222,7 +215,7 @@ static void outcome_close(const slice_sched *s, outcome *o, const pol_whatif *w,
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED)
             continue;
-        o->broken[i] = s->env->sla_so_far(q, until);
+        o->broken[i] = o->sla_so_far(q, until);
         o->first[i] = q->first_token;
         o->preempted[i] = q->preemptions;
     }
@@ -238,11 +231,10 @@ static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_er
     if (b->fork && b->epoch != epoch)
         base_drop(s, b);
     if (!b->fork) {
-        /* the fate callback's context lives as long as the fork: in the baseline itself */
-        b->fate = (fate_ud){s, &b->out};
         int rc = outcome_size(&b->out, g->n_slots);
-        if (!rc)
-            rc = env->fork(env->sim, &c, 1, on_fork_request, &b->fate, &b->fork, eb);
+        b->out.sla_so_far = env->sla_so_far;
+        if (!rc) /* the callback's context lives as long as the fork: in the baseline itself */
+            rc = env->fork(env->sim, &c, 1, on_fork_request, &b->out, &b->fork, eb);
         if (rc) {
             base_drop(s, b);
             return rc;
@@ -328,10 +320,10 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     }
     gmg_id both[2] = {a, h};
     pol_whatif *w = NULL;
-    fate_ud fate = {s, &s->cand};
     int rc = outcome_size(&s->cand, g->n_slots);
+    s->cand.sla_so_far = env->sla_so_far;
     if (!rc)
-        rc = env->fork(env->sim, both, 2, on_fork_request, &fate, &w, eb);
+        rc = env->fork(env->sim, both, 2, on_fork_request, &s->cand, &w, eb);
     if (rc) {
         if (w)
             env->destroy(&w);
@@ -391,22 +383,21 @@ static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_de
     s->env = env;
     s->st = st;
     s->destroy = env->destroy;
-    if (s->n_base < G->n_ctrs) {
-        baseline *nb = ss_calloc(G->n_ctrs, sizeof *nb);
-        gmg_id *no = ss_calloc(G->n_ctrs, sizeof *no);
-        if (!nb || !no) {
-            ss_free(nb);
-            ss_free(no);
+    if (!s->base) { /* the containers are fixed when the run starts: sized at the first tick */
+        size_t n = G->n_ctrs ? G->n_ctrs : 1;
+        s->base = ss_calloc(n, sizeof *s->base);
+        s->order = ss_calloc(n, sizeof *s->order);
+        if (!s->base || !s->order) {
+            ss_free(s->base);
+            ss_free(s->order);
+            s->base = NULL, s->order = NULL;
             return ss_err(eb, SS_ENOMEM, "slice scheduler: out of memory");
         }
-        if (s->n_base)
-            memcpy(nb, s->base, s->n_base * sizeof *nb);
-        for (uint32_t i = 0; i < s->n_base; i++) /* the fate contexts moved with them */
-            nb[i].fate.o = &nb[i].out;
-        ss_free(s->base);
-        ss_free(s->order);
-        s->base = nb, s->order = no, s->n_base = G->n_ctrs;
+        s->n_base = G->n_ctrs;
     }
+    if (SS_NEVER(G->n_ctrs != s->n_base))
+        return ss_err(eb, SS_EINVAL, "slice scheduler: the cluster has %u containers, not %u",
+                      G->n_ctrs, s->n_base);
     ss_time until = ss_time_add(env->now, s->horizon);
     uint32_t budget = s->max_whatifs;
     gmg_id best_r = GMG_NONE, best_h = GMG_NONE;
