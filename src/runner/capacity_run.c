@@ -106,14 +106,12 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
  * or the last arrival of all), give or take the slack; the first one that does not goes to
  * short_out. The workload is read past the run's duration, to its own end: a quiet stretch of
  * a bursty trace before the window's end is not its end when arrivals come after it. */
-static int spans_window(scn_scenario *sc, const runner_run_opts *ro, int *spans_out,
+static int spans_window(const scn_scenario *sc, const runner_run_opts *ro, int *spans_out,
                         char *short_out, size_t n, ss_errbuf *eb)
 {
     runner_arrivals a[SS_MAX_TENANTS];
     double end = sc->duration_s;
-    sc->duration_s = 0; /* read to the workload's end; restored below */
-    int rc = runner_arrivals_of(sc, ro, a, eb);
-    sc->duration_s = end;
+    int rc = runner_arrivals_of(sc, ro, 1, a, eb);
     for (uint32_t i = 0; !rc && !(sc->duration_s > 0) && i < sc->n_tenants; i++)
         end = a[i].last_s > end ? a[i].last_s : end;
     *spans_out = 1;

@@ -122,6 +122,8 @@ int runner_run_setup(runner_run *x, const scn_scenario *sc, const runner_run_opt
         rc = catalog_engine_put(x->cat, o->engine, &x->eb);
     if (!rc)
         rc = runner__config_make(x->run, sc, x->cat, &x->eb);
+    for (uint32_t i = 0; !rc && o->past_duration && i < sc->n_tenants; i++)
+        x->run->specs[i].duration_s = sc->tenants[i].duration_s; /* not cut at the run's */
     if (!rc) {
         x->run->cfg.profiles_dir = dir;
         if (o->check != RUNNER_CHECK_DEFAULT)
@@ -304,11 +306,13 @@ int runner_scale_load(scn_scenario *sc, double factor, ss_errbuf *eb)
     return SS_OK;
 }
 
-int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, runner_arrivals *a,
-                       ss_errbuf *eb)
+int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int past_duration,
+                       runner_arrivals *a, ss_errbuf *eb)
 {
     runner_run x = {0};
-    int rc = runner_run_setup(&x, sc, o);
+    runner_run_opts ro = *o;
+    ro.past_duration = past_duration;
+    int rc = runner_run_setup(&x, sc, &ro);
     memset(a, 0, sc->n_tenants * sizeof *a);
     trace_rec rec;
     int got = 0;

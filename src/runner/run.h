@@ -26,6 +26,8 @@ typedef struct runner_run_opts {
     int check;                /* verify invariants after every event: RUNNER_CHECK_* */
     int progress;             /* progress line on a terminal */
     store *st;                /* an open store to write to instead of opening sc->db (borrowed) */
+    int past_duration;        /* the workload to its own end, not cut at the run's duration_s
+                                 (each tenant's own duration still holds) */
     int arrivals_checked;     /* runner_run_check already passed, which reads a stretched
                                  workload once to keep arrivals within the simulated time
                                  range: setup does not read it again */
@@ -92,10 +94,11 @@ typedef struct runner_arrivals {
     uint64_t tokens;         /* their prompt and output tokens */
 } runner_arrivals;
 /* The arrivals of each tenant of scenario sc (already checked) into a[0..sc->n_tenants): the
- * workload sc's runs read, read once to its end without simulating anything. 0 or an SS_E*
- * code with eb set. */
-int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, runner_arrivals *a,
-                       ss_errbuf *eb);
+ * workload sc's runs read, read once to its end without simulating anything; with
+ * past_duration, read past the run's duration to the workload's own end. 0 or an SS_E* code
+ * with eb set. */
+int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int past_duration,
+                       runner_arrivals *a, ss_errbuf *eb);
 
 /* The caller's check of a command's files, called by the commands that run several points
  * (runner/compare.h, runner/sweep.h) before they write anything, so that app/ can refuse an

@@ -39,7 +39,7 @@ static int demand_of(const scn_scenario *sc, const runner_run_opts *ro, double *
                      ss_errbuf *eb)
 {
     runner_arrivals a[SS_MAX_TENANTS];
-    int rc = runner_arrivals_of(sc, ro, a, eb);
+    int rc = runner_arrivals_of(sc, ro, 0, a, eb);
     double window = sc->duration_s;
     for (uint32_t t = 0; !rc && !(sc->duration_s > 0) && t < sc->n_tenants; t++)
         window = a[t].last_s > window ? a[t].last_s : window;
