@@ -72,7 +72,9 @@ typedef struct gsim_config {
     const char *ops;            /* placement policy (pol_place_ops): "home" (default: every
                                    operator on its container's GPUs), "slice" (SliceScheduler),
                                    "greedy" */
-    int guest_weights;          /* how an offloaded prefill gets its weights: GSIM_WEIGHTS_* */
+    int guest_weights;          /* how an offloaded prefill gets its weights: POL_WEIGHTS_*
+                                   (a placement policy's mechanism settings replace it,
+                                   guest_overrun and the offload costs when it has them) */
     /* The costs of an offload (a placement policy's mechanism settings replace them; the
      * defaults, 0, 0, 1 and 1, charge none of them): */
     double guest_host_factor;   /* the guest's host phase before its first chunk, in units of
@@ -92,14 +94,6 @@ enum {
                             hash_ids, a native session_id): a trace without any runs as off */
 };
 
-/* Where an offloaded prefill's weights come from (a placement policy's mechanism settings
- * replace guest_weights, guest_overrun and the offload costs when it has them). */
-enum {
-    GSIM_WEIGHTS_AUTO = POL_WEIGHTS_AUTO,     /* staged on the helper when its free KV blocks
-                                                 allow, else streamed */
-    GSIM_WEIGHTS_STREAM = POL_WEIGHTS_STREAM, /* streamed from home, chunk by chunk */
-    GSIM_WEIGHTS_STAGE = POL_WEIGHTS_STAGE,   /* staged, or the offload is refused */
-};
 
 /* What the placement policy did in a run (all zero under "home" placement). */
 typedef pol_place_stats slice_stats;

@@ -272,7 +272,7 @@ static uint32_t stage_blocks_needed(const gmg_container *home, const gmg_contain
 static int can_stage(const gsim *s, const gmg_container *home, const gmg_container *h)
 {
     const ctr_state *cs = &s->cs[h->id];
-    if (s->cfg.guest_weights == GSIM_WEIGHTS_STREAM)
+    if (s->cfg.guest_weights == POL_WEIGHTS_STREAM)
         return 0;
     if (cs->staged == home->model)
         return 1;
@@ -334,7 +334,7 @@ int gsim_offload_check(const gsim *s, gmg_id r, gmg_id helper, ss_errbuf *eb)
                       need);
     offload shape = {0};
     offload_shape(s, &shape, home, q, can_stage(s, home, h));
-    if (s->cfg.guest_weights == GSIM_WEIGHTS_STAGE && !can_stage(s, home, h))
+    if (s->cfg.guest_weights == POL_WEIGHTS_STAGE && !can_stage(s, home, h))
         return ss_err(eb, SS_EINVAL, "offload: container %u has too few free KV blocks to stage "
                       "%s's weights", helper, home->model->name);
     for (uint32_t i = 0; i < h->tp; i++)

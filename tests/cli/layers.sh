@@ -10,17 +10,12 @@ ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 command -v python3 >/dev/null || { echo "skip: no python3"; exit 77; }
 cd "$ROOT" || exit 1
 python3 - <<'PY' || fail "layering violated (above)"
-import os, re, sys
-doc = open("docs/ARCHITECTURE.md").read()
-m = re.search(r"```layers\n(.*?)```", doc, re.S)
-if not m:
-    sys.exit("docs/ARCHITECTURE.md has no ```layers block")
-allowed = {}
-for line in m.group(1).splitlines():
-    if not line.strip():
-        continue
-    mod, _, deps = line.partition(":")
-    allowed[mod.strip()] = set(deps.split())
+import importlib.util, os, re, sys
+# the table as the build reads it (tools/layer-views.py)
+spec = importlib.util.spec_from_file_location("layer_views", "tools/layer-views.py")
+views = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(views)
+allowed = {mod: set(deps) for mod, deps in views.table("docs/ARCHITECTURE.md").items()}
 bad = []
 mods = sorted(d for d in os.listdir("src") if os.path.isdir(os.path.join("src", d)))
 for d in mods:

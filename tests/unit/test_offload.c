@@ -201,7 +201,7 @@ static void test_overrun_delays_the_helper(void **state)
 static void test_helper_memory_is_checked(void **state)
 {
     fx *f = *state;
-    f->cfg.guest_weights = GSIM_WEIGHTS_STREAM;
+    f->cfg.guest_weights = POL_WEIGHTS_STREAM;
     f->cfg.gpu_mem_util = 0.995; /* 0.4 GB of an A100-80G left outside the engines */
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
@@ -224,7 +224,7 @@ static void test_helper_memory_is_checked(void **state)
 static void test_weights_staged_once(void **state)
 {
     fx *f = *state;
-    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    f->cfg.guest_weights = POL_WEIGHTS_STAGE;
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
     tu_collect c = tu_collect_new(n);
@@ -261,7 +261,7 @@ static void test_weights_staged_once(void **state)
 static void test_staged_weights_evicted_under_pressure(void **state)
 {
     fx *f = *state;
-    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    f->cfg.guest_weights = POL_WEIGHTS_STAGE;
     size_t n = 60 + 400 + 60;
     trace_rec *r = calloc(n, sizeof *r);
     for (size_t i = 0; i < 60; i++)
@@ -402,7 +402,7 @@ static void on_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_r
 static void test_chunks_run_in_dependency_order(void **state)
 {
     fx *f = *state;
-    for (int mode = GSIM_WEIGHTS_STREAM; mode <= GSIM_WEIGHTS_STAGE; mode++) {
+    for (int mode = POL_WEIGHTS_STREAM; mode <= POL_WEIGHTS_STAGE; mode++) {
         f->cfg.guest_weights = mode;
         size_t n;
         trace_rec *r = workload(60, 2000, 6, &n);
@@ -489,7 +489,7 @@ static ss_time moved_ttft(fx *f, const trace_rec *r, size_t n)
 static void test_host_phase_is_charged(void **state)
 {
     fx *f = *state;
-    f->cfg.guest_weights = GSIM_WEIGHTS_STREAM;
+    f->cfg.guest_weights = POL_WEIGHTS_STREAM;
     size_t n;
     trace_rec *r = workload(60, 2000, 0, &n);
     tu_recs src = {r, n, 0};
@@ -631,7 +631,7 @@ static void test_interference_is_charged(void **state)
 {
     fx *f = *state;
     f->cfg.guest_overrun = 50 * SS_NS_PER_MS;
-    f->cfg.guest_weights = GSIM_WEIGHTS_STAGE;
+    f->cfg.guest_weights = POL_WEIGHTS_STAGE;
     size_t n;
     trace_rec *r = workload(60, 2000, 6, &n);
     ss_time ttft[2];
