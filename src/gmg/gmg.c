@@ -257,6 +257,7 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
     c->gpu0 = r->gpu0;
     c->block_bytes = z->block_bytes;
     c->tiers = s->tiers ? s->tiers : 1;
+    c->role = s->role;
     c->block_tokens = s->block_tokens;
     c->blocks_total = c->blocks_free = (uint32_t)(z->blocks / s->pp);
     c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};

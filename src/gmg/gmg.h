@@ -36,6 +36,10 @@ typedef enum gmg_req_state {
                           queue, its KV blocks held at home (blocks_offloaded) */
     GMG_REQ_DONE,     /* all output tokens produced; slot about to be recycled */
     GMG_REQ_REJECTED, /* can never be served (too long for the KV cache or max_model_len) */
+    GMG_REQ_KV_TRANSFER, /* prefilled on a prefill instance of a disaggregated tenant, its
+                            first token out: in no queue, its KV held there (blocks_in_transit,
+                            n_kv_out) until the transfer to a decode instance lands */
+    GMG_REQ__COUNT
 } gmg_req_state;
 
 typedef struct gmg_req {
@@ -195,11 +199,17 @@ typedef struct gmg_container {
     uint32_t blocks_free;   /* not held by any request */
     uint32_t blocks_peak;   /* most blocks held at once */
     uint32_t blocks_reserved;   /* held for incoming live migrations */
-    uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing one */
+    uint32_t blocks_in_transit; /* held by requests in the stop-and-copy of an outgoing
+                                   migration, or prefilled here and in KV transfer to a
+                                   decode instance (private blocks; shared ones in
+                                   pc_shared_in_transit) */
     uint32_t blocks_offloaded;  /* held by its requests whose prefill runs elsewhere */
     uint32_t n_offloaded;       /* those requests */
     uint32_t blocks_staged;     /* lent to another model's weights staged here (SliceScheduler) */
     uint32_t migrating_out;     /* outgoing live migrations in progress */
+    uint32_t n_kv_out;          /* its prefilled requests whose KV waits for or is in transfer
+                                   to a decode instance (their blocks in blocks_in_transit) */
+    uint8_t role;               /* GMG_ROLE_*: what it serves of its tenant's requests */
     uint32_t tiers;             /* its tenant's number of SLA tiers */
     uint32_t swap_total;    /* host-memory swap space, in KV blocks */
     uint32_t swap_free;     /* swap blocks not holding a swapped request */
@@ -216,11 +226,20 @@ typedef struct gmg_container {
     ss_time ready_at;       /* GMG_CTR_LOADING: when its new weights are in place */
     gmg_iter iter;          /* the executing (or last) iteration */
     uint64_t iterations;    /* iterations completed */
-    uint32_t pc_shared_in_transit; /* cache blocks shared by its requests in stop-and-copy */
+    uint32_t pc_shared_in_transit; /* cache blocks shared by its requests in stop-and-copy or
+                                      in KV transfer */
     struct gmg_pcache *pc;  /* automatic prefix cache (owned); NULL when caching is off */
     void *batch_priv;       /* extension slot: the batching policy's per-container state
                                (allocated and owned by gsim; NULL when the policy has none) */
 } gmg_container;
+
+/* What a container does for its tenant: both phases (co-located serving), or one pool of a
+ * disaggregated tenant (prefill instances hand every request's KV to a decode instance). */
+enum {
+    GMG_ROLE_BOTH = 0, /* prefills and decodes its requests */
+    GMG_ROLE_PREFILL,  /* prefills; a request leaves with its first token and its KV */
+    GMG_ROLE_DECODE,   /* decodes requests whose KV a prefill instance sent */
+};
 
 /* A serving instance: tp x pp GPUs and the pipeline stages its containers share. */
 typedef struct gmg_replica {
@@ -270,6 +289,7 @@ typedef struct gmg_ctr_spec {
     uint32_t max_seqs;          /* sizes the logits part of the reserve */
     double runtime_reserve;     /* CUDA context and workspaces, bytes */
     double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
+    uint8_t role;               /* GMG_ROLE_* of the containers made (0: co-located) */
 } gmg_ctr_spec;
 
 /* Create an empty cluster. 0 or SS_ENOMEM. */
@@ -392,6 +412,14 @@ void gmg_req_migrate_out(gmg *g, gmg_container *from, gmg_id r);
 void gmg_req_migrate_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r,
                         uint32_t reserved);
 
+/* Running r, prefilled on prefill instance c with its first token, leaves c's running list:
+ * running -> kv-transfer, its blocks held by c (blocks_in_transit, pc_shared_in_transit) until
+ * gmg_req_kv_in. */
+void gmg_req_kv_out(gmg *g, gmg_container *c, gmg_id r);
+/* Kv-transfer -> running on decode instance `to`: its blocks leave `from` and take the
+ * `reserved` blocks `to` set aside for them (at least as many as it held on `from`). */
+void gmg_req_kv_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r, uint32_t reserved);
+
 /* Bytes one GPU of c moves over PCIe to swap `blocks` KV blocks. */
 double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blocks);
 
@@ -412,6 +440,12 @@ void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n);
  * copy attains of the link's spec-sheet figure; 1: the peak). Returns the arrival time. */
 ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu, double eff,
                      ss_time earliest);
+/* The link a transfer from GPU src to GPU dst takes: the node's NVLink/PCIe link when both sit
+ * on one node, else the network. */
+const gmg_link *gmg_link_between(const gmg *g, gmg_id src, gmg_id dst);
+/* How long gmg_transfer occupies the ports for per_gpu bytes over link l at efficiency eff:
+ * per_gpu / (bw x eff) + the link's latency, ns. */
+ss_time gmg_transfer_ns(const gmg_link *l, double per_gpu, double eff);
 
 /* Memory of GPU u that nothing holds: capacity minus weights, KV blocks in use, activation
  * reserve, runtime and transfer buffers (free KV blocks of the pool count as free). */

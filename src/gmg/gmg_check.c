@@ -13,7 +13,8 @@
 static const char *state_name(uint8_t st)
 {
     static const char *const names[] = {"free", "waiting", "running", "swapped", "migrating",
-                                        "offloaded", "done", "rejected"};
+                                        "offloaded", "done", "rejected",
+                                        "kv-transfer"};
     return st < sizeof names / sizeof *names ? names[st] : "invalid";
 }
 
@@ -152,10 +153,10 @@ static int check_gpu(const gmg_gpu *u, ss_errbuf *eb)
  * container) hold every waiting, running and swapped one, and the counts add up. */
 static int check_slots(const gmg *g, ss_errbuf *eb)
 {
-    uint32_t by_state[GMG_REQ_REJECTED + 1] = {0};
+    uint32_t by_state[GMG_REQ__COUNT] = {0};
     for (gmg_id r = 0; r < g->n_slots; r++) {
         const gmg_req *q = &g->reqs[r];
-        if (q->state > GMG_REQ_REJECTED)
+        if (q->state >= GMG_REQ__COUNT)
             return ss_err(eb, SS_ECHECK, "request %llu (slot %u): invalid state %u",
                           (unsigned long long)q->trace_id, r, q->state);
         by_state[q->state]++;
@@ -165,7 +166,8 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
             return ss_err(eb, SS_ECHECK, "request %llu (slot %u): state %s, container %u: not a "
                           "request in flight", (unsigned long long)q->trace_id, r,
                           state_name(q->state), q->container);
-        int rc = q->state == GMG_REQ_MIGRATING || q->state == GMG_REQ_OFFLOADED
+        int rc = q->state == GMG_REQ_MIGRATING || q->state == GMG_REQ_OFFLOADED ||
+                         q->state == GMG_REQ_KV_TRANSFER
                      ? check_tokens(q, r, eb) /* those in lists were checked there */
                      : SS_OK;
         if (rc)
@@ -180,7 +182,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (n_free != by_state[GMG_REQ_FREE] || g->n_slots - n_free != g->in_flight)
         return ss_err(eb, SS_ECHECK, "%u slots: %u free (%u on the free list), %u in flight "
                       "counted", g->n_slots, by_state[GMG_REQ_FREE], n_free, g->in_flight);
-    uint64_t listed[3] = {0}, offloaded = 0;
+    uint64_t listed[3] = {0}, offloaded = 0, kv_out = 0;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         if (g->ctrs[i].frozen) /* its requests stayed behind */
             continue;
@@ -188,6 +190,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
         listed[1] += g->ctrs[i].running.n;
         listed[2] += g->ctrs[i].swapped.n;
         offloaded += g->ctrs[i].n_offloaded;
+        kv_out += g->ctrs[i].n_kv_out;
     }
     static const uint8_t st[3] = {GMG_REQ_WAITING, GMG_REQ_RUNNING, GMG_REQ_SWAPPED};
     for (int k = 0; k < 3; k++)
@@ -198,6 +201,9 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (by_state[GMG_REQ_OFFLOADED] != offloaded)
         return ss_err(eb, SS_ECHECK, "%u requests are offloaded but the containers count %llu",
                       by_state[GMG_REQ_OFFLOADED], (unsigned long long)offloaded);
+    if (by_state[GMG_REQ_KV_TRANSFER] != kv_out)
+        return ss_err(eb, SS_ECHECK, "%u requests are in KV transfer but the prefill instances "
+                      "count %llu", by_state[GMG_REQ_KV_TRANSFER], (unsigned long long)kv_out);
     return SS_OK;
 }
 

@@ -1,5 +1,6 @@
 /* Requests in the graph: slots, queue primitives, KV-block accounting with the memory ledger,
- * and the state transitions (enqueue, admit, preempt, swap, offload, migrate, leave), the only
+ * and the state transitions (enqueue, admit, preempt, swap, offload, migrate, the KV hand-off
+ * of a disaggregated tenant, leave), the only
  * code that moves a request from one state to another. */
 #include "gmg/gmg.h"
 
@@ -205,11 +206,22 @@ void gmg_unstage_blocks(gmg *g, gmg_container *c, uint32_t n)
     give_blocks(g, c, &c->blocks_staged, n, "unstaging");
 }
 
+const gmg_link *gmg_link_between(const gmg *g, gmg_id src, gmg_id dst)
+{
+    return g->gpus[src].node == g->gpus[dst].node ? &g->links[g->gpus[src].node]
+                                                  : &g->links[g->n_links - 1];
+}
+
+ss_time gmg_transfer_ns(const gmg_link *l, double per_gpu, double eff)
+{
+    double s_per_gpu = per_gpu / (l->bw * eff) + l->latency_s;
+    return ss_time_from_ns_sat(s_per_gpu * 1e9);
+}
+
 ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu, double eff,
                      ss_time earliest)
 {
-    gmg_link *l = g->gpus[src].node == g->gpus[dst].node ? &g->links[g->gpus[src].node]
-                                                         : &g->links[g->n_links - 1];
+    gmg_link *l = &g->links[gmg_link_between(g, src, dst)->id];
     ss_time begin = earliest;
     for (uint32_t i = 0; i < n; i++) {
         if (g->gpus[src + i].tx_busy > begin)
@@ -217,8 +229,7 @@ ss_time gmg_transfer(gmg *g, gmg_id src, gmg_id dst, uint32_t n, double per_gpu,
         if (g->gpus[dst + i].rx_busy > begin)
             begin = g->gpus[dst + i].rx_busy;
     }
-    double s_per_gpu = per_gpu / (l->bw * eff) + l->latency_s;
-    ss_time end = ss_time_add(begin, ss_time_from_ns_sat(s_per_gpu * 1e9));
+    ss_time end = ss_time_add(begin, gmg_transfer_ns(l, per_gpu, eff));
     for (uint32_t i = 0; i < n; i++) {
         g->gpus[src + i].tx_busy = end;
         g->gpus[dst + i].rx_busy = end;
@@ -397,5 +408,33 @@ void gmg_req_migrate_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r
     q->state = GMG_REQ_RUNNING;
     q->container = to->id;
     q->migrations++;
+    gmg_list_push_back(g, &to->running, r);
+}
+
+void gmg_req_kv_out(gmg *g, gmg_container *c, gmg_id r)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &c->running, r);
+    c->blocks_in_transit += gmg_req_private(q);
+    c->pc_shared_in_transit += q->pc_shared;
+    c->n_kv_out++;
+    q->state = GMG_REQ_KV_TRANSFER;
+}
+
+void gmg_req_kv_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r, uint32_t reserved)
+{
+    gmg_req *q = &g->reqs[r];
+    uint32_t blocks = q->blocks;
+    if (reserved < blocks)
+        ss_fatal(SS_LOC, "container %u: request %llu holds %u KV blocks but %u were reserved for "
+                 "it", to->id, (unsigned long long)q->trace_id, blocks, reserved);
+    from->blocks_in_transit -= gmg_req_private(q);
+    from->pc_shared_in_transit -= q->pc_shared;
+    from->n_kv_out--;
+    gmg_req_set_blocks(g, from, q, 0);
+    gmg_release_reserved(g, to, reserved);
+    gmg_req_set_blocks(g, to, q, reserved);
+    q->state = GMG_REQ_RUNNING;
+    q->container = to->id;
     gmg_list_push_back(g, &to->running, r);
 }

@@ -14,12 +14,12 @@
 #include <string.h>
 
 /* Each event kind's name and what its target id is (NULL: none), for --check's messages. */
-/* Each event kind's name and what its target id is (NULL: none), for --check's messages. */
 static const struct { const char *name, *target; } ev_names[EV__COUNT] = {
     [EV_ARRIVAL] = {"ARRIVAL", NULL},          [EV_ITER_DONE] = {"ITER_DONE", "container"},
     [EV_CLUSTER_TICK] = {"CLUSTER_TICK", NULL}, [EV_CTR_READY] = {"CTR_READY", "container"},
     [EV_MIG_STAGE] = {"MIG_STAGE", "migration"}, [EV_GUEST] = {"GUEST", "offload"},
     [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_PLACE_TICK] = {"PLACE_TICK", NULL},
+    [EV_KV_DONE] = {"KV_DONE", "KV transfer"},
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -107,6 +107,18 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
     for (uint32_t i = 0; i < s->n_ten; i++) {
         tenant_state *t = &s->ten[i];
         t->t = src[i];
+        t->kv_head = t->kv_tail = GMG_NONE;
+        if (gsim_tenant_disagg(&t->t)) { /* both pools count as its instances */
+            if (t->t.prefill_replicas > 100000 || t->t.decode_replicas > 100000)
+                return ss_err(eb, SS_EINVAL, "tenant %s: prefill and decode pools of 1 to 100000 "
+                              "instances, got %u and %u", t->t.name, t->t.prefill_replicas,
+                              t->t.decode_replicas);
+            t->t.replicas = t->t.max_replicas = t->t.prefill_replicas + t->t.decode_replicas;
+        } else if (t->t.prefill_replicas || t->t.decode_replicas) {
+            return ss_err(eb, SS_EINVAL, "tenant %s: a disaggregated tenant needs both a prefill "
+                          "and a decode pool, got %u and %u instances", t->t.name,
+                          t->t.prefill_replicas, t->t.decode_replicas);
+        }
         if (!t->t.model || t->t.replicas < 1 || t->t.replicas > 100000)
             return ss_err(eb, SS_EINVAL, "tenant %s: needs a model and 1 to 100000 replicas "
                           "(--replicas), got %u", t->t.name, t->t.replicas);
@@ -151,7 +163,11 @@ static int check_capacity(const gsim *s, uint32_t per_node, ss_errbuf *eb)
         const gsim_tenant *t = &s->ten[i].t;
         uint32_t n = pol_cluster_autoscale(s->cluster) && t->pp == 1 ? t->max_replicas
                                                                       : t->replicas;
-        need += (uint64_t)n * t->tp * t->pp;
+        if (gsim_tenant_disagg(t))
+            need += (uint64_t)t->prefill_replicas * (t->prefill_tp ? t->prefill_tp : t->tp) +
+                    (uint64_t)t->decode_replicas * (t->decode_tp ? t->decode_tp : t->tp);
+        else
+            need += (uint64_t)n * t->tp * t->pp;
     }
     if (s->cfg.nodes && need > (uint64_t)s->cfg.nodes * per_node)
         return ss_err(eb, SS_EINVAL, "cluster: the tenants' containers need %llu GPUs but %u "
@@ -186,8 +202,11 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         };
         t->spec = spec;
         gmg_id first = s->g->n_ctrs;
-        rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
-        for (gmg_id k = first; !rc && k < s->g->n_ctrs; k++)
+        if (gsim_tenant_disagg(&t->t))
+            rc = gs_disagg_add(s, t, eb);
+        else
+            rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
+        for (gmg_id k = first; !rc && !t->n_dcands && k < s->g->n_ctrs; k++)
             t->cands[t->n_cands++] = k;
         if (!rc)
             rc = add_standby(s, t, eb);
@@ -253,6 +272,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = gs_place_create(s, eb);
     if (!rc)
+        rc = gs_disagg_create(s, eb);
+    if (!rc)
         rc = check_params_used(&s->cfg, eb);
     if (!rc)
         rc = build_cluster(s, eb);
@@ -275,6 +296,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_GUEST, gs_on_guest);
         des_handler_set(s->des, EV_OFFLOAD_DONE, gs_on_offload_done);
         des_handler_set(s->des, EV_PLACE_TICK, gs_on_place_tick);
+        des_handler_set(s->des, EV_KV_DONE, gs_on_kv_done);
         *out = s;
         return SS_OK;
     }
@@ -292,6 +314,7 @@ void gsim_destroy(gsim **sp)
     for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
         ss_free(s->ten[i].standby);
+        ss_free(s->ten[i].dcands);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
@@ -299,6 +322,7 @@ void gsim_destroy(gsim **sp)
     gmg_destroy(&s->g);
     pol_route_destroy(&s->route);
     pol_cluster_destroy(&s->cluster);
+    gs_disagg_destroy(s);
     gs_free_cluster_state(s);
     ss_free(s->gst);
     if (!s->fork)

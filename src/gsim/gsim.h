@@ -37,7 +37,27 @@ typedef struct gsim_tenant {
     uint32_t max_replicas;      /* most it may own (re-allocation, auto-scaling); >= replicas */
     uint32_t tiers;             /* K; a request's tier is clamped to K - 1 */
     gsim_sla sla[SS_MAX_TIERS];
+    /* Disaggregated prefill and decode (both pools > 0; replicas and max_replicas then count
+     * both pools' instances): a request is prefilled on one of prefill_replicas instances of
+     * prefill_tp GPUs, its KV moves to one of decode_replicas instances of decode_tp GPUs,
+     * which decodes it. 0, 0: co-located serving. */
+    uint32_t prefill_replicas, decode_replicas;
+    uint32_t prefill_tp, decode_tp; /* 0: tp */
+    int kv_transfer;            /* GSIM_KV_LAYER (default) or GSIM_KV_END */
 } gsim_tenant;
+
+/* How a disaggregated tenant's KV leaves the prefill instance. */
+enum {
+    GSIM_KV_LAYER = 0, /* layer by layer during the prefill: only the last layer's share and any
+                          excess of the transfer over the remaining layers' compute is exposed */
+    GSIM_KV_END,       /* the whole KV after the prefill ends */
+};
+
+/* Whether tenant t serves from separate prefill and decode pools. */
+static inline int gsim_tenant_disagg(const gsim_tenant *t)
+{
+    return t->prefill_replicas > 0 && t->decode_replicas > 0;
+}
 
 typedef struct gsim_config {
     const gsim_tenant *tenants; /* borrowed; n_tenants of them. When n_tenants is 0, one tenant
@@ -221,6 +241,11 @@ typedef struct gsim_observer {
      * [start, end); weights_at is when its weights were in place. */
     void (*on_guest)(void *ud, const gmg *g, const gmg_container *helper, const gmg_req *r,
                      uint32_t chunk, uint32_t n, ss_time start, ss_time end, ss_time weights_at);
+    /* Request r's KV (bytes in all) moves from prefill instance `from` to decode instance `to`,
+     * occupying their GPUs' link ports over [start, end); it lands at end. */
+    void (*on_kv_transfer)(void *ud, const gmg *g, const gmg_container *from,
+                           const gmg_container *to, const gmg_req *r, double bytes,
+                           ss_time start, ss_time end);
     void *ud;
 } gsim_observer;
 

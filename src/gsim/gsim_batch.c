@@ -235,6 +235,9 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
         if (apply(s, c))
             return 1;
+        if (!changed && c->n_kv_out) /* a prefill instance whose blocks wait for KV transfers
+                                        to land resumes then (gs_on_kv_done) */
+            return 0;
         if (!changed && c->waiting.n + c->running.n + c->swapped.n && !s->rc) {
             malfunction(s, c, "it stalled with %u waiting, %u running and %u swapped requests",
                         c->waiting.n, c->running.n, c->swapped.n);

@@ -7,6 +7,7 @@
  *   gsim_place.c    the placement policy: its ticks, what-if callbacks, applying decisions;
  *   gsim_cluster.c  cluster actions: re-allocation, draining, loading, auto-scaling, ticks;
  *   gsim_migrate.c  live migration (Llumnix);
+ *   gsim_disagg.c   disaggregated prefill and decode: the KV hand-off between the pools;
  *   gsim_fork.c     what-if forks.
  * Functions shared between the modules carry the prefix gs_. */
 #ifndef SS_GSIM_GSIM_INT_H
@@ -22,6 +23,7 @@ enum {
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
     EV_PLACE_TICK = 8,   /* the placement policy decides */
+    EV_KV_DONE = 9,      /* a request's KV has landed on its decode instance */
     EV__COUNT
 };
 
@@ -38,6 +40,19 @@ typedef struct migration {
     gmg_id next_free;     /* free-list link */
 } migration;
 
+/* A KV hand-off of a disaggregated tenant: request `req`, prefilled on `from`, waits for free
+ * blocks on a decode instance (in its tenant's FIFO) and then moves its KV to `to`. */
+typedef struct kv_xfer {
+    gmg_id req, from, to;
+    uint32_t blocks;             /* KV blocks reserved on `to` */
+    ss_time ready;               /* the prefill's end (its first token) */
+    ss_time layer_ns;            /* that iteration's per-layer compute (kv_transfer = layer:
+                                    what hides the earlier layers' sends), -1 for end */
+    ss_time start;               /* when the decode blocks were reserved */
+    double bytes;                /* its KV, every GPU's shard */
+    gmg_id next;                 /* the tenant's FIFO or the free list */
+} kv_xfer;
+
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
     gsim_tenant t;               /* copy of the configuration (strings borrowed) */
@@ -47,6 +62,11 @@ typedef struct tenant_state {
     uint32_t n_incoming;         /* containers being drained or loaded for it */
     gmg_id *standby;             /* owned: its standby containers (auto-scaling), ascending */
     uint32_t n_standby;
+    /* disaggregated: cands are the prefill instances, dcands the decode ones */
+    gmg_id *dcands;              /* owned: its decode instances, ascending ids (NULL: co-located) */
+    uint32_t n_dcands;
+    uint32_t dmax_blocks;        /* the largest KV pool among them */
+    gmg_id kv_head, kv_tail;     /* hand-offs waiting for decode blocks, FIFO (kv_xfer ids) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
@@ -141,6 +161,12 @@ struct gsim {
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
     void *whatif_ud;             /* each request that ends there */
+    /* disaggregated tenants (gsim_disagg.c); all NULL when every tenant is co-located */
+    pol_route *proute, *droute;  /* owned: prefill pick, decode pick */
+    kv_xfer *kvx;                /* owned: hand-offs, recycled through free_kvx */
+    uint32_t n_kvx, cap_kvx;
+    gmg_id free_kvx;
+    gmg_id *kv_cands;            /* owned scratch: decode instances with room, per pick */
 };
 
 /* ---- shared between the modules --------------------------------------------------------- */
@@ -198,6 +224,13 @@ void gs_maybe_abort_migration(gsim *s, gmg_req *q);
 void gs_mig_begin_final(gsim *s, gmg_id mid);
 void gs_on_mig_stage(des_engine *e, des_event *ev, void *ctx);
 void gs_start_migration(gsim *s, const pol_migration *pm);
+/* gsim_disagg.c */
+int gs_disagg_create(gsim *s, ss_errbuf *eb);
+void gs_disagg_destroy(gsim *s);
+int gs_disagg_add(gsim *s, tenant_state *t, ss_errbuf *eb);
+void gs_disagg_handoff(gsim *s, gmg_container *c, gmg_id r);
+void gs_disagg_pump(gsim *s, tenant_state *t);
+void gs_on_kv_done(des_engine *e, des_event *ev, void *ctx);
 /* gsim_place.c */
 int gs_place_create(gsim *s, ss_errbuf *eb);
 void gs_place_destroy(gsim *s);

@@ -135,8 +135,11 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
-        if (advance(s, c, q, now) && q->generated >= q->output)
+        int token = advance(s, c, q, now);
+        if (token && q->generated >= q->output)
             gs_finish(s, c, r);
+        else if (token && c->role == GMG_ROLE_PREFILL) /* its KV goes to a decode instance */
+            gs_disagg_handoff(s, c, r);
         else if (q->mig != GMG_NONE && gs_mig_at(s, q->mig)->want_final)
             gs_mig_begin_final(s, q->mig);
     }
@@ -145,7 +148,11 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     c->iterations++;
     s->iterations++;
     c->prev_step_ns = c->iter.end - c->iter.start;
+    if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
+        gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
     gs_start_iteration(s, c);
+    if (!c->busy && c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
+        gs_disagg_pump(s, &s->ten[c->tenant]); /* its batch freed blocks without running */
     if (!c->busy) {
         c->prev_step_ns = 0;
         gs_guest_idle(s, c);

@@ -125,7 +125,8 @@ void gs_finish(gsim *s, gmg_container *c, gmg_id r)
  * containers, or GMG_NONE after failing the run with the policy's malfunction. */
 gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r)
 {
-    gmg_id ci = pol_route_pick(s->route, s->g, r, t->cands, t->n_cands);
+    pol_route *rt = t->n_dcands ? s->proute : s->route; /* disaggregated: a prefill instance */
+    gmg_id ci = pol_route_pick(rt, s->g, r, t->cands, t->n_cands);
     uint32_t lo = 0, hi = t->n_cands; /* cands ascend: binary search */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -139,7 +140,7 @@ gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r)
     if (!s->rc)
         gs_fail(s, ss_err(s->eb, SS_EINVAL, "routing policy '%s' malfunction: at %.9g s it sent "
                           "request %llu of tenant %s to container %u, not one of the tenant's %u "
-                          "active containers", pol_route_name(s->route),
+                          "active containers", pol_route_name(rt),
                           ss_time_to_s(des_now(s->des)),
                           (unsigned long long)s->g->reqs[r].trace_id, t->t.name, ci, t->n_cands));
     return GMG_NONE;

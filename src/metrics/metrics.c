@@ -179,6 +179,9 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->prefix_hit_rate = p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
     out->prefix_block_hit_rate =
         p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
+    out->kv = g->kv;
+    out->kv_exposed_mean_ms =
+        g->kv.transfers ? ss_time_to_ms(g->kv.exposed_ns) / (double)g->kv.transfers : 0;
     out->ttft_ms = pct(&g->ttft);
     out->tbt_ms = pct(&g->tbt);
     out->e2e_ms = pct(&g->e2e);
@@ -206,6 +209,25 @@ void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, ui
     if (tenant < m->n_tenants)
         add_prefix(&m->tenants[tenant].prefix, first, prompt, query_blocks, hit_blocks,
                    hit_tokens);
+}
+
+static void add_kv(metrics_kv *k, double bytes, ss_time exposed_ns, ss_time wait_ns)
+{
+    k->transfers++;
+    k->bytes += bytes;
+    k->exposed_ns += exposed_ns;
+    k->wait_ns += wait_ns;
+    k->waits += wait_ns > 0;
+}
+
+void metrics_add_kv(metrics *m, uint16_t tenant, int measured, double bytes, ss_time exposed_ns,
+                    ss_time wait_ns)
+{
+    if (!measured)
+        return;
+    add_kv(&m->all.kv, bytes, exposed_ns, wait_ns);
+    if (tenant < m->n_tenants)
+        add_kv(&m->tenants[tenant].kv, bytes, exposed_ns, wait_ns);
 }
 
 static const char *const reject_names[METRICS_REJ__COUNT][2] = {

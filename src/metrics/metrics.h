@@ -103,6 +103,18 @@ typedef struct metrics_prefix {
     uint64_t evictions;       /* cached blocks evicted (whole run, by the container's tenant) */
 } metrics_prefix;
 
+/* KV transfers of disaggregated serving: a request's KV from its prefill instance to its decode
+ * instance, for measured requests (all zero for co-located tenants). */
+typedef struct metrics_kv {
+    uint64_t transfers;       /* transfers that landed */
+    double bytes;             /* KV bytes they moved */
+    ss_time exposed_ns;       /* summed exposed transfer time: from the moment a transfer could
+                                 start (the prefill's end, or the decode blocks' reservation when
+                                 it waited for them) to its landing, ns */
+    ss_time wait_ns;          /* summed wait for free decode blocks before a transfer, ns */
+    uint64_t waits;           /* transfers that waited for decode blocks */
+} metrics_kv;
+
 /* Everything measured about one set of requests (the run, a tenant, a tier). */
 typedef struct metrics_group {
     uint64_t requests, completed, rejected, truncated, preemptions;
@@ -116,6 +128,7 @@ typedef struct metrics_group {
     uint64_t rejected_why[METRICS_REJ__COUNT]; /* rejected requests by reason */
     ss_hist ttft, tbt, e2e;   /* ns; tbt holds every inter-token gap once metrics_flush ran */
     metrics_prefix prefix;    /* automatic prefix caching (all zero when off) */
+    metrics_kv kv;            /* KV transfers of disaggregated serving (all zero otherwise) */
 } metrics_group;
 
 /* The inter-token gaps of one (tenant, tier) pair. A gap is recorded once, here, rather than
@@ -186,6 +199,8 @@ typedef struct metrics_group_summary {
     metrics_prefix prefix;        /* prefix caching counters (see metrics_prefix) */
     double prefix_hit_rate;       /* hit_tokens / query_tokens (0 when none) */
     double prefix_block_hit_rate; /* hit_blocks / query_blocks (0 when none) */
+    metrics_kv kv;                /* KV transfers (see metrics_kv) */
+    double kv_exposed_mean_ms;    /* kv.exposed_ns / kv.transfers, ms (0 when none) */
 } metrics_group_summary;
 
 typedef struct metrics_summary {
@@ -267,6 +282,10 @@ double metrics_arrival_window_s(const metrics *m);
  * metrics_summarize_group (metrics_summarize does it for the run's group). */
 void metrics_summarize_window(const metrics *m, const metrics_group *g,
                               metrics_group_summary *out);
+/* Fold one landed KV transfer of a tenant's request in (measured = arrived after the warm-up):
+ * bytes moved, exposed time and the wait for decode blocks before it (0: none), ns. */
+void metrics_add_kv(metrics *m, uint16_t tenant, int measured, double bytes, ss_time exposed_ns,
+                    ss_time wait_ns);
 /* Fold one prefix-cache lookup of a tenant's request in: first = its first admission (counts
  * toward the hit rate), measured = arrived after the warm-up. */
 void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,

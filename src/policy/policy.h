@@ -384,6 +384,8 @@ extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;
 extern const pol_route_ops pol_route_random;
 extern const pol_route_ops pol_route_infaas;
+extern const pol_route_ops pol_route_prefill_affinity; /* route_disagg.c */
+extern const pol_route_ops pol_route_decode_load;
 extern const pol_batch_ops pol_batch_vllm;
 extern const pol_batch_ops pol_batch_orca;
 extern const pol_batch_ops pol_batch_sarathi;

@@ -88,7 +88,7 @@ expect_error 2 "replicas" "$S" replay --trace "$TRACE" --replicas 0
 expect_error 2 "unknown or incomplete option '--replicaz'" "$S" replay --replicaz 2
 expect_error 2 "unknown parameter 'max_num_seq'" "$S" replay --trace "$TRACE" --param max_num_seq=4 --db x.db
 expect_error 2 "nosuch.csv" "$S" replay --trace nosuch.csv --db x.db
-expect_error 2 "routing: unknown policy 'random-ish' \(known: rr, lor, random, infaas, llumnix\)" "$S" replay --trace "$TRACE" --routing random-ish
+expect_error 2 "routing: unknown policy 'random-ish' \(known: rr, lor, random, infaas, llumnix, prefill-affinity, decode-load\)" "$S" replay --trace "$TRACE" --routing random-ish
 expect_error 2 "does not fit" "$S" replay --trace "$TRACE" --model llama-2-70b --gpu l40s --db x.db
 [ ! -e x.db ] || [ "$(sql x.db 'SELECT count(*) FROM runs')" = 0 ] || fail "a refused run was stored"
 
