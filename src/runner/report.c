@@ -52,6 +52,22 @@ static void json_group(FILE *f, const metrics_group_summary *g)
 
 static void json_prefix_group(FILE *f, const metrics_group_summary *s);
 
+/* A disaggregated tenant's pools and KV transfers (nothing for a co-located one). */
+static void json_disagg(FILE *f, const gsim_tenant *t, const metrics_group_summary *s)
+{
+    if (!gsim_tenant_disagg(t))
+        return;
+    const metrics_kv *k = &s->kv;
+    fprintf(f, ", \"prefill_replicas\": %u, \"decode_replicas\": %u, \"prefill_tp\": %u, "
+               "\"decode_tp\": %u, \"kv_transfer\": \"%s\", \"kv_transfers\": {\"count\": %"
+               PRIu64 ", \"gib\": %.6f, \"exposed_s\": %.9f, \"exposed_mean_ms\": %.6f, "
+               "\"waits\": %" PRIu64 ", \"wait_s\": %.9f}",
+            t->prefill_replicas, t->decode_replicas, t->prefill_tp ? t->prefill_tp : t->tp,
+            t->decode_tp ? t->decode_tp : t->tp, t->kv_transfer == GSIM_KV_END ? "end" : "layer",
+            k->transfers, k->bytes / 1073741824.0, ss_time_to_s(k->exposed_ns),
+            s->kv_exposed_mean_ms, k->waits, ss_time_to_s(k->wait_ns));
+}
+
 static void json_tenants(FILE *f, const gsim *g, double window_s)
 {
     const metrics *m = gsim_metrics(g);
@@ -66,6 +82,7 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         fprintf(f, ", \"model\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, \"tiers\": %u",
                 t->model->name, t->replicas, t->tp, t->pp, t->tiers);
         json_group(f, &s);
+        json_disagg(f, t, &s);
         if (gsim_graph(g)->prefix_cache) {
             fputs(", \"prefix_cache\": ", f);
             json_prefix_group(f, &s);
@@ -252,6 +269,29 @@ static void table_slices(FILE *f, const gsim *g, const metrics_summary *m)
                 i + 1 < METRICS_SLICE_BUCKETS ? "," : "\n");
 }
 
+/* One line per disaggregated tenant: its pools and its KV transfers. */
+static void table_disagg(FILE *f, const gsim *g)
+{
+    const metrics *m = gsim_metrics(g);
+    for (uint32_t i = 0; i < gsim_n_tenants(g); i++) {
+        const gsim_tenant *t = gsim_tenant_at(g, i);
+        if (!gsim_tenant_disagg(t))
+            continue;
+        metrics_group_summary s;
+        metrics_summarize_group(&m->tenants[i], 0, &s);
+        const metrics_kv *k = &s.kv;
+        fprintf(f, "  %s%sprefill %u x TP %u, decode %u x TP %u, KV %s: %" PRIu64 " KV transfers "
+                   "(%.2f GiB), exposed %.3f s in all, %.3f ms mean; %" PRIu64 " waited %.3f s "
+                   "for decode blocks\n", gsim_n_tenants(g) > 1 ? t->name : "",
+                gsim_n_tenants(g) > 1 ? ": " : "", t->prefill_replicas,
+                t->prefill_tp ? t->prefill_tp : t->tp, t->decode_replicas,
+                t->decode_tp ? t->decode_tp : t->tp,
+                t->kv_transfer == GSIM_KV_END ? "after the prefill" : "layer by layer",
+                k->transfers, k->bytes / 1073741824.0, ss_time_to_s(k->exposed_ns),
+                s.kv_exposed_mean_ms, k->waits, ss_time_to_s(k->wait_ns));
+    }
+}
+
 /* The placement policy's line, when one ran (SliceScheduler or another). */
 static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
 {
@@ -286,7 +326,11 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
     const des_stats *d = gsim_des_stats(g);
     const metrics_group_summary *a = &m->all;
     const gsim_tenant *t0 = gsim_tenant_at(g, 0);
-    if (gsim_n_tenants(g) == 1)
+    if (gsim_n_tenants(g) == 1 && gsim_tenant_disagg(t0))
+        fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, disaggregated; %s batching, "
+                   "prefill-affinity and decode-load routing, %s costs\n", r->source, r->format,
+                gsim_graph(g)->n_gpus, r->gpu, t0->model->name, r->batching, r->cost);
+    else if (gsim_n_tenants(g) == 1)
         fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s "
                    "routing, %s costs\n", r->source, r->format,
                 t0->replicas * t0->tp * t0->pp, r->gpu, t0->model->name, t0->tp, t0->pp,
@@ -327,6 +371,7 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                    " blocks evicted\n", 100 * a->prefix_hit_rate, p->hit_tokens, p->query_tokens,
                 100 * a->prefix_block_hit_rate, p->saved_tokens, p->evictions);
     }
+    table_disagg(f, g);
     table_slices(f, g, m);
     table_ops(f, g, m);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64
@@ -387,7 +432,8 @@ static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb
         const gsim_tenant *t = gsim_tenant_at(g, i);
         metrics_summarize_group(&m->tenants[i], window_s, &s);
         metrics_summarize_window(m, &m->tenants[i], &s);
-        rc = store_run_tenant(st, t->name, t->model->name, t->replicas, &s, eb);
+        rc = store_run_tenant(st, t->name, t->model->name, t->replicas, t->prefill_replicas,
+                              t->decode_replicas, &s, eb);
     }
     for (uint32_t k = 0; !rc && k < m->n_tiers; k++) {
         metrics_summarize_group(&m->tiers[k], window_s, &s);

@@ -150,20 +150,32 @@ static int check_policy_names(const scn_scenario *sc, ss_errbuf *eb)
 }
 
 /* Tensor parallelism splits the attention heads and the FFN evenly. */
-static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_model *m,
-                    ss_errbuf *eb)
+static int check_tp_of(const scn_scenario *sc, const scn_tenant *st, const char *name,
+                       uint32_t tp, const cat_model *m, ss_errbuf *eb)
 {
-    uint32_t tp = st->tp ? st->tp : 1;
     if (m->heads % tp == 0 && m->ffn % tp == 0)
         return SS_OK;
-    char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
-    snprintf(key, sizeof key, "tenant.%s.tp", st->name);
+    char key[SCN_NAME_MAX + 32], w[SCN_PATH_MAX + 64];
+    snprintf(key, sizeof key, "tenant.%s.%s", st->name, name);
     scn_key_where(sc, key, w, sizeof w);
     if (m->heads % tp)
         return ss_err(eb, SS_EINVAL, "%s: %u does not divide the %u attention heads of %s", w,
                       tp, m->heads, m->name);
     return ss_err(eb, SS_EINVAL, "%s: %u does not divide the FFN size %u of %s", w, tp, m->ffn,
                   m->name);
+}
+
+/* The tenant's TP degree, and its pools' when it is disaggregated. */
+static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_model *m,
+                    ss_errbuf *eb)
+{
+    uint32_t tp = st->tp ? st->tp : 1;
+    int rc = check_tp_of(sc, st, "tp", tp, m, eb);
+    if (!rc && st->prefill_replicas && st->prefill_tp)
+        rc = check_tp_of(sc, st, "prefill_tp", st->prefill_tp, m, eb);
+    if (!rc && st->decode_replicas && st->decode_tp)
+        rc = check_tp_of(sc, st, "decode_tp", st->decode_tp, m, eb);
+    return rc;
 }
 
 static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
@@ -190,7 +202,12 @@ static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog 
         return rc;
     *t = (gsim_tenant){.name = st->name, .model = m, .engine = e, .tp = st->tp ? st->tp : 1,
                        .pp = st->pp ? st->pp : 1, .replicas = st->replicas ? st->replicas : 1,
-                       .max_replicas = st->max_replicas, .tiers = st->tiers ? st->tiers : 1};
+                       .max_replicas = st->max_replicas, .tiers = st->tiers ? st->tiers : 1,
+                       .prefill_replicas = st->prefill_replicas,
+                       .decode_replicas = st->decode_replicas, .prefill_tp = st->prefill_tp,
+                       .decode_tp = st->decode_tp,
+                       .kv_transfer = strcmp(st->kv_transfer, "end") ? GSIM_KV_LAYER
+                                                                     : GSIM_KV_END};
     sla_ns(t, st);
     rc = make_spec(r, sc, i, eb);
     if (rc && sc->n_tenants > 1 && strncmp(eb->msg, "tenant ", 7))

@@ -126,6 +126,7 @@ static const scn_tenant tenant_default = {
     .engine = "vllm-0.15", /* CAT_ENGINE_DEFAULT; scenario/ does not depend on catalog/ */
     .tp = 1, .pp = 1, .replicas = 1, .max_replicas = 1, .trace_format = "auto", .split = "none",
     .weight = 1, .rate_scale = 1, .tiers = 1, .tier_mix = "uniform", .tier_alpha = 1,
+    .kv_transfer = "layer",
 };
 
 /* Section text to section (and tenant name); 0 or SS_EPARSE naming the section. */

@@ -36,6 +36,12 @@ typedef struct scn_tenant {
     uint32_t replicas;           /* replicas: containers it starts with (default 1) */
     uint32_t max_replicas;       /* max_replicas: most it may own under auto-scaling or
                                     re-allocation (default = replicas) */
+    uint32_t prefill_replicas;   /* prefill_replicas, decode_replicas: separate prefill and */
+    uint32_t decode_replicas;    /* decode pools (both, or neither: 0 = co-located serving;
+                                    replicas must not be given with them) */
+    uint32_t prefill_tp, decode_tp; /* prefill_tp, decode_tp: the pools' TP (0 = tp) */
+    char kv_transfer[8];         /* kv_transfer = layer|end: how the KV leaves a prefill
+                                    instance (default layer) */
     /* workload: exactly one of trace, synthetic, servegen */
     char trace[SCN_PATH_MAX];    /* trace (relative paths: from the scenario file's folder,
                                     stored as an absolute path; from --set: as given) */

@@ -25,8 +25,14 @@ static int check_run(const scn_scenario *s, ss_errbuf *eb)
         return ss_err(eb, SS_EINVAL, "%s: run.warmup_s: %g is not less than run.duration_s (%g)",
                       p, s->warmup_s, s->duration_s);
     uint64_t need = 0, have = (uint64_t)s->nodes * s->gpus_per_node;
-    for (uint32_t i = 0; i < s->n_tenants; i++)
-        need += (uint64_t)s->tenants[i].tp * s->tenants[i].pp * s->tenants[i].replicas;
+    for (uint32_t i = 0; i < s->n_tenants; i++) {
+        const scn_tenant *t = &s->tenants[i];
+        if (t->prefill_replicas && t->decode_replicas)
+            need += (uint64_t)t->prefill_replicas * (t->prefill_tp ? t->prefill_tp : t->tp) +
+                    (uint64_t)t->decode_replicas * (t->decode_tp ? t->decode_tp : t->tp);
+        else
+            need += (uint64_t)t->tp * t->pp * t->replicas;
+    }
     if (have && need > have)
         return ss_err(eb, SS_EINVAL, "%s: cluster: the tenants' replicas need %" PRIu64
                       " GPUs, nodes x gpus_per_node = %" PRIu64, p, need, have);
@@ -67,6 +73,32 @@ static int no_such_tenant(const scn_scenario *s, const scn_tenant *t, ss_errbuf 
                   used ? "tenants: " : "there are none", names, t->name);
 }
 
+/* A disaggregated tenant: both pools, and not replicas (or max_replicas) besides; each error
+ * names the key where it was set. */
+static int check_pools(const scn_scenario *s, const scn_tenant *t, ss_errbuf *eb)
+{
+    char key[SCN_NAME_MAX + 32], w[SCN_PATH_MAX + 96];
+    if (!t->prefill_replicas && !t->decode_replicas)
+        return SS_OK;
+    if (!t->prefill_replicas || !t->decode_replicas) {
+        const char *given = t->prefill_replicas ? "prefill_replicas" : "decode_replicas";
+        snprintf(key, sizeof key, "tenant.%s.%s", t->name, given);
+        scn_key_where(s, key, w, sizeof w);
+        return ss_err(eb, SS_EINVAL, "%s: a disaggregated tenant needs both prefill_replicas "
+                      "and decode_replicas", w);
+    }
+    static const char *const colocated[] = {"replicas", "max_replicas"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(key, sizeof key, "tenant.%s.%s", t->name, colocated[i]);
+        if (!ss_params_get(s->priv->origins, key))
+            continue;
+        scn_key_where(s, key, w, sizeof w);
+        return ss_err(eb, SS_EINVAL, "%s: must not be set with prefill_replicas and "
+                      "decode_replicas (a disaggregated tenant's instances are its two pools)", w);
+    }
+    return SS_OK;
+}
+
 static int check_tenant(const scn_scenario *s, const scn_tenant *t, ss_errbuf *eb)
 {
     char w[SCN_PATH_MAX + 80];
@@ -77,6 +109,8 @@ static int check_tenant(const scn_scenario *s, const scn_tenant *t, ss_errbuf *e
         return ss_err(eb, SS_EINVAL, "%s: model: missing", w);
     int rc = check_source(s, t, w, eb);
     if (rc)
+        return rc;
+    if ((rc = check_pools(s, t, eb)))
         return rc;
     if (t->max_replicas < t->replicas)
         return ss_err(eb, SS_EINVAL, "%s: max_replicas (%" PRIu32 ") is less than replicas (%"

@@ -4,6 +4,7 @@
 #include "scenario/scn_int.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,13 +34,36 @@ static void write_key(FILE *f, const scn_scenario *s, const void *base, const sc
     write_kv(f, k->name, buf);
 }
 
+/* Whether tenant t's key k is written: a co-located tenant has no pool keys, a disaggregated
+ * one no replicas or max_replicas (its instances are its pools, and scn_check refuses both). */
+static int tenant_key_written(const scn_tenant *t, const scn__key *k)
+{
+    size_t o = k->off;
+    int pool = o == offsetof(scn_tenant, prefill_replicas) ||
+               o == offsetof(scn_tenant, decode_replicas) ||
+               o == offsetof(scn_tenant, prefill_tp) || o == offsetof(scn_tenant, decode_tp) ||
+               o == offsetof(scn_tenant, kv_transfer);
+    if (!t->prefill_replicas && !t->decode_replicas)
+        return !pool;
+    return o != offsetof(scn_tenant, replicas) && o != offsetof(scn_tenant, max_replicas);
+}
+
 static void write_section(FILE *f, const char *header, scn__sect sect, const scn_scenario *s,
                           const void *base)
 {
     fprintf(f, "\n[%s]\n", header);
-    for (size_t i = 0; i < scn__n_keys; i++)
-        if (scn__keys[i].sect == sect)
-            write_key(f, s, base, &scn__keys[i]);
+    for (size_t i = 0; i < scn__n_keys; i++) {
+        const scn__key *k = &scn__keys[i];
+        if (k->sect != sect || (sect == SCN__TENANT && !tenant_key_written(base, k)))
+            continue;
+        const scn_tenant *t = base;
+        if (sect == SCN__TENANT && ((k->off == offsetof(scn_tenant, prefill_tp) &&
+                                     !t->prefill_tp) ||
+                                    (k->off == offsetof(scn_tenant, decode_tp) && !t->decode_tp)))
+            fprintf(f, "%s = %u\n", k->name, t->tp); /* unset: the tenant's tp */
+        else
+            write_key(f, s, base, k);
+    }
 }
 
 static void emit_param(void *ud, const char *key, const char *value) { write_kv(ud, key, value); }

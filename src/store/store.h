@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 
 typedef struct store store;
 
@@ -128,9 +128,12 @@ void store_close(store **s);
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
 /* Append one request row to the open run. tenant is the tenant's name (borrowed). */
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb);
-/* Append the results of one tenant / one tier to the open run. */
+/* Append the results of one tenant / one tier to the open run. A disaggregated tenant gives
+ * its pools' sizes (prefill, decode; 0, 0 for a co-located one), and its KV transfers come
+ * from g->kv. */
 int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
-                     const metrics_group_summary *g, ss_errbuf *eb);
+                     uint32_t prefill, uint32_t decode, const metrics_group_summary *g,
+                     ss_errbuf *eb);
 int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_errbuf *eb);
 /* Append the idle-slice histogram (one row per length bucket) to the open run. */
 int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb);

@@ -26,7 +26,8 @@
  * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
  * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
- * each fit's per-stage comparison, fit_stages). */
+ * each fit's per-stage comparison, fit_stages); version 12 throughput over the arrival window;
+ * version 13 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -203,6 +204,18 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tiers ADD COLUMN window_output_tokens_per_s REAL;"
            "ALTER TABLE tiers ADD COLUMN window_goodput_tokens_per_s REAL;"
            "PRAGMA user_version = 12;",
+    /* version 13: disaggregated prefill and decode, per tenant: its pools' sizes (0 for a
+     * co-located tenant) and its KV transfers (count, GiB, exposed time, waits for decode
+     * blocks) */
+    [12] = "ALTER TABLE tenants ADD COLUMN prefill_replicas INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN decode_replicas INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_transfers INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_gib REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_exposed_s REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_exposed_mean_ms REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_waits INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kv_wait_s REAL DEFAULT 0;"
+           "PRAGMA user_version = 13;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

@@ -18,6 +18,12 @@
     " prefix_saved_tokens, prefix_evictions"
 #define PREFIX_VALUES "?,?,?,?,?,?"
 
+/* Disaggregated serving's columns of tenants, in bind_kv order. */
+#define KV_NAMES                                                                                   \
+    " prefill_replicas, decode_replicas, kv_transfers, kv_gib, kv_exposed_s,"                    \
+    " kv_exposed_mean_ms, kv_waits, kv_wait_s"
+#define KV_VALUES "?,?,?,?,?,?,?,?"
+
 #define GROUP_NAMES                                                                                \
     " requests, completed, rejected, truncated, preemptions, sla_violations, sla_violation_rate,"  \
     " prompt_tokens_per_s, output_tokens_per_s, requests_per_s, goodput_tokens_per_s,"            \
@@ -55,7 +61,8 @@ static const char *const stmt_sql[ST__N] = {
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
                "?,?,?,?,?," PREFIX_VALUES ",?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
-                  PREFIX_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES ")",
+                  PREFIX_NAMES "," KV_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES
+                  "," KV_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
@@ -332,8 +339,23 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
     return store__run_stmt(s, &b, eb, "inserting the summary");
 }
 
+/* The KV-transfer columns, in KV_NAMES order. */
+static void bind_kv(store__binder *b, uint32_t prefill, uint32_t decode,
+                    const metrics_group_summary *g)
+{
+    store__b_int(b, prefill);
+    store__b_int(b, decode);
+    store__b_int(b, (int64_t)g->kv.transfers);
+    store__b_real(b, g->kv.bytes / 1073741824.0);
+    store__b_real(b, ss_time_to_s(g->kv.exposed_ns));
+    store__b_real(b, g->kv_exposed_mean_ms);
+    store__b_int(b, (int64_t)g->kv.waits);
+    store__b_real(b, ss_time_to_s(g->kv.wait_ns));
+}
+
 int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
-                     const metrics_group_summary *g, ss_errbuf *eb)
+                     uint32_t prefill, uint32_t decode, const metrics_group_summary *g,
+                     ss_errbuf *eb)
 {
     store__binder b = {s->st[ST_TENANT], 0, 0};
     store__b_int(&b, s->run_id);
@@ -342,6 +364,7 @@ int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t r
     store__b_int(&b, replicas);
     bind_group(&b, g);
     bind_prefix(&b, &g->prefix);
+    bind_kv(&b, prefill, decode, g);
     return store__run_stmt(s, &b, eb, "inserting a tenant row");
 }
 
