@@ -383,8 +383,9 @@ static int default_tenant(scn_scenario *sc, ss_errbuf *eb)
     const char *trace = access(DEFAULT_TRACE, R_OK) == 0 ? DEFAULT_TRACE
                                                          : SS_SOURCE_ROOT "/" DEFAULT_TRACE;
     int rc = set_key(sc, "tenant.default.model", "llama-2-7b", NULL, eb);
-    if (!rc)
-        rc = set_key(sc, "tenant.default.replicas", "4", NULL, eb);
+    scn_tenant *t = rc ? NULL : scn_tenant_find(sc, "default");
+    if (t) /* a default, not a key given: --set tenant.default.prefill_replicas may replace it */
+        t->replicas = t->max_replicas = 4;
     if (!rc)
         rc = set_key(sc, "tenant.default.trace", trace, NULL, eb);
     return rc;

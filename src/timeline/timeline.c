@@ -169,6 +169,38 @@ static void on_guest(void *ud, const gmg *g, const gmg_container *h, const gmg_r
     }
 }
 
+/* A KV transfer of disaggregated serving: a "kv send" slice on the KV-transfer track of each
+ * GPU of the prefill instance and a "kv receive" one on each GPU of the decode instance, over
+ * the time it occupies their link ports. */
+static void kv_slices(tl_writer *w, const gmg_container *c, const char *what,
+                      const gmg_container *from, const gmg_container *to, const gmg_req *r,
+                      double bytes, const char *link, ss_time start, ss_time end)
+{
+    for (uint32_t k = 0; k < c->tp; k++) {
+        begin_event(w);
+        fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"kv_transfer\",\"ph\":\"X\",\"pid\":%u,"
+                      "\"tid\":3,", what, c->gpu0 + k);
+        ts(w->f, "ts", start);
+        fputc(',', w->f);
+        ts(w->f, "dur", end - start);
+        fprintf(w->f, ",\"args\":{\"request\":%" PRIu64 ",\"from\":%u,\"to\":%u,"
+                      "\"bytes\":%.0f,\"link\":\"%s\"}}", r->trace_id, from->id, to->id, bytes,
+                link);
+    }
+}
+
+static void on_kv_transfer(void *ud, const gmg *g, const gmg_container *from,
+                           const gmg_container *to, const gmg_req *r, double bytes, ss_time start,
+                           ss_time end)
+{
+    tl_writer *w = ud;
+    if (!overlaps(w, start, end))
+        return;
+    const char *link = g->gpus[from->gpu0].node == g->gpus[to->gpu0].node ? "nvlink" : "network";
+    kv_slices(w, from, "kv send", from, to, r, bytes, link, start, end);
+    kv_slices(w, to, "kv receive", from, to, r, bytes, link, start, end);
+}
+
 void tl_attach(tl_writer *w, gsim *g)
 {
     const gmg *G = gsim_graph(g);
@@ -181,9 +213,11 @@ void tl_attach(tl_writer *w, gsim *g)
         if (w->o.ops)
             meta(w, i, 1, "thread_name", "operators");
         meta(w, i, 2, "thread_name", "guest prefills");
+        if (G->ctrs[G->gpus[i].container].role != GMG_ROLE_BOTH)
+            meta(w, i, 3, "thread_name", "KV transfers");
     }
     gsim_observer obs = {.on_iter = on_iter, .on_request = on_request, .on_guest = on_guest,
-                         .ud = w};
+                         .on_kv_transfer = on_kv_transfer, .ud = w};
     gsim_set_observer(g, &obs);
 }
 

@@ -1,7 +1,8 @@
 /* Timeline export: what every GPU did during a replay, as Chrome trace-event JSON (opens in
  * Perfetto and chrome://tracing). One track group per GPU: iterations on the first track (batch
  * composition in their args), operators on the second when expansion is asked for, and
- * preemptions, swaps and rejections as instant events. Events stream to FILE.tmp while the
+ * preemptions, swaps and rejections as instant events; a disaggregated tenant's KV transfers on a
+ * fourth track of the sending and the receiving GPUs. Events stream to FILE.tmp while the
  * replay runs and the file is renamed into place when the timeline is closed successfully
  * (a device, a FIFO or a file in a read-only directory is written in place; a symbolic link's
  * target is written: core/ss_file.h).
