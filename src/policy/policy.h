@@ -313,6 +313,14 @@ typedef struct pol_place_mechanism {
     double interference;   /* slowdown of a guest chunk sharing the helper's iteration */
 } pol_place_mechanism;
 
+/* Default time an offloaded guest chunk in a host phase may overrun it (see guest_overrun). */
+#define POL_PLACE_OVERRUN_MS 1.0
+/* The costs every move of an operator-placing policy is charged, whatever decided it: the
+ * parameters slice_host_factor (default 1), slice_link_eff (0.8) and slice_interference (1.2)
+ * into m's host_factor, link_eff and interference (README, "What a move costs", names their
+ * sources); who names the policy in messages. 0, or SS_EINVAL with the parameter's error. */
+int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, ss_errbuf *eb);
+
 /* What a placement policy did in a run. */
 typedef struct pol_place_stats {
     uint64_t ticks;           /* decisions with at least one candidate judged */
