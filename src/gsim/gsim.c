@@ -302,6 +302,7 @@ void gsim_destroy(gsim **sp)
     pol_cluster_destroy(&s->cluster);
     gs_free_cluster_state(s);
     ss_free(s->gst);
+    ss_free(s->chain);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);

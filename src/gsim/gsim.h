@@ -247,8 +247,8 @@ const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *g, gmg_id gpu);
  * caching off. */
 const metrics_prefix *gsim_ctr_prefix(const gsim *g, gmg_id c);
 /* Distinct block hashes in tenant t's ceiling set (the unbounded shared cache; 0 with caching
- * off or for no such tenant): the set costs 16 to 32 bytes per block (a table of 64-bit keys
- * kept between a quarter and half full). */
+ * off or for no such tenant): the set costs 11 to 21 bytes per block (a table of 64-bit keys
+ * kept between three eighths and three quarters full). */
 uint64_t gsim_ceiling_blocks(const gsim *g, uint32_t t);
 
 /* Install observer callbacks (copied); NULL removes them. */

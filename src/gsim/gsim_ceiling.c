@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* Open addressing on the key's low bits (the keys are splitmix64 outputs, already mixed); 0
- * marks an empty slot, so key 0 is kept apart. The table doubles at half full. */
+ * marks an empty slot, so key 0 is kept apart. The table doubles at three quarters full. */
 static int grow(gs_keyset *k)
 {
     uint32_t n = k->mask ? 2 * (k->mask + 1) : 1024;
@@ -54,7 +54,8 @@ static int keyset_add(gs_keyset *k, uint64_t key)
         k->has_zero = 1;
         return SS_OK;
     }
-    if ((uint64_t)2 * (k->n + 1) > (uint64_t)k->mask + 1 && (k->mask >= (1u << 31) - 1 || grow(k)))
+    if ((uint64_t)4 * (k->n + 1) > 3 * ((uint64_t)k->mask + 1) &&
+        (k->mask >= (1u << 31) - 1 || grow(k)))
         return SS_ENOMEM;
     uint32_t i = (uint32_t)key & k->mask;
     for (; k->slot[i]; i = (i + 1) & k->mask)
@@ -71,16 +72,45 @@ void gs_keyset_free(gs_keyset *k)
     memset(k, 0, sizeof *k);
 }
 
-uint32_t gs_ceiling_match(const gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim)
+/* The first n keys of q's block chain into s->chain (grown as needed): n, or 0 when out of
+ * memory (the run fails). */
+static uint32_t chain_keys(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t n)
+{
+    if (n > s->cap_chain) {
+        size_t cap = s->cap_chain;
+        if (ss_grow((void **)&s->chain, &cap, n, sizeof *s->chain)) {
+            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
+            return 0;
+        }
+        s->cap_chain = (uint32_t)cap;
+    }
+    for (uint64_t key = 0, j = 0; j < n; j++)
+        s->chain[j] = key = gmg_pc_key(q, c->block_tokens, (uint32_t)j, key);
+    return n;
+}
+
+/* The longest prefix of keys[0..n-1] in k. The set is closed under prefixes (a chain goes in
+ * whole, from its first block), so a binary search finds it in log n probes of a table that
+ * outgrows the processor's caches, where a walk would take one probe per block. */
+static uint32_t longest_prefix(const gs_keyset *k, const uint64_t *keys, uint32_t n)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (keyset_has(k, keys[mid - 1]))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+uint32_t gs_ceiling_match(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim)
 {
     const gs_keyset *k = &s->ten[q->tenant].ceiling;
-    uint32_t n = 0;
-    for (uint64_t key = 0; n < lim; n++) {
-        key = gmg_pc_key(q, c->block_tokens, n, key);
-        if (!keyset_has(k, key))
-            break;
-    }
-    return n;
+    if (!lim || (!k->n && !k->has_zero))
+        return 0;
+    return longest_prefix(k, s->chain, chain_keys(s, c, q, lim));
 }
 
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
@@ -91,13 +121,13 @@ void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
     uint32_t n = gmg_pc_blocks(q, c->block_tokens); /* as gmg_pc_register counts them */
     if (n > q->blocks)
         n = q->blocks;
-    for (uint64_t key = 0, j = 0; j < n; j++) {
-        key = gmg_pc_key(q, c->block_tokens, (uint32_t)j, key);
-        if (keyset_add(k, key)) {
+    n = chain_keys(s, c, q, n);
+    /* what is there already is a prefix: only the rest goes in */
+    for (uint32_t j = longest_prefix(k, s->chain, n); j < n; j++)
+        if (keyset_add(k, s->chain[j])) {
             gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
             return;
         }
-    }
 }
 
 uint64_t gsim_ceiling_blocks(const gsim *s, uint32_t tenant)
