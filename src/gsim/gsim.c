@@ -292,6 +292,7 @@ void gsim_destroy(gsim **sp)
     for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
         ss_free(s->ten[i].standby);
+        gs_keyset_free(&s->ten[i].ceiling);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
@@ -301,6 +302,7 @@ void gsim_destroy(gsim **sp)
     pol_cluster_destroy(&s->cluster);
     gs_free_cluster_state(s);
     ss_free(s->gst);
+    ss_free(s->chain);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
@@ -424,6 +426,7 @@ int gsim_finish(gsim *s)
         s->m.all.prefix.evictions += c->pc->evictions;
         if (c->tenant < s->m.n_tenants)
             s->m.tenants[c->tenant].prefix.evictions += c->pc->evictions;
+        s->cs[i].prefix.evictions = c->pc->evictions;
     }
     int rc = s->rc;
     if (!rc && s->m.oom)
@@ -455,6 +458,11 @@ const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *s, gmg_id gpu)
 uint32_t gsim_n_tenants(const gsim *s) { return s->n_ten; }
 const char *gsim_routing_name(const gsim *s) { return pol_route_name(s->route); }
 const char *gsim_cluster_name(const gsim *s) { return pol_cluster_name(s->cluster); }
+const metrics_prefix *gsim_ctr_prefix(const gsim *s, gmg_id c)
+{
+    return c < s->g->n_ctrs ? &s->cs[c].prefix : NULL;
+}
+
 const char *gsim_tenant_name(const gsim *s, uint32_t i) { return i < s->n_ten ? s->ten[i].t.name : NULL; }
 const gsim_tenant *gsim_tenant_at(const gsim *s, uint32_t i) { return i < s->n_ten ? &s->ten[i].t : NULL; }
 const gmg *gsim_graph(const gsim *s) { return s->g; }

@@ -240,6 +240,17 @@ typedef struct gsim_gpu_stats {
 /* GPU `gpu`'s statistics (a fork's start from its parent's); NULL for no such GPU. */
 const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *g, gmg_id gpu);
 
+/* Container c's prefix-cache record: the lookups at its measured requests' first admissions
+ * and every admission's saved tokens (as the tenants' counters count them, so the containers of
+ * a tenant that kept its containers add up to it), and, after gsim_finish, the blocks its
+ * cache evicted since it was last (re)loaded. NULL for no such container; all zero with
+ * caching off. */
+const metrics_prefix *gsim_ctr_prefix(const gsim *g, gmg_id c);
+/* Distinct block hashes in tenant t's ceiling set (the unbounded shared cache; 0 with caching
+ * off or for no such tenant): the set costs 11 to 21 bytes per block (a table of 64-bit keys
+ * kept between three eighths and three quarters full). */
+uint64_t gsim_ceiling_blocks(const gsim *g, uint32_t t);
+
 /* Install observer callbacks (copied); NULL removes them. */
 void gsim_set_observer(gsim *g, const gsim_observer *obs);
 

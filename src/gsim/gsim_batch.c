@@ -130,9 +130,16 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok
         if (idle + blocks - n <= c->blocks_free)
             h = n;
     }
-    if (!s->fork)
-        metrics_add_prefix(&s->m, q->tenant, q->measured, !q->preemptions, q->prompt,
-                           gmg_pc_blocks(q, bt), h, h * bt);
+    if (!s->fork && q->measured) {
+        int first = !q->preemptions;
+        /* the ceiling: the same walk in the tenant's unbounded shared set */
+        uint32_t hc = first ? gs_ceiling_match(s, c, q, lim) : 0;
+        metrics_lookup l = {.prompt = q->prompt, .query_blocks = gmg_pc_blocks(q, bt),
+                            .hit_blocks = h, .hit_tokens = h * bt, .ceiling_blocks = hc,
+                            .ceiling_tokens = hc * bt};
+        metrics_add_prefix(&s->m, q->tenant, 1, first, &l);
+        metrics_prefix_add(&s->cs[c->id].prefix, first, &l);
+    }
     if (!h)
         return q_tok;
     gmg_pc_take(s->g, c, q, h);

@@ -7,7 +7,8 @@
  *   gsim_place.c    the placement policy: its ticks, what-if callbacks, applying decisions;
  *   gsim_cluster.c  cluster actions: re-allocation, draining, loading, auto-scaling, ticks;
  *   gsim_migrate.c  live migration (Llumnix);
- *   gsim_fork.c     what-if forks.
+ *   gsim_fork.c     what-if forks;
+ *   gsim_ceiling.c  the prefix-caching ceiling (an unbounded cache per tenant).
  * Functions shared between the modules carry the prefix gs_. */
 #ifndef SS_GSIM_GSIM_INT_H
 #define SS_GSIM_GSIM_INT_H
@@ -38,6 +39,15 @@ typedef struct migration {
     gmg_id next_free;     /* free-list link */
 } migration;
 
+/* A set of 64-bit keys (gsim_ceiling.c): the chained block hashes of the prefix-caching
+ * ceiling. */
+typedef struct gs_keyset {
+    uint64_t *slot;              /* owned; 0 = empty; mask + 1 slots, NULL before the first key */
+    uint32_t mask;
+    uint32_t n;                  /* keys in slot (key 0 apart) */
+    int has_zero;                /* key 0 is in the set */
+} gs_keyset;
+
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
     gsim_tenant t;               /* copy of the configuration (strings borrowed) */
@@ -47,6 +57,8 @@ typedef struct tenant_state {
     uint32_t n_incoming;         /* containers being drained or loaded for it */
     gmg_id *standby;             /* owned: its standby containers (auto-scaling), ascending */
     uint32_t n_standby;
+    gs_keyset ceiling;           /* block hashes its containers' caches learnt (the replay's,
+                                    empty in a fork) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
@@ -90,6 +102,9 @@ typedef struct ctr_state {
     uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
                                     it (an arrival, an offload, a migration, a cluster action):
                                     a what-if taken before is then out of date */
+    metrics_prefix prefix;       /* its prefix-cache lookups (measured requests' admissions,
+                                    as the tenants' counters count them); evictions folded in at
+                                    gsim_finish */
 } ctr_state;
 
 struct gsim {
@@ -137,6 +152,8 @@ struct gsim {
                                     latency of the tick applying it, or a candidate fork's) */
     uint64_t tick_whatifs0;      /* the placement policy's what-ifs when its tick began */
     gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
+    uint64_t *chain;             /* owned scratch: a request's block-chain keys (the ceiling) */
+    uint32_t cap_chain;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
@@ -192,6 +209,13 @@ void gs_start_iteration(gsim *s, gmg_container *c);
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx);
 int gs_read_next(gsim *s);
 void gs_on_arrival(des_engine *e, des_event *ev, void *ctx);
+/* gsim_ceiling.c */
+/* The ceiling's hit for q at its first admission: the longest prefix of its chain, at most lim
+ * blocks, in its tenant's set. */
+uint32_t gs_ceiling_match(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim);
+/* q's prefill is done on c: its full prompt blocks join its tenant's set (replay only). */
+void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q);
+void gs_keyset_free(gs_keyset *k);
 /* gsim_migrate.c */
 migration *gs_mig_at(gsim *s, gmg_id m);
 void gs_maybe_abort_migration(gsim *s, gmg_req *q);

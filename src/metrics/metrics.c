@@ -175,37 +175,51 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     }
     out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
     out->prefix = g->prefix;
-    const metrics_prefix *p = &g->prefix;
-    out->prefix_hit_rate = p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
-    out->prefix_block_hit_rate =
-        p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
+    out->prefix_hit_rate = metrics_prefix_hit_rate(&g->prefix);
+    out->prefix_block_hit_rate = metrics_prefix_block_hit_rate(&g->prefix);
+    out->prefix_ceiling_hit_rate = metrics_prefix_ceiling_rate(&g->prefix);
     out->ttft_ms = pct(&g->ttft);
     out->tbt_ms = pct(&g->tbt);
     out->e2e_ms = pct(&g->e2e);
 }
 
-static void add_prefix(metrics_prefix *p, int first, uint32_t prompt, uint32_t query_blocks,
-                       uint32_t hit_blocks, uint32_t hit_tokens)
+double metrics_prefix_hit_rate(const metrics_prefix *p)
+{
+    return p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
+}
+
+double metrics_prefix_block_hit_rate(const metrics_prefix *p)
+{
+    return p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
+}
+
+double metrics_prefix_ceiling_rate(const metrics_prefix *p)
+{
+    return p->query_tokens ? (double)p->ceiling_hit_tokens / (double)p->query_tokens : 0;
+}
+
+void metrics_prefix_add(metrics_prefix *p, int first, const metrics_lookup *l)
 {
     if (first) {
         p->lookups++;
-        p->query_tokens += prompt;
-        p->query_blocks += query_blocks;
-        p->hit_tokens += hit_tokens;
-        p->hit_blocks += hit_blocks;
+        p->query_tokens += l->prompt;
+        p->query_blocks += l->query_blocks;
+        p->hit_tokens += l->hit_tokens;
+        p->hit_blocks += l->hit_blocks;
+        p->ceiling_hit_tokens += l->ceiling_tokens;
+        p->ceiling_hit_blocks += l->ceiling_blocks;
     }
-    p->saved_tokens += hit_tokens;
+    p->saved_tokens += l->hit_tokens;
 }
 
-void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
-                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens)
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first,
+                        const metrics_lookup *l)
 {
     if (!measured)
         return;
-    add_prefix(&m->all.prefix, first, prompt, query_blocks, hit_blocks, hit_tokens);
+    metrics_prefix_add(&m->all.prefix, first, l);
     if (tenant < m->n_tenants)
-        add_prefix(&m->tenants[tenant].prefix, first, prompt, query_blocks, hit_blocks,
-                   hit_tokens);
+        metrics_prefix_add(&m->tenants[tenant].prefix, first, l);
 }
 
 static const char *const reject_names[METRICS_REJ__COUNT][2] = {

@@ -101,7 +101,20 @@ typedef struct metrics_prefix {
     uint64_t hit_blocks;      /* blocks found cached at first admission */
     uint64_t saved_tokens;    /* prefill tokens not computed, over every admission */
     uint64_t evictions;       /* cached blocks evicted (whole run, by the container's tenant) */
+    uint64_t ceiling_hit_tokens; /* tokens an unbounded cache shared by the tenant's containers
+                                    would have found at first admission (the ceiling) */
+    uint64_t ceiling_hit_blocks; /* its blocks */
 } metrics_prefix;
+
+/* One prefix-cache lookup at an admission. */
+typedef struct metrics_lookup {
+    uint32_t prompt;          /* the request's prompt tokens */
+    uint32_t query_blocks;    /* its prompt's full blocks that carry an identity */
+    uint32_t hit_blocks;      /* found in its container's cache and taken */
+    uint32_t hit_tokens;      /* their tokens */
+    uint32_t ceiling_blocks;  /* found in its tenant's unbounded shared cache (the ceiling) */
+    uint32_t ceiling_tokens;  /* their tokens */
+} metrics_lookup;
 
 /* Everything measured about one set of requests (the run, a tenant, a tier). */
 typedef struct metrics_group {
@@ -186,6 +199,7 @@ typedef struct metrics_group_summary {
     metrics_prefix prefix;        /* prefix caching counters (see metrics_prefix) */
     double prefix_hit_rate;       /* hit_tokens / query_tokens (0 when none) */
     double prefix_block_hit_rate; /* hit_blocks / query_blocks (0 when none) */
+    double prefix_ceiling_hit_rate; /* ceiling_hit_tokens / query_tokens (0 when none) */
 } metrics_group_summary;
 
 typedef struct metrics_summary {
@@ -268,8 +282,16 @@ double metrics_arrival_window_s(const metrics *m);
 void metrics_summarize_window(const metrics *m, const metrics_group *g,
                               metrics_group_summary *out);
 /* Fold one prefix-cache lookup of a tenant's request in: first = its first admission (counts
- * toward the hit rate), measured = arrived after the warm-up. */
-void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
-                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens);
+ * toward the hit rate and the ceiling), measured = arrived after the warm-up. */
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first,
+                        const metrics_lookup *l);
+/* Fold lookup l into one set of counters p (a group's, or a container's: its own record);
+ * first as for metrics_add_prefix. */
+void metrics_prefix_add(metrics_prefix *p, int first, const metrics_lookup *l);
+/* p's hit rates: tokens found over prompt tokens, blocks found over identified blocks, and the
+ * ceiling's tokens over prompt tokens (0 when nothing was looked up). */
+double metrics_prefix_hit_rate(const metrics_prefix *p);
+double metrics_prefix_block_hit_rate(const metrics_prefix *p);
+double metrics_prefix_ceiling_rate(const metrics_prefix *p);
 
 #endif

@@ -51,7 +51,7 @@
     }
 
 POL_REGISTRY(route, pol_route_ops, &pol_route_rr, &pol_route_lor, &pol_route_random,
-             &pol_route_infaas, &pol_route_llumnix)
+             &pol_route_infaas, &pol_route_llumnix, &pol_route_affinity)
 POL_REGISTRY(batch, pol_batch_ops, &pol_batch_vllm, &pol_batch_orca, &pol_batch_sarathi,
              &pol_batch_static)
 POL_REGISTRY(cluster, pol_cluster_ops, &pol_cluster_container, &pol_cluster_llumnix,

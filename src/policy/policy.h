@@ -30,7 +30,7 @@ typedef struct pol_engine_cfg {
 
 typedef struct pol_route_ops {
     uint32_t abi_version;   /* POL_ABI_VERSION */
-    const char *name;       /* "rr", "lor"; selected by --routing */
+    const char *name;       /* "rr", "lor"; selected by --routing (--route) */
     const char *summary;    /* one line for --help */
     const char *const *params; /* NULL-terminated names of the parameters it reads, or NULL */
     size_t priv_size;       /* zeroed bytes allocated with the instance */
@@ -392,6 +392,7 @@ extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;
 extern const pol_route_ops pol_route_random;
 extern const pol_route_ops pol_route_infaas;
+extern const pol_route_ops pol_route_affinity;
 extern const pol_batch_ops pol_batch_vllm;
 extern const pol_batch_ops pol_batch_orca;
 extern const pol_batch_ops pol_batch_sarathi;

@@ -26,7 +26,8 @@
  * profile; runs stored before engine profiles existed read vllm-eager, whose coefficients
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
  * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
- * each fit's per-stage comparison, fit_stages). */
+ * each fit's per-stage comparison, fit_stages); version 12 throughput over the arrival window;
+ * version 13 prefix caching per instance (the instances table) and its ceiling. */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -203,6 +204,21 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tiers ADD COLUMN window_output_tokens_per_s REAL;"
            "ALTER TABLE tiers ADD COLUMN window_goodput_tokens_per_s REAL;"
            "PRAGMA user_version = 12;",
+    /* version 13: prefix caching per instance (the instances table: each container's lookups
+     * and evictions) and the ceiling, what an unbounded cache shared by each tenant's
+     * instances would have hit, per run and tenant */
+    [12] = "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_tokens INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_rate REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_tokens INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_rate REAL DEFAULT 0;"
+           "CREATE TABLE instances (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+           " container INTEGER NOT NULL, tenant TEXT, prefix_lookups INTEGER,"
+           " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"
+           " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"
+           " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+           "PRAGMA user_version = 13;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

@@ -1,5 +1,5 @@
 /* Writing a run: the statements prepared once per handle (runs, requests, summary, tenants,
- * tiers, gpus, idle slices, sweep points), one transaction per run from store_run_begin to
+ * tiers, gpus, idle slices, instances, sweep points), one transaction per run from store_run_begin to
  * store_run_commit, and the sweep-point lookup a resumed sweep makes. */
 #include "store/store_int.h"
 
@@ -15,8 +15,9 @@
 /* Prefix-cache columns of summary and tenants, in bind_prefix order. */
 #define PREFIX_NAMES                                                                               \
     " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"            \
-    " prefix_saved_tokens, prefix_evictions"
-#define PREFIX_VALUES "?,?,?,?,?,?"
+    " prefix_saved_tokens, prefix_evictions, prefix_ceiling_hit_tokens,"                          \
+    " prefix_ceiling_hit_blocks, prefix_ceiling_hit_rate"
+#define PREFIX_VALUES "?,?,?,?,?,?,?,?,?"
 
 #define GROUP_NAMES                                                                                \
     " requests, completed, rejected, truncated, preemptions, sla_violations, sla_violation_rate,"  \
@@ -27,7 +28,8 @@
     " window_output_tokens_per_s, window_goodput_tokens_per_s"
 #define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
-enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS, ST__N };
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS,
+       ST_INST, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
@@ -61,6 +63,10 @@ static const char *const stmt_sql[ST__N] = {
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
     [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
                  " free_gib_mean) VALUES (?,?,?,?,?,?,?)",
+    [ST_INST] = "INSERT INTO instances (run_id, container, tenant, prefix_lookups,"
+                " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"
+                " prefix_saved_tokens, prefix_evictions, prefix_hit_rate)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?,"
                " result_json = ? WHERE run_id = ?",
 };
@@ -288,6 +294,27 @@ static void bind_prefix(store__binder *b, const metrics_prefix *p)
     store__b_int(b, (int64_t)p->hit_blocks);
     store__b_int(b, (int64_t)p->saved_tokens);
     store__b_int(b, (int64_t)p->evictions);
+    store__b_int(b, (int64_t)p->ceiling_hit_tokens);
+    store__b_int(b, (int64_t)p->ceiling_hit_blocks);
+    store__b_real(b, metrics_prefix_ceiling_rate(p));
+}
+
+int store_run_instance(store *s, uint32_t container, const char *tenant,
+                       const metrics_prefix *p, ss_errbuf *eb)
+{
+    store__binder b = {s->st[ST_INST], 0, 0};
+    store__b_int(&b, s->run_id);
+    store__b_int(&b, container);
+    store__b_text(&b, tenant);
+    store__b_int(&b, (int64_t)p->lookups);
+    store__b_int(&b, (int64_t)p->query_tokens);
+    store__b_int(&b, (int64_t)p->hit_tokens);
+    store__b_int(&b, (int64_t)p->query_blocks);
+    store__b_int(&b, (int64_t)p->hit_blocks);
+    store__b_int(&b, (int64_t)p->saved_tokens);
+    store__b_int(&b, (int64_t)p->evictions);
+    store__b_real(&b, metrics_prefix_hit_rate(p));
+    return store__run_stmt(s, &b, eb, "inserting an instance row");
 }
 
 static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
