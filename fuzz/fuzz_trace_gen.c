@@ -36,7 +36,7 @@ static void round_trip(const trace_gen_spec *spec)
     FZ_ASSERT(trace_reader_open_stream(&r, f, "gen.csv", "native", &eb) == SS_OK);
     trace_rec a, b;
     int n = 0;
-    while (trace_gen_next(g, &a) == 1) {
+    while (trace_gen_next(g, &a, &eb) == 1) {
         FZ_ASSERT(a.prompt_tokens >= 1 && a.prompt_tokens <= TRACE_MAX_TOKENS);
         FZ_ASSERT(a.output_tokens >= 1 && a.output_tokens <= TRACE_MAX_TOKENS);
         rc = trace_reader_next(r, &b, &eb);

@@ -31,11 +31,15 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
         *(!strcmp(key, "seed") ? &g->seed : &g->n_requests) = (uint64_t)n;
         return SS_OK;
     }
+    int rc = trace_gen_spec_set(g, key, val, eb);
+    if (rc != SS_ENOTFOUND)
+        return rc ? ss_err_prefix(eb, rc, "synthetic: %s", key) : SS_OK;
     double *dst = !strcmp(key, "rate") ? &g->rate : !strcmp(key, "duration") ? &g->duration_s
                 : !strcmp(key, "cv") ? &g->cv : NULL;
     if (!dst)
         return ss_err(eb, SS_EPARSE, "synthetic: unknown key '%s' (known: rate, duration, "
-                      "requests, arrival, cv, prompt, output, seed)", key);
+                      "requests, arrival, cv, prompt, output, seed, %s)", key,
+                      trace_gen_prefix_keys);
     if (ss_parse_doublez(val, &d) || !(d > 0))
         return ss_err(eb, SS_EPARSE, "synthetic: %s: expected a positive number, got '%s'", key,
                       val);
@@ -45,8 +49,10 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
 
 /* Parse a synthetic workload spec: space-separated KEY=VALUE with rate (req/s, required),
  * duration (s) or requests (count), arrival (poisson|gamma), cv, prompt and output (length
- * distributions as for slicesim trace gen; default: the Azure conversation quantiles) and
- * seed (default: derived by the workload from the run seed). 0 or SS_EPARSE. */
+ * distributions as for slicesim trace gen; default: the Azure conversation quantiles), seed
+ * (default: derived by the workload from the run seed) and the prefix-identity keys of
+ * trace_gen_spec_set (groups, system, group_zipf, turns, think, max_context). 0 or
+ * SS_EPARSE / SS_EINVAL. */
 static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
 {
     memset(g, 0, sizeof *g);
@@ -74,7 +80,9 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
         rc = ss_err(eb, SS_EPARSE, "synthetic: rate=R (requests/s) is required");
     if (!rc && !g->n_requests && !(g->duration_s > 0))
         rc = ss_err(eb, SS_EPARSE, "synthetic: needs duration=S or requests=N");
-    return rc ? rc : trace_gen_spec_check(g, eb);
+    if (!rc && (rc = trace_gen_spec_check(g, eb)))
+        ss_err_prefix(eb, rc, "synthetic");
+    return rc;
 }
 
 /* ---- tenants ----------------------------------------------------------------------------- */
