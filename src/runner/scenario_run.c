@@ -14,35 +14,34 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
 {
     double d;
     int64_t n;
-    if (!strcmp(key, "prompt"))
-        return trace_len_dist_parse(&g->prompt, val, eb);
-    if (!strcmp(key, "output"))
-        return trace_len_dist_parse(&g->output, val, eb);
+    int rc = SS_ENOTFOUND;
+    if (!strcmp(key, "prompt") || !strcmp(key, "output"))
+        rc = trace_len_dist_parse(key[0] == 'p' ? &g->prompt : &g->output, val, eb);
+    else
+        rc = trace_gen_spec_set(g, key, val, eb);
+    if (rc != SS_ENOTFOUND)
+        return rc ? ss_err_prefix(eb, rc, "%s", key) : SS_OK;
     if (!strcmp(key, "arrival")) {
         if (strcmp(val, "poisson") && strcmp(val, "gamma"))
-            return ss_err(eb, SS_EPARSE, "synthetic: arrival: expected poisson or gamma, got '%s'",
+            return ss_err(eb, SS_EPARSE, "arrival: expected poisson or gamma, got '%s'",
                           val);
         g->arrival = strcmp(val, "gamma") ? TRACE_ARRIVAL_POISSON : TRACE_ARRIVAL_GAMMA;
         return SS_OK;
     }
     if (!strcmp(key, "requests") || !strcmp(key, "seed")) {
         if (ss_parse_i64z(val, &n) || n < 0)
-            return ss_err(eb, SS_EPARSE, "synthetic: %s: not a count: '%s'", key, val);
+            return ss_err(eb, SS_EPARSE, "%s: not a count: '%s'", key, val);
         *(!strcmp(key, "seed") ? &g->seed : &g->n_requests) = (uint64_t)n;
         return SS_OK;
     }
-    int rc = trace_gen_spec_set(g, key, val, eb);
-    if (rc != SS_ENOTFOUND)
-        return rc ? ss_err_prefix(eb, rc, "synthetic: %s", key) : SS_OK;
     double *dst = !strcmp(key, "rate") ? &g->rate : !strcmp(key, "duration") ? &g->duration_s
                 : !strcmp(key, "cv") ? &g->cv : NULL;
     if (!dst)
-        return ss_err(eb, SS_EPARSE, "synthetic: unknown key '%s' (known: rate, duration, "
+        return ss_err(eb, SS_EPARSE, "unknown key '%s' (known: rate, duration, "
                       "requests, arrival, cv, prompt, output, seed, %s)", key,
                       trace_gen_prefix_keys);
     if (ss_parse_doublez(val, &d) || !(d > 0))
-        return ss_err(eb, SS_EPARSE, "synthetic: %s: expected a positive number, got '%s'", key,
-                      val);
+        return ss_err(eb, SS_EPARSE, "%s: expected a positive number, got '%s'", key, val);
     *dst = d;
     return SS_OK;
 }
@@ -51,8 +50,8 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
  * duration (s) or requests (count), arrival (poisson|gamma), cv, prompt and output (length
  * distributions as for slicesim trace gen; default: the Azure conversation quantiles), seed
  * (default: derived by the workload from the run seed) and the prefix-identity keys of
- * trace_gen_spec_set (groups, system, group_zipf, turns, think, max_context). 0 or
- * SS_EPARSE / SS_EINVAL. */
+ * trace_gen_spec_set (groups, system, group_zipf, turns, think, max_context). 0, or
+ * SS_EPARSE / SS_EINVAL with "KEY: what is wrong" in eb (the caller says where the spec was). */
 static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
 {
     memset(g, 0, sizeof *g);
@@ -64,7 +63,7 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
     for (const char *p = text; !rc && *p;) {
         size_t n = strcspn(p, " \t");
         if (n >= sizeof item)
-            return ss_err(eb, SS_EPARSE, "synthetic: item too long");
+            return ss_err(eb, SS_EPARSE, "item too long");
         memcpy(item, p, n);
         item[n] = '\0';
         p += n + strspn(p + n, " \t");
@@ -72,17 +71,15 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
             continue;
         char *eq = strchr(item, '=');
         if (!eq)
-            return ss_err(eb, SS_EPARSE, "synthetic: expected KEY=VALUE, got '%s'", item);
+            return ss_err(eb, SS_EPARSE, "expected KEY=VALUE, got '%s'", item);
         *eq = '\0';
         rc = synth_kv(g, item, eq + 1, eb);
     }
     if (!rc && g->rate <= 0)
-        rc = ss_err(eb, SS_EPARSE, "synthetic: rate=R (requests/s) is required");
+        rc = ss_err(eb, SS_EPARSE, "rate=R (requests/s) is required");
     if (!rc && !g->n_requests && !(g->duration_s > 0))
-        rc = ss_err(eb, SS_EPARSE, "synthetic: needs duration=S or requests=N");
-    if (!rc && (rc = trace_gen_spec_check(g, eb)))
-        ss_err_prefix(eb, rc, "synthetic");
-    return rc;
+        rc = ss_err(eb, SS_EPARSE, "needs duration=S or requests=N");
+    return rc ? rc : trace_gen_spec_check(g, eb);
 }
 
 /* ---- tenants ----------------------------------------------------------------------------- */
@@ -125,6 +122,12 @@ static int make_spec(runner__config *r, const scn_scenario *sc, uint32_t i, ss_e
     int rc = SS_OK;
     if (st->synthetic[0] && (rc = parse_synthetic(&r->synth[i], st->synthetic, eb)) == SS_OK)
         w->synth = &r->synth[i];
+    if (rc) { /* "FILE:LINE: tenant.NAME.synthetic: KEY: ..." */
+        char key[SCN_NAME_MAX + 32], where[SCN_PATH_MAX + 128];
+        snprintf(key, sizeof key, "tenant.%s.synthetic", st->name);
+        scn_key_where(sc, key, where, sizeof where);
+        return ss_err_prefix(eb, rc, "%s", where);
+    }
     if (!rc)
         rc = wl_tier_mix_make(&w->tiers, st->tier_mix[0] ? st->tier_mix : "uniform",
                               st->tiers ? st->tiers : 1, st->tier_alpha > 0 ? st->tier_alpha : 1,

@@ -271,9 +271,11 @@ static int check_turns(const trace_gen_spec *s, ss_errbuf *eb)
     }
     if (!multi_turn(s) && s->think_s != 0)
         return ss_err(eb, SS_EINVAL, "think: needs turns that can exceed 1");
-    if (multi_turn(s) && !(s->think_s > 0 && s->think_s <= 1e6))
+    if (multi_turn(s) && s->think_s == 0)
         return ss_err(eb, SS_EINVAL, "think: turns can exceed 1, so a mean think time in "
-                      "(0, 1e6] s is needed, got %g", s->think_s);
+                      "(0, 1e6] s is needed");
+    if (multi_turn(s) && !(s->think_s > 0 && s->think_s <= 1e6))
+        return ss_err(eb, SS_EINVAL, "think: must be in (0, 1e6] s, got %g", s->think_s);
     if (s->max_context > TRACE_MAX_TOKENS)
         return ss_err(eb, SS_EINVAL, "max_context: must be in [1, %d] tokens, got %" PRIu32,
                       TRACE_MAX_TOKENS, s->max_context);

@@ -541,6 +541,9 @@ static void test_bad_input(void **state)
     s.max_context = 0;
     s.group_zipf = NAN;
     expect_check_error(s, "group_zipf: must be in [0, 100]");
+    s = spec_of(10, 0, 1, "turns", "fixed:2", NULL);
+    s.think_s = -1;
+    expect_check_error(s, "think: must be in (0, 1e6] s, got -1");
     tu_assert_no_leaks();
 }
 
