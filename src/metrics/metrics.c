@@ -175,6 +175,7 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     }
     out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
     out->prefix = g->prefix;
+    out->kvpool = g->kvpool;
     const metrics_prefix *p = &g->prefix;
     out->prefix_hit_rate = p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
     out->prefix_block_hit_rate =
@@ -206,6 +207,32 @@ void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, ui
     if (tenant < m->n_tenants)
         add_prefix(&m->tenants[tenant].prefix, first, prompt, query_blocks, hit_blocks,
                    hit_tokens);
+}
+
+static void add_kvpool(metrics_kvpool *p, uint32_t gpu, const uint32_t tb[3], int loaded,
+                       uint64_t bytes, ss_time ns)
+{
+    p->lookups++;
+    p->gpu_blocks += gpu;
+    if (loaded) {
+        p->cpu_blocks += tb[0];
+        p->ssd_blocks += tb[1];
+        p->remote_blocks += tb[2];
+        p->loads++;
+        p->load_bytes += bytes;
+        p->load_ns += ns;
+    } else {
+        p->recomputes++;
+        p->recompute_blocks += (uint64_t)tb[0] + tb[1] + tb[2];
+    }
+}
+
+void metrics_add_kvpool(metrics *m, uint16_t tenant, uint32_t gpu, const uint32_t tier_blocks[3],
+                        int loaded, uint64_t load_bytes, ss_time load_ns)
+{
+    add_kvpool(&m->all.kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
+    if (tenant < m->n_tenants)
+        add_kvpool(&m->tenants[tenant].kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
 }
 
 static const char *const reject_names[METRICS_REJ__COUNT][2] = {
