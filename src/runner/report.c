@@ -52,6 +52,8 @@ static void json_group(FILE *f, const metrics_group_summary *g)
 
 static void json_prefix_group(FILE *f, const metrics_group_summary *s);
 
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak);
+
 static void json_tenants(FILE *f, const gsim *g, double window_s)
 {
     const metrics *m = gsim_metrics(g);
@@ -69,6 +71,10 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         if (gsim_graph(g)->prefix_cache) {
             fputs(", \"prefix_cache\": ", f);
             json_prefix_group(f, &s);
+        }
+        if (gsim_graph(g)->kvp) {
+            fputs(", \"kvpool\": ", f);
+            json_kvpool_group(f, &s.kvpool, NULL);
         }
         fputc('}', f);
     }
@@ -137,6 +143,25 @@ static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metri
             m->moved_gpu_s[0], m->moved_gpu_s[1], m->moved_gpu_s[2], m->moved_gpu_s[3]);
 }
 
+/* The KV pool's counters of a group; the run's also its tiers' peak occupancy (peak: NULL
+ * for a tenant). */
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak)
+{
+    fprintf(f, "{\"lookups\": %" PRIu64 ", \"gpu_blocks\": %" PRIu64 ", \"cpu_blocks\": %" PRIu64
+               ", \"ssd_blocks\": %" PRIu64 ", \"remote_blocks\": %" PRIu64 ", \"loads\": %" PRIu64
+               ", \"load_bytes\": %" PRIu64 ", \"load_s\": %.9f, \"recomputes\": %" PRIu64
+               ", \"recompute_blocks\": %" PRIu64 ", \"offload_blocks\": %" PRIu64
+               ", \"offload_bytes\": %" PRIu64 ", \"demotions\": %" PRIu64
+               ", \"evictions\": %" PRIu64, p->lookups, p->gpu_blocks, p->cpu_blocks,
+            p->ssd_blocks, p->remote_blocks, p->loads, p->load_bytes, ss_time_to_s(p->load_ns),
+            p->recomputes, p->recompute_blocks, p->offload_blocks, p->offload_bytes, p->demotions,
+            p->evictions);
+    if (peak)
+        fprintf(f, ", \"cpu_peak_bytes\": %" PRIu64 ", \"ssd_peak_bytes\": %" PRIu64, peak[0],
+                peak[1]);
+    fputc('}', f);
+}
+
 static void json_prefix_group(FILE *f, const metrics_group_summary *s)
 {
     const metrics_prefix *p = &s->prefix;
@@ -155,6 +180,10 @@ static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
         return;
     fputs(", \"prefix_cache\": ", f);
     json_prefix_group(f, &m->all);
+    if (!gsim_graph(g)->kvp)
+        return;
+    fputs(", \"kvpool\": ", f);
+    json_kvpool_group(f, &m->all.kvpool, gsim_metrics(g)->kvpool_peak);
 }
 
 void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
@@ -326,6 +355,19 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                    "), %.1f %% of blocks; %" PRIu64 " prefill tokens saved; %" PRIu64
                    " blocks evicted\n", 100 * a->prefix_hit_rate, p->hit_tokens, p->query_tokens,
                 100 * a->prefix_block_hit_rate, p->saved_tokens, p->evictions);
+    }
+    if (gsim_graph(g)->kvp) {
+        const metrics_kvpool *k = &a->kvpool;
+        const uint64_t *peak = gsim_metrics(g)->kvpool_peak;
+        fprintf(f, "  KV pool: loaded %" PRIu64 " blocks (CPU %" PRIu64 ", SSD %" PRIu64
+                   ", remote %" PRIu64 "; %.2f GiB in %.3f s) for %" PRIu64 " requests, %" PRIu64
+                   " recomputed instead; offloaded %" PRIu64 " blocks (%.2f GiB), %" PRIu64
+                   " dropped; peak CPU %.2f GiB, SSD %.2f GiB\n",
+                k->cpu_blocks + k->ssd_blocks + k->remote_blocks, k->cpu_blocks, k->ssd_blocks,
+                k->remote_blocks, (double)k->load_bytes / 1073741824.0, ss_time_to_s(k->load_ns),
+                k->loads, k->recomputes, k->offload_blocks,
+                (double)k->offload_bytes / 1073741824.0, k->evictions,
+                (double)peak[0] / 1073741824.0, (double)peak[1] / 1073741824.0);
     }
     table_slices(f, g, m);
     table_ops(f, g, m);
