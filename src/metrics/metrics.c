@@ -307,6 +307,8 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->sim_s = ss_time_to_s(sim_end);
     out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
     out->arrival_window_s = metrics_arrival_window_s(m);
+    out->kvpool_peak[0] = m->kvpool_peak[0];
+    out->kvpool_peak[1] = m->kvpool_peak[1];
     metrics_summarize_group(&m->all, out->window_s, &out->all);
     metrics_summarize_window(m, &m->all, &out->all);
     out->requests = m->arrived;

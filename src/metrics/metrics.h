@@ -231,6 +231,7 @@ typedef struct metrics_summary {
     double window_s;              /* measurement window: warm-up end to the last completion, s */
     double arrival_window_s;      /* the arrival window: warm-up end to the last arrival, s; the
                                      same for every policy at the same trace and load */
+    uint64_t kvpool_peak[2];      /* the KV pool's peak CPU and SSD occupancy, bytes */
 } metrics_summary;
 
 /* Prepare m for n_tenants tenants, measuring requests that arrive at or after measure_from.

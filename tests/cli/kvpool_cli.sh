@@ -1,7 +1,7 @@
 #!/bin/bash
 # CLI tests of the KV pool below the prefix caches: a scenario's [kvpool] section and --set
 # kvpool.KEY=VALUE turn it on, the table's "KV pool:" line and the JSON's kvpool objects (the
-# run's and each tenant's) carry its counters, a pool off leaves the output as it was, and bad
+# run's and each tenant's) and the database's kvpool_* columns carry its counters, a pool off leaves the output as it was, and bad
 # values exit 2 with one line naming the file, line and key: a CPU tier larger than the node's
 # host memory, a zero or negative bandwidth, an unknown scope, an SSD tier without a CPU tier.
 set -u
@@ -54,6 +54,15 @@ grep -Eq "^  KV pool: loaded [1-9][0-9]* blocks \(CPU [1-9][0-9]*, SSD 0, remote
 grep -Eq '"kvpool": \{"lookups": [1-9][0-9]*, "gpu_blocks": [0-9]+, "cpu_blocks": [1-9][0-9]*, .*"cpu_peak_bytes": [1-9][0-9]*, "ssd_peak_bytes": 0\}' on.json ||
     fail "run's kvpool JSON: $(cat on.json)"
 grep -Eq '"tenants": \[\{"name": "chat".*"kvpool": \{"lookups": [1-9]' on.json || fail "tenant's kvpool JSON"
+# the database: summary and tenant columns, the peak, 0 with the pool off
+"$S" replay -c exp.ini --db r.db --set kvpool.cpu_gib=16 >/dev/null || fail "db"
+"$S" replay -c exp.ini --db r.db >/dev/null || fail "db off"
+[ "$(sql r.db 'SELECT kvpool_loads > 0 AND kvpool_cpu_blocks > 0 AND kvpool_cpu_peak_bytes > 0 AND kvpool_ssd_peak_bytes = 0 FROM summary WHERE run_id = 1')" = 1 ] ||
+    fail "summary kvpool columns"
+[ "$(sql r.db 'SELECT s.kvpool_cpu_blocks = t.kvpool_cpu_blocks FROM summary s JOIN tenants t USING (run_id) WHERE run_id = 1')" = 1 ] ||
+    fail "tenants kvpool columns"
+[ "$(sql r.db 'SELECT kvpool_lookups + kvpool_offload_blocks + kvpool_cpu_peak_bytes FROM summary WHERE run_id = 2')" = 0 ] ||
+    fail "kvpool columns with the pool off"
 # more prompt tokens hit with the pool than without
 hit() { sed -n 's/.*"prefix_cache": {"hit_rate": \([0-9.]*\).*/\1/p' "$1" | head -1; }
 awk -v a="$(hit off.json)" -v b="$(hit on.json)" 'BEGIN { exit !(b > a) }' ||

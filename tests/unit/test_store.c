@@ -213,6 +213,22 @@ static void test_upgrades_schema_1(void **state)
         "ALTER TABLE summary DROP COLUMN window_output_tokens_per_s;"
         "ALTER TABLE summary DROP COLUMN window_goodput_tokens_per_s;"
         "ALTER TABLE summary DROP COLUMN arrival_window_s;"
+        "ALTER TABLE summary DROP COLUMN kvpool_lookups;"
+        "ALTER TABLE summary DROP COLUMN kvpool_gpu_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_cpu_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_ssd_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_remote_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_loads;"
+        "ALTER TABLE summary DROP COLUMN kvpool_load_bytes;"
+        "ALTER TABLE summary DROP COLUMN kvpool_load_s;"
+        "ALTER TABLE summary DROP COLUMN kvpool_recomputes;"
+        "ALTER TABLE summary DROP COLUMN kvpool_recompute_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_offload_blocks;"
+        "ALTER TABLE summary DROP COLUMN kvpool_offload_bytes;"
+        "ALTER TABLE summary DROP COLUMN kvpool_demotions;"
+        "ALTER TABLE summary DROP COLUMN kvpool_evictions;"
+        "ALTER TABLE summary DROP COLUMN kvpool_cpu_peak_bytes;"
+        "ALTER TABLE summary DROP COLUMN kvpool_ssd_peak_bytes;"
         "PRAGMA user_version = 1;";
     assert_int_equal(sqlite3_exec(db, downgrade, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -231,6 +247,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fits"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE kvpool_loads = 0 AND "
+                                      "kvpool_cpu_peak_bytes = 0"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
                      tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
