@@ -13,7 +13,7 @@
 static const char *state_name(uint8_t st)
 {
     static const char *const names[] = {"free", "waiting", "running", "swapped", "migrating",
-                                        "offloaded", "done", "rejected"};
+                                        "offloaded", "loading", "done", "rejected"};
     return st < sizeof names / sizeof *names ? names[st] : "invalid";
 }
 
@@ -113,6 +113,7 @@ static int check_container(const gmg *g, const gmg_container *c, int full, int d
         held += c->pc->n_held;
     }
     held += (uint64_t)c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded +
+            c->blocks_loading +
             c->blocks_staged;
     if (held + c->blocks_free != c->blocks_total)
         return ss_err(eb, SS_ECHECK, "container %u: %llu held (reserved and in transit included) "
@@ -165,7 +166,8 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
             return ss_err(eb, SS_ECHECK, "request %llu (slot %u): state %s, container %u: not a "
                           "request in flight", (unsigned long long)q->trace_id, r,
                           state_name(q->state), q->container);
-        int rc = q->state == GMG_REQ_MIGRATING || q->state == GMG_REQ_OFFLOADED
+        int rc = q->state == GMG_REQ_MIGRATING || q->state == GMG_REQ_OFFLOADED ||
+                         q->state == GMG_REQ_LOADING
                      ? check_tokens(q, r, eb) /* those in lists were checked there */
                      : SS_OK;
         if (rc)
@@ -180,7 +182,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (n_free != by_state[GMG_REQ_FREE] || g->n_slots - n_free != g->in_flight)
         return ss_err(eb, SS_ECHECK, "%u slots: %u free (%u on the free list), %u in flight "
                       "counted", g->n_slots, by_state[GMG_REQ_FREE], n_free, g->in_flight);
-    uint64_t listed[3] = {0}, offloaded = 0;
+    uint64_t listed[3] = {0}, offloaded = 0, loading = 0;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         if (g->ctrs[i].frozen) /* its requests stayed behind */
             continue;
@@ -188,6 +190,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
         listed[1] += g->ctrs[i].running.n;
         listed[2] += g->ctrs[i].swapped.n;
         offloaded += g->ctrs[i].n_offloaded;
+        loading += g->ctrs[i].n_loading;
     }
     static const uint8_t st[3] = {GMG_REQ_WAITING, GMG_REQ_RUNNING, GMG_REQ_SWAPPED};
     for (int k = 0; k < 3; k++)
@@ -198,6 +201,10 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (by_state[GMG_REQ_OFFLOADED] != offloaded)
         return ss_err(eb, SS_ECHECK, "%u requests are offloaded but the containers count %llu",
                       by_state[GMG_REQ_OFFLOADED], (unsigned long long)offloaded);
+    if (by_state[GMG_REQ_LOADING] != loading)
+        return ss_err(eb, SS_ECHECK, "%u requests are loading from the KV pool but the "
+                      "containers count %llu", by_state[GMG_REQ_LOADING],
+                      (unsigned long long)loading);
     return SS_OK;
 }
 
@@ -212,6 +219,11 @@ static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
     }
     for (uint32_t i = 0; i < g->n_gpus; i++) {
         int rc = check_gpu(&g->gpus[i], eb);
+        if (rc)
+            return rc;
+    }
+    if (g->kvp) {
+        int rc = gmg__kvp_check(g, deep, eb);
         if (rc)
             return rc;
     }

@@ -20,6 +20,7 @@ static const struct { const char *name, *target; } ev_names[EV__COUNT] = {
     [EV_CLUSTER_TICK] = {"CLUSTER_TICK", NULL}, [EV_CTR_READY] = {"CTR_READY", "container"},
     [EV_MIG_STAGE] = {"MIG_STAGE", "migration"}, [EV_GUEST] = {"GUEST", "offload"},
     [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_PLACE_TICK] = {"PLACE_TICK", NULL},
+    [EV_KV_LOADED] = {"KV_LOADED", "request slot"},
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -264,6 +265,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
+    if (!rc)
+        rc = gs_kvp_create(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");
     if (!rc) {
@@ -275,6 +278,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_GUEST, gs_on_guest);
         des_handler_set(s->des, EV_OFFLOAD_DONE, gs_on_offload_done);
         des_handler_set(s->des, EV_PLACE_TICK, gs_on_place_tick);
+        des_handler_set(s->des, EV_KV_LOADED, gs_on_kv_loaded);
         *out = s;
         return SS_OK;
     }
@@ -428,6 +432,7 @@ int gsim_finish(gsim *s)
             s->m.tenants[c->tenant].prefix.evictions += c->pc->evictions;
         s->cs[i].prefix.evictions = c->pc->evictions;
     }
+    gs_kvp_finish(s);
     int rc = s->rc;
     if (!rc && s->m.oom)
         rc = ss_err(s->eb, SS_ENOMEM, "metrics: out of memory");

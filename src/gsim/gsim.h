@@ -39,6 +39,21 @@ typedef struct gsim_tenant {
     gsim_sla sla[SS_MAX_TIERS];
 } gsim_tenant;
 
+/* The KV pool below the prefix caches (gsim_kvpool.c; README "Prefix caching"): a block a
+ * GPU cache evicts goes to its node's CPU tier, then its SSD tier; a request whose chain goes
+ * on past its GPU-cache match loads the blocks found there when that is quicker than computing
+ * them. Off (every field 0) by default. */
+typedef struct gsim_kvpool_cfg {
+    double cpu_bytes;       /* CPU DRAM tier per node, bytes (0: no pool) */
+    double cpu_bw;          /* host link per GPU and direction, bytes/s (0: the GPU's pcie_bw) */
+    double cpu_latency_s;   /* per load over the host link, s */
+    double ssd_bytes;       /* SSD tier per node, bytes (0: none) */
+    double ssd_bw;          /* a node's SSD read bandwidth, bytes/s (> 0 with an SSD tier) */
+    double ssd_latency_s;   /* per load from an SSD, s */
+    int cluster;            /* 1: one pool over every node's tiers (a block on another node
+                               comes over the network); 0: each node's pool serves its GPUs */
+} gsim_kvpool_cfg;
+
 typedef struct gsim_config {
     const gsim_tenant *tenants; /* borrowed; n_tenants of them. When n_tenants is 0, one tenant
                                    "default" is made from model, tp, pp and replicas, no SLA */
@@ -84,6 +99,7 @@ typedef struct gsim_config {
     double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
                                    many times its alone time (>= 1) */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
+    gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
 } gsim_config;
 
 /* Automatic prefix caching (vLLM's default). */

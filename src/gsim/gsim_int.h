@@ -9,6 +9,7 @@
  *   gsim_migrate.c  live migration (Llumnix);
  *   gsim_fork.c     what-if forks;
  *   gsim_ceiling.c  the prefix-caching ceiling (an unbounded cache per tenant).
+ *   gsim_kvpool.c   the KV pool below the prefix caches: lookups, loads, their completion.
  * Functions shared between the modules carry the prefix gs_. */
 #ifndef SS_GSIM_GSIM_INT_H
 #define SS_GSIM_GSIM_INT_H
@@ -23,6 +24,7 @@ enum {
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
     EV_PLACE_TICK = 8,   /* the placement policy decides */
+    EV_KV_LOADED = 9,    /* a request's blocks have loaded from the KV pool */
     EV__COUNT
 };
 
@@ -158,6 +160,8 @@ struct gsim {
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
     void *whatif_ud;             /* each request that ends there */
+    uint32_t kvp_parked;         /* requests of the decision being applied that went to load
+                                    from the KV pool instead of joining its batch */
 };
 
 /* ---- shared between the modules --------------------------------------------------------- */
@@ -222,6 +226,21 @@ void gs_maybe_abort_migration(gsim *s, gmg_req *q);
 void gs_mig_begin_final(gsim *s, gmg_id mid);
 void gs_on_mig_stage(des_engine *e, des_event *ev, void *ctx);
 void gs_start_migration(gsim *s, const pol_migration *pm);
+/* gsim_kvpool.c */
+int gs_kvp_create(gsim *s, ss_errbuf *eb);
+/* Request r, just admitted on c with the first h blocks of its chain from the GPU cache and
+ * q_tok query tokens (holding at least `hold` blocks) granted by the policy: when the pool
+ * holds the chain's next blocks and loading them is quicker than computing them, r leaves the
+ * batch to load them (1); else 0 and nothing changed. Records the lookup. */
+int gs_kvp_admit(gsim *s, gmg_container *c, gmg_id r, uint32_t h, uint32_t q_tok, uint32_t hold);
+/* Time to load, onto c's GPUs, n[i] blocks from each source (own CPU tier, own SSD tier,
+ * another node's CPU tier, another node's SSD tier), one source after the other. */
+ss_time gs_kvp_load_ns(const gsim *s, const gmg_container *c, const uint32_t n[4]);
+void gs_on_kv_loaded(des_engine *e, des_event *ev, void *ctx);
+/* A fork schedules the loads in flight of the containers with in_set[id]. 0 or SS_ENOMEM. */
+int gs_kvp_fork_events(gsim *f, const uint8_t *in_set);
+/* Fold the pool's counters into the run's metrics (at the end of a run; not in a fork). */
+void gs_kvp_finish(gsim *s);
 /* gsim_place.c */
 int gs_place_create(gsim *s, ss_errbuf *eb);
 void gs_place_destroy(gsim *s);

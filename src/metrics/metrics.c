@@ -175,6 +175,7 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     }
     out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
     out->prefix = g->prefix;
+    out->kvpool = g->kvpool;
     out->prefix_hit_rate = metrics_prefix_hit_rate(&g->prefix);
     out->prefix_block_hit_rate = metrics_prefix_block_hit_rate(&g->prefix);
     out->prefix_ceiling_hit_rate = metrics_prefix_ceiling_rate(&g->prefix);
@@ -220,6 +221,32 @@ void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first,
     metrics_prefix_add(&m->all.prefix, first, l);
     if (tenant < m->n_tenants)
         metrics_prefix_add(&m->tenants[tenant].prefix, first, l);
+}
+
+static void add_kvpool(metrics_kvpool *p, uint32_t gpu, const uint32_t tb[3], int loaded,
+                       uint64_t bytes, ss_time ns)
+{
+    p->lookups++;
+    p->gpu_blocks += gpu;
+    if (loaded) {
+        p->cpu_blocks += tb[0];
+        p->ssd_blocks += tb[1];
+        p->remote_blocks += tb[2];
+        p->loads++;
+        p->load_bytes += bytes;
+        p->load_ns += ns;
+    } else {
+        p->recomputes++;
+        p->recompute_blocks += (uint64_t)tb[0] + tb[1] + tb[2];
+    }
+}
+
+void metrics_add_kvpool(metrics *m, uint16_t tenant, uint32_t gpu, const uint32_t tier_blocks[3],
+                        int loaded, uint64_t load_bytes, ss_time load_ns)
+{
+    add_kvpool(&m->all.kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
+    if (tenant < m->n_tenants)
+        add_kvpool(&m->tenants[tenant].kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
 }
 
 static const char *const reject_names[METRICS_REJ__COUNT][2] = {
@@ -294,6 +321,8 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->sim_s = ss_time_to_s(sim_end);
     out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
     out->arrival_window_s = metrics_arrival_window_s(m);
+    out->kvpool_peak[0] = m->kvpool_peak[0];
+    out->kvpool_peak[1] = m->kvpool_peak[1];
     metrics_summarize_group(&m->all, out->window_s, &out->all);
     metrics_summarize_window(m, &m->all, &out->all);
     out->requests = m->arrived;

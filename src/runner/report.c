@@ -53,6 +53,8 @@ static void json_group(FILE *f, const metrics_group_summary *g)
 static void json_prefix_group(FILE *f, const metrics_group_summary *s);
 static void instance_rates(const gsim *g, uint32_t t, uint32_t *n_out, double out[3]);
 
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak);
+
 static void json_tenants(FILE *f, const gsim *g, double window_s)
 {
     const metrics *m = gsim_metrics(g);
@@ -75,6 +77,10 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
             json_prefix_group(f, &s);
             fprintf(f, ", \"instance_hit_rate\": {\"instances\": %u, \"min\": %.6f, "
                        "\"mean\": %.6f, \"max\": %.6f}}", n, rate[0], rate[1], rate[2]);
+        }
+        if (gsim_graph(g)->kvp) {
+            fputs(", \"kvpool\": ", f);
+            json_kvpool_group(f, &s.kvpool, NULL);
         }
         fputc('}', f);
     }
@@ -143,6 +149,25 @@ static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metri
             m->moved_gpu_s[0], m->moved_gpu_s[1], m->moved_gpu_s[2], m->moved_gpu_s[3]);
 }
 
+/* The KV pool's counters of a group; the run's also its tiers' peak occupancy (peak: NULL
+ * for a tenant). */
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak)
+{
+    fprintf(f, "{\"lookups\": %" PRIu64 ", \"gpu_blocks\": %" PRIu64 ", \"cpu_blocks\": %" PRIu64
+               ", \"ssd_blocks\": %" PRIu64 ", \"remote_blocks\": %" PRIu64 ", \"loads\": %" PRIu64
+               ", \"load_bytes\": %" PRIu64 ", \"load_s\": %.9f, \"recomputes\": %" PRIu64
+               ", \"recompute_blocks\": %" PRIu64 ", \"offload_blocks\": %" PRIu64
+               ", \"offload_bytes\": %" PRIu64 ", \"demotions\": %" PRIu64
+               ", \"evictions\": %" PRIu64, p->lookups, p->gpu_blocks, p->cpu_blocks,
+            p->ssd_blocks, p->remote_blocks, p->loads, p->load_bytes, ss_time_to_s(p->load_ns),
+            p->recomputes, p->recompute_blocks, p->offload_blocks, p->offload_bytes, p->demotions,
+            p->evictions);
+    if (peak)
+        fprintf(f, ", \"cpu_peak_bytes\": %" PRIu64 ", \"ssd_peak_bytes\": %" PRIu64, peak[0],
+                peak[1]);
+    fputc('}', f);
+}
+
 /* The counters of one set of lookups (a group's or an instance's), without braces. */
 static void json_prefix_counts(FILE *f, const metrics_prefix *p)
 {
@@ -206,6 +231,10 @@ static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
         fputc('}', f);
     }
     fputs("]}", f);
+    if (!gsim_graph(g)->kvp)
+        return;
+    fputs(", \"kvpool\": ", f);
+    json_kvpool_group(f, &m->all.kvpool, gsim_metrics(g)->kvpool_peak);
 }
 
 void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
@@ -400,6 +429,19 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                    "allowed them when applied)\n", m->advice_declined);
     if (gsim_graph(g)->prefix_cache)
         table_prefix(f, g, m);
+    if (gsim_graph(g)->kvp) {
+        const metrics_kvpool *k = &a->kvpool;
+        const uint64_t *peak = gsim_metrics(g)->kvpool_peak;
+        fprintf(f, "  KV pool: loaded %" PRIu64 " blocks (CPU %" PRIu64 ", SSD %" PRIu64
+                   ", remote %" PRIu64 "; %.2f GiB in %.3f s) for %" PRIu64 " requests, %" PRIu64
+                   " recomputed instead; offloaded %" PRIu64 " blocks (%.2f GiB), %" PRIu64
+                   " dropped; peak CPU %.2f GiB, SSD %.2f GiB\n",
+                k->cpu_blocks + k->ssd_blocks + k->remote_blocks, k->cpu_blocks, k->ssd_blocks,
+                k->remote_blocks, (double)k->load_bytes / 1073741824.0, ss_time_to_s(k->load_ns),
+                k->loads, k->recomputes, k->offload_blocks,
+                (double)k->offload_bytes / 1073741824.0, k->evictions,
+                (double)peak[0] / 1073741824.0, (double)peak[1] / 1073741824.0);
+    }
     table_slices(f, g, m);
     table_ops(f, g, m);
     fprintf(f, "  simulated %.1f s in %.3f s wall (%" PRIu64 " events, %.2f M events/s; %" PRIu64

@@ -177,6 +177,32 @@ static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_mode
                   m->name);
 }
 
+/* [kvpool] into the simulator's terms; a CPU tier larger than a node's host memory (as the
+ * GPU profile gives it) is refused, named where the scenario set it. */
+static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu *gpu,
+                       ss_errbuf *eb)
+{
+    const scn_kvpool *p = &sc->kvpool;
+    memset(k, 0, sizeof *k);
+    if (!(p->cpu_gib > 0))
+        return SS_OK;
+    double gib = 1073741824.0;
+    if (gpu->host_mem_bytes > 0 && p->cpu_gib * gib > gpu->host_mem_bytes) {
+        char w[SCN_PATH_MAX + 64];
+        scn_key_where(sc, "kvpool.cpu_gib", w, sizeof w);
+        return ss_err(eb, SS_EINVAL, "%s: %g GiB is more than the node's %g GiB of host memory "
+                      "(%s)", w, p->cpu_gib, gpu->host_mem_bytes / gib, gpu->path);
+    }
+    k->cpu_bytes = p->cpu_gib * gib;
+    k->cpu_bw = p->cpu_gbps * 1e9;
+    k->cpu_latency_s = p->cpu_latency_us * 1e-6;
+    k->ssd_bytes = p->ssd_gib * gib;
+    k->ssd_bw = p->ssd_gbps * 1e9;
+    k->ssd_latency_s = p->ssd_latency_us * 1e-6;
+    k->cluster = !strcmp(p->scope, "cluster");
+    return SS_OK;
+}
+
 static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
@@ -244,6 +270,8 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
     c->prefix_cache = !strcmp(sc->prefix_cache, "on")    ? GSIM_PREFIX_ON
                       : !strcmp(sc->prefix_cache, "off") ? GSIM_PREFIX_OFF
                                                          : GSIM_PREFIX_AUTO;
+    if ((rc = make_kvpool(&c->kvpool, sc, c->gpu, eb)))
+        return rc;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */
     c->model = r->tenants[0].model;
     c->engine = r->tenants[0].engine;

@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 
 typedef struct store store;
 

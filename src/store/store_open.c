@@ -27,7 +27,9 @@
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
  * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
  * each fit's per-stage comparison, fit_stages); version 12 throughput over the arrival window;
- * version 13 prefix caching per instance (the instances table) and its ceiling. */
+ * version 13 prefix caching per instance (the instances table) and its ceiling;
+ * version 14 the KV pool below the prefix caches (the summary's and tenants' kvpool_* columns,
+ * 0 with the pool off). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -218,6 +220,38 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"
            " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"
            " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+    /* version 14: the KV pool below the prefix caches, for the run and per tenant
+     * (KVPOOL_NAMES; 0 with the pool off), and the run's peak occupancy of its tiers */
+    [13] = "ALTER TABLE summary ADD COLUMN kvpool_lookups INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_gpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_cpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_ssd_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_remote_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_loads INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_load_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_load_s REAL DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_recomputes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_recompute_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_offload_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_offload_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_demotions INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_evictions INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_cpu_peak_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_ssd_peak_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_lookups INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_gpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_cpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_ssd_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_remote_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_loads INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_load_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_load_s REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_recomputes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_recompute_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_offload_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_offload_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_demotions INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_evictions INTEGER DEFAULT 0;"
            "PRAGMA user_version = 13;",
 };
 

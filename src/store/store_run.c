@@ -19,6 +19,14 @@
     " prefix_ceiling_hit_blocks, prefix_ceiling_hit_rate"
 #define PREFIX_VALUES "?,?,?,?,?,?,?,?,?"
 
+/* KV-pool columns of summary and tenants, in bind_kvpool order. */
+#define KVPOOL_NAMES                                                                               \
+    " kvpool_lookups, kvpool_gpu_blocks, kvpool_cpu_blocks, kvpool_ssd_blocks,"                   \
+    " kvpool_remote_blocks, kvpool_loads, kvpool_load_bytes, kvpool_load_s, kvpool_recomputes,"   \
+    " kvpool_recompute_blocks, kvpool_offload_blocks, kvpool_offload_bytes, kvpool_demotions,"    \
+    " kvpool_evictions"
+#define KVPOOL_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+
 #define GROUP_NAMES                                                                                \
     " requests, completed, rejected, truncated, preemptions, sla_violations, sla_violation_rate,"  \
     " prompt_tokens_per_s, output_tokens_per_s, requests_per_s, goodput_tokens_per_s,"            \
@@ -53,11 +61,12 @@ static const char *const stmt_sql[ST__N] = {
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
                " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
                " rejected_kv_blocks, rejected_preempted, rejected_other," PREFIX_NAMES ","
-               " arrival_window_s)"
+               " arrival_window_s," KVPOOL_NAMES ", kvpool_cpu_peak_bytes, kvpool_ssd_peak_bytes)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
-               "?,?,?,?,?," PREFIX_VALUES ",?)",
+               "?,?,?,?,?," PREFIX_VALUES ",?," KVPOOL_VALUES ",?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
-                  PREFIX_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES ")",
+                  PREFIX_NAMES "," KVPOOL_NAMES ") VALUES (?,?,?,?," GROUP_VALUES ","
+                  PREFIX_VALUES "," KVPOOL_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
@@ -317,6 +326,25 @@ int store_run_instance(store *s, uint32_t container, const char *tenant,
     return store__run_stmt(s, &b, eb, "inserting an instance row");
 }
 
+/* The KV-pool columns, in KVPOOL_NAMES order. */
+static void bind_kvpool(store__binder *b, const metrics_kvpool *p)
+{
+    store__b_int(b, (int64_t)p->lookups);
+    store__b_int(b, (int64_t)p->gpu_blocks);
+    store__b_int(b, (int64_t)p->cpu_blocks);
+    store__b_int(b, (int64_t)p->ssd_blocks);
+    store__b_int(b, (int64_t)p->remote_blocks);
+    store__b_int(b, (int64_t)p->loads);
+    store__b_int(b, (int64_t)p->load_bytes);
+    store__b_real(b, ss_time_to_s(p->load_ns));
+    store__b_int(b, (int64_t)p->recomputes);
+    store__b_int(b, (int64_t)p->recompute_blocks);
+    store__b_int(b, (int64_t)p->offload_blocks);
+    store__b_int(b, (int64_t)p->offload_bytes);
+    store__b_int(b, (int64_t)p->demotions);
+    store__b_int(b, (int64_t)p->evictions);
+}
+
 static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
                           ss_errbuf *eb)
 {
@@ -353,6 +381,9 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
         store__b_int(&b, (int64_t)m->all.rejected_why[r]);
     bind_prefix(&b, &m->all.prefix);
     store__b_real(&b, m->arrival_window_s);
+    bind_kvpool(&b, &m->all.kvpool);
+    store__b_int(&b, (int64_t)m->kvpool_peak[0]);
+    store__b_int(&b, (int64_t)m->kvpool_peak[1]);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);
@@ -369,6 +400,7 @@ int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t r
     store__b_int(&b, replicas);
     bind_group(&b, g);
     bind_prefix(&b, &g->prefix);
+    bind_kvpool(&b, &g->kvpool);
     return store__run_stmt(s, &b, eb, "inserting a tenant row");
 }
 

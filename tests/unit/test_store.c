@@ -170,6 +170,39 @@ static void test_refuses_foreign_and_newer(void **state)
     assert_null(s);
 }
 
+/* What version 14 added: the KV pool's columns. */
+#define V14_DOWN \
+    "ALTER TABLE summary DROP COLUMN kvpool_lookups;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_gpu_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_cpu_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_ssd_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_remote_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_loads;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_load_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_load_s;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_recomputes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_recompute_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_offload_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_offload_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_demotions;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_evictions;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_cpu_peak_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_ssd_peak_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_lookups;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_gpu_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_cpu_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_ssd_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_remote_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_loads;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_load_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_load_s;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_recomputes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_recompute_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_offload_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_offload_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_demotions;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_evictions;"
+
 /* What version 13 added: the instances table and the prefix-caching ceiling's columns. */
 #define V13_DOWN                                                                                   \
     "DROP TABLE instances;"                                                                        \
@@ -199,7 +232,7 @@ static void test_upgrades_schema_12(void **state)
         store_close(&s);
         sqlite3 *db;
         assert_int_equal(sqlite3_open(k ? ro : path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db, V13_DOWN "PRAGMA journal_mode = DELETE;"
+        assert_int_equal(sqlite3_exec(db, V14_DOWN V13_DOWN "PRAGMA journal_mode = DELETE;"
                                           "PRAGMA user_version = 12;", NULL, NULL, NULL),
                          SQLITE_OK);
         sqlite3_close(db);
@@ -227,7 +260,7 @@ static void test_upgrades_schema_12(void **state)
     write_run(s, 2, 1);
     store_close(&s);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 13);
+    assert_int_equal(STORE_SCHEMA_VERSION, 14);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 1 AND"
                                       " prefix_ceiling_hit_tokens = 0 AND"
@@ -255,7 +288,7 @@ static void test_upgrades_schema_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     static const char downgrade[] =
-        V13_DOWN
+        V14_DOWN V13_DOWN
         "DROP TABLE tenants; DROP TABLE tiers;"
         "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
         "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
@@ -319,6 +352,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fits"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE kvpool_loads = 0 AND "
+                                      "kvpool_cpu_peak_bytes = 0"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
                      tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
@@ -774,7 +809,7 @@ static void test_merge_reads_inputs_only(void **state)
                                       " ALTER TABLE tenants DROP COLUMN prefix_hit_blocks;"
                                       " ALTER TABLE tenants DROP COLUMN prefix_saved_tokens;"
                                       " ALTER TABLE tenants DROP COLUMN prefix_evictions;"
-                                      V13_DOWN
+                                      V14_DOWN V13_DOWN
                                       " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
