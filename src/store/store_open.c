@@ -220,6 +220,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"
            " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"
            " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+           "PRAGMA user_version = 13;",
     /* version 14: the KV pool below the prefix caches, for the run and per tenant
      * (KVPOOL_NAMES; 0 with the pool off), and the run's peak occupancy of its tiers */
     [13] = "ALTER TABLE summary ADD COLUMN kvpool_lookups INTEGER DEFAULT 0;"
@@ -252,7 +253,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tenants ADD COLUMN kvpool_offload_bytes INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kvpool_demotions INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kvpool_evictions INTEGER DEFAULT 0;"
-           "PRAGMA user_version = 13;",
+           "PRAGMA user_version = 14;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a
