@@ -18,20 +18,13 @@ SC=experiments/multitier-llama2-7b.ini
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 rm -f "$DB" "$DB-wal" "$DB-shm"
-bounds() { # bounds K LO RATIO: K values LO x RATIO^(k/(K-1)), comma-separated, whole ms
-    awk -v K="$1" -v lo="$2" -v r="$3" 'BEGIN {
-        for (k = 0; k < K; k++) {
-            v = K > 1 ? lo * r ^ (k / (K - 1)) : lo
-            printf "%s%d", k ? "," : "", v + 0.5
-        }
-    }'
-}
+. experiments/multitier-bounds.sh
 run() { # run OUT MIX K CLUSTER ROUTING [args]
     local out=$1 mix=$2 k=$3 cluster=$4 routing=$5
     shift 5
     "$S" replay -c "$SC" --db "$DB" --json --set tenant.chat.tiers="$k" \
-        --set tenant.chat.tier_mix="$mix" --set tenant.chat.sla_ttft_ms="$(bounds "$k" 500 8)" \
-        --set tenant.chat.sla_tbt_ms="$(bounds "$k" 100 3)" --set policy.cluster="$cluster" \
+        --set tenant.chat.tier_mix="$mix" --set tenant.chat.sla_ttft_ms="$(ttft_bounds "$k")" \
+        --set tenant.chat.sla_tbt_ms="$(tbt_bounds "$k")" --set policy.cluster="$cluster" \
         --set policy.routing="$routing" "$@" >"$out"
 }
 num() { grep -o "\"$2\": [0-9.]*" "$1" | head -1 | cut -d' ' -f2; }
@@ -50,7 +43,7 @@ for mix in uniform gaussian enterprise; do
         run "$T/base" "$mix" "$k" container infaas "$@"
         run "$T/tier" "$mix" "$k" llumnix-tiers llumnix "$@"
         c=$(cost "$T/tier")
-        printf "| %s | %d | %s | %s | %s | %s | %s |\n" "$mix" "$k" "$(bounds "$k" 500 8)" \
+        printf "| %s | %d | %s | %s | %s | %s | %s |\n" "$mix" "$k" "$(ttft_bounds "$k")" \
             "$(pct "$T/base")" "$(pct "$T/tier")" "$(cost "$T/base")" "$c"
         if [ -z "$best" ] || awk -v a="$c" -v b="$best" 'BEGIN { exit !(a < b) }'; then
             best=$c best_k=$k

@@ -77,21 +77,10 @@ echo "slice-capacity: sensitivity (shipped, seed 1)" >&2
     2>"$T/sens.err" || { cat "$T/sens.err" >&2; exit 1; }
 elapsed=$(( $(date +%s) - start ))
 
-python3 - "$T" "$elapsed" "$DB" "${cases[@]}" <<'PY'
+PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "${cases[@]}" <<'PY'
 import json, sys
+from capacity_tables import cap, censored, span
 d, elapsed, db, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-
-def censored(p, bound):
-    """Capacity is a lower bound: the load above it failed only because a trace ended."""
-    hi = [q for q in p["probes"] if q["load"] == p.get("hi")]
-    return bool(hi) and not hi[-1]["spans"] and hi[-1]["sla_miss"] <= bound
-
-def cap(p):
-    return p["capacity"] if p["status"] == "found" else 0.0
-
-def span(vals, fmt):
-    lo, hi = min(vals), max(vals)
-    return fmt % lo if fmt % lo == fmt % hi else (fmt % lo) + "–" + (fmt % hi)
 
 print("Capacity: the highest load multiplier at <= 9 % SLA misses (all tenants), min–max over "
       "seeds 1–3; ≥ marks a capacity that is a lower bound: the load above it passed its SLA "

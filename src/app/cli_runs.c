@@ -35,6 +35,15 @@ int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
     case CLI_RUNS_O_JSON: o->json = 1; return CLI_OK;
     case CLI_RUNS_O_PROFILES: o->profiles = arg; return CLI_OK;
     case CLI_RUNS_O_NOPROG: o->progress = 0; return CLI_OK;
+    case CLI_RUNS_O_REPLAYS: {
+        long n;
+        char what[64];
+        snprintf(what, sizeof what, "%s: --search-replays", o->cmd);
+        if (cli_parse_long(what, arg, 1, RUNNER_STATIC_BEST_MAX_REPLAYS, &n))
+            return CLI_EUSAGE;
+        o->search_replays = (int)n;
+        return CLI_OK;
+    }
     default: return 1;
     }
 }

@@ -1,12 +1,13 @@
 /* Private to app/: the options that the commands running a scenario under several policy
  * bundles share (compare, capacity): -c, --policies, --set, --db, --name, --json, --profiles
- * and --no-progress, parsed the same way with the same messages, and the check that none of
+ * --no-progress and --search-replays, parsed the same way with the same messages, and the check that none of
  * their outputs is one of their inputs. */
 #ifndef SS_APP_CLI_RUNS_H
 #define SS_APP_CLI_RUNS_H
 
 #include "app/cli.h"
 #include "runner/bundle.h"
+#include "runner/static_best.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -23,16 +24,24 @@ typedef struct cli_runs_opts {
     const char **sets;                /* owned array of --set values (borrowed strings) */
     size_t n_sets, cap_sets;
     int json, progress;
+    int search_replays;               /* --search-replays (0: the search's default) */
 } cli_runs_opts;
 
 /* getopt_long values of the shared options; a command's own start at CLI_RUNS_O__NEXT. */
 enum {
     CLI_RUNS_O_POLICIES = 256, CLI_RUNS_O_SET, CLI_RUNS_O_DB, CLI_RUNS_O_NAME, CLI_RUNS_O_JSON,
-    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O__NEXT
+    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O_REPLAYS, CLI_RUNS_O__NEXT
 };
 
 /* The struct option entries of the shared options (and -c/--config, --help), for a command's
  * longopts array. */
+/* --help's lines for --search-replays, the same in every command. */
+#define CLI_RUNS_REPLAYS_HELP                                                                     \
+    "  --search-replays N      most candidate replays of each allocation search (static-best,\n" \
+    "                          slice-sized), 1 to " CLI_RUNS_STR(RUNNER_STATIC_BEST_MAX_REPLAYS)     \
+    " (default " CLI_RUNS_STR(RUNNER_STATIC_BEST_REPLAYS) ")\n"
+#define CLI_RUNS_STR_(x) #x
+#define CLI_RUNS_STR(x) CLI_RUNS_STR_(x)
 #define CLI_RUNS_LONGOPTS                                                                         \
     {"config", required_argument, NULL, 'c'},                                                     \
     {"policies", required_argument, NULL, CLI_RUNS_O_POLICIES},                                   \
@@ -42,6 +51,7 @@ enum {
     {"json", no_argument, NULL, CLI_RUNS_O_JSON},                                                 \
     {"profiles", required_argument, NULL, CLI_RUNS_O_PROFILES},                                   \
     {"no-progress", no_argument, NULL, CLI_RUNS_O_NOPROG},                                        \
+    {"search-replays", required_argument, NULL, CLI_RUNS_O_REPLAYS},                              \
     {"help", no_argument, NULL, 'h'}
 
 /* Parse a --policies list into o (bundles checked and labelled). CLI_OK, CLI_EUSAGE with the

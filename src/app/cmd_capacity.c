@@ -53,6 +53,7 @@ static void usage(FILE *f)
         "  --json                  print one JSON object: the settings and per bundle its\n"
         "                          capacity, ratio, status, bracket and probes\n"
         "  --profiles DIR          catalog directory\n"
+        CLI_RUNS_REPLAYS_HELP
         "  --no-progress           no line per probe on stderr\n"
         "  -h, --help              this help\n"
         "\n"
@@ -163,7 +164,8 @@ int cmd_capacity(int argc, char **argv)
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies,
         .sets = o.r.sets, .n_sets = o.r.n_sets, .tenant = o.tenant, .search = o.search,
-        .json = o.r.json, .progress = o.r.progress, .check_files = cli_runs_files,
+        .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
+        .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
     rc = cmdline ? runner_capacity(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");

@@ -45,6 +45,7 @@ static void usage(FILE *f)
         "  --json                  print a JSON array, one object per run: {policy, rate, run}\n"
         "                          where run is what `replay --json` prints\n"
         "  --profiles DIR          catalog directory\n"
+        CLI_RUNS_REPLAYS_HELP
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
@@ -139,7 +140,8 @@ int cmd_compare(int argc, char **argv)
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies, .rate = o.rate,
         .n_rates = o.n_rates, .sets = o.r.sets, .n_sets = o.r.n_sets, .json = o.r.json,
-        .progress = o.r.progress, .check_files = cli_runs_files,
+        .progress = o.r.progress, .search_replays = o.r.search_replays,
+        .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
     rc = cmdline ? runner_compare(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");

@@ -100,9 +100,17 @@ static void usage(FILE *f)
         "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
         "Policies (README.md lists every policy and parameter):\n"
         "  --batching NAME         vllm (default) | sarathi | orca | static\n"
-        "  --routing NAME          rr (round-robin) | lor (least outstanding requests) | random |\n"
-        "                          infaas (argmax dispatch freeness) | llumnix (freest container);\n"
+        "  --routing NAME, --route NAME\n"
+        "                          rr (round-robin) | lor (least outstanding requests) | random |\n"
+        "                          infaas (argmax dispatch freeness) | llumnix (freest container)\n"
+        "                          | affinity (prefix affinity: the least blocks to prefill,\n"
+        "                          its prompt's less the prefix cached there, plus load);\n"
         "                          default: the cluster policy's (rr; llumnix for llumnix*)\n"
+        "  --param affinity_cache_weight=W, --param affinity_load_weight=W\n"
+        "                          affinity: cost = W_cache x blocks to prefill + W_load x KV\n"
+        "                          blocks held and queued there (default 1 and 1, as NVIDIA\n"
+        "                          Dynamo's KV router: overlap_score_weight 1.0 times prefill\n"
+        "                          blocks plus decode blocks)\n"
         "  --cluster NAME          container (default) | llumnix | llumnix-tiers\n"
         "  --ops NAME              operator placement: home (default) | slice (SliceScheduler:\n"
         "                          prefills of queued requests run in other containers' idle\n"
@@ -177,6 +185,7 @@ typedef struct key_opt {
 static const key_opt key_opts[] = {
     {"gpu", "cluster.gpu", 's', NULL},            {"nodes", "cluster.nodes", 'u', NULL},
     {"batching", "policy.batching", 's', NULL},   {"routing", "policy.routing", 's', NULL},
+    {"route", "policy.routing", 's', NULL},
     {"cluster", "policy.cluster", 's', NULL},     {"cost", "policy.cost", 's', NULL},
     {"ops", "policy.ops", 's', NULL},
     {"seed", "run.seed", 'n', NULL},              {"db", "run.db", 's', NULL},

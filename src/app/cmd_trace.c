@@ -77,6 +77,29 @@ static void usage_gen(FILE *f)
           "  -o, --out FILE       where to write (required)\n"
           "  -h, --help           this help\n"
           "\n"
+          "Prefix identity (for prefix caching; off by default, and then the trace is the same\n"
+          "as without these options). With any of them on, each request also gets a\n"
+          "session_id (its conversation) and hash_ids (ids of its prompt's 512-token blocks,\n"
+          "as Mooncake's: equal id = equal tokens):\n"
+          "  --groups N           N groups with a shared system prompt (0 = none, default);\n"
+          "                       a request starts with its group's system prompt, then its\n"
+          "                       own --prompt tokens. Only the system prompt's full\n"
+          "                       512-token blocks are shared (a partial one never is)\n"
+          "  --system SPEC        system-prompt tokens, drawn once per group (needed with\n"
+          "                       --groups)\n"
+          "  --group-zipf S       group popularity P(g) ~ 1/(g+1)^S (default 0 = uniform)\n"
+          "  --turns SPEC         turns per conversation, at most 1000 (default fixed:1 =\n"
+          "                       single requests). Turn k+1's prompt is turn k's prompt,\n"
+          "                       its output and a new user message drawn from --prompt, so\n"
+          "                       it repeats turn k's blocks. --rate stays the request (turn)\n"
+          "                       rate: conversations start at rate / mean turns\n"
+          "  --think S            mean think time, s (exponential; needed when turns can\n"
+          "                       exceed 1): a turn arrives S after the previous turn's\n"
+          "                       arrival, not after its response (which a trace cannot know)\n"
+          "  --max-context N      prompt-token cap (default 32768): a turn whose prompt would\n"
+          "                       exceed N ends its conversation; a longer first turn is cut\n"
+          "                       to N\n"
+          "\n"
           "SPEC is one of (values are rounded to integers and clamped to >= 1):\n"
           "  fixed:N  uniform:LO:HI  lognormal:MEDIAN:SIGMA[:MIN:MAX]  zipf:S:MIN:MAX\n"
           "  quantiles:P=V,P=V,...   piecewise-linear inverse CDF, P from 0 to 1\n"
@@ -247,8 +270,35 @@ static int opt_u64(const char *opt, const char *arg, uint64_t *out)
     return CLI_OK;
 }
 
+/* Long-only options: the prefix-identity keys of trace_gen_spec_set. */
+enum { OPT_GROUPS = 256, OPT_SYSTEM, OPT_GROUP_ZIPF, OPT_TURNS, OPT_THINK, OPT_MAX_CONTEXT };
+
+static const struct {
+    const char *opt, *key;
+} prefix_opts[] = {
+    [OPT_GROUPS - OPT_GROUPS] = {"--groups", "groups"},
+    [OPT_SYSTEM - OPT_GROUPS] = {"--system", "system"},
+    [OPT_GROUP_ZIPF - OPT_GROUPS] = {"--group-zipf", "group_zipf"},
+    [OPT_TURNS - OPT_GROUPS] = {"--turns", "turns"},
+    [OPT_THINK - OPT_GROUPS] = {"--think", "think"},
+    [OPT_MAX_CONTEXT - OPT_GROUPS] = {"--max-context", "max_context"},
+};
+
+static int prefix_opt(gen_opts *o, int c, const char *arg)
+{
+    ss_errbuf eb = {""};
+    const char *opt = prefix_opts[c - OPT_GROUPS].opt;
+    if (trace_gen_spec_set(&o->spec, prefix_opts[c - OPT_GROUPS].key, arg, &eb)) {
+        fprintf(stderr, "slicesim: trace gen: %s: %s\n", opt, eb.msg);
+        return CLI_EUSAGE;
+    }
+    return CLI_OK;
+}
+
 static int gen_opt(gen_opts *o, int c, const char *arg)
 {
+    if (c >= OPT_GROUPS && c <= OPT_MAX_CONTEXT)
+        return prefix_opt(o, c, arg);
     switch (c) {
     case 'r': return opt_positive("--rate", arg, &o->spec.rate);
     case 'd': return opt_positive("--duration", arg, &o->spec.duration_s);
@@ -282,6 +332,12 @@ static int parse_gen_args(gen_opts *o, int argc, char **argv)
         {"cv", required_argument, NULL, 'c'},     {"prompt", required_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'O'}, {"seed", required_argument, NULL, 's'},
         {"tenant", required_argument, NULL, 't'}, {"out", required_argument, NULL, 'o'},
+        {"groups", required_argument, NULL, OPT_GROUPS},
+        {"system", required_argument, NULL, OPT_SYSTEM},
+        {"group-zipf", required_argument, NULL, OPT_GROUP_ZIPF},
+        {"turns", required_argument, NULL, OPT_TURNS},
+        {"think", required_argument, NULL, OPT_THINK},
+        {"max-context", required_argument, NULL, OPT_MAX_CONTEXT},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int c, rc;
     optind = 1;
@@ -303,6 +359,20 @@ static int parse_gen_args(gen_opts *o, int argc, char **argv)
         return CLI_EUSAGE;
     }
     return CLI_OK;
+}
+
+/* trace_gen_spec_check's message, which names a prefix-identity field by its key
+ * ("think: ..."): named by its option instead ("--think: ..."). */
+static void print_check_error(const char *msg)
+{
+    for (size_t i = 0; i < sizeof prefix_opts / sizeof *prefix_opts; i++) {
+        size_t n = strlen(prefix_opts[i].key);
+        if (!strncmp(msg, prefix_opts[i].key, n) && msg[n] == ':') {
+            fprintf(stderr, "slicesim: trace gen: %s%s\n", prefix_opts[i].opt, msg + n);
+            return;
+        }
+    }
+    fprintf(stderr, "slicesim: trace gen: %s\n", msg);
 }
 
 /* Cross-option checks and the distribution specs. */
@@ -330,7 +400,7 @@ static int check_gen_opts(gen_opts *o)
         return CLI_EUSAGE;
     }
     if ((rc = trace_gen_spec_check(&o->spec, &eb))) {
-        fprintf(stderr, "slicesim: trace gen: %s\n", eb.msg);
+        print_check_error(eb.msg);
         return cli_status_of(rc);
     }
     return CLI_OK;

@@ -35,6 +35,8 @@ typedef struct cat_gpu {
     double net_bw;            /* inter-node network per GPU, bytes/s */
     double link_latency_s;    /* one intra-node collective step's latency, s */
     double net_latency_s;     /* one inter-node message latency, s */
+    double host_mem_bytes;    /* the node's host DRAM, bytes (0: not given; bounds a KV pool's
+                                 CPU tier) */
     /* [roofline] efficiency factors and floors used by the roofline cost model */
     double eff_compute;       /* achieved fraction of peak_flops on large GEMMs, (0, 1] */
     double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */

@@ -16,7 +16,7 @@
 /* A key hardware files held before engine profiles (see gpu_keys). */
 #define MOVED(sec, name_) {.section = sec, .key = name_, .kind = CAT__MOVED}
 
-/* Every key is required except description: the efficiencies differ by GPU generation, so a
+/* Every key is required except description and host_mem_gib (which only bounds a KV pool): the efficiencies differ by GPU generation, so a
  * file must state them rather than inherit a silent default. The engine terms that hardware
  * files held before engine profiles (eff_link, op_floor_us, [overhead]) are rejected with a
  * pointer to profiles/engines: a silently ignored value would look calibrated. */
@@ -34,6 +34,7 @@ static const cat__key gpu_keys[] = {
     KEY("node", "net_gbps", CAT__POS, net_bw, 1e9, 1),
     KEY("node", "link_latency_us", CAT__NONNEG, link_latency_s, 1e-6, 1),
     KEY("node", "net_latency_us", CAT__NONNEG, net_latency_s, 1e-6, 1),
+    KEY("node", "host_mem_gib", CAT__NONNEG, host_mem_bytes, GIB, 0),
     KEY("roofline", "eff_compute", CAT__FRAC, eff_compute, 1, 1),
     KEY("roofline", "eff_memory", CAT__FRAC, eff_memory, 1, 1),
     KEY("roofline", "eff_elementwise", CAT__FRAC, eff_elementwise, 1, 1),

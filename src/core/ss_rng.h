@@ -15,6 +15,10 @@ enum {
     SS_RNG_STREAM_TRACE_ARRIVALS = 1,
     SS_RNG_STREAM_TRACE_PROMPT = 2,
     SS_RNG_STREAM_TRACE_OUTPUT = 3,
+    SS_RNG_STREAM_TRACE_GROUP = 4,  /* synthetic: each conversation's system-prompt group */
+    SS_RNG_STREAM_TRACE_SYSTEM = 5, /* synthetic: each group's system-prompt length */
+    SS_RNG_STREAM_TRACE_TURNS = 6,  /* synthetic: each conversation's number of turns */
+    SS_RNG_STREAM_TRACE_THINK = 7,  /* synthetic: think times between turns */
     SS_RNG_STREAM_ROUTING = 16,
     SS_RNG_STREAM_BATCHING = 17,
     SS_RNG_STREAM_TIERS = 18,

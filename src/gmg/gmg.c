@@ -29,6 +29,7 @@ void gmg_destroy(gmg **gp)
         ss_free(g->ctrs[i].iter.reqs);
         gmg_pc_destroy(&g->ctrs[i].pc);
     }
+    gmg_kvp_destroy(&g->kvp);
     ss_free(g->ctrs);
     ss_free(g->replicas);
     ss_free(g->gpus);
@@ -113,6 +114,7 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
     *g = *src;
     g->borrowed_costs = 1;
     g->gpus = NULL, g->links = NULL, g->ctrs = NULL, g->replicas = NULL, g->reqs = NULL;
+    g->kvp = NULL;
     g->n_ctrs = 0, g->n_slots = 0; /* what gmg_destroy frees, raised as the copies land */
     int rc = dup_array((void **)&g->gpus, src->gpus, src->n_gpus, sizeof *g->gpus);
     if (!rc)
@@ -139,6 +141,8 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
     }
     if (!rc)
         rc = clone_reqs(g, src, keep);
+    if (!rc && src->kvp) /* a what-if offloads into its own copy, never the original's */
+        rc = gmg_kvp_clone(src->kvp, &g->kvp);
     if (rc) {
         gmg_destroy(&g);
         return rc;

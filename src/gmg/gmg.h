@@ -34,6 +34,8 @@ typedef enum gmg_req_state {
                           blocks still counted by the source (blocks_in_transit) */
     GMG_REQ_OFFLOADED, /* its prefill runs on another container's GPUs (SliceScheduler): in no
                           queue, its KV blocks held at home (blocks_offloaded) */
+    GMG_REQ_LOADING,  /* its prompt's next blocks are loading from the KV pool: in no queue,
+                         holding the blocks they land in (blocks_loading, pc_shared_loading) */
     GMG_REQ_DONE,     /* all output tokens produced; slot about to be recycled */
     GMG_REQ_REJECTED, /* can never be served (too long for the KV cache or max_model_len) */
     GMG_REQ_KV_TRANSFER, /* prefilled on a prefill instance of a disaggregated tenant, its
@@ -65,6 +67,8 @@ typedef struct gmg_req {
     uint32_t pc_shared;       /* of its blocks, how many are prefix-cache blocks (its chain's
                                  first pc_shared, refcounted by the cache; the rest are its own) */
     uint8_t pc_registered;    /* its prompt's full blocks went into the cache (prefill done) */
+    uint8_t kvp_loaded;       /* it loaded blocks from the KV pool once (it does not again) */
+    ss_time kvp_ready;        /* GMG_REQ_LOADING: when its load completes */
     uint32_t win_tokens;      /* output tokens produced in the run's arrival window (metrics) */
     ss_time sched_lag;        /* it arrived while its container ran a step, on an engine with
                                  async scheduling, which had chosen the next step's batch
@@ -120,6 +124,8 @@ typedef struct gmg_gpu {
     /* what it did in a run (busy time, idle slices) is the simulator's: gsim_gpu_stats_at */
     ss_time tx_busy, rx_busy; /* its link ports (NVLink in a node, NIC across): transfers
                                  from and to it queue behind these times */
+    ss_time h2d_busy;       /* its host link's host-to-device direction: KV pool loads queue
+                               behind this time */
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
@@ -228,6 +234,9 @@ typedef struct gmg_container {
     uint64_t iterations;    /* iterations completed */
     uint32_t pc_shared_in_transit; /* cache blocks shared by its requests in stop-and-copy or
                                       in KV transfer */
+    uint32_t n_loading;     /* its requests loading from the KV pool (GMG_REQ_LOADING) */
+    uint32_t blocks_loading;    /* their own blocks the loads land in */
+    uint32_t pc_shared_loading; /* the cache blocks they share */
     struct gmg_pcache *pc;  /* automatic prefix cache (owned); NULL when caching is off */
     void *batch_priv;       /* extension slot: the batching policy's per-container state
                                (allocated and owned by gsim; NULL when the policy has none) */
@@ -269,6 +278,7 @@ typedef struct gmg {
     uint64_t n_allocs;      /* request slots handed out so far (the last one's serial) */
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
     int prefix_cache;       /* containers get a prefix cache (gmg_add_containers) */
+    struct gmg_kvpool *kvp; /* the KV pool below the prefix caches (owned); NULL when off */
 } gmg;
 
 /* How one container is laid out and sized. */
@@ -405,6 +415,13 @@ void gmg_req_end(gmg *g, gmg_container *c, gmg_id r, gmg_req_state end, ss_time 
 void gmg_req_offload(gmg *g, gmg_container *home, gmg_id r, uint32_t blocks);
 /* Offloaded -> running at home with its prompt computed and its first token at `now`. */
 void gmg_req_offload_back(gmg *g, gmg_container *home, gmg_id r, ss_time now);
+/* Running r (its first pc_shared blocks taken from the prefix cache, nothing computed past
+ * them) -> loading from the KV pool until `ready`, holding `blocks` blocks: the cached ones
+ * and those its loaded blocks land in. */
+void gmg_req_load(gmg *g, gmg_container *c, gmg_id r, uint32_t blocks, ss_time ready);
+/* Loading -> the front of the waiting queue (`where`), its loaded blocks in the prefix cache
+ * (they count as cached when it is admitted again) and every block released to the cache. */
+void gmg_req_load_done(gmg *g, gmg_container *c, gmg_id r, gmg_enqueue where);
 /* Running -> migrating: stopped on `from`, its blocks in transit. */
 void gmg_req_migrate_out(gmg *g, gmg_container *from, gmg_id r);
 /* Migrating -> running on `to`: its blocks leave `from` and take the `reserved` blocks `to`
@@ -544,10 +561,84 @@ int gmg_pc_enable(gmg *g);
 static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r->pc_shared; }
 /* gmg.c internals used by gmg_pcache.c */
 void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
-void gmg__pc_make_room(gmg_container *c, uint32_t n);
+void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n);
 void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta);
 int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int deep,
                   ss_errbuf *eb);
+
+/* ---- the KV pool below the prefix caches (gmg_kvpool.c) -------------------------------------
+ * Per node, a CPU DRAM tier and an optional SSD tier, each LRU and bounded in bytes: a block
+ * a prefix cache evicts is offloaded to its container's node's CPU tier, whose least recently
+ * used blocks go down to the node's SSD tier, whose own are dropped. Blocks are keyed by the
+ * prefix cache's chained hash, namespaced by tenant and model (and by node when each node's
+ * pool serves its own GPUs only); in `cluster` scope one key is held once in the whole
+ * cluster, on the node that offloaded it. A load copies blocks out (the pool keeps them, as
+ * the most recently used); nothing in the pool is pinned. */
+enum { GMG_KVP_CPU = 0, GMG_KVP_SSD = 1, GMG_KVP_TIERS = 2, GMG_KVP_FREE = 0xff };
+
+typedef struct gmg_kvp_ent {
+    uint64_t key;         /* namespaced chained hash (gmg_kvp_key) */
+    uint64_t bytes;       /* the block's KV, every GPU of its replica together */
+    uint32_t prev, next;  /* links in its (node, tier) LRU list, or the free list (next) */
+    uint32_t node;        /* node whose memory holds it */
+    uint16_t tenant;      /* tenant whose cache offloaded it (counters) */
+    uint8_t tier;         /* GMG_KVP_CPU, GMG_KVP_SSD, GMG_KVP_FREE for an unused entry */
+} gmg_kvp_ent;
+
+typedef struct gmg_kvp_tier {
+    uint32_t head, tail;  /* least recently used first */
+    uint32_t n;           /* blocks */
+    uint64_t bytes;       /* their bytes, at most the tier's capacity */
+} gmg_kvp_tier;
+
+/* What the pool did for one tenant's caches. */
+typedef struct gmg_kvp_tenant {
+    uint64_t offload_blocks;  /* blocks offloaded into the CPU tier */
+    uint64_t offload_bytes;
+    uint64_t demotions;       /* blocks moved from the CPU tier down to the SSD tier */
+    uint64_t evictions;       /* blocks dropped from the pool */
+} gmg_kvp_tenant;
+
+typedef struct gmg_kvpool {
+    uint64_t cap[GMG_KVP_TIERS];   /* bytes per node and tier (0: no such tier) */
+    int cluster;                   /* one pool over every node (else each node's serves its own) */
+    uint32_t n_nodes;
+    gmg_kvp_tier *tiers;           /* owned: n_nodes x GMG_KVP_TIERS, node-major */
+    gmg_kvp_ent *ent;              /* owned: cap_ent entries */
+    uint32_t cap_ent, free_ent;    /* free entries through next */
+    uint32_t *tab;                 /* owned: entry ids by key, linear probing, tab_mask + 1 */
+    uint32_t tab_mask;
+    uint32_t n_used;               /* blocks held */
+    uint64_t total[GMG_KVP_TIERS]; /* bytes held per tier, every node together */
+    uint64_t peak[GMG_KVP_TIERS];  /* the highest total seen */
+    gmg_kvp_tenant *ten;           /* owned: n_tenants entries */
+    uint32_t n_tenants;
+    uint64_t oom;                  /* blocks not offloaded for want of bookkeeping memory */
+} gmg_kvpool;
+
+/* Node of container c (of its first GPU). */
+static inline uint32_t gmg_ctr_node(const gmg *g, const gmg_container *c)
+{
+    return g->gpus[c->gpu0].node;
+}
+/* Give g a pool (replacing any) of cpu_bytes and ssd_bytes per node over `nodes` nodes,
+ * `cluster` scope or per node, counting for `tenants` tenants. 0 or SS_ENOMEM (g unchanged). */
+int gmg_kvp_create(gmg *g, uint64_t cpu_bytes, uint64_t ssd_bytes, int cluster, uint32_t nodes,
+                   uint32_t tenants);
+int gmg_kvp_clone(const gmg_kvpool *src, gmg_kvpool **out);
+void gmg_kvp_destroy(gmg_kvpool **p);
+/* The pool's key of c's prefix-cache block `key` (never 0). */
+uint64_t gmg_kvp_key(const gmg *g, const gmg_container *c, uint64_t key);
+/* Entry of c's block `key` in the pool c reaches, GMG_NONE when absent. Changes nothing. */
+uint32_t gmg_kvp_find(const gmg *g, const gmg_container *c, uint64_t key);
+/* Entry e was read (loaded): the most recently used of its tier. */
+void gmg_kvp_touch(gmg *g, uint32_t e);
+/* c's prefix cache evicts block `key`: into the pool (gmg_pcache.c calls it). */
+void gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key);
+/* The pool's invariants (see gmg_kvpool.c); deep walks it. 0 or SS_ECHECK. */
+int gmg__kvp_check(const gmg *g, int deep, ss_errbuf *eb);
+/* The work a deep pool check does (0 without a pool). */
+uint64_t gmg_kvp_check_units(const gmg *g);
 
 /* Check every invariant of the graph as it stands: each container's KV and swap blocks within
  * [0, pool] and conserved (free + held = pool), each GPU's memory ledger within [0, capacity],

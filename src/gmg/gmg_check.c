@@ -13,7 +13,7 @@
 static const char *state_name(uint8_t st)
 {
     static const char *const names[] = {"free", "waiting", "running", "swapped", "migrating",
-                                        "offloaded", "done", "rejected",
+                                        "offloaded", "loading", "done", "rejected",
                                         "kv-transfer"};
     return st < sizeof names / sizeof *names ? names[st] : "invalid";
 }
@@ -114,6 +114,7 @@ static int check_container(const gmg *g, const gmg_container *c, int full, int d
         held += c->pc->n_held;
     }
     held += (uint64_t)c->blocks_reserved + c->blocks_in_transit + c->blocks_offloaded +
+            c->blocks_loading +
             c->blocks_staged;
     if (held + c->blocks_free != c->blocks_total)
         return ss_err(eb, SS_ECHECK, "container %u: %llu held (reserved and in transit included) "
@@ -167,7 +168,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
                           "request in flight", (unsigned long long)q->trace_id, r,
                           state_name(q->state), q->container);
         int rc = q->state == GMG_REQ_MIGRATING || q->state == GMG_REQ_OFFLOADED ||
-                         q->state == GMG_REQ_KV_TRANSFER
+                         q->state == GMG_REQ_LOADING || q->state == GMG_REQ_KV_TRANSFER
                      ? check_tokens(q, r, eb) /* those in lists were checked there */
                      : SS_OK;
         if (rc)
@@ -182,7 +183,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (n_free != by_state[GMG_REQ_FREE] || g->n_slots - n_free != g->in_flight)
         return ss_err(eb, SS_ECHECK, "%u slots: %u free (%u on the free list), %u in flight "
                       "counted", g->n_slots, by_state[GMG_REQ_FREE], n_free, g->in_flight);
-    uint64_t listed[3] = {0}, offloaded = 0, kv_out = 0;
+    uint64_t listed[3] = {0}, offloaded = 0, kv_out = 0, loading = 0;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         if (g->ctrs[i].frozen) /* its requests stayed behind */
             continue;
@@ -191,6 +192,7 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
         listed[2] += g->ctrs[i].swapped.n;
         offloaded += g->ctrs[i].n_offloaded;
         kv_out += g->ctrs[i].n_kv_out;
+        loading += g->ctrs[i].n_loading;
     }
     static const uint8_t st[3] = {GMG_REQ_WAITING, GMG_REQ_RUNNING, GMG_REQ_SWAPPED};
     for (int k = 0; k < 3; k++)
@@ -204,6 +206,10 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     if (by_state[GMG_REQ_KV_TRANSFER] != kv_out)
         return ss_err(eb, SS_ECHECK, "%u requests are in KV transfer but the prefill instances "
                       "count %llu", by_state[GMG_REQ_KV_TRANSFER], (unsigned long long)kv_out);
+    if (by_state[GMG_REQ_LOADING] != loading)
+        return ss_err(eb, SS_ECHECK, "%u requests are loading from the KV pool but the "
+                      "containers count %llu", by_state[GMG_REQ_LOADING],
+                      (unsigned long long)loading);
     return SS_OK;
 }
 
@@ -218,6 +224,11 @@ static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
     }
     for (uint32_t i = 0; i < g->n_gpus; i++) {
         int rc = check_gpu(&g->gpus[i], eb);
+        if (rc)
+            return rc;
+    }
+    if (g->kvp) {
+        int rc = gmg__kvp_check(g, deep, eb);
         if (rc)
             return rc;
     }

@@ -235,11 +235,13 @@ void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r)
     r->pc_shared = 0;
 }
 
-void gmg__pc_make_room(gmg_container *c, uint32_t n)
+void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n)
 {
     gmg_pcache *pc = c->pc;
     while (pc->n_idle && c->blocks_free - pc->n_idle < n) {
         uint32_t e = pc->lru_head;
+        if (g->kvp) /* offloaded below, not lost */
+            gmg__kvp_put(g, c, pc->ent[e].key);
         lru_unlink(pc, e);
         tab_remove(pc, e);
         pc->ent[e].next = pc->free_ent;
@@ -311,7 +313,7 @@ int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int dee
                   ss_errbuf *eb)
 {
     const gmg_pcache *pc = c->pc;
-    shared += c->pc_shared_in_transit;
+    shared += c->pc_shared_in_transit + c->pc_shared_loading;
     if (pc->refs != shared || pc->n_held > pc->refs || (pc->refs && !pc->n_held) ||
         pc->n_idle > c->blocks_free || (uint64_t)pc->n_held + pc->n_idle > pc->cap)
         return ss_err(eb, SS_ECHECK, "container %u: prefix cache holds %u blocks (%llu "

@@ -148,7 +148,7 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
         ss_fatal(SS_LOC, "container %u: request %llu needs %lld more KV blocks, %u free", c->id,
                  (unsigned long long)r->trace_id, (long long)delta, c->blocks_free);
     if (delta > 0 && c->pc)
-        gmg__pc_make_room(c, (uint32_t)delta);
+        gmg__pc_make_room(g, c, (uint32_t)delta);
     c->blocks_free = (uint32_t)((int64_t)c->blocks_free - delta);
     if (c->blocks_free > c->blocks_total)
         ss_fatal(SS_LOC, "container %u: %u free KV blocks exceed the pool of %u", c->id,
@@ -168,7 +168,7 @@ static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, co
         ss_fatal(SS_LOC, "container %u: %s %u blocks with %u free", c->id, what, n,
                  c->blocks_free);
     if (c->pc)
-        gmg__pc_make_room(c, n);
+        gmg__pc_make_room(g, c, n);
     c->blocks_free -= n;
     *held += n;
     uint32_t used = c->blocks_total - c->blocks_free;
@@ -384,6 +384,32 @@ void gmg_req_offload_back(gmg *g, gmg_container *home, gmg_id r, ss_time now)
     q->last_token = now;
     q->state = GMG_REQ_RUNNING;
     gmg_list_push_back(g, &home->running, r);
+}
+
+void gmg_req_load(gmg *g, gmg_container *c, gmg_id r, uint32_t blocks, ss_time ready)
+{
+    gmg_req *q = &g->reqs[r];
+    gmg_list_remove(g, &c->running, r);
+    gmg_req_set_blocks(g, c, q, blocks);
+    c->n_loading++;
+    c->blocks_loading += gmg_req_private(q);
+    c->pc_shared_loading += q->pc_shared;
+    q->kvp_loaded = 1;
+    q->kvp_ready = ready;
+    q->state = GMG_REQ_LOADING;
+}
+
+void gmg_req_load_done(gmg *g, gmg_container *c, gmg_id r, gmg_enqueue where)
+{
+    gmg_req *q = &g->reqs[r];
+    c->n_loading--;
+    c->blocks_loading -= gmg_req_private(q);
+    c->pc_shared_loading -= q->pc_shared;
+    gmg_pc_register(g, c, q); /* the loaded blocks join the cache... */
+    q->pc_registered = 0;     /* (its prompt's other blocks will, after its prefill) */
+    gmg_req_set_blocks(g, c, q, 0); /* ...idle, most recently released, until it reads them */
+    q->computed = 0;
+    gmg_req_enqueue(g, c, r, where);
 }
 
 void gmg_req_migrate_out(gmg *g, gmg_container *from, gmg_id r)

@@ -92,12 +92,13 @@ static int full_turn(gsim_checker *k, const gmg *g)
     return 1;
 }
 
-/* Whether this event walks the prefix caches: their counters are checked after every event,
+/* Whether this event walks the prefix caches and the KV pool: their counters are checked after every event,
  * their structure (O(cache blocks)) about every cache size / budget events, so that a check
  * costs O(budget) on average. Small caches (the tests') are walked after every event. */
 static int deep_cache_turn(gsim_checker *k, const gmg *g)
 {
-    uint64_t units = gmg_pc_check_units(g), budget = k->budget ? k->budget : GSIM_CHECK_BUDGET;
+    uint64_t units = gmg_pc_check_units(g) + gmg_kvp_check_units(g);
+    uint64_t budget = k->budget ? k->budget : GSIM_CHECK_BUDGET;
     if (!units)
         return 0;
     k->pc_credit += budget * 4;

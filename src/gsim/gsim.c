@@ -20,6 +20,7 @@ static const struct { const char *name, *target; } ev_names[EV__COUNT] = {
     [EV_MIG_STAGE] = {"MIG_STAGE", "migration"}, [EV_GUEST] = {"GUEST", "offload"},
     [EV_OFFLOAD_DONE] = {"OFFLOAD_DONE", "offload"}, [EV_PLACE_TICK] = {"PLACE_TICK", NULL},
     [EV_KV_DONE] = {"KV_DONE", "KV transfer"},
+    [EV_KV_LOADED] = {"KV_LOADED", "request slot"},
 };
 
 void gsim_config_defaults(gsim_config *c)
@@ -285,6 +286,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
+    if (!rc)
+        rc = gs_kvp_create(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");
     if (!rc) {
@@ -297,6 +300,7 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         des_handler_set(s->des, EV_OFFLOAD_DONE, gs_on_offload_done);
         des_handler_set(s->des, EV_PLACE_TICK, gs_on_place_tick);
         des_handler_set(s->des, EV_KV_DONE, gs_on_kv_done);
+        des_handler_set(s->des, EV_KV_LOADED, gs_on_kv_loaded);
         *out = s;
         return SS_OK;
     }
@@ -315,6 +319,7 @@ void gsim_destroy(gsim **sp)
         ss_free(s->ten[i].cands);
         ss_free(s->ten[i].standby);
         ss_free(s->ten[i].dcands);
+        gs_keyset_free(&s->ten[i].ceiling);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
@@ -325,6 +330,7 @@ void gsim_destroy(gsim **sp)
     gs_disagg_destroy(s);
     gs_free_cluster_state(s);
     ss_free(s->gst);
+    ss_free(s->chain);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
@@ -448,7 +454,9 @@ int gsim_finish(gsim *s)
         s->m.all.prefix.evictions += c->pc->evictions;
         if (c->tenant < s->m.n_tenants)
             s->m.tenants[c->tenant].prefix.evictions += c->pc->evictions;
+        s->cs[i].prefix.evictions = c->pc->evictions;
     }
+    gs_kvp_finish(s);
     int rc = s->rc;
     if (!rc && s->m.oom)
         rc = ss_err(s->eb, SS_ENOMEM, "metrics: out of memory");
@@ -479,6 +487,11 @@ const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *s, gmg_id gpu)
 uint32_t gsim_n_tenants(const gsim *s) { return s->n_ten; }
 const char *gsim_routing_name(const gsim *s) { return pol_route_name(s->route); }
 const char *gsim_cluster_name(const gsim *s) { return pol_cluster_name(s->cluster); }
+const metrics_prefix *gsim_ctr_prefix(const gsim *s, gmg_id c)
+{
+    return c < s->g->n_ctrs ? &s->cs[c].prefix : NULL;
+}
+
 const char *gsim_tenant_name(const gsim *s, uint32_t i) { return i < s->n_ten ? s->ten[i].t.name : NULL; }
 const gsim_tenant *gsim_tenant_at(const gsim *s, uint32_t i) { return i < s->n_ten ? &s->ten[i].t : NULL; }
 const gmg *gsim_graph(const gsim *s) { return s->g; }

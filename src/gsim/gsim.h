@@ -59,6 +59,21 @@ static inline int gsim_tenant_disagg(const gsim_tenant *t)
     return t->prefill_replicas > 0 && t->decode_replicas > 0;
 }
 
+/* The KV pool below the prefix caches (gsim_kvpool.c; README "Prefix caching"): a block a
+ * GPU cache evicts goes to its node's CPU tier, then its SSD tier; a request whose chain goes
+ * on past its GPU-cache match loads the blocks found there when that is quicker than computing
+ * them. Off (every field 0) by default. */
+typedef struct gsim_kvpool_cfg {
+    double cpu_bytes;       /* CPU DRAM tier per node, bytes (0: no pool) */
+    double cpu_bw;          /* host link per GPU and direction, bytes/s (0: the GPU's pcie_bw) */
+    double cpu_latency_s;   /* per load over the host link, s */
+    double ssd_bytes;       /* SSD tier per node, bytes (0: none) */
+    double ssd_bw;          /* a node's SSD read bandwidth, bytes/s (> 0 with an SSD tier) */
+    double ssd_latency_s;   /* per load from an SSD, s */
+    int cluster;            /* 1: one pool over every node's tiers (a block on another node
+                               comes over the network); 0: each node's pool serves its GPUs */
+} gsim_kvpool_cfg;
+
 typedef struct gsim_config {
     const gsim_tenant *tenants; /* borrowed; n_tenants of them. When n_tenants is 0, one tenant
                                    "default" is made from model, tp, pp and replicas, no SLA */
@@ -104,6 +119,7 @@ typedef struct gsim_config {
     double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
                                    many times its alone time (>= 1) */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
+    gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
 } gsim_config;
 
 /* Automatic prefix caching (vLLM's default). */
@@ -264,6 +280,17 @@ typedef struct gsim_gpu_stats {
 
 /* GPU `gpu`'s statistics (a fork's start from its parent's); NULL for no such GPU. */
 const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *g, gmg_id gpu);
+
+/* Container c's prefix-cache record: the lookups at its measured requests' first admissions
+ * and every admission's saved tokens (as the tenants' counters count them, so the containers of
+ * a tenant that kept its containers add up to it), and, after gsim_finish, the blocks its
+ * cache evicted since it was last (re)loaded. NULL for no such container; all zero with
+ * caching off. */
+const metrics_prefix *gsim_ctr_prefix(const gsim *g, gmg_id c);
+/* Distinct block hashes in tenant t's ceiling set (the unbounded shared cache; 0 with caching
+ * off or for no such tenant): the set costs 11 to 21 bytes per block (a table of 64-bit keys
+ * kept between three eighths and three quarters full). */
+uint64_t gsim_ceiling_blocks(const gsim *g, uint32_t t);
 
 /* Install observer callbacks (copied); NULL removes them. */
 void gsim_set_observer(gsim *g, const gsim_observer *obs);

@@ -107,8 +107,8 @@ static void swap_in(gsim *s, gmg_container *c, gmg_id r)
  * count as computed and the iteration computes only the rest (at least one token, as vLLM).
  * The policy sized the admission without the hit; when the idle cached blocks it takes (they
  * leave the free pool) and its new blocks do not fit, it takes a shorter prefix. Returns the
- * query tokens left of q_tok. */
-static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok, uint32_t hold)
+ * blocks it took. */
+static uint32_t prefix_take(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok, uint32_t hold)
 {
     uint32_t bt = c->block_tokens, total = q->prompt + q->generated, h = 0, idle = 0;
     uint32_t lim = gmg_pc_blocks(q, bt);
@@ -130,42 +130,69 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_tok
         if (idle + blocks - n <= c->blocks_free)
             h = n;
     }
-    if (!s->fork)
-        metrics_add_prefix(&s->m, q->tenant, q->measured, !q->preemptions, q->prompt,
-                           gmg_pc_blocks(q, bt), h, h * bt);
+    if (h)
+        gmg_pc_take(s->g, c, q, h);
+    return h;
+}
+
+/* The admission of q reads the prefix cache (and below it the KV pool, which may take q out of
+ * the batch to load: then 0). Returns the query tokens left of q_tok. */
+static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
+{
+    gmg_req *q = gmg_req_at(s->g, r);
+    uint32_t bt = c->block_tokens, total = q->prompt + q->generated;
+    uint32_t h = prefix_take(s, c, q, q_tok, hold);
+    if (s->g->kvp && !q->kvp_loaded && gs_kvp_admit(s, c, r, h, q_tok, hold)) {
+        s->kvp_parked++;
+        return 0;
+    }
+    if (!s->fork && q->measured) {
+        int first = !q->preemptions;
+        uint32_t lim = gmg_pc_blocks(q, bt);
+        if (lim > (total - 1) / bt)
+            lim = (total - 1) / bt;
+        /* the ceiling: the same walk in the tenant's unbounded shared set */
+        uint32_t hc = first ? gs_ceiling_match(s, c, q, lim) : 0;
+        metrics_lookup l = {.prompt = q->prompt, .query_blocks = gmg_pc_blocks(q, bt),
+                            .hit_blocks = h, .hit_tokens = h * bt, .ceiling_blocks = hc,
+                            .ceiling_tokens = hc * bt};
+        metrics_add_prefix(&s->m, q->tenant, 1, first, &l);
+        metrics_prefix_add(&s->cs[c->id].prefix, first, &l);
+    }
     if (!h)
         return q_tok;
-    gmg_pc_take(s->g, c, q, h);
     q->computed = h * bt;
     return q_tok < total - q->computed ? q_tok : total - q->computed;
 }
 
 /* Put request r into the batch for q_tok tokens of its pending work, admitting it when it is
- * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need. */
-static void admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
+ * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need.
+ * Returns 1 when it joined the batch (0: a malfunction, or it went to load from the KV pool). */
+static int admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t hold)
 {
     gmg_req *q = r < s->g->n_slots ? &s->g->reqs[r] : NULL;
     if (!q || q->container != c->id ||
         (q->state != GMG_REQ_RUNNING && q->state != GMG_REQ_WAITING)) {
         own_req(s, c, r, GMG_REQ_WAITING, "run"); /* a malfunction: it says which */
-        return;
+        return 0;
     }
     uint32_t pending = q->prompt + q->generated - q->computed;
     if (q_tok - 1 >= pending) { /* q_tok < 1 or q_tok > pending */
         malfunction(s, c, "it scheduled %u tokens of request %llu, which has %u pending", q_tok,
                     (unsigned long long)q->trace_id, pending);
-        return;
+        return 0;
     }
     if (q->q_tokens) {
         malfunction(s, c, "it scheduled request %llu twice", (unsigned long long)q->trace_id);
-        return;
+        return 0;
     }
     if (q->state != GMG_REQ_RUNNING) {
         gmg_req_admit(s->g, c, r);
-        if (c->pc && !q->computed && !q->blocks)
-            q_tok = prefix_hit(s, c, q, q_tok, hold);
+        if (c->pc && !q->computed && !q->blocks && !(q_tok = prefix_hit(s, c, r, q_tok, hold)))
+            return 0; /* loading from the KV pool */
     }
     gmg_req_schedule(s->g, c, r, q_tok, hold);
+    return 1;
 }
 
 static int ensure_iter(gmg_container *c, uint32_t n)
@@ -179,7 +206,8 @@ static int ensure_iter(gmg_container *c, uint32_t n)
     return SS_OK;
 }
 
-/* Apply one decision; returns the number of requests in the batch. */
+/* Apply one decision; returns the number of requests in the batch (those that went to load
+ * from the KV pool instead count in s->kvp_parked). */
 static uint32_t apply(gsim *s, gmg_container *c)
 {
     const pol_batch_decision *d = &s->dec;
@@ -203,10 +231,12 @@ static uint32_t apply(gsim *s, gmg_container *c)
         swap_out(s, c, d->swap_out[i]);
     for (uint32_t i = 0; i < d->n_swap_in && !s->rc; i++)
         swap_in(s, c, d->swap_in[i]);
+    uint32_t n_run = 0;
     for (uint32_t i = 0; i < d->n_run && !s->rc; i++)
-        admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
-    cost_batch_merge(&c->iter.batch, &d->extra);
-    return s->rc ? 0 : d->n_run;
+        n_run += (uint32_t)admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
+    if (n_run || !s->kvp_parked)
+        cost_batch_merge(&c->iter.batch, &d->extra);
+    return s->rc ? 0 : n_run;
 }
 
 /* KV swap transfers of the iteration: each GPU of the TP group moves its shard over its own
@@ -232,11 +262,15 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         }
         pol_batch_decide(s->batch, c->batch_priv, s->g, c, &s->dec);
         const pol_batch_decision *d = &s->dec;
+        s->kvp_parked = 0;
         int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
         if (apply(s, c))
             return 1;
-        if (!changed && c->n_kv_out) /* a prefill instance whose blocks wait for KV transfers
-                                        to land resumes then (gs_on_kv_done) */
+        changed |= s->kvp_parked > 0;
+        /* a request loading from the KV pool, and a prefill instance's requests whose KV is in
+         * transfer to a decode instance, hold blocks the others may wait for: the load's end
+         * (gs_on_kv_loaded) or the transfer's landing (gs_on_kv_done) starts it again */
+        if (!changed && (c->n_loading || c->n_kv_out))
             return 0;
         if (!changed && c->waiting.n + c->running.n + c->swapped.n && !s->rc) {
             malfunction(s, c, "it stalled with %u waiting, %u running and %u swapped requests",

@@ -49,7 +49,8 @@ static void reroute_waiting(gsim *s, gmg_container *c)
 void gs_maybe_drained(gsim *s, gmg_container *c)
 {
     if (c->busy || c->waiting.n || c->running.n || c->swapped.n || c->migrating_out ||
-        c->blocks_reserved || c->blocks_offloaded || s->cs[c->id].guest != GMG_NONE)
+        c->blocks_reserved || c->blocks_offloaded || c->n_loading ||
+        s->cs[c->id].guest != GMG_NONE)
         return;
     gs_unstage(s, c); /* guest weights go with the container */
     if (s->cs[c->id].next_tenant < 0) { /* scaled down: back to standby */

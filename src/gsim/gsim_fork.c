@@ -17,6 +17,7 @@ static int fork_tenants(gsim *f, const gsim *s)
         tenant_state *t = &f->ten[i];
         *t = s->ten[i];
         t->cands = NULL, t->standby = NULL;
+        t->ceiling = (gs_keyset){0}; /* the ceiling is the replay's record */
         size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
         if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
             !(t->standby = ss_calloc(ns, sizeof *t->standby)))
@@ -72,7 +73,8 @@ static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
 }
 
 /* Schedule what is pending for the forked containers: a running iteration's end, a loading
- * container's readiness, the chunks and completion of offloaded prefills they take part in. */
+ * container's readiness, the chunks and completion of offloaded prefills they take part in,
+ * their requests' loads from the KV pool. */
 static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
 {
     for (uint32_t i = 0; i < f->n_offs; i++) {
@@ -91,7 +93,16 @@ static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
         if (c->status == GMG_CTR_LOADING && !des_schedule(f->des, c->ready_at, EV_CTR_READY, c->id))
             return SS_ENOMEM;
     }
-    return SS_OK;
+    if (!f->g->kvp) /* loads from the KV pool in flight */
+        return SS_OK;
+    uint8_t *set = ss_calloc(f->g->n_ctrs ? f->g->n_ctrs : 1, 1);
+    if (!set)
+        return SS_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        set[ctrs[i]] = 1;
+    int rc = gs_kvp_fork_events(f, set);
+    ss_free(set);
+    return rc;
 }
 
 int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
@@ -153,6 +164,7 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
         des_handler_set(f->des, EV_CTR_READY, gs_on_ctr_ready);
         des_handler_set(f->des, EV_GUEST, gs_on_guest);
         des_handler_set(f->des, EV_OFFLOAD_DONE, gs_on_offload_done);
+        des_handler_set(f->des, EV_KV_LOADED, gs_on_kv_loaded);
         rc = fork_events(f, ctrs, n);
     }
     if (rc) {

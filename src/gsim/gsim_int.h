@@ -8,7 +8,9 @@
  *   gsim_cluster.c  cluster actions: re-allocation, draining, loading, auto-scaling, ticks;
  *   gsim_migrate.c  live migration (Llumnix);
  *   gsim_disagg.c   disaggregated prefill and decode: the KV hand-off between the pools;
- *   gsim_fork.c     what-if forks.
+ *   gsim_fork.c     what-if forks;
+ *   gsim_ceiling.c  the prefix-caching ceiling (an unbounded cache per tenant).
+ *   gsim_kvpool.c   the KV pool below the prefix caches: lookups, loads, their completion.
  * Functions shared between the modules carry the prefix gs_. */
 #ifndef SS_GSIM_GSIM_INT_H
 #define SS_GSIM_GSIM_INT_H
@@ -23,7 +25,8 @@ enum {
     EV_GUEST = 6,        /* the last placed chunk of an offloaded prefill ends */
     EV_OFFLOAD_DONE = 7, /* an offloaded prefill's first token and KV are home */
     EV_PLACE_TICK = 8,   /* the placement policy decides */
-    EV_KV_DONE = 9,      /* a request's KV has landed on its decode instance */
+    EV_KV_LOADED = 9,    /* a request's blocks have loaded from the KV pool */
+    EV_KV_DONE = 10,     /* a request's KV has landed on its decode instance */
     EV__COUNT
 };
 
@@ -53,6 +56,15 @@ typedef struct kv_xfer {
     gmg_id next;                 /* the tenant's FIFO or the free list */
 } kv_xfer;
 
+/* A set of 64-bit keys (gsim_ceiling.c): the chained block hashes of the prefix-caching
+ * ceiling. */
+typedef struct gs_keyset {
+    uint64_t *slot;              /* owned; 0 = empty; mask + 1 slots, NULL before the first key */
+    uint32_t mask;
+    uint32_t n;                  /* keys in slot (key 0 apart) */
+    int has_zero;                /* key 0 is in the set */
+} gs_keyset;
+
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
     gsim_tenant t;               /* copy of the configuration (strings borrowed) */
@@ -67,6 +79,8 @@ typedef struct tenant_state {
     uint32_t n_dcands;
     uint32_t dmax_blocks;        /* the largest KV pool among them */
     gmg_id kv_head, kv_tail;     /* hand-offs waiting for decode blocks, FIFO (kv_xfer ids) */
+    gs_keyset ceiling;           /* block hashes its containers' caches learnt (the replay's,
+                                    empty in a fork) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
@@ -110,6 +124,9 @@ typedef struct ctr_state {
     uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
                                     it (an arrival, an offload, a migration, a cluster action):
                                     a what-if taken before is then out of date */
+    metrics_prefix prefix;       /* its prefix-cache lookups (measured requests' admissions,
+                                    as the tenants' counters count them); evictions folded in at
+                                    gsim_finish */
 } ctr_state;
 
 struct gsim {
@@ -157,6 +174,8 @@ struct gsim {
                                     latency of the tick applying it, or a candidate fork's) */
     uint64_t tick_whatifs0;      /* the placement policy's what-ifs when its tick began */
     gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
+    uint64_t *chain;             /* owned scratch: a request's block-chain keys (the ceiling) */
+    uint32_t cap_chain;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
@@ -167,6 +186,8 @@ struct gsim {
     uint32_t n_kvx, cap_kvx;
     gmg_id free_kvx;
     gmg_id *kv_cands;            /* owned scratch: decode instances with room, per pick */
+    uint32_t kvp_parked;         /* requests of the decision being applied that went to load
+                                    from the KV pool instead of joining its batch */
 };
 
 /* ---- shared between the modules --------------------------------------------------------- */
@@ -218,6 +239,13 @@ void gs_start_iteration(gsim *s, gmg_container *c);
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx);
 int gs_read_next(gsim *s);
 void gs_on_arrival(des_engine *e, des_event *ev, void *ctx);
+/* gsim_ceiling.c */
+/* The ceiling's hit for q at its first admission: the longest prefix of its chain, at most lim
+ * blocks, in its tenant's set. */
+uint32_t gs_ceiling_match(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim);
+/* q's prefill is done on c: its full prompt blocks join its tenant's set (replay only). */
+void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q);
+void gs_keyset_free(gs_keyset *k);
 /* gsim_migrate.c */
 migration *gs_mig_at(gsim *s, gmg_id m);
 void gs_maybe_abort_migration(gsim *s, gmg_req *q);
@@ -231,6 +259,22 @@ int gs_disagg_add(gsim *s, tenant_state *t, ss_errbuf *eb);
 void gs_disagg_handoff(gsim *s, gmg_container *c, gmg_id r);
 void gs_disagg_pump(gsim *s, tenant_state *t);
 void gs_on_kv_done(des_engine *e, des_event *ev, void *ctx);
+
+/* gsim_kvpool.c */
+int gs_kvp_create(gsim *s, ss_errbuf *eb);
+/* Request r, just admitted on c with the first h blocks of its chain from the GPU cache and
+ * q_tok query tokens (holding at least `hold` blocks) granted by the policy: when the pool
+ * holds the chain's next blocks and loading them is quicker than computing them, r leaves the
+ * batch to load them (1); else 0 and nothing changed. Records the lookup. */
+int gs_kvp_admit(gsim *s, gmg_container *c, gmg_id r, uint32_t h, uint32_t q_tok, uint32_t hold);
+/* Time to load, onto c's GPUs, n[i] blocks from each source (own CPU tier, own SSD tier,
+ * another node's CPU tier, another node's SSD tier), one source after the other. */
+ss_time gs_kvp_load_ns(const gsim *s, const gmg_container *c, const uint32_t n[4]);
+void gs_on_kv_loaded(des_engine *e, des_event *ev, void *ctx);
+/* A fork schedules the loads in flight of the containers with in_set[id]. 0 or SS_ENOMEM. */
+int gs_kvp_fork_events(gsim *f, const uint8_t *in_set);
+/* Fold the pool's counters into the run's metrics (at the end of a run; not in a fork). */
+void gs_kvp_finish(gsim *s);
 /* gsim_place.c */
 int gs_place_create(gsim *s, ss_errbuf *eb);
 void gs_place_destroy(gsim *s);

@@ -119,8 +119,10 @@ static int advance(gsim *s, gmg_container *c, gmg_req *q, ss_time now)
     ss_time gap;
     if (!gmg_req_progress(q, now, &gap))
         return 0; /* a prefill chunk: no token yet */
-    if (c->pc && !q->pc_registered && q->state == GMG_REQ_RUNNING) /* c: q's container */
+    if (c->pc && !q->pc_registered && q->state == GMG_REQ_RUNNING) { /* c: q's container */
+        gs_ceiling_register(s, c, q); /* what the cache learns, the ceiling learns */
         gmg_pc_register(s->g, c, q);
+    }
     if (gap >= 0 && q->measured && !s->fork)
         metrics_add_gap(&s->m, q->tenant, q->tier, gap);
     q->win_tokens += gs_in_arrival_window(s, now);

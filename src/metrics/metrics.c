@@ -175,10 +175,10 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     }
     out->sla_violation_rate = g->requests ? (double)g->sla_violations / (double)g->requests : 0;
     out->prefix = g->prefix;
-    const metrics_prefix *p = &g->prefix;
-    out->prefix_hit_rate = p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
-    out->prefix_block_hit_rate =
-        p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
+    out->kvpool = g->kvpool;
+    out->prefix_hit_rate = metrics_prefix_hit_rate(&g->prefix);
+    out->prefix_block_hit_rate = metrics_prefix_block_hit_rate(&g->prefix);
+    out->prefix_ceiling_hit_rate = metrics_prefix_ceiling_rate(&g->prefix);
     out->kv = g->kv;
     out->kv_exposed_mean_ms =
         g->kv.transfers ? ss_time_to_ms(g->kv.exposed_ns) / (double)g->kv.transfers : 0;
@@ -187,28 +187,69 @@ void metrics_summarize_group(const metrics_group *g, double window_s, metrics_gr
     out->e2e_ms = pct(&g->e2e);
 }
 
-static void add_prefix(metrics_prefix *p, int first, uint32_t prompt, uint32_t query_blocks,
-                       uint32_t hit_blocks, uint32_t hit_tokens)
+double metrics_prefix_hit_rate(const metrics_prefix *p)
+{
+    return p->query_tokens ? (double)p->hit_tokens / (double)p->query_tokens : 0;
+}
+
+double metrics_prefix_block_hit_rate(const metrics_prefix *p)
+{
+    return p->query_blocks ? (double)p->hit_blocks / (double)p->query_blocks : 0;
+}
+
+double metrics_prefix_ceiling_rate(const metrics_prefix *p)
+{
+    return p->query_tokens ? (double)p->ceiling_hit_tokens / (double)p->query_tokens : 0;
+}
+
+void metrics_prefix_add(metrics_prefix *p, int first, const metrics_lookup *l)
 {
     if (first) {
         p->lookups++;
-        p->query_tokens += prompt;
-        p->query_blocks += query_blocks;
-        p->hit_tokens += hit_tokens;
-        p->hit_blocks += hit_blocks;
+        p->query_tokens += l->prompt;
+        p->query_blocks += l->query_blocks;
+        p->hit_tokens += l->hit_tokens;
+        p->hit_blocks += l->hit_blocks;
+        p->ceiling_hit_tokens += l->ceiling_tokens;
+        p->ceiling_hit_blocks += l->ceiling_blocks;
     }
-    p->saved_tokens += hit_tokens;
+    p->saved_tokens += l->hit_tokens;
 }
 
-void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
-                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens)
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first,
+                        const metrics_lookup *l)
 {
     if (!measured)
         return;
-    add_prefix(&m->all.prefix, first, prompt, query_blocks, hit_blocks, hit_tokens);
+    metrics_prefix_add(&m->all.prefix, first, l);
     if (tenant < m->n_tenants)
-        add_prefix(&m->tenants[tenant].prefix, first, prompt, query_blocks, hit_blocks,
-                   hit_tokens);
+        metrics_prefix_add(&m->tenants[tenant].prefix, first, l);
+}
+
+static void add_kvpool(metrics_kvpool *p, uint32_t gpu, const uint32_t tb[3], int loaded,
+                       uint64_t bytes, ss_time ns)
+{
+    p->lookups++;
+    p->gpu_blocks += gpu;
+    if (loaded) {
+        p->cpu_blocks += tb[0];
+        p->ssd_blocks += tb[1];
+        p->remote_blocks += tb[2];
+        p->loads++;
+        p->load_bytes += bytes;
+        p->load_ns += ns;
+    } else {
+        p->recomputes++;
+        p->recompute_blocks += (uint64_t)tb[0] + tb[1] + tb[2];
+    }
+}
+
+void metrics_add_kvpool(metrics *m, uint16_t tenant, uint32_t gpu, const uint32_t tier_blocks[3],
+                        int loaded, uint64_t load_bytes, ss_time load_ns)
+{
+    add_kvpool(&m->all.kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
+    if (tenant < m->n_tenants)
+        add_kvpool(&m->tenants[tenant].kvpool, gpu, tier_blocks, loaded, load_bytes, load_ns);
 }
 
 static void add_kv(metrics_kv *k, double bytes, ss_time exposed_ns, ss_time wait_ns)
@@ -302,6 +343,8 @@ void metrics_summarize(const metrics *m, ss_time sim_end, metrics_summary *out)
     out->sim_s = ss_time_to_s(sim_end);
     out->window_s = ss_time_to_s(metrics_window_end(m) - m->measure_from);
     out->arrival_window_s = metrics_arrival_window_s(m);
+    out->kvpool_peak[0] = m->kvpool_peak[0];
+    out->kvpool_peak[1] = m->kvpool_peak[1];
     metrics_summarize_group(&m->all, out->window_s, &out->all);
     metrics_summarize_window(m, &m->all, &out->all);
     out->requests = m->arrived;

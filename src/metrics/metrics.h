@@ -101,7 +101,42 @@ typedef struct metrics_prefix {
     uint64_t hit_blocks;      /* blocks found cached at first admission */
     uint64_t saved_tokens;    /* prefill tokens not computed, over every admission */
     uint64_t evictions;       /* cached blocks evicted (whole run, by the container's tenant) */
+    uint64_t ceiling_hit_tokens; /* tokens an unbounded cache shared by the tenant's containers
+                                    would have found at first admission (the ceiling) */
+    uint64_t ceiling_hit_blocks; /* its blocks */
 } metrics_prefix;
+
+/* One prefix-cache lookup at an admission. */
+typedef struct metrics_lookup {
+    uint32_t prompt;          /* the request's prompt tokens */
+    uint32_t query_blocks;    /* its prompt's full blocks that carry an identity */
+    uint32_t hit_blocks;      /* found in its container's cache and taken */
+    uint32_t hit_tokens;      /* their tokens */
+    uint32_t ceiling_blocks;  /* found in its tenant's unbounded shared cache (the ceiling) */
+    uint32_t ceiling_tokens;  /* their tokens */
+} metrics_lookup;
+
+/* The KV pool below the prefix caches. The lookups and loads are those of measured
+ * requests, at every admission that read the pool; offloads and evictions are the whole run's,
+ * by the tenant whose cache offloaded the block. Blocks are KV-cache blocks (block_size
+ * tokens), bytes those of every GPU of the replica together. */
+typedef struct metrics_kvpool {
+    uint64_t lookups;          /* admissions whose chain went on past the GPU cache into the pool */
+    uint64_t gpu_blocks;       /* blocks those admissions found in the GPU cache */
+    uint64_t cpu_blocks;       /* blocks loaded from the node's own CPU tier */
+    uint64_t ssd_blocks;       /* ... from its own SSD tier */
+    uint64_t remote_blocks;    /* ... from another node's tiers (cluster scope) */
+    uint64_t loads;            /* admissions that loaded (the load was the cheaper) */
+    uint64_t load_bytes;       /* bytes they loaded */
+    ss_time load_ns;           /* their loads' time, waiting for the host link included */
+    uint64_t recomputes;       /* admissions that found blocks in the pool but recomputed them
+                                  (cheaper than loading) */
+    uint64_t recompute_blocks; /* those blocks */
+    uint64_t offload_blocks;   /* blocks the GPU caches evicted into the pool */
+    uint64_t offload_bytes;
+    uint64_t demotions;        /* blocks moved from a CPU tier down to an SSD tier */
+    uint64_t evictions;        /* blocks dropped from the pool */
+} metrics_kvpool;
 
 /* KV transfers of disaggregated serving: a request's KV from its prefill instance to its decode
  * instance, for measured requests (all zero for co-located tenants). */
@@ -128,6 +163,7 @@ typedef struct metrics_group {
     uint64_t rejected_why[METRICS_REJ__COUNT]; /* rejected requests by reason */
     ss_hist ttft, tbt, e2e;   /* ns; tbt holds every inter-token gap once metrics_flush ran */
     metrics_prefix prefix;    /* automatic prefix caching (all zero when off) */
+    metrics_kvpool kvpool;    /* the KV pool (all zero when off) */
     metrics_kv kv;            /* KV transfers of disaggregated serving (all zero otherwise) */
 } metrics_group;
 
@@ -176,6 +212,8 @@ typedef struct metrics {
     ss_time last_finish;       /* latest completion or rejection */
     ss_time last_completion;   /* latest completion (every request): the window's end */
     ss_time last_arrival;      /* latest arrival (every request): the arrival window's end */
+    uint64_t kvpool_peak[2];   /* the KV pool's highest occupancy of its CPU and SSD tiers,
+                                  every node together, bytes */
     int oom;                   /* an allocation failed while recording */
 } metrics;
 
@@ -199,6 +237,8 @@ typedef struct metrics_group_summary {
     metrics_prefix prefix;        /* prefix caching counters (see metrics_prefix) */
     double prefix_hit_rate;       /* hit_tokens / query_tokens (0 when none) */
     double prefix_block_hit_rate; /* hit_blocks / query_blocks (0 when none) */
+    double prefix_ceiling_hit_rate; /* ceiling_hit_tokens / query_tokens (0 when none) */
+    metrics_kvpool kvpool;        /* the KV pool's counters (see metrics_kvpool) */
     metrics_kv kv;                /* KV transfers (see metrics_kv) */
     double kv_exposed_mean_ms;    /* kv.exposed_ns / kv.transfers, ms (0 when none) */
 } metrics_group_summary;
@@ -220,6 +260,7 @@ typedef struct metrics_summary {
     double window_s;              /* measurement window: warm-up end to the last completion, s */
     double arrival_window_s;      /* the arrival window: warm-up end to the last arrival, s; the
                                      same for every policy at the same trace and load */
+    uint64_t kvpool_peak[2];      /* the KV pool's peak CPU and SSD occupancy, bytes */
 } metrics_summary;
 
 /* Prepare m for n_tenants tenants, measuring requests that arrive at or after measure_from.
@@ -282,13 +323,27 @@ double metrics_arrival_window_s(const metrics *m);
  * metrics_summarize_group (metrics_summarize does it for the run's group). */
 void metrics_summarize_window(const metrics *m, const metrics_group *g,
                               metrics_group_summary *out);
+/* One admission of a measured request of `tenant` read the KV pool: gpu blocks found in the
+ * GPU cache, then tier_blocks[0..2] (CPU, SSD, remote) in the pool; loaded (load_bytes in
+ * load_ns) or recomputed. */
+void metrics_add_kvpool(metrics *m, uint16_t tenant, uint32_t gpu, const uint32_t tier_blocks[3],
+                        int loaded, uint64_t load_bytes, ss_time load_ns);
+
 /* Fold one landed KV transfer of a tenant's request in (measured = arrived after the warm-up):
  * bytes moved, exposed time and the wait for decode blocks before it (0: none), ns. */
 void metrics_add_kv(metrics *m, uint16_t tenant, int measured, double bytes, ss_time exposed_ns,
                     ss_time wait_ns);
 /* Fold one prefix-cache lookup of a tenant's request in: first = its first admission (counts
- * toward the hit rate), measured = arrived after the warm-up. */
-void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first, uint32_t prompt,
-                        uint32_t query_blocks, uint32_t hit_blocks, uint32_t hit_tokens);
+ * toward the hit rate and the ceiling), measured = arrived after the warm-up. */
+void metrics_add_prefix(metrics *m, uint16_t tenant, int measured, int first,
+                        const metrics_lookup *l);
+/* Fold lookup l into one set of counters p (a group's, or a container's: its own record);
+ * first as for metrics_add_prefix. */
+void metrics_prefix_add(metrics_prefix *p, int first, const metrics_lookup *l);
+/* p's hit rates: tokens found over prompt tokens, blocks found over identified blocks, and the
+ * ceiling's tokens over prompt tokens (0 when nothing was looked up). */
+double metrics_prefix_hit_rate(const metrics_prefix *p);
+double metrics_prefix_block_hit_rate(const metrics_prefix *p);
+double metrics_prefix_ceiling_rate(const metrics_prefix *p);
 
 #endif

@@ -3,7 +3,9 @@
  *  - "greedy": every greedy_period_ms, each container with a queue offloads the prefill of its
  *    last fresh waiting request to the first idle container that can take it (same TP degree,
  *    no pipeline, no queue, no guest; nearest id first), without asking a what-if whether the
- *    move helps or harms anyone. A baseline for SliceScheduler's what-if judgement. */
+ *    move helps or harms anyone. A baseline for SliceScheduler's what-if judgement: its moves
+ *    run on the same mechanism and are charged the same costs (pol_place_move_costs), all
+ *    but the decision latency, as it asks no what-if. */
 #include "policy/policy.h"
 
 #include <stdlib.h>
@@ -23,9 +25,11 @@ const pol_place_ops pol_place_home = {
 
 typedef struct greedy {
     ss_time period;
+    pol_place_mechanism mech; /* its moves are charged as SliceScheduler's are */
 } greedy;
 
-static const char *const greedy_params[] = {"greedy_period_ms", NULL};
+static const char *const greedy_params[] = {"greedy_period_ms", "slice_host_factor",
+                                            "slice_link_eff", "slice_interference", NULL};
 
 static int greedy_init(void *priv, ss_params *p, ss_errbuf *eb)
 {
@@ -33,7 +37,16 @@ static int greedy_init(void *priv, ss_params *p, ss_errbuf *eb)
     double ms;
     int rc = ss_params_get_double(p, "greedy", "greedy_period_ms", 20, 0.1, 1e7, &ms, eb);
     s->period = (ss_time)(ms * SS_NS_PER_MS);
-    return rc;
+    /* no what-ifs, so no decision latency; streamed or staged weights as the default */
+    s->mech = (pol_place_mechanism){.guest_overrun =
+                                        (ss_time)(POL_PLACE_OVERRUN_MS * SS_NS_PER_MS),
+                                    .weights = POL_WEIGHTS_AUTO};
+    return rc ? rc : pol_place_move_costs(p, "greedy", &s->mech, eb);
+}
+
+static void greedy_mechanism(const void *priv, pol_place_mechanism *out)
+{
+    *out = ((const greedy *)priv)->mech;
 }
 
 static ss_time greedy_period(const void *priv) { return ((const greedy *)priv)->period; }
@@ -83,4 +96,5 @@ const pol_place_ops pol_place_greedy = {
     .init = greedy_init,
     .period = greedy_period,
     .tick = greedy_tick,
+    .mechanism = greedy_mechanism,
 };

@@ -62,10 +62,8 @@ typedef struct refusal {
 } refusal;
 
 typedef struct slice_sched {
-    ss_time period, horizon, min_gain, overrun;
-    ss_time whatif;       /* decision latency per what-if, ns */
-    double host_factor, link_eff, interference; /* see pol_place_mechanism */
-    int weights;          /* POL_WEIGHTS_* */
+    ss_time period, horizon, min_gain;
+    pol_place_mechanism mech; /* how its moves run, and what each is charged */
     uint32_t max_whatifs;
     const pol_place_env *env; /* the simulator's, during a tick */
     void (*destroy)(pol_whatif **w); /* how to free the live baselines */
@@ -97,28 +95,23 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_min_gain_ms", 5, 0, 1e7, &gain_ms, eb);
     if (!rc)
-        rc = ss_params_get_double(p, "slice", "slice_overrun_ms", 1, 0, 1e5, &overrun_ms, eb);
+        rc = ss_params_get_double(p, "slice", "slice_overrun_ms", POL_PLACE_OVERRUN_MS, 0, 1e5,
+                                  &overrun_ms, eb);
     /* The costs of a move (README, "What a move costs"): defaults and their sources there. */
-    if (!rc)
-        rc = ss_params_get_double(p, "slice", "slice_host_factor", 1, 0, 100, &s->host_factor,
-                                  eb);
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_whatif_ms", SLICE_WHATIF_MS, 0, 1e4,
                                   &whatif_ms, eb);
     if (!rc)
-        rc = ss_params_get_double(p, "slice", "slice_link_eff", 0.8, 0.01, 1, &s->link_eff, eb);
-    if (!rc)
-        rc = ss_params_get_double(p, "slice", "slice_interference", 1.2, 1, 100,
-                                  &s->interference, eb);
+        rc = pol_place_move_costs(p, "slice", &s->mech, eb);
     if (rc)
         return rc;
     const char *weights = ss_params_get(p, "slice_weights");
     if (!weights || !strcmp(weights, "auto"))
-        s->weights = POL_WEIGHTS_AUTO;
+        s->mech.weights = POL_WEIGHTS_AUTO;
     else if (!strcmp(weights, "stream"))
-        s->weights = POL_WEIGHTS_STREAM;
+        s->mech.weights = POL_WEIGHTS_STREAM;
     else if (!strcmp(weights, "stage"))
-        s->weights = POL_WEIGHTS_STAGE;
+        s->mech.weights = POL_WEIGHTS_STAGE;
     else
         return ss_err(eb, SS_EINVAL, "slice_weights: expected auto, stream or stage, got '%s'",
                       weights);
@@ -128,8 +121,8 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
     s->horizon = (ss_time)(horizon_ms * SS_NS_PER_MS);
     s->min_gain = (ss_time)(gain_ms * SS_NS_PER_MS);
     s->max_whatifs = (uint32_t)whatifs;
-    s->overrun = (ss_time)(overrun_ms * SS_NS_PER_MS);
-    s->whatif = (ss_time)(whatif_ms * SS_NS_PER_MS);
+    s->mech.guest_overrun = (ss_time)(overrun_ms * SS_NS_PER_MS);
+    s->mech.whatif_ns = (ss_time)(whatif_ms * SS_NS_PER_MS);
     return SS_OK;
 }
 
@@ -164,13 +157,7 @@ static ss_time period(const void *priv) { return ((const slice_sched *)priv)->pe
 
 static void mechanism(const void *priv, pol_place_mechanism *out)
 {
-    const slice_sched *s = priv;
-    out->guest_overrun = s->overrun;
-    out->weights = s->weights;
-    out->host_factor = s->host_factor;
-    out->whatif_ns = s->whatif;
-    out->link_eff = s->link_eff;
-    out->interference = s->interference;
+    *out = ((const slice_sched *)priv)->mech;
 }
 
 /* ---- forks and their outcomes ------------------------------------------------------------ */

@@ -51,8 +51,8 @@
     }
 
 POL_REGISTRY(route, pol_route_ops, &pol_route_rr, &pol_route_lor, &pol_route_random,
-             &pol_route_infaas, &pol_route_llumnix, &pol_route_prefill_affinity,
-             &pol_route_decode_load)
+             &pol_route_infaas, &pol_route_llumnix, &pol_route_affinity,
+             &pol_route_prefill_affinity, &pol_route_decode_load)
 POL_REGISTRY(batch, pol_batch_ops, &pol_batch_vllm, &pol_batch_orca, &pol_batch_sarathi,
              &pol_batch_static)
 POL_REGISTRY(cluster, pol_cluster_ops, &pol_cluster_container, &pol_cluster_llumnix,
@@ -295,6 +295,17 @@ int pol_place_tick(pol_place *p, const pol_place_env *env, const gmg *g,
     double t0 = wall_s();
     int rc = p->ops->tick(p->priv, env, g, out, &p->st, eb);
     p->st.wall_s += wall_s() - t0;
+    return rc;
+}
+
+int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, ss_errbuf *eb)
+{
+    int rc = ss_params_get_double(p, who, "slice_host_factor", 1, 0, 100, &m->host_factor, eb);
+    if (!rc)
+        rc = ss_params_get_double(p, who, "slice_link_eff", 0.8, 0.01, 1, &m->link_eff, eb);
+    if (!rc)
+        rc = ss_params_get_double(p, who, "slice_interference", 1.2, 1, 100, &m->interference,
+                                  eb);
     return rc;
 }
 

@@ -30,7 +30,7 @@ typedef struct pol_engine_cfg {
 
 typedef struct pol_route_ops {
     uint32_t abi_version;   /* POL_ABI_VERSION */
-    const char *name;       /* "rr", "lor"; selected by --routing */
+    const char *name;       /* "rr", "lor"; selected by --routing (--route) */
     const char *summary;    /* one line for --help */
     const char *const *params; /* NULL-terminated names of the parameters it reads, or NULL */
     size_t priv_size;       /* zeroed bytes allocated with the instance */
@@ -313,6 +313,14 @@ typedef struct pol_place_mechanism {
     double interference;   /* slowdown of a guest chunk sharing the helper's iteration */
 } pol_place_mechanism;
 
+/* Default time an offloaded guest chunk in a host phase may overrun it (see guest_overrun). */
+#define POL_PLACE_OVERRUN_MS 1.0
+/* The costs every move of an operator-placing policy is charged, whatever decided it: the
+ * parameters slice_host_factor (default 1), slice_link_eff (0.8) and slice_interference (1.2)
+ * into m's host_factor, link_eff and interference (README, "What a move costs", names their
+ * sources); who names the policy in messages. 0, or SS_EINVAL with the parameter's error. */
+int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, ss_errbuf *eb);
+
 /* What a placement policy did in a run. */
 typedef struct pol_place_stats {
     uint64_t ticks;           /* decisions with at least one candidate judged */
@@ -384,6 +392,7 @@ extern const pol_route_ops pol_route_rr;
 extern const pol_route_ops pol_route_lor;
 extern const pol_route_ops pol_route_random;
 extern const pol_route_ops pol_route_infaas;
+extern const pol_route_ops pol_route_affinity;
 extern const pol_route_ops pol_route_prefill_affinity; /* route_disagg.c */
 extern const pol_route_ops pol_route_decode_load;
 extern const pol_batch_ops pol_batch_vllm;

@@ -22,11 +22,15 @@ static const builtin builtins[] = {
     {"slice", {"policy.cluster=container", "policy.ops=slice", NULL}},
     /* the container policy on the allocation runner_static_best finds (runner/static_best.h) */
     {"static-best", {"policy.cluster=container", "policy.ops=home", NULL}},
+    /* SliceScheduler on the allocation the same search finds for it (each candidate judged
+     * by a replay with SliceScheduler) */
+    {"slice-sized", {"policy.cluster=container", "policy.ops=slice", NULL}},
 };
 
 const char *runner_bundle_names(void)
 {
-    return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best";
+    return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best, "
+           "slice-sized";
 }
 
 /* A [policy] parameter as a number (0 when absent or not one). */
@@ -57,7 +61,7 @@ int runner_bundle_headroom_note(scn_scenario *sc, const char *label, char *buf, 
 
 int runner_bundle_searches(const char *spec)
 {
-    return !strcmp(spec, "static-best");
+    return !strcmp(spec, "static-best") || !strcmp(spec, "slice-sized");
 }
 
 static const builtin *find(const char *name)

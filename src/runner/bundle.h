@@ -1,7 +1,8 @@
 /* runner/: policy bundles, the "policies" that compare and sweep set side by side. A
  * bundle is a built-in name (container, realloc, infaas, llumnix, llumnix-tiers, slice,
- * static-best: the container policy on an allocation searched for at each load; compare and
- * capacity run its search, runner/static_best.h) or
+ * static-best: the container policy on an allocation searched for at each load; slice-sized:
+ * SliceScheduler on an allocation searched for the same way, each candidate replayed with
+ * SliceScheduler; compare and capacity run the search, runner/static_best.h) or
  * LABEL:SECTION.KEY=VALUE[+SECTION.KEY=VALUE...], scenario assignments under a label of one's
  * own (e.g. "sarathi-slice:policy.batching=sarathi+policy.ops=slice"). */
 #ifndef SS_RUNNER_BUNDLE_H
@@ -29,9 +30,9 @@ int runner_bundles_parse(const char *arg, char *text, char **policy,
  * SS_ENOMEM / the scenario's error with eb set. */
 int runner_bundle_scenario(const char *config, const char *const *sets, size_t n_sets,
                            const char *db, const char *spec, scn_scenario **out, ss_errbuf *eb);
-/* Whether spec is a bundle whose scenario is searched for at each point (static-best): its
- * assignments are the container bundle's, and the command runs runner_static_best on the
- * point's scenario before the run. */
+/* Whether spec is a bundle whose scenario is searched for at each point (static-best,
+ * slice-sized): the command runs runner_static_best on the point's scenario, its assignments
+ * applied, before the run. */
 int runner_bundle_searches(const char *spec);
 /* Whether scenario sc (a bundle applied) asks for re-allocation (cluster container with
  * realloc_period_s > 0) or auto-scaling (a llumnix cluster with scale_period_s > 0), which act

@@ -80,6 +80,8 @@ typedef struct runner_capacity_opts {
     runner_capacity_search_opts search;
     int json;                  /* one JSON object instead of the table */
     int progress;              /* a line per probe on stderr */
+    int search_replays;        /* an allocation search's candidate replays at most (0: the
+                                  default, RUNNER_STATIC_BEST_REPLAYS) */
     runner_files_fn *check_files; /* called with the load-1 scenario and the database once
                                      every bundle passed its check (NULL: none) */
     void *check_files_ud;

@@ -161,7 +161,8 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     search[0] = '\0';
     if (!rc && runner_bundle_searches(o->policy[c->p])) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
-                                      .point = point, .progress = o->progress};
+                                      .point = point, .progress = o->progress,
+                                      .max_replays = o->search_replays};
         runner_alloc_result ar;
         rc = runner_static_best(sc, &so, &ar, search, sizeof c->search[0], &x.eb);
         ro.search = search;

@@ -175,7 +175,8 @@ static int run_point(compare *c, int i, ss_errbuf *eb)
     int rc = build(o, p, rate, &sc, &x.eb);
     if (!rc && runner_bundle_searches(o->policy[p])) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
-                                      .point = point, .progress = o->progress};
+                                      .point = point, .progress = o->progress,
+                                      .max_replays = o->search_replays};
         runner_alloc_result ar;
         rc = runner_static_best(sc, &so, &ar, c->res[i].search, sizeof c->res[i].search,
                                 &x.eb);

@@ -31,6 +31,8 @@ typedef struct runner_compare_opts {
     size_t n_sets;
     int json;                  /* a JSON array instead of the table */
     int progress;              /* a line per run and the run's progress line on a terminal */
+    int search_replays;        /* an allocation search's candidate replays at most (0: the
+                                  default, RUNNER_STATIC_BEST_REPLAYS) */
     runner_files_fn *check_files; /* called with the first point's scenario and the database
                                      once every point passed its check (NULL: none) */
     void *check_files_ud;

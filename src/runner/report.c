@@ -51,6 +51,9 @@ static void json_group(FILE *f, const metrics_group_summary *g)
 }
 
 static void json_prefix_group(FILE *f, const metrics_group_summary *s);
+static void instance_rates(const gsim *g, uint32_t t, uint32_t *n_out, double out[3]);
+
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak);
 
 /* A disaggregated tenant's pools and KV transfers (nothing for a co-located one). */
 static void json_disagg(FILE *f, const gsim_tenant *t, const metrics_group_summary *s)
@@ -84,8 +87,17 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         json_group(f, &s);
         json_disagg(f, t, &s);
         if (gsim_graph(g)->prefix_cache) {
+            uint32_t n;
+            double rate[3];
+            instance_rates(g, i, &n, rate);
             fputs(", \"prefix_cache\": ", f);
             json_prefix_group(f, &s);
+            fprintf(f, ", \"instance_hit_rate\": {\"instances\": %u, \"min\": %.6f, "
+                       "\"mean\": %.6f, \"max\": %.6f}}", n, rate[0], rate[1], rate[2]);
+        }
+        if (gsim_graph(g)->kvp) {
+            fputs(", \"kvpool\": ", f);
+            json_kvpool_group(f, &s.kvpool, NULL);
         }
         fputc('}', f);
     }
@@ -154,24 +166,92 @@ static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metri
             m->moved_gpu_s[0], m->moved_gpu_s[1], m->moved_gpu_s[2], m->moved_gpu_s[3]);
 }
 
+/* The KV pool's counters of a group; the run's also its tiers' peak occupancy (peak: NULL
+ * for a tenant). */
+static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak)
+{
+    fprintf(f, "{\"lookups\": %" PRIu64 ", \"gpu_blocks\": %" PRIu64 ", \"cpu_blocks\": %" PRIu64
+               ", \"ssd_blocks\": %" PRIu64 ", \"remote_blocks\": %" PRIu64 ", \"loads\": %" PRIu64
+               ", \"load_bytes\": %" PRIu64 ", \"load_s\": %.9f, \"recomputes\": %" PRIu64
+               ", \"recompute_blocks\": %" PRIu64 ", \"offload_blocks\": %" PRIu64
+               ", \"offload_bytes\": %" PRIu64 ", \"demotions\": %" PRIu64
+               ", \"evictions\": %" PRIu64, p->lookups, p->gpu_blocks, p->cpu_blocks,
+            p->ssd_blocks, p->remote_blocks, p->loads, p->load_bytes, ss_time_to_s(p->load_ns),
+            p->recomputes, p->recompute_blocks, p->offload_blocks, p->offload_bytes, p->demotions,
+            p->evictions);
+    if (peak)
+        fprintf(f, ", \"cpu_peak_bytes\": %" PRIu64 ", \"ssd_peak_bytes\": %" PRIu64, peak[0],
+                peak[1]);
+    fputc('}', f);
+}
+
+/* The counters of one set of lookups (a group's or an instance's), without braces. */
+static void json_prefix_counts(FILE *f, const metrics_prefix *p)
+{
+    fprintf(f, "\"hit_rate\": %.6f, \"block_hit_rate\": %.6f, \"lookups\": %" PRIu64
+               ", \"query_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+               ", \"query_blocks\": %" PRIu64 ", \"hit_blocks\": %" PRIu64
+               ", \"saved_tokens\": %" PRIu64 ", \"evictions\": %" PRIu64,
+            metrics_prefix_hit_rate(p), metrics_prefix_block_hit_rate(p), p->lookups,
+            p->query_tokens, p->hit_tokens, p->query_blocks, p->hit_blocks, p->saved_tokens,
+            p->evictions);
+}
+
+/* A group's counters and its ceiling (an unbounded cache shared by each tenant's instances). */
 static void json_prefix_group(FILE *f, const metrics_group_summary *s)
 {
     const metrics_prefix *p = &s->prefix;
-    fprintf(f, "{\"hit_rate\": %.6f, \"block_hit_rate\": %.6f, \"lookups\": %" PRIu64
-               ", \"query_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
-               ", \"query_blocks\": %" PRIu64 ", \"hit_blocks\": %" PRIu64
-               ", \"saved_tokens\": %" PRIu64 ", \"evictions\": %" PRIu64 "}",
-            s->prefix_hit_rate, s->prefix_block_hit_rate, p->lookups, p->query_tokens,
-            p->hit_tokens, p->query_blocks, p->hit_blocks, p->saved_tokens, p->evictions);
+    fputc('{', f);
+    json_prefix_counts(f, p);
+    fprintf(f, ", \"ceiling_hit_rate\": %.6f, \"ceiling_hit_tokens\": %" PRIu64
+               ", \"ceiling_hit_blocks\": %" PRIu64, s->prefix_ceiling_hit_rate,
+            p->ceiling_hit_tokens, p->ceiling_hit_blocks);
 }
 
-/* Automatic prefix caching, overall and per tenant; absent when the cache was off. */
+/* Hit rates (tokens) over tenant t's instances that looked anything up (the containers
+ * serving it at the end): *n_out of them; min, mean (unweighted) and max, 0 when none. */
+static void instance_rates(const gsim *g, uint32_t t, uint32_t *n_out, double out[3])
+{
+    const gmg *G = gsim_graph(g);
+    uint32_t n = 0;
+    out[0] = out[1] = out[2] = 0;
+    for (uint32_t i = 0; i < G->n_ctrs; i++) {
+        const metrics_prefix *p = gsim_ctr_prefix(g, i);
+        if (G->ctrs[i].tenant != t || !p->lookups)
+            continue;
+        double r = metrics_prefix_hit_rate(p);
+        out[0] = n && out[0] < r ? out[0] : r;
+        out[2] = n && out[2] > r ? out[2] : r;
+        out[1] += r;
+        n++;
+    }
+    if (n)
+        out[1] /= n;
+    *n_out = n;
+}
+
+/* Automatic prefix caching overall, with one object per instance (container); absent when
+ * the cache was off. */
 static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
 {
-    if (!gsim_graph(g)->prefix_cache)
+    const gmg *G = gsim_graph(g);
+    if (!G->prefix_cache)
         return;
     fputs(", \"prefix_cache\": ", f);
     json_prefix_group(f, &m->all);
+    fputs(", \"instances\": [", f);
+    for (uint32_t i = 0; i < G->n_ctrs; i++) {
+        fprintf(f, "%s{\"container\": %u, \"tenant\": ", i ? ", " : "", i);
+        ss_json_fputs(f, gsim_tenant_name(g, G->ctrs[i].tenant));
+        fputs(", ", f);
+        json_prefix_counts(f, gsim_ctr_prefix(g, i));
+        fputc('}', f);
+    }
+    fputs("]}", f);
+    if (!gsim_graph(g)->kvp)
+        return;
+    fputs(", \"kvpool\": ", f);
+    json_kvpool_group(f, &m->all.kvpool, gsim_metrics(g)->kvpool_peak);
 }
 
 void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
@@ -320,6 +400,33 @@ static void table_ops(FILE *f, const gsim *g, const metrics_summary *m)
             moved > 0 ? 100 * m->moved_gpu_s[3] / moved : 0.0);
 }
 
+/* Prefix caching: the run's hit rates, then per tenant the spread over its instances and the
+ * ceiling (an unbounded cache shared by its instances). */
+static void table_prefix(FILE *f, const gsim *g, const metrics_summary *m)
+{
+    const metrics_group_summary *a = &m->all;
+    const metrics_prefix *p = &a->prefix;
+    fprintf(f, "  prefix cache: hit rate %.1f %% of prompt tokens (%" PRIu64 " of %" PRIu64
+               "), %.1f %% of blocks; %" PRIu64 " prefill tokens saved; %" PRIu64
+               " blocks evicted\n", 100 * a->prefix_hit_rate, p->hit_tokens, p->query_tokens,
+            100 * a->prefix_block_hit_rate, p->saved_tokens, p->evictions);
+    const metrics *mt = gsim_metrics(g);
+    for (uint32_t t = 0; t < gsim_n_tenants(g); t++) {
+        uint32_t n;
+        double rate[3];
+        instance_rates(g, t, &n, rate);
+        metrics_group_summary s;
+        metrics_summarize_group(&mt->tenants[t], m->window_s, &s);
+        if (gsim_n_tenants(g) > 1)
+            fprintf(f, "  prefix cache, %s:", gsim_tenant_name(g, t));
+        else
+            fputs("  prefix cache", f);
+        fprintf(f, " by instance min %.1f %%, mean %.1f %%, max %.1f %% (%u instances); "
+                   "ceiling %.1f %% (unbounded, shared by the instances)\n", 100 * rate[0],
+                100 * rate[1], 100 * rate[2], n, 100 * s.prefix_ceiling_hit_rate);
+    }
+}
+
 void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                          const metrics_summary *m)
 {
@@ -364,12 +471,20 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
     if (m->advice_declined)
         fprintf(f, "  cluster policy: %" PRIu64 " pieces of advice declined (the state no longer "
                    "allowed them when applied)\n", m->advice_declined);
-    if (gsim_graph(g)->prefix_cache) {
-        const metrics_prefix *p = &a->prefix;
-        fprintf(f, "  prefix cache: hit rate %.1f %% of prompt tokens (%" PRIu64 " of %" PRIu64
-                   "), %.1f %% of blocks; %" PRIu64 " prefill tokens saved; %" PRIu64
-                   " blocks evicted\n", 100 * a->prefix_hit_rate, p->hit_tokens, p->query_tokens,
-                100 * a->prefix_block_hit_rate, p->saved_tokens, p->evictions);
+    if (gsim_graph(g)->prefix_cache)
+        table_prefix(f, g, m);
+    if (gsim_graph(g)->kvp) {
+        const metrics_kvpool *k = &a->kvpool;
+        const uint64_t *peak = gsim_metrics(g)->kvpool_peak;
+        fprintf(f, "  KV pool: loaded %" PRIu64 " blocks (CPU %" PRIu64 ", SSD %" PRIu64
+                   ", remote %" PRIu64 "; %.2f GiB in %.3f s) for %" PRIu64 " requests, %" PRIu64
+                   " recomputed instead; offloaded %" PRIu64 " blocks (%.2f GiB), %" PRIu64
+                   " dropped; peak CPU %.2f GiB, SSD %.2f GiB\n",
+                k->cpu_blocks + k->ssd_blocks + k->remote_blocks, k->cpu_blocks, k->ssd_blocks,
+                k->remote_blocks, (double)k->load_bytes / 1073741824.0, ss_time_to_s(k->load_ns),
+                k->loads, k->recomputes, k->offload_blocks,
+                (double)k->offload_bytes / 1073741824.0, k->evictions,
+                (double)peak[0] / 1073741824.0, (double)peak[1] / 1073741824.0);
     }
     table_disagg(f, g);
     table_slices(f, g, m);
@@ -460,6 +575,10 @@ int runner_report_store(store *st, const gsim *g, const metrics_summary *m, doub
     int rc = store_gpus(st, g, m->window_s, eb);
     if (!rc)
         rc = store_groups(st, g, m->window_s, eb);
+    const gmg *G = gsim_graph(g);
+    for (uint32_t i = 0; !rc && i < G->n_ctrs; i++)
+        rc = store_run_instance(st, i, gsim_tenant_name(g, G->ctrs[i].tenant),
+                                gsim_ctr_prefix(g, i), eb);
     if (!rc)
         rc = store_run_slices(st, &gsim_metrics(g)->slices, eb);
     if (!rc)

@@ -34,7 +34,7 @@ void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
 /* The readable table, with one line per tenant and per tier when there are several. */
 void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                          const metrics_summary *m);
-/* Write the run's GPU, tenant and tier rows and commit it. 0 or the store's error. */
+/* Write the run's GPU, tenant, tier and instance rows and commit it. 0 or the store's error. */
 int runner_report_store(store *st, const gsim *g, const metrics_summary *m, double wall_s,
                         uint64_t trace_digest, const char *result_json, ss_errbuf *eb);
 

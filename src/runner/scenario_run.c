@@ -14,39 +14,44 @@ static int synth_kv(trace_gen_spec *g, const char *key, const char *val, ss_errb
 {
     double d;
     int64_t n;
-    if (!strcmp(key, "prompt"))
-        return trace_len_dist_parse(&g->prompt, val, eb);
-    if (!strcmp(key, "output"))
-        return trace_len_dist_parse(&g->output, val, eb);
+    int rc = SS_ENOTFOUND;
+    if (!strcmp(key, "prompt") || !strcmp(key, "output"))
+        rc = trace_len_dist_parse(key[0] == 'p' ? &g->prompt : &g->output, val, eb);
+    else
+        rc = trace_gen_spec_set(g, key, val, eb);
+    if (rc != SS_ENOTFOUND)
+        return rc ? ss_err_prefix(eb, rc, "%s", key) : SS_OK;
     if (!strcmp(key, "arrival")) {
         if (strcmp(val, "poisson") && strcmp(val, "gamma"))
-            return ss_err(eb, SS_EPARSE, "synthetic: arrival: expected poisson or gamma, got '%s'",
+            return ss_err(eb, SS_EPARSE, "arrival: expected poisson or gamma, got '%s'",
                           val);
         g->arrival = strcmp(val, "gamma") ? TRACE_ARRIVAL_POISSON : TRACE_ARRIVAL_GAMMA;
         return SS_OK;
     }
     if (!strcmp(key, "requests") || !strcmp(key, "seed")) {
         if (ss_parse_i64z(val, &n) || n < 0)
-            return ss_err(eb, SS_EPARSE, "synthetic: %s: not a count: '%s'", key, val);
+            return ss_err(eb, SS_EPARSE, "%s: not a count: '%s'", key, val);
         *(!strcmp(key, "seed") ? &g->seed : &g->n_requests) = (uint64_t)n;
         return SS_OK;
     }
     double *dst = !strcmp(key, "rate") ? &g->rate : !strcmp(key, "duration") ? &g->duration_s
                 : !strcmp(key, "cv") ? &g->cv : NULL;
     if (!dst)
-        return ss_err(eb, SS_EPARSE, "synthetic: unknown key '%s' (known: rate, duration, "
-                      "requests, arrival, cv, prompt, output, seed)", key);
+        return ss_err(eb, SS_EPARSE, "unknown key '%s' (known: rate, duration, "
+                      "requests, arrival, cv, prompt, output, seed, %s)", key,
+                      trace_gen_prefix_keys);
     if (ss_parse_doublez(val, &d) || !(d > 0))
-        return ss_err(eb, SS_EPARSE, "synthetic: %s: expected a positive number, got '%s'", key,
-                      val);
+        return ss_err(eb, SS_EPARSE, "%s: expected a positive number, got '%s'", key, val);
     *dst = d;
     return SS_OK;
 }
 
 /* Parse a synthetic workload spec: space-separated KEY=VALUE with rate (req/s, required),
  * duration (s) or requests (count), arrival (poisson|gamma), cv, prompt and output (length
- * distributions as for slicesim trace gen; default: the Azure conversation quantiles) and
- * seed (default: derived by the workload from the run seed). 0 or SS_EPARSE. */
+ * distributions as for slicesim trace gen; default: the Azure conversation quantiles), seed
+ * (default: derived by the workload from the run seed) and the prefix-identity keys of
+ * trace_gen_spec_set (groups, system, group_zipf, turns, think, max_context). 0, or
+ * SS_EPARSE / SS_EINVAL with "KEY: what is wrong" in eb (the caller says where the spec was). */
 static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
 {
     memset(g, 0, sizeof *g);
@@ -58,7 +63,7 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
     for (const char *p = text; !rc && *p;) {
         size_t n = strcspn(p, " \t");
         if (n >= sizeof item)
-            return ss_err(eb, SS_EPARSE, "synthetic: item too long");
+            return ss_err(eb, SS_EPARSE, "item too long");
         memcpy(item, p, n);
         item[n] = '\0';
         p += n + strspn(p + n, " \t");
@@ -66,14 +71,14 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
             continue;
         char *eq = strchr(item, '=');
         if (!eq)
-            return ss_err(eb, SS_EPARSE, "synthetic: expected KEY=VALUE, got '%s'", item);
+            return ss_err(eb, SS_EPARSE, "expected KEY=VALUE, got '%s'", item);
         *eq = '\0';
         rc = synth_kv(g, item, eq + 1, eb);
     }
     if (!rc && g->rate <= 0)
-        rc = ss_err(eb, SS_EPARSE, "synthetic: rate=R (requests/s) is required");
+        rc = ss_err(eb, SS_EPARSE, "rate=R (requests/s) is required");
     if (!rc && !g->n_requests && !(g->duration_s > 0))
-        rc = ss_err(eb, SS_EPARSE, "synthetic: needs duration=S or requests=N");
+        rc = ss_err(eb, SS_EPARSE, "needs duration=S or requests=N");
     return rc ? rc : trace_gen_spec_check(g, eb);
 }
 
@@ -117,6 +122,12 @@ static int make_spec(runner__config *r, const scn_scenario *sc, uint32_t i, ss_e
     int rc = SS_OK;
     if (st->synthetic[0] && (rc = parse_synthetic(&r->synth[i], st->synthetic, eb)) == SS_OK)
         w->synth = &r->synth[i];
+    if (rc) { /* "FILE:LINE: tenant.NAME.synthetic: KEY: ..." */
+        char key[SCN_NAME_MAX + 32], where[SCN_PATH_MAX + 128];
+        snprintf(key, sizeof key, "tenant.%s.synthetic", st->name);
+        scn_key_where(sc, key, where, sizeof where);
+        return ss_err_prefix(eb, rc, "%s", where);
+    }
     if (!rc)
         rc = wl_tier_mix_make(&w->tiers, st->tier_mix[0] ? st->tier_mix : "uniform",
                               st->tiers ? st->tiers : 1, st->tier_alpha > 0 ? st->tier_alpha : 1,
@@ -176,6 +187,32 @@ static int check_tp(const scn_scenario *sc, const scn_tenant *st, const cat_mode
     if (!rc && st->decode_replicas && st->decode_tp)
         rc = check_tp_of(sc, st, "decode_tp", st->decode_tp, m, eb);
     return rc;
+}
+
+/* [kvpool] into the simulator's terms; a CPU tier larger than a node's host memory (as the
+ * GPU profile gives it) is refused, named where the scenario set it. */
+static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu *gpu,
+                       ss_errbuf *eb)
+{
+    const scn_kvpool *p = &sc->kvpool;
+    memset(k, 0, sizeof *k);
+    if (!(p->cpu_gib > 0))
+        return SS_OK;
+    double gib = 1073741824.0;
+    if (gpu->host_mem_bytes > 0 && p->cpu_gib * gib > gpu->host_mem_bytes) {
+        char w[SCN_PATH_MAX + 64];
+        scn_key_where(sc, "kvpool.cpu_gib", w, sizeof w);
+        return ss_err(eb, SS_EINVAL, "%s: %g GiB is more than the node's %g GiB of host memory "
+                      "(%s)", w, p->cpu_gib, gpu->host_mem_bytes / gib, gpu->path);
+    }
+    k->cpu_bytes = p->cpu_gib * gib;
+    k->cpu_bw = p->cpu_gbps * 1e9;
+    k->cpu_latency_s = p->cpu_latency_us * 1e-6;
+    k->ssd_bytes = p->ssd_gib * gib;
+    k->ssd_bw = p->ssd_gbps * 1e9;
+    k->ssd_latency_s = p->ssd_latency_us * 1e-6;
+    k->cluster = !strcmp(p->scope, "cluster");
+    return SS_OK;
 }
 
 static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
@@ -250,6 +287,8 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
     c->prefix_cache = !strcmp(sc->prefix_cache, "on")    ? GSIM_PREFIX_ON
                       : !strcmp(sc->prefix_cache, "off") ? GSIM_PREFIX_OFF
                                                          : GSIM_PREFIX_AUTO;
+    if ((rc = make_kvpool(&c->kvpool, sc, c->gpu, eb)))
+        return rc;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */
     c->model = r->tenants[0].model;
     c->engine = r->tenants[0].engine;

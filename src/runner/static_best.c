@@ -32,6 +32,35 @@ static int better(const climb *c, const uint32_t *a, const runner_alloc_score *s
     return 0;
 }
 
+/* The misses of score s sorted from the highest down into out. */
+static void sorted_misses(const climb *c, const runner_alloc_score *s, double *out)
+{
+    uint32_t n = c->p->n_tenants;
+    memcpy(out, s->miss, n * sizeof *out);
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && out[j] > out[j - 1]; j--) {
+            double t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+}
+
+/* Judged allocations a and b by their misses sorted from the highest down, compared
+ * lexicographically (leximin: a lower worst miss, or the same worst and a lower second worst,
+ * ...): < 0 when a's are lower, 0 equal, > 0 higher. The climb steps to a neighbour only when
+ * its misses are lower in this order, so a tie for the worst miss does not stop it: giving
+ * one of the tied tenants a container is a step, and the next step can serve the other. */
+static int leximin(const climb *c, int a, int b)
+{
+    double ma[SS_MAX_TENANTS], mb[SS_MAX_TENANTS];
+    sorted_misses(c, &c->score[a], ma);
+    sorted_misses(c, &c->score[b], mb);
+    for (uint32_t t = 0; t < c->p->n_tenants; t++)
+        if (ma[t] != mb[t])
+            return ma[t] < mb[t] ? -1 : 1;
+    return 0;
+}
+
 /* Judge allocation a (or find it judged already) into *i_out: 0, 1 when the cap refused it,
  * or the judge's error. */
 static int judge(climb *c, const uint32_t *a, int *i_out, ss_errbuf *eb)
@@ -122,15 +151,17 @@ static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss
         int i, rc = judge(c, nb, &i, eb);
         if (rc)
             return rc;
-        if (*i_best < 0 || better(c, c->alloc[i], &c->score[i], c->alloc[*i_best],
-                                  &c->score[*i_best]))
+        int cmp = *i_best < 0 ? -1 : leximin(c, i, *i_best);
+        if (cmp < 0 || (!cmp && better(c, c->alloc[i], &c->score[i], c->alloc[*i_best],
+                                       &c->score[*i_best])))
             *i_best = i;
     }
     return 0;
 }
 
 /* Hill-climb from judged allocation i: move to the best neighbour (a container more for a
- * worst tenant) while that lowers the worst miss. 0 or the judge's error. */
+ * worst tenant, the best by leximin, then goodput) while its misses are lower by leximin.
+ * Every step lowers them strictly in that order, so the climb ends. 0 or the judge's error. */
 static int hill_climb(climb *c, int i, ss_errbuf *eb)
 {
     while (c->score[i].worst > 0) {
@@ -143,7 +174,7 @@ static int hill_climb(climb *c, int i, ss_errbuf *eb)
                 rc = neighbours(c, cur, w, &i_best, eb);
         if (rc < 0)
             return rc;
-        if (i_best < 0 || !(c->score[i_best].worst < worst))
+        if (i_best < 0 || leximin(c, i_best, i) >= 0)
             return 0;
         i = i_best;
         if (rc)

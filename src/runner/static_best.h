@@ -14,8 +14,10 @@
 
 #include <stdint.h>
 
-/* Most candidate replays of one static-best search: 3 tenants on 8 GPUs take 5 to 10. */
-#define RUNNER_STATIC_BEST_MAX_REPLAYS 24
+/* Candidate replays of one static-best search by default (3 tenants on 8 GPUs take 5 to 10),
+ * and the most that may be asked for (--search-replays). */
+#define RUNNER_STATIC_BEST_REPLAYS 24
+#define RUNNER_STATIC_BEST_MAX_REPLAYS 200
 
 /* What a judge found of one allocation. */
 typedef struct runner_alloc_score {
@@ -53,8 +55,10 @@ typedef struct runner_alloc_result {
  * proportional to each tenant's demand (at least one container each, then whole containers
  * by largest shortfall while any fits), then hill-climb: judge every allocation one container
  * away that gives the worst tenant(s) a container (taken from another tenant that keeps at
- * least one, or from free GPUs), move to the best of them while that lowers the worst miss,
- * and stop when none does or after p->max_replays judge calls. No allocation is judged twice.
+ * least one, or from free GPUs), move to the best of them while that lowers the tenants'
+ * misses sorted from the highest down, compared lexicographically (leximin: the worst miss
+ * first, so a tie for the worst is a step when one of the tied tenants gains), and stop when
+ * none does or after p->max_replays judge calls. No allocation is judged twice.
  * The chosen one is the best judged: the lowest worst miss, then the highest goodput, then
  * the lexicographically smallest containers[]. fn and ud are borrowed.
  * @return 0 with *out filled; SS_EINVAL when p is out of range or one container of every
@@ -68,6 +72,7 @@ typedef struct runner_static_best_opts {
     const char *config;        /* the scenario file, for labels (NULL: none) */
     const char *point;         /* the point searched, for stderr ("policy=static-best;rate=1") */
     int progress;              /* a line per candidate on a terminal */
+    int max_replays;           /* candidate replays at most (0: RUNNER_STATIC_BEST_REPLAYS) */
 } runner_static_best_opts;
 
 /* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's

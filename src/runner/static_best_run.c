@@ -52,7 +52,7 @@ static int problem_of(const scn_scenario *sc, const runner_run_opts *ro, int dem
                       runner_alloc_problem *p, ss_errbuf *eb)
 {
     *p = (runner_alloc_problem){.n_tenants = sc->n_tenants,
-                                .max_replays = RUNNER_STATIC_BEST_MAX_REPLAYS};
+                                .max_replays = RUNNER_STATIC_BEST_REPLAYS};
     uint32_t one = 0;
     for (uint32_t t = 0; t < sc->n_tenants; t++) {
         p->unit[t] = sc->tenants[t].tp * sc->tenants[t].pp;
@@ -158,6 +158,8 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     runner_alloc_problem p;
     if (!rc)
         rc = problem_of(sc, &ro, 1, &p, eb);
+    if (o->max_replays)
+        p.max_replays = o->max_replays;
     search s = {.sc = sc, .o = o, .ro = &ro};
     if (!rc)
         rc = runner_alloc_search(&p, judge_replay, &s, out, eb);

@@ -44,6 +44,10 @@ static void set_defaults(scn_scenario *s)
     s->block_size = 16;
     s->max_model_len = 16384;
     s->swap_space_gib = 4;
+    s->kvpool.cpu_latency_us = 10;
+    s->kvpool.ssd_gbps = 7;
+    s->kvpool.ssd_latency_us = 100;
+    copy_text(s->kvpool.scope, sizeof s->kvpool.scope, "node");
 }
 
 int scn_create(scn_scenario **s_out)

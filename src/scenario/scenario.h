@@ -69,6 +69,18 @@ typedef struct scn_tenant {
                                     entries from K on are then 0) */
 } scn_tenant;
 
+/* [kvpool]: the KV pool below the prefix caches (README "Prefix caching"; off by default). */
+typedef struct scn_kvpool {
+    double cpu_gib;              /* cpu_gib: CPU DRAM tier per node (default 0: no pool) */
+    double cpu_gbps;             /* cpu_gbps: host link per GPU and direction (0, the default:
+                                    the GPU profile's pcie_gbps) */
+    double cpu_latency_us;       /* cpu_latency_us: per load over the host link (default 10) */
+    double ssd_gib;              /* ssd_gib: SSD tier per node (default 0: none) */
+    double ssd_gbps;             /* ssd_gbps: a node's SSD read bandwidth, GB/s (default 7) */
+    double ssd_latency_us;       /* ssd_latency_us: per load from an SSD (default 100) */
+    char scope[8];               /* scope = node|cluster (default node) */
+} scn_kvpool;
+
 typedef struct scn_scenario {
     char path[SCN_PATH_MAX];     /* file it was loaded from ("" if none) */
     /* [cluster] */
@@ -98,6 +110,7 @@ typedef struct scn_scenario {
     double swap_space_gib;       /* swap_space_gib (default 4) */
     char prefix_cache[8];        /* prefix_cache = auto|on|off: automatic prefix caching (default
                                     auto: on when the trace carries prefix identity) */
+    scn_kvpool kvpool;           /* [kvpool] */
     scn_tenant tenants[SS_MAX_TENANTS];
     uint32_t n_tenants;
     struct scn__priv *priv;      /* private to src/scenario: where keys were set (owned) */

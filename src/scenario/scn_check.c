@@ -36,6 +36,12 @@ static int check_run(const scn_scenario *s, ss_errbuf *eb)
     if (have && need > have)
         return ss_err(eb, SS_EINVAL, "%s: cluster: the tenants' replicas need %" PRIu64
                       " GPUs, nodes x gpus_per_node = %" PRIu64, p, need, have);
+    if (s->kvpool.ssd_gib > 0 && !(s->kvpool.cpu_gib > 0)) {
+        char w[SCN_PATH_MAX + 64];
+        scn_key_where(s, "kvpool.ssd_gib", w, sizeof w);
+        return ss_err(eb, SS_EINVAL, "%s: an SSD tier needs kvpool.cpu_gib > 0 (it holds what "
+                      "the CPU tier evicts)", w);
+    }
     return SS_OK;
 }
 

@@ -15,6 +15,7 @@ typedef enum scn__sect {
     SCN__POLICY,
     SCN__RUN,
     SCN__ENGINE,
+    SCN__KVPOOL,
     SCN__TENANT,
 } scn__sect;
 

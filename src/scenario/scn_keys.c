@@ -50,6 +50,18 @@ const scn__key scn__keys[] = {
      .hi = INFINITY},
     {.sect = SCN__ENGINE, .name = "prefix_cache", .kind = SCN__ENUM, SF(prefix_cache),
      .choices = "auto, on, off"},
+    {.sect = SCN__KVPOOL, .name = "cpu_gib", .kind = SCN__F64, SF(kvpool.cpu_gib), .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "cpu_gbps", .kind = SCN__F64, SF(kvpool.cpu_gbps),
+     .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "cpu_latency_us", .kind = SCN__F64, SF(kvpool.cpu_latency_us),
+     .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "ssd_gib", .kind = SCN__F64, SF(kvpool.ssd_gib), .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "ssd_gbps", .kind = SCN__F64, SF(kvpool.ssd_gbps),
+     .hi = INFINITY, .lo_open = 1},
+    {.sect = SCN__KVPOOL, .name = "ssd_latency_us", .kind = SCN__F64, SF(kvpool.ssd_latency_us),
+     .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "scope", .kind = SCN__ENUM, SF(kvpool.scope),
+     .choices = "node, cluster"},
     {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
     {.sect = SCN__TENANT, .name = "engine", .kind = SCN__NAME, TF(engine)},
     {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},
@@ -99,7 +111,7 @@ const size_t scn__n_keys = sizeof scn__keys / sizeof *scn__keys;
 
 static const char *const sect_names[] = {
     [SCN__CLUSTER] = "cluster", [SCN__POLICY] = "policy", [SCN__RUN] = "run",
-    [SCN__ENGINE] = "engine",
+    [SCN__ENGINE] = "engine", [SCN__KVPOOL] = "kvpool",
 };
 
 int scn__sect_find(const char *section, const char **tenant)

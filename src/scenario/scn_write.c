@@ -76,6 +76,7 @@ int scn_write(const scn_scenario *s, FILE *f)
     ss_params_each(s->params, emit_param, f);
     write_section(f, "run", SCN__RUN, s, s);
     write_section(f, "engine", SCN__ENGINE, s, s);
+    write_section(f, "kvpool", SCN__KVPOOL, s, s);
     for (uint32_t i = 0; i < s->n_tenants; i++) {
         char header[SCN_NAME_MAX + 8];
         snprintf(header, sizeof header, "tenant.%s", s->tenants[i].name);

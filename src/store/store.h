@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 15
 
 typedef struct store store;
 
@@ -139,6 +139,10 @@ int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_e
 int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb);
 /* Append one GPU row to the open run. */
 int store_run_gpu(store *s, const store_gpu_row *row, ss_errbuf *eb);
+/* One instance (container) row of the open run: its tenant at the end (borrowed) and its
+ * prefix-cache lookups and evictions p (all zero with caching off). 0 or SS_EDB. */
+int store_run_instance(store *s, uint32_t container, const char *tenant,
+                       const metrics_prefix *p, ss_errbuf *eb);
 /* Write the summary and end-of-run figures, then COMMIT. On failure the run is rolled back. */
 int store_run_commit(store *s, const metrics_summary *sum, const store_run_end *end,
                      ss_errbuf *eb);

@@ -11,7 +11,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define STORE__N_STMTS 10 /* statements prepared once per handle (store_run.c's table) */
+#define STORE__N_STMTS 11 /* statements prepared once per handle (store_run.c's table) */
 
 struct store {
     sqlite3 *db;

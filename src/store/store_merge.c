@@ -14,7 +14,7 @@
 
 /* The tables that hang off runs, in the order they are copied. */
 static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants", "tiers",
-                                         "idle_slices", "sweep_points"};
+                                         "idle_slices", "instances", "sweep_points"};
 
 /* The columns of table that main and src both have but `skip` (the key a copy renumbers),
  * comma-separated; with cmp, as "m.c IS v.c AND ..." instead (rows equal in every other

@@ -27,7 +27,10 @@
  * they were computed with) and automatic prefix caching (the summary's and tenants' prefix_*
  * columns, 0 when the cache was off); version 11 engine fits (`slicesim fit`: the fits table and
  * each fit's per-stage comparison, fit_stages); version 12 throughput over the arrival window;
- * version 13 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns). */
+ * version 13 prefix caching per instance (the instances table) and its ceiling;
+ * version 14 the KV pool below the prefix caches (the summary's and tenants' kvpool_* columns,
+ * 0 with the pool off);
+ * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -204,10 +207,58 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tiers ADD COLUMN window_output_tokens_per_s REAL;"
            "ALTER TABLE tiers ADD COLUMN window_goodput_tokens_per_s REAL;"
            "PRAGMA user_version = 12;",
-    /* version 13: disaggregated prefill and decode, per tenant: its pools' sizes (0 for a
+    /* version 13: prefix caching per instance (the instances table: each container's lookups
+     * and evictions) and the ceiling, what an unbounded cache shared by each tenant's
+     * instances would have hit, per run and tenant */
+    [12] = "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_tokens INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN prefix_ceiling_hit_rate REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_tokens INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_rate REAL DEFAULT 0;"
+           "CREATE TABLE instances (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+           " container INTEGER NOT NULL, tenant TEXT, prefix_lookups INTEGER,"
+           " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"
+           " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"
+           " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+           "PRAGMA user_version = 13;",
+    /* version 14: the KV pool below the prefix caches, for the run and per tenant
+     * (KVPOOL_NAMES; 0 with the pool off), and the run's peak occupancy of its tiers */
+    [13] = "ALTER TABLE summary ADD COLUMN kvpool_lookups INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_gpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_cpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_ssd_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_remote_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_loads INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_load_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_load_s REAL DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_recomputes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_recompute_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_offload_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_offload_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_demotions INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_evictions INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_cpu_peak_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE summary ADD COLUMN kvpool_ssd_peak_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_lookups INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_gpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_cpu_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_ssd_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_remote_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_loads INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_load_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_load_s REAL DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_recomputes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_recompute_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_offload_blocks INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_offload_bytes INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_demotions INTEGER DEFAULT 0;"
+           "ALTER TABLE tenants ADD COLUMN kvpool_evictions INTEGER DEFAULT 0;"
+           "PRAGMA user_version = 14;",
+    /* version 15: disaggregated prefill and decode, per tenant: its pools' sizes (0 for a
      * co-located tenant) and its KV transfers (count, GiB, exposed time, waits for decode
      * blocks) */
-    [12] = "ALTER TABLE tenants ADD COLUMN prefill_replicas INTEGER DEFAULT 0;"
+    [14] = "ALTER TABLE tenants ADD COLUMN prefill_replicas INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN decode_replicas INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_transfers INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_gib REAL DEFAULT 0;"
@@ -215,7 +266,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tenants ADD COLUMN kv_exposed_mean_ms REAL DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_waits INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_wait_s REAL DEFAULT 0;"
-           "PRAGMA user_version = 13;",
+           "PRAGMA user_version = 15;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

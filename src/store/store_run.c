@@ -1,5 +1,5 @@
 /* Writing a run: the statements prepared once per handle (runs, requests, summary, tenants,
- * tiers, gpus, idle slices, sweep points), one transaction per run from store_run_begin to
+ * tiers, gpus, idle slices, instances, sweep points), one transaction per run from store_run_begin to
  * store_run_commit, and the sweep-point lookup a resumed sweep makes. */
 #include "store/store_int.h"
 
@@ -15,8 +15,17 @@
 /* Prefix-cache columns of summary and tenants, in bind_prefix order. */
 #define PREFIX_NAMES                                                                               \
     " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"            \
-    " prefix_saved_tokens, prefix_evictions"
-#define PREFIX_VALUES "?,?,?,?,?,?"
+    " prefix_saved_tokens, prefix_evictions, prefix_ceiling_hit_tokens,"                          \
+    " prefix_ceiling_hit_blocks, prefix_ceiling_hit_rate"
+#define PREFIX_VALUES "?,?,?,?,?,?,?,?,?"
+
+/* KV-pool columns of summary and tenants, in bind_kvpool order. */
+#define KVPOOL_NAMES                                                                               \
+    " kvpool_lookups, kvpool_gpu_blocks, kvpool_cpu_blocks, kvpool_ssd_blocks,"                   \
+    " kvpool_remote_blocks, kvpool_loads, kvpool_load_bytes, kvpool_load_s, kvpool_recomputes,"   \
+    " kvpool_recompute_blocks, kvpool_offload_blocks, kvpool_offload_bytes, kvpool_demotions,"    \
+    " kvpool_evictions"
+#define KVPOOL_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
 /* Disaggregated serving's columns of tenants, in bind_kv order. */
 #define KV_NAMES                                                                                   \
@@ -33,7 +42,8 @@
     " window_output_tokens_per_s, window_goodput_tokens_per_s"
 #define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
-enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS, ST__N };
+enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS,
+       ST_INST, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
@@ -57,17 +67,21 @@ static const char *const stmt_sql[ST__N] = {
                " offload_ops, offload_gib, slices_used, whatifs, slice_decisions, slice_wall_s,"
                " prediction_error_ms, rejected_too_long, rejected_batch_tokens,"
                " rejected_kv_blocks, rejected_preempted, rejected_other," PREFIX_NAMES ","
-               " arrival_window_s)"
+               " arrival_window_s," KVPOOL_NAMES ", kvpool_cpu_peak_bytes, kvpool_ssd_peak_bytes)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
-               "?,?,?,?,?," PREFIX_VALUES ",?)",
+               "?,?,?,?,?," PREFIX_VALUES ",?," KVPOOL_VALUES ",?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
-                  PREFIX_NAMES "," KV_NAMES ") VALUES (?,?,?,?," GROUP_VALUES "," PREFIX_VALUES
-                  "," KV_VALUES ")",
+                  PREFIX_NAMES "," KVPOOL_NAMES "," KV_NAMES ") VALUES (?,?,?,?," GROUP_VALUES
+                  "," PREFIX_VALUES "," KVPOOL_VALUES "," KV_VALUES ")",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
     [ST_SLICE] = "INSERT INTO idle_slices (run_id, bucket, lo_ms, hi_ms, count, gpu_s,"
                  " free_gib_mean) VALUES (?,?,?,?,?,?,?)",
+    [ST_INST] = "INSERT INTO instances (run_id, container, tenant, prefix_lookups,"
+                " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"
+                " prefix_saved_tokens, prefix_evictions, prefix_hit_rate)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?,"
                " result_json = ? WHERE run_id = ?",
 };
@@ -295,6 +309,46 @@ static void bind_prefix(store__binder *b, const metrics_prefix *p)
     store__b_int(b, (int64_t)p->hit_blocks);
     store__b_int(b, (int64_t)p->saved_tokens);
     store__b_int(b, (int64_t)p->evictions);
+    store__b_int(b, (int64_t)p->ceiling_hit_tokens);
+    store__b_int(b, (int64_t)p->ceiling_hit_blocks);
+    store__b_real(b, metrics_prefix_ceiling_rate(p));
+}
+
+int store_run_instance(store *s, uint32_t container, const char *tenant,
+                       const metrics_prefix *p, ss_errbuf *eb)
+{
+    store__binder b = {s->st[ST_INST], 0, 0};
+    store__b_int(&b, s->run_id);
+    store__b_int(&b, container);
+    store__b_text(&b, tenant);
+    store__b_int(&b, (int64_t)p->lookups);
+    store__b_int(&b, (int64_t)p->query_tokens);
+    store__b_int(&b, (int64_t)p->hit_tokens);
+    store__b_int(&b, (int64_t)p->query_blocks);
+    store__b_int(&b, (int64_t)p->hit_blocks);
+    store__b_int(&b, (int64_t)p->saved_tokens);
+    store__b_int(&b, (int64_t)p->evictions);
+    store__b_real(&b, metrics_prefix_hit_rate(p));
+    return store__run_stmt(s, &b, eb, "inserting an instance row");
+}
+
+/* The KV-pool columns, in KVPOOL_NAMES order. */
+static void bind_kvpool(store__binder *b, const metrics_kvpool *p)
+{
+    store__b_int(b, (int64_t)p->lookups);
+    store__b_int(b, (int64_t)p->gpu_blocks);
+    store__b_int(b, (int64_t)p->cpu_blocks);
+    store__b_int(b, (int64_t)p->ssd_blocks);
+    store__b_int(b, (int64_t)p->remote_blocks);
+    store__b_int(b, (int64_t)p->loads);
+    store__b_int(b, (int64_t)p->load_bytes);
+    store__b_real(b, ss_time_to_s(p->load_ns));
+    store__b_int(b, (int64_t)p->recomputes);
+    store__b_int(b, (int64_t)p->recompute_blocks);
+    store__b_int(b, (int64_t)p->offload_blocks);
+    store__b_int(b, (int64_t)p->offload_bytes);
+    store__b_int(b, (int64_t)p->demotions);
+    store__b_int(b, (int64_t)p->evictions);
 }
 
 static int insert_summary(store *s, const metrics_summary *m, const store_run_end *e,
@@ -333,6 +387,9 @@ static int insert_summary(store *s, const metrics_summary *m, const store_run_en
         store__b_int(&b, (int64_t)m->all.rejected_why[r]);
     bind_prefix(&b, &m->all.prefix);
     store__b_real(&b, m->arrival_window_s);
+    bind_kvpool(&b, &m->all.kvpool);
+    store__b_int(&b, (int64_t)m->kvpool_peak[0]);
+    store__b_int(&b, (int64_t)m->kvpool_peak[1]);
     /* the requests column counts every arrival, warm-up included */
     if (!b.rc)
         b.rc = sqlite3_bind_int64(b.st, 15, (int64_t)m->requests);
@@ -364,6 +421,7 @@ int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t r
     store__b_int(&b, replicas);
     bind_group(&b, g);
     bind_prefix(&b, &g->prefix);
+    bind_kvpool(&b, &g->kvpool);
     bind_kv(&b, prefill, decode, g);
     return store__run_stmt(s, &b, eb, "inserting a tenant row");
 }

@@ -142,33 +142,77 @@ typedef struct trace_len_dist {
 #define TRACE_GEN_PROMPT_DEFAULT "quantiles:0=2,0.5=1020,0.9=1871.4,0.99=4142,1=5921"
 #define TRACE_GEN_OUTPUT_DEFAULT "quantiles:0=7,0.5=129,0.9=478.3,0.99=601,1=819"
 
+/* Prefix identity of generated traffic: the generator names its prompts' 512-token blocks with
+ * ids as Mooncake's hash_ids do (equal id = equal tokens), so that the prefix cache can find
+ * the blocks requests share. */
+#define TRACE_GEN_BLOCK_TOKENS 512      /* tokens per prefix-block id */
+#define TRACE_GEN_MAX_GROUPS 100000     /* system-prompt groups */
+#define TRACE_GEN_MAX_TURNS 1000        /* largest value of the turns distribution */
+/* Default max_context: the longest context among the shipped model profiles (Mistral-7B,
+ * Mixtral-8x7B, Qwen2.5-7B/72B: their config.json's max_position_embeddings, 32,768). */
+#define TRACE_GEN_MAX_CONTEXT_DEFAULT 32768
+
 typedef struct trace_gen_spec {
     uint64_t seed;           /* all randomness derives from this */
     uint64_t n_requests;     /* stop after this many (0 = use duration_s) */
     double duration_s;       /* stop at the first arrival beyond this (0 = use n_requests) */
-    double rate;             /* mean requests per second, > 0 */
-    trace_arrival_kind arrival;
+    double rate;             /* mean requests (turns) per second, > 0 */
+    trace_arrival_kind arrival; /* of requests; of conversations' first turns with turns */
     double cv;               /* Gamma coefficient of variation, > 0 (1 = Poisson-like) */
-    trace_len_dist prompt;   /* prompt-token distribution */
+    trace_len_dist prompt;   /* prompt-token distribution (a turn's new user message) */
     trace_len_dist output;   /* output-token distribution */
     const char *tenant;      /* tenant name written to the native CSV (borrowed) */
+    /* Prefix identity; all zero (as in a zeroed spec) = none, every request independent. */
+    uint32_t groups;         /* shared system prompts: number of groups, 0 = none */
+    trace_len_dist system;   /* system-prompt tokens, drawn once per group (with groups) */
+    double group_zipf;       /* group popularity: P(group g) ~ 1/(g+1)^S; 0 = uniform */
+    trace_len_dist turns;    /* turns per conversation, <= TRACE_GEN_MAX_TURNS; zeroed =
+                                fixed:1 (single requests) */
+    double think_s;          /* mean think time, s (exponential): a turn arrives this long
+                                after the previous turn's arrival; needed with turns */
+    uint32_t max_context;    /* prompt-token cap: a later turn whose prompt would exceed it
+                                ends its conversation, a first turn longer than it is cut to
+                                it; 0 = TRACE_GEN_MAX_CONTEXT_DEFAULT */
 } trace_gen_spec;
 
 /* Parse a length distribution spec ("lognormal:1020:0.5", ...). 0 or SS_EPARSE with a
  * message naming what is wrong in eb. */
 int trace_len_dist_parse(trace_len_dist *d, const char *spec, ss_errbuf *eb);
 /* Check a generator spec: rate > 0, cv > 0, one of n_requests/duration_s set, valid
- * distributions. 0 or SS_EINVAL with eb set. */
+ * distributions, and the prefix-identity fields (system with groups, think with turns that
+ * can exceed 1, each only where it applies). 0 or SS_EINVAL with eb set ("KEY: ..."). */
 int trace_gen_spec_check(const trace_gen_spec *s, ss_errbuf *eb);
+/* Set one prefix-identity field of s from its KEY=VALUE text, as the synthetic spec and
+ * `trace gen` take it: groups (count), system (distribution), group_zipf (number >= 0), turns
+ * (distribution), think (seconds > 0), max_context (tokens). 0; SS_EPARSE with a message
+ * about the value (not naming the key: the caller does) in eb, s unchanged; or SS_ENOTFOUND
+ * for any other key (eb and s unchanged). Cross-field checks are trace_gen_spec_check's. */
+int trace_gen_spec_set(trace_gen_spec *s, const char *key, const char *val, ss_errbuf *eb);
+/* The keys trace_gen_spec_set knows, comma-separated, for messages. */
+extern const char trace_gen_prefix_keys[];
+/* 1 when s gives its requests prefix identity (groups > 0, or turns that can exceed 1): the
+ * generator then writes session_id and hash_ids; 0 for today's independent requests. */
+int trace_gen_has_prefix(const trace_gen_spec *s);
 
 typedef struct trace_gen trace_gen;
 /* Create a generator; same spec gives the same sequence on every machine. Arrival, prompt and
- * output use separate rng streams (SS_RNG_STREAM_TRACE_*). 0, SS_EINVAL or SS_ENOMEM. */
+ * output use separate rng streams (SS_RNG_STREAM_TRACE_*), and so does each draw of the
+ * prefix identity (group, system length, turns, think time), so a spec without it gives the
+ * same requests as before it existed. 0, SS_EINVAL or SS_ENOMEM. */
 int trace_gen_create(trace_gen **g_out, const trace_gen_spec *spec, ss_errbuf *eb);
-/* Next request: 1, or 0 when the spec's count or duration is reached. */
-int trace_gen_next(trace_gen *g, trace_rec *out);
+/* Next request: 1, 0 when the spec's count or duration is reached, or (only with prefix
+ * identity) SS_ENOMEM, or SS_EINVAL when the 2^32 block ids are used up, with eb set; the
+ * generator then stays in that state. Requests come in arrival order (equal times: turns of
+ * running conversations before a new conversation). out->prefix_blocks is borrowed from the
+ * generator, valid until the next call (see trace_rec). With prefix identity, out->session_id
+ * is the conversation's number (1, 2, ...) and the prefix blocks are: the group's system-prompt
+ * blocks (its full 512-token blocks only, shared by the group), then the conversation's own
+ * (new ids; its later turns repeat them, as their prompts extend the earlier ones). */
+int trace_gen_next(trace_gen *g, trace_rec *out, ss_errbuf *eb);
+/* Free a generator; NULL-safe, sets *g to NULL. */
 void trace_gen_destroy(trace_gen **g);
-/* Write the whole generated trace as native CSV to f (header included). 0 or SS_EIO. */
+/* Write the whole generated trace as native CSV to f (header included; session_id and
+ * hash_ids columns with prefix identity). 0, SS_EIO, or trace_gen_next's error. */
 int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb);
 
 /* ---- statistics ---------------------------------------------------------------------- */

@@ -1,7 +1,9 @@
 /* Synthetic traces: length-distribution specs ("lognormal:1020:0.5", "quantiles:0=2,...,1=8192"),
- * the generator (Poisson or Gamma arrivals accumulated in integer ns; arrivals, prompt and output
- * lengths each from their own rng stream) and the native-CSV writer. Same spec, same bytes.
- * Not for reading traces (trace_reader.c) or summarising them (trace_stats.c). */
+ * the generator's spec and its checks, sampling, the generator of independent requests (Poisson
+ * or Gamma arrivals accumulated in integer ns; arrivals, prompt and output lengths each from
+ * their own rng stream) and the native-CSV writer. Same spec, same bytes. Conversations and
+ * shared system prompts (prefix identity) are trace_gen_conv.c's. Not for reading traces
+ * (trace_reader.c) or summarising them (trace_stats.c). */
 #include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
@@ -196,6 +198,8 @@ int trace_len_dist_parse(trace_len_dist *d, const char *spec, ss_errbuf *eb)
     return SS_OK;
 }
 
+static int check_prefix(const trace_gen_spec *s, ss_errbuf *eb);
+
 int trace_gen_spec_check(const trace_gen_spec *s, ss_errbuf *eb)
 {
     if (!s)
@@ -217,25 +221,118 @@ int trace_gen_spec_check(const trace_gen_spec *s, ss_errbuf *eb)
                           "line breaks", TRACE__MAX_TENANT_NAME);
     }
     int rc = dist_check(&s->prompt, "prompt", eb);
-    if (rc || (rc = dist_check(&s->output, "output", eb)))
+    if (rc || (rc = dist_check(&s->output, "output", eb)) || (rc = check_prefix(s, eb)))
         return rc == SS_EPARSE ? SS_EINVAL : rc;
     return SS_OK;
+}
+
+/* ---- prefix identity: keys and checks ---------------------------------------------------- */
+
+const char trace_gen_prefix_keys[] = "groups, system, group_zipf, turns, think, max_context";
+
+/* Can a conversation have more than one turn? */
+static int multi_turn(const trace_gen_spec *s)
+{
+    return !trace__len_unset(&s->turns) && trace__len_max(&s->turns) > 1;
+}
+
+int trace_gen_has_prefix(const trace_gen_spec *s)
+{
+    return s->groups > 0 || multi_turn(s);
+}
+
+static int check_groups(const trace_gen_spec *s, ss_errbuf *eb)
+{
+    if (s->groups > TRACE_GEN_MAX_GROUPS)
+        return ss_err(eb, SS_EINVAL, "groups: must be in [0, %d], got %" PRIu32,
+                      TRACE_GEN_MAX_GROUPS, s->groups);
+    if (!(s->group_zipf >= 0 && s->group_zipf <= 100))
+        return ss_err(eb, SS_EINVAL, "group_zipf: must be in [0, 100], got %g", s->group_zipf);
+    if (!s->groups && !trace__len_unset(&s->system))
+        return ss_err(eb, SS_EINVAL, "system: a system-prompt length needs groups > 0");
+    if (!s->groups && s->group_zipf != 0)
+        return ss_err(eb, SS_EINVAL, "group_zipf: needs groups > 0");
+    if (s->groups && trace__len_unset(&s->system))
+        return ss_err(eb, SS_EINVAL, "system: groups need a system-prompt length (a "
+                      "distribution, e.g. fixed:1024)");
+    return s->groups ? dist_check(&s->system, "system", eb) : SS_OK;
+}
+
+static int check_turns(const trace_gen_spec *s, ss_errbuf *eb)
+{
+    if (!trace__len_unset(&s->turns)) {
+        int rc = dist_check(&s->turns, "turns", eb);
+        if (rc)
+            return rc;
+        if (trace__len_max(&s->turns) > TRACE_GEN_MAX_TURNS)
+            return ss_err(eb, SS_EINVAL, "turns: the largest value must be <= %d, got %" PRIu32
+                          " (give lognormal its MIN:MAX)", TRACE_GEN_MAX_TURNS,
+                          trace__len_max(&s->turns));
+    }
+    if (!multi_turn(s) && s->think_s != 0)
+        return ss_err(eb, SS_EINVAL, "think: needs turns that can exceed 1");
+    if (multi_turn(s) && s->think_s == 0)
+        return ss_err(eb, SS_EINVAL, "think: turns can exceed 1, so a mean think time in "
+                      "(0, 1e6] s is needed");
+    if (multi_turn(s) && !(s->think_s > 0 && s->think_s <= 1e6))
+        return ss_err(eb, SS_EINVAL, "think: must be in (0, 1e6] s, got %g", s->think_s);
+    if (s->max_context > TRACE_MAX_TOKENS)
+        return ss_err(eb, SS_EINVAL, "max_context: must be in [1, %d] tokens, got %" PRIu32,
+                      TRACE_MAX_TOKENS, s->max_context);
+    if (s->max_context && !trace_gen_has_prefix(s))
+        return ss_err(eb, SS_EINVAL, "max_context: needs groups > 0 or turns");
+    return SS_OK;
+}
+
+static int check_prefix(const trace_gen_spec *s, ss_errbuf *eb)
+{
+    int rc = check_groups(s, eb);
+    return rc ? rc : check_turns(s, eb);
+}
+
+/* A decimal integer in [lo, hi]. */
+static int parse_count(const char *val, int64_t lo, int64_t hi, uint32_t *out, ss_errbuf *eb)
+{
+    int64_t n;
+    if (ss_parse_i64z(val, &n) || n < lo || n > hi)
+        return ss_err(eb, SS_EPARSE, "expected an integer in [%" PRId64 ", %" PRId64 "], got "
+                      "'%s'", lo, hi, val);
+    *out = (uint32_t)n;
+    return SS_OK;
+}
+
+int trace_gen_spec_set(trace_gen_spec *s, const char *key, const char *val, ss_errbuf *eb)
+{
+    double d;
+    if (!strcmp(key, "groups"))
+        return parse_count(val, 0, TRACE_GEN_MAX_GROUPS, &s->groups, eb);
+    if (!strcmp(key, "max_context"))
+        return parse_count(val, 1, TRACE_MAX_TOKENS, &s->max_context, eb);
+    if (!strcmp(key, "system"))
+        return trace_len_dist_parse(&s->system, val, eb);
+    if (!strcmp(key, "turns"))
+        return trace_len_dist_parse(&s->turns, val, eb);
+    if (!strcmp(key, "group_zipf")) {
+        if (ss_parse_doublez(val, &d) || !(d >= 0 && d <= 100))
+            return ss_err(eb, SS_EPARSE, "expected a number in [0, 100], got '%s'", val);
+        s->group_zipf = d;
+        return SS_OK;
+    }
+    if (!strcmp(key, "think")) {
+        if (ss_parse_doublez(val, &d) || !(d > 0 && d <= 1e6))
+            return ss_err(eb, SS_EPARSE, "expected seconds in (0, 1e6], got '%s'", val);
+        s->think_s = d;
+        return SS_OK;
+    }
+    return SS_ENOTFOUND;
 }
 
 /* ====================================================================================== */
 /* Sampling                                                                                */
 /* ====================================================================================== */
 
-/* Zipf on 1..n by rejection-inversion (Hörmann & Derflinger 1996): O(1) time and no table,
- * so MAX-MIN can be as large as TRACE_MAX_TOKENS. */
-typedef struct zipf_state {
-    double s;          /* exponent */
-    double n;          /* number of values */
-    double h_x1;       /* H(1.5) - 1 */
-    double h_n;        /* H(n + 0.5) */
-    double accept;     /* squeeze bound */
-} zipf_state;
-
+/* Zipf by rejection-inversion: O(1) time and no table, so MAX-MIN can be as large as
+ * TRACE_MAX_TOKENS. */
 static double helper1(double x) /* log1p(x)/x, accurate near 0 */
 {
     return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
@@ -246,15 +343,15 @@ static double helper2(double x) /* expm1(x)/x, accurate near 0 */
     return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
 }
 
-static double zipf_h(const zipf_state *z, double x) { return exp(-z->s * log(x)); }
+static double zipf_h(const trace__zipf *z, double x) { return exp(-z->s * log(x)); }
 
-static double zipf_hint(const zipf_state *z, double x)
+static double zipf_hint(const trace__zipf *z, double x)
 {
     double lx = log(x);
     return helper2((1 - z->s) * lx) * lx;
 }
 
-static double zipf_hinv(const zipf_state *z, double x)
+static double zipf_hinv(const trace__zipf *z, double x)
 {
     double t = x * (1 - z->s);
     if (t < -1)
@@ -262,7 +359,7 @@ static double zipf_hinv(const zipf_state *z, double x)
     return exp(helper1(t) * x);
 }
 
-static void zipf_init(zipf_state *z, double s, double n)
+void trace__zipf_init(trace__zipf *z, double s, double n)
 {
     z->s = s;
     z->n = n;
@@ -271,7 +368,7 @@ static void zipf_init(zipf_state *z, double s, double n)
     z->accept = 2 - zipf_hinv(z, zipf_hint(z, 2.5) - zipf_h(z, 2));
 }
 
-static double zipf_sample(const zipf_state *z, ss_rng *r)
+double trace__zipf_sample(const trace__zipf *z, ss_rng *r)
 {
     for (;;) {
         double u = z->h_n + ss_rng_uniform(r) * (z->h_x1 - z->h_n);
@@ -306,7 +403,7 @@ static uint32_t round_clamp(double x, double lo, double hi)
     return (uint32_t)llround(x);
 }
 
-static uint32_t len_sample(const trace_len_dist *d, const zipf_state *z, ss_rng *r)
+uint32_t trace__len_sample(const trace_len_dist *d, const trace__zipf *z, ss_rng *r)
 {
     switch (d->kind) {
     case TRACE_LEN_FIXED: return round_clamp(d->a, 1, TRACE_MAX_TOKENS);
@@ -314,8 +411,77 @@ static uint32_t len_sample(const trace_len_dist *d, const zipf_state *z, ss_rng 
         return (uint32_t)d->a + (uint32_t)ss_rng_below(r, (uint64_t)(d->b - d->a) + 1);
     case TRACE_LEN_LOGNORMAL:
         return round_clamp(d->a * exp(d->b * ss_rng_normal(r)), d->c, d->d);
-    case TRACE_LEN_ZIPF: return (uint32_t)d->b - 1 + (uint32_t)zipf_sample(z, r);
+    case TRACE_LEN_ZIPF: return (uint32_t)d->b - 1 + (uint32_t)trace__zipf_sample(z, r);
     case TRACE_LEN_QUANTILES: return round_clamp(quantile_sample(d, r), 1, TRACE_MAX_TOKENS);
+    }
+    return 1;
+}
+
+/* Prepare d's Zipf state (its values MIN..MAX are 1..n shifted). */
+void trace__len_prepare(const trace_len_dist *d, trace__zipf *z)
+{
+    if (d->kind == TRACE_LEN_ZIPF)
+        trace__zipf_init(z, d->a, d->c - d->b + 1);
+}
+
+uint32_t trace__len_max(const trace_len_dist *d)
+{
+    switch (d->kind) {
+    case TRACE_LEN_FIXED: return round_clamp(d->a, 1, TRACE_MAX_TOKENS);
+    case TRACE_LEN_UNIFORM: return (uint32_t)d->b;
+    case TRACE_LEN_LOGNORMAL: return (uint32_t)d->d;
+    case TRACE_LEN_ZIPF: return (uint32_t)d->c;
+    case TRACE_LEN_QUANTILES: return round_clamp(d->knot_v[d->n_knots - 1], 1, TRACE_MAX_TOKENS);
+    }
+    return 1;
+}
+
+/* P(a draw of d is <= k), for the kinds whose draws are rounded from a continuous value x:
+ * the draw is <= k exactly when x < k + 0.5 (llround rounds halves up). */
+static double len_cdf(const trace_len_dist *d, uint32_t k)
+{
+    double x = k + 0.5;
+    if (d->kind == TRACE_LEN_LOGNORMAL) {
+        if (k < d->c)
+            return 0;
+        if (k >= d->d)
+            return 1;
+        if (d->b == 0)
+            return d->a < x;
+        return 0.5 * erfc(-log(x / d->a) / (d->b * sqrt(2.0)));
+    }
+    double p = 0; /* quantiles: the measure of u whose interpolated value is below x */
+    for (int i = 0; i + 1 < d->n_knots; i++) {
+        double v0 = d->knot_v[i], v1 = d->knot_v[i + 1], w = d->knot_p[i + 1] - d->knot_p[i];
+        if (v1 == v0)
+            p += v0 < x ? w : 0;
+        else
+            p += w * fmin(1, fmax(0, (x - v0) / (v1 - v0)));
+    }
+    return p;
+}
+
+double trace__len_mean_small(const trace_len_dist *d)
+{
+    uint32_t hi = trace__len_max(d);
+    switch (d->kind) {
+    case TRACE_LEN_FIXED: return hi;
+    case TRACE_LEN_UNIFORM: return (d->a + d->b) / 2;
+    case TRACE_LEN_ZIPF: {
+        double num = 0, den = 0;
+        for (uint32_t k = 1; k <= (uint32_t)(d->c - d->b + 1); k++) {
+            num += k * pow(k, -d->a);
+            den += pow(k, -d->a);
+        }
+        return d->b - 1 + num / den;
+    }
+    case TRACE_LEN_LOGNORMAL:
+    case TRACE_LEN_QUANTILES: {
+        double mean = 1; /* E[T] = 1 + sum over k >= 1 of P(T > k), as T >= 1 */
+        for (uint32_t k = 1; k < hi; k++)
+            mean += 1 - len_cdf(d, k);
+        return mean;
+    }
     }
     return 1;
 }
@@ -323,20 +489,6 @@ static uint32_t len_sample(const trace_len_dist *d, const zipf_state *z, ss_rng 
 /* ====================================================================================== */
 /* Generator                                                                               */
 /* ====================================================================================== */
-
-struct trace_gen {
-    trace_gen_spec spec;     /* copy; spec.tenant stays borrowed */
-    ss_rng arrivals;         /* SS_RNG_STREAM_TRACE_ARRIVALS */
-    ss_rng prompt;           /* SS_RNG_STREAM_TRACE_PROMPT */
-    ss_rng output;           /* SS_RNG_STREAM_TRACE_OUTPUT */
-    zipf_state zprompt;      /* precomputed when prompt is zipf */
-    zipf_state zoutput;      /* precomputed when output is zipf */
-    double mean_gap_s;       /* 1 / rate */
-    ss_time t_ns;            /* last arrival */
-    ss_time end_ns;          /* duration limit (SS_TIME_MAX when none) */
-    uint64_t n_done;         /* requests produced */
-    int done;                /* the end was reached */
-};
 
 int trace_gen_create(trace_gen **g_out, const trace_gen_spec *spec, ss_errbuf *eb)
 {
@@ -350,12 +502,14 @@ int trace_gen_create(trace_gen **g_out, const trace_gen_spec *spec, ss_errbuf *e
     ss_rng_seed(&g->arrivals, spec->seed, SS_RNG_STREAM_TRACE_ARRIVALS);
     ss_rng_seed(&g->prompt, spec->seed, SS_RNG_STREAM_TRACE_PROMPT);
     ss_rng_seed(&g->output, spec->seed, SS_RNG_STREAM_TRACE_OUTPUT);
-    if (spec->prompt.kind == TRACE_LEN_ZIPF)
-        zipf_init(&g->zprompt, spec->prompt.a, spec->prompt.c - spec->prompt.b + 1);
-    if (spec->output.kind == TRACE_LEN_ZIPF)
-        zipf_init(&g->zoutput, spec->output.a, spec->output.c - spec->output.b + 1);
+    trace__len_prepare(&spec->prompt, &g->zprompt);
+    trace__len_prepare(&spec->output, &g->zoutput);
     g->mean_gap_s = 1.0 / spec->rate;
     g->end_ns = spec->duration_s > 0 ? ss_time_from_s(spec->duration_s) : SS_TIME_MAX;
+    if (trace_gen_has_prefix(spec) && (rc = trace__conv_create(g, eb))) {
+        ss_free(g);
+        return rc;
+    }
     *g_out = g;
     return SS_OK;
 }
@@ -373,33 +527,65 @@ static ss_time next_gap_ns(trace_gen *g)
     return gap_s < 9e9 ? ss_time_from_s(gap_s) : SS_TIME_MAX;
 }
 
-int trace_gen_next(trace_gen *g, trace_rec *out)
+int trace__gen_arrival(trace_gen *g, ss_time *t_out)
 {
+    ss_time gap = next_gap_ns(g);
+    if (gap > g->end_ns - g->t_ns || gap > SS_TIME_MAX - g->t_ns)
+        return 0;
+    g->t_ns += gap;
+    *t_out = g->t_ns;
+    return 1;
+}
+
+int trace_gen_next(trace_gen *g, trace_rec *out, ss_errbuf *eb)
+{
+    if (g->err)
+        return ss_err(eb, g->err, "trace generator: stopped by an earlier error");
     if (g->done || (g->spec.n_requests && g->n_done >= g->spec.n_requests)) {
         g->done = 1;
         return 0;
     }
-    ss_time gap = next_gap_ns(g);
-    if (gap > g->end_ns - g->t_ns || gap > SS_TIME_MAX - g->t_ns) {
+    if (g->conv) {
+        int rc = trace__conv_next(g, out, eb);
+        if (rc < 0)
+            g->err = rc;
+        g->done = rc == 0;
+        return rc;
+    }
+    ss_time t;
+    if (!trace__gen_arrival(g, &t)) {
         g->done = 1;
         return 0;
     }
-    g->t_ns += gap;
     memset(out, 0, sizeof *out);
     out->id = g->n_done++;
-    out->arrival_ns = g->t_ns;
-    out->prompt_tokens = len_sample(&g->spec.prompt, &g->zprompt, &g->prompt);
-    out->output_tokens = len_sample(&g->spec.output, &g->zoutput, &g->output);
+    out->arrival_ns = t;
+    out->prompt_tokens = trace__len_sample(&g->spec.prompt, &g->zprompt, &g->prompt);
+    out->output_tokens = trace__len_sample(&g->spec.output, &g->zoutput, &g->output);
     return 1;
 }
 
-/* Free a generator; NULL-safe, sets *g to NULL. */
 void trace_gen_destroy(trace_gen **g)
 {
     if (!g || !*g)
         return;
+    trace__conv_destroy(&(*g)->conv);
     ss_free(*g);
     *g = NULL;
+}
+
+/* One row of the native CSV; with prefix identity also session_id and hash_ids. */
+static void write_row(FILE *f, const trace_rec *r, const char *tenant, int prefix)
+{
+    fprintf(f, "%" PRIu64 ",%" PRId64 ".%09" PRId64 ",%s,%" PRIu32 ",%" PRIu32, r->id,
+            r->arrival_ns / SS_NS_PER_S, r->arrival_ns % SS_NS_PER_S, tenant, r->prompt_tokens,
+            r->output_tokens);
+    if (prefix) {
+        fprintf(f, ",%" PRIu64 ",", r->session_id);
+        for (uint32_t i = 0; i < r->n_prefix_blocks; i++)
+            fprintf(f, i ? " %" PRIu32 : "%" PRIu32, r->prefix_blocks[i]);
+    }
+    fputc('\n', f);
 }
 
 int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb)
@@ -410,12 +596,14 @@ int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb)
     if (rc)
         return rc;
     const char *tenant = spec->tenant ? spec->tenant : "default";
-    fputs("request_id,arrival_s,tenant,prompt_tokens,output_tokens\n", f);
-    while (trace_gen_next(g, &rec) == 1 && !ferror(f))
-        fprintf(f, "%" PRIu64 ",%" PRId64 ".%09" PRId64 ",%s,%" PRIu32 ",%" PRIu32 "\n", rec.id,
-                rec.arrival_ns / SS_NS_PER_S, rec.arrival_ns % SS_NS_PER_S, tenant,
-                rec.prompt_tokens, rec.output_tokens);
+    int prefix = g->conv != NULL;
+    fputs(prefix ? "request_id,arrival_s,tenant,prompt_tokens,output_tokens,session_id,hash_ids\n"
+                 : "request_id,arrival_s,tenant,prompt_tokens,output_tokens\n", f);
+    while ((rc = trace_gen_next(g, &rec, eb)) == 1 && !ferror(f))
+        write_row(f, &rec, tenant, prefix);
     trace_gen_destroy(&g);
+    if (rc < 0)
+        return rc;
     if (fflush(f) || ferror(f))
         return ss_err(eb, SS_EIO, "write failed: %s", strerror(errno));
     return SS_OK;

@@ -5,6 +5,7 @@
 #ifndef SS_TRACE_TRACE_INT_H
 #define SS_TRACE_TRACE_INT_H
 
+#include "core/ss_rng.h"
 #include "trace/trace.h"
 
 #include <stddef.h>
@@ -185,6 +186,68 @@ int trace__fail(trace_reader *r, int rc, uint64_t line, const char *field, const
     __attribute__((format(printf, 5, 6)));
 /* The reader's format (for spread messages). */
 const trace_format_ops *trace__ops(const trace_reader *r);
+
+/* ---- the synthetic generator (trace_gen.c; conversations: trace_gen_conv.c) ------------- */
+
+/* Zipf on 1..n by rejection-inversion (Hörmann & Derflinger 1996). */
+typedef struct trace__zipf {
+    double s;          /* exponent */
+    double n;          /* number of values */
+    double h_x1;       /* H(1.5) - 1 */
+    double h_n;        /* H(n + 0.5) */
+    double accept;     /* squeeze bound */
+} trace__zipf;
+
+void trace__zipf_init(trace__zipf *z, double s, double n);
+/* A value in 1..n with P(k) ~ k^-s. */
+double trace__zipf_sample(const trace__zipf *z, ss_rng *r);
+/* Precompute d's Zipf state into z when d is a zipf distribution (else z is left alone). */
+void trace__len_prepare(const trace_len_dist *d, trace__zipf *z);
+/* One draw of d (z from trace__len_prepare). */
+uint32_t trace__len_sample(const trace_len_dist *d, const trace__zipf *z, ss_rng *r);
+/* The largest value d can give, and its exact mean when that is at most TRACE_GEN_MAX_TURNS
+ * (the mean of the rounded, clamped draws; computed from the distribution, not sampled). */
+uint32_t trace__len_max(const trace_len_dist *d);
+double trace__len_mean_small(const trace_len_dist *d);
+
+/* A zeroed distribution (a spec field that was not set; parsing never gives one). */
+static inline int trace__len_unset(const trace_len_dist *d)
+{
+    return d->kind == TRACE_LEN_FIXED && d->a == 0 && d->n_knots == 0;
+}
+
+typedef struct trace__conv trace__conv; /* conversations and groups (trace_gen_conv.c) */
+
+struct trace_gen {
+    trace_gen_spec spec;     /* copy; spec.tenant stays borrowed */
+    ss_rng arrivals;         /* SS_RNG_STREAM_TRACE_ARRIVALS */
+    ss_rng prompt;           /* SS_RNG_STREAM_TRACE_PROMPT */
+    ss_rng output;           /* SS_RNG_STREAM_TRACE_OUTPUT */
+    trace__zipf zprompt;     /* precomputed when prompt is zipf */
+    trace__zipf zoutput;     /* precomputed when output is zipf */
+    double mean_gap_s;       /* mean gap between arrivals of the arrival process, s: 1 / rate,
+                                or mean turns / rate for conversations' first turns */
+    ss_time t_ns;            /* last arrival of the arrival process */
+    ss_time end_ns;          /* duration limit (SS_TIME_MAX when none) */
+    uint64_t n_done;         /* requests produced */
+    int done;                /* the end was reached */
+    int err;                 /* sticky error code (< 0) of trace_gen_next, 0 when none */
+    trace__conv *conv;       /* prefix identity (NULL without): owned */
+};
+
+/* The arrival process's next arrival into *t_out: 1, or 0 when it lies past the duration (or
+ * past SS_TIME_MAX). Draws one gap from g->arrivals and advances g->t_ns. */
+int trace__gen_arrival(trace_gen *g, ss_time *t_out);
+
+/* Set up g->conv for g->spec (groups' system prompts drawn here) and scale g->mean_gap_s to
+ * conversations. 0, or SS_ENOMEM with eb set (g->conv stays NULL). */
+int trace__conv_create(trace_gen *g, ss_errbuf *eb);
+/* trace_gen_next with prefix identity: 1, 0 at the end, or SS_ENOMEM / SS_EINVAL with eb. */
+int trace__conv_next(trace_gen *g, trace_rec *out, ss_errbuf *eb);
+/* Free; NULL-safe, sets *c to NULL. */
+void trace__conv_destroy(trace__conv **c);
+/* For tests: the next fresh block id the generator hands out (ids run out at 2^32). */
+void trace__conv_set_next_block(trace_gen *g, uint64_t id);
 
 /* 64-bit FNV-1a step over n bytes. */
 uint64_t trace__fnv1a(uint64_t h, const void *p, size_t n);

@@ -220,7 +220,7 @@ static int source_read(wl_group *g, trace_rec *rec, ss_errbuf *eb)
 {
     switch (g->kind) {
     case SRC_TRACE: return trace_reader_next(g->reader, rec, eb);
-    case SRC_SYNTH: return trace_gen_next(g->gen, rec);
+    case SRC_SYNTH: return trace_gen_next(g->gen, rec, eb);
     case SRC_SERVEGEN: return wl__sg_next(g->sg, rec, eb);
     }
     return 0;
@@ -376,22 +376,31 @@ static int tenant_init(wl_source *s, uint32_t i, const wl_tenant_spec *spec, uin
     return SS_OK;
 }
 
-/* FNV-1a of the generator spec fields that shape its output. */
+static uint64_t dist_digest(uint64_t h, const trace_len_dist *d)
+{
+    double p[6] = {(double)d->kind, d->a, d->b, d->c, d->d, (double)d->n_knots};
+    h = wl__fnv(h, p, sizeof p);
+    for (int j = 0; j < d->n_knots && j < TRACE_MAX_KNOTS; j++) {
+        h = wl__fnv(h, &d->knot_p[j], sizeof(double));
+        h = wl__fnv(h, &d->knot_v[j], sizeof(double));
+    }
+    return h;
+}
+
+/* FNV-1a of the generator spec fields that shape its output. The prefix-identity fields count
+ * only when set, so a spec without them keeps the digest it always had. */
 static uint64_t synth_digest(const trace_gen_spec *sp)
 {
-    const trace_len_dist *d[2] = {&sp->prompt, &sp->output};
     uint64_t h = wl__fnv(WL__FNV_OFFSET, &sp->seed, sizeof sp->seed);
     double v[5] = {(double)sp->n_requests, sp->duration_s, sp->rate, (double)sp->arrival,
                    sp->cv};
     h = wl__fnv(h, v, sizeof v);
-    for (int k = 0; k < 2; k++) {
-        double p[6] = {(double)d[k]->kind, d[k]->a, d[k]->b, d[k]->c, d[k]->d,
-                       (double)d[k]->n_knots};
-        h = wl__fnv(h, p, sizeof p);
-        for (int j = 0; j < d[k]->n_knots && j < TRACE_MAX_KNOTS; j++) {
-            h = wl__fnv(h, &d[k]->knot_p[j], sizeof(double));
-            h = wl__fnv(h, &d[k]->knot_v[j], sizeof(double));
-        }
+    h = dist_digest(dist_digest(h, &sp->prompt), &sp->output);
+    if (trace_gen_has_prefix(sp)) {
+        double x[4] = {(double)sp->groups, sp->group_zipf, sp->think_s,
+                       (double)sp->max_context};
+        h = wl__fnv(h, x, sizeof x);
+        h = dist_digest(dist_digest(h, &sp->system), &sp->turns);
     }
     return h;
 }

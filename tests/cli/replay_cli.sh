@@ -26,7 +26,7 @@ grep -Eq "TTFT +[0-9.]+" table || fail "table lacks the TTFT row"
 [ "$(sql r.db 'SELECT count(*) FROM runs')" = 1 ] || fail "runs rows"
 [ "$(sql r.db 'SELECT count(*) FROM requests WHERE run_id = 1')" = 2000 ] || fail "requests rows"
 [ "$(sql r.db 'SELECT completed FROM summary')" = 2000 ] || fail "summary row"
-[ "$(sql r.db 'PRAGMA user_version')" = 13 ] || fail "schema version"
+[ "$(sql r.db 'PRAGMA user_version')" = 15 ] || fail "schema version"
 [ "$(sql r.db 'SELECT engine FROM runs')" = vllm-0.15 ] || fail "runs.engine (the default engine)"
 
 # runs.command can be run again: an argument a shell would split or expand is quoted
@@ -88,7 +88,7 @@ expect_error 2 "replicas" "$S" replay --trace "$TRACE" --replicas 0
 expect_error 2 "unknown or incomplete option '--replicaz'" "$S" replay --replicaz 2
 expect_error 2 "unknown parameter 'max_num_seq'" "$S" replay --trace "$TRACE" --param max_num_seq=4 --db x.db
 expect_error 2 "nosuch.csv" "$S" replay --trace nosuch.csv --db x.db
-expect_error 2 "routing: unknown policy 'random-ish' \(known: rr, lor, random, infaas, llumnix, prefill-affinity, decode-load\)" "$S" replay --trace "$TRACE" --routing random-ish
+expect_error 2 "routing: unknown policy 'random-ish' \(known: rr, lor, random, infaas, llumnix, affinity, prefill-affinity, decode-load\)" "$S" replay --trace "$TRACE" --routing random-ish
 expect_error 2 "does not fit" "$S" replay --trace "$TRACE" --model llama-2-70b --gpu l40s --db x.db
 [ ! -e x.db ] || [ "$(sql x.db 'SELECT count(*) FROM runs')" = 0 ] || fail "a refused run was stored"
 

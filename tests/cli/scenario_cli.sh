@@ -96,4 +96,10 @@ expect_error 2 "no-such.ini" "$S" replay -c no-such.ini --db none
 printf '[tenant.x]\nmodel = llama-2-7b\ntrace = %s\nsynthetic = "rate=1 duration=5"\n' \
     "$ROOT/traces/azure-conv-synth.csv" >two.ini
 expect_error 2 "two.ini:1: tenant.x: needs exactly one workload source" "$S" replay -c two.ini --db none
+# a bad value inside the synthetic spec: the file, line and key, then the spec's own key
+printf '[tenant.x]\nmodel = llama-2-7b\n\nsynthetic = "rate=1 duration=5 cv=0"\n' >syn.ini
+expect_error 2 "^slicesim: replay: syn.ini:4: tenant.x.synthetic: cv: expected a positive number, got '0'$" \
+    "$S" replay -c syn.ini --db none
+expect_error 2 "^slicesim: replay: --set: tenant.x.synthetic: prompt: 'fixed:0': N: must be in" \
+    "$S" replay -c syn.ini --db none --set "tenant.x.synthetic=rate=1 duration=5 prompt=fixed:0"
 echo "scenario_cli: all checks passed"

@@ -3,7 +3,8 @@
 # quiet one on two containers each), `compare --policies container,static-best` searches the
 # allocation, prints and stores the one it chose with its candidate-replay count, and its worst
 # tenant misses its SLA no more often than container's; only the chosen run is stored; JSON
-# carries the search; capacity searches at each probe; a sweep refuses it. And the note the
+# carries the search; capacity searches at each probe; --search-replays caps a search, and
+# slice-sized searches with SliceScheduler; a sweep refuses them. And the note the
 # realloc bundle prints when no tenant has headroom (max_replicas above replicas).
 set -u
 S=${SLICESIM:?SLICESIM not set}
@@ -86,6 +87,27 @@ PY
     fail "a search per probe: $(cat err)"
 grep -Eq '^  static-best at load [0-9.]+: busy=[0-9]+ quiet=[0-9]+ containers, [0-9]+ candidate replays' \
     cap || fail "capacity table: $(cat cap)"
+
+# --search-replays caps the search; slice-sized searches with SliceScheduler in every candidate
+# (quiet's 60 ms TTFT bound makes it the worst tenant at the start, so the search moves)
+short=(--set run.duration_s=60 --set run.warmup_s=10 --set tenant.quiet.sla_ttft_ms=60)
+"$S" compare -c two.ini "${short[@]}" --policies slice-sized --db none --json >s.json 2>err ||
+    fail "slice-sized: $(cat err)"
+n=$(sed -n 's/^slicesim: static-best: policy=slice-sized;rate=1: chose .*, \([0-9]*\) candidate replays$/\1/p' err)
+[ -n "$n" ] && [ "$n" -ge 2 ] || fail "slice-sized searches: $(cat err)"
+python3 - s.json <<'PY' || fail "slice-sized runs SliceScheduler: $(head -c 300 s.json)"
+import json, sys
+run = json.load(open(sys.argv[1]))[0]["run"]
+assert run["ops"] == "slice" and run["slice"]["offloads"] > 0, run["ops"]
+PY
+"$S" compare -c two.ini "${short[@]}" --policies slice-sized --search-replays 1 --db none \
+    >table 2>err || fail "slice-sized, --search-replays 1: $(cat err)"
+grep -Eq '^slicesim: static-best: policy=slice-sized;rate=1: chose busy=3 quiet=1 containers .*, 1 candidate replays \(the cap\)$' \
+    err || fail "slice-sized, capped at 1: $(cat err)"
+expect_error 2 "^slicesim: capacity: --search-replays: " "$S" capacity -c two.ini \
+    --policies static-best --search-replays 0 --db none
+expect_error 2 "^slicesim: compare: --search-replays: " "$S" compare -c two.ini \
+    --policies static-best --search-replays 201 --db none
 
 # refusals: nothing runs
 # realloc needs headroom: a one-line note when no tenant has any, none once one has

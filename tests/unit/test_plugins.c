@@ -237,6 +237,42 @@ static void test_greedy_placement_offloads_without_whatifs(void **state)
     gsim_destroy(&g);
 }
 
+/* greedy's moves are charged as SliceScheduler's: the same keys, defaults and ranges, and no
+ * decision latency (it asks no what-if). */
+static void test_greedy_is_charged_the_move_costs(void **state)
+{
+    (void)state;
+    ss_params *p = NULL;
+    ss_errbuf eb = {""};
+    pol_place *pl = NULL;
+    pol_place_mechanism m, ms;
+    assert_int_equal(ss_params_create(&p), 0);
+    assert_int_equal(pol_place_create(&pl, "greedy", p, &eb), 0);
+    assert_true(pol_place_mechanism_of(pl, &m));
+    pol_place_destroy(&pl);
+    assert_int_equal(pol_place_create(&pl, "slice", p, &eb), 0);
+    assert_true(pol_place_mechanism_of(pl, &ms));
+    pol_place_destroy(&pl);
+    assert_true(m.host_factor == 1 && m.link_eff == 0.8 && m.interference == 1.2);
+    assert_true(m.host_factor == ms.host_factor && m.link_eff == ms.link_eff &&
+                m.interference == ms.interference);
+    assert_true(m.guest_overrun == ms.guest_overrun && m.weights == ms.weights);
+    assert_int_equal(m.whatif_ns, 0);
+    assert_int_equal(ss_params_set_kv(p, "slice_host_factor=2", &eb), 0);
+    assert_int_equal(ss_params_set_kv(p, "slice_link_eff=0.5", &eb), 0);
+    assert_int_equal(ss_params_set_kv(p, "slice_interference=1.5", &eb), 0);
+    assert_int_equal(pol_place_create(&pl, "greedy", p, &eb), 0);
+    assert_true(pol_place_mechanism_of(pl, &m));
+    pol_place_destroy(&pl);
+    assert_true(m.host_factor == 2 && m.link_eff == 0.5 && m.interference == 1.5);
+    ss_params_destroy(&p);
+    assert_int_equal(ss_params_create(&p), 0);
+    assert_int_equal(ss_params_set_kv(p, "slice_link_eff=0", &eb), 0);
+    assert_int_not_equal(pol_place_create(&pl, "greedy", p, &eb), 0);
+    assert_non_null(strstr(eb.msg, "slice_link_eff"));
+    ss_params_destroy(&p);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
@@ -249,6 +285,7 @@ int main(void)
         T(test_stale_cluster_advice_is_counted),
         T(test_bad_placement_is_an_error),
         T(test_greedy_placement_offloads_without_whatifs),
+        T(test_greedy_is_charged_the_move_costs),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, NULL);

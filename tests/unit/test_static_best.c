@@ -1,7 +1,7 @@
 /* The static-best allocation search (runner/static_best.h) on synthetic judges with known
  * answers: a saturating miss rate per tenant whose best allocation is checked against an
  * exhaustive enumeration, the proportional start, ties (goodput, then the lexicographically
- * smallest allocation), the replay cap, the one-container minimum with unequal container
+ * smallest allocation), a tie for the worst miss that two moves resolve, the replay cap, the one-container minimum with unequal container
  * sizes and a tenant without load, and errors (a cluster too small, bad options, a judge
  * that fails). Every judged allocation is checked to keep one container per tenant and fit. */
 #include "support/test_util.h"
@@ -152,6 +152,29 @@ static void test_ties(void **state)
     assert_int_equal(r.n_replays, 1); /* nothing misses at the start: nothing to improve */
 }
 
+/* A tie for the worst miss: containers of tenants 0 and 1 serve 80 tok/s of 300, tenant 2's
+ * 300 of 300, so the proportional start (3, 3, 3) misses 0.2, 0.2, 0. No single move lowers
+ * the worst (a container more for tenant 0 leaves tenant 1 at 0.2), yet two do: (4, 4, 1)
+ * misses nothing. The climb steps by the sorted misses (0.2, 0.2, 0) -> (0.2, 0, 0) -> 0. */
+static void test_tied_worst(void **state)
+{
+    (void)state;
+    runner_alloc_problem p = {.n_tenants = 3, .gpus = 9, .unit = {1, 1, 1},
+                              .demand_tok_per_s = {300, 300, 300}, .max_replays = 24};
+    judge_state s = {.p = &p, .capacity = {80, 80, 300}};
+    runner_alloc_result r;
+    ss_errbuf eb = {""};
+    assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &r, &eb), SS_OK);
+    assert_int_equal(r.start[0], 3);
+    assert_int_equal(r.start[1], 3);
+    assert_int_equal(r.start[2], 3);
+    assert_int_equal(r.containers[0], 4);
+    assert_int_equal(r.containers[1], 4);
+    assert_int_equal(r.containers[2], 1);
+    assert_true(r.score.worst == 0);
+    assert_false(r.capped);
+}
+
 /* Containers of 2 GPUs, a tenant with no load at all (still one container), and errors. */
 static void test_minimum_and_errors(void **state)
 {
@@ -196,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_known_best),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_ties),
+        cmocka_unit_test(test_tied_worst),
         cmocka_unit_test(test_minimum_and_errors),
     };
     return cmocka_run_group_tests_name("static_best", tests, NULL, NULL);

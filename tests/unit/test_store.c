@@ -50,6 +50,10 @@ static void write_run(store *s, int n_req, int commit)
                          .gpu_ns = {[3] = 30e6, [7] = 12e9},
                          .free_byte_ns = {[3] = 30e6 * 1073741824.0}};
     assert_int_equal(store_run_slices(s, &sl, &eb), 0);
+    metrics_prefix inst = {.lookups = 3, .query_tokens = 300, .hit_tokens = 160,
+                           .query_blocks = 18, .hit_blocks = 10, .saved_tokens = 176,
+                           .evictions = 2};
+    assert_int_equal(store_run_instance(s, 1, "default", &inst, &eb), 0);
     if (!commit)
         return;
     metrics_summary m = {.requests = (uint64_t)n_req, .sim_s = 10,
@@ -57,7 +61,9 @@ static void write_run(store *s, int n_req, int commit)
                                  .rejected = 1, .rejected_why = {[METRICS_REJ_KV] = 1},
                                  .prefix = {.query_tokens = 500, .hit_tokens = 320,
                                             .query_blocks = 31, .hit_blocks = 20,
-                                            .saved_tokens = 336, .evictions = 4},
+                                            .saved_tokens = 336, .evictions = 4,
+                                            .ceiling_hit_tokens = 400,
+                                            .ceiling_hit_blocks = 25},
                                  .win_output_tokens_per_s = 250, .win_goodput_tokens_per_s = 125},
                          .scale_ups = 3, .scale_downs = 2, .arrival_window_s = 9.5};
     store_run_end e = {.wall_s = 0.1, .events = 42, .trace_digest = 0xabcdef};
@@ -103,6 +109,17 @@ static void test_commit_and_read_back(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count FROM idle_slices WHERE hi_ms IS NULL"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT trace_digest = '0000000000abcdef' FROM runs"), 1);
+    /* the ceiling, and one instance's prefix-cache counters and hit rate */
+    assert_int_equal(tu_sql_int(path, "SELECT prefix_ceiling_hit_tokens * 100 +"
+                                      " prefix_ceiling_hit_blocks FROM summary"), 40025);
+    assert_int_equal(tu_sql_int(path, "SELECT prefix_ceiling_hit_rate * 1000 FROM summary"), 800);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM instances WHERE container = 1 AND"
+                                      " tenant = 'default' AND prefix_lookups = 3 AND"
+                                      " prefix_query_tokens = 300 AND prefix_hit_tokens = 160"
+                                      " AND prefix_query_blocks = 18 AND prefix_hit_blocks = 10"
+                                      " AND prefix_saved_tokens = 176 AND prefix_evictions = 2"),
+                     1);
+    assert_int_equal(tu_sql_int(path, "SELECT prefix_hit_rate * 300 FROM instances"), 160);
 }
 
 static void test_abort_and_close_leave_earlier_runs(void **state)
@@ -153,6 +170,120 @@ static void test_refuses_foreign_and_newer(void **state)
     assert_null(s);
 }
 
+/* What version 15 added: disaggregated serving's columns of tenants. */
+#define V15_DOWN \
+    "ALTER TABLE tenants DROP COLUMN prefill_replicas;" \
+    "ALTER TABLE tenants DROP COLUMN decode_replicas;" \
+    "ALTER TABLE tenants DROP COLUMN kv_transfers;" \
+    "ALTER TABLE tenants DROP COLUMN kv_gib;" \
+    "ALTER TABLE tenants DROP COLUMN kv_exposed_s;" \
+    "ALTER TABLE tenants DROP COLUMN kv_exposed_mean_ms;" \
+    "ALTER TABLE tenants DROP COLUMN kv_waits;" \
+    "ALTER TABLE tenants DROP COLUMN kv_wait_s;"
+
+/* What version 14 added: the KV pool's columns. */
+#define V14_DOWN \
+    "ALTER TABLE summary DROP COLUMN kvpool_lookups;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_gpu_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_cpu_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_ssd_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_remote_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_loads;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_load_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_load_s;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_recomputes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_recompute_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_offload_blocks;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_offload_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_demotions;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_evictions;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_cpu_peak_bytes;" \
+    "ALTER TABLE summary DROP COLUMN kvpool_ssd_peak_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_lookups;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_gpu_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_cpu_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_ssd_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_remote_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_loads;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_load_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_load_s;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_recomputes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_recompute_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_offload_blocks;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_offload_bytes;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_demotions;" \
+    "ALTER TABLE tenants DROP COLUMN kvpool_evictions;"
+
+/* What version 13 added: the instances table and the prefix-caching ceiling's columns. */
+#define V13_DOWN                                                                                   \
+    "DROP TABLE instances;"                                                                        \
+    "ALTER TABLE summary DROP COLUMN prefix_ceiling_hit_tokens;"                                   \
+    "ALTER TABLE summary DROP COLUMN prefix_ceiling_hit_blocks;"                                   \
+    "ALTER TABLE summary DROP COLUMN prefix_ceiling_hit_rate;"                                     \
+    "ALTER TABLE tenants DROP COLUMN prefix_ceiling_hit_tokens;"                                   \
+    "ALTER TABLE tenants DROP COLUMN prefix_ceiling_hit_blocks;"                                   \
+    "ALTER TABLE tenants DROP COLUMN prefix_ceiling_hit_rate;"
+
+/* A database of the previous version (12: no instances table, no ceiling) is upgraded in
+ * place: its run reads a ceiling of 0 and no instance rows, a new run writes both; read-only,
+ * it is upgraded in a copy and the file is left as it was; merged, its runs are copied and a
+ * current input's instance rows come along. */
+static void test_upgrades_schema_12(void **state)
+{
+    (void)state;
+    char path[600], ro[600], out[600];
+    snprintf(path, sizeof path, "%s/v12.db", tu_tmpdir());
+    snprintf(ro, sizeof ro, "%s/v12ro.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/v13merged.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(store_open(&s, k ? ro : path, &eb), 0);
+        write_run(s, 3, 1);
+        store_close(&s);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(k ? ro : path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, V15_DOWN V14_DOWN V13_DOWN "PRAGMA journal_mode = DELETE;"
+                                          "PRAGMA user_version = 12;", NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+    }
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name ="
+                                      " 'instances'"), 0);
+    /* read-only: upgraded in memory, the file untouched */
+    assert_int_equal(store_open_readonly(&s, ro, &eb), 0);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(ro, "PRAGMA user_version"), 12);
+    /* merged into a current database, next to a current run with its instance row */
+    uint64_t copied, skipped;
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    write_run(s, 2, 1);
+    assert_int_equal(store_merge(s, ro, &copied, &skipped, &eb), 0);
+    assert_int_equal(copied, 1);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM instances"), 1);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM summary WHERE"
+                                     " prefix_ceiling_hit_tokens = 0 AND"
+                                     " prefix_ceiling_hit_rate = 0"), 1);
+    /* in place */
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    write_run(s, 2, 1);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(STORE_SCHEMA_VERSION, 15);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 1 AND"
+                                      " prefix_ceiling_hit_tokens = 0 AND"
+                                      " prefix_ceiling_hit_blocks = 0"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 2 AND"
+                                      " prefix_ceiling_hit_tokens = 400"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM instances WHERE run_id = 1"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM instances WHERE run_id = 2"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_table_info('tenants')"
+                                      " WHERE name LIKE 'prefix_ceiling_%'"), 3);
+}
+
 /* A database written with schema 1 (the current one without what versions 2 and 3 added) is
  * upgraded in place, keeps its runs and takes new ones. */
 static void test_upgrades_schema_1(void **state)
@@ -168,6 +299,7 @@ static void test_upgrades_schema_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     static const char downgrade[] =
+        V15_DOWN V14_DOWN V13_DOWN
         "DROP TABLE tenants; DROP TABLE tiers;"
         "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
         "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
@@ -231,6 +363,8 @@ static void test_upgrades_schema_1(void **state)
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM validation_iters"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fits"), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM fit_stages"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE kvpool_loads = 0 AND "
+                                      "kvpool_cpu_peak_bytes = 0"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE load IS NULL"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM gpus WHERE host_s IS NOT NULL"),
                      tu_sql_int(path, "SELECT count(*) FROM gpus WHERE run_id = 2"));
@@ -252,7 +386,9 @@ static void test_upgrades_schema_1(void **state)
                                  " AND prefix_hit_blocks = 20 AND prefix_saved_tokens = 336"
                                  " AND prefix_evictions = 4"), 1);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_table_info('tenants')"
-                                 " WHERE name LIKE 'prefix_%'"), 6);
+                                 " WHERE name LIKE 'prefix_%'"), 9);
+    /* version 13: the old run has no instance rows, the new one its own */
+    assert_int_equal(tu_sql_int(path, "SELECT group_concat(run_id) FROM instances"), 2);
 }
 
 static void test_allocation_failures(void **state)
@@ -619,6 +755,9 @@ static void test_merge(void **state)
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 8);
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM summary"), 4);
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM gpus"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM instances"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(DISTINCT run_id) FROM instances i JOIN runs"
+                                     " USING (run_id)"), 2);
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM sweep_points"), 2);
     /* the copies point at their own runs */
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests r JOIN runs USING (run_id)"), 8);
@@ -681,6 +820,7 @@ static void test_merge_reads_inputs_only(void **state)
                                       " ALTER TABLE tenants DROP COLUMN prefix_hit_blocks;"
                                       " ALTER TABLE tenants DROP COLUMN prefix_saved_tokens;"
                                       " ALTER TABLE tenants DROP COLUMN prefix_evictions;"
+                                      V15_DOWN V14_DOWN V13_DOWN
                                       " PRAGMA journal_mode = DELETE; PRAGMA user_version = 6;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
@@ -729,6 +869,7 @@ int main(void)
         cmocka_unit_test_teardown(test_abort_and_close_leave_earlier_runs, teardown),
         cmocka_unit_test_teardown(test_refuses_foreign_and_newer, teardown),
         cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
+        cmocka_unit_test_teardown(test_upgrades_schema_12, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
         cmocka_unit_test_teardown(test_sweep_points, teardown),
         cmocka_unit_test_teardown(test_typed_reads, teardown),

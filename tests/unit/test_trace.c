@@ -1667,10 +1667,10 @@ static size_t gen_all(const trace_gen_spec *s, trace_rec **out)
     assert_non_null(*out);
     if (trace_gen_create(&g, s, &eb))
         fail_msg("%s", eb.msg);
-    while (n < cap && trace_gen_next(g, &(*out)[n]) == 1)
+    while (n < cap && trace_gen_next(g, &(*out)[n], &eb) == 1)
         n++;
     trace_rec extra;
-    assert_int_equal(trace_gen_next(g, &extra), 0);
+    assert_int_equal(trace_gen_next(g, &extra, &eb), 0);
     trace_gen_destroy(&g);
     assert_null(g);
     return n;
