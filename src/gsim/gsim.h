@@ -206,7 +206,10 @@ uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
 
 /* What-if: an independent copy of g in which the containers ctrs[0..n-1] continue from g's
  * present with the same engine, batching policy and cost models, but no new arrivals and no
- * cluster-policy decisions; every other container stays frozen as it is. Run it with
+ * cluster-policy decisions; it holds the requests of those containers and of every container
+ * linked to them through offloads in flight, home or helper, transitively (a linked container
+ * runs again when its moved request comes home, and with it the guest it hosts); every other
+ * container stays frozen as it is, without its requests. Run it with
  * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, an observer and
  * the idle slices of gsim_metrics show the predicted state (its latency histograms stay
  * empty: the sink's records and the requests in gsim_graph are the predictions). When nothing reaches those containers in g over the

@@ -131,15 +131,22 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     f->sink_ud = sink_ud;
     f->eb = eb;
     /* the graph comes with the forked containers' requests and those of the partners of their
-     * offloads in flight; every other container is frozen */
+     * offloads in flight, and of the partners' partners: a partner runs again in the fork when
+     * its request comes home, and then so does the guest it hosts, whose request must be there
+     * too. Every other container is frozen. */
     uint8_t *keep = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, 1);
     int rc = keep ? SS_OK : SS_ENOMEM;
     for (uint32_t i = 0; keep && i < n; i++)
         keep[ctrs[i]] = 1;
-    for (uint32_t i = 0; keep && i < s->n_offs; i++) {
-        const offload *o = &s->offs[i];
-        if (o->in_use && (in_set(ctrs, n, o->home) || in_set(ctrs, n, o->helper)))
-            keep[o->home] = keep[o->helper] = 1;
+    for (int grew = 1; keep && grew;) {
+        grew = 0;
+        for (uint32_t i = 0; i < s->n_offs; i++) {
+            const offload *o = &s->offs[i];
+            if (o->in_use && keep[o->home] != keep[o->helper]) {
+                keep[o->home] = keep[o->helper] = 1;
+                grew = 1;
+            }
+        }
     }
     if (!rc)
         rc = gmg_clone_part(s->g, keep, &f->g);

@@ -326,6 +326,56 @@ static void test_fork_predicts_an_offload(void **state)
     free(r);
 }
 
+/* Offloads chained through a container: Y moves a queued request of container 0 to container 1,
+ * then X moves a queued request of container 1 to container 2. A fork of container 2 alone
+ * takes X's home (1) along, and with it 1's guest Y: when X's request returns home in the fork,
+ * 1 runs again and so do Y's chunks, whose request lives on container 0, which must therefore
+ * come along too (it did not: the fork's Y then finished a request slot that was free, and
+ * crashed or corrupted the fork). The fork holds every request of an offload it may run, and
+ * runs to the end like the replay. */
+static void test_fork_takes_chained_offloads_along(void **state)
+{
+    fx *f = *state;
+    f->ten[2] = (gsim_tenant){.name = "third", .model = catalog_model(f->cat, "llama-2-7b"),
+                              .tp = 1, .pp = 1, .replicas = 1, .tiers = 1};
+    f->cfg.n_tenants = 3;
+    /* 60 queued requests of tenant 0 at t = 0, 60 of tenant 1 at 10 ms; tenant 2 idles */
+    size_t n = 120;
+    trace_rec *r = calloc(n, sizeof *r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = (trace_rec){.id = i, .arrival_ns = i < 60 ? (ss_time)i : 10000000 + (ss_time)i,
+                           .prompt_tokens = 2000, .output_tokens = 64, .tenant = i < 60 ? 0 : 1};
+    tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
+    tu_recs src = {r, n, 0};
+    gsim *g = begin(f, &src, &rc, NULL, 1), *w = NULL;
+    ss_errbuf eb;
+    const gmg *G = gsim_graph(g);
+    gmg_id y = G->ctrs[0].waiting.tail;
+    assert_int_equal(gsim_offload(g, y, 1, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(0.02), &eb), 0);
+    gmg_id x = G->ctrs[1].waiting.tail;
+    assert_true(x != GMG_NONE);
+    assert_int_equal(G->reqs[y].state, GMG_REQ_OFFLOADED); /* Y still in flight */
+    assert_int_equal(gsim_offload(g, x, 2, 0, &eb), 0);
+    assert_int_equal(gsim_advance(g, ss_time_from_s(0.03), &eb), 0);
+    gmg_id third = 2;
+    assert_int_equal(gsim_fork(g, &third, 1, tu_collect_req, &wc, &w, &eb), 0);
+    const gmg *W = gsim_graph(w);
+    assert_int_equal(W->reqs[x].state, GMG_REQ_OFFLOADED);
+    assert_int_equal(W->reqs[y].state, GMG_REQ_OFFLOADED);
+    assert_int_equal(W->reqs[y].trace_id, G->reqs[y].trace_id);
+    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_true(wc.r[G->reqs[x].trace_id].finish > 0 || rc.r[r[60].id].finish > 0);
+    assert_int_equal(rc.n_calls, n);
+    gsim_destroy(&w);
+    gsim_destroy(&g);
+    free(rc.r);
+    free(wc.r);
+    free(r);
+}
+
 /* The batching policy decides what a moved request holds at home: Orca its whole reservation
  * (here the oracle length), static batching nothing, because nobody joins a static batch. */
 static void test_batching_decides_what_a_move_holds(void **state)
@@ -833,6 +883,7 @@ int main(void)
         T(test_weights_staged_once),
         T(test_staged_weights_evicted_under_pressure),
         T(test_fork_predicts_an_offload),
+        T(test_fork_takes_chained_offloads_along),
         T(test_batching_decides_what_a_move_holds),
         T(test_chunks_run_in_dependency_order),
         T(test_expansion_includes_guest_waits),
