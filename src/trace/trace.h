@@ -19,6 +19,9 @@
 /* Prefix-block ids per request (Mooncake hash_ids). 512-token blocks of TRACE_MAX_TOKENS need
  * 19,532, so every valid prompt fits. */
 #define TRACE_MAX_PREFIX_BLOCKS 20000
+/* Tokens one prefix-block id names (Mooncake's hash_ids: 512-token blocks; the last may be
+ * partial). A request has at most ceil(prompt / TRACE_PREFIX_BLOCK_TOKENS) ids. */
+#define TRACE_PREFIX_BLOCK_TOKENS 512
 /* Spread option: the most requests, and the most prefix-block ids in total, that may share one
  * timestamp (the lookahead buffer); more is an error. */
 #define TRACE_MAX_SPREAD_GROUP 65536

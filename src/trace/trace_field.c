@@ -22,6 +22,18 @@ uint64_t trace__fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+int trace__check_blocks(const trace__row *row, const trace_rec *rec, const char *field,
+                        ss_errbuf *eb)
+{
+    uint64_t most = ((uint64_t)rec->prompt_tokens + TRACE_PREFIX_BLOCK_TOKENS - 1) /
+                    TRACE_PREFIX_BLOCK_TOKENS;
+    if (rec->n_prefix_blocks <= most)
+        return SS_OK;
+    return trace__err(row, eb, SS_EPARSE, "hash_ids", "%u ids of %u-token blocks, more than "
+                      "%s %u fills (%llu)", rec->n_prefix_blocks, TRACE_PREFIX_BLOCK_TOKENS,
+                      field, rec->prompt_tokens, (unsigned long long)most);
+}
+
 int trace__err(const trace__row *row, ss_errbuf *eb, int rc, const char *field, const char *fmt,
                ...)
 {

@@ -64,6 +64,11 @@ extern const trace_format_ops trace__fmt_vidur;
 extern const trace_format_ops trace__fmt_burstgpt;
 extern const trace_format_ops trace__fmt_mooncake;
 
+/* A request's prefix-block ids must not name more blocks than its prompt fills
+ * (ceil(prompt / TRACE_PREFIX_BLOCK_TOKENS)): SS_EPARSE "FILE:LINE: hash_ids: ..." otherwise.
+ * field names the prompt's field in the message ("prompt_tokens", "input_length"). */
+int trace__check_blocks(const trace__row *row, const trace_rec *rec, const char *field,
+                        ss_errbuf *eb);
 /* Format "FILE:LINE: field: <fmt>" into eb and return rc. */
 int trace__err(const trace__row *row, ss_errbuf *eb, int rc, const char *field, const char *fmt,
                ...) __attribute__((format(printf, 5, 6)));

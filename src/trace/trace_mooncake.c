@@ -183,7 +183,9 @@ static int mooncake_parse(void *priv, const trace__row *row, trace_rec *rec, ss_
         (rc = get_tokens(row, &v[MC_IN], "input_length", &rec->prompt_tokens, eb)) ||
         (rc = get_tokens(row, &v[MC_OUT], "output_length", &rec->output_tokens, eb)))
         return rc;
-    return v[MC_HASH].s ? get_blocks(p, row, &v[MC_HASH], rec, eb) : SS_OK;
+    if (v[MC_HASH].s && (rc = get_blocks(p, row, &v[MC_HASH], rec, eb)))
+        return rc;
+    return trace__check_blocks(row, rec, "input_length", eb);
 }
 
 const trace_format_ops trace__fmt_mooncake = {

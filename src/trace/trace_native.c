@@ -151,7 +151,9 @@ static int native_parse(void *priv, const trace__row *row, trace_rec *rec, ss_er
         (rc = trace__get_tokens(row, p->col[NAT_OUTPUT], "output_tokens", &rec->output_tokens,
                                 eb)))
         return rc;
-    return native_optional(p, row, rec, eb);
+    if ((rc = native_optional(p, row, rec, eb)))
+        return rc;
+    return trace__check_blocks(row, rec, "prompt_tokens", eb);
 }
 
 const trace_format_ops trace__fmt_native = {

@@ -141,6 +141,18 @@ static void test_native_hash_ids(void **state)
     expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
                "1,0,a,10,5,4294967296\n",
                "x.csv:2: hash_ids: must be <= 4294967295, got 4294967296");
+    /* at most the blocks the prompt fills: 1,024 tokens fill 2, 1,025 fill 3 */
+    expect_msg("request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
+               "1,0,a,1024,5,1 2 3\n",
+               "x.csv:2: hash_ids: 3 ids of 512-token blocks, more than prompt_tokens 1024 "
+               "fills (2)");
+    static const char fits[] = "request_id,arrival_s,tenant,prompt_tokens,output_tokens,hash_ids\n"
+                               "1,0,a,1025,5,1 2 3\n";
+    path = write_bytes("fits.csv", fits, sizeof fits - 1);
+    assert_int_equal(trace_reader_open(&r, path, "auto", &eb), 0);
+    assert_int_equal(trace_reader_next(r, &a, &eb), 1);
+    assert_int_equal(a.n_prefix_blocks, 3);
+    trace_reader_close(&r);
 }
 
 static void test_native_fixture(void **state)
@@ -616,16 +628,20 @@ static void test_alloc_failures(void **state)
     tu_assert_no_leaks();
 }
 
-/* The documented TRACE_MAX_PREFIX_BLOCKS hash ids fit on one line even at ten digits each
- * (the 64 KiB line limit stopped near 8,000); one more id is refused by count. */
+/* The ids of the longest prompt (TRACE_MAX_TOKENS in 512-token blocks: 19,532) fit on one line
+ * even at ten digits each (the 64 KiB line limit stopped near 8,000); more than
+ * TRACE_MAX_PREFIX_BLOCKS ids are refused by count while the line is read. */
 static void test_mooncake_max_hash_ids(void **state)
 {
     (void)state;
     size_t cap = 16 * (TRACE_MAX_PREFIX_BLOCKS + 2) + 256, len = 0;
     char *line = malloc(cap);
     assert_non_null(line);
+    int most = (TRACE_MAX_TOKENS + TRACE_PREFIX_BLOCK_TOKENS - 1) / TRACE_PREFIX_BLOCK_TOKENS;
+    assert_int_equal(most, 19532);
+    assert_true(most <= TRACE_MAX_PREFIX_BLOCKS);
     for (int extra = 0; extra < 2; extra++) {
-        int n = TRACE_MAX_PREFIX_BLOCKS + extra;
+        int n = extra ? TRACE_MAX_PREFIX_BLOCKS + 1 : most;
         len = (size_t)snprintf(line, cap, "{\"timestamp\": 0, \"input_length\": 10000000, "
                                "\"output_length\": 1, \"hash_ids\": [");
         for (int i = 0; i < n; i++)
@@ -642,7 +658,7 @@ static void test_mooncake_max_hash_ids(void **state)
         if (!extra) {
             if (rc != 1)
                 fail_msg("%d ids on a %zu-byte line: %s", n, len, eb.msg);
-            assert_int_equal(rec.n_prefix_blocks, TRACE_MAX_PREFIX_BLOCKS);
+            assert_int_equal(rec.n_prefix_blocks, most);
             assert_int_equal(rec.prefix_blocks[n - 1], 4000000000u + (unsigned)n - 1);
         } else {
             assert_int_equal(rc, SS_EPARSE);
@@ -702,13 +718,13 @@ static void test_sort(void **state)
     assert_int_equal(recs[4].arrival_ns, 5000000000);
 
     /* Mooncake: each request keeps its own hash ids (checked while reading). */
-    assert_int_equal(read_sorted("{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, "
-                                 "\"hash_ids\": [101, 7]}\n"
+    assert_int_equal(read_sorted("{\"timestamp\": 9, \"input_length\": 600, \"output_length\": 1, "
+                                 "\"hash_ids\": [700, 7]}\n"
                                  "{\"timestamp\": 2, \"input_length\": 2, \"output_length\": 1, "
                                  "\"hash_ids\": [102]}\n", recs, 8, &n, &eb), 0);
     assert_int_equal(n, 2);
     assert_true(recs[0].prompt_tokens == 2 && recs[0].n_prefix_blocks == 1);
-    assert_true(recs[1].prompt_tokens == 1 && recs[1].n_prefix_blocks == 2);
+    assert_true(recs[1].prompt_tokens == 600 && recs[1].n_prefix_blocks == 2);
 
     /* Azure: the first row is the zero of time; sorted, the earliest request is. */
     assert_int_equal(read_sorted("TIMESTAMP,ContextTokens,GeneratedTokens\n"
@@ -1103,7 +1119,7 @@ static void test_mooncake_fixture(void **state)
         "\"hash_ids\": [0, 1, 2]}\r\n"
         "\n"
         "  {\"hash_ids\":[7,4294967295],\"extra\":{\"a\":[1,{\"b\":null},[]],\"c\":\"x,]}\\\"\"},"
-        "\"output_length\":2,\"flag\":true,\"input_length\":512,\"n\":-1.5e-3,\"no\":false,"
+        "\"output_length\":2,\"flag\":true,\"input_length\":1000,\"n\":-1.5e-3,\"no\":false,"
         "\"timestamp\":40.25,\"s\":\"\\u00e9\\n\\/\",\"e\":{}} \t\n"
         "{\"timest\\u0061mp\": 40.25, \"input_length\": 3, \"output_length\": 3, \"hash_ids\": []}\n"
         "{\"timestamp\": 1E3, \"input_length\": 10000000, \"output_length\": 1}";
@@ -1126,7 +1142,7 @@ static void test_mooncake_fixture(void **state)
         assert_int_equal(rec.prefix_blocks[i], i);
     assert_int_equal(trace_reader_next(r, &rec, &eb), 1);
     assert_int_equal(rec.arrival_ns, 40250000);
-    assert_int_equal(rec.prompt_tokens, 512);
+    assert_int_equal(rec.prompt_tokens, 1000);
     assert_int_equal(rec.output_tokens, 2);
     assert_int_equal(rec.line, 3);
     assert_int_equal(rec.n_prefix_blocks, 2);
@@ -1151,17 +1167,17 @@ static void test_mooncake_fixture(void **state)
     trace_reader_close(&r);
     expect_fmt(NAT_HDR "0,0,a,1,1\n", "mooncake", "x.csv:1: json: expected '{' (column 1)", 0);
     expect_fmt("\n \n", "mooncake", "x.csv:1: trace: file is empty", 0);
-    /* The most ids a line may hold. */
+    /* The most ids a request may hold: those of the longest prompt's 512-token blocks. */
     static char big[TRACE_MAX_LINE];
-    int n = snprintf(big, sizeof big, "{\"timestamp\":0,\"input_length\":1,\"output_length\":1,"
-                                      "\"hash_ids\":[");
-    for (int i = 0; i < TRACE_MAX_PREFIX_BLOCKS; i++)
+    int n = snprintf(big, sizeof big, "{\"timestamp\":0,\"input_length\":10000000,"
+                                      "\"output_length\":1,\"hash_ids\":[");
+    for (int i = 0; i < 19532; i++)
         n += snprintf(big + n, sizeof big - (size_t)n, i ? ",%d" : "%d", i % 10);
     n += snprintf(big + n, sizeof big - (size_t)n, "]}\n");
     assert_int_equal(read_all_n(big, (size_t)n, "auto", &eb), 1);
     memcpy(big + n - 3, ",1]}\n", 5);
-    expect_error(big, (size_t)n + 2, "auto", SS_EPARSE, "x.csv:1: hash_ids: more than 20000 ids",
-                 0);
+    expect_error(big, (size_t)n + 2, "auto", SS_EPARSE, "x.csv:1: hash_ids: 19533 ids of "
+                 "512-token blocks, more than input_length 10000000 fills (19532)", 0);
     tu_assert_no_leaks();
 }
 
@@ -1236,6 +1252,8 @@ static void test_mooncake_bad_json(void **state)
          "hash_ids: not an integer: '1.5'"},
         {"{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [[1]]}",
          "hash_ids: not an integer: '[1]'"},
+        {"{\"timestamp\": 1, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [1, 2]}",
+         "hash_ids: 2 ids of 512-token blocks, more than input_length 512 fills (1)"},
         {"{\"timestamp\": 4.5, \"input_length\": 1, \"output_length\": 1}",
          "timestamp: goes backwards (4.5 < 5); " TRACE_UNSORTED_HINT},
     };
@@ -1304,7 +1322,8 @@ static size_t read_spread(const char *text, const char *format, trace_rec *out, 
 }
 
 #define MC_AT(ms, ids) \
-    "{\"timestamp\": " ms ", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": " ids "}\n"
+    "{\"timestamp\": " ms ", \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": " ids \
+    "}\n"
 
 static void test_spread(void **state)
 {
@@ -1396,16 +1415,19 @@ static void test_spread_limits(void **state)
     assert_string_equal(eb.msg, want);
     trace_reader_close(&r);
     free(buf);
-    /* Prefix blocks: full lines of ids at one time until the total passes the limit. */
-    int lines = (int)(TRACE_MAX_SPREAD_BLOCKS / TRACE_MAX_PREFIX_BLOCKS) + 1;
-    cap = (size_t)lines * (2 * TRACE_MAX_PREFIX_BLOCKS + 100);
+    /* Prefix blocks: lines of the most ids a request holds (those of the longest prompt) at one
+     * time until the total passes the limit. */
+    int per = (TRACE_MAX_TOKENS + TRACE_PREFIX_BLOCK_TOKENS - 1) / TRACE_PREFIX_BLOCK_TOKENS;
+    int lines = (int)(TRACE_MAX_SPREAD_BLOCKS / (uint32_t)per) + 1;
+    cap = (size_t)lines * (2 * (size_t)per + 100);
     buf = malloc(cap);
     assert_non_null(buf);
     len = 0;
     for (int l = 0; l < lines; l++) {
-        len += (size_t)snprintf(buf + len, cap - len, "{\"timestamp\":2.5,\"input_length\":1,"
-                                                       "\"output_length\":1,\"hash_ids\":[0");
-        for (int i = 1; i < TRACE_MAX_PREFIX_BLOCKS; i++) {
+        len += (size_t)snprintf(buf + len, cap - len, "{\"timestamp\":2.5,\"input_length\":"
+                                                       "10000000,\"output_length\":1,"
+                                                       "\"hash_ids\":[0");
+        for (int i = 1; i < per; i++) {
             buf[len++] = ',';
             buf[len++] = (char)('0' + i % 10);
         }
@@ -1430,7 +1452,7 @@ static void test_spread_limits(void **state)
     assert_int_equal(read_spread(buf, "mooncake", recs, (size_t)lines, ids,
                                  TRACE_MAX_SPREAD_BLOCKS),
                      lines - 1);
-    assert_int_equal(ids[TRACE_MAX_PREFIX_BLOCKS + 1], 1);
+    assert_int_equal(ids[per + 1], 1);
     free(recs);
     free(ids);
     free(buf);
@@ -1478,7 +1500,7 @@ static void test_alloc_failures_new_formats(void **state)
     /* Mooncake: groups of equal times (spread buffers grow several times). */
     for (int i = 0; i < 60; i++) {
         len += (size_t)snprintf(text + len, sizeof text - len,
-                                "{\"timestamp\": %d, \"input_length\": 600, \"output_length\": 2,"
+                                "{\"timestamp\": %d, \"input_length\": 4000, \"output_length\": 2,"
                                 " \"hash_ids\": [",
                                 i / 20);
         for (int k = 0; k < 1 + i % 7; k++)
