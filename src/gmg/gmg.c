@@ -36,7 +36,7 @@ void gmg_destroy(gmg **gp)
     ss_free(g->links);
     for (uint32_t i = 0; i < g->n_slots; i++)
         if (g->reqs[i].state != GMG_REQ_FREE)
-            ss_free(g->reqs[i].prefix_blocks);
+            gmg_pc_chain_drop(&g->reqs[i]);
     ss_free(g->reqs);
     ss_free(g);
     *gp = NULL;
@@ -81,7 +81,7 @@ static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
         if (keep && (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs ||
                      !keep[s->container])) {
             q->state = GMG_REQ_FREE;
-            q->prefix_blocks = NULL;
+            q->chain = NULL;
             q->n_prefix_blocks = 0;
             q->next = g->free_slot;
             g->free_slot = i;
@@ -91,16 +91,12 @@ static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
             *q = *s;
             g->in_flight++;
         }
-        q->prefix_blocks = NULL;
+        if (q->state != GMG_REQ_FREE && q->chain) /* shared, read-only */
+            q->chain->ref++;
+        else
+            q->chain = NULL;
     }
     g->n_slots = src->n_slots;
-    for (uint32_t i = 0; i < src->n_slots; i++) {
-        gmg_req *q = &g->reqs[i];
-        if (q->state != GMG_REQ_FREE && q->n_prefix_blocks &&
-            dup_array((void **)&q->prefix_blocks, src->reqs[i].prefix_blocks,
-                      q->n_prefix_blocks, sizeof *q->prefix_blocks))
-            return SS_ENOMEM;
-    }
     return SS_OK;
 }
 

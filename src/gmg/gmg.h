@@ -60,8 +60,9 @@ typedef struct gmg_req {
     uint32_t tbt_over;     /* inter-token gaps longer than sla_tbt so far */
     uint32_t migrations;   /* completed live migrations */
     gmg_id mig;            /* live migration in progress (engine's id), GMG_NONE if none */
-    uint32_t n_prefix_blocks; /* prefix-cache block ids from the trace (Mooncake hash_ids) */
-    uint32_t *prefix_blocks;  /* owned copy, freed with the slot; NULL when none */
+    uint32_t n_prefix_blocks; /* prefix-cache block ids the trace gave it (Mooncake hash_ids) */
+    struct gmg_chain *chain;  /* its blocks' chained hashes (gmg_pc_chain_make); shared with its
+                                 copies in what-if forks; NULL when it has none */
     uint64_t session_id;      /* prompt identity from a native trace (0 = none): same id, same
                                  prompt text */
     uint32_t pc_shared;       /* of its blocks, how many are prefix-cache blocks (its chain's
@@ -531,13 +532,34 @@ typedef struct gmg_pcache {
     gmg_pc_ent *ent;         /* points into this allocation */
 } gmg_pcache;
 
+/* A request's prefix-block chain: the chained hash of each full prompt block that carries an
+ * identity (key[j] hashes block j's content and key[j - 1]), for containers of bt tokens per
+ * block. Computed once when the request arrives, read-only after, and shared by the request
+ * and its copies in what-if forks (ref counts them): every lookup, take, registration and
+ * release reads it instead of hashing again. */
+typedef struct gmg_chain {
+    uint32_t ref;     /* requests holding it */
+    uint32_t n;       /* keys */
+    uint32_t bt;      /* block tokens they were computed for */
+    uint64_t key[];
+} gmg_chain;
+
+/* Give r (its prompt set) the chain of its identity for containers of bt tokens per block:
+ * from ids[0..r->n_prefix_blocks) (Mooncake ids of 512-token blocks: engine block j hashes the
+ * id(s) under its tokens and its offset in them), else from r->session_id (block j hashes
+ * (session, j)); none when r has neither or its prompt fills no block. 0 or SS_ENOMEM. */
+int gmg_pc_chain_make(gmg_req *r, const uint32_t *ids, uint32_t bt);
+/* Drop r's hold on its chain (freed with its last holder). */
+void gmg_pc_chain_drop(gmg_req *r);
 /* Prompt blocks of r that carry an identity (full blocks only: the last partial block is never
- * shared), for containers of block_tokens tokens per block. 0 when r has none. */
-uint32_t gmg_pc_blocks(const gmg_req *r, uint32_t block_tokens);
-/* Hash of r's block j given its parent's hash (0 for j = 0). Mooncake ids name 512-token
- * blocks: engine block j hashes the id(s) under its tokens and its offset in them; a native
- * session id hashes (session, j). */
-uint64_t gmg_pc_key(const gmg_req *r, uint32_t block_tokens, uint32_t j, uint64_t parent);
+ * shared), for containers of block_tokens tokens per block: its chain's keys. 0 when r has none
+ * (or a chain made for another block size). */
+static inline uint32_t gmg_pc_blocks(const gmg_req *r, uint32_t block_tokens)
+{
+    return r->chain && r->chain->bt == block_tokens ? r->chain->n : 0;
+}
+/* The chained hash of r's block j (j < gmg_pc_blocks). */
+static inline uint64_t gmg_pc_key(const gmg_req *r, uint32_t j) { return r->chain->key[j]; }
 /* Blocks of r's chain cached in c now, at most max (the walk stops at the first miss); *idle_out
  * (may be NULL) gets how many of them nobody reads. Changes nothing. */
 uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, uint32_t *idle_out);

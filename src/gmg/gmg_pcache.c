@@ -20,29 +20,68 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-uint32_t gmg_pc_blocks(const gmg_req *r, uint32_t block_tokens)
+/* Block j's hash: its parent's hash mixed with its content (a) and its place (b), each mixed
+ * first; ma = mix64(a + C_A) and mb = mix64(b ^ C_B) are passed in, since consecutive blocks
+ * share them. */
+#define C_A 0x9e3779b97f4a7c15ULL
+#define C_B 0x632be59bd9b4e019ULL
+static inline uint64_t block_key(uint64_t parent, uint64_t ma, uint64_t mb)
 {
-    uint32_t full = r->prompt / block_tokens;
-    if (r->n_prefix_blocks) {
-        uint64_t named = (uint64_t)r->n_prefix_blocks * MOONCAKE_BLOCK_TOKENS / block_tokens;
-        return named < full ? (uint32_t)named : full;
-    }
-    return r->session_id ? full : 0;
+    return mix64(parent ^ ma ^ mb);
 }
 
-uint64_t gmg_pc_key(const gmg_req *r, uint32_t block_tokens, uint32_t j, uint64_t parent)
+int gmg_pc_chain_make(gmg_req *r, const uint32_t *ids, uint32_t bt)
 {
-    uint64_t a, b;
-    if (r->n_prefix_blocks) {
-        uint64_t t0 = (uint64_t)j * block_tokens, t1 = t0 + block_tokens - 1;
-        a = r->prefix_blocks[t0 / MOONCAKE_BLOCK_TOKENS];
-        a = a << 32 | r->prefix_blocks[t1 / MOONCAKE_BLOCK_TOKENS];
-        b = 1ULL << 40 | t0 % MOONCAKE_BLOCK_TOKENS;
+    gmg_pc_chain_drop(r);
+    uint32_t n = r->prompt / bt;
+    if (r->n_prefix_blocks && ids) {
+        uint64_t named = (uint64_t)r->n_prefix_blocks * MOONCAKE_BLOCK_TOKENS / bt;
+        n = named < n ? (uint32_t)named : n;
     } else {
-        a = r->session_id;
-        b = 2ULL << 40 | j;
+        ids = NULL;
+        n = r->session_id ? n : 0;
     }
-    return mix64(parent ^ mix64(a + 0x9e3779b97f4a7c15ULL) ^ mix64(b ^ 0x632be59bd9b4e019ULL));
+    if (!n)
+        return SS_OK;
+    gmg_chain *c = ss_malloc(sizeof *c + (size_t)n * sizeof c->key[0]);
+    if (!c)
+        return SS_ENOMEM;
+    *c = (gmg_chain){.ref = 1, .n = n, .bt = bt};
+    uint64_t key = 0;
+    if (!ids) { /* a session: block j hashes (session, j) */
+        uint64_t ma = mix64(r->session_id + C_A);
+        for (uint32_t j = 0; j < n; j++)
+            c->key[j] = key = block_key(key, ma, mix64((2ULL << 40 | j) ^ C_B));
+    } else if (MOONCAKE_BLOCK_TOKENS % bt == 0) {
+        /* Mooncake ids, engine blocks within one id's 512 tokens: block j hashes that id (twice:
+         * it lies under both ends) and its offset, which cycle with the id */
+        uint32_t per = MOONCAKE_BLOCK_TOKENS / bt;
+        uint64_t mb[MOONCAKE_BLOCK_TOKENS];
+        for (uint32_t k = 0; k < per; k++)
+            mb[k] = mix64((1ULL << 40 | (uint64_t)k * bt) ^ C_B);
+        for (uint32_t i = 0, j = 0; j < n; i++) {
+            uint64_t ma = mix64(((uint64_t)ids[i] << 32 | ids[i]) + C_A);
+            for (uint32_t k = 0; k < per && j < n; k++, j++)
+                c->key[j] = key = block_key(key, ma, mb[k]);
+        }
+    } else { /* Mooncake ids: the id(s) under the block's tokens and its offset in them */
+        for (uint32_t j = 0; j < n; j++) {
+            uint64_t t0 = (uint64_t)j * bt, t1 = t0 + bt - 1;
+            uint64_t a = (uint64_t)ids[t0 / MOONCAKE_BLOCK_TOKENS] << 32 |
+                         ids[t1 / MOONCAKE_BLOCK_TOKENS];
+            uint64_t b = 1ULL << 40 | t0 % MOONCAKE_BLOCK_TOKENS;
+            c->key[j] = key = block_key(key, mix64(a + C_A), mix64(b ^ C_B));
+        }
+    }
+    r->chain = c;
+    return SS_OK;
+}
+
+void gmg_pc_chain_drop(gmg_req *r)
+{
+    if (r->chain && --r->chain->ref == 0)
+        ss_free(r->chain);
+    r->chain = NULL;
 }
 
 /* ---- table and lists -------------------------------------------------------------------- */
@@ -125,9 +164,8 @@ uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, ui
         uint32_t lim = gmg_pc_blocks(r, c->block_tokens);
         if (lim > max)
             lim = max;
-        for (uint64_t key = 0; n < lim; n++) {
-            key = gmg_pc_key(r, c->block_tokens, n, key);
-            uint32_t e = find(c->pc, key);
+        for (; n < lim; n++) {
+            uint32_t e = find(c->pc, gmg_pc_key(r, n));
             if (e == GMG_NONE)
                 break;
             idle += c->pc->ent[e].ref == 0;
@@ -144,37 +182,54 @@ int gmg_pc_state(const gmg_container *c, uint64_t key)
     return e == GMG_NONE ? -1 : c->pc->ent[e].ref == 0;
 }
 
-/* One more reader of cached entry e; an idle one leaves the free pool. */
-static void incref(gmg *g, gmg_container *c, uint32_t e)
+/* One more reader of cached entry e; an idle one leaves the free pool: 1 (the caller books
+ * it with held(), after a run of them), else 0. */
+static int incref_idle(gmg_container *c, uint32_t e)
 {
     gmg_pcache *pc = c->pc;
     pc->refs++;
-    if (pc->ent[e].ref++ == 0) {
-        lru_unlink(pc, e);
-        pc->n_held++;
-        if (SS_NEVER(c->blocks_free == 0))
-            ss_fatal(SS_LOC, "container %u: a cached block with no free block", c->id);
-        c->blocks_free--;
-        gmg__ledger_kv(g, c, 1);
-        uint32_t used = c->blocks_total - c->blocks_free;
-        if (used > c->blocks_peak)
-            c->blocks_peak = used;
-    }
+    if (pc->ent[e].ref++)
+        return 0;
+    lru_unlink(pc, e);
+    pc->n_held++;
+    if (SS_NEVER(c->blocks_free == 0))
+        ss_fatal(SS_LOC, "container %u: a cached block with no free block", c->id);
+    c->blocks_free--;
+    return 1;
+}
+
+/* n idle blocks left the free pool: the GPUs' ledger and the container's peak. */
+static void held(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (!n)
+        return;
+    gmg__ledger_kv(g, c, n);
+    uint32_t used = c->blocks_total - c->blocks_free;
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+}
+
+static void incref(gmg *g, gmg_container *c, uint32_t e)
+{
+    held(g, c, (uint32_t)incref_idle(c, e));
 }
 
 void gmg_pc_take(gmg *g, gmg_container *c, gmg_req *r, uint32_t h)
 {
     if (SS_NEVER(r->blocks || !c->pc))
         return;
-    uint64_t key = 0;
+    if (SS_NEVER(h > gmg_pc_blocks(r, c->block_tokens)))
+        ss_fatal(SS_LOC, "container %u: request %llu takes %u blocks of a shorter chain", c->id,
+                 (unsigned long long)r->trace_id, h);
+    uint32_t idle = 0; /* booked at once: the ledger only grows here */
     for (uint32_t j = 0; j < h; j++) {
-        key = gmg_pc_key(r, c->block_tokens, j, key);
-        uint32_t e = find(c->pc, key);
+        uint32_t e = find(c->pc, gmg_pc_key(r, j));
         if (e == GMG_NONE)
             ss_fatal(SS_LOC, "container %u: request %llu: block %u of a matched prefix is not "
                      "cached", c->id, (unsigned long long)r->trace_id, j);
-        incref(g, c, e);
+        idle += (uint32_t)incref_idle(c, e);
     }
+    held(g, c, idle);
     r->blocks = r->pc_shared = h;
 }
 
@@ -187,11 +242,8 @@ void gmg_pc_register(gmg *g, gmg_container *c, gmg_req *r)
     uint32_t n = gmg_pc_blocks(r, c->block_tokens);
     if (n > r->blocks)
         n = r->blocks;
-    uint64_t key = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        key = gmg_pc_key(r, c->block_tokens, j, key);
-        if (j < r->pc_shared)
-            continue;
+    for (uint32_t j = r->pc_shared; j < n; j++) {
+        uint64_t key = gmg_pc_key(r, j);
         uint32_t e = find(pc, key);
         if (e != GMG_NONE) { /* computed twice (concurrent prefills): keep the cached copy */
             incref(g, c, e); /* (an idle one takes a free block) */
@@ -215,10 +267,9 @@ void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r)
 {
     gmg_pcache *pc = c->pc;
     uint32_t anchor = GMG_NONE; /* the chain goes in leaf first: its head is evicted last */
-    uint64_t key = 0;
+    uint32_t freed = 0;         /* booked at once: the ledger only shrinks here */
     for (uint32_t j = 0; j < r->pc_shared; j++) {
-        key = gmg_pc_key(r, c->block_tokens, j, key);
-        uint32_t e = find(pc, key);
+        uint32_t e = find(pc, gmg_pc_key(r, j));
         if (e == GMG_NONE || pc->ent[e].ref == 0)
             ss_fatal(SS_LOC, "container %u: request %llu shares block %u, which the cache does "
                      "not hold for it", c->id, (unsigned long long)r->trace_id, j);
@@ -228,9 +279,11 @@ void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r)
             anchor = e;
             pc->n_held--;
             c->blocks_free++;
-            gmg__ledger_kv(g, c, -1);
+            freed++;
         }
     }
+    if (freed)
+        gmg__ledger_kv(g, c, -(int64_t)freed);
     r->blocks -= r->pc_shared;
     r->pc_shared = 0;
 }

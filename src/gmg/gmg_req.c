@@ -44,8 +44,7 @@ void gmg_req_free(gmg *g, gmg_id r)
     if (SS_NEVER(q->state == GMG_REQ_FREE || q->blocks))
         return;
     q->state = GMG_REQ_FREE;
-    ss_free(q->prefix_blocks);
-    q->prefix_blocks = NULL;
+    gmg_pc_chain_drop(q);
     q->next = g->free_slot;
     g->free_slot = r;
     g->in_flight--;

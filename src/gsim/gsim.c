@@ -330,7 +330,6 @@ void gsim_destroy(gsim **sp)
     gs_disagg_destroy(s);
     gs_free_cluster_state(s);
     ss_free(s->gst);
-    ss_free(s->chain);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);

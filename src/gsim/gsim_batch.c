@@ -116,10 +116,8 @@ static uint32_t prefix_take(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_to
         lim = (total - 1) / bt;
     /* One walk down the chain: h is the longest cached prefix whose idle blocks and the
      * request's new ones fit in the free pool. */
-    uint64_t key = 0;
     for (uint32_t n = 1; n <= lim; n++) {
-        key = gmg_pc_key(q, bt, n - 1, key);
-        int st = gmg_pc_state(c, key);
+        int st = gmg_pc_state(c, gmg_pc_key(q, n - 1));
         if (st < 0)
             break;
         idle += (uint32_t)st;
@@ -152,7 +150,7 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, 
         if (lim > (total - 1) / bt)
             lim = (total - 1) / bt;
         /* the ceiling: the same walk in the tenant's unbounded shared set */
-        uint32_t hc = first ? gs_ceiling_match(s, c, q, lim) : 0;
+        uint32_t hc = first ? gs_ceiling_match(s, q, lim) : 0;
         metrics_lookup l = {.prompt = q->prompt, .query_blocks = gmg_pc_blocks(q, bt),
                             .hit_blocks = h, .hit_tokens = h * bt, .ceiling_blocks = hc,
                             .ceiling_tokens = hc * bt};

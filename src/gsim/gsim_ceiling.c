@@ -72,23 +72,6 @@ void gs_keyset_free(gs_keyset *k)
     memset(k, 0, sizeof *k);
 }
 
-/* The first n keys of q's block chain into s->chain (grown as needed): n, or 0 when out of
- * memory (the run fails). */
-static uint32_t chain_keys(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t n)
-{
-    if (n > s->cap_chain) {
-        size_t cap = s->cap_chain;
-        if (ss_grow((void **)&s->chain, &cap, n, sizeof *s->chain)) {
-            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
-            return 0;
-        }
-        s->cap_chain = (uint32_t)cap;
-    }
-    for (uint64_t key = 0, j = 0; j < n; j++)
-        s->chain[j] = key = gmg_pc_key(q, c->block_tokens, (uint32_t)j, key);
-    return n;
-}
-
 /* The longest prefix of keys[0..n-1] in k. The set is closed under prefixes (a chain goes in
  * whole, from its first block), so a binary search finds it in log n probes of a table that
  * outgrows the processor's caches, where a walk would take one probe per block. */
@@ -105,12 +88,12 @@ static uint32_t longest_prefix(const gs_keyset *k, const uint64_t *keys, uint32_
     return lo;
 }
 
-uint32_t gs_ceiling_match(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim)
+uint32_t gs_ceiling_match(gsim *s, const gmg_req *q, uint32_t lim)
 {
     const gs_keyset *k = &s->ten[q->tenant].ceiling;
     if (!lim || (!k->n && !k->has_zero))
         return 0;
-    return longest_prefix(k, s->chain, chain_keys(s, c, q, lim));
+    return longest_prefix(k, q->chain->key, lim);
 }
 
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
@@ -121,10 +104,9 @@ void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
     uint32_t n = gmg_pc_blocks(q, c->block_tokens); /* as gmg_pc_register counts them */
     if (n > q->blocks)
         n = q->blocks;
-    n = chain_keys(s, c, q, n);
     /* what is there already is a prefix: only the rest goes in */
-    for (uint32_t j = longest_prefix(k, s->chain, n); j < n; j++)
-        if (keyset_add(k, s->chain[j])) {
+    for (uint32_t j = n ? longest_prefix(k, q->chain->key, n) : 0; j < n; j++)
+        if (keyset_add(k, q->chain->key[j])) {
             gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
             return;
         }

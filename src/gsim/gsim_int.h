@@ -174,8 +174,6 @@ struct gsim {
                                     latency of the tick applying it, or a candidate fork's) */
     uint64_t tick_whatifs0;      /* the placement policy's what-ifs when its tick began */
     gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
-    uint64_t *chain;             /* owned scratch: a request's block-chain keys (the ceiling) */
-    uint32_t cap_chain;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
@@ -242,7 +240,7 @@ void gs_on_arrival(des_engine *e, des_event *ev, void *ctx);
 /* gsim_ceiling.c */
 /* The ceiling's hit for q at its first admission: the longest prefix of its chain, at most lim
  * blocks, in its tenant's set. */
-uint32_t gs_ceiling_match(gsim *s, const gmg_container *c, const gmg_req *q, uint32_t lim);
+uint32_t gs_ceiling_match(gsim *s, const gmg_req *q, uint32_t lim);
 /* q's prefill is done on c: its full prompt blocks join its tenant's set (replay only). */
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q);
 void gs_keyset_free(gs_keyset *k);

@@ -229,21 +229,18 @@ static gmg_container *admit_arrival(gsim *s)
     q->tier = t->tier < ts->t.tiers ? t->tier : (uint8_t)(ts->t.tiers - 1);
     set_sla(q, &ts->t.sla[q->tier], t);
     q->measured = q->arrival >= s->cfg.warmup;
-    if (t->n_prefix_blocks) { /* the reader's array lives only until its next call: copy */
-        q->prefix_blocks = ss_malloc(t->n_prefix_blocks * sizeof *q->prefix_blocks);
-        if (!q->prefix_blocks) {
-            gmg_req_drop(s->g, r);
-            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
-            return NULL;
-        }
-        memcpy(q->prefix_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *q->prefix_blocks);
-        q->n_prefix_blocks = t->n_prefix_blocks;
-    }
+    q->n_prefix_blocks = t->n_prefix_blocks;
     q->session_id = t->session_id;
     if (s->cfg.prefix_cache == GSIM_PREFIX_AUTO && !s->g->prefix_cache &&
         (q->n_prefix_blocks || q->session_id) && gmg_pc_enable(s->g)) {
         gmg_req_drop(s->g, r);
         gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix cache: out of memory"));
+        return NULL;
+    }
+    /* its blocks' hashes, once (the reader's ids live only until its next call) */
+    if (s->g->prefix_cache && gmg_pc_chain_make(q, t->prefix_blocks, s->cfg.block_tokens)) {
+        gmg_req_drop(s->g, r);
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "requests: out of memory"));
         return NULL;
     }
     s->m.arrived++;

@@ -58,13 +58,9 @@ static uint32_t pool_walk(gsim *s, const gmg_container *c, const gmg_req *q, uin
                           uint32_t lim, uint32_t by_src[SRC__COUNT], int touch)
 {
     const gmg_kvpool *p = s->g->kvp;
-    uint32_t bt = c->block_tokens, node = gmg_ctr_node(s->g, c), m = 0;
-    uint64_t key = 0;
-    for (uint32_t j = 0; j < lim; j++) {
-        key = gmg_pc_key(q, bt, j, key);
-        if (j < h)
-            continue;
-        uint32_t e = gmg_kvp_find(s->g, c, key);
+    uint32_t node = gmg_ctr_node(s->g, c), m = 0;
+    for (uint32_t j = h; j < lim; j++) {
+        uint32_t e = gmg_kvp_find(s->g, c, gmg_pc_key(q, j));
         if (e == GMG_NONE)
             break;
         const gmg_kvp_ent *x = &p->ent[e];

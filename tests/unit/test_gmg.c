@@ -348,7 +348,8 @@ static void test_clone(void **state)
     gmg_req_free(f->g, r);
 }
 
-/* A partial copy keeps the chosen containers' requests (their prefix ids deep-copied) and
+/* A partial copy keeps the chosen containers' requests (their block chains shared, each kept
+ * until its last holder goes) and
  * freezes the others: no requests, queues or cache, pools as they were, skipped by gmg_check,
  * and their slots free (on the free list, not in flight). */
 static void test_clone_part(void **state)
@@ -357,9 +358,12 @@ static void test_clone_part(void **state)
     gmg_container *a = &f->g->ctrs[0], *b = &f->g->ctrs[1];
     gmg_id ra = waiting(f, a, 100, 0), rb = waiting(f, b, 200, 0), rb2 = waiting(f, b, 16, 0);
     gmg_req *qa = gmg_req_at(f->g, ra);
-    qa->prefix_blocks = ss_malloc(2 * sizeof *qa->prefix_blocks);
-    qa->prefix_blocks[0] = 11, qa->prefix_blocks[1] = 12;
+    static const uint32_t ids[] = {11, 12};
     qa->n_prefix_blocks = 2;
+    assert_int_equal(gmg_pc_chain_make(qa, ids, 16), 0);
+    assert_non_null(qa->chain);
+    assert_int_equal(qa->chain->n, 100 / 16); /* the prompt's full blocks, all named */
+    uint64_t last = gmg_pc_key(qa, 5);
     gmg_req_admit(f->g, b, rb);
     gmg_req_set_blocks(f->g, b, gmg_req_at(f->g, rb), 13);
     must_check(f->g);
@@ -375,10 +379,12 @@ static void test_clone_part(void **state)
     assert_int_equal(k->reqs[rb].state, GMG_REQ_FREE);
     assert_int_equal(k->reqs[rb2].state, GMG_REQ_FREE);
     assert_int_equal(k->reqs[ra].state, GMG_REQ_WAITING);
-    assert_true(k->reqs[ra].prefix_blocks != qa->prefix_blocks);
-    assert_int_equal(k->reqs[ra].prefix_blocks[1], 12);
+    assert_ptr_equal(k->reqs[ra].chain, qa->chain); /* shared */
+    assert_int_equal(qa->chain->ref, 2);
     assert_int_equal(k->ctrs[0].waiting.head, ra);
     gmg_destroy(&k);
+    assert_int_equal(qa->chain->ref, 1); /* the copy's hold went with it */
+    assert_true(gmg_pc_key(qa, 5) == last);
     gmg_req_end(f->g, b, rb, GMG_REQ_DONE, 1);
     gmg_req_end(f->g, b, rb2, GMG_REQ_DONE, 1);
     gmg_req_end(f->g, a, ra, GMG_REQ_DONE, 1);

@@ -712,10 +712,11 @@ static void test_pipeline_timings(void **state)
     free(c2.r);
 }
 
-/* Prefix-block ids from the trace stay with the request (a copy: the reader's array is
- * reused), and are freed with it. */
+/* Prefix-block ids from the trace give the request its block chain when it arrives (the
+ * reader's array is reused after): each request's chain is the one its own ids make, and it is
+ * freed with the request. */
 typedef struct prefix_watch {
-    uint64_t seen, bad;
+    uint64_t seen, bad, chains;
 } prefix_watch;
 
 static void watch_prefix(void *ud, const gmg *g, const gmg_container *c)
@@ -724,9 +725,17 @@ static void watch_prefix(void *ud, const gmg *g, const gmg_container *c)
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         const gmg_req *q = &g->reqs[c->iter.reqs[i]];
         w->seen++;
-        if (q->n_prefix_blocks != (uint32_t)q->trace_id % 5 ||
-            (q->n_prefix_blocks && q->prefix_blocks[q->n_prefix_blocks - 1] != q->trace_id * 10))
+        uint32_t ids[8], n = (uint32_t)q->trace_id % 5;
+        for (uint32_t k = 0; k < n; k++)
+            ids[k] = (uint32_t)q->trace_id * 10 - (n - 1 - k);
+        gmg_req want = {.prompt = q->prompt, .n_prefix_blocks = n};
+        assert_int_equal(gmg_pc_chain_make(&want, ids, c->block_tokens), 0);
+        uint32_t nb = gmg_pc_blocks(&want, c->block_tokens);
+        if (q->n_prefix_blocks != n || gmg_pc_blocks(q, c->block_tokens) != nb ||
+            (nb && (!n || memcmp(q->chain->key, want.chain->key, nb * sizeof *want.chain->key))))
             w->bad++;
+        w->chains += nb > 0;
+        gmg_pc_chain_drop(&want);
     }
 }
 
@@ -747,6 +756,7 @@ static void test_prefix_blocks_kept_on_requests(void **state)
 {
     fx *f = *state;
     f->cfg.replicas = 2;
+    f->cfg.prefix_cache = GSIM_PREFIX_AUTO; /* on from the first request with ids */
     enum { N = 300 };
     trace_rec *r = synth(N, 20, 4);
     prefix_watch w = {0};
@@ -758,6 +768,7 @@ static void test_prefix_blocks_kept_on_requests(void **state)
     tu_recs src = {r, N, 0};
     assert_int_equal(gsim_run(g, scribbling_next, &src, NULL, NULL, &eb), 0);
     assert_true(w.seen > N);
+    assert_true(w.chains > N / 2);
     assert_int_equal(w.bad, 0);
     gsim_destroy(&g);
     free(r);

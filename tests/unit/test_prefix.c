@@ -134,6 +134,8 @@ static void test_lru_eviction_order(void **state)
     tiny_init(&t);
     gmg_req a = {.prompt = 33, .session_id = 1}, b = {.prompt = 33, .session_id = 2};
     gmg_req x = {.prompt = 500};
+    assert_int_equal(gmg_pc_chain_make(&a, NULL, 16), 0);
+    assert_int_equal(gmg_pc_chain_make(&b, NULL, 16), 0);
     cache_prompt(&t, &a); /* LRU: a1 a0 (the leaf first) */
     cache_prompt(&t, &b); /* LRU: a1 a0 b1 b0 */
     assert_int_equal(t.c.pc->n_idle, 4);
@@ -160,6 +162,8 @@ static void test_lru_eviction_order(void **state)
     gmg_req_set_blocks(&t.g, &t.c, &x, 0);
     assert_int_equal(t.c.blocks_free, 8);
     assert_true(t.gpu.mem.kv_used == 0);
+    gmg_pc_chain_drop(&a);
+    gmg_pc_chain_drop(&b);
     gmg_pc_destroy(&t.c.pc);
 }
 
@@ -170,6 +174,8 @@ static void test_concurrent_copies_share(void **state)
     tiny t;
     tiny_init(&t);
     gmg_req a = {.prompt = 40, .session_id = 3}, b = {.prompt = 40, .session_id = 3};
+    assert_int_equal(gmg_pc_chain_make(&a, NULL, 16), 0);
+    assert_int_equal(gmg_pc_chain_make(&b, NULL, 16), 0);
     gmg_req_set_blocks(&t.g, &t.c, &a, 3);
     gmg_req_set_blocks(&t.g, &t.c, &b, 3);
     gmg_pc_register(&t.g, &t.c, &a);
@@ -183,6 +189,8 @@ static void test_concurrent_copies_share(void **state)
     gmg_req_set_blocks(&t.g, &t.c, &b, 0);
     assert_int_equal(t.c.pc->n_idle, 2);
     assert_int_equal(t.c.blocks_free, 8);
+    gmg_pc_chain_drop(&a);
+    gmg_pc_chain_drop(&b);
     gmg_pc_destroy(&t.c.pc);
 }
 
@@ -318,12 +326,63 @@ static void test_auto_mode(void **state)
     gsim_destroy(&g);
 }
 
+/* The chain's keys, against the definition computed here block by block (splitmix64 of the
+ * parent's hash, the content and the place): Mooncake ids at block sizes that divide 512 (the
+ * cycled fast path), that do not (48) and that span two ids (1,024), and sessions. */
+static uint64_t ref_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static void test_chain_keys(void **state)
+{
+    (void)state;
+    static const uint32_t ids[] = {7, 7, 9, 4000000000u, 3, 11};
+    static const uint32_t sizes[] = {16, 32, 48, 512, 1024};
+    for (int sess = 0; sess < 2; sess++)
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            uint32_t bt = sizes[k];
+            gmg_req q = {.prompt = 3000, .session_id = sess ? 42 : 0,
+                         .n_prefix_blocks = sess ? 0 : 6};
+            assert_int_equal(gmg_pc_chain_make(&q, sess ? NULL : ids, bt), 0);
+            uint32_t n = sess ? 3000 / bt : (uint32_t)(6 * 512 / bt < 3000 / bt ? 6 * 512 / bt
+                                                                                  : 3000 / bt);
+            assert_int_equal(gmg_pc_blocks(&q, bt), n);
+            uint64_t key = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                uint64_t a, b, t0 = (uint64_t)j * bt;
+                if (sess) {
+                    a = 42;
+                    b = 2ULL << 40 | j;
+                } else {
+                    a = (uint64_t)ids[t0 / 512] << 32 | ids[(t0 + bt - 1) / 512];
+                    b = 1ULL << 40 | t0 % 512;
+                }
+                key = ref_mix(key ^ ref_mix(a + 0x9e3779b97f4a7c15ULL) ^
+                              ref_mix(b ^ 0x632be59bd9b4e019ULL));
+                assert_true(gmg_pc_key(&q, j) == key);
+            }
+            gmg_pc_chain_drop(&q);
+            assert_null(q.chain);
+        }
+    gmg_req none = {.prompt = 3000};
+    assert_int_equal(gmg_pc_chain_make(&none, NULL, 16), 0);
+    assert_null(none.chain);
+    assert_int_equal(gmg_pc_blocks(&none, 16), 0);
+    tu_assert_no_leaks();
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_exact_hit_rate),
         T(test_hit_shortens_ttft_by_the_recompute),
+        cmocka_unit_test(test_chain_keys),
         cmocka_unit_test(test_lru_eviction_order),
         cmocka_unit_test(test_concurrent_copies_share),
         T(test_deterministic_under_pressure),
