@@ -508,39 +508,60 @@ size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, si
 /* ---- automatic prefix caching (gmg_pcache.c) ------------------------------------------------
  * Per container, as vLLM's: a full prompt block is identified by a chained hash (its content id
  * and its parent's hash), so a block can only be hit when its whole chain of predecessors is
- * cached. Cache blocks are refcounted by the running requests that share them; a block nobody
- * reads stays cached and counts as free (blocks_free), and is evicted, least recently released
- * first, when an allocation needs more blocks than the uncached free ones. A request releases its
- * blocks leaf first, so a chain's tail is evicted before its head. Hashes outlive their parent's
- * eviction (a child left behind is unreachable until the parent is cached again, and ages out). */
-typedef struct gmg_pc_ent {
-    uint64_t key;     /* chained hash */
-    uint32_t ref;     /* requests reading it; 0 = idle (in the LRU list) */
+ * cached. Cache blocks are refcounted by the requests that share them; a block nobody reads
+ * stays cached and counts as free (blocks_free), and is evicted, least recently released first,
+ * when an allocation needs more blocks than the uncached free ones. A request releases its
+ * blocks leaf first, so a chain's tail is evicted before its head.
+ * The semantics are block by block; the layout is by runs. A request holds a prefix of its chain
+ * (refcounts never grow along a chain) and a release puts blocks in the LRU order leaf first, so
+ * a cached block's parent is always cached (eviction takes a block's idle descendants before it)
+ * and the cached blocks form a tree of chains. A run is a segment [lo, hi) of one chain whose
+ * blocks share one state: held with one refcount, or idle at one place in the LRU
+ * order (its blocks in it leaf first, block hi - 1 evicted first). Runs are indexed by their
+ * first block's hash: a walk down a chain from block 0 enters each run at its first block and
+ * leaves it at its end or where the chain diverges from it (since hashes are chained, equal
+ * hashes at a position mean equal chains up to it: one comparison tells whether the chain
+ * follows a run to its end). Takes, releases and registrations split runs at the ends of what
+ * they touch and join neighbours left in one state; eviction shortens the head run of the LRU
+ * list by as many blocks as it needs. Everything costs O(runs touched), not O(blocks). */
+typedef struct gmg_pc_ent { /* a run */
+    uint64_t key;        /* hash of its first block (block lo): its key in the index */
+    uint64_t pkey;       /* hash of block lo - 1, the parent of its first (0 when lo = 0) */
+    struct gmg_chain *ch; /* where its hashes are: block j's is ch->key[j - ch->base]; a
+                            reference; NULL for an unused slot */
+    uint32_t lo, hi;     /* chain positions of its blocks, lo < hi */
+    uint32_t ref;        /* requests reading each of its blocks; 0 = idle (in the LRU list) */
     uint32_t prev, next; /* LRU links (idle) or free-list link (unused); GMG_NONE at the ends */
 } gmg_pc_ent;
 
 typedef struct gmg_pcache {
-    uint32_t cap;            /* entries: the container's blocks_total */
-    uint32_t n_held;         /* entries with ref > 0 (blocks held by the cache, not free) */
-    uint32_t n_idle;         /* entries with ref 0 (cached but counted in blocks_free) */
-    uint32_t lru_head, lru_tail; /* idle entries, least recently released first */
-    uint32_t free_ent;       /* unused entries, through next */
-    uint32_t tab_mask;       /* hash table of entry ids (linear probing), size tab_mask + 1 */
+    uint32_t cap;            /* blocks: the container's blocks_total (runs at most as many) */
+    uint32_t n_held;         /* blocks with ref > 0 (held by the cache, not free) */
+    uint32_t n_idle;         /* blocks with ref 0 (cached but counted in blocks_free) */
+    uint32_t n_runs;         /* runs in use */
+    uint32_t hw;             /* run slots ever used: ent[0, hw) (a copy copies these) */
+    uint32_t lru_head, lru_tail; /* idle runs, least recently released first */
+    uint32_t free_ent;       /* unused run slots below hw, through next */
+    uint32_t tab_mask;       /* index of runs by key (linear probing), tab_mask + 1 slots in use:
+                                grows with the runs, up to tab_cap */
+    uint32_t tab_cap;        /* index slots allocated */
     uint64_t evictions;      /* cached blocks evicted */
-    uint64_t refs;           /* sum of the entries' ref (kept for the O(1) check) */
+    uint64_t refs;           /* sum of the blocks' ref (kept for the O(1) check) */
     uint32_t *tab;           /* points into this allocation */
-    gmg_pc_ent *ent;         /* points into this allocation */
+    gmg_pc_ent *ent;         /* runs; points into this allocation */
 } gmg_pcache;
 
 /* A request's prefix-block chain: the chained hash of each full prompt block that carries an
  * identity (key[j] hashes block j's content and key[j - 1]), for containers of bt tokens per
  * block. Computed once when the request arrives, read-only after, and shared by the request
- * and its copies in what-if forks (ref counts them): every lookup, take, registration and
- * release reads it instead of hashing again. */
+ * and its copies in what-if forks (ref counts them) and by the cache runs that hold its blocks:
+ * every lookup, take, registration and release reads it instead of hashing again. */
 typedef struct gmg_chain {
-    uint32_t ref;     /* requests holding it */
+    uint32_t ref;     /* requests and cache runs holding it */
     uint32_t n;       /* keys */
     uint32_t bt;      /* block tokens they were computed for */
+    uint32_t base;    /* chain position of key[0]: 0 for a request's chain; a cache's copy of a
+                         short run's hashes starts at the run */
     uint64_t key[];
 } gmg_chain;
 
@@ -563,16 +584,27 @@ static inline uint64_t gmg_pc_key(const gmg_req *r, uint32_t j) { return r->chai
 /* Blocks of r's chain cached in c now, at most max (the walk stops at the first miss); *idle_out
  * (may be NULL) gets how many of them nobody reads. Changes nothing. */
 uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, uint32_t *idle_out);
-/* The block of hash key in c's cache: -1 not cached (or caching off), 0 read by a request,
- * 1 idle (nobody reads it). Changes nothing. */
-int gmg_pc_state(const gmg_container *c, uint64_t key);
+/* A walk down r's chain in c's cache from block 0 (gmg_pc_walk_start), one run at a time:
+ * each gmg_pc_walk_next gives the next stretch of cached blocks, [previous end, *hi_out), all
+ * read by *ref_out requests (0: idle), and returns 0 at the first block not cached or at the
+ * limit. Changes nothing; the cache must not change during the walk. */
+typedef struct gmg_pc_walk {
+    const struct gmg_pcache *pc; /* NULL: nothing to walk */
+    const uint64_t *key;         /* the chain's hashes */
+    uint32_t lim;                /* blocks to walk at most */
+    uint32_t j;                  /* next block */
+    uint32_t e;                  /* run holding block j - 1 (GMG_NONE at the start) */
+} gmg_pc_walk;
+void gmg_pc_walk_start(gmg_pc_walk *w, const gmg_container *c, const gmg_req *r, uint32_t max);
+int gmg_pc_walk_next(gmg_pc_walk *w, uint32_t *hi_out, uint32_t *ref_out);
 /* r (holding no blocks) takes the first h blocks of its chain from the cache (all matched by
  * gmg_pc_match): r->blocks = r->pc_shared = h. Idle ones leave the free pool. */
 void gmg_pc_take(gmg *g, gmg_container *c, gmg_req *r, uint32_t h);
 /* r's prefill is done: its full prompt blocks past pc_shared join the cache (an equal block
  * already there is shared instead and r's copy freed). No-op when caching is off. */
 void gmg_pc_register(gmg *g, gmg_container *c, gmg_req *r);
-/* Copy, create (sized to c->blocks_total) and free a container's cache. 0 or SS_ENOMEM. */
+/* Copy (O(runs): a what-if fork's), create (for c->blocks_total blocks; O(1)) and free a
+ * container's cache. 0 or SS_ENOMEM. */
 int gmg_pc_create(gmg_pcache **pc_out, uint32_t blocks);
 int gmg_pc_clone(const gmg_pcache *src, gmg_pcache **out);
 void gmg_pc_destroy(gmg_pcache **pc);

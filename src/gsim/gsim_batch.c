@@ -114,19 +114,22 @@ static uint32_t prefix_take(gsim *s, gmg_container *c, gmg_req *q, uint32_t q_to
     uint32_t lim = gmg_pc_blocks(q, bt);
     if (lim > (total - 1) / bt)
         lim = (total - 1) / bt;
-    /* One walk down the chain: h is the longest cached prefix whose idle blocks and the
-     * request's new ones fit in the free pool. */
-    for (uint32_t n = 1; n <= lim; n++) {
-        int st = gmg_pc_state(c, gmg_pc_key(q, n - 1));
-        if (st < 0)
-            break;
-        idle += (uint32_t)st;
-        uint32_t left = total - n * bt, qt = q_tok < left ? q_tok : left;
-        uint64_t blocks = gmg_blocks_for(c, (uint64_t)n * bt + qt);
-        if (hold > blocks)
-            blocks = hold;
-        if (idle + blocks - n <= c->blocks_free)
-            h = n;
+    /* One walk down the chain, a run of the cache at a time: h is the longest cached prefix
+     * whose idle blocks and the request's new ones fit in the free pool. */
+    gmg_pc_walk w;
+    gmg_pc_walk_start(&w, c, q, lim);
+    uint32_t n = 0, hi, ref;
+    while (gmg_pc_walk_next(&w, &hi, &ref)) {
+        for (uint32_t is_idle = !ref; n < hi;) {
+            n++;
+            idle += is_idle;
+            uint32_t left = total - n * bt, qt = q_tok < left ? q_tok : left;
+            uint64_t blocks = gmg_blocks_for(c, (uint64_t)n * bt + qt);
+            if (hold > blocks)
+                blocks = hold;
+            if (idle + blocks - n <= c->blocks_free)
+                h = n;
+        }
     }
     if (h)
         gmg_pc_take(s->g, c, q, h);
