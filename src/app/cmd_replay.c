@@ -145,6 +145,9 @@ static void usage(FILE *f)
         "  --swap-space GIB        host memory per GPU for preemption by swap (default 4)\n"
         "  --prefix-cache MODE     automatic prefix caching: auto (default: on when the trace\n"
         "                          carries prefix identity) | on | off\n"
+        "  --prefix-ceiling on|off keep the ceiling, what an unbounded cache shared by each\n"
+        "                          tenant's instances would hit (default on; its set grows\n"
+        "                          with the trace's distinct blocks, 11-21 bytes each)\n"
         "Run:\n"
         "  --seed N                seed of every random stream (default 1)\n"
         "  --warmup S              requests arriving before S seconds are not measured\n"
@@ -195,6 +198,7 @@ static const key_opt key_opts[] = {
     {"max-model-len", "engine.max_model_len", 'u', NULL},
     {"swap-space", "engine.swap_space_gib", 'z', NULL},
     {"prefix-cache", "engine.prefix_cache", 's', NULL},
+    {"prefix-ceiling", "engine.prefix_ceiling", 's', NULL},
     {"max-num-seqs", "policy.max_num_seqs", 's', NULL},
     {"max-num-batched-tokens", "policy.max_num_batched_tokens", 's', NULL},
     {"watermark", "policy.watermark", 's', NULL}, {"preempt", "policy.preempt", 's', NULL},

@@ -119,6 +119,7 @@ typedef struct gsim_config {
     double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
                                    many times its alone time (>= 1) */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
+    int no_prefix_ceiling;      /* do not keep the prefix-caching ceiling (gsim_ceiling_kept) */
     gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
 } gsim_config;
 
@@ -294,6 +295,8 @@ const metrics_prefix *gsim_ctr_prefix(const gsim *g, gmg_id c);
  * off or for no such tenant): the set costs 11 to 21 bytes per block (a table of 64-bit keys
  * kept between three eighths and three quarters full). */
 uint64_t gsim_ceiling_blocks(const gsim *g, uint32_t t);
+/* Whether the run keeps the ceiling (cfg.no_prefix_ceiling unset); when not, it reads 0. */
+int gsim_ceiling_kept(const gsim *g);
 
 /* Install observer callbacks (copied); NULL removes them. */
 void gsim_set_observer(gsim *g, const gsim_observer *obs);

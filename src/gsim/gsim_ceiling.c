@@ -98,7 +98,7 @@ uint32_t gs_ceiling_match(gsim *s, const gmg_req *q, uint32_t lim)
 
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
 {
-    if (s->fork || q->tenant >= s->n_ten)
+    if (s->fork || q->tenant >= s->n_ten || s->cfg.no_prefix_ceiling)
         return;
     gs_keyset *k = &s->ten[q->tenant].ceiling;
     uint32_t n = gmg_pc_blocks(q, c->block_tokens); /* as gmg_pc_register counts them */
@@ -111,6 +111,8 @@ void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
             return;
         }
 }
+
+int gsim_ceiling_kept(const gsim *s) { return !s->cfg.no_prefix_ceiling; }
 
 uint64_t gsim_ceiling_blocks(const gsim *s, uint32_t tenant)
 {

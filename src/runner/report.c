@@ -50,7 +50,7 @@ static void json_group(FILE *f, const metrics_group_summary *g)
     json_pct(f, "e2e_ms", &g->e2e_ms);
 }
 
-static void json_prefix_group(FILE *f, const metrics_group_summary *s);
+static void json_prefix_group(FILE *f, const metrics_group_summary *s, int kept);
 static void instance_rates(const gsim *g, uint32_t t, uint32_t *n_out, double out[3]);
 
 static void json_kvpool_group(FILE *f, const metrics_kvpool *p, const uint64_t *peak);
@@ -91,7 +91,7 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
             double rate[3];
             instance_rates(g, i, &n, rate);
             fputs(", \"prefix_cache\": ", f);
-            json_prefix_group(f, &s);
+            json_prefix_group(f, &s, gsim_ceiling_kept(g));
             fprintf(f, ", \"instance_hit_rate\": {\"instances\": %u, \"min\": %.6f, "
                        "\"mean\": %.6f, \"max\": %.6f}}", n, rate[0], rate[1], rate[2]);
         }
@@ -198,7 +198,7 @@ static void json_prefix_counts(FILE *f, const metrics_prefix *p)
 }
 
 /* A group's counters and its ceiling (an unbounded cache shared by each tenant's instances). */
-static void json_prefix_group(FILE *f, const metrics_group_summary *s)
+static void json_prefix_group(FILE *f, const metrics_group_summary *s, int kept)
 {
     const metrics_prefix *p = &s->prefix;
     fputc('{', f);
@@ -206,6 +206,8 @@ static void json_prefix_group(FILE *f, const metrics_group_summary *s)
     fprintf(f, ", \"ceiling_hit_rate\": %.6f, \"ceiling_hit_tokens\": %" PRIu64
                ", \"ceiling_hit_blocks\": %" PRIu64, s->prefix_ceiling_hit_rate,
             p->ceiling_hit_tokens, p->ceiling_hit_blocks);
+    if (!kept) /* prefix_ceiling = off: the three read 0 */
+        fputs(", \"ceiling_kept\": false", f);
 }
 
 /* Hit rates (tokens) over tenant t's instances that looked anything up (the containers
@@ -238,7 +240,7 @@ static void json_prefix(FILE *f, const gsim *g, const metrics_summary *m)
     if (!G->prefix_cache)
         return;
     fputs(", \"prefix_cache\": ", f);
-    json_prefix_group(f, &m->all);
+    json_prefix_group(f, &m->all, gsim_ceiling_kept(g));
     fputs(", \"instances\": [", f);
     for (uint32_t i = 0; i < G->n_ctrs; i++) {
         fprintf(f, "%s{\"container\": %u, \"tenant\": ", i ? ", " : "", i);
@@ -421,9 +423,13 @@ static void table_prefix(FILE *f, const gsim *g, const metrics_summary *m)
             fprintf(f, "  prefix cache, %s:", gsim_tenant_name(g, t));
         else
             fputs("  prefix cache", f);
-        fprintf(f, " by instance min %.1f %%, mean %.1f %%, max %.1f %% (%u instances); "
-                   "ceiling %.1f %% (unbounded, shared by the instances)\n", 100 * rate[0],
-                100 * rate[1], 100 * rate[2], n, 100 * s.prefix_ceiling_hit_rate);
+        fprintf(f, " by instance min %.1f %%, mean %.1f %%, max %.1f %% (%u instances); ",
+                100 * rate[0], 100 * rate[1], 100 * rate[2], n);
+        if (gsim_ceiling_kept(g))
+            fprintf(f, "ceiling %.1f %% (unbounded, shared by the instances)\n",
+                    100 * s.prefix_ceiling_hit_rate);
+        else
+            fputs("ceiling not kept (prefix_ceiling = off)\n", f);
     }
 }
 

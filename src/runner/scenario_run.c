@@ -287,6 +287,7 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
     c->prefix_cache = !strcmp(sc->prefix_cache, "on")    ? GSIM_PREFIX_ON
                       : !strcmp(sc->prefix_cache, "off") ? GSIM_PREFIX_OFF
                                                          : GSIM_PREFIX_AUTO;
+    c->no_prefix_ceiling = !strcmp(sc->prefix_ceiling, "off");
     if ((rc = make_kvpool(&c->kvpool, sc, c->gpu, eb)))
         return rc;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */

@@ -38,6 +38,7 @@ static void set_defaults(scn_scenario *s)
     copy_text(s->cost, sizeof s->cost, "roofline");
     copy_text(s->ops, sizeof s->ops, "home");
     copy_text(s->prefix_cache, sizeof s->prefix_cache, "auto");
+    copy_text(s->prefix_ceiling, sizeof s->prefix_ceiling, "on");
     copy_text(s->db, sizeof s->db, "results/slicesim.db");
     s->seed = 1;
     s->gpu_mem_util = 0.9;

@@ -110,6 +110,10 @@ typedef struct scn_scenario {
     double swap_space_gib;       /* swap_space_gib (default 4) */
     char prefix_cache[8];        /* prefix_cache = auto|on|off: automatic prefix caching (default
                                     auto: on when the trace carries prefix identity) */
+    char prefix_ceiling[4];      /* prefix_ceiling = on|off: keep the ceiling, what an unbounded
+                                    cache shared by each tenant's instances would hit (default
+                                    on; off bounds memory by the caches and the requests in
+                                    flight: the ceiling's set grows with the trace) */
     scn_kvpool kvpool;           /* [kvpool] */
     scn_tenant tenants[SS_MAX_TENANTS];
     uint32_t n_tenants;

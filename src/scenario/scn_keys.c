@@ -50,6 +50,8 @@ const scn__key scn__keys[] = {
      .hi = INFINITY},
     {.sect = SCN__ENGINE, .name = "prefix_cache", .kind = SCN__ENUM, SF(prefix_cache),
      .choices = "auto, on, off"},
+    {.sect = SCN__ENGINE, .name = "prefix_ceiling", .kind = SCN__ENUM, SF(prefix_ceiling),
+     .choices = "on, off"},
     {.sect = SCN__KVPOOL, .name = "cpu_gib", .kind = SCN__F64, SF(kvpool.cpu_gib), .hi = INFINITY},
     {.sect = SCN__KVPOOL, .name = "cpu_gbps", .kind = SCN__F64, SF(kvpool.cpu_gbps),
      .hi = INFINITY},

@@ -63,5 +63,24 @@ CSV
 "$S" replay --trace h.csv --replicas 1 --db none >h.out 2>err || fail "hash_ids: $(cat err)"
 grep -q "prefix cache: hit rate 23.3 % of prompt tokens (512 of 2200)" h.out || fail "hash_ids: $(cat h.out)"
 
+# --prefix-ceiling off: the same run and cache, the ceiling neither kept nor reported
+"$S" replay --trace p.csv --replicas 2 --db none --json >c1.json || fail "ceiling on"
+"$S" replay --trace p.csv --replicas 2 --db none --json --prefix-ceiling off >c0.json ||
+    fail "ceiling off"
+python3 - c1.json c0.json <<'PY' || fail "--prefix-ceiling off"
+import json, sys
+on, off = (json.load(open(f)) for f in sys.argv[1:3])
+assert on["prefix_cache"]["ceiling_hit_rate"] > 0 and "ceiling_kept" not in on["prefix_cache"]
+p = off["prefix_cache"]
+assert p["ceiling_kept"] is False and p["ceiling_hit_rate"] == 0 and p["ceiling_hit_tokens"] == 0
+for k in ("hit_rate", "hit_tokens", "query_tokens", "evictions"):
+    assert p[k] == on["prefix_cache"][k], k
+assert off["ttft_ms"] == on["ttft_ms"] and off["events"] == on["events"]
+PY
+"$S" replay --trace p.csv --replicas 2 --db none --set engine.prefix_ceiling=off >c0.txt ||
+    fail "engine.prefix_ceiling=off"
+grep -q "ceiling not kept (prefix_ceiling = off)" c0.txt || fail "the table: $(grep instance c0.txt)"
+expect_error 2 "replay: --prefix-ceiling: expected one of on, off, got .maybe." "$S" replay --trace p.csv --db none --prefix-ceiling maybe
+
 expect_error 2 "replay: --prefix-cache: expected one of auto, on, off, got .maybe." "$S" replay --trace p.csv --db none --prefix-cache maybe
 echo "prefix_cli: all checks passed"

@@ -164,6 +164,18 @@ int tu_sim_fixture_setup(void **state)
     return 0;
 }
 
+gsim *tu_sim_run(tu_sim *f, const trace_rec *recs, size_t n, tu_collect *c)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {recs, n, 0};
+    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
+        fail_msg("gsim_run: %s", eb.msg);
+    return g;
+}
+
 int tu_sim_fixture_teardown(void **state)
 {
     tu_sim *f = *state;

@@ -69,6 +69,18 @@ typedef struct tu_sim {
 int tu_sim_fixture_setup(void **state);
 int tu_sim_fixture_teardown(void **state);
 
+/* One request: id, arrival at t_s seconds, prompt and output tokens, session id (0: none). */
+static inline trace_rec tu_rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output,
+                               uint64_t session)
+{
+    return (trace_rec){.id = id, .arrival_ns = ss_time_from_s(t_s), .prompt_tokens = prompt,
+                       .output_tokens = output, .session_id = session};
+}
+
+/* A whole replay of recs[0..n) with f's configuration, results to c when set (NULL: none); fails
+ * the test on an error. The caller destroys the returned simulator. */
+gsim *tu_sim_run(tu_sim *f, const trace_rec *recs, size_t n, tu_collect *c);
+
 /* n requests of an Azure-conversation-like load: Poisson arrivals at rate req/s, lognormal
  * prompts (median ~1020 tokens) and outputs (median ~129 + min_output); deterministic in seed.
  * calloc'd: the caller frees. */

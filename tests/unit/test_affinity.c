@@ -29,17 +29,6 @@ static int setup(void **state)
     return 0;
 }
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
-{
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
-    tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
-        fail_msg("gsim_run: %s", eb.msg);
-    return g;
-}
 
 /* ---- three interleaved sessions ------------------------------------------------------------ */
 
@@ -140,7 +129,7 @@ static void test_affinity_beats_rr_by_the_construction(void **state)
     for (uint32_t a = 0; a < N_REQ; a++)
         rr[a] = a % 2;
     f->cfg.routing = "rr";
-    gsim *g = run(f, r, N_REQ, NULL);
+    gsim *g = tu_sim_run(f, r, N_REQ, NULL);
     check_run(g, rr, 2, "rr");
     metrics_prefix per[2], want_rr, want_aff;
     expected(rr, 2, per, &want_rr);
@@ -154,7 +143,7 @@ static void test_affinity_beats_rr_by_the_construction(void **state)
     for (uint32_t a = 0; a < N_REQ; a++)
         aff[a] = first[a % SESSIONS];
     f->cfg.routing = "affinity";
-    g = run(f, r, N_REQ, NULL);
+    g = tu_sim_run(f, r, N_REQ, NULL);
     check_run(g, aff, 2, "affinity");
     expected(aff, 2, per, &want_aff);
     gsim_destroy(&g);
@@ -173,7 +162,7 @@ static void test_ceiling_is_the_hit_rate_on_one_instance(void **state)
     trace_rec r[N_REQ];
     sessions_trace(r);
     uint32_t one[N_REQ] = {0};
-    gsim *g = run(f, r, N_REQ, NULL);
+    gsim *g = tu_sim_run(f, r, N_REQ, NULL);
     check_run(g, one, 1, "one instance");
     const metrics_prefix *p = &gsim_metrics(g)->all.prefix;
     assert_int_equal(p->evictions, 0);
@@ -234,7 +223,7 @@ static void test_pressure_sums_ceiling_and_determinism(void **state)
     for (size_t k = 0; k < 3; k++) {
         f->cfg.routing = routers[k];
         tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
-        gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+        gsim *g1 = tu_sim_run(f, r, N, &a), *g2 = tu_sim_run(f, r, N, &b);
         check_sums(g1, routers[k]);
         const metrics_prefix *p = &gsim_metrics(g1)->all.prefix;
         if (!p->hit_tokens || !p->evictions || !gsim_metrics(g1)->all.preemptions)
@@ -320,7 +309,7 @@ static void test_affinity_without_cache_is_load(void **state)
         {.id = 2, .arrival_ns = 2 * SS_NS_PER_MS, .prompt_tokens = 100, .output_tokens = 300},
     };
     tu_collect c = tu_collect_new(3);
-    gsim *g = run(f, r, 3, &c);
+    gsim *g = tu_sim_run(f, r, 3, &c);
     assert_int_equal(c.r[0].container, 0);
     assert_int_equal(c.r[1].container, 1);
     assert_int_equal(c.r[2].container, 1);

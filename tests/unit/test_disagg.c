@@ -36,17 +36,6 @@ static void disagg(fx *f, uint32_t p, uint32_t d, int mode)
     f->ten[0].kv_transfer = mode;
 }
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
-{
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
-    tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
-        fail_msg("gsim_run: %s", eb.msg);
-    return g;
-}
 
 /* One request: its first-to-second token gap and its TTFT, server side (the front-end latency
  * shifts first token and finish alike). */
@@ -63,7 +52,7 @@ static one run_one(fx *f, uint32_t prompt, double *link_bw, double *link_lat, do
 {
     trace_rec r = one_req(prompt);
     tu_collect c = tu_collect_new(1);
-    gsim *g = run(f, &r, 1, &c);
+    gsim *g = tu_sim_run(f, &r, 1, &c);
     assert_int_equal(c.n_calls, 1);
     assert_int_equal(c.r[0].generated, 2);
     one o = {.gap = c.r[0].tbt_max, .ttft = c.r[0].first_token - c.r[0].arrival};
@@ -207,7 +196,7 @@ static void test_full_decode_makes_the_transfer_wait(void **state)
         {.id = 1, .arrival_ns = 2000, .prompt_tokens = prompt, .output_tokens = 2},
     };
     tu_collect c = tu_collect_new(2);
-    g = run(f, r, 2, &c);
+    g = tu_sim_run(f, r, 2, &c);
     const metrics *m = gsim_metrics(g);
     printf("# decode pool %u blocks, prompts %u tokens; %llu waits, %.3f ms waited\n", total,
            prompt, (unsigned long long)m->all.kv.waits, ss_time_to_ms(m->all.kv.wait_ns));
@@ -241,7 +230,7 @@ static void test_busy_run_conserves_and_repeats(void **state)
     metrics_req *prev = NULL;
     for (int rep = 0; rep < 2; rep++) {
         tu_collect c = tu_collect_new(N);
-        gsim *g = run(f, r, N, &c);
+        gsim *g = tu_sim_run(f, r, N, &c);
         assert_int_equal(c.n_calls, N);
         assert_int_equal(c.dup, 0);
         uint64_t decoded = 0;

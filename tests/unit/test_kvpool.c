@@ -32,24 +32,7 @@ static int setup(void **state)
     return 0;
 }
 
-static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output, uint64_t sid)
-{
-    trace_rec r = {.id = id, .arrival_ns = ss_time_from_s(t_s), .prompt_tokens = prompt,
-                   .output_tokens = output, .session_id = sid};
-    return r;
-}
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
-{
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
-    tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
-        fail_msg("gsim_run: %s", eb.msg);
-    return g;
-}
 
 /* KV blocks of one container of the test's cluster. */
 static uint32_t ctr_blocks(fx *f)
@@ -73,10 +56,10 @@ static uint32_t ctr_blocks(fx *f)
 static void four(fx *f, trace_rec r[4])
 {
     uint32_t n = ctr_blocks(f);
-    r[0] = rec(0, 0, 2000, 2, 5);
-    r[1] = rec(1, 100, (n - 8) * 16, 2, 9);
-    r[2] = rec(2, 200, (n - 8) * 16, 2, 11);
-    r[3] = rec(3, 300, 2000, 2, 5);
+    r[0] = tu_rec(0, 0, 2000, 2, 5);
+    r[1] = tu_rec(1, 100, (n - 8) * 16, 2, 9);
+    r[2] = tu_rec(2, 200, (n - 8) * 16, 2, 11);
+    r[3] = tu_rec(3, 300, 2000, 2, 5);
 }
 
 /* What the cost model says one request's prefill of q tokens over a context of c0 takes on an
@@ -96,7 +79,7 @@ static void test_cpu_hit_costs_its_transfer(void **state)
     trace_rec r[4];
     four(f, r);
     tu_collect c = tu_collect_new(4);
-    gsim *g = run(f, r, 4, &c);
+    gsim *g = tu_sim_run(f, r, 4, &c);
     const gmg_container *k = &gsim_graph(g)->ctrs[0];
     /* 124 blocks over the A100's PCIe (32 GB/s per direction) after the latency */
     ss_time load = ns_of(10e-6 + 124.0 * k->block_bytes / f->cfg.gpu->pcie_bw);
@@ -115,7 +98,7 @@ static void test_cpu_hit_costs_its_transfer(void **state)
     gsim_destroy(&g);
     /* without the pool the third request computes its whole prompt */
     f->cfg.kvpool.cpu_bytes = 0;
-    g = run(f, r, 4, &c);
+    g = tu_sim_run(f, r, 4, &c);
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, prefill_ns(g, 2000, 0));
     gsim_destroy(&g);
     free(c.r);
@@ -132,13 +115,13 @@ static void test_cheaper_of_load_and_recompute(void **state)
     trace_rec r[4];
     four(f, r);
     tu_collect c = tu_collect_new(4);
-    gsim *g = run(f, r, 4, &c); /* for the block size */
+    gsim *g = tu_sim_run(f, r, 4, &c); /* for the block size */
     double bb = gsim_graph(g)->ctrs[0].block_bytes;
     gsim_destroy(&g);
     f->cfg.kvpool.cpu_bytes = 10 * (double)(uint64_t)(bb + 0.5);
     f->cfg.kvpool.ssd_bytes = 1024.0 * 1073741824.0;
     f->cfg.kvpool.ssd_bw = 50e9;
-    g = run(f, r, 4, &c);
+    g = tu_sim_run(f, r, 4, &c);
     ss_time load = ns_of(10e-6 + 124 * bb / f->cfg.gpu->pcie_bw + 100e-6 + 124 * bb / 50e9);
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, load + tail);
@@ -150,7 +133,7 @@ static void test_cheaper_of_load_and_recompute(void **state)
     gsim_destroy(&g);
     /* 7 GB/s: 124 blocks of ~8 MB take 0.15 s from the SSD, the prefill 0.14 s */
     f->cfg.kvpool.ssd_bw = 7e9;
-    g = run(f, r, 4, &c);
+    g = tu_sim_run(f, r, 4, &c);
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, prefill_ns(g, 2000, 0));
     p = &gsim_metrics(g)->all.kvpool;
     assert_int_equal(p->loads, 0);
@@ -171,16 +154,16 @@ static void test_cluster_scope_fetches_remote(void **state)
     f->cfg.replicas = 2;
     f->cfg.gpus_per_node = 1;
     f->cfg.routing = "rr";
-    trace_rec r[6] = {rec(0, 0, 2000, 2, 5),   rec(1, 100, 64, 2, 7),
-                      rec(2, 200, (n - 8) * 16, 2, 9), rec(3, 300, 64, 2, 7),
-                      rec(4, 400, (n - 8) * 16, 2, 11), rec(5, 500, 2000, 2, 5)};
+    trace_rec r[6] = {tu_rec(0, 0, 2000, 2, 5),   tu_rec(1, 100, 64, 2, 7),
+                      tu_rec(2, 200, (n - 8) * 16, 2, 9), tu_rec(3, 300, 64, 2, 7),
+                      tu_rec(4, 400, (n - 8) * 16, 2, 11), tu_rec(5, 500, 2000, 2, 5)};
     tu_collect c = tu_collect_new(6);
-    gsim *g = run(f, r, 6, &c);
+    gsim *g = tu_sim_run(f, r, 6, &c);
     assert_int_equal(c.r[5].first_token - c.r[5].arrival, prefill_ns(g, 2000, 0));
     assert_int_equal(gsim_metrics(g)->all.kvpool.loads, 0);
     gsim_destroy(&g);
     f->cfg.kvpool.cluster = 1;
-    g = run(f, r, 6, &c);
+    g = tu_sim_run(f, r, 6, &c);
     double bb = gsim_graph(g)->ctrs[1].block_bytes;
     const cat_gpu *u = f->cfg.gpu;
     ss_time load = ns_of(10e-6 + 124 * bb / u->pcie_bw + u->net_latency_s + 124 * bb / u->net_bw);
@@ -225,7 +208,7 @@ static void test_bounded_and_deterministic(void **state)
     f->cfg.kvpool.cpu_bytes = (double)cap_cpu;
     f->cfg.kvpool.ssd_bytes = (double)cap_ssd;
     tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
-    gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+    gsim *g1 = tu_sim_run(f, r, N, &a), *g2 = tu_sim_run(f, r, N, &b);
     if (memcmp(a.r, b.r, N * sizeof *a.r))
         fail_msg("two runs differ");
     const metrics *m1 = gsim_metrics(g1), *m2 = gsim_metrics(g2);

@@ -48,17 +48,6 @@ static trace_rec *synth(size_t n, double rate, uint32_t k, uint64_t seed)
     return r;
 }
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
-{
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
-    tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
-        fail_msg("gsim_run: %s", eb.msg);
-    return g;
-}
 
 static void test_migration_conserves_requests_and_kv(void **state)
 {
@@ -69,7 +58,7 @@ static void test_migration_conserves_requests_and_kv(void **state)
     enum { N = 2500 };
     trace_rec *r = synth(N, 14, 1, 4);
     tu_collect c = tu_collect_new(N);
-    gsim *g = run(f, r, N, &c);
+    gsim *g = tu_sim_run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_true(m->migrations > 0);
     assert_int_equal(c.n_calls, N);
@@ -107,7 +96,7 @@ static void test_migration_aborts_are_counted(void **state)
     for (size_t i = 0; i < N; i++)
         r[i].output_tokens = 2 + (uint32_t)(i % 5);
     tu_collect c = tu_collect_new(N);
-    gsim *g = run(f, r, N, &c);
+    gsim *g = tu_sim_run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_true(m->migrations_aborted > 0);
     assert_int_equal(c.n_calls, N);
@@ -124,7 +113,7 @@ static void test_tier0_beats_lowest_tier(void **state)
     f->ten[0].tiers = 4;
     enum { N = 4000 };
     trace_rec *r = synth(N, 22, 4, 2); /* overloaded: queues build */
-    gsim *g = run(f, r, N, NULL);
+    gsim *g = tu_sim_run(f, r, N, NULL);
     const metrics *m = gsim_metrics(g);
     metrics_group_summary t0, t3;
     metrics_summarize_group(&m->tiers[0], 1, &t0);
@@ -145,7 +134,7 @@ static void test_autoscaling_activates_standby(void **state)
     enum { N = 1500 };
     trace_rec *r = synth(N, 8, 1, 6);
     tu_collect c = tu_collect_new(N);
-    gsim *g = run(f, r, N, &c);
+    gsim *g = tu_sim_run(f, r, N, &c);
     const metrics *m = gsim_metrics(g);
     assert_int_equal(gsim_graph(g)->n_ctrs, 3); /* the two standby containers exist */
     assert_true(m->scale_ups >= 1);
@@ -182,7 +171,7 @@ static uint64_t scale_downs_with_cooldown(fx *f, const char *cooldown)
     ss_params_set(f->params, "scale_cooldown_s", cooldown);
     trace_rec *r;
     size_t n = burst_then_trickle(&r);
-    gsim *g = run(f, r, n, NULL);
+    gsim *g = tu_sim_run(f, r, n, NULL);
     const metrics *m = gsim_metrics(g);
     assert_true(m->scale_ups >= 1);
     uint64_t downs = m->scale_downs;
@@ -210,7 +199,7 @@ static void test_deterministic(void **state)
     enum { N = 1500 };
     trace_rec *r = synth(N, 16, 3, 12);
     tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
-    gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+    gsim *g1 = tu_sim_run(f, r, N, &a), *g2 = tu_sim_run(f, r, N, &b);
     assert_memory_equal(a.r, b.r, N * sizeof(metrics_req));
     assert_int_equal(gsim_metrics(g1)->migrations, gsim_metrics(g2)->migrations);
     gsim_destroy(&g1);

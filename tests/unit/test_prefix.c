@@ -27,24 +27,7 @@ static int setup(void **state)
 }
 
 
-static trace_rec rec(uint64_t id, double t_s, uint32_t prompt, uint32_t output, uint64_t sid)
-{
-    trace_rec r = {.id = id, .arrival_ns = ss_time_from_s(t_s), .prompt_tokens = prompt,
-                   .output_tokens = output, .session_id = sid};
-    return r;
-}
 
-static gsim *run(fx *f, const trace_rec *recs, size_t n, tu_collect *c)
-{
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
-    tu_recs src = {recs, n, 0};
-    if (gsim_run(g, tu_recs_next, &src, c ? tu_collect_req : NULL, c, &eb))
-        fail_msg("gsim_run: %s", eb.msg);
-    return g;
-}
 
 /* Unloaded requests 100 s apart, so every earlier prompt is cached when the next arrives. */
 static void test_exact_hit_rate(void **state)
@@ -52,16 +35,16 @@ static void test_exact_hit_rate(void **state)
     fx *f = *state;
     static const uint32_t ids_a[] = {1, 2}, ids_b[] = {1, 3};
     trace_rec r[6] = {
-        rec(0, 0, 100, 4, 7),   /* 6 full blocks, nothing cached: 0 */
-        rec(1, 100, 100, 4, 7), /* all 6 (the last partial block recomputed): 96 tokens */
-        rec(2, 200, 64, 4, 7),  /* 4 full blocks, but one token must be computed: 3, 48 */
-        rec(3, 300, 50, 4, 9),  /* another prompt: 0 of 3 */
-        rec(4, 400, 1100, 4, 0), /* Mooncake ids: 64 identified 16-token blocks, none cached */
-        rec(5, 500, 1100, 4, 0), /* shares the first 512-token block: 32 blocks, 512 tokens */
+        tu_rec(0, 0, 100, 4, 7),   /* 6 full blocks, nothing cached: 0 */
+        tu_rec(1, 100, 100, 4, 7), /* all 6 (the last partial block recomputed): 96 tokens */
+        tu_rec(2, 200, 64, 4, 7),  /* 4 full blocks, but one token must be computed: 3, 48 */
+        tu_rec(3, 300, 50, 4, 9),  /* another prompt: 0 of 3 */
+        tu_rec(4, 400, 1100, 4, 0), /* Mooncake ids: 64 identified 16-token blocks, none cached */
+        tu_rec(5, 500, 1100, 4, 0), /* shares the first 512-token block: 32 blocks, 512 tokens */
     };
     r[4].prefix_blocks = ids_a, r[4].n_prefix_blocks = 2;
     r[5].prefix_blocks = ids_b, r[5].n_prefix_blocks = 2;
-    gsim *g = run(f, r, 6, NULL);
+    gsim *g = tu_sim_run(f, r, 6, NULL);
     metrics_summary s;
     metrics_summarize(gsim_metrics(g), gsim_end_time(g), &s);
     const metrics_prefix *p = &s.all.prefix;
@@ -82,9 +65,9 @@ static void test_exact_hit_rate(void **state)
 static void test_hit_shortens_ttft_by_the_recompute(void **state)
 {
     fx *f = *state;
-    trace_rec r[2] = {rec(0, 0, 2000, 2, 5), rec(1, 100, 2000, 2, 5)};
+    trace_rec r[2] = {tu_rec(0, 0, 2000, 2, 5), tu_rec(1, 100, 2000, 2, 5)};
     tu_collect c = tu_collect_new(2);
-    gsim *g = run(f, r, 2, &c);
+    gsim *g = tu_sim_run(f, r, 2, &c);
     cost_model *cm = gsim_graph(g)->ctrs[0].cost;
     cost_batch full = {0}, rest = {0};
     cost_batch_add_prefill(&full, 2000, 0);
@@ -96,7 +79,7 @@ static void test_hit_shortens_ttft_by_the_recompute(void **state)
     gsim_destroy(&g); /* (and cm with it) */
     /* off: both compute everything */
     f->cfg.prefix_cache = GSIM_PREFIX_OFF;
-    g = run(f, r, 2, &c);
+    g = tu_sim_run(f, r, 2, &c);
     assert_int_equal(c.r[1].first_token - c.r[1].arrival, want_full);
     gsim_destroy(&g);
     free(c.r);
@@ -210,7 +193,7 @@ static void run_twice_same(fx *f, const char *what)
     enum { N = 600 };
     trace_rec *r = sessions(N, 40, 3);
     tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
-    gsim *g1 = run(f, r, N, &a), *g2 = run(f, r, N, &b);
+    gsim *g1 = tu_sim_run(f, r, N, &a), *g2 = tu_sim_run(f, r, N, &b);
     if (memcmp(a.r, b.r, N * sizeof *a.r))
         fail_msg("%s: two runs differ", what);
     metrics_summary s1, s2;
@@ -291,8 +274,8 @@ static void test_fork_copies_the_cache(void **state)
 static void test_check_catches_a_bad_refcount(void **state)
 {
     fx *f = *state;
-    trace_rec r[2] = {rec(0, 0, 200, 2, 5), rec(1, 10, 300, 2, 6)};
-    gsim *g = run(f, r, 2, NULL);
+    trace_rec r[2] = {tu_rec(0, 0, 200, 2, 5), tu_rec(1, 10, 300, 2, 6)};
+    gsim *g = tu_sim_run(f, r, 2, NULL);
     gmg *G = (gmg *)gsim_graph(g);
     ss_errbuf eb;
     assert_int_equal(gmg_check(G, &eb), 0);
@@ -314,13 +297,13 @@ static void test_auto_mode(void **state)
 {
     fx *f = *state;
     f->cfg.prefix_cache = GSIM_PREFIX_AUTO;
-    trace_rec r[2] = {rec(0, 0, 200, 2, 0), rec(1, 10, 300, 2, 0)};
-    gsim *g = run(f, r, 2, NULL);
+    trace_rec r[2] = {tu_rec(0, 0, 200, 2, 0), tu_rec(1, 10, 300, 2, 0)};
+    gsim *g = tu_sim_run(f, r, 2, NULL);
     assert_int_equal(gsim_graph(g)->prefix_cache, 0);
     assert_null(gsim_graph(g)->ctrs[0].pc);
     gsim_destroy(&g);
     r[1].session_id = 4;
-    g = run(f, r, 2, NULL);
+    g = tu_sim_run(f, r, 2, NULL);
     assert_int_equal(gsim_graph(g)->prefix_cache, 1);
     assert_int_equal(gsim_metrics(g)->all.prefix.lookups, 1); /* r[0] came before the cache */
     gsim_destroy(&g);
