@@ -319,7 +319,7 @@ void gsim_destroy(gsim **sp)
         ss_free(s->ten[i].cands);
         ss_free(s->ten[i].standby);
         ss_free(s->ten[i].dcands);
-        gs_keyset_free(&s->ten[i].ceiling);
+        gs_ceiling_free(&s->ten[i].ceiling);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)

@@ -292,8 +292,8 @@ const gsim_gpu_stats *gsim_gpu_stats_at(const gsim *g, gmg_id gpu);
  * caching off. */
 const metrics_prefix *gsim_ctr_prefix(const gsim *g, gmg_id c);
 /* Distinct block hashes in tenant t's ceiling set (the unbounded shared cache; 0 with caching
- * off or for no such tenant): the set costs 11 to 21 bytes per block (a table of 64-bit keys
- * kept between three eighths and three quarters full). */
+ * off, with the ceiling off, or for no such tenant): the set costs 8 bytes per block, plus
+ * about 40 per branch (a run of one chain's positions that no earlier chain had). */
 uint64_t gsim_ceiling_blocks(const gsim *g, uint32_t t);
 /* Whether the run keeps the ceiling (cfg.no_prefix_ceiling unset); when not, it reads 0. */
 int gsim_ceiling_kept(const gsim *g);

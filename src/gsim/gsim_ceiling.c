@@ -11,113 +11,135 @@
 
 #include <string.h>
 
-/* Open addressing on the key's low bits (the keys are splitmix64 outputs, already mixed); 0
- * marks an empty slot, so key 0 is kept apart. The table doubles at three quarters full. */
-static int grow(gs_keyset *k)
+/* The set as a tree of branches. Chained hashes make it closed under prefixes: a key at position
+ * p is in it only with its whole chain up to p. So it is held as runs: positions [lo, hi) of one
+ * chain whose hashes are copied into the tenant's arena (8 bytes a block), each indexed by its
+ * first key; a chain that leaves the set at position d (inside a run or at its end) adds the run
+ * [d, n) of its own keys. A walk from position 0 enters each run at its first key, finds with one
+ * comparison (or a binary search where it leaves it) how far the chain follows the run, and looks
+ * up the branch that starts there: O(runs) probes for a chain, not one per block. */
+
+static uint64_t run_key(const gs_ceiling *k, const gs_ceil_run *r, uint32_t p)
 {
-    uint32_t n = k->mask ? 2 * (k->mask + 1) : 1024;
-    uint64_t *slot = ss_calloc(n, sizeof *slot);
-    if (!slot)
-        return SS_ENOMEM;
-    for (uint32_t i = 0; k->slot && i <= k->mask; i++) {
-        uint64_t key = k->slot[i];
-        if (!key)
-            continue;
-        uint32_t j = (uint32_t)key & (n - 1);
-        while (slot[j])
-            j = (j + 1) & (n - 1);
-        slot[j] = key;
+    return k->keys[r->off + (p - r->lo)];
+}
+
+/* The run starting with key (at any position: equal keys mean equal positions), or GMG_NONE. */
+static uint32_t run_find(const gs_ceiling *k, uint64_t key)
+{
+    if (!k->tab)
+        return GMG_NONE;
+    for (uint32_t i = (uint32_t)key & k->mask;; i = (i + 1) & k->mask) {
+        uint32_t r = k->tab[i];
+        if (r == GMG_NONE || k->keys[k->run[r].off] == key)
+            return r;
     }
-    ss_free(k->slot);
-    k->slot = slot;
+}
+
+/* Index doubling at half full (run ids in the slots, so key 0 needs no special case). */
+static int tab_grow(gs_ceiling *k)
+{
+    uint32_t n = k->mask ? 2 * (k->mask + 1) : 256;
+    uint32_t *tab = ss_malloc((size_t)n * sizeof *tab);
+    if (!tab)
+        return SS_ENOMEM;
+    memset(tab, 0xff, (size_t)n * sizeof *tab); /* GMG_NONE */
+    for (uint32_t r = 0; r < k->n_run; r++) {
+        uint32_t i = (uint32_t)k->keys[k->run[r].off] & (n - 1);
+        while (tab[i] != GMG_NONE)
+            i = (i + 1) & (n - 1);
+        tab[i] = r;
+    }
+    ss_free(k->tab);
+    k->tab = tab;
     k->mask = n - 1;
     return SS_OK;
 }
 
-static int keyset_has(const gs_keyset *k, uint64_t key)
+/* Add the run of q's keys [lo, hi). 0 or SS_ENOMEM. */
+static int run_add(gs_ceiling *k, const gmg_req *q, uint32_t lo, uint32_t hi)
 {
-    if (!key)
-        return k->has_zero;
-    if (!k->slot)
-        return 0;
-    for (uint32_t i = (uint32_t)key & k->mask;; i = (i + 1) & k->mask) {
-        if (k->slot[i] == key)
-            return 1;
-        if (!k->slot[i])
-            return 0;
-    }
-}
-
-static int keyset_add(gs_keyset *k, uint64_t key)
-{
-    if (!key) {
-        k->has_zero = 1;
-        return SS_OK;
-    }
-    if ((uint64_t)4 * (k->n + 1) > 3 * ((uint64_t)k->mask + 1) &&
-        (k->mask >= (1u << 31) - 1 || grow(k)))
+    if (k->n_keys + (hi - lo) > k->cap_keys &&
+        ss_grow((void **)&k->keys, &k->cap_keys, k->n_keys + (hi - lo), sizeof *k->keys))
         return SS_ENOMEM;
-    uint32_t i = (uint32_t)key & k->mask;
-    for (; k->slot[i]; i = (i + 1) & k->mask)
-        if (k->slot[i] == key)
-            return SS_OK;
-    k->slot[i] = key;
-    k->n++;
+    if (k->n_run + 1 > k->cap_run &&
+        ss_grow((void **)&k->run, &k->cap_run, k->n_run + 1, sizeof *k->run))
+        return SS_ENOMEM;
+    if (2 * ((uint64_t)k->n_run + 1) > (uint64_t)k->mask + 1 && tab_grow(k))
+        return SS_ENOMEM;
+    for (uint32_t p = lo; p < hi; p++)
+        k->keys[k->n_keys + (p - lo)] = gmg_pc_key(q, p);
+    uint32_t id = k->n_run++;
+    k->run[id] = (gs_ceil_run){.off = k->n_keys, .lo = lo, .hi = hi};
+    k->n_keys += hi - lo;
+    uint32_t i = (uint32_t)gmg_pc_key(q, lo) & k->mask;
+    while (k->tab[i] != GMG_NONE)
+        i = (i + 1) & k->mask;
+    k->tab[i] = id;
     return SS_OK;
 }
 
-void gs_keyset_free(gs_keyset *k)
+/* The longest prefix of q's chain, at most lim blocks, in the set. */
+static uint32_t longest_prefix(const gs_ceiling *k, const gmg_req *q, uint32_t lim)
 {
-    ss_free(k->slot);
-    memset(k, 0, sizeof *k);
+    uint32_t p = 0;
+    while (p < lim) {
+        uint32_t id = run_find(k, gmg_pc_key(q, p));
+        if (id == GMG_NONE)
+            return p;
+        const gs_ceil_run *r = &k->run[id];
+        uint32_t end = r->hi < lim ? r->hi : lim;
+        if (run_key(k, r, end - 1) == gmg_pc_key(q, end - 1)) {
+            p = end; /* the chain follows the run to its end (or to lim) */
+            if (end < r->hi)
+                return p;
+            continue;
+        }
+        /* it leaves the run: the first position in (p, end) whose keys differ */
+        uint32_t a = p + 1, b = end - 1; /* keys agree before a; they differ at b */
+        while (a < b) {
+            uint32_t mid = a + (b - a) / 2;
+            if (run_key(k, r, mid) == gmg_pc_key(q, mid))
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        p = a; /* a branch may start there */
+    }
+    return p;
 }
 
-/* The longest prefix of keys[0..n-1] in k. The set is closed under prefixes (a chain goes in
- * whole, from its first block), so a binary search finds it in log n probes of a table that
- * outgrows the processor's caches, where a walk would take one probe per block. */
-static uint32_t longest_prefix(const gs_keyset *k, const uint64_t *keys, uint32_t n)
+void gs_ceiling_free(gs_ceiling *k)
 {
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (keyset_has(k, keys[mid - 1]))
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
+    ss_free(k->keys);
+    ss_free(k->run);
+    ss_free(k->tab);
+    memset(k, 0, sizeof *k);
 }
 
 uint32_t gs_ceiling_match(gsim *s, const gmg_req *q, uint32_t lim)
 {
-    const gs_keyset *k = &s->ten[q->tenant].ceiling;
-    if (!lim || (!k->n && !k->has_zero))
-        return 0;
-    return longest_prefix(k, q->chain->key, lim);
+    const gs_ceiling *k = &s->ten[q->tenant].ceiling;
+    return lim && k->n_run ? longest_prefix(k, q, lim) : 0;
 }
 
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q)
 {
     if (s->fork || q->tenant >= s->n_ten || s->cfg.no_prefix_ceiling)
         return;
-    gs_keyset *k = &s->ten[q->tenant].ceiling;
+    gs_ceiling *k = &s->ten[q->tenant].ceiling;
     uint32_t n = gmg_pc_blocks(q, c->block_tokens); /* as gmg_pc_register counts them */
     if (n > q->blocks)
         n = q->blocks;
-    /* what is there already is a prefix: only the rest goes in */
-    for (uint32_t j = n ? longest_prefix(k, q->chain->key, n) : 0; j < n; j++)
-        if (keyset_add(k, q->chain->key[j])) {
-            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
-            return;
-        }
+    /* what is there already is a prefix: only the rest goes in, as one run */
+    uint32_t j = n ? longest_prefix(k, q, n) : 0;
+    if (j < n && run_add(k, q, j, n))
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "prefix-cache ceiling: out of memory"));
 }
 
 int gsim_ceiling_kept(const gsim *s) { return !s->cfg.no_prefix_ceiling; }
 
 uint64_t gsim_ceiling_blocks(const gsim *s, uint32_t tenant)
 {
-    if (tenant >= s->n_ten)
-        return 0;
-    const gs_keyset *k = &s->ten[tenant].ceiling;
-    return k->n + (uint64_t)k->has_zero;
+    return tenant < s->n_ten ? s->ten[tenant].ceiling.n_keys : 0;
 }

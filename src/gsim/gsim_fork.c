@@ -17,7 +17,7 @@ static int fork_tenants(gsim *f, const gsim *s)
         tenant_state *t = &f->ten[i];
         *t = s->ten[i];
         t->cands = NULL, t->standby = NULL;
-        t->ceiling = (gs_keyset){0}; /* the ceiling is the replay's record */
+        t->ceiling = (gs_ceiling){0}; /* the ceiling is the replay's record */
         size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
         if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
             !(t->standby = ss_calloc(ns, sizeof *t->standby)))

@@ -56,14 +56,22 @@ typedef struct kv_xfer {
     gmg_id next;                 /* the tenant's FIFO or the free list */
 } kv_xfer;
 
-/* A set of 64-bit keys (gsim_ceiling.c): the chained block hashes of the prefix-caching
- * ceiling. */
-typedef struct gs_keyset {
-    uint64_t *slot;              /* owned; 0 = empty; mask + 1 slots, NULL before the first key */
+/* The prefix-caching ceiling's set of chained block hashes (gsim_ceiling.c), as runs of chain
+ * positions [lo, hi) whose keys sit at keys[off ..], indexed by their first key. */
+typedef struct gs_ceil_run {
+    size_t off;
+    uint32_t lo, hi;
+} gs_ceil_run;
+typedef struct gs_ceiling {
+    uint64_t *keys;              /* owned: every run's keys, 8 bytes a block */
+    size_t n_keys, cap_keys;     /* n_keys: the set's blocks */
+    gs_ceil_run *run;            /* owned */
+    uint32_t n_run;
+    size_t cap_run;
+    uint32_t *tab;               /* owned: run ids by first key, open addressing (GMG_NONE:
+                                    empty), mask + 1 slots, at most half full */
     uint32_t mask;
-    uint32_t n;                  /* keys in slot (key 0 apart) */
-    int has_zero;                /* key 0 is in the set */
-} gs_keyset;
+} gs_ceiling;
 
 /* A tenant during the run: its configuration and the containers that take its requests. */
 typedef struct tenant_state {
@@ -79,7 +87,7 @@ typedef struct tenant_state {
     uint32_t n_dcands;
     uint32_t dmax_blocks;        /* the largest KV pool among them */
     gmg_id kv_head, kv_tail;     /* hand-offs waiting for decode blocks, FIFO (kv_xfer ids) */
-    gs_keyset ceiling;           /* block hashes its containers' caches learnt (the replay's,
+    gs_ceiling ceiling;           /* block hashes its containers' caches learnt (the replay's,
                                     empty in a fork) */
 } tenant_state;
 
@@ -243,7 +251,7 @@ void gs_on_arrival(des_engine *e, des_event *ev, void *ctx);
 uint32_t gs_ceiling_match(gsim *s, const gmg_req *q, uint32_t lim);
 /* q's prefill is done on c: its full prompt blocks join its tenant's set (replay only). */
 void gs_ceiling_register(gsim *s, const gmg_container *c, const gmg_req *q);
-void gs_keyset_free(gs_keyset *k);
+void gs_ceiling_free(gs_ceiling *k);
 /* gsim_migrate.c */
 migration *gs_mig_at(gsim *s, gmg_id m);
 void gs_maybe_abort_migration(gsim *s, gmg_req *q);
