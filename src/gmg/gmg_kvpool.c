@@ -5,6 +5,7 @@
  * different models have blocks of different sizes). This file holds the data and its rules;
  * when a request loads from the pool, and what that costs, is gsim's (gsim_kvpool.c). */
 #include "gmg/gmg.h"
+#include "gmg/gmg_idtab.h"
 
 #include "core/ss_alloc.h"
 
@@ -40,40 +41,21 @@ uint64_t gmg_kvp_key(const gmg *g, const gmg_container *c, uint64_t key)
 
 /* ---- table and lists -------------------------------------------------------------------- */
 
+_Static_assert(offsetof(gmg_kvp_ent, key) == 0, "the index reads an entry's key first");
+
 static uint32_t find(const gmg_kvpool *p, uint64_t key)
 {
-    for (uint32_t i = (uint32_t)key & p->tab_mask;; i = (i + 1) & p->tab_mask) {
-        uint32_t e = p->tab[i];
-        if (e == GMG_NONE || p->ent[e].key == key)
-            return e;
-    }
+    return gmg__idtab_find(p->tab, p->tab_mask, p->ent, sizeof *p->ent, key);
 }
 
 static void tab_put(uint32_t *tab, uint32_t mask, const gmg_kvp_ent *ent, uint32_t e)
 {
-    uint32_t i = (uint32_t)ent[e].key & mask;
-    while (tab[i] != GMG_NONE)
-        i = (i + 1) & mask;
-    tab[i] = e;
+    gmg__idtab_put(tab, mask, ent, sizeof *ent, e);
 }
 
-/* Backward-shift deletion keeps linear probing correct without tombstones. */
 static void tab_remove(gmg_kvpool *p, uint32_t e)
 {
-    uint32_t i = (uint32_t)p->ent[e].key & p->tab_mask;
-    while (p->tab[i] != e)
-        i = (i + 1) & p->tab_mask;
-    for (uint32_t j = (i + 1) & p->tab_mask;; j = (j + 1) & p->tab_mask) {
-        uint32_t f = p->tab[j];
-        if (f == GMG_NONE)
-            break;
-        uint32_t home = (uint32_t)p->ent[f].key & p->tab_mask;
-        if (((j - home) & p->tab_mask) >= ((j - i) & p->tab_mask)) {
-            p->tab[i] = f;
-            i = j;
-        }
-    }
-    p->tab[i] = GMG_NONE;
+    gmg__idtab_remove(p->tab, p->tab_mask, p->ent, sizeof *p->ent, e);
     p->n_used--;
 }
 

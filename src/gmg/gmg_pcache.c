@@ -4,6 +4,7 @@
  * The data layout and the accounting rules are described in gmg.h; this file does not decide
  * when a request looks the cache up (gsim does, at admission). */
 #include "gmg/gmg.h"
+#include "gmg/gmg_idtab.h"
 
 #include "core/ss_alloc.h"
 
@@ -99,22 +100,17 @@ static void chain_put(gmg_chain *ch)
         ss_free(ch);
 }
 
+_Static_assert(offsetof(gmg_pc_ent, key) == 0, "the index reads a run's key first");
+
 /* The run whose first block has hash key, GMG_NONE if none. */
 static uint32_t find(const gmg_pcache *pc, uint64_t key)
 {
-    for (uint32_t i = (uint32_t)key & pc->tab_mask;; i = (i + 1) & pc->tab_mask) {
-        uint32_t e = pc->tab[i];
-        if (e == GMG_NONE || pc->ent[e].key == key)
-            return e;
-    }
+    return gmg__idtab_find(pc->tab, pc->tab_mask, pc->ent, sizeof *pc->ent, key);
 }
 
 static void tab_put(gmg_pcache *pc, uint32_t e)
 {
-    uint32_t i = (uint32_t)pc->ent[e].key & pc->tab_mask;
-    while (pc->tab[i] != GMG_NONE)
-        i = (i + 1) & pc->tab_mask;
-    pc->tab[i] = e;
+    gmg__idtab_put(pc->tab, pc->tab_mask, pc->ent, sizeof *pc->ent, e);
 }
 
 /* The index holds at most half as many runs as slots: it doubles (within its allocation) when
@@ -133,24 +129,9 @@ static void tab_insert(gmg_pcache *pc, uint32_t e)
     pc->n_runs++;
 }
 
-/* Backward-shift deletion keeps linear probing correct without tombstones. */
 static void tab_remove(gmg_pcache *pc, uint32_t e)
 {
-    uint32_t i = (uint32_t)pc->ent[e].key & pc->tab_mask;
-    while (pc->tab[i] != e)
-        i = (i + 1) & pc->tab_mask;
-    for (uint32_t j = (i + 1) & pc->tab_mask;; j = (j + 1) & pc->tab_mask) {
-        uint32_t f = pc->tab[j];
-        if (f == GMG_NONE)
-            break;
-        uint32_t home = (uint32_t)pc->ent[f].key & pc->tab_mask;
-        /* f may move to i when its home is not in (i, j] (cyclically) */
-        if (((j - home) & pc->tab_mask) >= ((j - i) & pc->tab_mask)) {
-            pc->tab[i] = f;
-            i = j;
-        }
-    }
-    pc->tab[i] = GMG_NONE;
+    gmg__idtab_remove(pc->tab, pc->tab_mask, pc->ent, sizeof *pc->ent, e);
     pc->n_runs--;
 }
 
