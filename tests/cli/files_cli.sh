@@ -119,7 +119,14 @@ unchanged "readers"
 # ---- an interrupted writer leaves no FILE.tmp ------------------------------------------------
 # With job control on, background jobs keep SIGINT's default (bash ignores it otherwise).
 set -m
+# Under nohup SIGHUP is ignored from the start, and slicesim rightly keeps ignoring it (as the
+# shell does: an ignored signal cannot be trapped again), so its case cannot be tested there.
+hup_ignored() { (( 16#$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) & 1 )); }
 for sig in INT TERM HUP; do
+    if [ $sig = HUP ] && hup_ignored; then
+        echo "files_cli: SIGHUP is ignored in this environment (nohup): its case is skipped" >&2
+        continue
+    fi
     "$S" trace gen --rate 5000 --duration 100000 -o big.csv >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 100); do [ -e big.csv.tmp ] && break; sleep 0.05; done
