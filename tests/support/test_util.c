@@ -176,6 +176,51 @@ gsim *tu_sim_run(tu_sim *f, const trace_rec *recs, size_t n, tu_collect *c)
     return g;
 }
 
+trace_rec *tu_synth_sessions(size_t n, double rate, uint64_t seed)
+{
+    trace_rec *r = tu_synth_conv(n, rate, seed, 1);
+    for (size_t i = 0; i < n; i++) {
+        r[i].session_id = 1 + (i * 7 + seed) % 23;
+        r[i].prompt_tokens = 600 + (uint32_t)(r[i].session_id * 97 % 1500);
+    }
+    return r;
+}
+
+gsim *tu_fork_matches_replay(tu_sim *f, const trace_rec *recs, size_t n, size_t *checked,
+                             uint64_t *fork_calls)
+{
+    tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
+    ss_errbuf eb;
+    gsim *g = NULL, *w = NULL;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    tu_recs src = {recs, n, 0};
+    ss_time t0 = recs[n - 1].arrival_ns + 1;
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
+    assert_int_equal(gsim_advance(g, t0, &eb), 0);
+    gmg_id all[64];
+    uint32_t n_ctrs = gsim_graph(g)->n_ctrs;
+    assert_true(n_ctrs <= 64);
+    for (uint32_t i = 0; i < n_ctrs; i++)
+        all[i] = i;
+    assert_int_equal(gsim_fork(g, all, n_ctrs, tu_collect_req, &wc, &w, &eb), 0);
+    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    *checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc.r[i].finish <= t0)
+            continue;
+        assert_int_equal(rc.r[i].first_token, wc.r[i].first_token);
+        assert_int_equal(rc.r[i].finish, wc.r[i].finish);
+        (*checked)++;
+    }
+    *fork_calls = wc.n_calls;
+    gsim_destroy(&w);
+    free(rc.r);
+    free(wc.r);
+    return g;
+}
+
 int tu_sim_fixture_teardown(void **state)
 {
     tu_sim *f = *state;

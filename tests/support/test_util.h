@@ -81,6 +81,17 @@ static inline trace_rec tu_rec(uint64_t id, double t_s, uint32_t prompt, uint32_
  * the test on an error. The caller destroys the returned simulator. */
 gsim *tu_sim_run(tu_sim *f, const trace_rec *recs, size_t n, tu_collect *c);
 
+/* n requests of tu_synth_conv's load in 23 sessions whose prompts (600 to 2,099 tokens) a
+ * session repeats, so that prefix caching has something to find. calloc'd: the caller frees. */
+trace_rec *tu_synth_sessions(size_t n, double rate, uint64_t seed);
+
+/* Replay recs[0..n) to just past the last arrival, fork every container there, and run the fork
+ * and the replay to the end: every request that finishes after the fork point must have the same
+ * first token and end in both (asserted). *checked gets how many did, *fork_calls the fork's
+ * sink calls. Returns the finished replay (the caller destroys it). */
+gsim *tu_fork_matches_replay(tu_sim *f, const trace_rec *recs, size_t n, size_t *checked,
+                             uint64_t *fork_calls);
+
 /* n requests of an Azure-conversation-like load: Poisson arrivals at rate req/s, lognormal
  * prompts (median ~1020 tokens) and outputs (median ~129 + min_output); deterministic in seed.
  * calloc'd: the caller frees. */

@@ -179,15 +179,6 @@ static void test_cluster_scope_fetches_remote(void **state)
 /* Many sessions of long prompts filling the KV cache, two containers, a pool of a few dozen
  * blocks per tier: loads, demotions and drops happen, --check (on in every run here) holds
  * after every event, the tiers never exceed their sizes, and a second run is identical. */
-static trace_rec *sessions(size_t n, double rate, uint64_t seed)
-{
-    trace_rec *r = tu_synth_conv(n, rate, seed, 1);
-    for (size_t i = 0; i < n; i++) {
-        r[i].session_id = 1 + (i * 7 + seed) % 23;
-        r[i].prompt_tokens = 600 + (uint32_t)(r[i].session_id * 97 % 1500);
-    }
-    return r;
-}
 
 static void test_bounded_and_deterministic(void **state)
 {
@@ -195,7 +186,7 @@ static void test_bounded_and_deterministic(void **state)
     enum { N = 600 };
     f->cfg.replicas = 2;
     f->cfg.gpu_mem_util = 0.3;
-    trace_rec *r = sessions(N, 40, 3);
+    trace_rec *r = tu_synth_sessions(N, 40, 3);
     double bb = 0;
     {
         gsim *g = NULL;
@@ -237,7 +228,7 @@ static void test_fork_copies_the_pool(void **state)
     f->cfg.replicas = 2;
     f->cfg.gpu_mem_util = 0.3;
     f->cfg.kvpool.cpu_bytes = 2.0 * 1073741824.0;
-    trace_rec *r = sessions(N, 30, 5);
+    trace_rec *r = tu_synth_sessions(N, 30, 5);
     tu_collect rc = tu_collect_new(N), wc = tu_collect_new(N);
     ss_errbuf eb;
     gsim *g = NULL, *w = NULL;
@@ -277,35 +268,14 @@ static void test_fork_predicts_the_replay(void **state)
     f->cfg.replicas = 2;
     f->cfg.gpu_mem_util = 0.3;
     f->cfg.kvpool.cpu_bytes = 2.0 * 1073741824.0;
-    trace_rec *r = sessions(N, 30, 5);
-    tu_collect rc = tu_collect_new(N), wc = tu_collect_new(N);
-    ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
-    tu_recs src = {r, N, 0};
-    ss_time t0 = r[N - 1].arrival_ns + 1;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
-    assert_int_equal(gsim_advance(g, t0, &eb), 0);
-    gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_fork(g, all, 2, tu_collect_req, &wc, &w, &eb), 0);
-    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
-    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
-    assert_int_equal(gsim_finish(g), 0);
+    trace_rec *r = tu_synth_sessions(N, 30, 5);
+    size_t checked;
+    uint64_t fork_calls;
+    gsim *g = tu_fork_matches_replay(f, r, N, &checked, &fork_calls);
     assert_true(gsim_metrics(g)->all.kvpool.loads > 0);
-    size_t checked = 0;
-    for (size_t i = 0; i < N; i++) {
-        if (rc.r[i].finish <= t0)
-            continue;
-        assert_int_equal(rc.r[i].first_token, wc.r[i].first_token);
-        assert_int_equal(rc.r[i].finish, wc.r[i].finish);
-        checked++;
-    }
     assert_true(checked > 10);
-    gsim_destroy(&w);
     gsim_destroy(&g);
     free(r);
-    free(rc.r);
-    free(wc.r);
 }
 
 int main(void)

@@ -178,20 +178,11 @@ static void test_concurrent_copies_share(void **state)
 }
 
 /* Many sessions of long prompts at a load that fills the KV cache. */
-static trace_rec *sessions(size_t n, double rate, uint64_t seed)
-{
-    trace_rec *r = tu_synth_conv(n, rate, seed, 1);
-    for (size_t i = 0; i < n; i++) {
-        r[i].session_id = 1 + (i * 7 + seed) % 23;
-        r[i].prompt_tokens = 600 + (uint32_t)(r[i].session_id * 97 % 1500);
-    }
-    return r;
-}
 
 static void run_twice_same(fx *f, const char *what)
 {
     enum { N = 600 };
-    trace_rec *r = sessions(N, 40, 3);
+    trace_rec *r = tu_synth_sessions(N, 40, 3);
     tu_collect a = tu_collect_new(N), b = tu_collect_new(N);
     gsim *g1 = tu_sim_run(f, r, N, &a), *g2 = tu_sim_run(f, r, N, &b);
     if (memcmp(a.r, b.r, N * sizeof *a.r))
@@ -239,35 +230,14 @@ static void test_fork_copies_the_cache(void **state)
     fx *f = *state;
     enum { N = 200 };
     f->cfg.replicas = 2;
-    trace_rec *r = sessions(N, 30, 5);
-    tu_collect rc = tu_collect_new(N), wc = tu_collect_new(N);
-    ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
-    tu_recs src = {r, N, 0};
-    ss_time t0 = r[N - 1].arrival_ns + 1;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
-    assert_int_equal(gsim_advance(g, t0, &eb), 0);
-    gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_fork(g, all, 2, tu_collect_req, &wc, &w, &eb), 0);
-    assert_int_equal(gsim_advance(w, SS_TIME_MAX, &eb), 0);
-    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
-    assert_int_equal(gsim_finish(g), 0);
-    size_t checked = 0;
-    for (size_t i = 0; i < N; i++) {
-        if (rc.r[i].finish <= t0)
-            continue;
-        assert_int_equal(rc.r[i].first_token, wc.r[i].first_token);
-        assert_int_equal(rc.r[i].finish, wc.r[i].finish);
-        checked++;
-    }
+    trace_rec *r = tu_synth_sessions(N, 30, 5);
+    size_t checked;
+    uint64_t fork_calls;
+    gsim *g = tu_fork_matches_replay(f, r, N, &checked, &fork_calls);
     assert_true(checked > 10);
-    assert_int_equal(wc.n_calls, checked);
-    gsim_destroy(&w);
+    assert_int_equal(fork_calls, checked);
     gsim_destroy(&g);
     free(r);
-    free(rc.r);
-    free(wc.r);
 }
 
 /* The checker sees a cached block whose refcount says someone reads it while it sits idle. */
