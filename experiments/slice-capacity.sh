@@ -32,12 +32,8 @@ trap 'rm -rf "$T"' EXIT
 mkdir -p "$(dirname "$DB")"
 rm -f "$DB"
 
-POLICIES="static-best,slice"
-POLICIES+=",realloc-hr:policy.cluster=container+policy.realloc_period_s=60+policy.ops=home"
-POLICIES+="+tenant.chat.max_replicas=6+tenant.code.max_replicas=6+tenant.assist.max_replicas=6"
-POLICIES+=",llumnix-hr:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home"
-POLICIES+="+policy.scale_period_s=10+tenant.chat.max_replicas=5+tenant.code.replicas=2"
-POLICIES+="+tenant.assist.replicas=1"
+. experiments/slice-baselines.sh
+POLICIES="static-best,slice,$REALLOC_HR,$(llumnix_hr)"
 
 cases=(shipped)
 if [ -f "$AZ/AzureLLMInferenceTrace_conv.csv" ] && [ -f "$AZ/AzureLLMInferenceTrace_code.csv" ]; then

@@ -37,12 +37,12 @@ rm -f "$DB"
 
 CODE="duration=1200 prompt=lognormal:2000:0.6 output=lognormal:150:0.8"
 ASSIST="duration=1200 prompt=lognormal:600:0.5 output=lognormal:250:0.7"
-HR6="+tenant.chat.max_replicas=6+tenant.code.max_replicas=6+tenant.assist.max_replicas=6"
+. experiments/slice-baselines.sh
 
 # The regime's --set assignments into sets[], and llumnix-hr's standby layout into LLX (chat
 # starts on 2 and may scale into the GPUs the others leave).
 regime() {
-    LLX="+tenant.chat.max_replicas=5+tenant.code.replicas=2+tenant.assist.replicas=1"
+    LLX=$LLUMNIX_LAYOUT
     case $1 in
     base) sets=() ;;
     balanced) sets=(--set tenant.chat.rate_scale=0.7
@@ -72,9 +72,7 @@ start=$(date +%s)
 for r in $REGIMES; do
     regime "$r"
     P="static-best"
-    P+=",realloc-hr:policy.cluster=container+policy.realloc_period_s=60+policy.ops=home$HR6"
-    P+=",llumnix-hr:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home"
-    P+="+policy.scale_period_s=10$LLX"
+    P+=",$REALLOC_HR,$(llumnix_hr "$LLX")"
     P+=",slice,slice-sized"
     for seed in $SEEDS; do
         echo "slice-regimes: $r, seed $seed ($(( $(date +%s) - start )) s so far)" >&2

@@ -1,0 +1,12 @@
+# Sourced by slice-capacity.sh and slice-regimes.sh: the tuned baselines of slice-vs-container.ini
+# as capacity bundles, with headroom (8 GPUs, all allocated):
+#  - realloc-hr: re-allocation every 60 s; every tenant may grow to 6 containers;
+#  - llumnix-hr LAYOUT: Llumnix (dispatch and migration) with auto-scaling every 10 s; standby
+#    containers hold GPUs from the start, so LAYOUT says how the 8 are split (the default: chat
+#    starts on 2 and may scale to 5, code runs on 2 and assist on 1).
+REALLOC_HR="realloc-hr:policy.cluster=container+policy.realloc_period_s=60+policy.ops=home"
+REALLOC_HR+="+tenant.chat.max_replicas=6+tenant.code.max_replicas=6+tenant.assist.max_replicas=6"
+LLUMNIX_LAYOUT="+tenant.chat.max_replicas=5+tenant.code.replicas=2+tenant.assist.replicas=1"
+llumnix_hr() { # llumnix_hr [LAYOUT]
+    echo "llumnix-hr:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home+policy.scale_period_s=10${1:-$LLUMNIX_LAYOUT}"
+}
