@@ -1,5 +1,5 @@
-/* gmg/ internal: an index of entry ids by 64-bit key, for the prefix cache's runs and the KV
- * pool's blocks. Open addressing with linear probing on the key's low bits (the keys are
+/* gmg/ internal: the 64-bit mix the prefix cache and the KV pool hash with, and an index of
+ * entry ids by 64-bit key, for the prefix cache's runs and the KV pool's blocks. Open addressing with linear probing on the key's low bits (the keys are
  * splitmix64 outputs, already mixed), GMG_NONE in an empty slot, and backward-shift deletion,
  * which keeps probing correct without tombstones. The entries stay in the caller's array of
  * `stride`-byte records whose first member is their uint64_t key; the table has mask + 1 slots
@@ -9,6 +9,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* splitmix64's finaliser: the hash behind the prefix cache's block keys and the KV pool's. */
+static inline uint64_t gmg__mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
 
 static inline uint64_t gmg__idtab_key(const void *ent, size_t stride, uint32_t e)
 {

@@ -11,15 +11,6 @@
 
 #include <string.h>
 
-/* splitmix64 finaliser (the prefix cache's) */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 /* FNV-1a of a model's name: blocks of different models never match. */
 static uint64_t name_hash(const char *s)
@@ -32,10 +23,10 @@ static uint64_t name_hash(const char *s)
 
 uint64_t gmg_kvp_key(const gmg *g, const gmg_container *c, uint64_t key)
 {
-    uint64_t ns = mix64(name_hash(c->model->name) ^ ((uint64_t)c->tenant + 1) << 48);
+    uint64_t ns = gmg__mix64(name_hash(c->model->name) ^ ((uint64_t)c->tenant + 1) << 48);
     if (!g->kvp->cluster) /* a node's pool: the same block on two nodes is two blocks */
-        ns ^= mix64((uint64_t)gmg_ctr_node(g, c) + 0x51ed270b27ULL);
-    uint64_t k = mix64(key ^ ns);
+        ns ^= gmg__mix64((uint64_t)gmg_ctr_node(g, c) + 0x51ed270b27ULL);
+    uint64_t k = gmg__mix64(key ^ ns);
     return k ? k : 1;
 }
 

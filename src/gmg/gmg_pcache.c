@@ -13,24 +13,15 @@
 
 #define MOONCAKE_BLOCK_TOKENS 512
 
-/* splitmix64 finaliser */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 /* Block j's hash: its parent's hash mixed with its content (a) and its place (b), each mixed
- * first; ma = mix64(a + C_A) and mb = mix64(b ^ C_B) are passed in, since consecutive blocks
+ * first; ma = gmg__mix64(a + C_A) and mb = gmg__mix64(b ^ C_B) are passed in, since consecutive blocks
  * share them. */
 #define C_A 0x9e3779b97f4a7c15ULL
 #define C_B 0x632be59bd9b4e019ULL
 static inline uint64_t block_key(uint64_t parent, uint64_t ma, uint64_t mb)
 {
-    return mix64(parent ^ ma ^ mb);
+    return gmg__mix64(parent ^ ma ^ mb);
 }
 
 int gmg_pc_chain_make(gmg_req *r, const uint32_t *ids, uint32_t bt)
@@ -52,18 +43,18 @@ int gmg_pc_chain_make(gmg_req *r, const uint32_t *ids, uint32_t bt)
     *c = (gmg_chain){.ref = 1, .n = n, .bt = bt};
     uint64_t key = 0;
     if (!ids) { /* a session: block j hashes (session, j) */
-        uint64_t ma = mix64(r->session_id + C_A);
+        uint64_t ma = gmg__mix64(r->session_id + C_A);
         for (uint32_t j = 0; j < n; j++)
-            c->key[j] = key = block_key(key, ma, mix64((2ULL << 40 | j) ^ C_B));
+            c->key[j] = key = block_key(key, ma, gmg__mix64((2ULL << 40 | j) ^ C_B));
     } else if (MOONCAKE_BLOCK_TOKENS % bt == 0) {
         /* Mooncake ids, engine blocks within one id's 512 tokens: block j hashes that id (twice:
          * it lies under both ends) and its offset, which cycle with the id */
         uint32_t per = MOONCAKE_BLOCK_TOKENS / bt;
         uint64_t mb[MOONCAKE_BLOCK_TOKENS];
         for (uint32_t k = 0; k < per; k++)
-            mb[k] = mix64((1ULL << 40 | (uint64_t)k * bt) ^ C_B);
+            mb[k] = gmg__mix64((1ULL << 40 | (uint64_t)k * bt) ^ C_B);
         for (uint32_t i = 0, j = 0; j < n; i++) {
-            uint64_t ma = mix64(((uint64_t)ids[i] << 32 | ids[i]) + C_A);
+            uint64_t ma = gmg__mix64(((uint64_t)ids[i] << 32 | ids[i]) + C_A);
             for (uint32_t k = 0; k < per && j < n; k++, j++)
                 c->key[j] = key = block_key(key, ma, mb[k]);
         }
@@ -73,7 +64,7 @@ int gmg_pc_chain_make(gmg_req *r, const uint32_t *ids, uint32_t bt)
             uint64_t a = (uint64_t)ids[t0 / MOONCAKE_BLOCK_TOKENS] << 32 |
                          ids[t1 / MOONCAKE_BLOCK_TOKENS];
             uint64_t b = 1ULL << 40 | t0 % MOONCAKE_BLOCK_TOKENS;
-            c->key[j] = key = block_key(key, mix64(a + C_A), mix64(b ^ C_B));
+            c->key[j] = key = block_key(key, gmg__mix64(a + C_A), gmg__mix64(b ^ C_B));
         }
     }
     r->chain = c;
