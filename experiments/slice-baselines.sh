@@ -8,5 +8,6 @@ REALLOC_HR="realloc-hr:policy.cluster=container+policy.realloc_period_s=60+polic
 REALLOC_HR+="+tenant.chat.max_replicas=6+tenant.code.max_replicas=6+tenant.assist.max_replicas=6"
 LLUMNIX_LAYOUT="+tenant.chat.max_replicas=5+tenant.code.replicas=2+tenant.assist.replicas=1"
 llumnix_hr() { # llumnix_hr [LAYOUT]
-    echo "llumnix-hr:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home+policy.scale_period_s=10${1:-$LLUMNIX_LAYOUT}"
+    echo "llumnix-hr:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home"`
+        `"+policy.scale_period_s=10${1:-$LLUMNIX_LAYOUT}"
 }

@@ -1,6 +1,7 @@
 /* gmg/ internal: the 64-bit mix the prefix cache and the KV pool hash with, and an index of
- * entry ids by 64-bit key, for the prefix cache's runs and the KV pool's blocks. Open addressing with linear probing on the key's low bits (the keys are
- * splitmix64 outputs, already mixed), GMG_NONE in an empty slot, and backward-shift deletion,
+ * entry ids by 64-bit key, for the prefix cache's runs and the KV pool's blocks. Open
+ * addressing with linear probing on the key's low bits (the keys are splitmix64 outputs,
+ * already mixed), GMG_NONE in an empty slot, and backward-shift deletion,
  * which keeps probing correct without tombstones. The entries stay in the caller's array of
  * `stride`-byte records whose first member is their uint64_t key; the table has mask + 1 slots
  * and must keep at least one empty. */

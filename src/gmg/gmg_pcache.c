@@ -13,10 +13,9 @@
 
 #define MOONCAKE_BLOCK_TOKENS 512
 
-
 /* Block j's hash: its parent's hash mixed with its content (a) and its place (b), each mixed
- * first; ma = gmg__mix64(a + C_A) and mb = gmg__mix64(b ^ C_B) are passed in, since consecutive blocks
- * share them. */
+ * first; ma = gmg__mix64(a + C_A) and mb = gmg__mix64(b ^ C_B) are passed in, since
+ * consecutive blocks share them. */
 #define C_A 0x9e3779b97f4a7c15ULL
 #define C_B 0x632be59bd9b4e019ULL
 static inline uint64_t block_key(uint64_t parent, uint64_t ma, uint64_t mb)
