@@ -62,8 +62,9 @@ static void usage_gen(FILE *f)
     fputs("usage: slicesim trace gen [OPTIONS] (--duration S | --requests N) -o FILE\n"
           "\n"
           "Write a synthetic trace in the native CSV format (FILE '-' = standard output).\n"
-          "The same options always give the same bytes. FILE is written as FILE.tmp and\n"
-          "renamed at the end, so a failed run leaves no partial FILE.\n"
+          "The same options always give the same bytes. FILE is written as a new temporary\n"
+          "file beside it (FILE.XXXXXX.tmp) and renamed at the end, so a failed run leaves\n"
+          "no partial FILE.\n"
           "\n"
           "  -r, --rate R         mean arrival rate, requests/s (default 1)\n"
           "  -d, --duration S     stop at the first arrival after S seconds\n"
@@ -406,7 +407,7 @@ static int check_gen_opts(gen_opts *o)
     return CLI_OK;
 }
 
-/* Write the trace safely (ss_outfile: PATH.tmp renamed into place, a device in place), so a
+/* Write the trace safely (ss_outfile: a temporary file renamed into place, a device in place), so a
  * failed or interrupted run never leaves a partial PATH. */
 static int write_file(const trace_gen_spec *spec, const char *path)
 {

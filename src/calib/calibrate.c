@@ -11,10 +11,12 @@
 #include "version.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,8 +67,16 @@ static int read_partial(const char *path, char *settings, size_t len, done_set *
 {
     *found = 0;
     settings[0] = 0;
-    if (access(path, F_OK))
-        return SS_OK;
+    /* The partial table is a file this command wrote: a link or anything but a regular file
+     * there (planted, or left by something else) is refused, never followed nor waited on. */
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? SS_OK
+                               : ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return ss_err(eb, SS_EINVAL, "%s: not a regular file (%s), so not a partial table this "
+                                     "command wrote: remove it or choose another -o",
+                      path, S_ISLNK(st.st_mode) ? "a symbolic link" : "a FIFO, device or folder");
     *found = 1;
     int rc = trim_torn_line(path, eb);
     if (rc)
@@ -202,9 +212,16 @@ static int open_partial(cal_run *c, FILE **f_out)
         c->done.n = 0;
         found = 0;
     }
-    FILE *f = fopen(c->partial_path, found ? "a" : "w");
-    if (!f)
-        return ss_err(&c->eb, SS_EIO, "%s: cannot write: %s", c->partial_path, strerror(errno));
+    /* never through a link: one planted since read_partial looked fails here (ELOOP) */
+    int fd = open(c->partial_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                                       (found ? O_APPEND : O_TRUNC), 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, found ? "a" : "w") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return ss_err(&c->eb, SS_EIO, "%s: cannot write: %s", c->partial_path, strerror(e));
+    }
     if (!found) {
         write_meta(f, c, 0);
         cost_prof_write_header(f);

@@ -2,8 +2,8 @@
  * decoder-layer operators (one TP rank's shard) over a grid of shapes, written as a profile
  * table (profiles/PROFILE-FORMAT.md) for the profile and auto cost models. Rows go to
  * TABLE.partial as they are measured, so an interrupted run resumes where it stopped; the
- * finished table is written to TABLE.tmp and renamed. Not for reading options
- * (app/cmd_calibrate.c) or running operators (exec/exec.h). */
+ * finished table is written to a temporary file (core/ss_file.h) and renamed. Not for reading
+ * options (app/cmd_calibrate.c) or running operators (exec/exec.h). */
 #ifndef SS_CALIB_CALIBRATE_H
 #define SS_CALIB_CALIBRATE_H
 

@@ -6,11 +6,14 @@
 #include "core/ss_alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TRACK_MAX 16
@@ -88,18 +91,35 @@ static void untrack(int slot)
 struct ss_outfile {
     FILE *f;
     char *target;  /* owned: the file written (a symbolic link's target) */
-    char *tmp;     /* owned: target + ".tmp", NULL when written in place */
+    char *tmp;     /* owned: TARGET.XXXXXX.tmp, NULL when written in place */
     int slot;      /* signal-cleanup slot of tmp, or -1 */
 };
 
+/* 1 when path's directory is under /proc: /proc/self/fd/1, and /dev/fd/1 through /dev/fd. */
+static int in_proc(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    char dir[PATH_MAX], real[PATH_MAX];
+    size_t n = (size_t)(slash - path);
+    if (n == 0 || n >= sizeof dir)
+        return n == 0 ? 0 : !strncmp(path, "/proc/", 6);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return realpath(dir, real) && !strncmp(real, "/proc/", 6);
+}
+
 /* The file a chain of symbolic links ends at (owned), or a copy of path when it is not a link.
- * A link to a file that does not exist yet resolves to that file's path. */
+ * A link to a file that does not exist yet resolves to that file's path. A link under /proc
+ * (/dev/stdout is /proc/self/fd/1) is where the chain stops: those links are the kernel's
+ * handles on open files (a pipe, a socket, a deleted file), whose targets are not paths. */
 static char *resolve_links(const char *path)
 {
     char *cur = ss_strdup(path);
     for (int depth = 0; cur && depth < 40; depth++) {
         struct stat st;
-        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) || in_proc(cur))
             return cur;
         char buf[PATH_MAX];
         ssize_t n = readlink(cur, buf, sizeof buf - 1);
@@ -121,7 +141,7 @@ static char *resolve_links(const char *path)
         ss_free(cur);
         cur = next;
     }
-    return cur; /* a loop: let fopen report it */
+    return cur; /* a loop: opening it reports it */
 }
 
 /* 1 when the target's directory may be written, so a temporary file can sit beside it; 0 when
@@ -141,6 +161,54 @@ static int dir_writable(const char *target)
     return ok;
 }
 
+/* A name for the temporary file beside target that no file has now: TARGET.XXXXXX.tmp, six
+ * characters from the process id, a counter and the clock (names only: nothing simulated
+ * depends on them). Owned, or NULL when out of memory. */
+static char *tmp_name(const char *target, unsigned attempt)
+{
+    static unsigned counter;
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
+                 ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)++counter << 40) ^ attempt;
+    x ^= x >> 31, x *= 0x9e3779b97f4a7c15ULL, x ^= x >> 29; /* spread the bits */
+    size_t n = strlen(target);
+    char *tmp = ss_malloc(n + 12);
+    if (!tmp)
+        return NULL;
+    memcpy(tmp, target, n);
+    tmp[n] = '.';
+    for (int i = 0; i < 6; i++, x /= 36)
+        tmp[n + 1 + i] = digits[x % 36];
+    memcpy(tmp + n + 7, ".tmp", 5);
+    return tmp;
+}
+
+/* Create the temporary file of o exclusively: a name nothing has (O_EXCL), never through a
+ * link (O_NOFOLLOW), mode 0666 less the umask. The descriptor, or -1 with errno set. */
+static int create_tmp(ss_outfile *o)
+{
+    for (unsigned attempt = 0; attempt < 64; attempt++) {
+        if (!(o->tmp = tmp_name(o->target, attempt))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            o->slot = track(o->tmp);
+            return fd;
+        }
+        int e = errno;
+        ss_free(o->tmp);
+        o->tmp = NULL;
+        errno = e;
+        if (e != EEXIST)
+            return -1;
+    }
+    return -1; /* errno is EEXIST */
+}
+
 int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int binary,
                     ss_errbuf *eb)
 {
@@ -157,24 +225,36 @@ int ss_outfile_open(ss_outfile **o_out, FILE **f_out, const char *path, int bina
         ss_outfile_abort(&o);
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
-    int use_tmp = (!exists || S_ISREG(st.st_mode)) && writable;
     if (exists && S_ISDIR(st.st_mode)) {
         ss_outfile_abort(&o);
         return ss_err(eb, SS_EIO, "%s: is a directory", path);
     }
-    if (use_tmp) {
-        size_t n = strlen(o->target);
-        if (!(o->tmp = ss_malloc(n + 5))) {
-            ss_outfile_abort(&o);
-            return ss_err(eb, SS_ENOMEM, "out of memory");
-        }
-        memcpy(o->tmp, o->target, n);
-        memcpy(o->tmp + n, ".tmp", 5);
-        o->slot = track(o->tmp);
+    int fd;
+    if (in_proc(o->target)) {
+        /* /dev/stdout and its kin: the open file itself, appended to, as the shell set it up
+         * (truncated by '>', kept by '>>'), never replaced nor truncated here */
+        fd = open(o->target, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+    } else if ((!exists || S_ISREG(st.st_mode)) && writable) {
+        fd = create_tmp(o);
+    } else {
+        /* In place: a device, a FIFO, or a file in a directory we may not write. The target
+         * is where the links the caller named end; a link that appears there now is not
+         * followed. */
+        fd = open(o->target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                  0666);
     }
-    const char *open_path = o->tmp ? o->tmp : o->target;
-    if (!(o->f = fopen(open_path, binary ? "wb" : "w"))) {
-        int rc = ss_err(eb, SS_EIO, "%s: cannot create: %s", open_path, strerror(errno));
+    if (fd < 0 && errno == ENOMEM) {
+        ss_outfile_abort(&o);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    if (fd < 0 || !(o->f = fdopen(fd, binary ? "wb" : "w"))) {
+        int e = errno;
+        const char *what = o->tmp ? o->tmp : o->target;
+        int rc = e == EEXIST ? ss_err(eb, SS_EIO, "%s: cannot create a temporary file beside it:"
+                                                  " every name tried exists", o->target)
+                             : ss_err(eb, SS_EIO, "%s: cannot create: %s", what, strerror(e));
+        if (fd >= 0)
+            close(fd);
         ss_outfile_abort(&o);
         return rc;
     }

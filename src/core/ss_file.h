@@ -14,12 +14,16 @@ typedef struct ss_outfile ss_outfile;
 
 /**
  * Open path for writing. A regular file, or a path that does not exist yet, in a directory
- * this process may write is written as TARGET.tmp beside it and renamed over TARGET by
- * ss_outfile_commit, so readers never see a partial file and a failure leaves TARGET as it
- * was. A symbolic link is followed: TARGET is the file it names, and the link stays. Anything
- * else (a device such as /dev/null or /dev/full, a FIFO, a file in a directory this process
- * may not write) is written in place. While a temporary file exists, SIGINT, SIGTERM and
- * SIGHUP remove it before the process dies of the signal.
+ * this process may write is written as a temporary file beside it, TARGET.XXXXXX.tmp, created
+ * exclusively under a name no file has (O_EXCL, O_NOFOLLOW: a stale or planted file or link
+ * of that name is never written through), mode 0666 less the umask, and renamed over TARGET
+ * by ss_outfile_commit, so readers never see a partial file and a failure leaves TARGET as it
+ * was. A symbolic link the caller names is followed: TARGET is the file it names, and the link
+ * stays. Anything else (a device such as /dev/null or /dev/full, a FIFO, a file in a directory
+ * this process may not write) is written in place, through no link but those the caller named;
+ * /dev/stdout, /dev/fd/N and /proc/self/fd/N are the open file itself, appended to. While a
+ * temporary file exists, SIGINT, SIGTERM and SIGHUP remove it before the process dies of the
+ * signal.
  *
  * @param o_out  the open file, written only on success; close with commit or abort
  * @param f_out  the stream to write (owned by *o_out)

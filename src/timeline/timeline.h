@@ -2,7 +2,7 @@
  * Perfetto and chrome://tracing). One track group per GPU: iterations on the first track (batch
  * composition in their args), operators on the second when expansion is asked for, and
  * preemptions, swaps and rejections as instant events; a disaggregated tenant's KV transfers on a
- * fourth track of the sending and the receiving GPUs. Events stream to FILE.tmp while the
+ * fourth track of the sending and the receiving GPUs. Events stream to a temporary file (FILE.XXXXXX.tmp) while the
  * replay runs and the file is renamed into place when the timeline is closed successfully
  * (a device, a FIFO or a file in a read-only directory is written in place; a symbolic link's
  * target is written: core/ss_file.h).
@@ -27,7 +27,7 @@ typedef struct tl_writer tl_writer;
 int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf *eb);
 /* Name the tracks of every GPU of g's cluster and observe its replay from now on. */
 void tl_attach(tl_writer *w, gsim *g);
-/* Finish the JSON, close and rename path.tmp to path. 0, or SS_EIO with eb set when any
+/* Finish the JSON, close and rename the temporary file to path. 0, or SS_EIO with eb set when any
  * write failed (the partial file is removed). Frees the writer either way; NULL-safe. */
 int tl_close(tl_writer **w, ss_errbuf *eb);
 /* Drop the partial file and free the writer (after a failed replay). NULL-safe. */

@@ -79,6 +79,17 @@ diff <(rows part/llama-3-8b-tp2.csv) <(rows "$TAB") >/dev/null ||
     fail "a resumed table differs from a run in one go"
 [ ! -e "$P" ] || fail "the partial table outlived the finished one"
 
+# ---- a planted partial table (a link, a FIFO) is refused, not written through nor waited on --
+mkdir planted && echo victim >victim.txt && ln -s ../victim.txt planted/llama-3-8b-tp2.csv.partial
+expect_error 2 'planted/llama-3-8b-tp2.csv.partial: not a regular file \(a symbolic link\)' \
+    timeout 20 "${CAL[@]}" -o planted
+[ "$(cat victim.txt)" = victim ] || fail "calibrate wrote through a planted link"
+ln -s ../nowhere.txt planted/llama-3-8b-tp2.csv.partial -f
+expect_error 2 'not a regular file \(a symbolic link\)' timeout 20 "${CAL[@]}" -o planted
+[ ! -e nowhere.txt ] || fail "calibrate created a dangling link's target"
+rm planted/llama-3-8b-tp2.csv.partial && mkfifo planted/llama-3-8b-tp2.csv.partial
+expect_error 2 'not a regular file \(a FIFO, device or folder\)' timeout 20 "${CAL[@]}" -o planted
+
 # ---- other settings: refused, then --restart ----------------------------------------------------
 "${CAL[@]}" -o other --limit-points 3 >/dev/null 2>&1
 expect_error 2 'partial table measured with other settings.*--restart' \

@@ -70,6 +70,37 @@ reader=$!
 wait $reader
 [ -p fifo ] || fail "the FIFO was replaced"
 cmp -s real.csv from-fifo || fail "what came through the FIFO"
+# A stale or planted FILE.tmp (a link to a victim, a FIFO) is neither written through nor
+# waited on: the temporary file is created under a new name, exclusively.
+echo victim >victim.txt
+ln -s victim.txt planted.csv.tmp
+timeout 20 "$S" trace gen --rate 1 --duration 30 -o planted.csv >/dev/null ||
+    fail "trace gen beside a planted link: exit $?"
+[ "$(cat victim.txt)" = victim ] || fail "trace gen wrote through planted.csv.tmp"
+[ -f planted.csv ] && [ ! -L planted.csv ] || fail "planted.csv is not a regular file"
+cmp -s real.csv planted.csv || fail "planted.csv's content"
+[ -L planted.csv.tmp ] || fail "the planted link was removed or replaced"
+ln -s victim.txt tl2.json.tmp
+mkfifo fifo2.csv.tmp
+timeout 20 "$S" replay --trace t.csv --db none --no-progress --timeline tl2.json >/dev/null ||
+    fail "replay --timeline beside a planted link: exit $?"
+[ "$(cat victim.txt)" = victim ] && [ -f tl2.json ] && [ ! -L tl2.json ] ||
+    fail "--timeline wrote through tl2.json.tmp"
+timeout 20 "$S" trace gen --rate 1 --duration 30 -o fifo2.csv >/dev/null ||
+    fail "trace gen beside a planted FIFO: exit $? (124: it hung)"
+[ -p fifo2.csv.tmp ] && cmp -s real.csv fifo2.csv || fail "trace gen beside a planted FIFO"
+rm -f planted.csv.tmp tl2.json.tmp fifo2.csv.tmp
+# The temporary file gets the mode a new file gets (0666 less the umask).
+(umask 027 && "$S" trace gen --rate 1 --duration 30 -o mode.csv >/dev/null) || fail "umask 027"
+[ "$(stat -c %a mode.csv)" = 640 ] || fail "mode.csv: mode $(stat -c %a mode.csv), want 640"
+# /dev/stdout is the open file itself: a pipe, or a file opened by '>>' (appended to, not
+# replaced).
+n=$("$S" trace gen --rate 1 --duration 30 -o /dev/stdout | wc -l)
+[ "$n" = "$(wc -l <real.csv)" ] || fail "-o /dev/stdout into a pipe: $n lines"
+echo first >app.csv
+"$S" trace gen --rate 1 --duration 30 -o /dev/stdout >>app.csv || fail "-o /dev/stdout >>"
+[ "$(head -1 app.csv)" = first ] && cmp -s <(tail -n +2 app.csv) real.csv ||
+    fail "-o /dev/stdout >> app.csv did not append"
 # Device nodes of our own (as root), so that a regression replaces these, not /dev's.
 if mknod null c 1 3 2>/dev/null && mknod full c 1 7 2>/dev/null; then
     "$S" replay --trace t.csv --db none --timeline null >/dev/null || fail "--timeline to null"
@@ -129,24 +160,24 @@ for sig in INT TERM HUP; do
     fi
     "$S" trace gen --rate 5000 --duration 100000 -o big.csv >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do [ -e big.csv.tmp ] && break; sleep 0.05; done
-    [ -e big.csv.tmp ] || fail "trace gen did not start writing big.csv.tmp"
+    for _ in $(seq 100); do [ -n "$(tmp_of big.csv)" ] && break; sleep 0.05; done
+    [ -n "$(tmp_of big.csv)" ] || fail "trace gen did not start writing big.csv.XXXXXX.tmp"
     kill -$sig $pid
     wait $pid
     rc=$?
     [ $rc -gt 128 ] || fail "trace gen after SIG$sig: exit $rc, want death by the signal"
-    [ ! -e big.csv.tmp ] || fail "SIG$sig left big.csv.tmp"
+    [ -z "$(tmp_of big.csv)" ] || fail "SIG$sig left $(tmp_of big.csv)"
     [ ! -e big.csv ] || fail "SIG$sig left a partial big.csv"
 done
 "$S" trace gen --rate 20 --duration 3600 -o long.csv >/dev/null || fail "trace gen long"
 "$S" replay --trace long.csv --db none --timeline tl.json --timeline-ops --no-progress \
     >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ -e tl.json.tmp ] && break; sleep 0.05; done
-[ -e tl.json.tmp ] || fail "replay did not start writing tl.json.tmp"
+for _ in $(seq 100); do [ -n "$(tmp_of tl.json)" ] && break; sleep 0.05; done
+[ -n "$(tmp_of tl.json)" ] || fail "replay did not start writing tl.json.XXXXXX.tmp"
 kill -TERM $pid
 wait $pid
-[ ! -e tl.json.tmp ] || fail "SIGTERM left tl.json.tmp"
+[ -z "$(tmp_of tl.json)" ] || fail "SIGTERM left $(tmp_of tl.json)"
 [ ! -e tl.json ] || fail "SIGTERM left a partial tl.json"
 set +m
 echo "files_cli: ok"

@@ -27,3 +27,13 @@ expect_error() {
     [ "$(wc -l <"$T/err")" -eq 1 ] || fail "$*: want one stderr line, got: $(cat "$T/err")"
     grep -Eq "$re" "$T/err" || fail "$*: stderr '$(cat "$T/err")' does not match '$re'"
 }
+
+# tmp_of FILE: the temporary files being written for FILE (FILE.XXXXXX.tmp, core/ss_file.h),
+# one a line; nothing when there are none.
+tmp_of() {
+    local f
+    for f in "$1".??????.tmp; do
+        [ -e "$f" ] || [ -L "$f" ] && echo "$f"
+    done
+    return 0
+}

@@ -102,5 +102,5 @@ expect_error 2 "^slicesim: trace gen: --max-context: expected an integer in \[1,
     "$S" trace gen --requests 5 --groups 1 --system fixed:9 --max-context 0 -o x.csv
 expect_error 2 "^slicesim: trace gen: --turns: the largest value must be <= 1000" \
     "$S" trace gen --requests 5 --turns zipf:1:1:5000 --think 1 -o x.csv
-[ ! -e x.csv ] && [ ! -e x.csv.tmp ] || fail "a refused gen left a file"
+[ ! -e x.csv ] && [ -z "$(tmp_of x.csv)" ] || fail "a refused gen left a file"
 echo "prefixgen_cli: all checks passed"

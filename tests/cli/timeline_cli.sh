@@ -39,7 +39,7 @@ PY
 "$S" replay --trace "$TRACE" --limit 300 --replicas 2 --tp 2 --db none --timeline a.json >out ||
     fail "replay with --timeline: $(cat out)"
 grep -q "timeline: a.json (" out || fail "the table does not mention the timeline"
-[ ! -e a.json.tmp ] || fail "a.json.tmp left behind"
+[ -z "$(tmp_of a.json)" ] || fail "$(tmp_of a.json) left behind"
 check a.json 4
 
 # pipeline parallelism: every stage's GPUs have their own iteration track

@@ -75,7 +75,7 @@ gen_default "$T/g1.csv" || fail "gen exit $?"
 gen_default "$T/g2.csv" || fail "gen exit $?"
 cmp "$T/g1.csv" "$T/g2.csv" || fail "gen twice: files differ"
 cmp "$T/g1.csv" "$DEF" || fail "the README command no longer reproduces $DEF"
-[ ! -e "$T/g1.csv.tmp" ] || fail "gen left g1.csv.tmp behind"
+[ -z "$(tmp_of "$T/g1.csv")" ] || fail "gen left $(tmp_of "$T/g1.csv") behind"
 "$S" trace gen --requests 100 --seed 9 -o - >"$T/g3.csv" || fail "gen -o - exit $?"
 [ "$(wc -l <"$T/g3.csv")" -eq 101 ] || fail "gen --requests 100: want 101 lines"
 "$S" trace gen --requests 100 --seed 9 -o "$T/g4.csv" || fail "gen exit $?"
@@ -180,7 +180,7 @@ expect_error 2 '^slicesim: trace gen: --cv needs --arrival gamma' \
     "$S" trace gen --cv 2 --requests 5 -o "$T/x.csv"
 expect_error 2 '^slicesim: trace gen: --arrival' \
     "$S" trace gen --arrival weibull --requests 5 -o "$T/x.csv"
-[ ! -e "$T/x.csv" ] && [ ! -e "$T/x.csv.tmp" ] || fail "a refused gen left a file"
+[ ! -e "$T/x.csv" ] && [ -z "$(tmp_of "$T/x.csv")" ] || fail "a refused gen left a file"
 expect_error 1 "^slicesim: trace gen: $T/no/dir/x.csv: cannot create: No such file" \
     "$S" trace gen --requests 5 -o "$T/no/dir/x.csv"
 if [ -w /dev/full ]; then
