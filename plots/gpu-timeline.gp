@@ -2,8 +2,8 @@
 # in a host phase (its container's CPU work opening each iteration: scheduling, input
 # preparation, sampling; the GPU waits) and idle between iterations. The three add up to the
 # window (the gpus table's compute_s, host_s and idle_s - host_s over window_s).
-# Set by `slicesim plot`: $DATA (one index per series, in the order of titles; one row per GPU:
-# "tenant gpuN" compute_% host_% idle_%), nseries, titles, what, load.
+# Set by `slicesim plot`: $DATA (one index per series, in the order of names; one row per GPU:
+# "tenant gpuN" compute_% host_% idle_%), nseries, names, what, load.
 set title sprintf("GPU time over the measurement window at load %g (%s)", load, what)
 set style data histograms
 set style histogram rowstacked title offset 0,-1
@@ -15,10 +15,12 @@ set xtics rotate by -60 font ",8"
 set bmargin 7
 set key outside right top
 set grid y
+# The command is built from numbers and constants only: each histogram's title is the
+# expression names[s], evaluated by `plot`, never a series name spliced into the command.
 cmd = "plot"
 do for [s = 1:nseries] {
-    cmd = cmd . sprintf("%s newhistogram \"%s\" lt 1, $DATA index %d using 2:xtic(1) %s lc rgb \"#1f77b4\", '' index %d using 3 %s lc rgb \"#ff7f0e\", '' index %d using 4 %s lc rgb \"#bbbbbb\"", \
-        s > 1 ? "," : "", word(titles, s), s - 1, s == 1 ? "title \"compute\"" : "notitle", \
+    cmd = cmd . sprintf("%s newhistogram \"\".names[%d] lt 1, $DATA index %d using 2:xtic(1) %s lc rgb \"#1f77b4\", '' index %d using 3 %s lc rgb \"#ff7f0e\", '' index %d using 4 %s lc rgb \"#bbbbbb\"", \
+        s > 1 ? "," : "", s, s - 1, s == 1 ? "title \"compute\"" : "notitle", \
         s - 1, s == 1 ? "title \"host phases\"" : "notitle", \
         s - 1, s == 1 ? "title \"idle between iterations\"" : "notitle")
 }

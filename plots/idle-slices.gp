@@ -1,7 +1,7 @@
 # Idle GPU slices by length at one load: GPU-seconds idle in each decade of slice length, per
 # policy.
 # Set by `slicesim plot`: $DATA (one row per length bucket: label then one GPU-s column per
-# series), nseries, titles, what, load.
+# series), nseries, names, what, load.
 set title sprintf("Idle GPU slices at load %g (%s)", load, what)
 set style data histograms
 set style histogram clustered gap 1
@@ -11,4 +11,4 @@ set ylabel "GPU-seconds idle (log scale)"
 set xlabel "slice length"
 set grid y
 set key top left
-plot for [i=2:nseries+1] $DATA using i:xtic(1) title word(titles, i-1) lc i-1
+plot for [i=2:nseries+1] $DATA using i:xtic(1) title names[i-1] lc i-1

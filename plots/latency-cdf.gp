@@ -1,6 +1,6 @@
 # Distribution of TTFT and E2E latency at one load, one line per policy.
 # Set by `slicesim plot`: $TTFT and $E2E (one index per series: latency_ms cumulative_fraction),
-# nseries, titles, what, load.
+# nseries, names, what, load.
 set multiplot layout 1,2 title sprintf("Latency CDF at load %g (%s)", load, what)
 set grid
 set key bottom right
@@ -8,7 +8,7 @@ set logscale x
 set yrange [0:1]
 set ylabel "fraction of requests"
 set xlabel "TTFT (ms, log scale)"
-plot for [i=0:nseries-1] $TTFT index i using 1:2 with lines lw 2 lc i+1 title word(titles, i+1)
+plot for [i=0:nseries-1] $TTFT index i using 1:2 with lines lw 2 lc i+1 title names[i+1]
 set xlabel "end-to-end latency (ms, log scale)"
-plot for [i=0:nseries-1] $E2E index i using 1:2 with lines lw 2 lc i+1 title word(titles, i+1)
+plot for [i=0:nseries-1] $E2E index i using 1:2 with lines lw 2 lc i+1 title names[i+1]
 unset multiplot

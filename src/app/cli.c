@@ -30,6 +30,19 @@ int cli_open_trace(trace_reader **r_out, const char *path, const char *format, s
     return rc == SS_EIO ? SS_EPARSE : rc;
 }
 
+int cli_name_opt(const char *cmd, const char *opt, const char *arg, const char **out)
+{
+    if (*arg && !ss_str_has_control(arg)) {
+        *out = arg;
+        return CLI_OK;
+    }
+    char shown[128];
+    fprintf(stderr, "slicesim: %s: %s: %s'%s'\n", cmd, opt, *arg ? "a name may hold no control "
+            "character (a new line, a tab, an escape), got " : "expected a name, got ",
+            ss_str_visible(shown, sizeof shown, arg));
+    return CLI_EUSAGE;
+}
+
 int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
     char *end;

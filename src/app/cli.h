@@ -44,6 +44,12 @@ int cmd_validate(int argc, char **argv);
  * everything else is a failed run (1). */
 int cli_status_of(int ss_rc);
 
+/* A name option (a sweep's, a validation's) of command cmd: *out = arg (borrowed) and CLI_OK,
+ * or CLI_EUSAGE after one line on stderr when arg is empty or holds a control character (a
+ * new line, a tab, an escape sequence), which a name shown on one line of a table and a figure
+ * must not. */
+int cli_name_opt(const char *cmd, const char *opt, const char *arg, const char **out);
+
 /* Parse option opt's value s as an integer in [lo, hi] into *out: CLI_OK, or CLI_EUSAGE after
  * one line on stderr. */
 int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);

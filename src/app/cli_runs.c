@@ -31,7 +31,7 @@ int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
         o->sets[o->n_sets++] = arg;
         return CLI_OK;
     case CLI_RUNS_O_DB: o->db = arg; return CLI_OK;
-    case CLI_RUNS_O_NAME: o->name = arg; return CLI_OK;
+    case CLI_RUNS_O_NAME: return cli_name_opt(o->cmd, "--name", arg, &o->name);
     case CLI_RUNS_O_JSON: o->json = 1; return CLI_OK;
     case CLI_RUNS_O_PROFILES: o->profiles = arg; return CLI_OK;
     case CLI_RUNS_O_NOPROG: o->progress = 0; return CLI_OK;

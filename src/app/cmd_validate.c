@@ -112,7 +112,10 @@ static int parse_args(int argc, char **argv, val_opts *vo)
             o->l2_cold = !strcmp(optarg, "cold");
             break;
         case 'd': o->db = optarg; break;
-        case 'n': o->name = optarg; break;
+        case 'n':
+            if (cli_name_opt("validate", "--name", optarg, &o->name))
+                return CLI_EUSAGE;
+            break;
         case 'p': o->profiles = optarg; break;
         case 'j': o->json = 1; break;
         case 'q': o->quiet = 1; break;

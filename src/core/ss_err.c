@@ -68,6 +68,49 @@ void ss_errbuf_oneline(ss_errbuf *eb)
     eb->msg[o] = '\0';
 }
 
+int ss_str_has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* Write the visible form of s into dst while it fits in room bytes: the bytes of s consumed, and
+ * in *o_out (o on entry) the bytes written. */
+static size_t visible_into(char *dst, size_t room, const char *s, size_t *o_out)
+{
+    size_t o = *o_out;
+    const char *p = s;
+    while (*p) {
+        size_t n = printable_len((const unsigned char *)p);
+        size_t need = n ? n : 4;
+        if (o + need > room)
+            break;
+        if (n)
+            memcpy(dst + o, p, n);
+        else
+            snprintf(dst + o, 5, "\\x%02x", (unsigned char)*p);
+        o += need;
+        p += n ? n : 1;
+    }
+    *o_out = o;
+    return (size_t)(p - s);
+}
+
+const char *ss_str_visible(char *dst, size_t size, const char *s)
+{
+    size_t o = 0;
+    if (!s[visible_into(dst, size - 1, s, &o)]) {
+        dst[o] = '\0';
+        return dst;
+    }
+    o = 0; /* it does not fit: as much as leaves room for "..." */
+    visible_into(dst, size - 4, s, &o);
+    memcpy(dst + o, "...", 4);
+    return dst;
+}
+
 int ss_verr(ss_errbuf *eb, int rc, const char *fmt, va_list ap)
 {
     if (eb) {

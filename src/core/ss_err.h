@@ -45,6 +45,16 @@ int ss_err_prefix(ss_errbuf *eb, int rc, const char *fmt, ...) __attribute__((fo
  * itself calls it. eb may be NULL. */
 void ss_errbuf_oneline(ss_errbuf *eb);
 
+/* 1 when s holds a control character (a byte below 0x20, tab included, or 0x7f: a newline, an
+ * escape sequence's ESC), which a name shown on one line of a table must not hold. */
+int ss_str_has_control(const char *s);
+
+/* s as a message shows it (ss_errbuf_oneline's rule: each control character but a tab, and each
+ * byte not part of well-formed UTF-8, as \xNN), for text printed outside an error buffer: a
+ * stored name in a table. Cut with "..." where it does not fit in size bytes (size >= 4).
+ * Returns dst. */
+const char *ss_str_visible(char *dst, size_t size, const char *s);
+
 #define SS_LOC __FILE__, __LINE__
 
 /* Corrupted simulation state (time going backwards, negative KV blocks): print the

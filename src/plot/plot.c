@@ -1,10 +1,12 @@
 /* Drawing a figure: the kinds' names, the backend registry and the wrappers every caller goes
  * through, where the scripts are (plots/KIND.gp), and one figure's gnuplot input (terminal,
- * output file, the kind's data, the script) handed to a backend. What the data are is
+ * the kind's data, the script) handed to a backend, whose figure is checked whole and written
+ * to its file. What the data are is
  * plot_kinds.c's; running gnuplot is plot_gnuplot.c's. */
 #include "plot/plot_int.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_file.h"
 
 #include "config.h"
 
@@ -101,6 +103,56 @@ static const char *plots_dir(void)
     return SS_SOURCE_ROOT "/plots";
 }
 
+/* Append the script at path (all of it) to g. */
+static int append_script(FILE *g, const char *path, ss_errbuf *eb)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char buf[8192];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, k, g);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return ss_err(eb, SS_EIO, "%s: cannot read", path);
+    fputc('\n', g);
+    return SS_OK;
+}
+
+/* Whether fig (n bytes) is a whole figure of format fmt: a PNG from its signature to its IEND
+ * chunk, an SVG document through its closing tag. A gnuplot that could not write (a full disk)
+ * or was cut short leaves less. */
+static int figure_whole(const char *fig, size_t n, const char *fmt)
+{
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char png_end[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60,
+                                              0x82};
+    if (!strcmp(fmt, "png"))
+        return n >= 20 && !memcmp(fig, png_sig, 8) && !memcmp(fig + n - 12, png_end, 12);
+    while (n > 0 && strchr(" \t\r\n", fig[n - 1]))
+        n--;
+    return n >= 6 && !memcmp(fig + n - 6, "</svg>", 6) && memmem(fig, n, "<svg", 4);
+}
+
+/* Write the figure to out through a temporary file renamed into place (core/ss_file.h), so a
+ * full disk or a failure leaves no partial figure and the old one, if any, as it was. */
+static int write_figure(const char *out, const char *fig, size_t n, ss_errbuf *eb)
+{
+    ss_outfile *of = NULL;
+    FILE *f = NULL;
+    int rc = ss_outfile_open(&of, &f, out, 1, eb);
+    if (rc)
+        return rc;
+    if (fwrite(fig, 1, n, f) != n) {
+        int e = errno;
+        ss_outfile_abort(&of);
+        return ss_err(eb, SS_EIO, "%s: writing: %s", out, strerror(e));
+    }
+    return ss_outfile_commit(&of, eb);
+}
+
 int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, const char *fmt,
                 ss_errbuf *eb)
 {
@@ -109,10 +161,10 @@ int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, 
     char out[4096], script[4096];
     snprintf(out, sizeof out, "%s/%s.%s", dir, kinds[kind], fmt);
     snprintf(script, sizeof script, "%s/%s.gp", plots_dir(), kinds[kind]);
-    if (access(script, R_OK) != 0)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", script, strerror(errno));
-    char *input = NULL;
-    size_t n = 0;
+    /* gnuplot gets no path at all: the script is sent inline and the figure comes back on its
+     * standard output, so no file name is ever part of the program it runs */
+    char *input = NULL, *fig = NULL;
+    size_t n = 0, fig_n = 0;
     FILE *g = open_memstream(&input, &n);
     if (!g)
         return ss_err(eb, SS_ENOMEM, "out of memory");
@@ -120,13 +172,20 @@ int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, 
         fprintf(g, "set terminal pngcairo size 1100,480 font \",10\" noenhanced\n");
     else
         fprintf(g, "set terminal svg size 1100,480 font \"sans,10\" noenhanced\n");
-    fprintf(g, "set output '%s'\n", out);
     int rc = plot__write_kind(g, d, kind, eb);
-    fprintf(g, "load '%s'\nset output\n", script);
+    if (!rc)
+        rc = append_script(g, script, eb);
+    fprintf(g, "set output\n");
     if (fclose(g) != 0 && !rc)
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
-        rc = b->ops->render(b->priv, input, n, out, eb);
+        rc = b->ops->render(b->priv, input, n, out, &fig, &fig_n, eb);
+    if (!rc && !figure_whole(fig, fig_n, fmt))
+        rc = ss_err(eb, SS_EIO, "%s: gnuplot gave %s %s figure (%zu bytes); the file is left as "
+                                "it was", out, fig_n ? "an incomplete" : "no", fmt, fig_n);
+    if (!rc)
+        rc = write_figure(out, fig, fig_n, eb);
     free(input); /* open_memstream's buffer comes from malloc */
+    ss_free(fig);
     return rc;
 }

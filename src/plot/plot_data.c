@@ -8,6 +8,7 @@
 #include "core/ss_parse.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +49,11 @@ static int add_run(plot_data *d, int64_t id, const char *series, double load, ss
 static int on_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
 {
     plot_data *d = ud;
-    char buf[1024], name[PLOT__NAME_MAX] = "";
-    snprintf(buf, sizeof buf, "%s", point);
+    char buf[4096], name[PLOT__NAME_MAX] = "";
     double load = 1;
     char *save = NULL;
     size_t used = 0;
+    int fits = (size_t)snprintf(buf, sizeof buf, "%s", point) < sizeof buf;
     for (char *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq)
@@ -67,13 +68,16 @@ static int on_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
                                     kv, eq + 1)
                          : snprintf(name + used, sizeof name - used, "%s%s", used ? "/" : "",
                                     eq + 1);
-            if (w > 0 && (size_t)w < sizeof name - used)
+            fits = fits && w >= 0 && (size_t)w < sizeof name - used;
+            if (fits)
                 used += (size_t)w;
         }
     }
-    for (char *p = name; *p; p++)
-        if (*p == ' ' || *p == '"')
-            *p = '_'; /* gnuplot's word() splits titles on blanks */
+    /* a name cut short could merge two series into one: refused instead */
+    if (!fits)
+        return ss_err(eb, SS_EPARSE, "sweep point of run %" PRId64 " ('%.60s...') is too long to "
+                                     "name a series (at most %d bytes)", run_id, point,
+                      PLOT__NAME_MAX - 1);
     return add_run(d, run_id, used ? name : "all", load, eb);
 }
 
@@ -256,9 +260,6 @@ static int add_plain_runs(plot_data *d, const prows *x, ss_errbuf *eb)
             fits = w > 0 && (size_t)w < sizeof name - used;
             used += fits ? (size_t)w : 0;
         }
-        for (char *p = name; *p; p++)
-            if (*p == ' ' || *p == '"')
-                *p = '_'; /* gnuplot's word() splits titles on blanks */
         if (!fits)
             return ss_err(eb, SS_EPARSE, "the runs differ in too much to name a series each (%s);"
                                          " plot a sweep, or fewer runs", list);
@@ -289,17 +290,6 @@ static int on_summary(void *ud, const store_summary_row *row, ss_errbuf *eb)
     return SS_OK;
 }
 
-/* The newest sweep's name into name (size bytes; "" when the database has none). */
-static int newest_sweep(store *st, char *name, size_t size, ss_errbuf *eb)
-{
-    char *got = NULL;
-    int rc = store_newest_sweep(st, &got, eb);
-    if (!rc && got)
-        snprintf(name, size, "%s", got);
-    ss_free(got);
-    return rc;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -312,11 +302,11 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
     if (access(db, R_OK) != 0) /* the user's input: exit status 2 */
         return ss_err(eb, SS_EPARSE, "%s: cannot open: %s", db, strerror(errno));
     int rc = store_open_readonly(&d->st, db, eb);
-    char name[PLOT__NAME_MAX] = "";
-    if (!rc && sweep)
-        snprintf(name, sizeof name, "%s", sweep);
-    else if (!rc)
-        rc = newest_sweep(d->st, name, sizeof name, eb);
+    /* the sweep's whole name (a figure's title shows it cut to fit) */
+    char *got = NULL;
+    if (!rc && !sweep)
+        rc = store_newest_sweep(d->st, &got, eb);
+    const char *name = sweep ? sweep : got ? got : "";
     if (!rc && name[0]) {
         rc = store_sweep_points(d->st, name, on_point, d, eb);
         snprintf(d->what, sizeof d->what, "%s", name);
@@ -334,6 +324,7 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
     if (!rc && !d->n_runs)
         rc = ss_err(eb, SS_EPARSE, "%s: no runs%s%s%s", db, name[0] ? " in sweep '" : "", name,
                     name[0] ? "'" : "");
+    ss_free(got);
     if (!rc)
         rc = store_summaries(d->st, on_summary, d, eb);
     if (rc)

@@ -1,9 +1,10 @@
 /* The gnuplot backend: gnuplot from PATH as a process of its own (in its own process group),
- * the figure's input written down a pipe, waited for with a timeout (SLICESIM_GNUPLOT_TIMEOUT_S,
- * default 120 s) after which it is killed, group and all. The only code that starts a process
- * for a figure. */
+ * the figure's input written down a pipe and the figure read back from its standard output,
+ * waited for with a timeout (SLICESIM_GNUPLOT_TIMEOUT_S, default 120 s) after which it is
+ * killed, group and all. The only code that starts a process for a figure. */
 #include "plot/plot_int.h"
 
+#include "core/ss_alloc.h"
 #include "core/ss_parse.h"
 
 #include <errno.h>
@@ -52,82 +53,140 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Write all of buf to fd before `deadline`: 0, or -1 (errno EPIPE: gnuplot is gone; ETIMEDOUT). */
-static int write_until(int fd, const char *buf, size_t n, double deadline)
+/* A figure larger than this is refused (gnuplot's figures here are well under 10 MB). */
+#define FIGURE_MAX (256u << 20)
+
+/* The figure as it arrives on gnuplot's standard output. */
+typedef struct figure_buf {
+    char *b;    /* owned (ss_malloc) */
+    size_t n, cap;
+} figure_buf;
+
+/* Read what is ready on fd into fb: 1 at the end of the stream, 0 for more, -1 with errno set
+ * (ENOMEM, EFBIG past FIGURE_MAX, or read's). */
+static int read_some(int fd, figure_buf *fb)
 {
-    while (n > 0) {
+    if (fb->cap - fb->n < 65536) {
+        if (fb->cap >= FIGURE_MAX) {
+            errno = EFBIG;
+            return -1;
+        }
+        size_t cap = fb->cap ? fb->cap * 2 : 262144;
+        char *nb = ss_realloc(fb->b, cap);
+        if (!nb) {
+            errno = ENOMEM;
+            return -1;
+        }
+        fb->b = nb, fb->cap = cap;
+    }
+    ssize_t r = read(fd, fb->b + fb->n, fb->cap - fb->n);
+    if (r < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : -1;
+    fb->n += (size_t)r;
+    return r == 0;
+}
+
+/* Write buf (n bytes) to `in` while reading `out` into fb, until gnuplot closes its standard
+ * output, before `deadline`: 0, or -1 with errno set (ETIMEDOUT, or what read_some gives).
+ * The input is closed once written, or when gnuplot stops reading it (EPIPE: its exit status
+ * tells why); *unread is then what it did not take. */
+static int pump(int in, const char *buf, size_t n, int out, figure_buf *fb, double deadline,
+                size_t *unread)
+{
+    for (;;) {
         double left = deadline - now_s();
         if (left <= 0) {
             errno = ETIMEDOUT;
-            return -1;
+            break;
         }
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int r = poll(&pfd, 1, (int)(left * 1000) + 1);
+        struct pollfd pfd[2] = {{.fd = out, .events = POLLIN}, {.fd = in, .events = POLLOUT}};
+        int r = poll(pfd, in >= 0 ? 2 : 1, (int)(left * 1000) + 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return -1;
-        if (r == 0)
-            continue;
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (w < 0)
-            return -1;
-        buf += w, n -= (size_t)w;
+            break;
+        if (in >= 0 && pfd[1].revents) {
+            ssize_t w = write(in, buf, n);
+            if (w > 0)
+                buf += w, n -= (size_t)w;
+            if (n == 0 || (w < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(in);
+                in = -1;
+            }
+        }
+        if (pfd[0].revents) {
+            int got = read_some(out, fb);
+            if (got < 0)
+                break;
+            if (got == 1) {
+                *unread = n;
+                if (in >= 0)
+                    close(in);
+                return 0;
+            }
+        }
     }
-    return 0;
+    int e = errno;
+    *unread = n;
+    if (in >= 0)
+        close(in);
+    errno = e;
+    return -1;
 }
 
-/* Run gnuplot (in its own process group) on `input`, waiting at most timeout_s for it to read
- * everything and exit; a gnuplot that takes longer is killed, group and all. What failed is
- * named with `out`, the figure being drawn. */
-static int run_gnuplot(const char *input, size_t n, const char *out, double timeout_s,
-                       ss_errbuf *eb)
+/* Wait for gnuplot (pid) to exit before `deadline`, or kill it, group and all: 0 with its
+ * status in *st, or -1 (errno ETIMEDOUT, or waitpid's). */
+static int wait_until(pid_t pid, int *st, double deadline)
 {
-    if (!gnuplot_on_path())
-        return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
-    int fds[2];
-    if (pipe(fds) != 0)
-        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(errno));
+    pid_t got;
+    while ((got = waitpid(pid, st, WNOHANG)) == 0 && now_s() < deadline)
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    if (got == pid)
+        return 0;
+    int e = got == 0 ? ETIMEDOUT : errno;
+    kill(-pid, SIGKILL);
+    waitpid(pid, st, 0);
+    errno = e;
+    return -1;
+}
+
+/* Start gnuplot in its own process group, its standard input and output pipes: 0 with the
+ * pid and the parent's ends of the pipes, or -1 with errno set. */
+static int start_gnuplot(pid_t *pid_out, int *in_out, int *out_out)
+{
+    int to[2], from[2];
+    if (pipe(to) != 0)
+        return -1;
+    if (pipe(from) != 0) {
+        int e = errno;
+        close(to[0]), close(to[1]);
+        errno = e;
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        close(fds[0]), close(fds[1]);
-        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(e));
+        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        errno = e;
+        return -1;
     }
     if (pid == 0) {
         setpgid(0, 0);
-        dup2(fds[0], STDIN_FILENO);
-        close(fds[0]), close(fds[1]);
+        dup2(to[0], STDIN_FILENO);
+        dup2(from[1], STDOUT_FILENO);
+        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
         execlp("gnuplot", "gnuplot", (char *)NULL);
         _exit(127);
     }
-    setpgid(pid, pid); /* also here: the kill below must not race the child's own call */
-    close(fds[0]);
-    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGPIPE, &ign, &old); /* a gnuplot that exits early is an error, not a signal */
-    double deadline = now_s() + timeout_s;
-    int wr = write_until(fds[1], input, n, deadline), timed_out = wr && errno == ETIMEDOUT;
-    close(fds[1]);
-    sigaction(SIGPIPE, &old, NULL);
-    int st = 0;
-    pid_t got = 0;
-    while (!timed_out && (got = waitpid(pid, &st, WNOHANG)) == 0) {
-        if (now_s() >= deadline)
-            timed_out = 1;
-        else
-            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-    }
-    if (timed_out || got < 0) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        if (timed_out)
-            return ss_err(eb, SS_EIO, "gnuplot did not finish drawing %s within %g s (set "
-                                      GNUPLOT_TIMEOUT_ENV " to wait longer)", out, timeout_s);
-        return ss_err(eb, SS_EIO, "gnuplot: %s", strerror(errno));
-    }
+    setpgid(pid, pid); /* also here: the kill in wait_until must not race the child's own call */
+    close(to[0]), close(from[1]);
+    *pid_out = pid, *in_out = to[1], *out_out = from[0];
+    return 0;
+}
+
+/* What gnuplot's exit status st says about drawing `out`: SS_OK or SS_EIO with eb set. */
+static int exit_status(int st, const char *out, size_t unread, ss_errbuf *eb)
+{
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
         return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
     if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
@@ -136,6 +195,57 @@ static int run_gnuplot(const char *input, size_t n, const char *out, double time
     if (WIFSIGNALED(st))
         return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (killed by signal %d)", out,
                       WTERMSIG(st));
+    if (unread)
+        return ss_err(eb, SS_EIO, "gnuplot stopped reading its input drawing %s (%zu bytes "
+                                  "left)", out, unread);
+    return SS_OK;
+}
+
+/* Run gnuplot on `input`, reading the figure it writes to its standard output, waiting at most
+ * timeout_s for it to finish and exit; a gnuplot that takes longer is killed, group and all.
+ * What failed is named with `out`, the figure being drawn. */
+static int run_gnuplot(const char *input, size_t n, const char *out, double timeout_s,
+                       char **fig_out, size_t *fig_n_out, ss_errbuf *eb)
+{
+    if (!gnuplot_on_path())
+        return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
+    pid_t pid;
+    int in, from;
+    if (start_gnuplot(&pid, &in, &from) != 0)
+        return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(errno));
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old); /* a gnuplot that exits early is an error, not a signal */
+    double deadline = now_s() + timeout_s;
+    figure_buf fb = {0};
+    size_t unread = 0;
+    int pumped = pump(in, input, n, from, &fb, deadline, &unread), e = errno;
+    close(from);
+    sigaction(SIGPIPE, &old, NULL);
+    int st = 0, rc;
+    if (pumped == 0 && wait_until(pid, &st, deadline) != 0) { /* killed there */
+        pumped = -1;
+        e = errno;
+    } else if (pumped != 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    if (pumped == 0)
+        rc = exit_status(st, out, unread, eb);
+    else if (e == ETIMEDOUT)
+        rc = ss_err(eb, SS_EIO, "gnuplot did not finish drawing %s within %g s (set "
+                                GNUPLOT_TIMEOUT_ENV " to wait longer)", out, timeout_s);
+    else if (e == ENOMEM)
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    else
+        rc = ss_err(eb, SS_EIO, "gnuplot drawing %s: %s", out,
+                    e == EFBIG ? "a figure of over 256 MiB" : strerror(e));
+    if (rc) {
+        ss_free(fb.b);
+        return rc;
+    }
+    *fig_out = fb.b;
+    *fig_n_out = fb.n;
     return SS_OK;
 }
 
@@ -152,10 +262,10 @@ static int gnuplot_init(void *priv, ss_errbuf *eb)
 }
 
 static int gnuplot_render(void *priv, const char *script, size_t n, const char *out,
-                          ss_errbuf *eb)
+                          char **fig_out, size_t *fig_n_out, ss_errbuf *eb)
 {
     const gnuplot_priv *g = priv;
-    return run_gnuplot(script, n, out, g->timeout_s, eb);
+    return run_gnuplot(script, n, out, g->timeout_s, fig_out, fig_n_out, eb);
 }
 
 const plot_backend_ops plot__gnuplot = {

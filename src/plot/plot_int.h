@@ -13,7 +13,7 @@
 
 #define PLOT__MAX_SERIES 24 /* series in one figure; more are refused */
 #define PLOT__MAX_LOADS 64  /* distinct loads; further ones are not drawn */
-#define PLOT__NAME_MAX 96   /* bytes of a series' name (and of a sweep's), NUL included */
+#define PLOT__NAME_MAX 512  /* bytes of a series' name (and of a sweep's), NUL included */
 
 /* One run as a figure sees it. */
 typedef struct plot__run {
@@ -43,16 +43,19 @@ int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb);
 
 /* A backend that draws a figure from its gnuplot input (ops struct). Every hook returns 0 or an
  * SS_E* code with eb set. */
-#define PLOT__ABI_VERSION 1
+#define PLOT__ABI_VERSION 2
 typedef struct plot_backend_ops {
     uint32_t abi_version;   /* PLOT__ABI_VERSION */
     const char *name;       /* "gnuplot" */
     size_t priv_size;       /* zeroed private state allocated with the backend */
     /* Optional. Read the backend's settings. */
     int (*init)(void *priv, ss_errbuf *eb);
-    /* Required. Hand `script` (n bytes: gnuplot commands, the data inline; borrowed) to the
-     * renderer and wait for it to draw the figure `out` (a path; named in messages). */
-    int (*render)(void *priv, const char *script, size_t n, const char *out, ss_errbuf *eb);
+    /* Required. Hand `script` (n bytes: gnuplot commands, the data inline, no output file;
+     * borrowed) to the renderer and wait for the figure it draws: *fig_out (fig_n_out bytes;
+     * the caller frees it with ss_free; set only on success) is the file's content. `out`,
+     * the file it is for, is only named in messages. */
+    int (*render)(void *priv, const char *script, size_t n, const char *out, char **fig_out,
+                  size_t *fig_n_out, ss_errbuf *eb);
     /* Optional. Release what init acquired (not priv itself). */
     void (*fini)(void *priv);
 } plot_backend_ops;

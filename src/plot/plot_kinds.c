@@ -1,7 +1,9 @@
-/* What each kind of figure shows, written as gnuplot input: the series' titles, then datablocks
+/* What each kind of figure shows, written as gnuplot input: the series' names, then datablocks
  * ($DATA << EOD ... EOD) of the grouped runs' figures: means over seeds against load, latency
  * CDFs, each GPU's time split, idle-slice and per-tier tables. The scripts plots/KIND.gp draw
- * them; plot.c adds the terminal and hands the input to a backend. */
+ * them; plot.c adds the terminal and hands the input to a backend. Every string that comes from
+ * a database (series, sweep and tenant names) is written as data gnuplot cannot run: a
+ * single-quoted string constant, or a quoted datablock field. */
 #include "plot/plot_int.h"
 
 #include "core/ss_alloc.h"
@@ -19,12 +21,48 @@ static const plot__run *run_at(const plot_data *d, int s)
     return NULL;
 }
 
+/* A byte that would end a command line or a datablock row, or start a new one: written as '?'. */
+static int is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+/* s as a gnuplot single-quoted string constant: gnuplot substitutes nothing inside one (no
+ * backquoted command, no @macro, no backslash escape), a quote is doubled, and a control
+ * character, which would end the line and so the string, is written as '?'. */
+static void gp_string(FILE *g, const char *s)
+{
+    fputc('\'', g);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\'')
+            fputs("''", g);
+        else
+            fputc(is_control(*p) ? '?' : *p, g);
+    }
+    fputc('\'', g);
+}
+
+/* s inside a quoted datablock field (the caller writes the quotes): a row stays one row (a
+ * control character is '?', so no row can begin with EOD and end the block) and one field (a
+ * double quote becomes a single one, a backslash a slash). */
+static void gp_field(FILE *g, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        fputc(is_control(*p) ? '?' : *p == '"' ? '\'' : *p == '\\' ? '/' : *p, g);
+}
+
+/* The series' names as the array `names` (names[1] the first series), the sweep's as `what`. */
 static void titles(FILE *g, const plot_data *d)
 {
-    fprintf(g, "nseries = %d\ntitles = \"", d->n_series);
-    for (int s = 0; s < d->n_series; s++)
-        fprintf(g, "%s%s", s ? " " : "", d->series[s]);
-    fprintf(g, "\"\nwhat = \"%s\"\nload = %.17g\n", d->what, d->load);
+    fprintf(g, "nseries = %d\narray names[%d]\n", d->n_series, d->n_series > 0 ? d->n_series : 1);
+    for (int s = 0; s < d->n_series; s++) {
+        fprintf(g, "names[%d] = ", s + 1);
+        gp_string(g, d->series[s]);
+        fputc('\n', g);
+    }
+    fputs("what = ", g);
+    gp_string(g, d->what);
+    fprintf(g, "\nload = %.17g\n", d->load);
 }
 
 /* Means over seeds per (series, load): column 0 out_tps, 1 goodput, 2 sla %, 3 ttft p99. */
@@ -81,16 +119,16 @@ static int on_gpu(void *ud, const store_gpu_time_row *row, ss_errbuf *eb)
 {
     (void)eb;
     FILE *g = ud;
-    const char *t = row->tenant;
+    const char *t = row->tenant ? row->tenant : "";
     double w = isnan(row->window_s) ? 0 : row->window_s;
-    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s)) {
-        /* a database from before idle slices */
-        fprintf(g, "\"%s%sgpu%" PRId64 "\" NaN NaN NaN\n", t ? t : "", t && *t ? " " : "",
-                row->gpu);
-        return SS_OK;
-    }
-    fprintf(g, "\"%s%sgpu%" PRId64 "\" %g %g %g\n", t ? t : "", t && *t ? " " : "", row->gpu,
-            100 * row->compute_s / w, 100 * row->host_s / w, 100 * (row->idle_s - row->host_s) / w);
+    fputc('"', g);
+    gp_field(g, t);
+    fprintf(g, "%sgpu%" PRId64 "\"", *t ? " " : "", row->gpu);
+    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s))
+        fputs(" NaN NaN NaN\n", g); /* a database from before idle slices */
+    else
+        fprintf(g, " %g %g %g\n", 100 * row->compute_s / w, 100 * row->host_s / w,
+                100 * (row->idle_s - row->host_s) / w);
     return SS_OK;
 }
 

@@ -53,6 +53,10 @@ static int on_entry(void *ud, unsigned line, const char *section, const char *ke
         if (!value[0] || copy_into(dst, size, value))
             return ss_err(eb, SS_EPARSE, "%s:%u: sweep.%s: expected a value of 1 to %zu "
                           "characters", x->path, line, key, size - 1);
+        if (dst == x->name && ss_str_has_control(value))
+            return ss_err(eb, SS_EPARSE, "%s:%u: sweep.name: '%s' holds a control character "
+                          "(a tab, an escape): a sweep's name is shown on one line", x->path,
+                          line, value);
         return SS_OK;
     }
     if (!strcmp(x->section, "set")) {

@@ -34,6 +34,88 @@ grep -q "slice" figs/tiers.svg || fail "the tiers legend names the policies"
 is_png plain/throughput-vs-load.png || fail "plain throughput-vs-load.png"
 [ ! -e plain/gpu-timeline.svg ] || fail "--format png wrote SVG"
 
+# ---- a database whose every stored string is hostile: drawn as text, nothing run ----------
+# A sweep's name (--name, [sweep] name, or a database made elsewhere) with a quote that closes
+# gnuplot's string ran the command after it.
+"$S" compare -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container --rates 1 --db n.db \
+    --name '"; system("touch PWNED0"); print "' >/dev/null 2>err || fail "compare --name: $(cat err)"
+"$S" plot n.db --kind throughput-vs-load -o named >/dev/null 2>err || fail "plot n.db: $(cat err)"
+[ ! -e PWNED0 ] || fail "plot ran the command in a sweep's name"
+grep -qF 'system("touch PWNED0")' named/throughput-vs-load.svg ||
+    fail "the sweep's name is not the title"
+# Each text value gains gnuplot code that runs a shell command if spliced into the program or
+# a datablock (a quote that closes the string, a backquote, a macro, a line that ends the
+# datablock); the sweep points' policy labels gain one without ';' or '=', which the point
+# format splits on.
+cp p.db h.db
+python3 - h.db <<'PY' || fail "making the hostile database"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+bad = ('"; system("touch PWNED1"); print "\'; system(\'touch PWNED2\'); print \''
+       '`touch PWNED3`@names\nEOD\nsystem("touch PWNED4")\n\\\x1b[31m')
+bad2 = ('" . system("touch PWNED5") . "\' . system(\'touch PWNED6\') . \'`touch PWNED7`'
+        '\nEOD\nprint system("touch PWNED8")\n\\\x1b[31m')
+n = 0
+for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+    for col in db.execute(f'PRAGMA table_info("{t}")').fetchall():
+        c = col[1]
+        if (t, c) == ("sweep_points", "point"):
+            n += db.execute(f'UPDATE "{t}" SET "{c}" = replace("{c}", \'policy=\', '
+                            f'\'policy=\' || ?)', (bad2,)).rowcount
+        else:  # JSON columns stay JSON
+            n += db.execute(f'UPDATE "{t}" SET "{c}" = "{c}" || ? WHERE typeof("{c}") = '
+                            f'\'text\' AND "{c}" NOT LIKE \'{{%\'', (bad,)).rowcount
+db.commit()
+assert n > 100, n
+PY
+"$S" plot h.db -o hostile >out 2>err || fail "plot of the hostile database: $(cat err)"
+ls PWNED* 2>/dev/null && fail "plot ran commands stored in the database: $(ls PWNED*)"
+for k in $KINDS; do
+    is_png "hostile/$k.png" && grep -q "</svg>" "hostile/$k.svg" || fail "hostile $k"
+done
+# the names are drawn as they are stored (a control character as '?')
+grep -q 'touch PWNED1' hostile/throughput-vs-load.svg || fail "the sweep's name is not the title"
+grep -q 'touch PWNED5' hostile/throughput-vs-load.svg || fail "the series' names are not drawn"
+grep -q 'container' hostile/throughput-vs-load.svg && grep -q 'slice' hostile/tiers.svg ||
+    fail "the two series were merged"
+grep -q 'touch PWNED2' hostile/gpu-timeline.svg || fail "the tenants' names are not the labels"
+# a name holding a new line is refused where it is given, and stored ones print on one line
+expect_error 2 "compare: --name: .*control character.*a\\\\x0ab" "$S" compare -c "$ROOT/experiments/slice-vs-container.ini" \
+    --policies container --rates 1 --db none --name "$(printf 'a\nb')"
+
+# ---- a full disk: exit 1, no partial figure, the old one kept ----------------------------
+# (a) A file-size limit (ulimit -f, SIGXFSZ ignored) fails every write past 8 KiB; the database
+# is read through a rollback journal, so that reading it writes no -shm file the limit would
+# fail first.
+cp p.db pd.db && sql pd.db "PRAGMA journal_mode = DELETE" >/dev/null || fail "pd.db"
+cp figs/tiers.png old-tiers.png
+( ulimit -f 8; trap '' XFSZ; exec "$S" plot pd.db --kind tiers,latency-cdf --format png -o figs ) \
+    >out 2>err
+rc=$?
+[ $rc -eq 1 ] || fail "plot onto a full disk: exit $rc, want 1 ($(cat err))"
+grep -q "^slicesim: plot: figs/.*: writing: File too large$" err || fail "full disk: $(cat err)"
+cmp -s figs/tiers.png old-tiers.png || fail "a failed plot replaced tiers.png"
+[ -z "$(ls figs/*.tmp 2>/dev/null)" ] || fail "a failed plot left $(ls figs/*.tmp)"
+# (b) A real ENOSPC on a small tmpfs in a private mount namespace, where that is allowed.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+    unshare -m --propagation private true 2>/dev/null; then
+    mkdir -p tiny
+    unshare -m --propagation private bash -c '
+        mount -t tmpfs -o size=16k tmpfs tiny || exit 99
+        "$1" plot p.db --kind latency-cdf --format png -o tiny >out 2>err
+        echo $? >rc
+        ls tiny >left
+    ' _ "$S"
+    if [ -s rc ]; then
+        [ "$(cat rc)" = 1 ] || fail "plot onto a full tmpfs: exit $(cat rc) ($(cat err))"
+        grep -q "No space left on device" err || fail "full tmpfs: $(cat err)"
+        [ ! -s left ] || fail "a full tmpfs was left $(cat left)"
+    else
+        echo "note: cannot mount a tmpfs here: the real ENOSPC case is skipped"
+    fi
+fi
+
 expect_error 2 "no-such.db: cannot open" "$S" plot no-such.db
 expect_error 2 "unknown kind .*'pie'" "$S" plot p.db --kind pie
 expect_error 2 "load 7: no run at that load" "$S" plot p.db --load 7 -o x

@@ -10,10 +10,14 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-mkdir fake hang empty
-printf '#!/bin/sh\ncat >>"$CAPTURE"\n' >fake/gnuplot
+mkdir fake hang empty cut
+# a stand-in that keeps its input and draws the smallest whole PNG (signature, IEND chunk)
+printf '#!/bin/sh\ncat >>"$CAPTURE"\nprintf "\\211PNG\\r\\n\\032\\n"\nprintf "\\0\\0\\0\\0IEND\\256B\\140\\202"\n' \
+    >fake/gnuplot
+# one whose PNG stops short (a full disk, a crash), exiting 0
+printf '#!/bin/sh\ncat >/dev/null\nprintf "\\211PNG\\r\\n\\032\\n\\0\\0\\0\\rIHDR"\n' >cut/gnuplot
 printf '#!/bin/sh\nsleep 3141\n' >hang/gnuplot  # a child of its own, too
-chmod +x fake/gnuplot hang/gnuplot
+chmod +x fake/gnuplot cut/gnuplot hang/gnuplot
 export CAPTURE=$T/captured
 # plot_input ARGS...: what `slicesim plot ARGS` pipes to gnuplot
 plot_input() {
@@ -73,9 +77,12 @@ near "$2" "$(sql g.db "SELECT 100 * (busy_s - device_busy_s) / window_s FROM gpu
     >/dev/null 2>&1 || fail "replay 70b"
 "$S" replay --limit 300 --rate-scale 2 --db m.db >/dev/null 2>&1 || fail "replay x2"
 plot_input m.db --kind throughput-vs-load
-grep -qx 'nseries = 2' "$CAPTURE" || fail "want 2 series: $(grep -E '^(nseries|titles)' "$CAPTURE")"
-grep -q '^titles = ".*model=llama-2-7b.* .*model=llama-2-70b' "$CAPTURE" ||
-    fail "series names: $(grep '^titles' "$CAPTURE")"
+grep -qx 'nseries = 2' "$CAPTURE" || fail "want 2 series: $(grep -E '^(nseries|names)' "$CAPTURE")"
+grep -q "^names\[1\] = '.*model=llama-2-7b" "$CAPTURE" && grep -q "^names\[2\] = '.*model=llama-2-70b" \
+    "$CAPTURE" || fail "series names: $(grep '^names' "$CAPTURE")"
+# no path reaches gnuplot: the script comes inline and the figure back on its standard output
+! grep -q "^set output '\|^load '" "$CAPTURE" || fail "a path was spliced into gnuplot's input"
+grep -q "^plot for \[i=0:nseries-1\] \$DATA" "$CAPTURE" || fail "the script is not inline"
 # the 7B series has loads 1 and 2, the 70B one load 1
 [ "$(block DATA | awk 'BEGIN {i = 0} /^$/ {if (!blank) i++; blank = 1; next} {blank = 0;
     printf "%d:%s ", i, $1}')" = "0:1 0:2 1:1 " ] || fail "series data: $(block DATA)"
@@ -86,6 +93,14 @@ for n in $(seq 1 25); do
 done
 expect_error 2 "more than 24 series.*differ in tenant.default.sla_ttft_ms" \
     env PATH="$T/fake:$PATH" "$S" plot many.db --kind throughput-vs-load -o figs
+
+# --- a figure that stops short is not written, and the one before it stays
+plot_input g.db --kind gpu-timeline
+cp figs/gpu-timeline.png before.png
+expect_error 1 "^slicesim: plot: figs/gpu-timeline.png: gnuplot gave an incomplete png figure \(16 bytes\); the file is left as it was$" \
+    env PATH="$T/cut:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
+cmp -s figs/gpu-timeline.png before.png || fail "an incomplete figure replaced the old one"
+[ -z "$(ls figs/*.tmp 2>/dev/null)" ] || fail "an incomplete figure left $(ls figs/*.tmp)"
 
 # --- no gnuplot: one line; a gnuplot that hangs is stopped after the timeout
 expect_error 1 "^slicesim: plot: gnuplot not found; install gnuplot-nox$" \

@@ -256,6 +256,29 @@ static void test_errbuf_one_line(void **state)
     assert_string_equal(eb.msg, "\\xc0\\xaf \\xed\\xa0\\x80 \\xe2\\x82 caf\\xe9");
 }
 
+/* Names printed outside an error buffer (a sweep's, a tenant's, from a database made elsewhere)
+ * are shown by the same rule, cut to fit; names given on the command line are checked for
+ * control characters. */
+static void test_str_visible(void **state)
+{
+    (void)state;
+    char buf[16];
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "caf\xc3\xa9 ok"), "caf\xc3\xa9 ok");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "a\nb\x1b[1m"), "a\\x0ab\\x1b[1m");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "0123456789abcde"), "0123456789abcde");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "0123456789abcdef"), "0123456789ab...");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "0123456789\n"), "0123456789\\x0a");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "01234567890\n"), "01234567890\\x0a");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "012345678901\n"), "012345678901...");
+    assert_string_equal(ss_str_visible(buf, sizeof buf, "0123456789\n\n"), "0123456789...");
+    assert_string_equal(ss_str_visible(buf, 4, "\n\n"), "...");
+    assert_string_equal(ss_str_visible(buf, 4, ""), "");
+    assert_false(ss_str_has_control("plain name, caf\xc3\xa9"));
+    assert_true(ss_str_has_control("a\tb"));
+    assert_true(ss_str_has_control("a\x1b[31m"));
+    assert_true(ss_str_has_control("x\x7f"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_alloc_accounting_and_injection),
         cmocka_unit_test(test_errbuf_one_line),
+        cmocka_unit_test(test_str_visible),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
