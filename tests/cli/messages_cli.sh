@@ -203,4 +203,17 @@ printf '[sweep]\nscenario = ok.ini\ndb = r.db\n[grid]\nrate = 1, 1e7\n' >rate.in
 expect_error 2 "^slicesim: sweep: rate.ini:5: grid.rate: out of range \(0, 1e6\], got '1e7'$" \
     "$S" sweep rate.ini --dry-run
 
+
+# ---- names shown on one line refuse control characters (a new line, an escape sequence) ---
+printf '[sweep]\nname = a\033[31mred\nscenario = %s\n[grid]\nrun.seed = 1\n' "$SV" >esc.ini
+expect_error 2 "^slicesim: sweep: esc.ini:2: sweep.name: 'a\\\\x1b\[31mred' holds a control character" \
+    "$S" sweep esc.ini --dry-run
+expect_error 2 "^slicesim: capacity: --name: a name may hold no control character .*, got 'x\\\\x1b\[2Jy'$" \
+    "$S" capacity -c "$SV" --policies container --name "$(printf 'x\033[2Jy')" --db none
+expect_error 2 "^slicesim: validate: --name: a name may hold no control character .*, got 'v\\\\x0a1'$" \
+    "$S" validate --backend sim --gpu a100-80g --model llama-2-7b --trace "$TRACE" \
+        --name "$(printf 'v\n1')" --db none
+expect_error 2 "^slicesim: compare: --name: expected a name, got ''$" \
+    "$S" compare -c "$SV" --policies container --name "" --db none
+
 echo "messages_cli: ok"
