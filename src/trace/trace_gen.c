@@ -43,7 +43,7 @@ static int check_count(double v, const char *label, const char *pname, ss_errbuf
     if (v != floor(v))
         return ss_err(eb, SS_EPARSE, "%s: %s: must be an integer, got %g", label, pname, v);
     if (v < 1 || v > TRACE_MAX_TOKENS)
-        return ss_err(eb, SS_EPARSE, "%s: %s: must be in [1, %d], got %.0f", label, pname,
+        return ss_err(eb, SS_EPARSE, "%s: %s: must be in [1, %d], got %.15g", label, pname,
                       TRACE_MAX_TOKENS, v);
     return SS_OK;
 }

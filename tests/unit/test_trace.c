@@ -1927,6 +1927,9 @@ static void test_dist_specs(void **state)
         {"uniform:5", "'uniform:5': missing parameter HI"},
         {"zipf:0:1:10", "'zipf:0:1:10': S must be in (0, 100], got 0"},
         {"zipf:1:1:20000000", "'zipf:1:1:20000000': MAX: must be in [1, 10000000], got 20000000"},
+        /* a huge value reads as itself, not as 309 digits */
+        {"fixed:1e308", "'fixed:1e308': N: must be in [1, 10000000], got 1e+308"},
+        {"zipf:1:-1e300:9", "'zipf:1:-1e300:9': MIN: must be in [1, 10000000], got -1e+300"},
         {"quantiles:0=1", "'quantiles:0=1': need 2 to 32 knots P=V, got 1"},
         {"quantiles:0=1,0.5", "'quantiles:0=1,0.5': knot '0.5' is not P=V with two numbers"},
         {"quantiles:0.1=1,1=5", "'quantiles:0.1=1,1=5': the first knot must be at P=0"},
