@@ -143,6 +143,15 @@ expect_error 2 "^slicesim: $T/mcbad1.jsonl:2: hash_ids: must be >= 0, got -1\$" 
 { mc 5 1 1 ''; printf '{"timestamp": 6, "input_length": 1, "output_length": 1\n'; } >"$T/mcbad2.jsonl"
 expect_error 2 "^slicesim: $T/mcbad2.jsonl:2: json: expected ',' or '}' \\(column 55\\)\$" \
     "$S" trace stats --spread "$T/mcbad2.jsonl"
+# at most the blocks the prompt fills, and traces/README.md quotes the message word for word
+mkdir -p "$T/doc" # six blank lines, then the bad one: line 7, as in the README's example
+{ printf '\n\n\n\n\n\n'; mc 5 1024 1 '1, 2, 3'; } >"$T/doc/t.jsonl"
+(cd "$T/doc" && "$S" trace stats t.jsonl) 2>"$T/doc/err" && fail "3 ids for 1024 tokens accepted"
+msg=$(sed 's/^slicesim: //' "$T/doc/err")
+[ "$msg" = "t.jsonl:7: hash_ids: 3 ids of 512-token blocks, more than input_length 1024 fills (2)" ] ||
+    fail "hash_ids past the prompt: $msg"
+tr '\n' ' ' <"$ROOT/traces/README.md" | sed 's/  */ /g' | grep -qF "\`$msg\`" ||
+    fail "traces/README.md does not quote '$msg'"
 printf '{"input_length": 1, "output_length": 1}\n' >"$T/mcbad3.jsonl"
 expect_error 2 "^slicesim: $T/mcbad3.jsonl:1: timestamp: missing\$" "$S" trace stats "$T/mcbad3.jsonl"
 expect_error 2 "^slicesim: $T/bad1.csv:1: json: expected '\\{' \\(column 1\\)\$" \
