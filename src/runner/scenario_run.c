@@ -59,7 +59,8 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
     int rc = trace_len_dist_parse(&g->prompt, TRACE_GEN_PROMPT_DEFAULT, eb);
     if (!rc)
         rc = trace_len_dist_parse(&g->output, TRACE_GEN_OUTPUT_DEFAULT, eb);
-    char item[SCN_TEXT_MAX];
+    char item[SCN_TEXT_MAX], seen[SCN_TEXT_MAX] = " "; /* " key key ... " */
+    size_t n_seen = 1;
     for (const char *p = text; !rc && *p;) {
         size_t n = strcspn(p, " \t");
         if (n >= sizeof item)
@@ -73,6 +74,12 @@ static int parse_synthetic(trace_gen_spec *g, const char *text, ss_errbuf *eb)
         if (!eq)
             return ss_err(eb, SS_EPARSE, "expected KEY=VALUE, got '%s'", item);
         *eq = '\0';
+        /* a key given twice is an error, as a key given twice in the INI file is */
+        char word[SCN_TEXT_MAX + 2];
+        snprintf(word, sizeof word, " %s ", item);
+        if (strstr(seen, word))
+            return ss_err(eb, SS_EPARSE, "%s: given twice (each key once)", item);
+        n_seen += (size_t)snprintf(seen + n_seen, sizeof seen - n_seen, "%s ", item);
         rc = synth_kv(g, item, eq + 1, eb);
     }
     if (!rc && g->rate <= 0)

@@ -90,6 +90,11 @@ expect_error 2 "^slicesim: replay: --set: tenant.x.synthetic: group_zipf: expect
     "$S" replay -c bad.ini --db none --set "tenant.x.synthetic=rate=1 requests=9 group_zipf=x"
 bad "cv=0"    # a key the spec had before: the file, line and key too
 expect_error 2 "^slicesim: replay: bad.ini:3: tenant.x.synthetic: cv: expected a positive number, got '0'" "$S" replay -c bad.ini --db none
+bad "rate=2 prompt=fixed:100"  # a key given twice: an error, as a key given twice in an INI file
+expect_error 2 "^slicesim: replay: bad.ini:3: tenant.x.synthetic: rate: given twice \(each key once\)$" \
+    "$S" replay -c bad.ini --db none
+bad "prompt=fixed:100 prompt=fixed:200"
+expect_error 2 "bad.ini:3: tenant.x.synthetic: prompt: given twice" "$S" replay -c bad.ini --db none
 bad "tunrs=3"
 expect_error 2 "bad.ini:3: tenant.x.synthetic: unknown key 'tunrs' \(known: .*turns, think, max_context\)" "$S" replay -c bad.ini --db none
 expect_error 2 "^slicesim: trace gen: --groups: expected an integer" \
