@@ -613,6 +613,14 @@ void gmg_pc_destroy(gmg_pcache **pc);
 int gmg_pc_enable(gmg *g);
 /* Blocks of r not shared with the cache. */
 static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r->pc_shared; }
+/* The KV blocks running request r of c gives back to c's free pool when it drops its blocks
+ * (preempted, swapped out, ended) right after every running request newer than it (after it in
+ * c's running list) dropped theirs: its private blocks, and the cached blocks it shares that no
+ * request left reads (they go back idle, counted free); a cached block another request still
+ * reads stays held. Summed from the newest up, what evicting the newest running requests frees,
+ * as a batching policy credits it. Changes nothing. O(1) when r shares no cached block, else
+ * O(runs of its shared prefix x newer requests x log blocks). */
+uint32_t gmg_req_frees_after_newer(const gmg *g, const gmg_container *c, gmg_id r);
 /* gmg.c internals used by gmg_pcache.c */
 void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
 void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n);
