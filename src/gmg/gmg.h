@@ -399,6 +399,10 @@ void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r);
  * (below), like gmg_req_progress: both run for every request of every iteration. */
 static inline void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok,
                                     uint32_t hold);
+/* The KV blocks q will hold once gmg_req_schedule(.., q_tok, hold) has run: more than it holds
+ * when its tokens or the reservation need them. */
+static inline uint32_t gmg_req_schedule_blocks(const gmg_container *c, const gmg_req *q,
+                                               uint32_t q_tok, uint32_t hold);
 /* Running -> the front of the waiting queue, its KV dropped and its work to recompute. */
 void gmg_req_preempt(gmg *g, gmg_container *c, gmg_id r);
 /* Running -> swapped: its KV to host swap space (the iteration's swap_blocks count it). */
@@ -613,6 +617,14 @@ void gmg_pc_destroy(gmg_pcache **pc);
 int gmg_pc_enable(gmg *g);
 /* Blocks of r not shared with the cache. */
 static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r->pc_shared; }
+/* The KV blocks running request r of c gives back to c's free pool when it drops its blocks
+ * (preempted, swapped out, ended) right after every running request newer than it (after it in
+ * c's running list) dropped theirs: its private blocks, and the cached blocks it shares that no
+ * request left reads (they go back idle, counted free); a cached block another request still
+ * reads stays held. Summed from the newest up, what evicting the newest running requests frees,
+ * as a batching policy credits it. Changes nothing. O(1) when r shares no cached block, else
+ * O(runs of its shared prefix x newer requests x log blocks). */
+uint32_t gmg_req_frees_after_newer(const gmg *g, const gmg_container *c, gmg_id r);
 /* gmg.c internals used by gmg_pcache.c */
 void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
 void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n);
@@ -718,16 +730,25 @@ uint64_t gmg_pc_check_units(const gmg *g);
 
 /* ---- the transitions every iteration makes, inline --------------------------------------- */
 
+static inline uint32_t gmg_req_schedule_blocks(const gmg_container *c, const gmg_req *q,
+                                               uint32_t q_tok, uint32_t hold)
+{
+    uint64_t tokens = (uint64_t)q->computed + q_tok;
+    if (gmg_blocks_hold(c, q->blocks, tokens) && hold <= q->blocks)
+        return q->blocks;
+    uint32_t blocks = gmg_blocks_for(c, tokens);
+    return hold > blocks ? hold : blocks;
+}
+
 static inline void gmg_req_schedule(gmg *g, gmg_container *c, gmg_id r, uint32_t q_tok,
                                     uint32_t hold)
 {
     gmg_req *q = &g->reqs[r];
     uint32_t pending = q->prompt + q->generated - q->computed;
     uint64_t tokens = (uint64_t)q->computed + q_tok;
-    if (!gmg_blocks_hold(c, q->blocks, tokens) || hold > q->blocks) {
-        uint32_t blocks = gmg_blocks_for(c, tokens);
-        gmg_req_set_blocks(g, c, q, hold > blocks ? hold : blocks);
-    }
+    uint32_t blocks = gmg_req_schedule_blocks(c, q, q_tok, hold);
+    if (blocks != q->blocks)
+        gmg_req_set_blocks(g, c, q, blocks);
     if (pending == 1 && q->generated > 0)
         cost_batch_add_decode(&c->iter.batch, tokens);
     else

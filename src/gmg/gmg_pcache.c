@@ -320,6 +320,53 @@ uint32_t gmg_pc_match(const gmg_container *c, const gmg_req *r, uint32_t max, ui
     return n;
 }
 
+/* Running requests after r in its container's running list (newer) that read block j of r's
+ * chain, of hash key: equal hashes at j mean equal chains up to it. */
+static uint32_t newer_readers(const gmg *g, gmg_id r, uint32_t j, uint64_t key)
+{
+    uint32_t n = 0;
+    for (gmg_id x = g->reqs[r].next; x != GMG_NONE; x = g->reqs[x].next) {
+        const gmg_req *p = &g->reqs[x];
+        n += p->pc_shared > j && gmg_pc_key(p, j) == key;
+    }
+    return n;
+}
+
+/* In the stretch [j, hi) of r's shared blocks, each read by ref requests (r among them), the
+ * blocks whose other readers are all newer than r: the newer readers of a block only thin out
+ * down the chain (a reader of block j reads every block before it), so they are a prefix of
+ * the stretch, [j, the first block with fewer than ref - 1 newer readers). */
+static uint32_t last_reads(const gmg *g, gmg_id r, uint32_t j, uint32_t hi, uint32_t ref)
+{
+    const gmg_req *q = &g->reqs[r];
+    if (ref <= 1)
+        return hi - j;
+    uint32_t lo = j, end = hi; /* blocks before lo have ref - 1 newer readers; end has fewer */
+    while (lo < end) {
+        uint32_t mid = lo + (end - lo) / 2;
+        if (newer_readers(g, r, mid, gmg_pc_key(q, mid)) >= ref - 1)
+            lo = mid + 1;
+        else
+            end = mid;
+    }
+    return lo - j;
+}
+
+uint32_t gmg_req_frees_after_newer(const gmg *g, const gmg_container *c, gmg_id r)
+{
+    const gmg_req *q = &g->reqs[r];
+    if (!q->pc_shared)
+        return q->blocks;
+    uint32_t n = gmg_req_private(q), j = 0, hi, ref;
+    gmg_pc_walk w;
+    gmg_pc_walk_start(&w, c, q, q->pc_shared);
+    while (gmg_pc_walk_next(&w, &hi, &ref)) {
+        n += last_reads(g, r, j, hi, ref);
+        j = hi;
+    }
+    return n;
+}
+
 /* ---- operations ------------------------------------------------------------------------- */
 
 /* The run holding exactly blocks [j, t) of the path of K that seg found in run e (from j to t):

@@ -166,6 +166,20 @@ static uint32_t prefix_hit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, 
     return q_tok < total - q->computed ? q_tok : total - q->computed;
 }
 
+/* Whether the blocks q needs for q_tok more tokens, holding at least `hold`, are free (its
+ * prefix-cache hit taken). A policy that counts what its evictions free and what it admitted
+ * before never asks for more; when one does, that is its malfunction, not a broken pool. */
+static int blocks_fit(gsim *s, gmg_container *c, const gmg_req *q, uint32_t q_tok, uint32_t hold)
+{
+    uint32_t blocks = gmg_req_schedule_blocks(c, q, q_tok, hold);
+    if (blocks <= q->blocks || blocks - q->blocks <= c->blocks_free)
+        return 1;
+    malfunction(s, c, "it scheduled request %llu for %u tokens, which need %u more KV blocks "
+                "with %u free", (unsigned long long)q->trace_id, q_tok, blocks - q->blocks,
+                c->blocks_free);
+    return 0;
+}
+
 /* Put request r into the batch for q_tok tokens of its pending work, admitting it when it is
  * waiting and growing its KV blocks to what its tokens (or the policy's reservation) need.
  * Returns 1 when it joined the batch (0: a malfunction, or it went to load from the KV pool). */
@@ -192,6 +206,8 @@ static int admit(gsim *s, gmg_container *c, gmg_id r, uint32_t q_tok, uint32_t h
         if (c->pc && !q->computed && !q->blocks && !(q_tok = prefix_hit(s, c, r, q_tok, hold)))
             return 0; /* loading from the KV pool */
     }
+    if (!blocks_fit(s, c, q, q_tok, hold))
+        return 0;
     gmg_req_schedule(s->g, c, r, q_tok, hold);
     return 1;
 }

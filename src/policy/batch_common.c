@@ -53,9 +53,11 @@ int pol__can_allocate(const pol__pool *pool, const gmg_container *c, int64_t nee
     return pool->free_blocks - need >= pool->watermark;
 }
 
-/* Evict running request r to free its blocks: reject, swap out or recompute. */
-static void evict(const pol__common *cm, const gmg *g, gmg_id r, pol__pool *pool,
-                  pol_batch_decision *out)
+/* Evict running request r of c, the newest not evicted yet, to free its blocks: reject, swap
+ * out or recompute. The pool gets back what that frees, which is less than r holds when
+ * requests left running read cached blocks of its prompt too. */
+static void evict(const pol__common *cm, const gmg *g, const gmg_container *c, gmg_id r,
+                  pol__pool *pool, pol_batch_decision *out)
 {
     const gmg_req *q = &g->reqs[r];
     if (q->preemptions >= cm->max_preemptions)
@@ -65,7 +67,7 @@ static void evict(const pol__common *cm, const gmg *g, gmg_id r, pol__pool *pool
         pool->swap_free -= q->blocks;
     } else
         out->preempt[out->n_preempt++] = r;
-    pool->free_blocks += q->blocks;
+    pool->free_blocks += gmg_req_frees_after_newer(g, c, r);
     pool->seqs--;
     pool->evicted = 1;
 }
@@ -83,10 +85,10 @@ uint32_t pol__decode_running(const pol__common *cm, const gmg *g, const gmg_cont
         while (need > pool->free_blocks && back != r) {
             gmg_id v = back;
             back = g->reqs[back].prev;
-            evict(cm, g, v, pool, out);
+            evict(cm, g, c, v, pool, out);
         }
         if (need > pool->free_blocks) {
-            evict(cm, g, r, pool, out); /* it is the newest left: preempt itself */
+            evict(cm, g, c, r, pool, out); /* it is the newest left: preempt itself */
             back = g->reqs[r].prev;
             break;
         }

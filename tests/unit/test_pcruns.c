@@ -5,7 +5,8 @@
  * sessions, with and without a KV pool below, compared after every step: match lengths and idle
  * counts, the refcount of every block of every chain, the counters, the free blocks, the peaks
  * and the GPU's ledger to the bit, the keys evicted in order (the pool's list), and the deep
- * --check of the runs. And the point of runs: long shared prompts keep few of them. */
+ * --check of the runs. And the point of runs: long shared prompts keep few of them. And what
+ * evicting the newest running requests frees, predicted before any of them drops its blocks. */
 #include "support/pc_oracle.h"
 #include "support/test_util.h"
 
@@ -321,6 +322,73 @@ static void run_seed(uint64_t seed, uint32_t blocks, int kvp, uint32_t steps)
     tu_assert_no_leaks();
 }
 
+/* What op_credit saw: releases whose prediction was below the blocks held (a cached block
+ * another request still read), and above the private ones (a shared block freed with its last
+ * reader). */
+typedef struct credit_seen {
+    uint32_t held_back, shared_freed;
+} credit_seen;
+
+/* The requests holding blocks run, in a random order (a's running list); the newest few are
+ * evicted, newest first, and each frees exactly what gmg_req_frees_after_newer said before any
+ * of them was: what a batching policy credits its view of the pool with. */
+static void op_credit(world *w, credit_seen *seen)
+{
+    side *a = &w->a;
+    gmg_id ids[NREQ], n = 0;
+    uint32_t want[NREQ];
+    for (uint32_t i = 0; i < NREQ; i++)
+        if (w->ra[i].blocks)
+            ids[n++] = i;
+    for (uint32_t i = n; i > 1; i--) { /* shuffle */
+        uint32_t k = rnd(&w->rng, i), t = ids[i - 1];
+        ids[i - 1] = ids[k];
+        ids[k] = t;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        gmg_list_push_back(&a->g, &a->c.running, ids[i]);
+    for (uint32_t i = 0; i < n; i++)
+        want[i] = gmg_req_frees_after_newer(&a->g, &a->c, ids[i]);
+    uint32_t evict = n ? 1 + rnd(&w->rng, n) : 0;
+    for (uint32_t i = n; i > n - evict; i--) {
+        const gmg_req *q = &w->ra[ids[i - 1]];
+        uint32_t before = a->c.blocks_free, blocks = q->blocks, own = gmg_req_private(q);
+        gmg_list_remove(&a->g, &a->c.running, ids[i - 1]);
+        op_release(w, ids[i - 1]);
+        if (a->c.blocks_free - before != want[i - 1])
+            fail_msg("request %u (%u blocks, %u private, newest %u of %u): freed %u, predicted %u",
+                     ids[i - 1], blocks, own, n - i + 1, n, a->c.blocks_free - before,
+                     want[i - 1]);
+        seen->held_back += want[i - 1] < blocks;
+        seen->shared_freed += want[i - 1] > own;
+    }
+    while (a->c.running.head != GMG_NONE)
+        gmg_list_remove(&a->g, &a->c.running, a->c.running.head);
+}
+
+static void test_eviction_credit_matches_the_release(void **state)
+{
+    (void)state;
+    static const uint32_t sizes[] = {24, 48, 96};
+    credit_seen seen = {0};
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        world w;
+        world_init(&w, seed * 6151, sizes[seed % 3], 0);
+        w.a.g.reqs = w.ra; /* the running list links them */
+        w.a.g.n_slots = NREQ;
+        for (uint32_t s = 1; s <= 2000; s++) {
+            step(&w);
+            if (s % 5 == 0)
+                op_credit(&w, &seen);
+            compare(&w, s);
+        }
+        world_fini(&w);
+        tu_assert_no_leaks();
+    }
+    assert_true(seen.held_back > 0);
+    assert_true(seen.shared_freed > 0);
+}
+
 static void test_runs_match_the_block_model(void **state)
 {
     (void)state;
@@ -399,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_runs_match_the_block_model),
         cmocka_unit_test(test_runs_match_with_a_kv_pool),
         cmocka_unit_test(test_long_shared_prompts_keep_few_runs),
+        cmocka_unit_test(test_eviction_credit_matches_the_release),
     };
     return cmocka_run_group_tests_name("pcruns", tests, NULL, NULL);
 }

@@ -70,6 +70,19 @@ static void idle_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_cont
     (void)priv, (void)ctr_priv, (void)g, (void)c, (void)out; /* never runs anything */
 }
 
+/* Admits the head of the queue for one token, holding a block more than the pool has free. */
+static void hog_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                       pol_batch_decision *out)
+{
+    (void)priv, (void)ctr_priv, (void)g;
+    if (c->waiting.head == GMG_NONE)
+        return;
+    out->run[0] = c->waiting.head;
+    out->q_tokens[0] = 1;
+    out->hold[0] = c->blocks_free + 1;
+    out->n_run = 1;
+}
+
 static int no_init(void *priv, ss_params *params, const pol_engine_cfg *cfg, ss_errbuf *eb)
 {
     (void)priv, (void)params, (void)cfg, (void)eb;
@@ -80,6 +93,8 @@ static const pol_batch_ops bad_batch = {.abi_version = POL_ABI_VERSION, .name = 
                                         .init = no_init, .decide = bad_decide};
 static const pol_batch_ops idle_batch = {.abi_version = POL_ABI_VERSION, .name = "t-idle",
                                          .init = no_init, .decide = idle_decide};
+static const pol_batch_ops hog_batch = {.abi_version = POL_ABI_VERSION, .name = "t-hog",
+                                        .init = no_init, .decide = hog_decide};
 
 static gmg_id bad_pick(void *priv, const gmg *g, gmg_id r, const gmg_id *cands, uint32_t n,
                        ss_rng *rng)
@@ -140,6 +155,7 @@ static int group_setup(void **state)
 {
     (void)state;
     if (pol_batch_register(&bad_batch) || pol_batch_register(&idle_batch) ||
+        pol_batch_register(&hog_batch) ||
         pol_route_register(&bad_route) || pol_cluster_register(&bad_cluster) ||
         pol_cluster_register(&stale_cluster) ||
         pol_place_register(&bad_place))
@@ -173,6 +189,15 @@ static void test_stalled_batching_is_an_error(void **state)
     f->cfg.batching = "t-idle";
     expect_malfunction(f, "batching policy 't-idle' malfunction: container 0 at ");
     expect_malfunction(f, "stalled with 1 waiting");
+}
+
+/* More KV blocks than are free: the policy's error, not an abort of the process. */
+static void test_batching_beyond_the_kv_pool_is_an_error(void **state)
+{
+    fx *f = *state;
+    f->cfg.batching = "t-hog";
+    expect_malfunction(f, "batching policy 't-hog' malfunction: container 0 at ");
+    expect_malfunction(f, "for 1 tokens, which need ");
 }
 
 static void test_bad_routing_is_an_error(void **state)
@@ -280,6 +305,7 @@ int main(void)
         T(test_registered_plugins_are_found_and_listed),
         T(test_bad_batching_decision_is_an_error),
         T(test_stalled_batching_is_an_error),
+        T(test_batching_beyond_the_kv_pool_is_an_error),
         T(test_bad_routing_is_an_error),
         T(test_bad_cluster_advice_is_an_error),
         T(test_stale_cluster_advice_is_counted),

@@ -1,9 +1,11 @@
 /* Batching and routing policies against hand-built cluster states: vLLM v0's prefill-first
  * admission (watermark, token and sequence budgets), rejection of requests that can never fit,
  * decode with preemption of the newest running request (and of itself when it is the newest),
- * Orca's reservations (the model's context by default), the round-robin / least-outstanding
- * routers with their tie-breaking, and Llumnix's two freeness forms (dispatch counts every
- * waiting request, migration pairing only the head of line). */
+ * an eviction credited with only the blocks it frees when other running requests read its cached
+ * prompt blocks (vLLM's decodes, Sarathi's admissions after them), Orca's reservations (the
+ * model's context by default), the round-robin / least-outstanding routers with their
+ * tie-breaking, and Llumnix's two freeness forms (dispatch counts every waiting request,
+ * migration pairing only the head of line). */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
@@ -294,6 +296,81 @@ static void test_orca_context_admission_and_rejection(void **state)
     assert_int_equal(orca_hold(f, c1, l), 313);
 }
 
+/* A running request of session sid (prompt, gen as add_running) with prefix caching on: it
+ * takes the cached blocks of its session's prompts, and its own prompt's full blocks join the
+ * cache (shared with the running requests of its session that read them too). */
+static gmg_id add_running_cached(fx *f, gmg_container *c, uint32_t prompt, uint32_t gen,
+                                 uint64_t sid)
+{
+    gmg_id r = add_waiting(f, c, prompt, 1000);
+    gmg_req *q = gmg_req_at(f->g, r);
+    gmg_list_remove(f->g, &c->waiting, r);
+    q->state = GMG_REQ_RUNNING;
+    q->generated = gen;
+    q->computed = prompt + gen - 1;
+    q->session_id = sid;
+    assert_int_equal(gmg_pc_chain_make(q, NULL, c->block_tokens), 0);
+    gmg_list_push_back(f->g, &c->running, r);
+    uint32_t h = gmg_pc_match(c, q, gmg_pc_blocks(q, c->block_tokens), NULL);
+    if (h)
+        gmg_pc_take(f->g, c, q, h);
+    gmg_req_set_blocks(f->g, c, q, gmg_blocks_for(c, prompt + gen - 1));
+    gmg_pc_register(f->g, c, q);
+    return r;
+}
+
+/* Evicting a running request frees only the blocks nobody else holds: its own, and the cached
+ * blocks of its prompt that it alone reads. vLLM: r0 and r2 read the same 9 cached blocks, so
+ * evicting r2 for r0's next block frees 1, and r1 then has none left for its own: it preempts
+ * itself (credited with r2's 10 blocks, r1 would decode into blocks that do not exist). */
+static void test_eviction_frees_only_unshared_blocks(void **state)
+{
+    fx *f = *state;
+    make_vllm(f, 16384);
+    gmg_container *c = small_pool(f, 21);
+    assert_int_equal(gmg_pc_enable(f->g), 0);
+    /* each at a block boundary (160 tokens = 10 blocks): each needs an 11th for its next one */
+    gmg_id r0 = add_running_cached(f, c, 150, 11, 5), r1 = add_running_cached(f, c, 150, 11, 7),
+           r2 = add_running_cached(f, c, 150, 11, 5);
+    assert_int_equal(gmg_req_get(f->g, r2)->pc_shared, 9);
+    assert_int_equal(c->blocks_free, 0);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
+    assert_int_equal(f->d.n_preempt, 2);
+    assert_int_equal(f->d.preempt[0], r2);
+    assert_int_equal(f->d.preempt[1], r1);
+    assert_int_equal(f->d.n_run, 1);
+    assert_int_equal(f->d.run[0], r0);
+    gmg_req_preempt(f->g, c, r2); /* what the pool was credited with */
+    assert_int_equal(c->blocks_free, 1);
+}
+
+/* Sarathi admits prefills into what the decode pass's evictions leave: r2 reads r0's 9 cached
+ * blocks and 5 more of its prompt that only it reads, so evicting it frees its 1 block and
+ * those 5, and after r0's decode takes one, a 5-block prefill fits and a 7-block one does not
+ * (credited with all 15 of r2's blocks, both would be admitted into 5 free blocks). */
+static void test_sarathi_admits_into_what_an_eviction_frees(void **state)
+{
+    fx *f = *state;
+    make_batch(f, "sarathi", 16384);
+    gmg_container *c = small_pool(f, 16);
+    assert_int_equal(gmg_pc_enable(f->g), 0);
+    gmg_id r0 = add_running_cached(f, c, 150, 11, 5); /* 10 blocks, needs an 11th */
+    gmg_id r2 = add_running_cached(f, c, 230, 2, 5);  /* 15 blocks: 9 shared, 5 cached, 1 */
+    assert_int_equal(gmg_req_get(f->g, r2)->pc_shared, 14);
+    assert_int_equal(c->blocks_free, 0);
+    gmg_id a = add_waiting(f, c, 70, 10), b = add_waiting(f, c, 100, 10);
+    pol_batch_decide(f->vllm, NULL, f->g, c, &f->d);
+    assert_int_equal(f->d.n_preempt, 1);
+    assert_int_equal(f->d.preempt[0], r2);
+    assert_int_equal(f->d.n_run, 2);
+    assert_int_equal(f->d.run[0], r0);
+    assert_int_equal(f->d.run[1], a);
+    assert_int_equal(f->d.hold[1], 5);
+    assert_true(f->d.run[1] != b);
+    gmg_req_preempt(f->g, c, r2);
+    assert_int_equal(c->blocks_free, 6);
+}
+
 static const gmg_id all2[2] = {0, 1};
 
 static void test_routers(void **state)
@@ -433,6 +510,8 @@ int main(void)
         T(test_random_and_infaas_routers),       T(test_orca_reserves_the_model_context),
         T(test_orca_context_admission_and_rejection), T(test_llumnix_freeness_forms),
         T(test_llumnix_dispatch_and_migration_pick_differently),
+        T(test_eviction_frees_only_unshared_blocks),
+        T(test_sarathi_admits_into_what_an_eviction_frees),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

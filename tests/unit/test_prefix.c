@@ -2,14 +2,18 @@
  * Mooncake hash ids), least-recently-released eviction leaf first, a cached prefix shortening
  * TTFT by exactly the recompute it avoids, identical runs with caching on (under preemption,
  * swap, chunked prefill and Llumnix migration, invariants checked after every event), a what-if
- * fork predicting the replay with the cache copied, and --check catching a broken refcount. */
+ * fork predicting the replay with the cache copied, --check catching a broken refcount, and every
+ * batching policy replaying workloads of shared prefixes under KV pressure without aborting. */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
+#include "core/ss_rng.h"
 #include "gmg/gmg.h"
 #include "gsim/gsim.h"
+#include "policy/policy.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,6 +333,154 @@ static void test_chain_keys(void **state)
     tu_assert_no_leaks();
 }
 
+/* ---- batching policies against the prefix cache under KV pressure ------------------------- */
+
+/* A workload with shared prefixes (Mooncake ids of 512-token blocks), made here: n requests at
+ * 10 req/s (Poisson), prompts of 200 to 2,600 tokens, outputs of 769 tokens or 50 to 800, and
+ * a fraction `share` of them starting with the first 1 to 3 blocks of an earlier request's
+ * prompt (never all of their own). Deterministic in seed. */
+typedef struct shared_load {
+    trace_rec *r;
+    uint32_t *ids; /* every request's ids, 6 each at most (r[i].prefix_blocks points here) */
+} shared_load;
+
+enum { SL_MAX_IDS = 6 };
+
+static shared_load shared_load_make(uint32_t n, uint64_t seed, double share)
+{
+    shared_load w = {calloc(n, sizeof *w.r), calloc((size_t)n * SL_MAX_IDS, sizeof *w.ids)};
+    assert_true(w.r && w.ids);
+    ss_rng rng;
+    ss_rng_seed(&rng, seed, 1);
+    uint32_t next_id = 1;
+    double t = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        t += ss_rng_exp(&rng, 0.1);
+        uint32_t p = 200 + (uint32_t)ss_rng_below(&rng, 2401);
+        uint32_t o = ss_rng_below(&rng, 2) ? 769 : 50 + (uint32_t)ss_rng_below(&rng, 751);
+        uint32_t nb = (p + 511) / 512, k = 0, *ids = &w.ids[(size_t)i * SL_MAX_IDS];
+        if (i && nb > 1 && ss_rng_uniform(&rng) < share) {
+            const trace_rec *base = &w.r[ss_rng_below(&rng, i)];
+            k = 1 + (uint32_t)ss_rng_below(&rng, 3);
+            k = k < base->n_prefix_blocks ? k : base->n_prefix_blocks;
+            k = k < nb - 1 ? k : nb - 1;
+            memcpy(ids, base->prefix_blocks, k * sizeof *ids);
+        }
+        while (k < nb)
+            ids[k++] = next_id++;
+        w.r[i] = (trace_rec){.id = i, .arrival_ns = ss_time_from_s(t), .prompt_tokens = p,
+                             .output_tokens = o, .prefix_blocks = ids, .n_prefix_blocks = nb};
+    }
+    return w;
+}
+
+static void shared_load_free(shared_load *w)
+{
+    free(w->r);
+    free(w->ids);
+}
+
+/* Whether batching policy `name` reads parameter `key`. */
+static int policy_reads(const char *name, const char *key)
+{
+    const pol_batch_ops *ops = pol_batch_find(name);
+    assert_non_null(ops);
+    for (const char *const *k = ops->params; k && *k; k++)
+        if (!strcmp(*k, key))
+            return 1;
+    return 0;
+}
+
+/* What a sweep of replays saw, summed. */
+typedef struct pressure_seen {
+    uint64_t runs, hit_tokens, evictions, preemptions;
+} pressure_seen;
+
+/* One replay of w under f's configuration, checked after every event (gsim_run fails on a
+ * broken invariant; a KV over-allocation aborts): every request ends and every block is free
+ * again at the end. Adds what it saw to *seen. */
+static void pressure_run(fx *f, const shared_load *w, uint32_t n, const char *what,
+                         pressure_seen *seen)
+{
+    tu_collect c = tu_collect_new(n);
+    gsim *g = tu_sim_run(f, w->r, n, &c);
+    metrics_summary s;
+    metrics_summarize(gsim_metrics(g), gsim_end_time(g), &s);
+    if (c.n_calls != n || c.dup || s.all.completed + s.all.rejected != n)
+        fail_msg("%s: %zu of %u requests ended (%zu twice)", what, c.n_calls, n, c.dup);
+    const gmg *G = gsim_graph(g);
+    ss_errbuf eb;
+    if (gmg_check(G, &eb))
+        fail_msg("%s: %s", what, eb.msg);
+    if (G->ctrs[0].blocks_free != G->ctrs[0].blocks_total)
+        fail_msg("%s: %u of %u blocks free at the end", what, G->ctrs[0].blocks_free,
+                 G->ctrs[0].blocks_total);
+    seen->runs++;
+    seen->hit_tokens += s.all.prefix.hit_tokens;
+    seen->evictions += s.all.prefix.evictions;
+    seen->preemptions += s.all.preemptions;
+    gsim_destroy(&g);
+    free(c.r);
+}
+
+/* Every batching policy, on workloads with shared prefixes, at gpu_memory_utilization values
+ * that leave a KV pool of a few thousand blocks (evictions and preemptions of requests that
+ * share cached blocks with requests still running), at two token budgets where the policy has
+ * one, recompute and swap preemption: no run aborts, every invariant holds after every event. */
+static void test_batching_under_kv_pressure(void **state)
+{
+    fx *f = *state;
+    enum { N = 200 };
+    static const double utils[] = {0.25, 0.27, 0.29}, shares[] = {0.25, 0.5, 0.8};
+    static const char *const budgets[] = {"512", "2048"};
+    f->cfg.model = catalog_model(f->cat, "llama-3-8b");
+    f->cfg.gpu = catalog_gpu(f->cat, "h100-sxm");
+    f->cfg.engine = catalog_engine(f->cat, CAT_ENGINE_DEFAULT);
+    f->cfg.max_model_len = 32768;
+    f->cfg.no_prefix_ceiling = 1;
+    char names[512];
+    snprintf(names, sizeof names, "%s", pol_batch_names());
+    pressure_seen all = {0};
+    for (char *save = NULL, *b = strtok_r(names, ", ", &save); b;
+         b = strtok_r(NULL, ", ", &save)) {
+        pressure_seen seen = {0};
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            shared_load w = shared_load_make(N, seed, shares[seed - 1]);
+            for (size_t u = 0; u < sizeof utils / sizeof *utils; u++)
+                for (size_t k = 0; k < 2; k++) {
+                    int budget = policy_reads(b, "token_budget");
+                    int swap = !budget && k && policy_reads(b, "preempt");
+                    if (k && !budget && !swap)
+                        continue;
+                    ss_params_destroy(&f->params);
+                    assert_int_equal(ss_params_create(&f->params), 0);
+                    f->cfg.params = f->params;
+                    if (budget)
+                        assert_int_equal(ss_params_set(f->params, "token_budget", budgets[k]), 0);
+                    if (swap)
+                        assert_int_equal(ss_params_set(f->params, "preempt", "swap"), 0);
+                    f->cfg.batching = b;
+                    f->cfg.gpu_mem_util = utils[u];
+                    f->cfg.seed = seed;
+                    char what[128];
+                    snprintf(what, sizeof what, "%s seed %llu util %.2f%s%s", b,
+                             (unsigned long long)seed, utils[u], budget ? " budget " : "",
+                             budget ? budgets[k] : swap ? " swap" : "");
+                    pressure_run(f, &w, N, what, &seen);
+                }
+            shared_load_free(&w);
+        }
+        if (!seen.hit_tokens || !seen.evictions)
+            fail_msg("%s: %llu hit tokens, %llu evictions in %llu runs: not under pressure", b,
+                     (unsigned long long)seen.hit_tokens, (unsigned long long)seen.evictions,
+                     (unsigned long long)seen.runs);
+        all.runs += seen.runs;
+        all.preemptions += seen.preemptions;
+    }
+    assert_true(all.runs >= 4 * 3 * 3);
+    assert_true(all.preemptions > 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
@@ -342,6 +494,7 @@ int main(void)
         T(test_fork_copies_the_cache),
         T(test_check_catches_a_bad_refcount),
         T(test_auto_mode),
+        T(test_batching_under_kv_pressure),
     };
 #undef T
     return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
