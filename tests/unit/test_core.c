@@ -61,6 +61,37 @@ static void test_strict_numbers(void **state)
     assert_int_equal(ss_parse_doublez("", &d), SS_EPARSE);
 }
 
+/* ss_parse_decimal takes the numbers the trace readers take (ss_parse_seconds_ns's syntax) at
+ * strtod's value, and refuses what they refuse: hex above all, which strtod reads. */
+static void test_decimal_numbers(void **state)
+{
+    (void)state;
+    const char *good[] = {"0.25", " 12 ", "1.5e-3", "2.5E2", "-0.25", ".5", "7.", "+3", "1e+2"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        double d = NAN;
+        ss_time t;
+        if (ss_parse_decimalz(good[i], &d) != 0)
+            fail_msg("'%s' refused", good[i]);
+        assert_true(d == strtod(good[i], NULL));
+        assert_int_equal(ss_parse_seconds_ns(good[i], strlen(good[i]), &t), 0);
+    }
+    const char *bad[] = {"", " ", "abc", "1.2.3", "1e", "nan", "inf", "-infinity", "1e999",
+                         "0x10", "0X1A", "0x1p3", "-0x2", "1,5", "1e0x2", ". ", "+-1", "1e401"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double d = NAN;
+        ss_time t;
+        if (ss_parse_decimalz(bad[i], &d) == 0)
+            fail_msg("'%s' parsed as %g", bad[i], d);
+        assert_true(isnan(d)); /* not written on failure */
+        assert_int_not_equal(ss_parse_seconds_ns(bad[i], strlen(bad[i]), &t), 0);
+    }
+    double d;
+    assert_int_equal(ss_parse_doublez("0x10", &d), 0); /* what the strict reader still allows */
+    assert_true(d == 16);
+    assert_int_equal(ss_parse_decimal("2.5xyz", 3, &d), 0); /* only len bytes are read */
+    assert_true(d == 2.5);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -261,6 +292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seconds_exact),
         cmocka_unit_test(test_strict_numbers),
+        cmocka_unit_test(test_decimal_numbers),
         cmocka_unit_test(test_hist_percentiles_within_tolerance),
         cmocka_unit_test(test_rng_streams),
         cmocka_unit_test(test_params),
