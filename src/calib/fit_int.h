@@ -55,10 +55,13 @@ extern const char *const calib__fit_metric_label[CALIB_FIT_METRICS];
  * Read DIR's runs.csv and stages.csv. Runs with an empty catalog_model or trace are skipped
  * with a note in d->notes (for the caller to print once the input is known good); so are,
  * silently, runs that `only` (a comma list, NULL: all) does not name, and the stage rows of
- * skipped runs. Errors, each "FILE:LINE: field: what": a missing column, a model or GPU not in
- * cat, a number out of range, a trace that cannot be read, a stage row of an unknown run or
- * beyond its trace_stage_starts, a stage given twice, a name in `only` that is no run; then
- * also when nothing is left to replay. A stage is fitted when its real TTFT mean is below
+ * skipped runs. Both files may start with a UTF-8 byte-order mark. Numbers are decimal, as in
+ * traces (ss_parse_decimal: no hex). Errors, each "FILE:LINE: field: what": a missing column,
+ * a model or GPU not in cat, a number out of range or not decimal, trace_stage_starts that do
+ * not increase, a latency that is not above 0 or an E2E (mean, p90) not above its TTFT, a
+ * trace that cannot be read, a stage row of an unknown run or beyond its trace_stage_starts, a
+ * stage given twice, a name in `only` that is no run; then also when nothing is left to
+ * replay. A stage is fitted when its real TTFT mean is below
  * served_ms.
  * @return 0, SS_EPARSE / SS_ENOTFOUND / SS_EINVAL (bad input), SS_EIO, SS_ENOMEM; on failure
  *         *d holds what was read (calib__fit_data_fini frees it)

@@ -358,7 +358,7 @@ static int store_result(calib__fit_ctx *x, const calib__fit_result *r, const cha
         store_fit_stage row = {.run = x->d.runs[s->run].name, .stage = s->k, .rate = NAN,
                                .fitted = s->fitted, .completed = s->completed};
         if (*s->rate)
-            ss_parse_doublez(s->rate, &row.rate);
+            ss_parse_decimalz(s->rate, &row.rate);
         memcpy(row.real, s->real, sizeof row.real);
         memcpy(row.sim, s->sim, sizeof row.sim);
         rc = store_fit_add_stage(st, &row, &x->eb);

@@ -96,7 +96,7 @@ fit_bad "^slicesim: fit: bad/runs\.csv:2: catalog_model: unknown model 'llama-9'
 bad runs.csv '3s/,h100-sxm,/,h900,/'
 fit_bad "^slicesim: fit: bad/runs\.csv:3: gpu: unknown GPU 'h900' \(known: .*h100-sxm"
 bad stages.csv '3s/^\(r-tp1,1,9,[0-9]*,\)[^,]*,/\1abc,/'
-fit_bad "^slicesim: fit: bad/stages\.csv:3: ttft_mean_ms: 'abc' is not a number >= 0 \(ms\)$"
+fit_bad "^slicesim: fit: bad/stages\.csv:3: ttft_mean_ms: 'abc' is not a decimal number > 0 \(ms\)$"
 bad runs.csv '3s|traces/two.csv|traces/missing.csv|'
 fit_bad "^slicesim: fit: bad/runs\.csv:3: trace: cannot read 'bad/traces/missing\.csv': No such file or directory$"
 bad stages.csv '$a r-tp3,0,,1,1,1,1,1,1'
@@ -114,6 +114,32 @@ for jobs in 1 4; do # in this process, and from a replay's own process
     fit_bad "^slicesim: fit: bad/runs\.csv:2: trace: replaying run 'r-tp1': bad/traces/two\.csv:5" \
         "--jobs $jobs"
 done
+# bad_field FILE LINE COLUMN VALUE: a copy of data with one field of FILE (by its header) set
+bad_field() {
+    rm -rf bad && cp -r data bad || fail "copy"
+    awk -F, -v OFS=, -v line="$2" -v col="$3" -v val="$4" '
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; if (!c) exit 1 }
+        NR == line { $c = val } { print }' "data/$1" >"bad/$1" || fail "no column $3 in $1"
+}
+# stages no server can have: a latency of 0, an E2E (mean or p90) not above its TTFT (an ITL
+# of 0 or below, which the objective would drop)
+bad_field stages.csv 2 ttft_mean_ms 0
+fit_bad "^slicesim: fit: bad/stages\.csv:2: ttft_mean_ms: '0' is not a decimal number > 0 \(ms\)$"
+bad_field stages.csv 3 e2e_mean_ms 1 # below any TTFT of the truth (12 ms of front end)
+fit_bad "^slicesim: fit: bad/stages\.csv:3: e2e_mean_ms: '1' is not above ttft_mean_ms '[0-9.]+': a request's last token comes after its first$"
+p90=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_p90_ms") c = i } NR == 4 { print $c }' data/stages.csv)
+bad_field stages.csv 4 e2e_p90_ms "$p90" # equal: not above either
+fit_bad "^slicesim: fit: bad/stages\.csv:4: e2e_p90_ms: '$p90' is not above ttft_p90_ms '$p90': a request's last token comes after its first$"
+# numbers are decimal, as in traces: no hex
+bad_field stages.csv 2 ttft_p90_ms 0x26
+fit_bad "^slicesim: fit: bad/stages\.csv:2: ttft_p90_ms: '0x26' is not a decimal number > 0 \(ms\)$"
+bad_field runs.csv 3 gpu_memory_utilization 0x1p-1
+fit_bad "^slicesim: fit: bad/runs\.csv:3: gpu_memory_utilization: '0x1p-1' is not a decimal number in \(0, 1\]$"
+bad_field runs.csv 2 trace_stage_starts "0x0;$start1"
+fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0x0;[0-9.]*' is not a ';' list of increasing decimal times >= 0 \(s\)$"
+# a stage of no time (it starts where the next does) cannot be replayed
+bad_field runs.csv 2 trace_stage_starts "0;0"
+fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0;0' is not a ';' list of increasing times: stage 1 starts where stage 0 does or before, so it has no time of its own$"
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
 expect_error 2 "^slicesim: fit: --engine: unknown engine 'nope' \(known: " \
