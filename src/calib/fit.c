@@ -268,6 +268,8 @@ static int compute(calib__fit_ctx *x, catalog *cat, calib__fit_result *r)
         return ss_err(&x->eb, SS_EINVAL, "%s: no stage to fit: none has a real TTFT mean below "
                       "%g ms (--served-ms)", x->d.stages_path, o->served_ms);
     rc = calib__fit_replay_all(x, 1);
+    if (!rc)
+        rc = calib__fit_check_served(&x->d, &x->eb);
     for (size_t i = 0; !rc && i < x->d.n_notes; i++) /* the input is good: say what was left */
         fprintf(stderr, "slicesim: fit: note: %s\n", x->d.notes[i]);
     if (!rc && !o->evaluate) {

@@ -91,6 +91,12 @@ typedef struct calib__fit_replay_opts {
 int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
                           const calib__fit_replay_opts *o, ss_errbuf *eb);
 
+/* After every run of d was replayed: each stage had a request completed, else an error (SS_EINVAL,
+ * bad input: no engine can serve such a stage) "STAGES.CSV:LINE: stage: no request ... arrives
+ * in stage K" (the trace has none in its time) or "RUNS.CSV:LINE: FIELD: all N requests of
+ * stage K ... are rejected" (FIELD the setting that rejects most: max_model_len, ...). */
+int calib__fit_check_served(const calib_fit_data *d, ss_errbuf *eb);
+
 /* numpy's default (linear) percentile q (0-100) of the n sorted values xs; NaN when n = 0. */
 double calib__fit_pct(const double *xs, size_t n, double q);
 

@@ -43,6 +43,16 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The commonest reason among rejected[0..METRICS_REJ__COUNT), or -1 when none was rejected. */
+static int commonest_reject(const uint64_t *rejected)
+{
+    int why = -1;
+    for (int k = 0; k < METRICS_REJ__COUNT; k++)
+        if (rejected[k] && (why < 0 || rejected[k] > rejected[why]))
+            why = k;
+    return why;
+}
+
 /* The figures of stage s from its run's requests; t and e are scratch of n_reqs values. */
 static void stage_figures(const calib_fit_run *r, calib_fit_stage *s, double *t,
                           double *e)
@@ -50,16 +60,24 @@ static void stage_figures(const calib_fit_run *r, calib_fit_stage *s, double *t,
     double lo = r->starts[s->k], hi = s->k + 1 < r->n_starts ? r->starts[s->k + 1] : INFINITY;
     double sum_t = 0, sum_e = 0;
     size_t n = 0;
+    uint64_t rejected[METRICS_REJ__COUNT] = {0};
+    s->arrived = 0;
     for (size_t i = 0; i < r->n_reqs; i++) {
         const calib_fit_req *q = &r->reqs[i];
         if (!(lo <= q->arrival_s && q->arrival_s < hi))
             continue;
+        s->arrived++;
+        if (q->reject_why >= 0) {
+            rejected[q->reject_why]++;
+            continue;
+        }
         sum_t += q->ttft_ms;
         sum_e += q->e2e_ms;
         t[n] = q->ttft_ms;
         e[n++] = q->e2e_ms;
     }
     s->completed = n;
+    s->reject_why = commonest_reject(rejected);
     qsort(t, n, sizeof *t, cmp_double);
     qsort(e, n, sizeof *e, cmp_double);
     s->sim[CALIB_FIT_TTFT] = n ? sum_t / (double)n : NAN;
@@ -83,17 +101,22 @@ static int fill_stages(calib_fit_data *d, size_t i, ss_errbuf *eb)
     return SS_OK;
 }
 
-/* The sink: completed requests as the requests table stores them. */
+/* The sink: requests as the requests table stores them; a rejected one only with its arrival
+ * and reason (that a stage could be replayed at all is checked from them). */
 static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
 {
     calib_fit_run *r = ud;
-    if (m->rejected)
-        return SS_OK;
     if (ss_grow((void **)&r->reqs, &r->cap_reqs, r->n_reqs + 1, sizeof *r->reqs))
         return ss_err(eb, SS_ENOMEM, "out of memory");
-    r->reqs[r->n_reqs++] = (calib_fit_req){ss_time_to_s(m->arrival),
-                                           ss_time_to_ms(m->first_token - m->arrival),
-                                           ss_time_to_ms(m->finish - m->arrival)};
+    calib_fit_req *q = &r->reqs[r->n_reqs++];
+    *q = (calib_fit_req){.arrival_s = ss_time_to_s(m->arrival), .ttft_ms = NAN, .e2e_ms = NAN,
+                         .reject_why = -1};
+    if (m->rejected)
+        q->reject_why = m->reject_why < METRICS_REJ__COUNT ? m->reject_why : METRICS_REJ_OTHER;
+    else {
+        q->ttft_ms = ss_time_to_ms(m->first_token - m->arrival);
+        q->e2e_ms = ss_time_to_ms(m->finish - m->arrival);
+    }
     return SS_OK;
 }
 
@@ -159,6 +182,62 @@ int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
     return rc;
 }
 
+/* The column of runs.csv whose setting rejects a request for reason why (METRICS_REJ_*), and
+ * what the request did, for "FIELD: all N requests ... are rejected (most for: WHAT)". */
+static void reject_cause(const calib_fit_run *r, int why, const char **field, char *what,
+                         size_t size)
+{
+    switch (why) {
+    case METRICS_REJ_TOO_LONG:
+        *field = "max_model_len";
+        snprintf(what, size, "prompt longer than max_model_len %u", r->max_model_len);
+        return;
+    case METRICS_REJ_BATCH_TOKENS:
+        *field = "max_num_batched_tokens";
+        snprintf(what, size, "prompt longer than max_num_batched_tokens %u",
+                 r->max_num_batched_tokens);
+        return;
+    case METRICS_REJ_KV:
+        *field = "gpu_memory_utilization";
+        snprintf(what, size, "more KV blocks than gpu_memory_utilization %g leaves",
+                 r->gpu_mem_util);
+        return;
+    case METRICS_REJ_PREEMPTED:
+        *field = "run";
+        snprintf(what, size, "preempted too many times");
+        return;
+    default:
+        *field = "run";
+        snprintf(what, size, "rejected by the batching policy");
+        return;
+    }
+}
+
+int calib__fit_check_served(const calib_fit_data *d, ss_errbuf *eb)
+{
+    for (size_t i = 0; i < d->n_stages; i++) {
+        const calib_fit_stage *s = &d->stages[i];
+        const calib_fit_run *r = &d->runs[s->run];
+        if (s->completed)
+            continue;
+        if (!s->arrived) {
+            char until[48] = "on";
+            if (s->k + 1 < r->n_starts)
+                snprintf(until, sizeof until, "to %.9g s", r->starts[s->k + 1]);
+            return ss_err(eb, SS_EINVAL, "%s:%u: stage: run '%s' has no request in stage %u: "
+                          "%s has none from %.9g s %s", d->stages_path, s->line, r->name, s->k,
+                          r->trace, r->starts[s->k], until);
+        }
+        const char *field;
+        char what[96];
+        reject_cause(r, s->reject_why, &field, what, sizeof what);
+        return ss_err(eb, SS_EINVAL, "%s:%u: %s: all %llu requests of stage %u of run '%s' are "
+                      "rejected in the replay (most for: %s)", d->runs_path, r->line, field,
+                      (unsigned long long)s->arrived, s->k, r->name, what);
+    }
+    return SS_OK;
+}
+
 /* }====================================================================== */
 
 /* {======================================================================
@@ -186,7 +265,8 @@ typedef struct child_head {
 
 typedef struct child_stage {
     double sim[CALIB_FIT_METRICS];
-    uint64_t completed;
+    uint64_t completed, arrived;
+    int reject_why;
 } child_stage;
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -231,7 +311,8 @@ static void child_replay(calib__fit_ctx *x, size_t i, int fd)
     run_stages(&x->d, i, &first, &n);
     for (size_t k = 0; !bad && !h.rc && k < n; k++) {
         const calib_fit_stage *s = &x->d.stages[first + k];
-        child_stage c = {.completed = s->completed};
+        child_stage c = {.completed = s->completed, .arrived = s->arrived,
+                         .reject_why = s->reject_why};
         memcpy(c.sim, s->sim, sizeof c.sim);
         bad = write_all(fd, &c, sizeof c);
     }
@@ -252,6 +333,8 @@ static int collect_child(calib__fit_ctx *x, size_t i, pid_t pid, int fd, int *rc
         calib_fit_stage *s = &x->d.stages[first + k];
         memcpy(s->sim, c.sim, sizeof s->sim);
         s->completed = c.completed;
+        s->arrived = c.arrived;
+        s->reject_why = c.reject_why;
     }
     close(fd);
     int status = 0;

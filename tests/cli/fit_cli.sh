@@ -140,6 +140,15 @@ fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0x0;[0-9.]*' is n
 # a stage of no time (it starts where the next does) cannot be replayed
 bad_field runs.csv 2 trace_stage_starts "0;0"
 fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0;0' is not a ';' list of increasing times: stage 1 starts where stage 0 does or before, so it has no time of its own$"
+# nor can a stage after the trace's end, or one whose every request the run's settings reject
+bad_field runs.csv 2 trace_stage_starts "0;$start1;99999"
+echo "r-tp1,2,,,1,2,,3,4" >>bad/stages.csv
+fit_bad "^slicesim: fit: bad/stages\.csv:7: stage: run 'r-tp1' has no request in stage 2: bad/traces/two\.csv has none from 99999 s on$"
+for jobs in 1 4; do
+    bad_field runs.csv 3 max_model_len 16
+    fit_bad "^slicesim: fit: bad/runs\.csv:3: max_model_len: all 30 requests of stage 0 of run 'r-tp2' are rejected in the replay \(most for: prompt longer than max_model_len 16\)$" \
+        "--jobs $jobs"
+done
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
 expect_error 2 "^slicesim: fit: --engine: unknown engine 'nope' \(known: " \
