@@ -45,6 +45,17 @@ int calib_fit_term_find(const char *key, size_t len)
     return -1;
 }
 
+void calib_fit_term_list(char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (size_t k = 0; k < CALIB_FIT_N_TERMS && used < n; k++) {
+        int w = snprintf(buf + used, n - used, "%s%s", k ? "," : "", calib__fit_terms[k].key);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
 double calib__fit_term_get(const cat_engine *e, const calib__fit_term *t)
 {
     double x;

@@ -32,6 +32,9 @@ _Static_assert(CALIB_FIT_METRICS == STORE_FIT_METRICS, "one list of metrics");
 /* The index of the fittable engine term key[0..len) (its profile key: "iter_fixed_us", ...),
  * or -1 when there is none of that name. */
 int calib_fit_term_find(const char *key, size_t len);
+/* Every fittable term's key, comma-separated as --fit takes them, into buf (n bytes, cut to
+ * fit; 256 hold them all). */
+void calib_fit_term_list(char *buf, size_t n);
 
 /* One request of a replay, as the requests table stores it. */
 typedef struct calib_fit_req {

@@ -151,6 +151,9 @@ for jobs in 1 4; do
 done
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
+# every term the table has, launch_us (not fitted by default) included
+expect_error 2 "^slicesim: fit: --fit: unknown engine term 'nope' \(fittable: iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms,attn_speed,launch_us\)$" \
+    "$S" fit data --profiles cat --fit nope
 expect_error 2 "^slicesim: fit: --engine: unknown engine 'nope' \(known: " \
     "$S" fit data --profiles cat --engine nope
 expect_error 2 "^slicesim: fit: --runs: no run 'r-9' in data/runs\.csv$" \
