@@ -245,6 +245,17 @@ grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
 cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' j1.json) <(sed 's/"wall_s": [0-9.e+-]*//' j3.json) ||
     fail "--jobs 3 differs from --jobs 1: $(diff j1.json j3.json)"
 expect_error 2 "^slicesim: --jobs: expected an integer in \\[1, 1024\\], got .0.$" "$S" fit data --profiles cat --jobs 0
+# a metric no fitted stage measured is said so, not printed as "nan %" (table, profile header)
+rm -rf nop90 && cp -r data nop90 || fail "copy"
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_p90_ms") c = i }
+    NR > 1 { $c = "" } { print }' data/stages.csv >nop90/stages.csv || fail "nop90"
+"$S" fit nop90 --profiles cat --engine start --fit iter_fixed_us --iterations 2 -o nop90.ini \
+    --no-progress >nop90.txt 2>err || fail "fit without TTFT p90: $(cat err)"
+grep -qx '    TTFT p90  not measured in any fitted stage' nop90.txt &&
+    grep -q '^; MAPE over the fitted stages: TTFT mean [0-9.]* %, TTFT p90 not measured, ITL ' nop90.ini ||
+    fail "a metric not measured: $(cat nop90.txt nop90.ini)"
+grep -qi nan nop90.txt nop90.ini && fail "nan printed: $(grep -i nan nop90.txt nop90.ini)"
+
 
 # --cost reaches every replay: 'profile' without tables says which operators use the roofline
 "$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
