@@ -126,7 +126,8 @@ typedef struct calib__fit_ctx {
 /* Replay every run (all = 1) or only those with fitted stages under x->cand: one at a time in
  * this process, or up to o->jobs at once, each in a child process (the runs are independent,
  * so the figures are the same either way; the first failing run in runs.csv order is
- * reported). 0 or the error with x->eb set. */
+ * reported). A SIGINT, SIGTERM or SIGHUP while children run is sent on to each, which is
+ * reaped before the fit dies of the signal. 0 or the error with x->eb set. */
 int calib__fit_replay_all(calib__fit_ctx *x, int all);
 
 /* The stages of d in the objective. */

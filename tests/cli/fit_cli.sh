@@ -1,18 +1,21 @@
 #!/bin/bash
 # CLI tests of `slicesim fit DIR`: (a) the error contract (a runs.csv missing a column, an
 # unknown model or GPU, a bad number in stages.csv, a missing trace, a stage of an unknown run,
-# bad options: one line "FILE:LINE: field: ..." or naming the option, exit 2, no output file
-# left); (b) recovery: stages simulated under a known engine ("truth") are fitted from another
-# start, and the fitted terms come back within a stated tolerance, deterministically, into a
-# profile that loads, and a database row; (c) with the real serving runs of $SLICESIM_DATA
-# (skipped when absent): `fit --evaluate` gives bench/fidelity.sh's per-stage numbers.
+# a latency no server has, a hex number, a stage the replay cannot serve, bad options: one line
+# "FILE:LINE: field: ..." or naming the option, exit 2, no output file left); (b) recovery:
+# stages simulated under a known engine ("truth") are fitted from another start, and the fitted
+# terms come back within a stated tolerance, deterministically, into a profile that loads, and
+# a database row; (c) a fit --jobs 2 ended by a signal leaves no replay process running; (d)
+# with the real serving runs of $SLICESIM_DATA (skipped when absent): `fit --evaluate` gives
+# bench/fidelity.sh's per-stage numbers.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-$ROOT/../shared/data}}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap 'rm -rf "$T"' EXIT
+pid=0 kids=
+trap 'kill -9 $kids 2>/dev/null; [ "$pid" -gt 0 ] && kill -9 $pid 2>/dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
 # ---- a tiny directory of serving runs --------------------------------------------------------
@@ -256,7 +259,6 @@ grep -qx '    TTFT p90  not measured in any fitted stage' nop90.txt &&
     fail "a metric not measured: $(cat nop90.txt nop90.ini)"
 grep -qi nan nop90.txt nop90.ini && fail "nan printed: $(grep -i nan nop90.txt nop90.ini)"
 
-
 # --cost reaches every replay: 'profile' without tables says which operators use the roofline
 "$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
     2>err || fail "--cost profile: $(cat err)"
@@ -264,7 +266,54 @@ grep -q "warning: cost model 'profile' (.*): 0 operators from tables" err || fai
 expect_error 2 "^slicesim: fit: --cost: unknown cost model 'nope' \(known: roofline, profile, auto\)$" \
     "$S" fit data --profiles cat --cost nope
 
-# ---- (c) against bench/fidelity.sh on a real run -----------------------------------------------
+# ---- (c) a fit ended by a signal --------------------------------------------------------------
+# SIGINT, SIGTERM or SIGHUP ending `fit --jobs 2` while two replays run in child processes ends
+# them too (none goes on replaying after the fit), leaves no output or temporary file, and the
+# fit dies of the signal. Each replay takes seconds: multi-turn conversations (the prefix cache
+# grows) with --check.
+command -v pgrep >/dev/null || fail "pgrep (procps) is needed"
+mkdir slow || fail "slow"
+"$S" trace gen -r 40 -n 20000 -p lognormal:500:0.4:32:1500 -O fixed:48 --turns fixed:50 --think 1 \
+    -s 1 -o slow/t.csv || fail "trace gen slow"
+cat >slow/runs.csv <<CSV
+run,catalog_model,gpu,tp,max_num_seqs,max_num_batched_tokens,max_model_len,gpu_memory_utilization,output_len,trace,trace_stage_starts
+a,llama-2-7b,h100-sxm,1,128,2048,4096,0.9,48,t.csv,0
+b,llama-2-7b,h100-sxm,1,128,2048,4096,0.9,48,t.csv,0
+CSV
+printf 'run,stage,ttft_mean_ms,ttft_p90_ms,e2e_mean_ms,e2e_p90_ms\na,0,30,40,600,700\nb,0,30,40,600,700\n' \
+    >slow/stages.csv
+set -m # background jobs keep SIGINT's default (bash ignores it otherwise)
+hup_ignored() { (( 16#$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) & 1 )); }
+for sig in TERM INT HUP; do
+    if [ $sig = HUP ] && hup_ignored; then
+        echo "fit_cli: SIGHUP is ignored in this environment (nohup): its case is skipped" >&2
+        continue
+    fi
+    "$S" fit slow --profiles cat --engine start --jobs 2 --check --no-progress -o sig.ini \
+        --write-stages sig.csv >sig.out 2>&1 &
+    pid=$!
+    kids=
+    for _ in $(seq 200); do
+        kids=$(pgrep -P $pid)
+        [ "$(wc -w <<<"$kids")" -eq 2 ] && break
+        sleep 0.05
+    done
+    [ "$(wc -w <<<"$kids")" -eq 2 ] || fail "SIG$sig: no two replay processes: $kids $(cat sig.out)"
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    pid=0
+    [ $rc -eq $((128 + $(kill -l $sig))) ] || fail "fit after SIG$sig: exit $rc: $(cat sig.out)"
+    for k in $kids; do # reaped by the fit: not even a zombie is left
+        kill -0 "$k" 2>/dev/null &&
+            fail "SIG$sig: replay process $k still runs after the fit: $(ps -o pid,ppid,stat,etime,args -p "$k")"
+    done
+    ls | grep -E '^sig\.(ini|csv)' && fail "SIG$sig left an output: $(ls)"
+done
+set +m
+kids=
+
+# ---- (d) against bench/fidelity.sh on a real run -----------------------------------------------
 REAL=$DATA/serving/vllm-0.15-h100-blis
 if [ ! -r "$REAL/runs.csv" ] || ! command -v python3 >/dev/null; then
     echo "fit_cli: no serving runs in $REAL; the comparison with fidelity.sh is skipped"
