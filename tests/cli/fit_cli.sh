@@ -152,6 +152,15 @@ for jobs in 1 4; do
     fit_bad "^slicesim: fit: bad/runs\.csv:3: max_model_len: all 30 requests of stage 0 of run 'r-tp2' are rejected in the replay \(most for: prompt longer than max_model_len 16\)$" \
         "--jobs $jobs"
 done
+# a UTF-8 byte-order mark, as editors save CSV, is no part of the first column's name
+rm -rf bom && cp -r data bom && for f in runs.csv stages.csv; do
+    printf '\xef\xbb\xbf' | cat - "data/$f" >"bom/$f" || fail "bom/$f"
+done
+"$S" fit bom --profiles cat --evaluate --engine truth --json >bom.json 2>err ||
+    fail "runs.csv and stages.csv with a BOM: $(cat err)"
+cmp -s <(sed 's/"wall_s": [0-9.e+-]*//; s/"dir": "bom"//' bom.json) \
+    <(sed 's/"wall_s": [0-9.e+-]*//; s/"dir": "data"//' truth.json) ||
+    fail "with a BOM the evaluation differs: $(diff bom.json truth.json)"
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
 # every term the table has, launch_us (not fitted by default) included
