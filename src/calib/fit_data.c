@@ -356,9 +356,15 @@ static int stage_values(const ss_csv *c, const stage_cols *sc, const calib_fit_r
         rc = check_above(c, sc, s, CALIB_FIT_E2E90, CALIB_FIT_TTFT90, eb);
     if (rc)
         return rc;
-    if (isnan(s->real[CALIB_FIT_ITL]))
+    if (isnan(s->real[CALIB_FIT_ITL])) {
         s->real[CALIB_FIT_ITL] =
             (s->real[CALIB_FIT_E2E] - s->real[CALIB_FIT_TTFT]) / (r->output_len - 1);
+        if (s->real[CALIB_FIT_ITL] == 0) /* a difference too small to share out (1e-320 ms) */
+            return ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[CALIB_FIT_E2E], "'%.60s' "
+                              "is too close to ttft_mean_ms '%.60s' for an ITL above 0 over %u "
+                              "tokens", ss_csv_get(c, sc->metric[CALIB_FIT_E2E]),
+                              ss_csv_get(c, sc->metric[CALIB_FIT_TTFT]), r->output_len - 1);
+    }
     snprintf(s->rate, sizeof s->rate, "%s", sc->rate < 0 ? "" : ss_csv_get(c, sc->rate));
     return SS_OK;
 }

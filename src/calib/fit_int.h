@@ -58,11 +58,11 @@ extern const char *const calib__fit_metric_label[CALIB_FIT_METRICS];
  * skipped runs. Both files may start with a UTF-8 byte-order mark. Numbers are decimal, as in
  * traces (ss_parse_decimal: no hex). Errors, each "FILE:LINE: field: what": a missing column,
  * a model or GPU not in cat, a number out of range or not decimal, trace_stage_starts that do
- * not increase, a latency that is not above 0 or an E2E (mean, p90) not above its TTFT, a
- * trace that cannot be read, a stage row of an unknown run or beyond its trace_stage_starts, a
- * stage given twice, a name in `only` that is no run; then also when nothing is left to
- * replay. A stage is fitted when its real TTFT mean is below
- * served_ms.
+ * not increase, a latency that is not above 0 or an E2E (mean, p90) not above its TTFT (or so
+ * little that the ITL derived from them is 0), a trace that cannot be read, a stage row of an
+ * unknown run or beyond its trace_stage_starts, a stage given twice, a name in `only` that is
+ * no run; then also when nothing is left to replay. A stage is fitted when its real TTFT mean
+ * is below served_ms.
  * @return 0, SS_EPARSE / SS_ENOTFOUND / SS_EINVAL (bad input), SS_EIO, SS_ENOMEM; on failure
  *         *d holds what was read (calib__fit_data_fini frees it)
  */
