@@ -27,6 +27,8 @@ typedef struct fit_opts {
 
 static void usage(FILE *f)
 {
+    char known[256];
+    calib_fit_term_list(known, sizeof known);
     fprintf(f,
         "usage: slicesim fit DIR [OPTIONS]\n"
         "\n"
@@ -61,7 +63,8 @@ static void usage(FILE *f)
         "                       the engine's own terms on top, e.g. --fit iter_fixed_us,...)\n"
         "  -o, --out FILE       fitted profile to write (default NAME.ini here)\n"
         "  --fit KEYS           comma list of terms to fit (default\n"
-        "                       " CALIB_FIT_DEFAULT_TERMS ")\n"
+        "                       " CALIB_FIT_DEFAULT_TERMS ";\n"
+        "                       fittable: %s)\n"
         "  --overlap MODE       serial | max: the fitted engine's overlap (default: the start's)\n"
         "  --allreduce ALG      ring | twoshot: its all-reduce (default: the start's)\n"
         "  --iterations N       Nelder-Mead iterations at most (default 200); it also stops\n"
@@ -79,7 +82,7 @@ static void usage(FILE *f)
         "  -h, --help           this help\n"
         "\n"
         "Exit status: 0 success, 1 a failure (I/O, database), 2 bad input or usage (each error\n"
-        "one line: FILE:LINE: field: what).\n");
+        "one line: FILE:LINE: field: what).\n", known);
 }
 
 enum { OPT_ENGINE = 256, OPT_PROFILES, OPT_NAME, OPT_FIT, OPT_OVERLAP, OPT_ALLREDUCE,
@@ -126,11 +129,12 @@ static int parse_fit_keys(fit_opts *o)
     while (*p) {
         size_t len = strcspn(p, ",");
         int k = calib_fit_term_find(p, len);
-        char key[64];
+        char key[64], known[256];
         snprintf(key, sizeof key, "%.*s", (int)(len < 60 ? len : 60), p);
-        if (k < 0)
-            return usage_error("--fit: unknown engine term '%s' (fittable: %s)", key,
-                               CALIB_FIT_DEFAULT_TERMS);
+        if (k < 0) {
+            calib_fit_term_list(known, sizeof known);
+            return usage_error("--fit: unknown engine term '%s' (fittable: %s)", key, known);
+        }
         for (size_t i = 0; i < o->c.n_term; i++)
             if (o->c.term[i] == (size_t)k)
                 return usage_error("--fit: '%s' given twice%s", key, "");

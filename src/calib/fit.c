@@ -45,6 +45,17 @@ int calib_fit_term_find(const char *key, size_t len)
     return -1;
 }
 
+void calib_fit_term_list(char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (size_t k = 0; k < CALIB_FIT_N_TERMS && used < n; k++) {
+        int w = snprintf(buf + used, n - used, "%s%s", k ? "," : "", calib__fit_terms[k].key);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
 double calib__fit_term_get(const cat_engine *e, const calib__fit_term *t)
 {
     double x;
@@ -268,6 +279,8 @@ static int compute(calib__fit_ctx *x, catalog *cat, calib__fit_result *r)
         return ss_err(&x->eb, SS_EINVAL, "%s: no stage to fit: none has a real TTFT mean below "
                       "%g ms (--served-ms)", x->d.stages_path, o->served_ms);
     rc = calib__fit_replay_all(x, 1);
+    if (!rc)
+        rc = calib__fit_check_served(&x->d, &x->eb);
     for (size_t i = 0; !rc && i < x->d.n_notes; i++) /* the input is good: say what was left */
         fprintf(stderr, "slicesim: fit: note: %s\n", x->d.notes[i]);
     if (!rc && !o->evaluate) {

@@ -32,10 +32,14 @@ _Static_assert(CALIB_FIT_METRICS == STORE_FIT_METRICS, "one list of metrics");
 /* The index of the fittable engine term key[0..len) (its profile key: "iter_fixed_us", ...),
  * or -1 when there is none of that name. */
 int calib_fit_term_find(const char *key, size_t len);
+/* Every fittable term's key, comma-separated as --fit takes them, into buf (n bytes, cut to
+ * fit; 256 hold them all). */
+void calib_fit_term_list(char *buf, size_t n);
 
-/* One completed request of a replay, as the requests table stores it. */
+/* One request of a replay, as the requests table stores it. */
 typedef struct calib_fit_req {
-    double arrival_s, ttft_ms, e2e_ms;
+    double arrival_s, ttft_ms, e2e_ms; /* ttft_ms and e2e_ms of a completed request only */
+    int reject_why;           /* -1: completed; else why it was rejected (METRICS_REJ_*) */
 } calib_fit_req;
 
 /* One row of runs.csv that is replayed. */
@@ -50,7 +54,8 @@ typedef struct calib_fit_run {
     double *starts;           /* trace_stage_starts, s, non-decreasing (owned) */
     size_t n_starts;
     size_t n_stages, n_fitted; /* its rows of stages.csv, and those in the objective */
-    calib_fit_req *reqs;      /* the last replay's completed requests, in completion order */
+    calib_fit_req *reqs;      /* the last replay's requests, completed or rejected, in the
+                                 order they ended */
     size_t n_reqs, cap_reqs;
 } calib_fit_run;
 
@@ -63,6 +68,9 @@ typedef struct calib_fit_stage {
     double real[CALIB_FIT_METRICS]; /* measured; NaN when empty (not measured) */
     double sim[CALIB_FIT_METRICS];  /* of the last replay; NaN when no request completed */
     uint64_t completed;       /* simulated requests completed in the stage */
+    uint64_t arrived;         /* simulated requests that arrived in it, completed or rejected */
+    int reject_why;           /* why most of its rejected requests were (METRICS_REJ_*), -1
+                                 when none was */
     int fitted;               /* in the objective: real TTFT mean below served_ms */
 } calib_fit_stage;
 

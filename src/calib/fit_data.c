@@ -77,7 +77,8 @@ static int get_name(const ss_csv *c, int col, const char *name, char *buf, ss_er
     return SS_OK;
 }
 
-/* trace_stage_starts: one or more numbers >= 0 separated by ';', non-decreasing. */
+/* trace_stage_starts: one or more decimal numbers >= 0 separated by ';', increasing (a stage
+ * that starts where the next does would have no request). */
 static int get_starts(const ss_csv *c, int col, calib_fit_run *r, ss_errbuf *eb)
 {
     const char *s = ss_csv_get(c, col), *p = s;
@@ -85,10 +86,14 @@ static int get_starts(const ss_csv *c, int col, calib_fit_run *r, ss_errbuf *eb)
     for (;;) {
         size_t len = strcspn(p, ";");
         double x;
-        if (ss_parse_double(p, len, &x) || x < 0 ||
-            (r->n_starts && x < r->starts[r->n_starts - 1]))
+        if (ss_parse_decimal(p, len, &x) || x < 0)
             return ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_STARTS], "'%.60s' is not a ';' "
-                              "list of non-decreasing times >= 0 (s)", s);
+                              "list of increasing decimal times >= 0 (s)", s);
+        if (r->n_starts && !(x > r->starts[r->n_starts - 1]))
+            return ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_STARTS], "'%.60s' is not a ';' "
+                              "list of increasing times: stage %zu starts where stage %zu "
+                              "does or before, so it has no time of its own", s, r->n_starts,
+                              r->n_starts - 1);
         if (ss_grow((void **)&r->starts, &cap, r->n_starts + 1, sizeof *r->starts))
             return ss_csv_err(c, eb, SS_ENOMEM, NULL, "out of memory");
         r->starts[r->n_starts++] = x;
@@ -150,10 +155,10 @@ static int parse_run(const ss_csv *c, const reader *rd, calib_fit_run *r, ss_err
         rc = get_u32(c, col[RC_MML], run_cols[RC_MML], 1, &r->max_model_len, eb);
     if (!rc) {
         const char *s = ss_csv_get(c, col[RC_GMU]);
-        if (ss_parse_doublez(s, &r->gpu_mem_util) || !(r->gpu_mem_util > 0) ||
+        if (ss_parse_decimalz(s, &r->gpu_mem_util) || !(r->gpu_mem_util > 0) ||
             r->gpu_mem_util > 1)
-            rc = ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_GMU], "'%.60s' is not a number in "
-                            "(0, 1]", s);
+            rc = ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_GMU], "'%.60s' is not a decimal "
+                            "number in (0, 1]", s);
     }
     if (!rc)
         rc = get_u32(c, col[RC_OUT], run_cols[RC_OUT], 2, &r->output_len, eb);
@@ -320,20 +325,46 @@ static int stage_run(const ss_csv *c, const reader *rd, const char *name, long *
     return ss_csv_err(c, eb, SS_EPARSE, "run", "no run '%.60s' in %s", name, rd->d->runs_path);
 }
 
-/* The measured figures: empty = not measured (NaN); itl_ms derived when absent or empty. */
+/* A request's last token comes after its first (output_len is at least 2), so its E2E is
+ * above its TTFT; so are E2E's mean and percentiles above TTFT's. An error on column e when
+ * metric e is not above metric t (both measured). */
+static int check_above(const ss_csv *c, const stage_cols *sc, const calib_fit_stage *s, int e,
+                       int t, ss_errbuf *eb)
+{
+    if (isnan(s->real[e]) || isnan(s->real[t]) || s->real[e] > s->real[t])
+        return SS_OK;
+    return ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[e], "'%.60s' is not above %s "
+                      "'%.60s': a request's last token comes after its first",
+                      ss_csv_get(c, sc->metric[e]), calib__fit_metric_col[t],
+                      ss_csv_get(c, sc->metric[t]));
+}
+
+/* The measured figures: empty = not measured (NaN), else a decimal number > 0 (no latency is
+ * 0); itl_ms derived when absent or empty. */
 static int stage_values(const ss_csv *c, const stage_cols *sc, const calib_fit_run *r,
                         calib_fit_stage *s, ss_errbuf *eb)
 {
     for (int m = 0; m < CALIB_FIT_METRICS; m++) {
         const char *v = ss_csv_get(c, sc->metric[m]);
         s->real[m] = NAN;
-        if (*v && (ss_parse_doublez(v, &s->real[m]) || s->real[m] < 0))
+        if (*v && (ss_parse_decimalz(v, &s->real[m]) || !(s->real[m] > 0)))
             return ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[m], "'%.60s' is not a "
-                              "number >= 0 (ms)", v);
+                              "decimal number > 0 (ms)", v);
     }
-    if (isnan(s->real[CALIB_FIT_ITL]))
+    int rc = check_above(c, sc, s, CALIB_FIT_E2E, CALIB_FIT_TTFT, eb);
+    if (!rc)
+        rc = check_above(c, sc, s, CALIB_FIT_E2E90, CALIB_FIT_TTFT90, eb);
+    if (rc)
+        return rc;
+    if (isnan(s->real[CALIB_FIT_ITL])) {
         s->real[CALIB_FIT_ITL] =
             (s->real[CALIB_FIT_E2E] - s->real[CALIB_FIT_TTFT]) / (r->output_len - 1);
+        if (s->real[CALIB_FIT_ITL] == 0) /* a difference too small to share out (1e-320 ms) */
+            return ss_csv_err(c, eb, SS_EPARSE, calib__fit_metric_col[CALIB_FIT_E2E], "'%.60s' "
+                              "is too close to ttft_mean_ms '%.60s' for an ITL above 0 over %u "
+                              "tokens", ss_csv_get(c, sc->metric[CALIB_FIT_E2E]),
+                              ss_csv_get(c, sc->metric[CALIB_FIT_TTFT]), r->output_len - 1);
+    }
     snprintf(s->rate, sizeof s->rate, "%s", sc->rate < 0 ? "" : ss_csv_get(c, sc->rate));
     return SS_OK;
 }

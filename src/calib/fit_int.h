@@ -55,11 +55,14 @@ extern const char *const calib__fit_metric_label[CALIB_FIT_METRICS];
  * Read DIR's runs.csv and stages.csv. Runs with an empty catalog_model or trace are skipped
  * with a note in d->notes (for the caller to print once the input is known good); so are,
  * silently, runs that `only` (a comma list, NULL: all) does not name, and the stage rows of
- * skipped runs. Errors, each "FILE:LINE: field: what": a missing column, a model or GPU not in
- * cat, a number out of range, a trace that cannot be read, a stage row of an unknown run or
- * beyond its trace_stage_starts, a stage given twice, a name in `only` that is no run; then
- * also when nothing is left to replay. A stage is fitted when its real TTFT mean is below
- * served_ms.
+ * skipped runs. Both files may start with a UTF-8 byte-order mark. Numbers are decimal, as in
+ * traces (ss_parse_decimal: no hex). Errors, each "FILE:LINE: field: what": a missing column,
+ * a model or GPU not in cat, a number out of range or not decimal, trace_stage_starts that do
+ * not increase, a latency that is not above 0 or an E2E (mean, p90) not above its TTFT (or so
+ * little that the ITL derived from them is 0), a trace that cannot be read, a stage row of an
+ * unknown run or beyond its trace_stage_starts, a stage given twice, a name in `only` that is
+ * no run; then also when nothing is left to replay. A stage is fitted when its real TTFT mean
+ * is below served_ms.
  * @return 0, SS_EPARSE / SS_ENOTFOUND / SS_EINVAL (bad input), SS_EIO, SS_ENOMEM; on failure
  *         *d holds what was read (calib__fit_data_fini frees it)
  */
@@ -87,6 +90,12 @@ typedef struct calib__fit_replay_opts {
  */
 int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
                           const calib__fit_replay_opts *o, ss_errbuf *eb);
+
+/* After every run of d was replayed: each stage had a request completed, else an error (SS_EINVAL,
+ * bad input: no engine can serve such a stage) "STAGES.CSV:LINE: stage: no request ... arrives
+ * in stage K" (the trace has none in its time) or "RUNS.CSV:LINE: FIELD: all N requests of
+ * stage K ... are rejected" (FIELD the setting that rejects most: max_model_len, ...). */
+int calib__fit_check_served(const calib_fit_data *d, ss_errbuf *eb);
 
 /* numpy's default (linear) percentile q (0-100) of the n sorted values xs; NaN when n = 0. */
 double calib__fit_pct(const double *xs, size_t n, double q);
@@ -117,7 +126,8 @@ typedef struct calib__fit_ctx {
 /* Replay every run (all = 1) or only those with fitted stages under x->cand: one at a time in
  * this process, or up to o->jobs at once, each in a child process (the runs are independent,
  * so the figures are the same either way; the first failing run in runs.csv order is
- * reported). 0 or the error with x->eb set. */
+ * reported). A SIGINT, SIGTERM or SIGHUP while children run is sent on to each, which is
+ * reaped before the fit dies of the signal. 0 or the error with x->eb set. */
 int calib__fit_replay_all(calib__fit_ctx *x, int all);
 
 /* The stages of d in the objective. */

@@ -103,9 +103,12 @@ static void print_summary(FILE *f, const calib__fit_ctx *x, const calib__fit_res
                "are overloaded or not measured),\n  (simulated - real) / real; + = the "
                "simulation is slower:\n", r->n_fitted, x->o->served_ms);
     for (int m = 0; m < CALIB_FIT_METRICS; m++)
-        fprintf(f, "    %-9s MAPE %9.1f %%   bias %+9.1f %%   median error %+8.1f %%   (%zu "
-                   "stages)\n", calib__fit_metric_label[m], r->m[m].mape, r->m[m].bias,
-                r->m[m].median, r->m[m].n);
+        if (!r->m[m].n)
+            fprintf(f, "    %-9s not measured in any fitted stage\n", calib__fit_metric_label[m]);
+        else
+            fprintf(f, "    %-9s MAPE %9.1f %%   bias %+9.1f %%   median error %+8.1f %%   (%zu "
+                       "stages)\n", calib__fit_metric_label[m], r->m[m].mape, r->m[m].bias,
+                    r->m[m].median, r->m[m].n);
     fprintf(f, "  objective (mean |ln(sim / real)| over the fitted stages and the 5 "
                "metrics): %.6f\n", r->objective);
     fprintf(f, "  fitted stages that run away (real TTFT mean < 1 s, simulated > 1 s): %zu",
@@ -272,8 +275,11 @@ static void profile_header(ss_strbuf *b, const calib__fit_ctx *x, const calib__f
                         "the fitted stages and TTFT mean, TTFT p90, ITL, E2E mean, E2E p90): "
                         "%.6f\nMAPE over the fitted stages:", x->start->name, r->objective);
     for (int m = 0; m < CALIB_FIT_METRICS; m++)
-        ss_strbuf_printf(b, "%s %s %.1f %%", m ? "," : "", calib__fit_metric_label[m],
-                         r->m[m].mape);
+        if (r->m[m].n)
+            ss_strbuf_printf(b, "%s %s %.1f %%", m ? "," : "", calib__fit_metric_label[m],
+                             r->m[m].mape);
+        else
+            ss_strbuf_printf(b, "%s %s not measured", m ? "," : "", calib__fit_metric_label[m]);
     ss_strbuf_printf(b, "\nNelder-Mead: %zu iterations, %zu evaluations, %s.\nCommand: %s",
                      r->nm.iterations, r->nm.evaluations,
                      r->nm.converged ? "converged" : "stopped at --iterations", command);
@@ -358,7 +364,7 @@ static int store_result(calib__fit_ctx *x, const calib__fit_result *r, const cha
         store_fit_stage row = {.run = x->d.runs[s->run].name, .stage = s->k, .rate = NAN,
                                .fitted = s->fitted, .completed = s->completed};
         if (*s->rate)
-            ss_parse_doublez(s->rate, &row.rate);
+            ss_parse_decimalz(s->rate, &row.rate);
         memcpy(row.real, s->real, sizeof row.real);
         memcpy(row.sim, s->sim, sizeof row.sim);
         rc = store_fit_add_stage(st, &row, &x->eb);

@@ -2,8 +2,8 @@
  * bench/fidelity.sh does, with the per-stage figures it computes (client-side TTFT and E2E of
  * the completed requests that arrived in each stage; numpy's linear percentiles; ITL = (E2E
  * mean - TTFT mean) / (output_len - 1)), and every run of an evaluation replayed one after
- * the other or in child processes that send their figures back. Not for reading the runs
- * (fit_data.c) or the optimiser (fit.c). */
+ * the other or in child processes that send their figures back (and that a signal ending the
+ * fit ends too). Not for reading the runs (fit_data.c) or the optimiser (fit.c). */
 #include "calib/fit_int.h"
 
 #include "runner/run.h"
@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,16 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The commonest reason among rejected[0..METRICS_REJ__COUNT), or -1 when none was rejected. */
+static int commonest_reject(const uint64_t *rejected)
+{
+    int why = -1;
+    for (int k = 0; k < METRICS_REJ__COUNT; k++)
+        if (rejected[k] && (why < 0 || rejected[k] > rejected[why]))
+            why = k;
+    return why;
+}
+
 /* The figures of stage s from its run's requests; t and e are scratch of n_reqs values. */
 static void stage_figures(const calib_fit_run *r, calib_fit_stage *s, double *t,
                           double *e)
@@ -50,16 +61,24 @@ static void stage_figures(const calib_fit_run *r, calib_fit_stage *s, double *t,
     double lo = r->starts[s->k], hi = s->k + 1 < r->n_starts ? r->starts[s->k + 1] : INFINITY;
     double sum_t = 0, sum_e = 0;
     size_t n = 0;
+    uint64_t rejected[METRICS_REJ__COUNT] = {0};
+    s->arrived = 0;
     for (size_t i = 0; i < r->n_reqs; i++) {
         const calib_fit_req *q = &r->reqs[i];
         if (!(lo <= q->arrival_s && q->arrival_s < hi))
             continue;
+        s->arrived++;
+        if (q->reject_why >= 0) {
+            rejected[q->reject_why]++;
+            continue;
+        }
         sum_t += q->ttft_ms;
         sum_e += q->e2e_ms;
         t[n] = q->ttft_ms;
         e[n++] = q->e2e_ms;
     }
     s->completed = n;
+    s->reject_why = commonest_reject(rejected);
     qsort(t, n, sizeof *t, cmp_double);
     qsort(e, n, sizeof *e, cmp_double);
     s->sim[CALIB_FIT_TTFT] = n ? sum_t / (double)n : NAN;
@@ -83,17 +102,22 @@ static int fill_stages(calib_fit_data *d, size_t i, ss_errbuf *eb)
     return SS_OK;
 }
 
-/* The sink: completed requests as the requests table stores them. */
+/* The sink: requests as the requests table stores them; a rejected one only with its arrival
+ * and reason (that a stage could be replayed at all is checked from them). */
 static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
 {
     calib_fit_run *r = ud;
-    if (m->rejected)
-        return SS_OK;
     if (ss_grow((void **)&r->reqs, &r->cap_reqs, r->n_reqs + 1, sizeof *r->reqs))
         return ss_err(eb, SS_ENOMEM, "out of memory");
-    r->reqs[r->n_reqs++] = (calib_fit_req){ss_time_to_s(m->arrival),
-                                           ss_time_to_ms(m->first_token - m->arrival),
-                                           ss_time_to_ms(m->finish - m->arrival)};
+    calib_fit_req *q = &r->reqs[r->n_reqs++];
+    *q = (calib_fit_req){.arrival_s = ss_time_to_s(m->arrival), .ttft_ms = NAN, .e2e_ms = NAN,
+                         .reject_why = -1};
+    if (m->rejected)
+        q->reject_why = m->reject_why < METRICS_REJ__COUNT ? m->reject_why : METRICS_REJ_OTHER;
+    else {
+        q->ttft_ms = ss_time_to_ms(m->first_token - m->arrival);
+        q->e2e_ms = ss_time_to_ms(m->finish - m->arrival);
+    }
     return SS_OK;
 }
 
@@ -159,6 +183,62 @@ int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
     return rc;
 }
 
+/* The column of runs.csv whose setting rejects a request for reason why (METRICS_REJ_*), and
+ * what the request did, for "FIELD: all N requests ... are rejected (most for: WHAT)". */
+static void reject_cause(const calib_fit_run *r, int why, const char **field, char *what,
+                         size_t size)
+{
+    switch (why) {
+    case METRICS_REJ_TOO_LONG:
+        *field = "max_model_len";
+        snprintf(what, size, "prompt longer than max_model_len %u", r->max_model_len);
+        return;
+    case METRICS_REJ_BATCH_TOKENS:
+        *field = "max_num_batched_tokens";
+        snprintf(what, size, "prompt longer than max_num_batched_tokens %u",
+                 r->max_num_batched_tokens);
+        return;
+    case METRICS_REJ_KV:
+        *field = "gpu_memory_utilization";
+        snprintf(what, size, "more KV blocks than gpu_memory_utilization %g leaves",
+                 r->gpu_mem_util);
+        return;
+    case METRICS_REJ_PREEMPTED:
+        *field = "run";
+        snprintf(what, size, "preempted too many times");
+        return;
+    default:
+        *field = "run";
+        snprintf(what, size, "rejected by the batching policy");
+        return;
+    }
+}
+
+int calib__fit_check_served(const calib_fit_data *d, ss_errbuf *eb)
+{
+    for (size_t i = 0; i < d->n_stages; i++) {
+        const calib_fit_stage *s = &d->stages[i];
+        const calib_fit_run *r = &d->runs[s->run];
+        if (s->completed)
+            continue;
+        if (!s->arrived) {
+            char until[48] = "on";
+            if (s->k + 1 < r->n_starts)
+                snprintf(until, sizeof until, "to %.9g s", r->starts[s->k + 1]);
+            return ss_err(eb, SS_EINVAL, "%s:%u: stage: run '%s' has no request in stage %u: "
+                          "%s has none from %.9g s %s", d->stages_path, s->line, r->name, s->k,
+                          r->trace, r->starts[s->k], until);
+        }
+        const char *field;
+        char what[96];
+        reject_cause(r, s->reject_why, &field, what, sizeof what);
+        return ss_err(eb, SS_EINVAL, "%s:%u: %s: all %llu requests of stage %u of run '%s' are "
+                      "rejected in the replay (most for: %s)", d->runs_path, r->line, field,
+                      (unsigned long long)s->arrived, s->k, r->name, what);
+    }
+    return SS_OK;
+}
+
 /* }====================================================================== */
 
 /* {======================================================================
@@ -186,7 +266,8 @@ typedef struct child_head {
 
 typedef struct child_stage {
     double sim[CALIB_FIT_METRICS];
-    uint64_t completed;
+    uint64_t completed, arrived;
+    int reject_why;
 } child_stage;
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -231,16 +312,124 @@ static void child_replay(calib__fit_ctx *x, size_t i, int fd)
     run_stages(&x->d, i, &first, &n);
     for (size_t k = 0; !bad && !h.rc && k < n; k++) {
         const calib_fit_stage *s = &x->d.stages[first + k];
-        child_stage c = {.completed = s->completed};
+        child_stage c = {.completed = s->completed, .arrived = s->arrived,
+                         .reject_why = s->reject_why};
         memcpy(c.sim, s->sim, sizeof c.sim);
         bad = write_all(fd, &c, sizeof c);
     }
     _exit(bad ? 1 : 0); /* no stdio flush, no atexit: the parent owns the outputs */
 }
 
-/* In the parent: take child pid's result for run i from fd. */
-static int collect_child(calib__fit_ctx *x, size_t i, pid_t pid, int fd, int *rc_run)
+/* A replay running in a child process. */
+typedef struct child {
+    size_t run;
+    pid_t pid;                /* 0 once reaped */
+    int fd;                   /* the read end of its pipe */
+} child;
+
+/* {======================================================================
+ * The children and the signals that end the fit
+ * ======================================================================= */
+
+/* A SIGINT, SIGTERM or SIGHUP that ends the fit while replays run in child processes first
+ * sends the same signal to each child and waits for it, so that none goes on replaying after
+ * the fit is gone; then the signal ends the fit as it would have without this handler (the
+ * handler of core/ss_file.c, when one was there, removes the temporary outputs first). The
+ * children are live_kids[0..n_live); the parent changes that list only with these signals
+ * blocked, so the handler never sees half a change. */
+static const int fwd_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction fwd_old[3]; /* what each did before forward_begin */
+static child *live_kids;
+static volatile sig_atomic_t n_live;
+
+static void forward_signal(int sig)
 {
+    for (sig_atomic_t k = 0; k < n_live; k++)
+        if (live_kids[k].pid > 0)
+            kill(live_kids[k].pid, sig);
+    for (sig_atomic_t k = 0; k < n_live; k++)
+        if (live_kids[k].pid > 0)
+            while (waitpid(live_kids[k].pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+    for (int i = 0; i < 3; i++)
+        if (fwd_signals[i] == sig)
+            sigaction(sig, &fwd_old[i], NULL);
+    raise(sig); /* delivered when this handler returns, under the old action */
+}
+
+/* Block (SIG_BLOCK) or unblock (SIG_SETMASK to *old) the forwarded signals. */
+static void fwd_mask(int how, sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < 3; i++)
+        sigaddset(&set, fwd_signals[i]);
+    if (how == SIG_BLOCK)
+        sigprocmask(SIG_BLOCK, &set, old);
+    else
+        sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Forward the signals to the children kept in kids (room for every one started). A signal
+ * that is ignored (nohup's SIGHUP) stays ignored, in the children too. */
+static void forward_begin(child *kids)
+{
+    live_kids = kids;
+    n_live = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        sigaddset(&sa.sa_mask, fwd_signals[i]); /* one handler at a time */
+    for (int i = 0; i < 3; i++) {
+        sigaction(fwd_signals[i], NULL, &fwd_old[i]);
+        if (fwd_old[i].sa_handler != SIG_IGN)
+            sigaction(fwd_signals[i], &sa, NULL);
+    }
+}
+
+/* The signals do again what they did before forward_begin (every child is reaped). */
+static void forward_end(void)
+{
+    for (int i = 0; i < 3; i++)
+        sigaction(fwd_signals[i], &fwd_old[i], NULL);
+    n_live = 0;
+    live_kids = NULL;
+}
+
+/* In a child, before anything else: the signals as they were before the fit's handler. */
+static void forward_child(const sigset_t *old_mask)
+{
+    for (int i = 0; i < 3; i++)
+        sigaction(fwd_signals[i], &fwd_old[i], NULL);
+    n_live = 0;
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+}
+
+/* Reap child c once it has ended, and take it off the list in the same step. */
+static int reap_child(child *c)
+{
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    sigset_t old;
+    fwd_mask(SIG_BLOCK, &old);
+    int status = 0;
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    c->pid = 0;
+    fwd_mask(SIG_SETMASK, &old);
+    return status;
+}
+
+/* }====================================================================== */
+
+/* In the parent: take child kid's result for its run from its pipe, and reap it. */
+static int collect_child(calib__fit_ctx *x, child *kid, int *rc_run)
+{
+    size_t i = kid->run;
+    int fd = kid->fd;
     child_head h;
     int bad = read_all(fd, &h, sizeof h);
     size_t first, n;
@@ -252,11 +441,11 @@ static int collect_child(calib__fit_ctx *x, size_t i, pid_t pid, int fd, int *rc
         calib_fit_stage *s = &x->d.stages[first + k];
         memcpy(s->sim, c.sim, sizeof s->sim);
         s->completed = c.completed;
+        s->arrived = c.arrived;
+        s->reject_why = c.reject_why;
     }
     close(fd);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    int status = reap_child(kid);
     if (bad || !WIFEXITED(status) || WEXITSTATUS(status))
         return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
                       x->d.runs[i].name);
@@ -273,44 +462,44 @@ static int wanted(const calib_fit_run *r, int all)
     return r->n_stages && (all || r->n_fitted);
 }
 
-/* A replay running in a child process. */
-typedef struct child {
-    size_t run;
-    pid_t pid;
-    int fd;                   /* the read end of its pipe */
-} child;
-
-/* Start a child that replays run i. */
-static int start_child(calib__fit_ctx *x, size_t i, child *c)
+/* Start a child that replays run i, as live_kids[n_live]. */
+static int start_child(calib__fit_ctx *x, size_t i)
 {
     int p[2];
     if (pipe(p))
         return ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+    sigset_t old;
+    fwd_mask(SIG_BLOCK, &old); /* a signal now finds the child on the list */
+    child *c = &live_kids[n_live];
     c->run = i;
     c->pid = fork();
-    if (c->pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
-    }
     if (c->pid == 0) {
+        forward_child(&old);
         close(p[0]);
         child_replay(x, i, p[1]);
     }
+    if (c->pid > 0) {
+        c->fd = p[0];
+        n_live++;
+    }
+    fwd_mask(SIG_SETMASK, &old);
     close(p[1]);
-    c->fd = p[0];
+    if (c->pid < 0) {
+        close(p[0]);
+        return ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
+    }
     return SS_OK;
 }
 
-/* Collect kids[0..m), all of them; the error kept is rc (a child that could not start), else
- * the first child's in runs.csv order. */
-static int collect_batch(calib__fit_ctx *x, const child *kids, size_t m, int rc)
+/* Collect the children of live_kids, all of them; the error kept is rc (a child that could not
+ * start), else the first child's in runs.csv order. */
+static int collect_batch(calib__fit_ctx *x, int rc)
 {
     char first_msg[SS_ERRBUF_LEN];
     memcpy(first_msg, x->eb.msg, sizeof first_msg);
-    for (size_t k = 0; k < m; k++) {
+    for (sig_atomic_t k = 0; k < n_live; k++) {
         int rc_run = SS_OK;
-        int got = collect_child(x, kids[k].run, kids[k].pid, kids[k].fd, &rc_run);
+        int got = collect_child(x, &live_kids[k], &rc_run);
         if (!got)
             got = rc_run;
         if (got && !rc) {
@@ -319,6 +508,7 @@ static int collect_batch(calib__fit_ctx *x, const child *kids, size_t m, int rc)
         }
     }
     memcpy(x->eb.msg, first_msg, sizeof first_msg);
+    n_live = 0; /* every one is reaped */
     return rc;
 }
 
@@ -341,14 +531,15 @@ int calib__fit_replay_all(calib__fit_ctx *x, int all)
     if (!kids)
         return ss_err(&x->eb, SS_ENOMEM, "out of memory");
     fflush(NULL); /* nothing buffered is written twice */
+    forward_begin(kids);
     int rc = SS_OK;
     for (size_t i = 0; !rc && i < x->d.n_runs;) {
-        size_t m = 0;
-        for (; !rc && i < x->d.n_runs && m < jobs; i++)
-            if (wanted(&x->d.runs[i], all) && !(rc = start_child(x, i, &kids[m])))
-                m++;
-        rc = collect_batch(x, kids, m, rc);
+        for (; !rc && i < x->d.n_runs && (size_t)n_live < jobs; i++)
+            if (wanted(&x->d.runs[i], all))
+                rc = start_child(x, i);
+        rc = collect_batch(x, rc);
     }
+    forward_end();
     ss_free(kids);
     return rc;
 }

@@ -10,7 +10,8 @@
 
 #define SS_CSV_FIRST_CAP 256 /* initial line buffer, bytes */
 
-/* Read one line (without its newline) into c->buf. 1 line read, 0 end of file, <0 error. */
+/* Read one line (without its newline, and the first without a UTF-8 byte-order mark) into
+ * c->buf. 1 line read, 0 end of file, <0 error. */
 static int read_line(ss_csv *c, ss_errbuf *eb)
 {
     size_t len = 0;
@@ -32,6 +33,10 @@ static int read_line(ss_csv *c, ss_errbuf *eb)
     if (len == 0 && feof(c->f))
         return 0;
     c->line++;
+    if (c->line == 1 && len >= 3 && !memcmp(c->buf, "\xEF\xBB\xBF", 3)) {
+        len -= 3; /* a UTF-8 byte-order mark, as editors save CSV: no part of the header */
+        memmove(c->buf, c->buf + 3, len + 1);
+    }
     while (len && (c->buf[len - 1] == '\n' || c->buf[len - 1] == '\r'))
         len--;
     c->buf[len] = '\0';

@@ -1,6 +1,7 @@
 /* Line-oriented reader of simple CSV files (profile tables, imported measurement files): a
  * header row of column names, then rows split on commas, with the line number of every row
  * for "FILE:LINE: column: what is wrong" messages. No quoting: fields cannot contain commas.
+ * A UTF-8 byte-order mark at the start of the file is skipped, as the trace readers skip it.
  * Not for traces (trace/ has its own streaming readers with digests). */
 #ifndef SS_CORE_SS_CSV_H
 #define SS_CORE_SS_CSV_H

@@ -114,29 +114,54 @@ static size_t read_mantissa(const char *s, size_t n, mantissa *m)
     return any ? i : 0;
 }
 
-int ss_parse_seconds_ns(const char *s, size_t len, ss_time *out)
+/* A number in decimal notation, the one syntax the trace readers take (and, through
+ * ss_parse_decimal, every reader that shares their rule): [+-]DIGITS[.DIGITS][(e|E)EXP] with a
+ * digit in the mantissa and a decimal exponent within +-400; no hex, no inf or nan. */
+typedef struct decimal {
+    int neg;          /* a leading '-' */
+    mantissa m;       /* its digits */
+    int64_t exp10;    /* the exponent (0 without one) */
+} decimal;
+
+static int scan_decimal(const char *s, size_t len, decimal *d)
 {
     s = ss_trim(s, &len);
     size_t i = 0;
-    int neg = 0;
+    d->neg = 0;
     if (i < len && (s[i] == '+' || s[i] == '-'))
-        neg = s[i++] == '-';
-    mantissa m;
-    size_t used = read_mantissa(s + i, len - i, &m);
+        d->neg = s[i++] == '-';
+    size_t used = read_mantissa(s + i, len - i, &d->m);
     if (!used)
         return SS_EPARSE;
     i += used;
-    int64_t exp10 = 0;
+    d->exp10 = 0;
     if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-        if (ss_parse_i64(s + i + 1, len - i - 1, &exp10) || exp10 < -400 || exp10 > 400)
+        if (ss_parse_i64(s + i + 1, len - i - 1, &d->exp10) || d->exp10 < -400 ||
+            d->exp10 > 400)
             return SS_EPARSE;
         i = len;
     }
-    if (i != len)
+    return i == len ? SS_OK : SS_EPARSE;
+}
+
+int ss_parse_decimal(const char *s, size_t len, double *out)
+{
+    decimal d;
+    if (scan_decimal(s, len, &d))
+        return SS_EPARSE;
+    return ss_parse_double(s, len, out);
+}
+
+int ss_parse_decimalz(const char *s, double *out) { return ss_parse_decimal(s, strlen(s), out); }
+
+int ss_parse_seconds_ns(const char *s, size_t len, ss_time *out)
+{
+    decimal x;
+    if (scan_decimal(s, len, &x))
         return SS_EPARSE;
     /* value = digits * 10^(exp10 + dropped_int - n_frac) seconds = digits * 10^shift ns */
-    int64_t shift = exp10 + m.dropped_int - m.n_frac + 9;
-    long double v = (long double)m.digits;
+    int64_t shift = x.exp10 + x.m.dropped_int - x.m.n_frac + 9;
+    long double v = (long double)x.m.digits;
     if (shift >= 0) {
         for (int64_t k = 0; k < shift; k++) {
             v *= 10;
@@ -145,7 +170,7 @@ int ss_parse_seconds_ns(const char *s, size_t len, ss_time *out)
         }
     } else {
         /* Drop -shift digits, rounding half away from zero on the first dropped digit. */
-        uint64_t d = m.digits, first_dropped = 0;
+        uint64_t d = x.m.digits, first_dropped = 0;
         for (int64_t k = -shift; k > 0; k--) {
             first_dropped = d % 10;
             d /= 10;
@@ -157,6 +182,6 @@ int ss_parse_seconds_ns(const char *s, size_t len, ss_time *out)
         v = (long double)(d + (first_dropped >= 5));
     }
     ss_time t = (ss_time)v;
-    *out = neg ? -t : t;
+    *out = x.neg ? -t : t;
     return SS_OK;
 }

@@ -16,6 +16,12 @@ int ss_parse_i64z(const char *s, int64_t *out);
 /* Finite double (strtod syntax). 0 or SS_EPARSE. */
 int ss_parse_double(const char *s, size_t len, double *out);
 int ss_parse_doublez(const char *s, double *out);
+/* Finite double written in decimal, the syntax of the trace readers' numbers (that of
+ * ss_parse_seconds_ns): [+-]DIGITS[.DIGITS][(e|E)[+-]DIGITS], exponent within +-400; hex
+ * ("0x10", "0x1p3"), inf and nan are refused. For data files that follow the trace readers'
+ * rule; the value is ss_parse_double's. 0 or SS_EPARSE. */
+int ss_parse_decimal(const char *s, size_t len, double *out);
+int ss_parse_decimalz(const char *s, double *out);
 /* 1 when s[0..len) is a number in strtod syntax, however large, with its value (+-HUGE_VAL
  * when it overflows a double) in *out; 0 for anything else, NaN and "inf" included. Lets a
  * caller whose strict parser refused the text say "out of range" rather than "not a number". */

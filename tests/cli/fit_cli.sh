@@ -1,18 +1,21 @@
 #!/bin/bash
 # CLI tests of `slicesim fit DIR`: (a) the error contract (a runs.csv missing a column, an
 # unknown model or GPU, a bad number in stages.csv, a missing trace, a stage of an unknown run,
-# bad options: one line "FILE:LINE: field: ..." or naming the option, exit 2, no output file
-# left); (b) recovery: stages simulated under a known engine ("truth") are fitted from another
-# start, and the fitted terms come back within a stated tolerance, deterministically, into a
-# profile that loads, and a database row; (c) with the real serving runs of $SLICESIM_DATA
-# (skipped when absent): `fit --evaluate` gives bench/fidelity.sh's per-stage numbers.
+# a latency no server has, a hex number, a stage the replay cannot serve, bad options: one line
+# "FILE:LINE: field: ..." or naming the option, exit 2, no output file left); (b) recovery:
+# stages simulated under a known engine ("truth") are fitted from another start, and the fitted
+# terms come back within a stated tolerance, deterministically, into a profile that loads, and
+# a database row; (c) a fit --jobs 2 ended by a signal leaves no replay process running; (d)
+# with the real serving runs of $SLICESIM_DATA (skipped when absent): `fit --evaluate` gives
+# bench/fidelity.sh's per-stage numbers.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 DATA=${SLICESIM_DATA:-${SS_SHARED_DATA:-$ROOT/../shared/data}}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap 'rm -rf "$T"' EXIT
+pid=0 kids=
+trap 'kill -9 $kids 2>/dev/null; [ "$pid" -gt 0 ] && kill -9 $pid 2>/dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
 # ---- a tiny directory of serving runs --------------------------------------------------------
@@ -96,7 +99,7 @@ fit_bad "^slicesim: fit: bad/runs\.csv:2: catalog_model: unknown model 'llama-9'
 bad runs.csv '3s/,h100-sxm,/,h900,/'
 fit_bad "^slicesim: fit: bad/runs\.csv:3: gpu: unknown GPU 'h900' \(known: .*h100-sxm"
 bad stages.csv '3s/^\(r-tp1,1,9,[0-9]*,\)[^,]*,/\1abc,/'
-fit_bad "^slicesim: fit: bad/stages\.csv:3: ttft_mean_ms: 'abc' is not a number >= 0 \(ms\)$"
+fit_bad "^slicesim: fit: bad/stages\.csv:3: ttft_mean_ms: 'abc' is not a decimal number > 0 \(ms\)$"
 bad runs.csv '3s|traces/two.csv|traces/missing.csv|'
 fit_bad "^slicesim: fit: bad/runs\.csv:3: trace: cannot read 'bad/traces/missing\.csv': No such file or directory$"
 bad stages.csv '$a r-tp3,0,,1,1,1,1,1,1'
@@ -114,8 +117,55 @@ for jobs in 1 4; do # in this process, and from a replay's own process
     fit_bad "^slicesim: fit: bad/runs\.csv:2: trace: replaying run 'r-tp1': bad/traces/two\.csv:5" \
         "--jobs $jobs"
 done
+# bad_field FILE LINE COLUMN VALUE: a copy of data with one field of FILE (by its header) set
+bad_field() {
+    rm -rf bad && cp -r data bad || fail "copy"
+    awk -F, -v OFS=, -v line="$2" -v col="$3" -v val="$4" '
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; if (!c) exit 1 }
+        NR == line { $c = val } { print }' "data/$1" >"bad/$1" || fail "no column $3 in $1"
+}
+# stages no server can have: a latency of 0, an E2E (mean or p90) not above its TTFT (an ITL
+# of 0 or below, which the objective would drop)
+bad_field stages.csv 2 ttft_mean_ms 0
+fit_bad "^slicesim: fit: bad/stages\.csv:2: ttft_mean_ms: '0' is not a decimal number > 0 \(ms\)$"
+bad_field stages.csv 3 e2e_mean_ms 1 # below any TTFT of the truth (12 ms of front end)
+fit_bad "^slicesim: fit: bad/stages\.csv:3: e2e_mean_ms: '1' is not above ttft_mean_ms '[0-9.]+': a request's last token comes after its first$"
+p90=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_p90_ms") c = i } NR == 4 { print $c }' data/stages.csv)
+bad_field stages.csv 4 e2e_p90_ms "$p90" # equal: not above either
+fit_bad "^slicesim: fit: bad/stages\.csv:4: e2e_p90_ms: '$p90' is not above ttft_p90_ms '$p90': a request's last token comes after its first$"
+# numbers are decimal, as in traces: no hex
+bad_field stages.csv 2 ttft_p90_ms 0x26
+fit_bad "^slicesim: fit: bad/stages\.csv:2: ttft_p90_ms: '0x26' is not a decimal number > 0 \(ms\)$"
+bad_field runs.csv 3 gpu_memory_utilization 0x1p-1
+fit_bad "^slicesim: fit: bad/runs\.csv:3: gpu_memory_utilization: '0x1p-1' is not a decimal number in \(0, 1\]$"
+bad_field runs.csv 2 trace_stage_starts "0x0;$start1"
+fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0x0;[0-9.]*' is not a ';' list of increasing decimal times >= 0 \(s\)$"
+# a stage of no time (it starts where the next does) cannot be replayed
+bad_field runs.csv 2 trace_stage_starts "0;0"
+fit_bad "^slicesim: fit: bad/runs\.csv:2: trace_stage_starts: '0;0' is not a ';' list of increasing times: stage 1 starts where stage 0 does or before, so it has no time of its own$"
+# nor can a stage after the trace's end, or one whose every request the run's settings reject
+bad_field runs.csv 2 trace_stage_starts "0;$start1;99999"
+echo "r-tp1,2,,,1,2,,3,4" >>bad/stages.csv
+fit_bad "^slicesim: fit: bad/stages\.csv:7: stage: run 'r-tp1' has no request in stage 2: bad/traces/two\.csv has none from 99999 s on$"
+for jobs in 1 4; do
+    bad_field runs.csv 3 max_model_len 16
+    fit_bad "^slicesim: fit: bad/runs\.csv:3: max_model_len: all 30 requests of stage 0 of run 'r-tp2' are rejected in the replay \(most for: prompt longer than max_model_len 16\)$" \
+        "--jobs $jobs"
+done
+# a UTF-8 byte-order mark, as editors save CSV, is no part of the first column's name
+rm -rf bom && cp -r data bom && for f in runs.csv stages.csv; do
+    printf '\xef\xbb\xbf' | cat - "data/$f" >"bom/$f" || fail "bom/$f"
+done
+"$S" fit bom --profiles cat --evaluate --engine truth --json >bom.json 2>err ||
+    fail "runs.csv and stages.csv with a BOM: $(cat err)"
+cmp -s <(sed 's/"wall_s": [0-9.e+-]*//; s/"dir": "bom"//' bom.json) \
+    <(sed 's/"wall_s": [0-9.e+-]*//; s/"dir": "data"//' truth.json) ||
+    fail "with a BOM the evaluation differs: $(diff bom.json truth.json)"
 expect_error 2 "^slicesim: fit: --fit: unknown engine term 'iter_slow_us' \(fittable: iter_fixed_us," \
     "$S" fit data --profiles cat --fit iter_fixed_us,iter_slow_us
+# every term the table has, launch_us (not fitted by default) included
+expect_error 2 "^slicesim: fit: --fit: unknown engine term 'nope' \(fittable: iter_fixed_us,iter_per_seq_us,iter_per_token_us,op_floor_us,hop_latency_us,frontend_ms,attn_speed,launch_us\)$" \
+    "$S" fit data --profiles cat --fit nope
 expect_error 2 "^slicesim: fit: --engine: unknown engine 'nope' \(known: " \
     "$S" fit data --profiles cat --engine nope
 expect_error 2 "^slicesim: fit: --runs: no run 'r-9' in data/runs\.csv$" \
@@ -207,6 +257,16 @@ grep -q "^name = start$" self.ini || fail "fit in place: $(cat self.ini)"
 cmp -s <(sed 's/"wall_s": [0-9.e+-]*//' j1.json) <(sed 's/"wall_s": [0-9.e+-]*//' j3.json) ||
     fail "--jobs 3 differs from --jobs 1: $(diff j1.json j3.json)"
 expect_error 2 "^slicesim: --jobs: expected an integer in \\[1, 1024\\], got .0.$" "$S" fit data --profiles cat --jobs 0
+# a metric no fitted stage measured is said so, not printed as "nan %" (table, profile header)
+rm -rf nop90 && cp -r data nop90 || fail "copy"
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "ttft_p90_ms") c = i }
+    NR > 1 { $c = "" } { print }' data/stages.csv >nop90/stages.csv || fail "nop90"
+"$S" fit nop90 --profiles cat --engine start --fit iter_fixed_us --iterations 2 -o nop90.ini \
+    --no-progress >nop90.txt 2>err || fail "fit without TTFT p90: $(cat err)"
+grep -qx '    TTFT p90  not measured in any fitted stage' nop90.txt &&
+    grep -q '^; MAPE over the fitted stages: TTFT mean [0-9.]* %, TTFT p90 not measured, ITL ' nop90.ini ||
+    fail "a metric not measured: $(cat nop90.txt nop90.ini)"
+grep -qi nan nop90.txt nop90.ini && fail "nan printed: $(grep -i nan nop90.txt nop90.ini)"
 
 # --cost reaches every replay: 'profile' without tables says which operators use the roofline
 "$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
@@ -215,7 +275,54 @@ grep -q "warning: cost model 'profile' (.*): 0 operators from tables" err || fai
 expect_error 2 "^slicesim: fit: --cost: unknown cost model 'nope' \(known: roofline, profile, auto\)$" \
     "$S" fit data --profiles cat --cost nope
 
-# ---- (c) against bench/fidelity.sh on a real run -----------------------------------------------
+# ---- (c) a fit ended by a signal --------------------------------------------------------------
+# SIGINT, SIGTERM or SIGHUP ending `fit --jobs 2` while two replays run in child processes ends
+# them too (none goes on replaying after the fit), leaves no output or temporary file, and the
+# fit dies of the signal. Each replay takes seconds: multi-turn conversations (the prefix cache
+# grows) with --check.
+command -v pgrep >/dev/null || fail "pgrep (procps) is needed"
+mkdir slow || fail "slow"
+"$S" trace gen -r 40 -n 20000 -p lognormal:500:0.4:32:1500 -O fixed:48 --turns fixed:50 --think 1 \
+    -s 1 -o slow/t.csv || fail "trace gen slow"
+cat >slow/runs.csv <<CSV
+run,catalog_model,gpu,tp,max_num_seqs,max_num_batched_tokens,max_model_len,gpu_memory_utilization,output_len,trace,trace_stage_starts
+a,llama-2-7b,h100-sxm,1,128,2048,4096,0.9,48,t.csv,0
+b,llama-2-7b,h100-sxm,1,128,2048,4096,0.9,48,t.csv,0
+CSV
+printf 'run,stage,ttft_mean_ms,ttft_p90_ms,e2e_mean_ms,e2e_p90_ms\na,0,30,40,600,700\nb,0,30,40,600,700\n' \
+    >slow/stages.csv
+set -m # background jobs keep SIGINT's default (bash ignores it otherwise)
+hup_ignored() { (( 16#$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) & 1 )); }
+for sig in TERM INT HUP; do
+    if [ $sig = HUP ] && hup_ignored; then
+        echo "fit_cli: SIGHUP is ignored in this environment (nohup): its case is skipped" >&2
+        continue
+    fi
+    "$S" fit slow --profiles cat --engine start --jobs 2 --check --no-progress -o sig.ini \
+        --write-stages sig.csv >sig.out 2>&1 &
+    pid=$!
+    kids=
+    for _ in $(seq 200); do
+        kids=$(pgrep -P $pid)
+        [ "$(wc -w <<<"$kids")" -eq 2 ] && break
+        sleep 0.05
+    done
+    [ "$(wc -w <<<"$kids")" -eq 2 ] || fail "SIG$sig: no two replay processes: $kids $(cat sig.out)"
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    pid=0
+    [ $rc -eq $((128 + $(kill -l $sig))) ] || fail "fit after SIG$sig: exit $rc: $(cat sig.out)"
+    for k in $kids; do # reaped by the fit: not even a zombie is left
+        kill -0 "$k" 2>/dev/null &&
+            fail "SIG$sig: replay process $k still runs after the fit: $(ps -o pid,ppid,stat,etime,args -p "$k")"
+    done
+    ls | grep -E '^sig\.(ini|csv)' && fail "SIG$sig left an output: $(ls)"
+done
+set +m
+kids=
+
+# ---- (d) against bench/fidelity.sh on a real run -----------------------------------------------
 REAL=$DATA/serving/vllm-0.15-h100-blis
 if [ ! -r "$REAL/runs.csv" ] || ! command -v python3 >/dev/null; then
     echo "fit_cli: no serving runs in $REAL; the comparison with fidelity.sh is skipped"

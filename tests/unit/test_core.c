@@ -5,6 +5,7 @@
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_csv.h"
 #include "core/ss_hist.h"
 #include "core/ss_params.h"
 #include "core/ss_parse.h"
@@ -59,6 +60,37 @@ static void test_strict_numbers(void **state)
     assert_int_equal(ss_parse_doublez("nan", &d), SS_EPARSE);
     assert_int_equal(ss_parse_doublez("1e999", &d), SS_EPARSE);
     assert_int_equal(ss_parse_doublez("", &d), SS_EPARSE);
+}
+
+/* ss_parse_decimal takes the numbers the trace readers take (ss_parse_seconds_ns's syntax) at
+ * strtod's value, and refuses what they refuse: hex above all, which strtod reads. */
+static void test_decimal_numbers(void **state)
+{
+    (void)state;
+    const char *good[] = {"0.25", " 12 ", "1.5e-3", "2.5E2", "-0.25", ".5", "7.", "+3", "1e+2"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        double d = NAN;
+        ss_time t;
+        if (ss_parse_decimalz(good[i], &d) != 0)
+            fail_msg("'%s' refused", good[i]);
+        assert_true(d == strtod(good[i], NULL));
+        assert_int_equal(ss_parse_seconds_ns(good[i], strlen(good[i]), &t), 0);
+    }
+    const char *bad[] = {"", " ", "abc", "1.2.3", "1e", "nan", "inf", "-infinity", "1e999",
+                         "0x10", "0X1A", "0x1p3", "-0x2", "1,5", "1e0x2", ". ", "+-1", "1e401"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double d = NAN;
+        ss_time t;
+        if (ss_parse_decimalz(bad[i], &d) == 0)
+            fail_msg("'%s' parsed as %g", bad[i], d);
+        assert_true(isnan(d)); /* not written on failure */
+        assert_int_not_equal(ss_parse_seconds_ns(bad[i], strlen(bad[i]), &t), 0);
+    }
+    double d;
+    assert_int_equal(ss_parse_doublez("0x10", &d), 0); /* what the strict reader still allows */
+    assert_true(d == 16);
+    assert_int_equal(ss_parse_decimal("2.5xyz", 3, &d), 0); /* only len bytes are read */
+    assert_true(d == 2.5);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -219,6 +251,34 @@ static void test_alloc_accounting_and_injection(void **state)
     tu_assert_no_leaks();
 }
 
+/* A CSV file saved with a UTF-8 byte-order mark reads as without one (as traces do): the mark
+ * is not part of the first column's name. Only the first line's is dropped. */
+static void test_csv_bom(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    const char *path = tu_write_file(dir, "bom.csv", "\xEF\xBB\xBFrun,stage\r\na,1\r\n"
+                                                     "\xEF\xBB\xBF,2\n");
+    ss_csv c;
+    ss_errbuf eb = {""};
+    assert_int_equal(ss_csv_open(&c, path, 0, &eb), 0);
+    assert_int_equal(ss_csv_col(&c, "run"), 0);
+    assert_int_equal(ss_csv_col(&c, "stage"), 1);
+    assert_int_equal(ss_csv_next(&c, &eb), 1);
+    assert_string_equal(ss_csv_get(&c, 0), "a");
+    assert_int_equal(ss_csv_next(&c, &eb), 1);
+    assert_string_equal(ss_csv_get(&c, 0), "\xEF\xBB\xBF");
+    assert_int_equal(c.line, 3);
+    assert_int_equal(ss_csv_next(&c, &eb), 0);
+    ss_csv_close(&c);
+    /* a mark alone is an empty file: no header row */
+    path = tu_write_file(dir, "bom-only.csv", "\xEF\xBB\xBF\n");
+    assert_int_equal(ss_csv_open(&c, path, 0, &eb), SS_EPARSE);
+    assert_non_null(strstr(eb.msg, "no header row"));
+    tu_tmpdir_cleanup();
+    tu_assert_no_leaks();
+}
+
 /* Error messages stay one line whatever the input carried into them (fuzzing found bare CRs
  * from INI values, CSV headers and JSON strings printed raw). */
 static void test_errbuf_one_line(void **state)
@@ -284,6 +344,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seconds_exact),
         cmocka_unit_test(test_strict_numbers),
+        cmocka_unit_test(test_decimal_numbers),
+        cmocka_unit_test(test_csv_bom),
         cmocka_unit_test(test_hist_percentiles_within_tolerance),
         cmocka_unit_test(test_rng_streams),
         cmocka_unit_test(test_params),
