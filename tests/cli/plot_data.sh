@@ -16,7 +16,8 @@ printf '#!/bin/sh\ncat >>"$CAPTURE"\nprintf "\\211PNG\\r\\n\\032\\n"\nprintf "\\
     >fake/gnuplot
 # one whose PNG stops short (a full disk, a crash), exiting 0
 printf '#!/bin/sh\ncat >/dev/null\nprintf "\\211PNG\\r\\n\\032\\n\\0\\0\\0\\rIHDR"\n' >cut/gnuplot
-printf '#!/bin/sh\nsleep 3141\n' >hang/gnuplot  # a child of its own, too
+# a child of its own, too, with a duration no other test run uses (pgrep sees every process)
+printf '#!/bin/sh\nsleep 3141.%s\n' "$$" >hang/gnuplot
 chmod +x fake/gnuplot cut/gnuplot hang/gnuplot
 export CAPTURE=$T/captured
 # plot_input ARGS...: what `slicesim plot ARGS` pipes to gnuplot
@@ -110,7 +111,7 @@ expect_error 1 "gnuplot did not finish drawing figs/gpu-timeline.png within 1 s"
     env SLICESIM_GNUPLOT_TIMEOUT_S=1 PATH="$T/hang:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
 [ $(($(date +%s) - start)) -lt 30 ] || fail "the hanging gnuplot held slicesim"
 sleep 0.2
-! pgrep -x -f "sleep 3141" >/dev/null || fail "the hanging gnuplot's child was left running"
+! pgrep -x -f "sleep 3141.$$" >/dev/null || fail "the hanging gnuplot's child was left running"
 expect_error 2 "SLICESIM_GNUPLOT_TIMEOUT_S: expected a positive" \
     env SLICESIM_GNUPLOT_TIMEOUT_S=soon "$S" plot g.db -o figs
 echo "plot_data: all checks passed"
