@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,17 @@ int cli_open_trace(trace_reader **r_out, const char *path, const char *format, s
 {
     int rc = trace_reader_open(r_out, path, format, eb);
     return rc == SS_EIO ? SS_EPARSE : rc;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    ss_errbuf eb = {""};
+    va_list ap;
+    va_start(ap, fmt);
+    ss_verr(&eb, SS_EINVAL, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "slicesim: %s: %s\n", cmd, eb.msg);
+    return CLI_EUSAGE;
 }
 
 int cli_name_opt(const char *cmd, const char *opt, const char *arg, const char **out)

@@ -44,6 +44,11 @@ int cmd_validate(int argc, char **argv);
  * everything else is a failed run (1). */
 int cli_status_of(int ss_rc);
 
+/* Print "slicesim: CMD: MESSAGE" on one line of stderr, whatever the values formatted into it
+ * hold (a new line or an escape sequence in a user's argument is shown as \xNN, as in every
+ * ss_err message), and return CLI_EUSAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A name option (a sweep's, a validation's) of command cmd: *out = arg (borrowed) and CLI_OK,
  * or CLI_EUSAGE after one line on stderr when arg is empty or holds a control character (a
  * new line, a tab, an escape sequence), which a name shown on one line of a table and a figure

@@ -63,8 +63,7 @@ static void usage(FILE *f)
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "slicesim: capacity: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
-    return CLI_EUSAGE;
+    return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
 enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES };

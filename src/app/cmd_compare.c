@@ -55,8 +55,7 @@ static void usage(FILE *f)
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "slicesim: compare: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
-    return CLI_EUSAGE;
+    return cli_usage_error("compare", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
 enum { O_RATES = CLI_RUNS_O__NEXT };

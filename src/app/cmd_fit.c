@@ -113,12 +113,12 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* fmt takes two strings, a and b. */
 static int usage_error(const char *fmt, const char *a, const char *b)
 {
-    fprintf(stderr, "slicesim: fit: ");
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-    return CLI_EUSAGE;
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    return cli_usage_error("fit", "%s", msg);
 }
 
 /* --fit KEYS into o->c.term: each a fittable term, once. */
@@ -177,7 +177,8 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_PROFILES: o->c.profiles = arg; return CLI_OK;
     case OPT_NAME: o->c.name = arg; return CLI_OK;
     case OPT_DESC:
-        if (!*arg || strlen(arg) >= sizeof ((cat_engine *)0)->description || strchr(arg, '\n'))
+        if (!*arg || strlen(arg) >= sizeof ((cat_engine *)0)->description ||
+            ss_str_has_control(arg))
             return usage_error("--description: '%.60s' is not one line of 1-127 characters%s",
                                arg, "");
         o->c.description = arg;

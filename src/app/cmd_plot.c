@@ -39,8 +39,7 @@ static void usage(FILE *f)
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "slicesim: plot: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
-    return CLI_EUSAGE;
+    return cli_usage_error("plot", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
 int cmd_plot(int argc, char **argv)

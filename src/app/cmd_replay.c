@@ -248,12 +248,12 @@ static void build_long_opts(void)
     long_opts[N_BASE_OPTS + N_KEY_OPTS] = (struct option){NULL, 0, NULL, 0};
 }
 
+/* fmt takes two strings, a and b. */
 static int usage_error(const char *fmt, const char *a, const char *b)
 {
-    fprintf(stderr, "slicesim: replay: ");
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-    return CLI_EUSAGE;
+    char msg[1024];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    return cli_usage_error("replay", "%s", msg);
 }
 
 /* Check an option's value by kind before it becomes an assignment. */

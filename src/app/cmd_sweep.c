@@ -112,8 +112,7 @@ static void usage(FILE *f)
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "slicesim: sweep: %s%s%s\n", msg, arg ? arg : "", arg ? "'" : "");
-    return CLI_EUSAGE;
+    return cli_usage_error("sweep", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
 enum { O_JOBS = 256, O_SHARD, O_DB, O_JSON, O_PROFILES, O_NOPROG, O_DRY };

@@ -215,5 +215,13 @@ expect_error 2 "^slicesim: validate: --name: a name may hold no control characte
         --name "$(printf 'v\n1')" --db none
 expect_error 2 "^slicesim: compare: --name: expected a name, got ''$" \
     "$S" compare -c "$SV" --policies container --name "" --db none
+# and a refused value is shown on the one line of its message, not printed raw
+expect_error 2 "^slicesim: fit: --name: 'a\\\\x0ab' is not an engine name" "$S" fit . --name "$(printf 'a\nb')"
+expect_error 2 "^slicesim: fit: --description: 'a\\\\x1b\[31mb' is not one line" \
+    "$S" fit . --description "$(printf 'a\033[31mb')"
+expect_error 2 "^slicesim: replay: --batching: .*, got 'x\\\\x0ay'$" \
+    "$S" replay --batching "$(printf 'x\ny')" --db none
+expect_error 2 "^slicesim: plot: --format: expected png, svg or both, got 'p\\\\x0ang'$" \
+    "$S" plot x.db --format "$(printf 'p\nng')"
 
 echo "messages_cli: ok"
