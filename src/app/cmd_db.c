@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -65,8 +64,6 @@ int cmd_db(int argc, char **argv)
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);
     }
-    /* a merge that fails leaves no new file behind */
-    int created = access(argv[2], F_OK) != 0;
     store *out = NULL;
     rc = store_open(&out, argv[2], &eb);
     uint64_t total = 0, dups = 0, vals = 0, val_dups = 0;
@@ -89,9 +86,11 @@ int cmd_db(int argc, char **argv)
             val_dups += c.validations_skipped;
         }
     }
-    store_close(&out);
-    if (rc && created)
-        store_remove(argv[2]);
+    /* a merge that fails leaves no new file behind (store_open removes one it made itself) */
+    if (rc)
+        store_close_discard(&out);
+    else
+        store_close(&out);
     if (rc) {
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);

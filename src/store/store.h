@@ -122,8 +122,16 @@ typedef struct store_point_row {
 int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
                         ss_errbuf *eb);
 void store_point_row_free(store_point_row *row);
-/* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
+/* Close; an open run is rolled back. When this handle created the database file (it did not
+ * exist when store_open began), a write through it failed or was rolled back, and the
+ * database holds nothing (every table empty), the file is removed with its -wal and -shm, so
+ * that a failed first run leaves nothing behind; a file that existed before, or that another
+ * connection has open, is always kept. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
+/* store_close, and when this handle created the database file and no other connection has it
+ * open, remove it with its -wal and -shm whatever it holds: for an output a command made and
+ * must not leave behind when it fails part-way (db merge). NULL-safe; sets *s to NULL. */
+void store_close_discard(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
 /* Append one request row to the open run. tenant is the tenant's name (borrowed). */

@@ -20,6 +20,9 @@ struct store {
     int in_run;      /* a transaction is open */
     int64_t run_id;  /* of the open run */
     char *path;      /* owned */
+    int created;     /* this handle made the file (O_EXCL): only then may it remove it */
+    int failed;      /* opening or a step failed, or a write was rolled back */
+    uint64_t file_id[2]; /* device and inode of the file at path when it was opened */
 };
 
 /* {======================================================================
@@ -30,12 +33,14 @@ struct store {
 int store__step(store *s, sqlite3_stmt *st);
 /* The message of the last failure: the injected one's, or SQLite's (borrowed). */
 const char *store__last_error(store *s);
-/* "PATH: what: SQLite's message" into eb; returns SS_EDB. */
+/* "PATH: what: SQLite's message" into eb; returns SS_EDB. Marks the handle failed, as every
+ * failed step does (store_close). */
 int store__db_err(store *s, ss_errbuf *eb, const char *what);
 /* Run SQL text (one step, for fault injection). 0, or SS_EDB with eb set ("PATH: what: ..."). */
 int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what);
-/* Roll back the open transaction. Never fails by injection: a failed write must still be
- * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
+/* Roll back the open transaction, and mark the handle failed (store_close then removes a
+ * database it created that holds nothing). Never fails by injection: a failed write must
+ * still be undone (and if ROLLBACK itself fails, closing the connection rolls back). */
 void store__rollback(store *s);
 
 /* }====================================================================== */

@@ -7,6 +7,7 @@
 #include "core/ss_alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,7 +385,126 @@ static int set_wal(store *s, ss_errbuf *eb)
     return store__exec(s, "PRAGMA synchronous=NORMAL", eb, "setting WAL");
 }
 
-int store_open(store **s_out, const char *path, ss_errbuf *eb)
+/* {======================================================================
+ * Databases a command created: a handle that made the file and then failed (its opening, or
+ * a write it rolled back) removes it on closing when it holds nothing, so that a failed first
+ * run leaves no file: neither a 0-byte database (opening failed at "setting WAL") nor one
+ * with only the schema and a -wal that a full disk cannot checkpoint. Only the handle that
+ * created the file (O_EXCL) may remove it, and only when no other connection has it open: an
+ * exclusive lock on the database file proves that, since every connection to a WAL database
+ * holds a shared lock on it from its first read to its close. A connection that opened the
+ * file just before it went, and waited for the lock, sees on getting it that its path no
+ * longer names the file it opened (same_file), and opens the path again.
+ * ======================================================================= */
+
+/* Whether path names a file SQLite opens as such: not a "file:" URI, not ":memory:". */
+static int plain_path(const char *path)
+{
+    return *path && strncmp(path, "file:", 5) != 0 && strcmp(path, ":memory:") != 0;
+}
+
+/* Create the file at path if it does not exist: 1 when this call made it, 0 when it was there
+ * already or cannot be made (SQLite's open then says why). */
+static int create_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* The device and inode of the file at path into id: 0, or -1 when there is none. */
+static int file_id_of(const char *path, uint64_t id[2])
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    id[0] = (uint64_t)st.st_dev;
+    id[1] = (uint64_t)st.st_ino;
+    return 0;
+}
+
+/* Whether the store's path still names the file it opened. */
+static int same_file(const store *s)
+{
+    uint64_t id[2];
+    return file_id_of(s->path, id) == 0 && id[0] == s->file_id[0] && id[1] == s->file_id[1];
+}
+
+/* One SQL statement outside the fault injection (store__step): the cleanup below changes
+ * nothing another connection could see, and its failure only keeps the file. */
+static int exec_quietly(store *s, const char *sql)
+{
+    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? SS_OK : SS_EDB;
+}
+
+/* 1 when the first column of sql's first row is text equal to want, 0 when not or on error. */
+static int first_text_is(store *s, const char *sql, const char *want)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    int is = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+             !strcmp((const char *)sqlite3_column_text(st, 0), want);
+    sqlite3_finalize(st);
+    return is;
+}
+
+/* Whether every table of the database is empty (so is a database without any): 1, or 0 when
+ * one holds a row or a table cannot be read. */
+static int holds_nothing(store *s)
+{
+    sqlite3_stmt *tables;
+    if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1,
+                           &tables, NULL) != SQLITE_OK)
+        return 0;
+    int empty = 1, rc;
+    while (empty && (rc = sqlite3_step(tables)) == SQLITE_ROW) {
+        char *sql = sqlite3_mprintf("SELECT count(*) = 0 FROM \"%w\"",
+                                    (const char *)sqlite3_column_text(tables, 0));
+        sqlite3_stmt *st = NULL;
+        empty = sql && sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+        sqlite3_finalize(st);
+        sqlite3_free(sql);
+    }
+    if (empty && rc != SQLITE_DONE)
+        empty = 0;
+    sqlite3_finalize(tables);
+    return empty;
+}
+
+/* Remove the database file s created, and SQLite's files beside it, if no other connection
+ * has it open and, with only_if_empty, it holds nothing; else leave it. Called just before the
+ * connection closes, with no transaction open. */
+static void remove_created(store *s, int only_if_empty)
+{
+    if (!s->created || !s->db)
+        return;
+    sqlite3_busy_timeout(s->db, 0); /* another connection's lock: keep the file, at once */
+    /* A database that never reached WAL mode (opening failed at "setting WAL") keeps its
+     * journal in memory, so that taking the lock writes nothing to a full disk. */
+    if (!first_text_is(s, "PRAGMA journal_mode", "wal"))
+        exec_quietly(s, "PRAGMA journal_mode = MEMORY");
+    if (exec_quietly(s, "PRAGMA locking_mode = EXCLUSIVE") || exec_quietly(s, "BEGIN EXCLUSIVE"))
+        return;
+    /* The names go while the lock is held, so that no other connection can have opened the
+     * -wal or -shm meanwhile; closing then must not delete by name what another database may
+     * have made there since: a persistent WAL is left to the closing connection's own files. */
+    if ((!only_if_empty || holds_nothing(s)) && same_file(s)) {
+        int persist = 1;
+        sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+        store_remove(s->path);
+    }
+    exec_quietly(s, "ROLLBACK");
+}
+
+/* }====================================================================== */
+
+/* Open the database at path once: SS_OK with *s_out set, an SS_E* code with eb set, or 1
+ * when the path stopped naming the file opened (another handle removed it: try again). */
+static int open_once(store **s_out, const char *path, ss_errbuf *eb)
 {
     store *s = ss_calloc(1, sizeof *s);
     if (!s || !(s->path = ss_strdup(path))) {
@@ -392,6 +512,12 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
     int rc = ensure_parent(path, eb);
+    int plain = plain_path(path);
+    if (!rc && plain) {
+        s->created = create_file(path);
+        if (file_id_of(path, s->file_id) != 0)
+            s->created = 0; /* gone already: the check after opening finds it so */
+    }
     /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
      * read as a URI only when it starts with "file:" */
     if (!rc && sqlite3_open_v2(path, &s->db,
@@ -406,12 +532,33 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         rc = init_schema(s, eb);
     if (!rc)
         rc = store__prepare_statements(s, eb);
+    /* Read under the shared lock the connection now holds: a file removed before this point
+     * was removed under an exclusive lock, and no file can be removed after it. */
+    if (!rc && plain && !same_file(s)) {
+        s->created = 0; /* not the file at path: never remove what is there now */
+        store_close(&s);
+        return 1;
+    }
     if (rc) {
+        s->failed = 1;
         store_close(&s);
         return rc;
     }
     *s_out = s;
     return SS_OK;
+}
+
+int store_open(store **s_out, const char *path, ss_errbuf *eb)
+{
+    /* a path whose file is removed while this opens it twice running is not a race but
+     * something removing it on purpose */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int rc = open_once(s_out, path, eb);
+        if (rc != 1)
+            return rc;
+    }
+    return ss_err(eb, SS_EDB, "%s: cannot open: the file was removed or replaced while opening it",
+                  path);
 }
 
 /* An older schema read without writing to the file: the database is copied into memory and
@@ -507,18 +654,28 @@ void store_remove(const char *path)
     ss_free(buf);
 }
 
-void store_close(store **sp)
+/* Close s, first removing the database it created, when discard or (it failed and the
+ * database holds nothing), and no other connection has it open. */
+static void close_store(store **sp, int discard)
 {
     store *s = *sp;
     if (!s)
         return;
     store_run_abort(s);
-    for (int i = 0; i < STORE__N_STMTS; i++)
+    for (int i = 0; i < STORE__N_STMTS; i++) {
         sqlite3_finalize(s->st[i]);
+        s->st[i] = NULL;
+    }
+    if (discard || s->failed)
+        remove_created(s, !discard);
     sqlite3_close(s->db);
     ss_free(s->path);
     ss_free(s);
     *sp = NULL;
 }
+
+void store_close(store **sp) { close_store(sp, 0); }
+
+void store_close_discard(store **sp) { close_store(sp, 1); }
 
 const char *store_path(const store *s) { return s->path; }

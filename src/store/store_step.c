@@ -48,6 +48,7 @@ const char *store__last_error(store *s)
 
 int store__db_err(store *s, ss_errbuf *eb, const char *what)
 {
+    s->failed = 1;
     return ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, store__last_error(s));
 }
 
@@ -59,6 +60,7 @@ int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
         return store__db_err(s, eb, what);
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
         return SS_OK;
+    s->failed = 1;
     int rc = ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, msg ? msg : "failed");
     sqlite3_free(msg);
     return rc;
@@ -68,6 +70,7 @@ int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
  * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
 void store__rollback(store *s)
 {
+    s->failed = 1;
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
