@@ -23,7 +23,9 @@ static void usage(FILE *f)
         "older schema is read as it is), and all are checked before OUT.db is touched; an\n"
         "OUT.db this command created is removed again when the merge fails.\n"
         "\n"
-        "Exit status: 0 success, 1 a database failed, 2 bad input or usage.\n");
+        "Exit status: 0 success, 1 a database failed (OUT.db's disk full, an input locked),\n"
+        "2 usage or bad input: an input that is missing, not a slicesim database, damaged or\n"
+        "of a newer schema, named in a one-line message.\n");
 }
 
 /* Before anything is written: no input is the output, and every input is a readable slicesim

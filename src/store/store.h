@@ -77,12 +77,15 @@ typedef struct store_run_end {
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
 /* Open the existing database at path for reading only: nothing is written to it (an older
  * schema is upgraded in a copy in memory). Fails with SS_EIO when it cannot be opened,
- * SS_EPARSE when it is empty or not a slicesim database (bad input), SS_EDB when it is of a
- * newer schema or cannot be read (locked by another process). Writing through the handle
- * fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with eb set. */
+ * SS_EPARSE when it is bad input: empty, not SQLite, damaged where its schema is read, not a
+ * slicesim database or of a newer schema; SS_EDB when it cannot be read now (locked by another
+ * process). Writing through the handle fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with
+ * eb set. */
 int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb);
-/* Whether the database at path could be read as an input (store_open_readonly's checks,
- * without reading an older schema into memory). 0, or its error. */
+/* Whether the database at path could be read as an input: store_open_readonly's checks
+ * (without reading an older schema into memory), and every page read (PRAGMA quick_check),
+ * so that a damaged file is SS_EPARSE with its first problem ("PATH: damaged: ...") before
+ * anything is written. 0, or its error. */
 int store_check_input(const char *path, ss_errbuf *eb);
 /* Remove the database file at path and SQLite's files beside it (-wal, -shm, -journal);
  * missing ones are ignored. For databases a command created and must not leave behind. */
@@ -95,8 +98,9 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
  * s, in one transaction. A run that is a sweep point s already has is skipped and counted in
  * *skipped; *copied counts the others. in_path must exist and be a slicesim database; it is
  * only read (store_open_readonly; an older schema's missing columns take their defaults).
- * 0, SS_EIO, SS_EPARSE (not a slicesim database), SS_EDB or SS_ENOMEM with eb set; on failure
- * s is unchanged. */
+ * 0, SS_EIO, SS_EPARSE (bad input, as store_open_readonly has it; also an input found damaged
+ * while it is copied, by PRAGMA integrity_check, "IN: damaged: ..."), SS_EDB or SS_ENOMEM
+ * with eb set; on failure s is unchanged. */
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
 /* store_merge with every count. Both also copy the input's validations (slicesim validate)

@@ -307,20 +307,28 @@ static int query_int(store *s, const char *sql, int64_t *out)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
 }
 
+/* Whether SQLite code rc says the file itself is bad (not a database, damaged), as opposed
+ * to unreadable for now (locked, an I/O error). */
+static int bad_file_code(int rc)
+{
+    return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT;
+}
+
 /* The schema version in *ver, refusing a newer one or a database that is not ours. A file
- * that is not ours is SS_EDB for a database a run writes to, SS_EPARSE (bad input) for one
- * read as an input (`input`). */
+ * that is not ours (not SQLite, damaged, another program's, newer) is SS_EDB for a database a
+ * run writes to, SS_EPARSE (bad input) for one read as an input (`input`). */
 static int schema_version_of(store *s, int64_t *ver, int input, ss_errbuf *eb)
 {
     int64_t n_tables;
     if (query_int(s, "PRAGMA user_version", ver) ||
         query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables)) {
         int rc = store__db_err(s, eb, "not a readable SQLite database");
-        return input && sqlite3_errcode(s->db) == SQLITE_NOTADB ? SS_EPARSE : rc;
+        return input && bad_file_code(s->last_code) ? SS_EPARSE : rc;
     }
     if (*ver > STORE_SCHEMA_VERSION)
-        return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
-                      s->path, (long long)*ver, STORE_SCHEMA_VERSION);
+        return ss_err(eb, input ? SS_EPARSE : SS_EDB,
+                      "%s: results schema %lld is newer than this slicesim's (%d)", s->path,
+                      (long long)*ver, STORE_SCHEMA_VERSION);
     if (*ver == 0 && n_tables > 0)
         return ss_err(eb, input ? SS_EPARSE : SS_EDB,
                       "%s: not a slicesim results database (it has other tables)", s->path);
@@ -628,13 +636,55 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
     return SS_OK;
 }
 
-int store_check_input(const char *path, ss_errbuf *eb)
+/* Read every page of the input s (PRAGMA quick_check: each b-tree's structure and records; not
+ * whether its indexes match their tables, which a merge that trips on it finds): 0, SS_EPARSE
+ * with the first problem it reports when it is damaged, SS_EDB when it cannot be read. */
+static int quick_check(store *s, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK)
+        return bad_file_code(sqlite3_errcode(s->db))
+                   ? ss_err(eb, SS_EPARSE, "%s: damaged: %s", s->path, sqlite3_errmsg(s->db))
+                   : store__db_err(s, eb, "checking the database");
+    int rc = store__step(s, st);
+    const char *what = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    int out = SS_OK;
+    if (rc != SQLITE_ROW) {
+        out = store__db_err(s, eb, "checking the database");
+        if (bad_file_code(s->last_code))
+            out = ss_err(eb, SS_EPARSE, "%s: damaged: %s", s->path, sqlite3_errstr(s->last_code));
+    } else if (what && strcmp(what, "ok")) {
+        out = store__damaged(eb, s->path, what);
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store__damaged(ss_errbuf *eb, const char *path, const char *problem)
+{
+    /* integrity_check's report opens with the database's name on a line of its own */
+    const char *line = strstr(problem, "***\n");
+    line = line ? line + 4 : problem;
+    int n = 0;
+    while (line[n] && line[n] != '\n' && n < 200)
+        n++;
+    return ss_err(eb, SS_EPARSE, "%s: damaged: %.*s", path, n, line);
+}
+
+int store__check_input(const char *path, int deep, ss_errbuf *eb)
 {
     store *s = NULL;
     int64_t ver;
     int rc = open_input(&s, path, &ver, eb);
+    if (!rc && deep)
+        rc = quick_check(s, eb);
     store_close(&s);
     return rc;
+}
+
+int store_check_input(const char *path, ss_errbuf *eb)
+{
+    return store__check_input(path, 1, eb);
 }
 
 void store_remove(const char *path)

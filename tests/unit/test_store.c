@@ -862,6 +862,94 @@ static void test_merge_reads_inputs_only(void **state)
     assert_int_equal(st.st_size, 0);
 }
 
+/* Run sql on the database at path in a connection of its own. */
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* A copy of the (checkpointed) database at from named name in the test's directory, with
+ * page `page` overwritten with 0xa5 bytes when page > 0. */
+static const char *copy_db(const char *from, const char *name, int64_t page)
+{
+    static char to[600];
+    snprintf(to, sizeof to, "%s/%s", tu_tmpdir(), name);
+    size_t n;
+    char *buf = slurp(from, &n);
+    int64_t psz = tu_sql_int(from, "PRAGMA page_size");
+    if (page > 0) {
+        assert_true((size_t)(page * psz) <= n);
+        memset(buf + (page - 1) * psz, 0xa5, (size_t)psz);
+    }
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+    return to;
+}
+
+/* A merge input that is not a sound slicesim database of this or an older schema is bad
+ * input (SS_EPARSE), its message one line naming it, whatever is wrong: a newer schema, a
+ * damaged page (found by store_check_input before anything is written), an index out of step
+ * with its table (found only while copying: the input is checked then, and named). Before, a
+ * newer or damaged input was SS_EDB, and the damage found while copying named the output. */
+static void test_merge_refuses_bad_inputs(void **state)
+{
+    (void)state;
+    char good[600], out[600];
+    snprintf(good, sizeof good, "%s/good.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/out.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    uint64_t copied, skipped;
+    assert_int_equal(store_open(&s, good, &eb), 0);
+    write_run(s, 40, 1);
+    write_run(s, 40, 1);
+    store_close(&s);
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    write_run(s, 3, 1);
+
+    const char *newer = copy_db(good, "newer.db", 0);
+    sql_exec(newer, "PRAGMA user_version = 99");
+    assert_int_equal(store_check_input(newer, &eb), SS_EPARSE);
+    assert_int_equal(store_merge(s, newer, &copied, &skipped, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, newer, strlen(newer)), 0);
+    assert_non_null(strstr(eb.msg, "results schema 99 is newer"));
+    store *r = NULL;
+    assert_int_equal(store_open_readonly(&r, newer, &eb), SS_EPARSE);
+    assert_null(r);
+
+    const char *page = copy_db(good, "page.db", tu_sql_int(good, "SELECT rootpage FROM"
+                                                        " sqlite_master WHERE name = 'requests'"));
+    assert_int_equal(store_check_input(page, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, page, strlen(page)), 0);
+    assert_non_null(strstr(eb.msg, ": damaged: "));
+    assert_null(strchr(eb.msg, '\n'));
+
+    const char *index = copy_db(good, "index.db", 0);
+    /* the index names another table while rows go, then its own again */
+    sql_exec(index, "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = 'runs',"
+                    " sql = 'CREATE INDEX requests_by_run ON runs(run_id)'"
+                    " WHERE name = 'requests_by_run'");
+    sql_exec(index, "DELETE FROM requests WHERE req_id < 5");
+    sql_exec(index, "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = 'requests',"
+                    " sql = 'CREATE INDEX requests_by_run ON requests(run_id)'"
+                    " WHERE name = 'requests_by_run'");
+    assert_int_equal(store_check_input(index, &eb), 0); /* quick_check cannot see it */
+    assert_int_equal(store_merge(s, index, &copied, &skipped, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, index, strlen(index)), 0);
+    assert_non_null(strstr(eb.msg, ": damaged: wrong # of entries in index requests_by_run"));
+    assert_null(strchr(eb.msg, '\n'));
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -877,6 +965,7 @@ int main(void)
         cmocka_unit_test_teardown(test_validations, teardown),
         cmocka_unit_test_teardown(test_fits, teardown),
         cmocka_unit_test_teardown(test_merge_reads_inputs_only, teardown),
+        cmocka_unit_test_teardown(test_merge_refuses_bad_inputs, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
