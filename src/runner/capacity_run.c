@@ -193,16 +193,25 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
 /* Output                                                                                */
 /* ==================================================================================== */
 
-static const runner_capacity_probe *best(const runner_capacity_result *r)
+/* The probe whose goodput and SLA miss a bundle's row shows: the one at its capacity, or when
+ * no load passed the lowest load tried (its measured miss, not a 0 that reads as none). */
+static const runner_capacity_probe *shown(const runner_capacity_result *r)
 {
-    return r->i_best >= 0 ? &r->probe[r->i_best] : NULL;
+    if (r->i_best >= 0)
+        return &r->probe[r->i_best];
+    const runner_capacity_probe *low = NULL;
+    for (int i = 0; i < r->n_probes; i++)
+        if (!low || r->probe[i].load < low->load)
+            low = &r->probe[i];
+    return low;
 }
 
 /* What the table says about a search that did not end in a converged bracket. */
 static void note(const runner_capacity_result *r, char *buf, size_t n)
 {
     if (r->status == RUNNER_CAP_BELOW)
-        snprintf(buf, n, "fails at every load tried, down to %g", r->hi);
+        snprintf(buf, n, "fails at every load tried, down to %g (goodput, SLA miss at it)",
+                 r->hi);
     else if (r->status == RUNNER_CAP_ABOVE)
         snprintf(buf, n, "passes at every load tried, up to %g", r->lo);
     else if (!r->converged)
@@ -222,12 +231,20 @@ static void print_table(const capacity *c, FILE *f)
     double ref = c->res[0].capacity;
     for (int p = 0; p < o->n_policies; p++) {
         const runner_capacity_result *r = &c->res[p];
-        const runner_capacity_probe *b = best(r);
-        char buf[120];
+        const runner_capacity_probe *b = shown(r);
+        char buf[120], cap[16], ratio[16];
         note(r, buf, sizeof buf);
-        fprintf(f, "  %-16s %9.4g %5.2f %10.1f %7.2f%% %6d  %s\n", c->label[p], r->capacity,
-                ref > 0 ? r->capacity / ref : 0, b ? b->goodput_tok_per_s : 0,
-                b ? 100 * b->sla_miss : 0, r->n_probes, buf);
+        /* no load passed: the capacity is below the lowest tried, and no ratio is known */
+        if (r->status == RUNNER_CAP_BELOW)
+            snprintf(cap, sizeof cap, "<%.4g", r->hi);
+        else
+            snprintf(cap, sizeof cap, "%.4g", r->capacity);
+        if (ref > 0 && r->status != RUNNER_CAP_BELOW)
+            snprintf(ratio, sizeof ratio, "%.2f", r->capacity / ref);
+        else
+            snprintf(ratio, sizeof ratio, "-");
+        fprintf(f, "  %-16s %9s %5s %10.1f %7.2f%% %6d  %s\n", c->label[p], cap, ratio,
+                b ? b->goodput_tok_per_s : 0, b ? 100 * b->sla_miss : 0, r->n_probes, buf);
     }
     for (int p = 0; p < o->n_policies; p++)
         if (c->best_search[p][0])
@@ -249,16 +266,16 @@ static void json_str(FILE *f, const char *s)
 static void print_json_policy(const capacity *c, int p, FILE *f)
 {
     const runner_capacity_result *r = &c->res[p];
-    const runner_capacity_probe *b = best(r);
+    const runner_capacity_probe *b = shown(r);
     double ref = c->res[0].capacity;
     fprintf(f, "    {\"policy\": ");
     json_str(f, c->label[p]);
     fprintf(f, ", \"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
                "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
-               "%.17g, \"sla_miss\": %.17g, \"n_probes\": %d, ",
+               "%.17g, \"sla_miss\": %.17g, \"at_load\": %.17g, \"n_probes\": %d, ",
             r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
             r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
-            b ? b->sla_miss : 0, r->n_probes);
+            b ? b->sla_miss : 0, b ? b->load : 0, r->n_probes);
     if (c->best_search[p][0]) {
         fputs("\"search\": ", f);
         ss_json_fputs(f, c->best_search[p]);

@@ -72,7 +72,7 @@ assert o["reference"] == "slice" and o["max_probes"] == 4 and o["tol"] == 0.02, 
 ps = o["policies"]
 assert [p["policy"] for p in ps] == ["slice", "container"], ps
 keys = {"policy", "capacity", "ratio", "status", "converged", "lo", "hi", "goodput_tok_per_s",
-        "sla_miss", "n_probes", "probes"}
+        "sla_miss", "at_load", "n_probes", "probes"}
 for p in ps:
     assert set(p) == keys, set(p) ^ keys
     assert p["status"] in ("found", "below", "above")
@@ -83,9 +83,47 @@ for p in ps:
         assert q["pass"] == (q["spans"] and q["sla_miss"] <= 0.2), q
     passing = [q["load"] for q in p["probes"] if q["pass"]]
     assert p["capacity"] == (max(passing) if passing else 0), p
+    # goodput and SLA miss are the probe's at capacity, or at the lowest load when none passed
+    at = max(passing) if passing else min(q["load"] for q in p["probes"])
+    q = [q for q in p["probes"] if q["load"] == at][0]
+    assert p["at_load"] == at and p["sla_miss"] == q["sla_miss"], p
+    assert p["goodput_tok_per_s"] == q["goodput_tok_per_s"], p
 assert ps[0]["ratio"] == (1 if ps[0]["capacity"] > 0 else 0)
 if ps[0]["capacity"] > 0:
     assert abs(ps[1]["ratio"] - ps[1]["capacity"] / ps[0]["capacity"]) < 1e-9
+PY
+
+# Every probe fails (a TTFT bound of 1 ms, which no request meets): the row says the capacity
+# is below the lowest load tried, has no ratio, and shows the goodput and SLA miss measured at
+# that load (it used to show "0  0.00 ... 0.00%", as if nothing had missed); the JSON's
+# sla_miss and goodput are that probe's, at_load says which.
+IMPOSSIBLE="--set tenant.chat.sla_ttft_ms=1 --set tenant.code.sla_ttft_ms=1"
+# shellcheck disable=SC2086
+"$S" capacity -c tiny.ini --policies container,slice --max-probes 3 --db none $IMPOSSIBLE \
+    >ftable 2>ferr || fail "capacity, every probe failing: $(cat ferr)"
+for p in container slice; do
+    [ "$(grep -c "^slicesim: capacity: $p probe [0-9]*: .*: fail$" ferr)" = 3 ] ||
+        fail "$p: three failing probes: $(cat ferr)"
+    # the lowest load's probe line: load, SLA miss, goodput
+    low=$(sed -n "s/^slicesim: capacity: $p probe [0-9]*: load \([0-9.e+-]*\): SLA miss \([0-9.]*\)%, goodput \([0-9.]*\) tok\/s: fail$/\1 \2 \3/p" ferr |
+          sort -g | head -1)
+    read -r load miss good <<<"$low"
+    [ -n "$good" ] || fail "$p: the lowest probe's line: $(cat ferr)"
+    grep -Eq "^  $p +<$load +- +$good +$miss% +3  fails at every load tried, down to $load " ftable ||
+        fail "$p row, every probe failing (lowest load $load: miss $miss%, goodput $good): $(cat ftable)"
+done
+# shellcheck disable=SC2086
+"$S" capacity -c tiny.ini --policies container,slice --max-probes 3 --db none $IMPOSSIBLE \
+    --json --no-progress >f.json 2>ferr || fail "capacity --json, every probe failing: $(cat ferr)"
+python3 - f.json <<'PY' || fail "JSON, every probe failing: $(head -c 600 f.json)"
+import json, sys
+for p in json.load(open(sys.argv[1]))["policies"]:
+    assert p["status"] == "below" and p["capacity"] == 0 and p["ratio"] == 0, p
+    low = min(p["probes"], key=lambda q: q["load"])
+    assert not any(q["pass"] for q in p["probes"]), p
+    assert p["at_load"] == low["load"] == p["hi"], p
+    assert p["sla_miss"] == low["sla_miss"] > 0.09, p
+    assert p["goodput_tok_per_s"] == low["goodput_tok_per_s"], p
 PY
 
 # A bursty trace's quiet stretch before the window's end is not its end: arrivals every second
