@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 15
+#define STORE_SCHEMA_VERSION 16
 
 typedef struct store store;
 
@@ -112,6 +112,26 @@ typedef struct store_merge_counts {
     uint64_t fits_copied, fits_skipped; /* slicesim fit's records, like validations */
 } store_merge_counts;
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
+/* A digest of the inputs a run was made from (runs.inputs_digest), at most this long. */
+#define STORE_INPUTS_MAX 64
+/* Record digest as the inputs of committed run run_id (runs.inputs_digest), in a transaction of
+ * its own: what slicesim capacity compares before it reuses a stored probe. Borrowed; at most
+ * STORE_INPUTS_MAX - 1 characters. 0, SS_EINVAL (a run is open, or the digest is too long) or
+ * SS_EDB with eb set. */
+int store_run_set_inputs(store *s, int64_t run_id, const char *digest, ss_errbuf *eb);
+/* What a sweep point's run gives a capacity probe: its inputs digest and its judged figures,
+ * every tenant's (the summary) or tenant's alone (its tenants row). */
+typedef struct store_probe_row {
+    int64_t run_id;
+    char inputs[STORE_INPUTS_MAX];   /* runs.inputs_digest; "" when none was recorded */
+    int has_figures;                 /* both figures were stored (a NULL is not a number) */
+    double sla_violation_rate;       /* 0..1 */
+    double window_goodput_tokens_per_s;
+} store_probe_row;
+/* Read point `point` of sweep `sweep` (tenant NULL: every tenant's figures): 1 (row filled),
+ * 0 (no such point), or a negative SS_E* code with eb set. */
+int store_point_probe(store *s, const char *sweep, const char *point, const char *tenant,
+                      store_probe_row *row, ss_errbuf *eb);
 /* The headline figures of a sweep point's run. */
 typedef struct store_point_row {
     int64_t run_id;

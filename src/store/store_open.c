@@ -31,7 +31,9 @@
  * version 13 prefix caching per instance (the instances table) and its ceiling;
  * version 14 the KV pool below the prefix caches (the summary's and tenants' kvpool_* columns,
  * 0 with the pool off);
- * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns). */
+ * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns);
+ * version 16 runs.inputs_digest (what a capacity probe was run from, so that a rerun may reuse
+ * it). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -268,6 +270,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tenants ADD COLUMN kv_waits INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_wait_s REAL DEFAULT 0;"
            "PRAGMA user_version = 15;",
+    /* version 16: a digest of every input a capacity probe's run depends on (its scenario,
+     * traces, profiles, the code that ran; runner/capacity_inputs.c), NULL for other runs */
+    [15] = "ALTER TABLE runs ADD COLUMN inputs_digest TEXT;"
+           "PRAGMA user_version = 16;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

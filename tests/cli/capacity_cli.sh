@@ -5,6 +5,7 @@
 # stretched so their traffic spans the window), and one clear error for bad input.
 set -u
 S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
@@ -149,6 +150,88 @@ INI
     fail "capacity on a bursty trace: $(cat berr)"
 grep -q 'container probe 1: load 1: .*: pass' berr || fail "the quiet stretch failed the probe: $(cat berr)"
 grep -q "arrivals end" berr && fail "a quiet stretch taken for the trace's end: $(cat berr)"
+
+# ---- a rerun reuses the probes the database holds from the same inputs, and only those -------
+# Run again onto the same database, capacity reads each probe stored from the same inputs
+# (the scenario in canonical form, its traces, the profiles, the code that runs) instead of
+# running it: one "reused N probes" line, the same table and JSON as a fresh run, no new run.
+# A probe from other inputs runs again and a note says what became of the old runs. Before, a
+# rerun ran every probe again and left the old runs unreferenced without a word.
+runs() { sql "$1" 'SELECT count(*) FROM runs'; }
+cap() { "$S" capacity -c tiny.ini --policies container,slice --max-probes 6 "$@"; }
+cap --db re.db >re1 2>re1.err || fail "capacity into re.db: $(cat re1.err)"
+grep -q "reused" re1.err && fail "a first run reused something: $(cat re1.err)"
+n=$(runs re.db)
+[ "$(sql re.db 'SELECT count(*) FROM runs WHERE inputs_digest LIKE "fnv1a64:%"')" = "$n" ] ||
+    fail "every probe's run records its inputs"
+cap --db re.db >re2 2>re2.err || fail "capacity again into re.db: $(cat re2.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in re.db (sweep 'capacity:tiny.ini') from the same inputs" re2.err ||
+    fail "no reuse line for $n probes: $(cat re2.err)"
+[ "$(grep -c '(stored run [0-9]*, same inputs)$' re2.err)" = "$n" ] || fail "reused probe lines: $(cat re2.err)"
+cmp -s re1 re2 || fail "the table of the reused probes differs: $(diff re1 re2)"
+[ "$(runs re.db)" = "$n" ] || fail "a rerun of the same probes stored $(( $(runs re.db) - n )) runs"
+# the JSON of reused probes is a fresh run's (but for the database), and so it is when judged on
+# one tenant: the stored run gives that tenant's figures
+for judged in "" "--tenant code"; do
+    # shellcheck disable=SC2086
+    cap --db re.db --json --no-progress $judged >reused.json 2>err || fail "reused --json $judged: $(cat err)"
+    grep -q "^slicesim: capacity: reused [1-9][0-9]* probes" err || fail "--json $judged reused none: $(cat err)"
+    # shellcheck disable=SC2086
+    cap --db none --json --no-progress $judged >fresh.json 2>err || fail "fresh --json $judged: $(cat err)"
+    grep -q "^slicesim: capacity: reused $n probes" err && fail "--db none reused probes"
+    python3 - reused.json fresh.json <<'PY' || fail "reused JSON ($judged) differs from a fresh run's"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a.pop("db") and b.pop("db") is None
+assert a == b, (a, b)
+PY
+done
+# merged into another database, the probes keep what they were run from
+"$S" db merge me.db re.db >/dev/null 2>err || fail "db merge: $(cat err)"
+cap --db me.db >me 2>me.err || fail "capacity into the merged database: $(cat me.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in me.db" me.err || fail "merged: $(cat me.err)"
+# the code is read by its bytes: a copy of slicesim elsewhere reuses the probes, the same copy
+# with one more byte (other code, to a digest) does not
+cp "$S" ./slicesim2
+cap2() { ./slicesim2 capacity -c tiny.ini --policies container,slice --max-probes 6 --db re.db; }
+cap2 >/dev/null 2>err || fail "capacity with a copy of the binary: $(cat err)"
+grep -q "^slicesim: capacity: reused $n probes" err || fail "a copy of the binary: $(cat err)"
+printf '\0' >>./slicesim2
+cap2 >/dev/null 2>err || fail "capacity with another binary: $(cat err)"
+grep -q "reused" err && fail "another binary reused probes: $(cat err)"
+# a changed scenario key (the seed) runs every probe again, and says so
+before=$(runs re.db)
+cap --db re.db --set run.seed=4 >re3 2>re3.err || fail "capacity, another seed: $(cat re3.err)"
+grep -q "reused" re3.err && fail "probes of another seed were reused: $(cat re3.err)"
+grep -q "^slicesim: note: capacity: [1-9][0-9]* of these probes were in re.db (sweep 'capacity:tiny.ini') from other inputs .* and were run again: their points now name the new runs; the old runs stay in the database$" re3.err ||
+    fail "no note on the probes run again: $(cat re3.err)"
+n3=$(awk '$1 == "container" || $1 == "slice" { n += $6 } END { print n }' re3)
+[ "$(runs re.db)" = $((before + n3)) ] || fail "another seed: $(runs re.db) runs, want $((before + n3))"
+# a changed profile: the catalog is read from a copy, then one file of it changes
+cp -r "$ROOT/profiles" prof
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity --profiles: $(cat err)"
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity --profiles again: $(cat err)"
+grep -q "^slicesim: capacity: reused $(runs pr.db) probes" err || fail "same profiles: $(cat err)"
+echo "; edited" >>prof/engines/vllm-0.15.ini
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity, a profile edited: $(cat err)"
+grep -q "reused" err && fail "probes of an edited profile were reused: $(cat err)"
+# a searching bundle's probes (its candidates' replays as well) always run, and say so
+"$S" capacity -c tiny.ini --policies static-best --max-probes 2 --db sb.db >/dev/null 2>err ||
+    fail "capacity static-best: $(cat err)"
+"$S" capacity -c tiny.ini --policies static-best --max-probes 2 --db sb.db >/dev/null 2>err ||
+    fail "capacity static-best again: $(cat err)"
+grep -q "reused" err && fail "a searching bundle's probes were reused: $(cat err)"
+grep -q "^slicesim: note: capacity: 2 of these probes were in sb.db" err || fail "static-best again: $(cat err)"
+# a trace's bytes changed under the same scenario text
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a trace: $(cat err)"
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a trace again: $(cat err)"
+grep -q "^slicesim: capacity: reused $(runs tr.db) probes" err || fail "same trace: $(cat err)"
+sed -i 's/^3,3,chat,200,20$/3,3,chat,201,20/' burst.csv
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a changed trace: $(cat err)"
+grep -q "reused" err && fail "probes of a changed trace were reused: $(cat err)"
 
 # errors: nothing runs, one line, exit 2
 expect_error 2 "capacity: -c SCENARIO.ini is required" "$S" capacity --policies container
