@@ -564,8 +564,8 @@ static int open_once(store **s_out, const char *path, ss_errbuf *eb)
 
 int store_open(store **s_out, const char *path, ss_errbuf *eb)
 {
-    /* a path whose file is removed while this opens it twice running is not a race but
-     * something removing it on purpose */
+    /* a file removed under this open three times running is not another handle's cleanup
+     * racing it but something removing it on purpose */
     for (int attempt = 0; attempt < 3; attempt++) {
         int rc = open_once(s_out, path, eb);
         if (rc != 1)

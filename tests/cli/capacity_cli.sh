@@ -106,12 +106,12 @@ for p in container slice; do
     [ "$(grep -c "^slicesim: capacity: $p probe [0-9]*: .*: fail$" ferr)" = 3 ] ||
         fail "$p: three failing probes: $(cat ferr)"
     # the lowest load's probe line: load, SLA miss, goodput
-    low=$(sed -n "s/^slicesim: capacity: $p probe [0-9]*: load \([0-9.e+-]*\): SLA miss \([0-9.]*\)%, goodput \([0-9.]*\) tok\/s: fail$/\1 \2 \3/p" ferr |
-          sort -g | head -1)
+    re="^slicesim: capacity: $p probe [0-9]*: load \([0-9.e+-]*\): SLA miss \([0-9.]*\)%"
+    low=$(sed -n "s/$re, goodput \([0-9.]*\) tok\/s: fail$/\1 \2 \3/p" ferr | sort -g | head -1)
     read -r load miss good <<<"$low"
     [ -n "$good" ] || fail "$p: the lowest probe's line: $(cat ferr)"
-    grep -Eq "^  $p +<$load +- +$good +$miss% +3  fails at every load tried, down to $load " ftable ||
-        fail "$p row, every probe failing (lowest load $load: miss $miss%, goodput $good): $(cat ftable)"
+    grep -Eq "^  $p +<$load +- +$good +$miss% +3  fails at every load tried, down to $load " \
+        ftable || fail "$p row, every probe failing (lowest $load: $miss%, $good): $(cat ftable)"
 done
 # shellcheck disable=SC2086
 "$S" capacity -c tiny.ini --policies container,slice --max-probes 3 --db none $IMPOSSIBLE \
@@ -165,21 +165,25 @@ n=$(runs re.db)
 [ "$(sql re.db 'SELECT count(*) FROM runs WHERE inputs_digest LIKE "fnv1a64:%"')" = "$n" ] ||
     fail "every probe's run records its inputs"
 cap --db re.db >re2 2>re2.err || fail "capacity again into re.db: $(cat re2.err)"
-grep -q "^slicesim: capacity: reused $n probes stored in re.db (sweep 'capacity:tiny.ini') from the same inputs" re2.err ||
-    fail "no reuse line for $n probes: $(cat re2.err)"
-[ "$(grep -c '(stored run [0-9]*, same inputs)$' re2.err)" = "$n" ] || fail "reused probe lines: $(cat re2.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in re.db (sweep 'capacity:tiny.ini') from" \
+    re2.err || fail "no reuse line for $n probes: $(cat re2.err)"
+[ "$(grep -c '(stored run [0-9]*, same inputs)$' re2.err)" = "$n" ] ||
+    fail "reused probe lines: $(cat re2.err)"
 cmp -s re1 re2 || fail "the table of the reused probes differs: $(diff re1 re2)"
 [ "$(runs re.db)" = "$n" ] || fail "a rerun of the same probes stored $(( $(runs re.db) - n )) runs"
 # the JSON of reused probes is a fresh run's (but for the database), and so it is when judged on
 # one tenant: the stored run gives that tenant's figures
 for judged in "" "--tenant code"; do
     # shellcheck disable=SC2086
-    cap --db re.db --json --no-progress $judged >reused.json 2>err || fail "reused --json $judged: $(cat err)"
-    grep -q "^slicesim: capacity: reused [1-9][0-9]* probes" err || fail "--json $judged reused none: $(cat err)"
+    cap --db re.db --json --no-progress $judged >reused.json 2>err ||
+        fail "reused --json $judged: $(cat err)"
+    grep -q "^slicesim: capacity: reused [1-9][0-9]* probes" err ||
+        fail "--json $judged reused none: $(cat err)"
     # shellcheck disable=SC2086
-    cap --db none --json --no-progress $judged >fresh.json 2>err || fail "fresh --json $judged: $(cat err)"
+    cap --db none --json --no-progress $judged >fresh.json 2>err ||
+        fail "fresh --json $judged: $(cat err)"
     grep -q "^slicesim: capacity: reused $n probes" err && fail "--db none reused probes"
-    python3 - reused.json fresh.json <<'PY' || fail "reused JSON ($judged) differs from a fresh run's"
+    python3 - reused.json fresh.json <<'PY' || fail "reused JSON ($judged) is not a fresh run's"
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:])
 assert a.pop("db") and b.pop("db") is None
@@ -189,7 +193,8 @@ done
 # merged into another database, the probes keep what they were run from
 "$S" db merge me.db re.db >/dev/null 2>err || fail "db merge: $(cat err)"
 cap --db me.db >me 2>me.err || fail "capacity into the merged database: $(cat me.err)"
-grep -q "^slicesim: capacity: reused $n probes stored in me.db" me.err || fail "merged: $(cat me.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in me.db" me.err ||
+    fail "merged: $(cat me.err)"
 # the code is read by its bytes: a copy of slicesim elsewhere reuses the probes, the same copy
 # with one more byte (other code, to a digest) does not
 cp "$S" ./slicesim2
@@ -203,10 +208,13 @@ grep -q "reused" err && fail "another binary reused probes: $(cat err)"
 before=$(runs re.db)
 cap --db re.db --set run.seed=4 >re3 2>re3.err || fail "capacity, another seed: $(cat re3.err)"
 grep -q "reused" re3.err && fail "probes of another seed were reused: $(cat re3.err)"
-grep -q "^slicesim: note: capacity: [1-9][0-9]* of these probes were in re.db (sweep 'capacity:tiny.ini') from other inputs .* and were run again: their points now name the new runs; the old runs stay in the database$" re3.err ||
-    fail "no note on the probes run again: $(cat re3.err)"
+note="^slicesim: note: capacity: [1-9][0-9]* of these probes were in re.db (sweep"
+note+=" 'capacity:tiny.ini') from other inputs .* and were run again: their points now name the"
+note+=" new runs; the old runs stay in the database$"
+grep -q "$note" re3.err || fail "no note on the probes run again: $(cat re3.err)"
 n3=$(awk '$1 == "container" || $1 == "slice" { n += $6 } END { print n }' re3)
-[ "$(runs re.db)" = $((before + n3)) ] || fail "another seed: $(runs re.db) runs, want $((before + n3))"
+[ "$(runs re.db)" = $((before + n3)) ] ||
+    fail "another seed: $(runs re.db) runs, want $((before + n3))"
 # a changed profile: the catalog is read from a copy, then one file of it changes
 cp -r "$ROOT/profiles" prof
 cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity --profiles: $(cat err)"
@@ -221,7 +229,8 @@ grep -q "reused" err && fail "probes of an edited profile were reused: $(cat err
 "$S" capacity -c tiny.ini --policies static-best --max-probes 2 --db sb.db >/dev/null 2>err ||
     fail "capacity static-best again: $(cat err)"
 grep -q "reused" err && fail "a searching bundle's probes were reused: $(cat err)"
-grep -q "^slicesim: note: capacity: 2 of these probes were in sb.db" err || fail "static-best again: $(cat err)"
+grep -q "^slicesim: note: capacity: 2 of these probes were in sb.db" err ||
+    fail "static-best again: $(cat err)"
 # a trace's bytes changed under the same scenario text
 "$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
     fail "capacity on a trace: $(cat err)"

@@ -124,7 +124,8 @@ sqlx() { # sqlx DB SQL: run SQL on DB in a connection of its own
     if command -v sqlite3 >/dev/null; then
         sqlite3 "$1" "$2" >/dev/null
     else
-        python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])' "$1" "$2"
+        python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])' \
+            "$1" "$2"
     fi
 }
 echo 'not a database' >text.db
@@ -132,7 +133,8 @@ head -c 5000 r.db >cut.db
 cp r.db page.db
 pg=$(sql r.db "SELECT rootpage FROM sqlite_master WHERE name = 'requests'")
 psz=$(sql r.db 'PRAGMA page_size')
-head -c "$psz" /dev/zero | tr '\0' '\245' | dd of=page.db bs="$psz" seek=$((pg - 1)) conv=notrunc 2>/dev/null
+head -c "$psz" /dev/zero | tr '\0' '\245' |
+    dd of=page.db bs="$psz" seek=$((pg - 1)) conv=notrunc 2>/dev/null
 cp r.db index.db
 idx_on() { sqlx index.db "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = '$1',
     sql = 'CREATE INDEX requests_by_run ON $1(run_id)' WHERE name = 'requests_by_run'"; }
