@@ -2,7 +2,9 @@
 # `slicesim capacity`: per bundle the highest load within the SLA-miss bound on a tiny
 # two-tenant synthetic scenario: the table's shape, the first bundle's ratio 1.00, a line per
 # probe on stderr, the JSON object, every probe stored as a sweep point (synthetic tenants
-# stretched so their traffic spans the window), and one clear error for bad input.
+# stretched so their traffic spans the window), the row of a bundle that fails at every load,
+# a rerun reusing the probes stored from the same inputs (and only those), and one clear
+# error for bad input.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}

@@ -3,7 +3,8 @@
 # the results database or another output is refused (compared as files, not as strings);
 # devices, FIFOs and symbolic links are written through, not replaced; a write error (a full
 # disk, /dev/full) fails the command, standard output included; readers never write to their
-# inputs, and a failed merge leaves no new file; an interrupted writer leaves no FILE.tmp.
+# inputs, a bad merge input is bad input (exit 2), and a failed merge leaves no new file; an
+# interrupted writer leaves no FILE.tmp.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}

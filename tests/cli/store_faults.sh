@@ -4,8 +4,9 @@
 # full disk (a file-size limit, and a real ENOSPC on a tiny tmpfs when this may mount one),
 # and two replays writing the same database at once, several times. Each failure is one
 # clear line on stderr with exit status 1, nothing on stdout, and the database keeps every
-# earlier run whole, gains no half-written run and passes PRAGMA integrity_check. (Every
-# SQLite step failing in turn is tests/unit/test_store_faults.c.)
+# earlier run whole, gains no half-written run and passes PRAGMA integrity_check; a new
+# database whose first run fails on a full disk is not left behind (nor its -wal), one that
+# existed before is kept. (Every SQLite step failing in turn is tests/unit/test_store_faults.c.)
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}

@@ -1,5 +1,6 @@
 /* Results store: schema creation and version, a committed run with its rows, an aborted run
- * leaving nothing, runs surviving reopen, refusal of foreign or newer databases, and clean
+ * leaving nothing, runs surviving reopen, refusal of foreign or newer databases (as merge
+ * inputs: bad input, damaged ones too), a capacity probe's inputs and figures, and clean
  * allocation failures. Rows are read back with plain SQLite, as users would. */
 #include "support/test_util.h"
 

@@ -3,9 +3,11 @@
  * SQLITE_FULL, SQLITE_BUSY and SQLITE_READONLY (store_fail_step_after). Each failure must be
  * one clear line naming the file and SQLite's words, leave every earlier run intact and no
  * half-written run (a run has its summary, requests, GPU and idle-slice rows, or is absent),
- * keep PRAGMA integrity_check at ok, and leak nothing. Also real errors: a database another
- * connection holds locked past the busy timeout (SLICESIM_BUSY_TIMEOUT_MS). The CLI side (a
- * read-only file, a full disk, two writers at once) is tests/cli/store_faults.sh. */
+ * keep PRAGMA integrity_check at ok, and leak nothing; a database the failed write created
+ * is removed, unless another connection has it open, and one that existed before is kept.
+ * Also real errors: a database another connection holds locked past the busy timeout
+ * (SLICESIM_BUSY_TIMEOUT_MS). The CLI side (a read-only file, a full disk, two writers at
+ * once) is tests/cli/store_faults.sh. */
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
