@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -24,7 +23,9 @@ static void usage(FILE *f)
         "older schema is read as it is), and all are checked before OUT.db is touched; an\n"
         "OUT.db this command created is removed again when the merge fails.\n"
         "\n"
-        "Exit status: 0 success, 1 a database failed, 2 bad input or usage.\n");
+        "Exit status: 0 success, 1 a database failed (OUT.db's disk full, an input locked),\n"
+        "2 usage or bad input: an input that is missing, not a slicesim database, damaged or\n"
+        "of a newer schema, named in a one-line message.\n");
 }
 
 /* Before anything is written: no input is the output, and every input is a readable slicesim
@@ -65,8 +66,6 @@ int cmd_db(int argc, char **argv)
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);
     }
-    /* a merge that fails leaves no new file behind */
-    int created = access(argv[2], F_OK) != 0;
     store *out = NULL;
     rc = store_open(&out, argv[2], &eb);
     uint64_t total = 0, dups = 0, vals = 0, val_dups = 0;
@@ -89,9 +88,11 @@ int cmd_db(int argc, char **argv)
             val_dups += c.validations_skipped;
         }
     }
-    store_close(&out);
-    if (rc && created)
-        store_remove(argv[2]);
+    /* a merge that fails leaves no new file behind (store_open removes one it made itself) */
+    if (rc)
+        store_close_discard(&out);
+    else
+        store_close(&out);
     if (rc) {
         fprintf(stderr, "slicesim: db merge: %s\n", eb.msg);
         return rc == SS_EIO ? CLI_EUSAGE : cli_status_of(rc);

@@ -5,6 +5,7 @@
 #include "runner/capacity.h"
 
 #include "runner/bundle.h"
+#include "runner/capacity_int.h"
 #include "runner/static_best.h"
 
 #include "core/ss_strbuf.h"
@@ -31,6 +32,10 @@ typedef struct capacity {
     char search[RUNNER_CAPACITY_MAX_PROBES][300]; /* what a searching bundle chose at each
                                                      probe of the bundle being searched */
     char best_search[RUNNER_CAPACITY_MAX_POLICIES][300]; /* ... at each bundle's capacity */
+    runner__inputs inputs;     /* what the probes' results depend on (with a database) */
+    int n_reused;              /* probes read from the database instead of run */
+    int n_rerun;               /* probes the database had that were run again (other inputs,
+                                  no digest, a searching bundle's) */
 } capacity;
 
 /* The scenario of bundle p at load: the file, the sets, the database, the bundle, the load
@@ -98,6 +103,13 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         rc = o->check_files(o->check_files_ud, sc, NULL, eb);
     if (!rc && strcmp(sc->db, "none"))
         rc = store_open(&c->st, sc->db, eb);
+    if (!rc && c->st) {
+        runner__inputs_init(&c->inputs, o->profiles);
+        if (!c->inputs.ok)
+            fprintf(stderr, "slicesim: note: capacity: the code or the profiles could not be "
+                            "read to tell what the probes depend on: no stored probe is "
+                            "reused\n");
+    }
     scn_destroy(&sc);
     return rc;
 }
@@ -141,7 +153,62 @@ static void judge(const capacity *c, const runner_run *x, runner_capacity_probe 
     pr->goodput_tok_per_s = gs.win_goodput_tokens_per_s; /* over the arrival window */
 }
 
-/* runner_capacity_probe_fn: one replay of the current bundle at pr->load, stored. */
+/* The line on stderr for a probe of the bundle being searched (reused: the stored run it was
+ * read from, 0: it ran). */
+static void progress_line(const capacity *c, const runner_capacity_probe *pr, const char *why,
+                          int64_t reused)
+{
+    int pass = pr->spans && pr->sla_miss <= c->o->search.sla_miss;
+    fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%, goodput "
+            "%.1f tok/s: %s%s%s", c->label[c->p], c->res[c->p].n_probes + 1, pr->load,
+            100 * pr->sla_miss, pr->goodput_tok_per_s, pass ? "pass" : "fail",
+            why[0] ? ": " : "", why);
+    if (reused)
+        fprintf(stderr, " (stored run %lld, same inputs)", (long long)reused);
+    fputc('\n', stderr);
+}
+
+/* Before probe `point` of scenario sc runs (with a database): its inputs digest into digest
+ * (n bytes; "" for a searching bundle, whose probe is its search's candidates as well as its
+ * run, or when an input cannot be read), and whether the database holds the probe from the
+ * same inputs: 1 with its figures in pr (its line printed, counted in n_reused), 0 when it
+ * must run (a point there from other inputs counted in n_rerun), <0 on error. */
+static int stored_probe(capacity *c, const scn_scenario *sc, const char *point, const char *why,
+                        char *digest, size_t n, runner_capacity_probe *pr, ss_errbuf *eb)
+{
+    const char *spec = c->o->policy[c->p];
+    digest[0] = '\0';
+    if (!runner_bundle_searches(spec))
+        runner__inputs_probe(&c->inputs, sc, spec, digest, n);
+    store_probe_row row;
+    int has = store_point_probe(c->st, c->name, point, c->o->tenant, &row, eb);
+    if (has <= 0)
+        return has;
+    if (!digest[0] || !row.has_figures || strcmp(row.inputs, digest)) {
+        c->n_rerun++;
+        return 0;
+    }
+    pr->sla_miss = row.sla_violation_rate;
+    pr->goodput_tok_per_s = row.window_goodput_tokens_per_s;
+    c->n_reused++;
+    if (c->o->progress)
+        progress_line(c, pr, why, row.run_id);
+    return 1;
+}
+
+/* Record the inputs of point's run, just stored. */
+static int record_inputs(capacity *c, const char *point, const char *digest, ss_errbuf *eb)
+{
+    int64_t run_id;
+    int has = store_has_point(c->st, c->name, point, &run_id, eb);
+    if (has <= 0)
+        return has < 0 ? has : ss_err(eb, SS_EDB, "%s: point %s missing after its run",
+                                      store_path(c->st), point);
+    return store_run_set_inputs(c->st, run_id, digest, eb);
+}
+
+/* runner_capacity_probe_fn: one replay of the current bundle at pr->load, stored; or the
+ * database's run of the same probe when it was made from the same inputs (stored_probe). */
 static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
 {
     capacity *c = ud;
@@ -159,6 +226,15 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
         rc = spans_window(sc, &check_opts, &pr->spans, why, sizeof why, &x.eb);
     char *search = c->search[c->res[c->p].n_probes];
     search[0] = '\0';
+    char digest[STORE_INPUTS_MAX] = "";
+    int stored = !rc && c->st ? stored_probe(c, sc, point, why, digest, sizeof digest, pr, &x.eb)
+                              : 0;
+    if (stored > 0) {
+        scn_destroy(&sc);
+        return SS_OK;
+    }
+    if (stored < 0)
+        rc = stored;
     if (!rc && runner_bundle_searches(o->policy[c->p])) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
                                       .point = point, .progress = o->progress,
@@ -171,21 +247,18 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
         rc = runner_run_setup(&x, sc, &ro);
     if (!rc)
         rc = runner_run_exec(&x);
-    if (!rc) {
+    if (!rc)
         judge(c, &x, pr);
-    } else {
+    if (!rc && digest[0])
+        rc = record_inputs(c, point, digest, &x.eb);
+    if (rc) {
         *eb = x.eb;
         ss_err_prefix(eb, rc, "%s", point);
     }
     runner_run_fini(&x);
     scn_destroy(&sc);
-    if (!rc && o->progress) {
-        int pass = pr->spans && pr->sla_miss <= o->search.sla_miss;
-        fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%, goodput "
-                "%.1f tok/s: %s%s%s\n", c->label[c->p], c->res[c->p].n_probes + 1, pr->load,
-                100 * pr->sla_miss, pr->goodput_tok_per_s, pass ? "pass" : "fail",
-                why[0] ? ": " : "", why);
-    }
+    if (!rc && o->progress)
+        progress_line(c, pr, why, 0);
     return rc;
 }
 
@@ -193,16 +266,25 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
 /* Output                                                                                */
 /* ==================================================================================== */
 
-static const runner_capacity_probe *best(const runner_capacity_result *r)
+/* The probe whose goodput and SLA miss a bundle's row shows: the one at its capacity, or when
+ * no load passed the lowest load tried (its measured miss, not a 0 that reads as none). */
+static const runner_capacity_probe *shown(const runner_capacity_result *r)
 {
-    return r->i_best >= 0 ? &r->probe[r->i_best] : NULL;
+    if (r->i_best >= 0)
+        return &r->probe[r->i_best];
+    const runner_capacity_probe *low = NULL;
+    for (int i = 0; i < r->n_probes; i++)
+        if (!low || r->probe[i].load < low->load)
+            low = &r->probe[i];
+    return low;
 }
 
 /* What the table says about a search that did not end in a converged bracket. */
 static void note(const runner_capacity_result *r, char *buf, size_t n)
 {
     if (r->status == RUNNER_CAP_BELOW)
-        snprintf(buf, n, "fails at every load tried, down to %g", r->hi);
+        snprintf(buf, n, "fails at every load tried, down to %g (goodput, SLA miss at it)",
+                 r->hi);
     else if (r->status == RUNNER_CAP_ABOVE)
         snprintf(buf, n, "passes at every load tried, up to %g", r->lo);
     else if (!r->converged)
@@ -222,12 +304,20 @@ static void print_table(const capacity *c, FILE *f)
     double ref = c->res[0].capacity;
     for (int p = 0; p < o->n_policies; p++) {
         const runner_capacity_result *r = &c->res[p];
-        const runner_capacity_probe *b = best(r);
-        char buf[120];
+        const runner_capacity_probe *b = shown(r);
+        char buf[120], cap[16], ratio[16];
         note(r, buf, sizeof buf);
-        fprintf(f, "  %-16s %9.4g %5.2f %10.1f %7.2f%% %6d  %s\n", c->label[p], r->capacity,
-                ref > 0 ? r->capacity / ref : 0, b ? b->goodput_tok_per_s : 0,
-                b ? 100 * b->sla_miss : 0, r->n_probes, buf);
+        /* no load passed: the capacity is below the lowest tried, and no ratio is known */
+        if (r->status == RUNNER_CAP_BELOW)
+            snprintf(cap, sizeof cap, "<%.4g", r->hi);
+        else
+            snprintf(cap, sizeof cap, "%.4g", r->capacity);
+        if (ref > 0 && r->status != RUNNER_CAP_BELOW)
+            snprintf(ratio, sizeof ratio, "%.2f", r->capacity / ref);
+        else
+            snprintf(ratio, sizeof ratio, "-");
+        fprintf(f, "  %-16s %9s %5s %10.1f %7.2f%% %6d  %s\n", c->label[p], cap, ratio,
+                b ? b->goodput_tok_per_s : 0, b ? 100 * b->sla_miss : 0, r->n_probes, buf);
     }
     for (int p = 0; p < o->n_policies; p++)
         if (c->best_search[p][0])
@@ -249,16 +339,16 @@ static void json_str(FILE *f, const char *s)
 static void print_json_policy(const capacity *c, int p, FILE *f)
 {
     const runner_capacity_result *r = &c->res[p];
-    const runner_capacity_probe *b = best(r);
+    const runner_capacity_probe *b = shown(r);
     double ref = c->res[0].capacity;
     fprintf(f, "    {\"policy\": ");
     json_str(f, c->label[p]);
     fprintf(f, ", \"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
                "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
-               "%.17g, \"sla_miss\": %.17g, \"n_probes\": %d, ",
+               "%.17g, \"sla_miss\": %.17g, \"at_load\": %.17g, \"n_probes\": %d, ",
             r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
             r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
-            b ? b->sla_miss : 0, r->n_probes);
+            b ? b->sla_miss : 0, b ? b->load : 0, r->n_probes);
     if (c->best_search[p][0]) {
         fputs("\"search\": ", f);
         ss_json_fputs(f, c->best_search[p]);
@@ -322,6 +412,17 @@ int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
         if (!rc && c.res[c.p].i_best >= 0)
             memcpy(c.best_search[c.p], c.search[c.res[c.p].i_best], sizeof c.best_search[0]);
     }
+    runner__inputs_fini(&c.inputs);
+    if (c.n_reused)
+        fprintf(stderr, "slicesim: capacity: reused %d probes stored in %s (sweep '%s') from the "
+                        "same inputs: scenario, traces, profiles and slicesim\n",
+                c.n_reused, store_path(c.st), c.name);
+    if (c.n_rerun)
+        fprintf(stderr, "slicesim: note: capacity: %d of these probes were in %s (sweep '%s') "
+                        "from other inputs (or with none recorded, or of a searching bundle) and "
+                        "were run again: their points now name the new runs; the old runs stay "
+                        "in the database\n",
+                c.n_rerun, store_path(c.st), c.name);
     if (!rc && o->json)
         print_json(&c, out);
     else if (!rc)

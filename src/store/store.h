@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 15
+#define STORE_SCHEMA_VERSION 16
 
 typedef struct store store;
 
@@ -77,12 +77,15 @@ typedef struct store_run_end {
 int store_open(store **s_out, const char *path, ss_errbuf *eb);
 /* Open the existing database at path for reading only: nothing is written to it (an older
  * schema is upgraded in a copy in memory). Fails with SS_EIO when it cannot be opened,
- * SS_EPARSE when it is empty or not a slicesim database (bad input), SS_EDB when it is of a
- * newer schema or cannot be read (locked by another process). Writing through the handle
- * fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with eb set. */
+ * SS_EPARSE when it is bad input: empty, not SQLite, damaged where its schema is read, not a
+ * slicesim database or of a newer schema; SS_EDB when it cannot be read now (locked by another
+ * process). Writing through the handle fails. 0, SS_EIO, SS_EPARSE, SS_EDB or SS_ENOMEM with
+ * eb set. */
 int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb);
-/* Whether the database at path could be read as an input (store_open_readonly's checks,
- * without reading an older schema into memory). 0, or its error. */
+/* Whether the database at path could be read as an input: store_open_readonly's checks
+ * (without reading an older schema into memory), and every page read (PRAGMA quick_check),
+ * so that a damaged file is SS_EPARSE with its first problem ("PATH: damaged: ...") before
+ * anything is written. 0, or its error. */
 int store_check_input(const char *path, ss_errbuf *eb);
 /* Remove the database file at path and SQLite's files beside it (-wal, -shm, -journal);
  * missing ones are ignored. For databases a command created and must not leave behind. */
@@ -95,8 +98,9 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
  * s, in one transaction. A run that is a sweep point s already has is skipped and counted in
  * *skipped; *copied counts the others. in_path must exist and be a slicesim database; it is
  * only read (store_open_readonly; an older schema's missing columns take their defaults).
- * 0, SS_EIO, SS_EPARSE (not a slicesim database), SS_EDB or SS_ENOMEM with eb set; on failure
- * s is unchanged. */
+ * 0, SS_EIO, SS_EPARSE (bad input, as store_open_readonly has it; also an input found damaged
+ * while it is copied, by PRAGMA integrity_check, "IN: damaged: ..."), SS_EDB or SS_ENOMEM
+ * with eb set; on failure s is unchanged. */
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
 /* store_merge with every count. Both also copy the input's validations (slicesim validate)
@@ -108,6 +112,26 @@ typedef struct store_merge_counts {
     uint64_t fits_copied, fits_skipped; /* slicesim fit's records, like validations */
 } store_merge_counts;
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
+/* A digest of the inputs a run was made from (runs.inputs_digest), at most this long. */
+#define STORE_INPUTS_MAX 64
+/* Record digest as the inputs of committed run run_id (runs.inputs_digest), in a transaction of
+ * its own: what slicesim capacity compares before it reuses a stored probe. Borrowed; at most
+ * STORE_INPUTS_MAX - 1 characters. 0, SS_EINVAL (a run is open, or the digest is too long) or
+ * SS_EDB with eb set. */
+int store_run_set_inputs(store *s, int64_t run_id, const char *digest, ss_errbuf *eb);
+/* What a sweep point's run gives a capacity probe: its inputs digest and its judged figures,
+ * every tenant's (the summary) or tenant's alone (its tenants row). */
+typedef struct store_probe_row {
+    int64_t run_id;
+    char inputs[STORE_INPUTS_MAX];   /* runs.inputs_digest; "" when none was recorded */
+    int has_figures;                 /* both figures were stored (a NULL is not a number) */
+    double sla_violation_rate;       /* 0..1 */
+    double window_goodput_tokens_per_s;
+} store_probe_row;
+/* Read point `point` of sweep `sweep` (tenant NULL: every tenant's figures): 1 (row filled),
+ * 0 (no such point), or a negative SS_E* code with eb set. */
+int store_point_probe(store *s, const char *sweep, const char *point, const char *tenant,
+                      store_probe_row *row, ss_errbuf *eb);
 /* The headline figures of a sweep point's run. */
 typedef struct store_point_row {
     int64_t run_id;
@@ -122,8 +146,16 @@ typedef struct store_point_row {
 int store_point_summary(store *s, const char *sweep, const char *point, store_point_row *row,
                         ss_errbuf *eb);
 void store_point_row_free(store_point_row *row);
-/* Close; an open run is rolled back. NULL-safe; sets *s to NULL. */
+/* Close; an open run is rolled back. When this handle created the database file (it did not
+ * exist when store_open began), a write through it failed or was rolled back, and the
+ * database holds nothing (every table empty), the file is removed with its -wal and -shm, so
+ * that a failed first run leaves nothing behind; a file that existed before, or that another
+ * connection has open, is always kept. NULL-safe; sets *s to NULL. */
 void store_close(store **s);
+/* store_close, and when this handle created the database file and no other connection has it
+ * open, remove it with its -wal and -shm whatever it holds: for an output a command made and
+ * must not leave behind when it fails part-way (db merge). NULL-safe; sets *s to NULL. */
+void store_close_discard(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
 /* Append one request row to the open run. tenant is the tenant's name (borrowed). */

@@ -20,6 +20,10 @@ struct store {
     int in_run;      /* a transaction is open */
     int64_t run_id;  /* of the open run */
     char *path;      /* owned */
+    int created;     /* this handle made the file (O_EXCL): only then may it remove it */
+    int failed;      /* opening or a step failed, or a write was rolled back */
+    uint64_t file_id[2]; /* device and inode of the file at path when it was opened */
+    int last_code;   /* SQLite code of the last failure reported (store__last_error) */
 };
 
 /* {======================================================================
@@ -28,14 +32,17 @@ struct store {
 
 /* Step st once: sqlite3_step's code, or the injected failure's (store_fail_step_after). */
 int store__step(store *s, sqlite3_stmt *st);
-/* The message of the last failure: the injected one's, or SQLite's (borrowed). */
+/* The message of the last failure: the injected one's, or SQLite's (borrowed). Marks the
+ * handle failed and keeps the failure's SQLite code in s->last_code. */
 const char *store__last_error(store *s);
-/* "PATH: what: SQLite's message" into eb; returns SS_EDB. */
+/* "PATH: what: SQLite's message" into eb; returns SS_EDB. Marks the handle failed, as every
+ * failed step does (store_close), like store__exec's failures. */
 int store__db_err(store *s, ss_errbuf *eb, const char *what);
 /* Run SQL text (one step, for fault injection). 0, or SS_EDB with eb set ("PATH: what: ..."). */
 int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what);
-/* Roll back the open transaction. Never fails by injection: a failed write must still be
- * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
+/* Roll back the open transaction, and mark the handle failed (store_close then removes a
+ * database it created that holds nothing). Never fails by injection: a failed write must
+ * still be undone (and if ROLLBACK itself fails, closing the connection rolls back). */
 void store__rollback(store *s);
 
 /* }====================================================================== */
@@ -77,6 +84,14 @@ int store__run_stmt(store *s, store__binder *b, ss_errbuf *eb, const char *what)
 
 /* }====================================================================== */
 
+/* Whether the database at path can be read as an input (store_check_input): 0, SS_EIO when
+ * it cannot be opened, SS_EPARSE when it is not a slicesim database (empty, another program's,
+ * not SQLite, damaged, of a newer schema), SS_EDB when it cannot be read now (locked),
+ * SS_ENOMEM. With `deep`, also every page of it is read (PRAGMA quick_check). */
+int store__check_input(const char *path, int deep, ss_errbuf *eb);
+/* "PATH: damaged: PROBLEM" (the first line of an integrity report) into eb; returns
+ * SS_EPARSE: a damaged input is bad input. */
+int store__damaged(ss_errbuf *eb, const char *path, const char *problem);
 /* Prepare the statements a run writes with (store_run.c) into s->st. 0, or SS_EDB with eb set;
  * store_close finalizes them. */
 int store__prepare_statements(store *s, ss_errbuf *eb);

@@ -278,13 +278,33 @@ static int src_err(store *s, const char *in_path, ss_errbuf *eb, const char *wha
     return ss_err(eb, SS_EDB, "%s: %s: %s", in_path, what, store__last_error(s));
 }
 
+/* A merge failed with SQLITE_CORRUPT: when the input is the damaged file (its integrity check
+ * reports a problem), that is bad input, SS_EPARSE naming it; else rc, eb unchanged (the
+ * output's, or a check that cannot run). */
+static int input_damaged(store *s, const char *in_path, int rc, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA src.integrity_check(1)", -1, &st, NULL) != SQLITE_OK)
+        return rc;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *what = (const char *)sqlite3_column_text(st, 0);
+        if (what && strcmp(what, "ok"))
+            rc = store__damaged(eb, in_path, what);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb)
 {
     memset(c, 0, sizeof *c);
+    s->last_code = SQLITE_OK;
     uint64_t *copied = &c->runs_copied, *skipped = &c->runs_skipped;
     if (s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
-    int rc = store_check_input(in_path, eb); /* ours and readable; writes nothing */
+    /* ours and readable; writes nothing (its pages are read by the copy itself, and a damaged
+     * one found so is reported below) */
+    int rc = store__check_input(in_path, 0, eb);
     if (rc)
         return rc;
     char *uri = ro_uri(in_path);
@@ -346,8 +366,11 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         rc = merge_records(s, &kind_fits, &c->fits_copied, &c->fits_skipped, eb);
     if (!rc)
         rc = store__exec(s, "COMMIT", eb, "committing the merge");
+    int damaged = rc == SS_EDB && (s->last_code & 0xff) == SQLITE_CORRUPT;
     if (rc && began)
         store__rollback(s);
+    if (damaged)
+        rc = input_damaged(s, in_path, rc, eb);
     char *msg = NULL;
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, &msg);
     sqlite3_free(msg);

@@ -7,6 +7,7 @@
 #include "core/ss_alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,9 @@
  * version 13 prefix caching per instance (the instances table) and its ceiling;
  * version 14 the KV pool below the prefix caches (the summary's and tenants' kvpool_* columns,
  * 0 with the pool off);
- * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns). */
+ * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns);
+ * version 16 runs.inputs_digest (what a capacity probe was run from, so that a rerun may reuse
+ * it). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -267,6 +270,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tenants ADD COLUMN kv_waits INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN kv_wait_s REAL DEFAULT 0;"
            "PRAGMA user_version = 15;",
+    /* version 16: a digest of every input a capacity probe's run depends on (its scenario,
+     * traces, profiles, the code that ran; runner/capacity_inputs.c), NULL for other runs */
+    [15] = "ALTER TABLE runs ADD COLUMN inputs_digest TEXT;"
+           "PRAGMA user_version = 16;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a
@@ -306,20 +313,28 @@ static int query_int(store *s, const char *sql, int64_t *out)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? SS_OK : SS_EDB;
 }
 
+/* Whether SQLite code rc says the file itself is bad (not a database, damaged), as opposed
+ * to unreadable for now (locked, an I/O error). */
+static int bad_file_code(int rc)
+{
+    return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT;
+}
+
 /* The schema version in *ver, refusing a newer one or a database that is not ours. A file
- * that is not ours is SS_EDB for a database a run writes to, SS_EPARSE (bad input) for one
- * read as an input (`input`). */
+ * that is not ours (not SQLite, damaged, another program's, newer) is SS_EDB for a database a
+ * run writes to, SS_EPARSE (bad input) for one read as an input (`input`). */
 static int schema_version_of(store *s, int64_t *ver, int input, ss_errbuf *eb)
 {
     int64_t n_tables;
     if (query_int(s, "PRAGMA user_version", ver) ||
         query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables)) {
         int rc = store__db_err(s, eb, "not a readable SQLite database");
-        return input && sqlite3_errcode(s->db) == SQLITE_NOTADB ? SS_EPARSE : rc;
+        return input && bad_file_code(s->last_code) ? SS_EPARSE : rc;
     }
     if (*ver > STORE_SCHEMA_VERSION)
-        return ss_err(eb, SS_EDB, "%s: results schema %lld is newer than this slicesim's (%d)",
-                      s->path, (long long)*ver, STORE_SCHEMA_VERSION);
+        return ss_err(eb, input ? SS_EPARSE : SS_EDB,
+                      "%s: results schema %lld is newer than this slicesim's (%d)", s->path,
+                      (long long)*ver, STORE_SCHEMA_VERSION);
     if (*ver == 0 && n_tables > 0)
         return ss_err(eb, input ? SS_EPARSE : SS_EDB,
                       "%s: not a slicesim results database (it has other tables)", s->path);
@@ -384,7 +399,126 @@ static int set_wal(store *s, ss_errbuf *eb)
     return store__exec(s, "PRAGMA synchronous=NORMAL", eb, "setting WAL");
 }
 
-int store_open(store **s_out, const char *path, ss_errbuf *eb)
+/* {======================================================================
+ * Databases a command created: a handle that made the file and then failed (its opening, or
+ * a write it rolled back) removes it on closing when it holds nothing, so that a failed first
+ * run leaves no file: neither a 0-byte database (opening failed at "setting WAL") nor one
+ * with only the schema and a -wal that a full disk cannot checkpoint. Only the handle that
+ * created the file (O_EXCL) may remove it, and only when no other connection has it open: an
+ * exclusive lock on the database file proves that, since every connection to a WAL database
+ * holds a shared lock on it from its first read to its close. A connection that opened the
+ * file just before it went, and waited for the lock, sees on getting it that its path no
+ * longer names the file it opened (same_file), and opens the path again.
+ * ======================================================================= */
+
+/* Whether path names a file SQLite opens as such: not a "file:" URI, not ":memory:". */
+static int plain_path(const char *path)
+{
+    return *path && strncmp(path, "file:", 5) != 0 && strcmp(path, ":memory:") != 0;
+}
+
+/* Create the file at path if it does not exist: 1 when this call made it, 0 when it was there
+ * already or cannot be made (SQLite's open then says why). */
+static int create_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* The device and inode of the file at path into id: 0, or -1 when there is none. */
+static int file_id_of(const char *path, uint64_t id[2])
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    id[0] = (uint64_t)st.st_dev;
+    id[1] = (uint64_t)st.st_ino;
+    return 0;
+}
+
+/* Whether the store's path still names the file it opened. */
+static int same_file(const store *s)
+{
+    uint64_t id[2];
+    return file_id_of(s->path, id) == 0 && id[0] == s->file_id[0] && id[1] == s->file_id[1];
+}
+
+/* One SQL statement outside the fault injection (store__step): the cleanup below changes
+ * nothing another connection could see, and its failure only keeps the file. */
+static int exec_quietly(store *s, const char *sql)
+{
+    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? SS_OK : SS_EDB;
+}
+
+/* 1 when the first column of sql's first row is text equal to want, 0 when not or on error. */
+static int first_text_is(store *s, const char *sql, const char *want)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    int is = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+             !strcmp((const char *)sqlite3_column_text(st, 0), want);
+    sqlite3_finalize(st);
+    return is;
+}
+
+/* Whether every table of the database is empty (so is a database without any): 1, or 0 when
+ * one holds a row or a table cannot be read. */
+static int holds_nothing(store *s)
+{
+    sqlite3_stmt *tables;
+    if (sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1,
+                           &tables, NULL) != SQLITE_OK)
+        return 0;
+    int empty = 1, rc;
+    while (empty && (rc = sqlite3_step(tables)) == SQLITE_ROW) {
+        char *sql = sqlite3_mprintf("SELECT count(*) = 0 FROM \"%w\"",
+                                    (const char *)sqlite3_column_text(tables, 0));
+        sqlite3_stmt *st = NULL;
+        empty = sql && sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+        sqlite3_finalize(st);
+        sqlite3_free(sql);
+    }
+    if (empty && rc != SQLITE_DONE)
+        empty = 0;
+    sqlite3_finalize(tables);
+    return empty;
+}
+
+/* Remove the database file s created, and SQLite's files beside it, if no other connection
+ * has it open and, with only_if_empty, it holds nothing; else leave it. Called just before the
+ * connection closes, with no transaction open. */
+static void remove_created(store *s, int only_if_empty)
+{
+    if (!s->created || !s->db)
+        return;
+    sqlite3_busy_timeout(s->db, 0); /* another connection's lock: keep the file, at once */
+    /* A database that never reached WAL mode (opening failed at "setting WAL") keeps its
+     * journal in memory, so that taking the lock writes nothing to a full disk. */
+    if (!first_text_is(s, "PRAGMA journal_mode", "wal"))
+        exec_quietly(s, "PRAGMA journal_mode = MEMORY");
+    if (exec_quietly(s, "PRAGMA locking_mode = EXCLUSIVE") || exec_quietly(s, "BEGIN EXCLUSIVE"))
+        return;
+    /* The names go while the lock is held, so that no other connection can have opened the
+     * -wal or -shm meanwhile; closing then must not delete by name what another database may
+     * have made there since: a persistent WAL is left to the closing connection's own files. */
+    if ((!only_if_empty || holds_nothing(s)) && same_file(s)) {
+        int persist = 1;
+        sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+        store_remove(s->path);
+    }
+    exec_quietly(s, "ROLLBACK");
+}
+
+/* }====================================================================== */
+
+/* Open the database at path once: SS_OK with *s_out set, an SS_E* code with eb set, or 1
+ * when the path stopped naming the file opened (another handle removed it: try again). */
+static int open_once(store **s_out, const char *path, ss_errbuf *eb)
 {
     store *s = ss_calloc(1, sizeof *s);
     if (!s || !(s->path = ss_strdup(path))) {
@@ -392,6 +526,12 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
     int rc = ensure_parent(path, eb);
+    int plain = plain_path(path);
+    if (!rc && plain) {
+        s->created = create_file(path);
+        if (file_id_of(path, s->file_id) != 0)
+            s->created = 0; /* gone already: the check after opening finds it so */
+    }
     /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
      * read as a URI only when it starts with "file:" */
     if (!rc && sqlite3_open_v2(path, &s->db,
@@ -406,12 +546,33 @@ int store_open(store **s_out, const char *path, ss_errbuf *eb)
         rc = init_schema(s, eb);
     if (!rc)
         rc = store__prepare_statements(s, eb);
+    /* Read under the shared lock the connection now holds: a file removed before this point
+     * was removed under an exclusive lock, and no file can be removed after it. */
+    if (!rc && plain && !same_file(s)) {
+        s->created = 0; /* not the file at path: never remove what is there now */
+        store_close(&s);
+        return 1;
+    }
     if (rc) {
+        s->failed = 1;
         store_close(&s);
         return rc;
     }
     *s_out = s;
     return SS_OK;
+}
+
+int store_open(store **s_out, const char *path, ss_errbuf *eb)
+{
+    /* a file removed under this open three times running is not another handle's cleanup
+     * racing it but something removing it on purpose */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int rc = open_once(s_out, path, eb);
+        if (rc != 1)
+            return rc;
+    }
+    return ss_err(eb, SS_EDB, "%s: cannot open: the file was removed or replaced while opening it",
+                  path);
 }
 
 /* An older schema read without writing to the file: the database is copied into memory and
@@ -481,13 +642,55 @@ int store_open_readonly(store **s_out, const char *path, ss_errbuf *eb)
     return SS_OK;
 }
 
-int store_check_input(const char *path, ss_errbuf *eb)
+/* Read every page of the input s (PRAGMA quick_check: each b-tree's structure and records; not
+ * whether its indexes match their tables, which a merge that trips on it finds): 0, SS_EPARSE
+ * with the first problem it reports when it is damaged, SS_EDB when it cannot be read. */
+static int quick_check(store *s, ss_errbuf *eb)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK)
+        return bad_file_code(sqlite3_errcode(s->db))
+                   ? ss_err(eb, SS_EPARSE, "%s: damaged: %s", s->path, sqlite3_errmsg(s->db))
+                   : store__db_err(s, eb, "checking the database");
+    int rc = store__step(s, st);
+    const char *what = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    int out = SS_OK;
+    if (rc != SQLITE_ROW) {
+        out = store__db_err(s, eb, "checking the database");
+        if (bad_file_code(s->last_code))
+            out = ss_err(eb, SS_EPARSE, "%s: damaged: %s", s->path, sqlite3_errstr(s->last_code));
+    } else if (what && strcmp(what, "ok")) {
+        out = store__damaged(eb, s->path, what);
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store__damaged(ss_errbuf *eb, const char *path, const char *problem)
+{
+    /* integrity_check's report opens with the database's name on a line of its own */
+    const char *line = strstr(problem, "***\n");
+    line = line ? line + 4 : problem;
+    int n = 0;
+    while (line[n] && line[n] != '\n' && n < 200)
+        n++;
+    return ss_err(eb, SS_EPARSE, "%s: damaged: %.*s", path, n, line);
+}
+
+int store__check_input(const char *path, int deep, ss_errbuf *eb)
 {
     store *s = NULL;
     int64_t ver;
     int rc = open_input(&s, path, &ver, eb);
+    if (!rc && deep)
+        rc = quick_check(s, eb);
     store_close(&s);
     return rc;
+}
+
+int store_check_input(const char *path, ss_errbuf *eb)
+{
+    return store__check_input(path, 1, eb);
 }
 
 void store_remove(const char *path)
@@ -507,18 +710,28 @@ void store_remove(const char *path)
     ss_free(buf);
 }
 
-void store_close(store **sp)
+/* Close s, first removing the database it created, when discard or (it failed and the
+ * database holds nothing), and no other connection has it open. */
+static void close_store(store **sp, int discard)
 {
     store *s = *sp;
     if (!s)
         return;
     store_run_abort(s);
-    for (int i = 0; i < STORE__N_STMTS; i++)
+    for (int i = 0; i < STORE__N_STMTS; i++) {
         sqlite3_finalize(s->st[i]);
+        s->st[i] = NULL;
+    }
+    if (discard || s->failed)
+        remove_created(s, !discard);
     sqlite3_close(s->db);
     ss_free(s->path);
     ss_free(s);
     *sp = NULL;
 }
+
+void store_close(store **sp) { close_store(sp, 0); }
+
+void store_close_discard(store **sp) { close_store(sp, 1); }
 
 const char *store_path(const store *s) { return s->path; }

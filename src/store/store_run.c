@@ -187,6 +187,65 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
     return out;
 }
 
+int store_run_set_inputs(store *s, int64_t run_id, const char *digest, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is open", s->path);
+    if (strlen(digest) >= STORE_INPUTS_MAX)
+        return ss_err(eb, SS_EINVAL, "%s: an inputs digest of %zu characters", s->path,
+                      strlen(digest));
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "UPDATE runs SET inputs_digest = ? WHERE run_id = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return store__db_err(s, eb, "recording a run's inputs");
+    store__binder b = {st, 0, 0};
+    store__b_text(&b, digest);
+    store__b_int(&b, run_id);
+    int rc = store__run_stmt(s, &b, eb, "recording a run's inputs");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_point_probe(store *s, const char *sweep, const char *point, const char *tenant,
+                      store_probe_row *row, ss_errbuf *eb)
+{
+    static const char all[] =
+        "SELECT p.run_id, r.inputs_digest, g.sla_violation_rate, g.window_goodput_tokens_per_s"
+        " FROM sweep_points p JOIN runs r USING (run_id)"
+        " LEFT JOIN summary g ON g.run_id = p.run_id WHERE p.sweep = ?1 AND p.point = ?2";
+    static const char one[] =
+        "SELECT p.run_id, r.inputs_digest, g.sla_violation_rate, g.window_goodput_tokens_per_s"
+        " FROM sweep_points p JOIN runs r USING (run_id)"
+        " LEFT JOIN tenants g ON g.run_id = p.run_id AND g.tenant = ?3"
+        " WHERE p.sweep = ?1 AND p.point = ?2";
+    memset(row, 0, sizeof *row);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, tenant ? one : all, -1, &st, NULL) != SQLITE_OK)
+        return store__db_err(s, eb, "reading a sweep point");
+    store__binder b = {st, 0, 0};
+    store__b_text(&b, sweep);
+    store__b_text(&b, point);
+    if (tenant)
+        store__b_text(&b, tenant);
+    int rc = b.rc ? b.rc : store__step(s, st), out = 0;
+    if (rc == SQLITE_ROW) {
+        row->run_id = sqlite3_column_int64(st, 0);
+        const char *in = (const char *)sqlite3_column_text(st, 1);
+        if (in && strlen(in) < sizeof row->inputs)
+            memcpy(row->inputs, in, strlen(in) + 1);
+        /* read as stored (a REAL round-trips exactly), so a reused figure is the run's own */
+        row->has_figures = sqlite3_column_type(st, 2) != SQLITE_NULL &&
+                           sqlite3_column_type(st, 3) != SQLITE_NULL;
+        row->sla_violation_rate = sqlite3_column_double(st, 2);
+        row->window_goodput_tokens_per_s = sqlite3_column_double(st, 3);
+        out = 1;
+    } else if (rc != SQLITE_DONE) {
+        out = store__db_err(s, eb, "reading a sweep point");
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb)
 {
     store__binder b = {s->st[ST_REQ], 0, 0};

@@ -38,11 +38,14 @@ int store__step(store *s, sqlite3_stmt *st)
 /* The message of the last failure: the injected one's, or SQLite's. */
 const char *store__last_error(store *s)
 {
+    s->failed = 1;
     if (s->injected) {
         int rc = s->injected;
         s->injected = 0;
+        s->last_code = rc;
         return sqlite3_errstr(rc);
     }
+    s->last_code = s->db ? sqlite3_errcode(s->db) : SQLITE_CANTOPEN;
     return s->db ? sqlite3_errmsg(s->db) : "cannot open";
 }
 
@@ -59,6 +62,8 @@ int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
         return store__db_err(s, eb, what);
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
         return SS_OK;
+    s->failed = 1;
+    s->last_code = sqlite3_errcode(s->db);
     int rc = ss_err(eb, SS_EDB, "%s: %s: %s", s->path, what, msg ? msg : "failed");
     sqlite3_free(msg);
     return rc;
@@ -68,6 +73,7 @@ int store__exec(store *s, const char *sql, ss_errbuf *eb, const char *what)
  * undone (and if ROLLBACK itself fails, closing the connection rolls back). */
 void store__rollback(store *s)
 {
+    s->failed = 1;
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 

@@ -2,9 +2,12 @@
 # `slicesim capacity`: per bundle the highest load within the SLA-miss bound on a tiny
 # two-tenant synthetic scenario: the table's shape, the first bundle's ratio 1.00, a line per
 # probe on stderr, the JSON object, every probe stored as a sweep point (synthetic tenants
-# stretched so their traffic spans the window), and one clear error for bad input.
+# stretched so their traffic spans the window), the row of a bundle that fails at every load,
+# a rerun reusing the probes stored from the same inputs (and only those), and one clear
+# error for bad input.
 set -u
 S=${SLICESIM:?SLICESIM not set}
+ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
@@ -72,7 +75,7 @@ assert o["reference"] == "slice" and o["max_probes"] == 4 and o["tol"] == 0.02, 
 ps = o["policies"]
 assert [p["policy"] for p in ps] == ["slice", "container"], ps
 keys = {"policy", "capacity", "ratio", "status", "converged", "lo", "hi", "goodput_tok_per_s",
-        "sla_miss", "n_probes", "probes"}
+        "sla_miss", "at_load", "n_probes", "probes"}
 for p in ps:
     assert set(p) == keys, set(p) ^ keys
     assert p["status"] in ("found", "below", "above")
@@ -83,9 +86,47 @@ for p in ps:
         assert q["pass"] == (q["spans"] and q["sla_miss"] <= 0.2), q
     passing = [q["load"] for q in p["probes"] if q["pass"]]
     assert p["capacity"] == (max(passing) if passing else 0), p
+    # goodput and SLA miss are the probe's at capacity, or at the lowest load when none passed
+    at = max(passing) if passing else min(q["load"] for q in p["probes"])
+    q = [q for q in p["probes"] if q["load"] == at][0]
+    assert p["at_load"] == at and p["sla_miss"] == q["sla_miss"], p
+    assert p["goodput_tok_per_s"] == q["goodput_tok_per_s"], p
 assert ps[0]["ratio"] == (1 if ps[0]["capacity"] > 0 else 0)
 if ps[0]["capacity"] > 0:
     assert abs(ps[1]["ratio"] - ps[1]["capacity"] / ps[0]["capacity"]) < 1e-9
+PY
+
+# Every probe fails (a TTFT bound of 1 ms, which no request meets): the row says the capacity
+# is below the lowest load tried, has no ratio, and shows the goodput and SLA miss measured at
+# that load (it used to show "0  0.00 ... 0.00%", as if nothing had missed); the JSON's
+# sla_miss and goodput are that probe's, at_load says which.
+IMPOSSIBLE="--set tenant.chat.sla_ttft_ms=1 --set tenant.code.sla_ttft_ms=1"
+# shellcheck disable=SC2086
+"$S" capacity -c tiny.ini --policies container,slice --max-probes 3 --db none $IMPOSSIBLE \
+    >ftable 2>ferr || fail "capacity, every probe failing: $(cat ferr)"
+for p in container slice; do
+    [ "$(grep -c "^slicesim: capacity: $p probe [0-9]*: .*: fail$" ferr)" = 3 ] ||
+        fail "$p: three failing probes: $(cat ferr)"
+    # the lowest load's probe line: load, SLA miss, goodput
+    re="^slicesim: capacity: $p probe [0-9]*: load \([0-9.e+-]*\): SLA miss \([0-9.]*\)%"
+    low=$(sed -n "s/$re, goodput \([0-9.]*\) tok\/s: fail$/\1 \2 \3/p" ferr | sort -g | head -1)
+    read -r load miss good <<<"$low"
+    [ -n "$good" ] || fail "$p: the lowest probe's line: $(cat ferr)"
+    grep -Eq "^  $p +<$load +- +$good +$miss% +3  fails at every load tried, down to $load " \
+        ftable || fail "$p row, every probe failing (lowest $load: $miss%, $good): $(cat ftable)"
+done
+# shellcheck disable=SC2086
+"$S" capacity -c tiny.ini --policies container,slice --max-probes 3 --db none $IMPOSSIBLE \
+    --json --no-progress >f.json 2>ferr || fail "capacity --json, every probe failing: $(cat ferr)"
+python3 - f.json <<'PY' || fail "JSON, every probe failing: $(head -c 600 f.json)"
+import json, sys
+for p in json.load(open(sys.argv[1]))["policies"]:
+    assert p["status"] == "below" and p["capacity"] == 0 and p["ratio"] == 0, p
+    low = min(p["probes"], key=lambda q: q["load"])
+    assert not any(q["pass"] for q in p["probes"]), p
+    assert p["at_load"] == low["load"] == p["hi"], p
+    assert p["sla_miss"] == low["sla_miss"] > 0.09, p
+    assert p["goodput_tok_per_s"] == low["goodput_tok_per_s"], p
 PY
 
 # A bursty trace's quiet stretch before the window's end is not its end: arrivals every second
@@ -111,6 +152,97 @@ INI
     fail "capacity on a bursty trace: $(cat berr)"
 grep -q 'container probe 1: load 1: .*: pass' berr || fail "the quiet stretch failed the probe: $(cat berr)"
 grep -q "arrivals end" berr && fail "a quiet stretch taken for the trace's end: $(cat berr)"
+
+# ---- a rerun reuses the probes the database holds from the same inputs, and only those -------
+# Run again onto the same database, capacity reads each probe stored from the same inputs
+# (the scenario in canonical form, its traces, the profiles, the code that runs) instead of
+# running it: one "reused N probes" line, the same table and JSON as a fresh run, no new run.
+# A probe from other inputs runs again and a note says what became of the old runs. Before, a
+# rerun ran every probe again and left the old runs unreferenced without a word.
+runs() { sql "$1" 'SELECT count(*) FROM runs'; }
+cap() { "$S" capacity -c tiny.ini --policies container,slice --max-probes 6 "$@"; }
+cap --db re.db >re1 2>re1.err || fail "capacity into re.db: $(cat re1.err)"
+grep -q "reused" re1.err && fail "a first run reused something: $(cat re1.err)"
+n=$(runs re.db)
+[ "$(sql re.db 'SELECT count(*) FROM runs WHERE inputs_digest LIKE "fnv1a64:%"')" = "$n" ] ||
+    fail "every probe's run records its inputs"
+cap --db re.db >re2 2>re2.err || fail "capacity again into re.db: $(cat re2.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in re.db (sweep 'capacity:tiny.ini') from" \
+    re2.err || fail "no reuse line for $n probes: $(cat re2.err)"
+[ "$(grep -c '(stored run [0-9]*, same inputs)$' re2.err)" = "$n" ] ||
+    fail "reused probe lines: $(cat re2.err)"
+cmp -s re1 re2 || fail "the table of the reused probes differs: $(diff re1 re2)"
+[ "$(runs re.db)" = "$n" ] || fail "a rerun of the same probes stored $(( $(runs re.db) - n )) runs"
+# the JSON of reused probes is a fresh run's (but for the database), and so it is when judged on
+# one tenant: the stored run gives that tenant's figures
+for judged in "" "--tenant code"; do
+    # shellcheck disable=SC2086
+    cap --db re.db --json --no-progress $judged >reused.json 2>err ||
+        fail "reused --json $judged: $(cat err)"
+    grep -q "^slicesim: capacity: reused [1-9][0-9]* probes" err ||
+        fail "--json $judged reused none: $(cat err)"
+    # shellcheck disable=SC2086
+    cap --db none --json --no-progress $judged >fresh.json 2>err ||
+        fail "fresh --json $judged: $(cat err)"
+    grep -q "^slicesim: capacity: reused $n probes" err && fail "--db none reused probes"
+    python3 - reused.json fresh.json <<'PY' || fail "reused JSON ($judged) is not a fresh run's"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a.pop("db") and b.pop("db") is None
+assert a == b, (a, b)
+PY
+done
+# merged into another database, the probes keep what they were run from
+"$S" db merge me.db re.db >/dev/null 2>err || fail "db merge: $(cat err)"
+cap --db me.db >me 2>me.err || fail "capacity into the merged database: $(cat me.err)"
+grep -q "^slicesim: capacity: reused $n probes stored in me.db" me.err ||
+    fail "merged: $(cat me.err)"
+# the code is read by its bytes: a copy of slicesim elsewhere reuses the probes, the same copy
+# with one more byte (other code, to a digest) does not
+cp "$S" ./slicesim2
+cap2() { ./slicesim2 capacity -c tiny.ini --policies container,slice --max-probes 6 --db re.db; }
+cap2 >/dev/null 2>err || fail "capacity with a copy of the binary: $(cat err)"
+grep -q "^slicesim: capacity: reused $n probes" err || fail "a copy of the binary: $(cat err)"
+printf '\0' >>./slicesim2
+cap2 >/dev/null 2>err || fail "capacity with another binary: $(cat err)"
+grep -q "reused" err && fail "another binary reused probes: $(cat err)"
+# a changed scenario key (the seed) runs every probe again, and says so
+before=$(runs re.db)
+cap --db re.db --set run.seed=4 >re3 2>re3.err || fail "capacity, another seed: $(cat re3.err)"
+grep -q "reused" re3.err && fail "probes of another seed were reused: $(cat re3.err)"
+note="^slicesim: note: capacity: [1-9][0-9]* of these probes were in re.db (sweep"
+note+=" 'capacity:tiny.ini') from other inputs .* and were run again: their points now name the"
+note+=" new runs; the old runs stay in the database$"
+grep -q "$note" re3.err || fail "no note on the probes run again: $(cat re3.err)"
+n3=$(awk '$1 == "container" || $1 == "slice" { n += $6 } END { print n }' re3)
+[ "$(runs re.db)" = $((before + n3)) ] ||
+    fail "another seed: $(runs re.db) runs, want $((before + n3))"
+# a changed profile: the catalog is read from a copy, then one file of it changes
+cp -r "$ROOT/profiles" prof
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity --profiles: $(cat err)"
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity --profiles again: $(cat err)"
+grep -q "^slicesim: capacity: reused $(runs pr.db) probes" err || fail "same profiles: $(cat err)"
+echo "; edited" >>prof/engines/vllm-0.15.ini
+cap --profiles prof --db pr.db >/dev/null 2>err || fail "capacity, a profile edited: $(cat err)"
+grep -q "reused" err && fail "probes of an edited profile were reused: $(cat err)"
+# a searching bundle's probes (its candidates' replays as well) always run, and say so
+"$S" capacity -c tiny.ini --policies static-best --max-probes 2 --db sb.db >/dev/null 2>err ||
+    fail "capacity static-best: $(cat err)"
+"$S" capacity -c tiny.ini --policies static-best --max-probes 2 --db sb.db >/dev/null 2>err ||
+    fail "capacity static-best again: $(cat err)"
+grep -q "reused" err && fail "a searching bundle's probes were reused: $(cat err)"
+grep -q "^slicesim: note: capacity: 2 of these probes were in sb.db" err ||
+    fail "static-best again: $(cat err)"
+# a trace's bytes changed under the same scenario text
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a trace: $(cat err)"
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a trace again: $(cat err)"
+grep -q "^slicesim: capacity: reused $(runs tr.db) probes" err || fail "same trace: $(cat err)"
+sed -i 's/^3,3,chat,200,20$/3,3,chat,201,20/' burst.csv
+"$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
+    fail "capacity on a changed trace: $(cat err)"
+grep -q "reused" err && fail "probes of a changed trace were reused: $(cat err)"
 
 # errors: nothing runs, one line, exit 2
 expect_error 2 "capacity: -c SCENARIO.ini is required" "$S" capacity --policies container

@@ -3,7 +3,8 @@
 # the results database or another output is refused (compared as files, not as strings);
 # devices, FIFOs and symbolic links are written through, not replaced; a write error (a full
 # disk, /dev/full) fails the command, standard output included; readers never write to their
-# inputs, and a failed merge leaves no new file; an interrupted writer leaves no FILE.tmp.
+# inputs, a bad merge input is bad input (exit 2), and a failed merge leaves no new file; an
+# interrupted writer leaves no FILE.tmp.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -146,6 +147,45 @@ chmod 444 ro.db
 [ "$(sql out4.db 'SELECT count(*) FROM runs')" = 1 ] || fail "merged runs"
 ls ro.db-* 2>/dev/null && fail "db merge left SQLite files beside its input"
 unchanged "readers"
+
+# ---- a bad db merge input is bad input: exit 2, one line naming it, nothing written ---------
+# Not SQLite, cut short, a damaged page, an index out of step with its table (found only while
+# copying), a newer schema: a damaged or newer input used to exit 1 (a non-database 2), and
+# damage found while copying named the output.
+sqlx() { # sqlx DB SQL: run SQL on DB in a connection of its own
+    if command -v sqlite3 >/dev/null; then
+        sqlite3 "$1" "$2" >/dev/null
+    else
+        python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])' \
+            "$1" "$2"
+    fi
+}
+echo 'not a database' >text.db
+head -c 5000 r.db >cut.db
+cp r.db page.db
+pg=$(sql r.db "SELECT rootpage FROM sqlite_master WHERE name = 'requests'")
+psz=$(sql r.db 'PRAGMA page_size')
+head -c "$psz" /dev/zero | tr '\0' '\245' |
+    dd of=page.db bs="$psz" seek=$((pg - 1)) conv=notrunc 2>/dev/null
+cp r.db index.db
+idx_on() { sqlx index.db "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = '$1',
+    sql = 'CREATE INDEX requests_by_run ON $1(run_id)' WHERE name = 'requests_by_run'"; }
+idx_on runs            # the index now names another table, so a delete leaves it as it was
+sqlx index.db 'DELETE FROM requests WHERE req_id < 5'
+idx_on requests
+cp r.db newer.db
+sqlx newer.db 'PRAGMA user_version = 99'
+cp r.db have.db
+for bad in "text.db: not a readable SQLite database: file is not a database" \
+           "cut.db: not a readable SQLite database: database disk image is malformed" \
+           "page.db: damaged: .*" "index.db: damaged: wrong # of entries in index requests_by_run" \
+           "newer.db: results schema 99 is newer than this slicesim's"; do
+    in=${bad%%:*}
+    expect_error 2 "^slicesim: db merge: $bad" "$S" db merge bad-out.db "$in"
+    [ ! -e bad-out.db ] || fail "a db merge refused for $in left bad-out.db"
+    expect_error 2 "^slicesim: db merge: $bad" "$S" db merge have.db "$in"
+    [ "$(sql have.db 'SELECT count(*) FROM runs')" = 1 ] || fail "db merge of $in changed have.db"
+done
 
 # ---- an interrupted writer leaves no FILE.tmp ------------------------------------------------
 # With job control on, background jobs keep SIGINT's default (bash ignores it otherwise).

@@ -4,8 +4,9 @@
 # full disk (a file-size limit, and a real ENOSPC on a tiny tmpfs when this may mount one),
 # and two replays writing the same database at once, several times. Each failure is one
 # clear line on stderr with exit status 1, nothing on stdout, and the database keeps every
-# earlier run whole, gains no half-written run and passes PRAGMA integrity_check. (Every
-# SQLite step failing in turn is tests/unit/test_store_faults.c.)
+# earlier run whole, gains no half-written run and passes PRAGMA integrity_check; a new
+# database whose first run fails on a full disk is not left behind (nor its -wal), one that
+# existed before is kept. (Every SQLite step failing in turn is tests/unit/test_store_faults.c.)
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -119,6 +120,53 @@ else
     echo "note: not root or no mount namespaces: the real ENOSPC case is skipped"
 fi
 
+# (c) A new database on a full disk leaves nothing behind, and an existing one is kept. On a
+#     1 MiB tmpfs a replay's first run fills it: no new.db, and no -wal (it held the schema's
+#     commit, which no room was left to checkpoint: 0.9 MiB of it used to stay). With the
+#     tmpfs filled to the last block a sweep fails at "setting WAL" and leaves no 0-byte
+#     database, while an empty file that was there before (touch) stays.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+    unshare -m --propagation private true 2>/dev/null; then
+    mkdir -p full2
+    cat >fullexp.ini <<INI
+[sweep]
+name = full
+scenario = $ROOT/experiments/slice-vs-container.ini
+[set]
+run.duration_s = 20
+run.warmup_s = 2
+[grid]
+policy = container
+rate = 1
+INI
+    unshare -m --propagation private bash -c '
+        mount -t tmpfs -o size=1m tmpfs full2 || exit 99
+        "$1" replay --trace "$2" --no-progress --db full2/new.db >out1 2>err1
+        echo $? >rc1
+        ls full2 >left1
+        dd if=/dev/zero of=full2/fill bs=4k 2>/dev/null
+        : >full2/kept.db
+        "$1" sweep fullexp.ini --db full2/sw.db >out2 2>err2
+        echo $? >rc2
+        "$1" replay --trace "$2" --no-progress --db full2/kept.db >out3 2>err3
+        echo $? >rc3
+        ls full2 >left2
+    ' _ "$S" "$TR"
+    if [ -s rc1 ]; then
+        [ "$(cat rc1)" = 1 ] || fail "new database on a full disk: exit $(cat rc1) ($(cat err1))"
+        grep -Eq '^slicesim: replay: full2/new\.db: .*: database or disk is full$' err1 ||
+            fail "new database on a full disk: '$(cat err1)'"
+        [ ! -s left1 ] || fail "a failed replay onto a new database left: $(tr '\n' ' ' <left1)"
+        [ "$(cat rc2)" = 1 ] || fail "sweep on a full disk: exit $(cat rc2) ($(cat err2))"
+        grep -Eq 'full2/sw\.db: setting WAL: database or disk is full$' err2 ||
+            fail "sweep on a full disk: '$(cat err2)'"
+        [ "$(cat rc3)" = 1 ] || fail "replay onto an empty file on a full disk: exit $(cat rc3)"
+        [ "$(tr '\n' ' ' <left2)" = "fill kept.db " ] ||
+            fail "after the sweep and the replay on a full disk: $(tr '\n' ' ' <left2)"
+    else
+        echo "note: cannot mount a tmpfs here: the new database on a full disk is skipped"
+    fi
+fi
 # 4. Two writers starting on a new database at once: the other one has just made the schema
 #    (with sqlite3: slicesim's own, read from another database) and holds it uncommitted for
 #    a second while the replay opens the file and finds it empty. Once the lock is free, the

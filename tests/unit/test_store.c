@@ -1,5 +1,6 @@
 /* Results store: schema creation and version, a committed run with its rows, an aborted run
- * leaving nothing, runs surviving reopen, refusal of foreign or newer databases, and clean
+ * leaving nothing, runs surviving reopen, refusal of foreign or newer databases (as merge
+ * inputs: bad input, damaged ones too), a capacity probe's inputs and figures, and clean
  * allocation failures. Rows are read back with plain SQLite, as users would. */
 #include "support/test_util.h"
 
@@ -170,6 +171,9 @@ static void test_refuses_foreign_and_newer(void **state)
     assert_null(s);
 }
 
+/* What version 16 added: runs.inputs_digest. */
+#define V16_DOWN "ALTER TABLE runs DROP COLUMN inputs_digest;"
+
 /* What version 15 added: disaggregated serving's columns of tenants. */
 #define V15_DOWN \
     "ALTER TABLE tenants DROP COLUMN prefill_replicas;" \
@@ -243,7 +247,8 @@ static void test_upgrades_schema_12(void **state)
         store_close(&s);
         sqlite3 *db;
         assert_int_equal(sqlite3_open(k ? ro : path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db, V15_DOWN V14_DOWN V13_DOWN "PRAGMA journal_mode = DELETE;"
+        assert_int_equal(sqlite3_exec(db, V16_DOWN V15_DOWN V14_DOWN V13_DOWN
+                                          "PRAGMA journal_mode = DELETE;"
                                           "PRAGMA user_version = 12;", NULL, NULL, NULL),
                          SQLITE_OK);
         sqlite3_close(db);
@@ -271,7 +276,7 @@ static void test_upgrades_schema_12(void **state)
     write_run(s, 2, 1);
     store_close(&s);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 15);
+    assert_int_equal(STORE_SCHEMA_VERSION, 16);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 1 AND"
                                       " prefix_ceiling_hit_tokens = 0 AND"
@@ -299,7 +304,7 @@ static void test_upgrades_schema_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     static const char downgrade[] =
-        V15_DOWN V14_DOWN V13_DOWN
+        V16_DOWN V15_DOWN V14_DOWN V13_DOWN
         "DROP TABLE tenants; DROP TABLE tiers;"
         "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
         "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
@@ -862,6 +867,152 @@ static void test_merge_reads_inputs_only(void **state)
     assert_int_equal(st.st_size, 0);
 }
 
+/* Run sql on the database at path in a connection of its own. */
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* A copy of the (checkpointed) database at from named name in the test's directory, with
+ * page `page` overwritten with 0xa5 bytes when page > 0. */
+static const char *copy_db(const char *from, const char *name, int64_t page)
+{
+    static char to[600];
+    snprintf(to, sizeof to, "%s/%s", tu_tmpdir(), name);
+    size_t n;
+    char *buf = slurp(from, &n);
+    int64_t psz = tu_sql_int(from, "PRAGMA page_size");
+    if (page > 0) {
+        assert_true((size_t)(page * psz) <= n);
+        memset(buf + (page - 1) * psz, 0xa5, (size_t)psz);
+    }
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+    return to;
+}
+
+/* A capacity probe stored as a sweep point reads back with the inputs recorded for its run and
+ * the figures it is judged on, every tenant's (the summary's) or one tenant's, exactly as
+ * stored; a database of version 15 is upgraded with no inputs for its runs. */
+static void test_probe_inputs(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/probe.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    store_run_info in = info;
+    in.sweep = "capacity:x.ini";
+    in.point = "policy=slice;rate=0.5";
+    int64_t id;
+    assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+    metrics_group_summary g = {.requests = 8, .completed = 8, .sla_violations = 3,
+                               .sla_violation_rate = 3.0 / 8,
+                               .win_goodput_tokens_per_s = 1234.5678901234567};
+    assert_int_equal(store_run_tenant(s, "chat", "llama-2-7b", 1, 0, 0, &g, &eb), 0);
+    assert_int_equal(store_run_set_inputs(s, id, "fnv1a64:1", &eb), SS_EINVAL); /* run open */
+    metrics_summary m = {.requests = 8, .sim_s = 1,
+                         .all = {.requests = 8, .sla_violation_rate = 0.1 + 0.2,
+                                 .win_goodput_tokens_per_s = 1.0 / 3}};
+    store_run_end e = {.wall_s = 0.1};
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+
+    store_probe_row row;
+    assert_int_equal(store_point_probe(s, in.sweep, in.point, NULL, &row, &eb), 1);
+    assert_int_equal(row.run_id, id);
+    assert_string_equal(row.inputs, "");
+    assert_true(row.has_figures);
+    assert_true(row.sla_violation_rate == 0.1 + 0.2);
+    assert_true(row.window_goodput_tokens_per_s == 1.0 / 3);
+    char digest[STORE_INPUTS_MAX + 1];
+    memset(digest, 'x', STORE_INPUTS_MAX);
+    digest[STORE_INPUTS_MAX] = '\0';
+    assert_int_equal(store_run_set_inputs(s, id, digest, &eb), SS_EINVAL);
+    assert_int_equal(store_run_set_inputs(s, id, "fnv1a64:00112233aabbccdd", &eb), 0);
+    assert_int_equal(store_point_probe(s, in.sweep, in.point, "chat", &row, &eb), 1);
+    assert_string_equal(row.inputs, "fnv1a64:00112233aabbccdd");
+    assert_true(row.has_figures);
+    assert_true(row.sla_violation_rate == 3.0 / 8);
+    assert_true(row.window_goodput_tokens_per_s == 1234.5678901234567);
+    assert_int_equal(store_point_probe(s, in.sweep, in.point, "code", &row, &eb), 1);
+    assert_false(row.has_figures); /* no such tenant in the run */
+    assert_int_equal(store_point_probe(s, in.sweep, "policy=slice;rate=2", NULL, &row, &eb), 0);
+    assert_int_equal(store_point_probe(s, "other", in.point, NULL, &row, &eb), 0);
+    store_close(&s);
+
+    sql_exec(path, V16_DOWN "PRAGMA user_version = 15;");
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(store_point_probe(s, in.sweep, in.point, NULL, &row, &eb), 1);
+    assert_string_equal(row.inputs, "");
+    store_close(&s);
+}
+
+/* A merge input that is not a sound slicesim database of this or an older schema is bad
+ * input (SS_EPARSE), its message one line naming it, whatever is wrong: a newer schema, a
+ * damaged page (found by store_check_input before anything is written), an index out of step
+ * with its table (found only while copying: the input is checked then, and named). Before, a
+ * newer or damaged input was SS_EDB, and the damage found while copying named the output. */
+static void test_merge_refuses_bad_inputs(void **state)
+{
+    (void)state;
+    char good[600], out[600];
+    snprintf(good, sizeof good, "%s/good.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/out.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    uint64_t copied, skipped;
+    assert_int_equal(store_open(&s, good, &eb), 0);
+    write_run(s, 40, 1);
+    write_run(s, 40, 1);
+    store_close(&s);
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    write_run(s, 3, 1);
+
+    const char *newer = copy_db(good, "newer.db", 0);
+    sql_exec(newer, "PRAGMA user_version = 99");
+    assert_int_equal(store_check_input(newer, &eb), SS_EPARSE);
+    assert_int_equal(store_merge(s, newer, &copied, &skipped, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, newer, strlen(newer)), 0);
+    assert_non_null(strstr(eb.msg, "results schema 99 is newer"));
+    store *r = NULL;
+    assert_int_equal(store_open_readonly(&r, newer, &eb), SS_EPARSE);
+    assert_null(r);
+
+    const char *page = copy_db(good, "page.db", tu_sql_int(good, "SELECT rootpage FROM"
+                                                        " sqlite_master WHERE name = 'requests'"));
+    assert_int_equal(store_check_input(page, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, page, strlen(page)), 0);
+    assert_non_null(strstr(eb.msg, ": damaged: "));
+    assert_null(strchr(eb.msg, '\n'));
+
+    const char *index = copy_db(good, "index.db", 0);
+    /* the index names another table while rows go, then its own again */
+    sql_exec(index, "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = 'runs',"
+                    " sql = 'CREATE INDEX requests_by_run ON runs(run_id)'"
+                    " WHERE name = 'requests_by_run'");
+    sql_exec(index, "DELETE FROM requests WHERE req_id < 5");
+    sql_exec(index, "PRAGMA writable_schema = ON; UPDATE sqlite_master SET tbl_name = 'requests',"
+                    " sql = 'CREATE INDEX requests_by_run ON requests(run_id)'"
+                    " WHERE name = 'requests_by_run'");
+    assert_int_equal(store_check_input(index, &eb), 0); /* quick_check cannot see it */
+    assert_int_equal(store_merge(s, index, &copied, &skipped, &eb), SS_EPARSE);
+    assert_int_equal(strncmp(eb.msg, index, strlen(index)), 0);
+    assert_non_null(strstr(eb.msg, ": damaged: wrong # of entries in index requests_by_run"));
+    assert_null(strchr(eb.msg, '\n'));
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -877,6 +1028,8 @@ int main(void)
         cmocka_unit_test_teardown(test_validations, teardown),
         cmocka_unit_test_teardown(test_fits, teardown),
         cmocka_unit_test_teardown(test_merge_reads_inputs_only, teardown),
+        cmocka_unit_test_teardown(test_merge_refuses_bad_inputs, teardown),
+        cmocka_unit_test_teardown(test_probe_inputs, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -3,9 +3,11 @@
  * SQLITE_FULL, SQLITE_BUSY and SQLITE_READONLY (store_fail_step_after). Each failure must be
  * one clear line naming the file and SQLite's words, leave every earlier run intact and no
  * half-written run (a run has its summary, requests, GPU and idle-slice rows, or is absent),
- * keep PRAGMA integrity_check at ok, and leak nothing. Also real errors: a database another
- * connection holds locked past the busy timeout (SLICESIM_BUSY_TIMEOUT_MS). The CLI side (a
- * read-only file, a full disk, two writers at once) is tests/cli/store_faults.sh. */
+ * keep PRAGMA integrity_check at ok, and leak nothing; a database the failed write created
+ * is removed, unless another connection has it open, and one that existed before is kept.
+ * Also real errors: a database another connection holds locked past the busy timeout
+ * (SLICESIM_BUSY_TIMEOUT_MS). The CLI side (a read-only file, a full disk, two writers at
+ * once) is tests/cli/store_faults.sh. */
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const int fault_codes[] = {SQLITE_FULL, SQLITE_BUSY, SQLITE_READONLY};
 
@@ -296,6 +299,101 @@ static void test_each_step_of_a_merge_fails(void **state)
     }
 }
 
+/* Whether path or any of SQLite's files beside it (-wal, -shm, -journal) exists. */
+static int any_file_left(const char *path)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+        char p[640];
+        snprintf(p, sizeof p, "%s%s", path, suffix[i]);
+        if (access(p, F_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A replay onto a new database whose opening or first run fails at any step (the disk full,
+ * the file locked, read-only) closes and leaves no file behind: not the database (it used to
+ * stay, 0 bytes when "setting WAL" failed) nor its -wal and -shm (the -wal held the schema's
+ * commit, which a full disk cannot checkpoint). */
+static void test_failed_new_database_leaves_nothing(void **state)
+{
+    (void)state;
+    char path[600];
+    ss_errbuf eb;
+    uint64_t steps = steps_of_a_run(1);
+    for (uint64_t n = 1; n <= steps; n++) {
+        int code = fault_codes[n % (sizeof fault_codes / sizeof *fault_codes)];
+        snprintf(path, sizeof path, "%s/gone%d.db", tu_tmpdir(), (int)n);
+        store_fail_step_after(n, code);
+        int rc = write_run(path, 7, "p1", &eb);
+        store_fail_step_after(0, 0);
+        assert_clean_error(rc, &eb, path, code);
+        if (any_file_left(path))
+            fail_msg("step %llu of %llu failed (%s) and left %s or its -wal, -shm behind",
+                     (unsigned long long)n, (unsigned long long)steps, eb.msg, path);
+    }
+}
+
+/* A database that existed before is never removed, even when it holds nothing: an empty file
+ * (as `touch` leaves it) or a database with the schema and no run. */
+static void test_failed_write_keeps_an_existing_file(void **state)
+{
+    (void)state;
+    char path[600];
+    ss_errbuf eb;
+    uint64_t steps = steps_of_a_run(1);
+    for (int kind = 0; kind < 2; kind++) {
+        for (uint64_t n = 1; n <= steps; n++) {
+            int code = fault_codes[n % (sizeof fault_codes / sizeof *fault_codes)];
+            snprintf(path, sizeof path, "%s/kept%d-%d.db", tu_tmpdir(), kind, (int)n);
+            store *s = NULL;
+            if (kind == 0) {
+                FILE *f = fopen(path, "w");
+                assert_non_null(f);
+                fclose(f);
+            } else {
+                assert_int_equal(store_open(&s, path, &eb), 0);
+                store_close(&s);
+            }
+            store_fail_step_after(n, code);
+            int rc = write_run(path, 7, "p1", &eb);
+            store_fail_step_after(0, 0);
+            if (kind == 1 && rc == SS_OK)
+                break; /* the schema exists: fewer steps */
+            assert_clean_error(rc, &eb, path, code);
+            if (access(path, F_OK) != 0)
+                fail_msg("step %llu failed (%s) and removed %s, which existed before",
+                         (unsigned long long)n, eb.msg, path);
+        }
+    }
+}
+
+/* A database this store created but another connection has open meanwhile is not removed when
+ * the store's run fails: the other may be about to write to it. */
+static void test_failed_new_database_in_use_is_kept(void **state)
+{
+    (void)state;
+    char path[600];
+    ss_errbuf eb;
+    snprintf(path, sizeof path, "%s/shared.db", tu_tmpdir());
+    store *s = NULL;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    sqlite3 *other;
+    assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL),
+                     SQLITE_OK);
+    store_fail_step_after(3, SQLITE_FULL);
+    assert_int_equal(put_run(s, 7, "p1", &eb), SS_EDB);
+    store_fail_step_after(0, 0);
+    store_close(&s);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_int_equal(sqlite3_exec(other, "INSERT INTO sweep_points VALUES ('x', 'y', 1)", NULL,
+                                  NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sweep_points"), 1);
+}
+
 static int on_point(void *ud, int64_t run_id, const char *point, ss_errbuf *eb)
 {
     (void)run_id, (void)point, (void)eb;
@@ -423,6 +521,9 @@ int main(void)
         T(test_each_step_of_a_run_fails),
         T(test_each_step_of_a_new_database_fails),
         T(test_last_step_is_the_commit),
+        T(test_failed_new_database_leaves_nothing),
+        T(test_failed_write_keeps_an_existing_file),
+        T(test_failed_new_database_in_use_is_kept),
         T(test_each_step_of_a_merge_fails),
         T(test_each_step_of_the_readers_fails),
         T(test_locked_database),
