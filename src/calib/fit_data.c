@@ -5,6 +5,7 @@
 
 #include "core/ss_alloc.h"
 #include "core/ss_csv.h"
+#include "core/ss_input.h"
 #include "core/ss_parse.h"
 
 #include <errno.h>
@@ -114,10 +115,12 @@ static int get_trace(const ss_csv *c, const reader *rd, calib_fit_run *r, ss_err
         snprintf(r->trace, n, "%s", t);
     else
         snprintf(r->trace, n, "%s/%s", rd->dir, t);
-    FILE *f = fopen(r->trace, "rb");
-    if (!f)
+    FILE *f;
+    ss_errbuf why = {""};
+    int rc = ss_input_open(&f, r->trace, 0, &why); /* a FIFO is refused, not waited on */
+    if (rc)
         return ss_csv_err(c, eb, SS_EPARSE, run_cols[RC_TRACE], "cannot read '%.300s': %s",
-                          r->trace, strerror(errno));
+                          r->trace, rc == SS_EPARSE ? "not a regular file" : strerror(errno));
     fclose(f);
     return SS_OK;
 }

@@ -3,6 +3,7 @@
 #include "core/ss_csv.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_input.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -92,9 +93,10 @@ int ss_csv_open(ss_csv *c, const char *path, int comments, ss_errbuf *eb)
     memset(c, 0, sizeof *c);
     c->path = path;
     c->comments = comments;
-    if (!(c->f = fopen(path, "r")))
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int rc = next_line(c, eb);
+    int rc = ss_input_open(&c->f, path, 0, eb);
+    if (rc)
+        return rc;
+    rc = next_line(c, eb);
     if (rc == 0)
         rc = ss_err(eb, SS_EPARSE, "%s:%u: no header row", path, c->line + 1);
     if (rc == 1 && !(c->hbuf = ss_strdup(c->buf)))

@@ -28,8 +28,9 @@ typedef struct ss_csv {
 } ss_csv;
 
 /* Open path and read its header row (the first line that is neither blank nor, with comments
- * set, a '#' comment). 0; SS_EIO when the file cannot be opened; SS_EPARSE when it has no
- * header row; SS_ENOMEM. On failure c holds nothing to close. path is borrowed and must
+ * set, a '#' comment). 0; SS_EIO when the file cannot be opened; SS_EPARSE when it is not a
+ * regular file ("PATH: not a regular file": a FIFO is refused, not waited on; core/ss_input.h)
+ * or has no header row; SS_ENOMEM. On failure c holds nothing to close. path is borrowed and must
  * outlive c; eb gets "PATH: what" or "PATH:LINE: what". */
 int ss_csv_open(ss_csv *c, const char *path, int comments, ss_errbuf *eb);
 /* Read the next row: 1 when there is one, 0 at end of file, SS_EPARSE when its number of

@@ -4,6 +4,8 @@
  * silently) and recognises section headers itself, with inih's own rules. Not for semantics. */
 #include "core/ss_ini.h"
 
+#include "core/ss_input.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -123,11 +125,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
 int ss_ini_parse(const char *path, ss_ini_fn *fn, void *ud, ss_errbuf *eb)
 {
     ini_ctx c = {.path = path, .fn = fn, .ud = ud, .eb = eb};
-    c.f = fopen(path, "r");
-    if (!c.f)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = ss_input_open(&c.f, path, 0, eb);
+    if (rc)
+        return rc;
     int at = ini_parse_stream(count_lines_reader, &c, on_key, &c);
-    int rc = SS_OK;
     if (ferror(c.f))
         rc = ss_err(eb, SS_EIO, "%s: read error: %s", path, strerror(errno));
     else if (at > 0 && (!c.rc || c.err_line != (unsigned)at))

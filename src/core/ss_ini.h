@@ -19,7 +19,8 @@ typedef int ss_ini_fn(void *ud, unsigned line, const char *section, const char *
                       const char *value, ss_errbuf *eb);
 
 /* Parse the INI file at path, calling fn for each event in file order. Returns 0; fn's code;
- * SS_EIO ("PATH: cannot open: why", "PATH: read error: why"); SS_EPARSE ("PATH:LINE: syntax
+ * SS_EIO ("PATH: cannot open: why", "PATH: read error: why"); SS_EPARSE ("PATH: not a regular
+ * file" for a FIFO, device or folder, refused before any read; "PATH:LINE: syntax
  * error (expected [section] or key = value)", "PATH:LINE: line longer than 199 characters",
  * "PATH:LINE: contains a NUL byte (not a text file?)");
  * or SS_ENOMEM. When both a syntax error and a callback error happen, the earlier line's is

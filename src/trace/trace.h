@@ -63,7 +63,9 @@ typedef struct trace_reader trace_reader;
 /* Open a trace. format is "auto" (detect from the first non-blank line: a line starting with
  * '{' is Mooncake JSONL, anything else a CSV header), "native", "azure", "vidur", "burstgpt"
  * or "mooncake".
- * path "-" reads standard input. gzip-compressed input (recognised by its first bytes, not
+ * path "-" reads standard input (a pipe too, and so does a path naming it, such as
+ * /dev/stdin); any other path must be a regular file: a FIFO, device or folder is SS_EPARSE
+ * "PATH: not a regular file", refused before any read. gzip-compressed input (recognised by its first bytes, not
  * its name) is inflated as it is read, still one line at a time; line numbers count the
  * uncompressed lines, and truncated or corrupt data is "FILE:LINE: gzip: ...". On failure
  * returns SS_EIO / SS_EPARSE / SS_ENOTFOUND / SS_ENOMEM with a one-line "FILE:LINE: field:

@@ -6,6 +6,7 @@
 #include "trace/trace_int.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_input.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -453,10 +454,12 @@ int trace_reader_open(trace_reader **r_out, const char *path, const char *format
     int rc = find_format(format, path, &ops, eb); /* before touching the file */
     if (rc)
         return rc;
+    /* A trace is read once, in order: a pipe is fine on standard input ("-", /dev/stdin),
+     * but any other path must be a regular file (a FIFO would hang the open). */
     int is_stdin = !strcmp(path, "-");
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = stdin;
+    if (!is_stdin && (rc = ss_input_open(&f, path, SS_INPUT_STDIN, eb)))
+        return rc;
     rc = trace_reader_open_stream(r_out, f, is_stdin ? "<stdin>" : path, format, eb);
     if (rc) {
         if (!is_stdin)

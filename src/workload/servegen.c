@@ -20,6 +20,7 @@
 #include "workload/wl_int.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_input.h"
 #include "core/ss_parse.h"
 
 #include <errno.h>
@@ -380,12 +381,10 @@ static int client_paths(const char *dir, const char *client, char **csv, char **
 /* Open both files, read the first trace row and the first dataset window with data. */
 static int sg_prime(wl__sg *g, const char *ds_path, ss_errbuf *eb)
 {
-    errno = 0;
-    g->f = fopen(g->csv_path, "rb");
-    if (!g->f)
-        return ss_err(eb, errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "%s: cannot open: %s",
-                      g->csv_path, strerror(errno ? errno : EIO));
-    int rc = read_row(g, eb);
+    int rc = ss_input_open(&g->f, g->csv_path, 0, eb);
+    if (rc)
+        return rc == SS_EIO && errno == ENOENT ? SS_ENOTFOUND : rc;
+    rc = read_row(g, eb);
     if (rc == 0)
         rc = ss_err(eb, SS_EPARSE, "%s: no windows", g->csv_path);
     if (rc < 0)

@@ -7,6 +7,7 @@
 #include "workload/wl_int.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_input.h"
 #include "core/ss_parse.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define SG_CHUNK 65536
@@ -398,12 +400,14 @@ int wl__sg_dataset_open(wl__sg_dataset **d_out, const char *path, ss_errbuf *eb)
     d->line = 1;
     d->digest = WL__FNV_OFFSET;
     d->prev_ts = -1;
-    errno = 0;
-    d->gz = gzopen(path, "rb");
-    int rc = SS_OK;
-    if (!d->gz)
-        rc = ss_err(eb, errno == ENOENT ? SS_ENOTFOUND : errno ? SS_EIO : SS_ENOMEM,
-                    "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    int fd = -1;
+    int rc = ss_input_open_fd(&fd, path, 0, eb);
+    if (rc == SS_EIO && errno == ENOENT)
+        rc = SS_ENOTFOUND;
+    if (rc == SS_OK && !(d->gz = gzdopen(fd, "rb"))) {
+        close(fd);
+        rc = ss_err(eb, SS_ENOMEM, "%s: cannot open: out of memory", path);
+    }
     if (rc == SS_OK && (rc = expect(d, '{', "'{' (a dataset is one JSON object)", eb)) == SS_OK) {
         *d_out = d;
         return SS_OK;

@@ -396,12 +396,17 @@ static void test_io_errors(void **state)
     assert_int_equal(system(cmd), 0);
     expect_error(d, SS_EIO, "%s/models: cannot open directory", d);
 
-    /* A directory named like a profile opens but cannot be read (even as root, unlike a
-     * chmod 000 file). */
+    /* A directory or a FIFO named like a profile is not a regular file: refused before any
+     * read (a FIFO without a writer would hang the open, and every command loads the
+     * catalog). */
     d = make_profiles(valid_gpu(), valid_model());
     snprintf(sub, sizeof sub, "%s/hardware/zz.ini", d);
     mkdir_ok(sub);
-    expect_error(d, SS_EIO, "%s: read error", sub);
+    expect_error(d, SS_EPARSE, "%s: not a regular file", sub);
+    d = make_profiles(valid_gpu(), valid_model());
+    snprintf(sub, sizeof sub, "%s/models/a.ini", d);
+    assert_int_equal(mkfifo(sub, 0600), 0);
+    expect_error(d, SS_EPARSE, "%s: not a regular file", sub);
 }
 
 static void test_unknown_names(void **state)

@@ -7,15 +7,19 @@
 #include "core/ss_alloc.h"
 #include "core/ss_csv.h"
 #include "core/ss_hist.h"
+#include "core/ss_input.h"
 #include "core/ss_params.h"
 #include "core/ss_parse.h"
 #include "core/ss_rng.h"
 #include "core/ss_strbuf.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static ss_time secs(const char *s)
 {
@@ -339,6 +343,75 @@ static void test_str_visible(void **state)
     assert_true(ss_str_has_control("x\x7f"));
 }
 
+/* ss_input_open(path) is refused with SS_EPARSE, "PATH: not a regular file". */
+static void expect_not_regular(const char *path, int flags)
+{
+    char want[800];
+    snprintf(want, sizeof want, "%s: not a regular file", path);
+    FILE *f = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(ss_input_open(&f, path, flags, &eb), SS_EPARSE);
+    assert_null(f);
+    assert_string_equal(eb.msg, want);
+}
+
+/* Inputs must be regular files: a FIFO without a writer is refused at once (a plain fopen
+ * waits for a writer forever; the alarm fails the test instead of hanging it), and so are a
+ * device and a folder; a missing file is SS_EIO with errno kept; standard input may be a pipe
+ * where the caller says so. */
+static void test_input_regular_only(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char fifo[700], missing[700];
+    const char *reg = tu_write_file(dir, "a.csv", "x\n1\n");
+    snprintf(fifo, sizeof fifo, "%s/f.csv", dir);
+    snprintf(missing, sizeof missing, "%s/nope.csv", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    FILE *f = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(ss_input_open(&f, reg, 0, &eb), SS_OK);
+    char line[16];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "x\n");
+    fclose(f);
+    expect_not_regular(fifo, 0);
+    expect_not_regular(fifo, SS_INPUT_STDIN); /* a FIFO that is not standard input */
+    expect_not_regular(dir, 0);
+    expect_not_regular("/dev/null", 0);
+    f = NULL;
+    assert_int_equal(ss_input_open(&f, missing, 0, &eb), SS_EIO);
+    assert_int_equal(errno, ENOENT);
+    assert_null(f);
+    char want[800];
+    snprintf(want, sizeof want, "%s: cannot open: %s", missing, strerror(ENOENT));
+    assert_string_equal(eb.msg, want);
+    int fd = -1;
+    assert_int_equal(ss_input_open_fd(&fd, reg, 0, &eb), SS_OK);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(ss_input_open_fd(&fd, fifo, 0, &eb), SS_EPARSE);
+
+    /* standard input on a pipe: /dev/stdin opens with SS_INPUT_STDIN, is refused without */
+    int saved = dup(STDIN_FILENO), p[2];
+    assert_true(saved >= 0);
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "piped\n", 6), 6);
+    close(p[1]);
+    assert_int_equal(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
+    close(p[0]);
+    expect_not_regular("/dev/stdin", 0);
+    assert_int_equal(ss_input_open(&f, "/dev/stdin", SS_INPUT_STDIN, &eb), SS_OK);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "piped\n");
+    fclose(f);
+    assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+    close(saved);
+    alarm(0);
+    tu_tmpdir_cleanup();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_alloc_accounting_and_injection),
         cmocka_unit_test(test_errbuf_one_line),
         cmocka_unit_test(test_str_visible),
+        cmocka_unit_test(test_input_regular_only),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
