@@ -171,6 +171,24 @@ int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb);
 int cat_engine_write(FILE *f, const cat_engine *e, const char *header_comment);
 /* The host terms of engine e on the GPU named gpu: its [gpu.NAME] section, else [host]. */
 const cat_engine_host *cat_engine_host_for(const cat_engine *e, const char *gpu);
+
+/* One number of an engine profile and its documented range (profiles/README.md), which the
+ * loader enforces ("FILE:LINE: section.key: out of range [lo, hi]"). */
+typedef struct cat_engine_term {
+    const char *section; /* "host", "kernels", "allreduce" or "frontend" (static) */
+    const char *key;     /* as written in a file: "iter_fixed_us" (static) */
+    double lo, hi;       /* the range of the value as written, in the key's unit, inclusive */
+    double scale;        /* the cat_engine field holds the value times scale (1e-6 for _us) */
+    size_t off;          /* offsetof(cat_engine, field) of that double */
+    int per_gpu;         /* 1: a [host] term, which each [gpu.NAME] section may set too; in
+                            cat_engine_host at off - offsetof(cat_engine, host) */
+} cat_engine_term;
+
+/* The number of engine-profile terms. */
+size_t cat_engine_n_terms(void);
+/* Term i (0 <= i < cat_engine_n_terms(), in the order a profile lists them) into *out: 0, or
+ * SS_EINVAL past the last (*out unchanged). */
+int cat_engine_term_get(size_t i, cat_engine_term *out);
 /* Iteration in name order. */
 size_t catalog_n_gpus(const catalog *c);
 const cat_gpu *catalog_gpu_at(const catalog *c, size_t i);

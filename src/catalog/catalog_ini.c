@@ -90,16 +90,63 @@ static int parse_u32(const char *v, int allow_zero, uint32_t *out)
     return SS_OK;
 }
 
+/* 1 when x passes kind's rule; an infinite x (a number that overflowed) passes the rules
+ * without an upper bound, so that it is reported as out of range. */
+static int kind_allows(cat__kind kind, double x)
+{
+    return kind == CAT__POS ? x > 0 : kind == CAT__NONNEG ? x >= 0 : x > 0 && x <= 1;
+}
+
 int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out)
 {
     double x;
-    if (ss_parse_doublez(v, &x))
-        return SS_EPARSE;
-    int ok = kind == CAT__POS ? x > 0 : kind == CAT__NONNEG ? x >= 0 : x > 0 && x <= 1;
-    if (!ok)
+    if (ss_parse_doublez(v, &x) || !kind_allows(kind, x))
         return SS_EPARSE;
     *out = x * scale;
     return SS_OK;
+}
+
+int cat__parse_key_f64(const char *v, const cat__key *k, double *out)
+{
+    double x;
+    if (ss_parse_doublez(v, &x) || !kind_allows(k->kind, x) ||
+        (k->hi > 0 && !(x >= k->lo && x <= k->hi)))
+        return SS_EPARSE;
+    *out = x * k->scale;
+    return SS_OK;
+}
+
+/* x in the shortest "%g" form with a bare exponent: 1e6, 0.01, 600000. */
+static void format_bound(double x, char *buf, size_t n)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%g", x);
+    size_t j = 0;
+    for (const char *p = tmp; *p && j + 1 < n; p++) {
+        buf[j++] = *p;
+        if (*p != 'e')
+            continue;
+        if (p[1] == '+')
+            p++;
+        else if (p[1] == '-' && j + 1 < n)
+            buf[j++] = *++p;
+        while (p[1] == '0' && p[2])
+            p++;
+    }
+    buf[j] = '\0';
+}
+
+int cat__range_error(const cat__key *k, const char *v, char *buf, size_t n)
+{
+    double x;
+    if (!(k->hi > 0) || !ss_parse_number_value(v, strlen(v), &x) ||
+        !kind_allows(k->kind, x) || (x >= k->lo && x <= k->hi))
+        return 0;
+    char lo[32], hi[32];
+    format_bound(k->lo, lo, sizeof lo);
+    format_bound(k->hi, hi, sizeof hi);
+    snprintf(buf, n, "out of range [%s, %s]", lo, hi);
+    return 1;
 }
 
 static const char *kind_expects(cat__kind kind)
@@ -149,7 +196,7 @@ static int store_value(void *dst, const cat__key *k, const char *v)
     case CAT__NONNEG:
     case CAT__FRAC: {
         double x;
-        int rc = cat__parse_f64(v, k->kind, k->scale, &x);
+        int rc = cat__parse_key_f64(v, k, &x);
         if (!rc)
             memcpy(field, &x, sizeof x);
         return rc;
@@ -207,6 +254,10 @@ static int apply(ini_ctx *c, const char *section, const char *name, const char *
                       section, name);
     if (!store_value(c->dst, &c->keys[i], value))
         return SS_OK;
+    char why[96];
+    if (cat__range_error(&c->keys[i], value, why, sizeof why))
+        return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: %s", c->path, c->line, section, name,
+                      why);
     const char *range = out_of_range(&c->keys[i], value);
     if (range)
         return ss_err(c->eb, SS_EPARSE, "%s:%u: %s.%s: '%.60s' is out of range %s", c->path,

@@ -33,6 +33,9 @@ typedef struct cat__key {
     size_t size;         /* sizeof the destination field (checked against kind) */
     double scale;        /* factor to SI units for double kinds (1e9 for GB/s) */
     int required;        /* 1: the file must set it */
+    double lo, hi;       /* double kinds: the documented range of the value as written (in
+                            the key's unit, before scale), inclusive, on top of the kind's
+                            rule; hi = 0: the kind's rule only */
 } cat__key;
 
 #define CAT__MAX_KEYS 32
@@ -72,6 +75,13 @@ int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const c
 int cat__valid_name(const char *s, size_t size);
 /* Parse v as a number that kind allows, times scale, into *out: 0 or SS_EPARSE. */
 int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out);
+/* Parse v as the value of double-kind key k: a number its kind allows and, when k has a
+ * range, within it; times k->scale into *out. 0 or SS_EPARSE (*out unchanged). */
+int cat__parse_key_f64(const char *v, const cat__key *k, double *out);
+/* When v is a number that k's kind allows but outside k's range (an overflowing number
+ * included), write "out of range [lo, hi]" (the bounds in the shortest form, "1e6") to buf and
+ * return 1; else 0. */
+int cat__range_error(const cat__key *k, const char *v, char *buf, size_t n);
 int cat__gpu_read(void *g, const char *path, unsigned *name_line, ss_errbuf *eb);
 int cat__model_read(void *m, const char *path, unsigned *name_line, ss_errbuf *eb);
 /* Read one engine file (profiles/engines) into *e (cat_engine), as above. */

@@ -13,27 +13,37 @@
 #define KEY(sec, name_, kind_, field, scale_, req)                                              \
     {.section = sec, .key = name_, .kind = kind_, .off = offsetof(cat_engine, field),             \
      .size = sizeof(((cat_engine *)0)->field), .scale = scale_, .required = req}
+/* A number with its documented range [lo_, hi_] as written (profiles/README.md gives the
+ * reasons): wide enough for any engine measured, narrow enough that no value in range makes
+ * a time that saturates or overflows the integer-nanosecond clock. */
+#define NUM(sec, name_, kind_, field, scale_, lo_, hi_)                                         \
+    {.section = sec, .key = name_, .kind = kind_, .off = offsetof(cat_engine, field),             \
+     .size = sizeof(((cat_engine *)0)->field), .scale = scale_, .required = 1, .lo = lo_,       \
+     .hi = hi_}
 
 /* Every term is required (except description): an engine file states what its engine does
- * instead of inheriting a default that would look calibrated. */
+ * instead of inheriting a default that would look calibrated. The host terms' upper bounds
+ * keep a step's host time under the 10^13 ns ceiling (cost/cost_roofline.h) even at the
+ * largest batches the batching policies allow (2^20 sequences, 2^26 tokens): 1 s + 2^20 x
+ * 1 ms + 2^26 x 100 us = 7760 s. */
 static const cat__key engine_keys[] = {
     KEY("engine", "name", CAT__NAME, name, 1, 1),
     KEY("engine", "description", CAT__TEXT, description, 1, 0),
     KEY("engine", "overlap", CAT__NAME, overlap_name, 1, 1),
-    KEY("host", "iter_fixed_us", CAT__NONNEG, host.iter_fixed_s, 1e-6, 1),
-    KEY("host", "iter_per_seq_us", CAT__NONNEG, host.iter_per_seq_s, 1e-6, 1),
-    KEY("host", "iter_per_token_us", CAT__NONNEG, host.iter_per_token_s, 1e-6, 1),
-    KEY("host", "op_floor_us", CAT__NONNEG, host.op_floor_s, 1e-6, 1),
+    NUM("host", "iter_fixed_us", CAT__NONNEG, host.iter_fixed_s, 1e-6, 0, 1e6),
+    NUM("host", "iter_per_seq_us", CAT__NONNEG, host.iter_per_seq_s, 1e-6, 0, 1e3),
+    NUM("host", "iter_per_token_us", CAT__NONNEG, host.iter_per_token_s, 1e-6, 0, 100),
+    NUM("host", "op_floor_us", CAT__NONNEG, host.op_floor_s, 1e-6, 0, 1e3),
     KEY("kernels", "fuse_add_norm", CAT__BOOL, fuse_add_norm, 1, 1),
     KEY("kernels", "fuse_silu_mul", CAT__BOOL, fuse_silu_mul, 1, 1),
-    KEY("kernels", "moe_eff", CAT__FRAC, moe_eff, 1, 1),
+    NUM("kernels", "moe_eff", CAT__FRAC, moe_eff, 1, 0.01, 1),
     KEY("allreduce", "algorithm", CAT__NAME, allreduce_name, 1, 1),
-    KEY("allreduce", "eff", CAT__FRAC, allreduce_eff, 1, 1),
-    KEY("allreduce", "hop_latency_us", CAT__NONNEG, allreduce_hop_s, 1e-6, 1),
-    KEY("frontend", "frontend_ms", CAT__NONNEG, frontend_s, 1e-3, 1),
+    NUM("allreduce", "eff", CAT__FRAC, allreduce_eff, 1, 0.01, 1),
+    NUM("allreduce", "hop_latency_us", CAT__NONNEG, allreduce_hop_s, 1e-6, 0, 1e3),
+    NUM("frontend", "frontend_ms", CAT__NONNEG, frontend_s, 1e-3, 0, 6e5),
     KEY("engine", "async_scheduling", CAT__BOOL, async_scheduling, 1, 1),
-    KEY("kernels", "attn_speed", CAT__POS, attn_speed, 1, 1),
-    KEY("host", "launch_us", CAT__NONNEG, host.launch_s, 1e-6, 1),
+    NUM("kernels", "attn_speed", CAT__POS, attn_speed, 1, 0.01, 10),
+    NUM("host", "launch_us", CAT__NONNEG, host.launch_s, 1e-6, 0, 1e3),
 };
 
 #define N_ENGINE_KEYS (sizeof engine_keys / sizeof *engine_keys)
@@ -70,6 +80,16 @@ static int slot_of(cat_engine *e, const char *gpu)
     return (int)e->n_gpus++;
 }
 
+/* The [host] entry of the key table for key (one of host_keys): its kind and range hold in
+ * [gpu.NAME] sections too. */
+static const cat__key *host_key(const char *key)
+{
+    for (size_t i = 0; i < N_ENGINE_KEYS; i++)
+        if (!strcmp(engine_keys[i].section, "host") && !strcmp(engine_keys[i].key, key))
+            return &engine_keys[i];
+    return NULL;
+}
+
 /* One key of a [gpu.NAME] section. */
 static int on_override(void *ud, const char *path, unsigned line, const char *gpu,
                        const char *key, const char *value, ss_errbuf *eb)
@@ -92,8 +112,15 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
     if (st->line[i][k])
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: set twice (first on line %u)", path,
                       line, gpu, key, st->line[i][k]);
+    const cat__key *hk = host_key(key);
+    if (SS_NEVER(!hk))
+        return ss_err(eb, SS_EINVAL, "%s:%u: gpu.%s.%s: not in the key table", path, line, gpu,
+                      key);
     double x;
-    if (cat__parse_f64(value, CAT__NONNEG, 1e-6, &x))
+    char why[96];
+    if (cat__parse_key_f64(value, hk, &x) && cat__range_error(hk, value, why, sizeof why))
+        return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: %s", path, line, gpu, key, why);
+    if (cat__parse_key_f64(value, hk, &x))
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: '%.60s' is not a number >= 0", path,
                       line, gpu, key, value);
     st->line[i][k] = line;
@@ -148,6 +175,31 @@ const cat_engine_host *cat_engine_host_for(const cat_engine *e, const char *gpu)
         if (!strcmp(e->per_gpu[i].gpu, gpu))
             return &e->per_gpu[i].host;
     return &e->host;
+}
+
+/* 1 when key k is a number (a term with a documented range). */
+static int is_term(const cat__key *k) { return k->hi > 0; }
+
+size_t cat_engine_n_terms(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_ENGINE_KEYS; i++)
+        n += is_term(&engine_keys[i]);
+    return n;
+}
+
+int cat_engine_term_get(size_t i, cat_engine_term *out)
+{
+    for (size_t j = 0; j < N_ENGINE_KEYS; j++) {
+        const cat__key *k = &engine_keys[j];
+        if (!is_term(k) || i-- > 0)
+            continue;
+        *out = (cat_engine_term){.section = k->section, .key = k->key, .lo = k->lo, .hi = k->hi,
+                                 .scale = k->scale, .off = k->off,
+                                 .per_gpu = !strcmp(k->section, "host")};
+        return SS_OK;
+    }
+    return SS_EINVAL;
 }
 
 /* {======================================================================

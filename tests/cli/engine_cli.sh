@@ -85,6 +85,60 @@ INI
 "$S" sweep x.ini --profiles cat >/dev/null 2>err || fail "sweep over engines: $(cat err)"
 [ "$(sql x.db "SELECT count(DISTINCT engine) FROM runs")" = 2 ] || fail "sweep: runs.engine"
 
+# Every engine term has a documented range, checked when the catalog loads: one line
+# "FILE:LINE: section.key: out of range [lo, hi]", exit 2 (issue 23: a host time of 10^12 and
+# of 10^300 us gave the same capped results, a front end of 9.3e12 ms overflowed to TTFT 0,
+# speed and efficiency factors of 10^-300 were accepted). At its maximum a term is exact: a
+# 10-minute front end adds exactly 600000 ms to the mean and maximum TTFT and E2E, and 1 s of
+# host time per step is not capped (half of it gives other times).
+mkdir rcat && cp -r "$ROOT/profiles/hardware" "$ROOT/profiles/models" rcat/ && mkdir rcat/engines ||
+    fail "catalog copy"
+bound() { # NAME KEY VALUE [SED...]: the eager engine named NAME with KEY = VALUE, no [gpu.NAME]
+    local name=$1 key=$2 value=$3
+    shift 3
+    sed -e "s/^name = .*/name = $name/" -e "s/^$key = [^ ]*/$key = $value/" -e '/^\[gpu\./,$d' \
+        "$@" "$ROOT/profiles/engines/vllm-eager.ini" >"rcat/engines/$name.ini"
+}
+line_of() { grep -n "^$2 = " "rcat/engines/$1.ini" | head -n 1 | cut -d: -f1; }
+for case in "iter_fixed_us 1e12 host 0, 1e6" "iter_fixed_us 1e300 host 0, 1e6" \
+    "frontend_ms 9.3e12 frontend 0, 600000" "attn_speed 1e-300 kernels 0.01, 10" \
+    "eff 1e-300 allreduce 0.01, 1" "moe_eff 0.001 kernels 0.01, 1" "launch_us 1001 host 0, 1000"; do
+    set -- $case
+    bound bad "$1" "$2"
+    where="rcat/engines/bad\.ini:$(line_of bad "$1"): $3\.$1"
+    expect_error 2 "^slicesim: $where: out of range \[$4 $5\]$" "$S" list engines --profiles rcat
+    expect_error 2 "$where: out of range" \
+        "$S" replay --profiles rcat --engine bad --limit 5 --db none
+done
+bound bad iter_fixed_us 3000
+printf '[gpu.h200]\niter_fixed_us = 1e300\n' >>rcat/engines/bad.ini
+where="rcat/engines/bad\.ini:$(wc -l <rcat/engines/bad.ini): gpu\.h200\.iter_fixed_us"
+expect_error 2 "^slicesim: $where: out of range \[0, 1e6\]$" "$S" list engines --profiles rcat
+rm rcat/engines/bad.ini
+bound fe-0 frontend_ms 0
+bound fe-max frontend_ms 600000
+bound host-max iter_fixed_us 1000000 -e 's/^iter_per_seq_us = [^ ]*/iter_per_seq_us = 1000/' \
+    -e 's/^iter_per_token_us = [^ ]*/iter_per_token_us = 100/'
+bound host-half iter_fixed_us 500000 -e 's/^iter_per_seq_us = [^ ]*/iter_per_seq_us = 1000/' \
+    -e 's/^iter_per_token_us = [^ ]*/iter_per_token_us = 100/'
+for e in fe-0 fe-max host-max host-half; do
+    "$S" replay --trace "$TRACE" --limit 40 --profiles rcat --engine $e --db none --json \
+        >"$e.json" 2>err || fail "--engine $e: $(cat err)"
+done
+python3 - <<'PY' || fail "engine terms at their bounds"
+import json
+j = {e: json.load(open(e + ".json")) for e in ("fe-0", "fe-max", "host-max", "host-half")}
+for m in ("ttft_ms", "e2e_ms"):
+    for s in ("mean", "max"): # exact; percentiles come from a histogram's buckets
+        d = j["fe-max"][m][s] - j["fe-0"][m][s]
+        assert abs(d - 600000) < 1e-6, (m, s, d)
+    assert j["fe-max"][m]["p50"] > 600000, j["fe-max"][m]
+assert j["fe-max"]["completed"] == j["fe-0"]["completed"] == 40, j["fe-max"]["completed"]
+a, b = j["host-max"]["ttft_ms"]["mean"], j["host-half"]["ttft_ms"]["mean"]
+assert 1000 < a < 1e9 and 500 < b < a, (a, b)
+assert j["host-max"]["completed"] == 40
+PY
+
 # Errors: one line naming where the engine came from
 expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-0.15, vllm-0.2, vllm-eager\\)$" \
     "$S" replay --limit 5 --profiles cat --engine nope --db none

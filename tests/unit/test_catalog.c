@@ -719,6 +719,109 @@ static void test_engine_errors(void **state)
                         "overhead.iter_fixed_us: unknown section [overhead]");
 }
 
+/* The line (from 1) of engine_lines that first sets key. */
+static unsigned engine_line_of(const char *key)
+{
+    size_t n = strlen(key);
+    for (unsigned i = 0; engine_lines[i]; i++)
+        if (!strncmp(engine_lines[i], key, n) && !strncmp(engine_lines[i] + n, " =", 2))
+            return i + 1;
+    fail_msg("no line sets %s", key);
+    return 0;
+}
+
+/* The documented range of every engine term (profiles/README.md), in profile order, with a
+ * value just outside each bound and what the loader says about it. */
+static const struct {
+    const char *section, *key;
+    double lo, hi;
+    const char *below, *below_says; /* a value under lo and the message's tail */
+    const char *above, *above_says;
+} engine_ranges[] = {
+    {"host", "iter_fixed_us", 0, 1e6, "-1", "'-1' is not a number >= 0", "1000001",
+     "out of range [0, 1e6]"},
+    {"host", "iter_per_seq_us", 0, 1e3, "-0.5", "'-0.5' is not a number >= 0", "1000.5",
+     "out of range [0, 1000]"},
+    {"host", "iter_per_token_us", 0, 100, "-1e-9", "'-1e-9' is not a number >= 0", "100.01",
+     "out of range [0, 100]"},
+    {"host", "op_floor_us", 0, 1e3, "-1", "'-1' is not a number >= 0", "1001",
+     "out of range [0, 1000]"},
+    {"kernels", "moe_eff", 0.01, 1, "0.0099", "out of range [0.01, 1]", "1.01",
+     "'1.01' is not a fraction in (0, 1]"},
+    {"allreduce", "eff", 0.01, 1, "0.001", "out of range [0.01, 1]", "2",
+     "'2' is not a fraction in (0, 1]"},
+    {"allreduce", "hop_latency_us", 0, 1e3, "-2", "'-2' is not a number >= 0", "1e4",
+     "out of range [0, 1000]"},
+    {"frontend", "frontend_ms", 0, 6e5, "-1", "'-1' is not a number >= 0", "600001",
+     "out of range [0, 600000]"},
+    {"kernels", "attn_speed", 0.01, 10, "0.005", "out of range [0.01, 10]", "10.5",
+     "out of range [0.01, 10]"},
+    {"host", "launch_us", 0, 1e3, "-1", "'-1' is not a number >= 0", "1e999",
+     "out of range [0, 1000]"},
+};
+
+/* Every engine term has a documented range that the loader enforces: the table of terms
+ * (cat_engine_term_get) holds exactly the documented ranges, each term at either bound loads
+ * and holds the bound times its scale, and a value just outside is refused with "FILE:LINE:
+ * section.key: out of range [lo, hi]" (the messages of values the term's kind never allowed
+ * stay as they were). Issue 23's values are refused: a host time of 10^12 or 10^300 us, a
+ * front end of 9.3e12 ms, speed and efficiency factors of 10^-300, and in a [gpu.NAME]
+ * section the [host] ranges hold. */
+static void test_engine_ranges(void **state)
+{
+    (void)state;
+    size_t n = sizeof engine_ranges / sizeof *engine_ranges;
+    assert_int_equal(cat_engine_n_terms(), n);
+    cat_engine_term t;
+    assert_int_equal(cat_engine_term_get(n, &t), SS_EINVAL);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(cat_engine_term_get(i, &t), 0);
+        assert_string_equal(t.section, engine_ranges[i].section);
+        assert_string_equal(t.key, engine_ranges[i].key);
+        assert_true(t.lo == engine_ranges[i].lo && t.hi == engine_ranges[i].hi);
+        assert_int_equal(t.per_gpu, !strcmp(t.section, "host"));
+        unsigned line = engine_line_of(t.key);
+        char repl[128];
+        const double bounds[2] = {t.lo, t.hi};
+        for (int b = 0; b < 2; b++) {
+            snprintf(repl, sizeof repl, "%s = %.17g", t.key, bounds[b]);
+            const char *d = make_engine(ini_text(engine_lines, t.key, repl, NULL));
+            catalog *c = NULL;
+            ss_errbuf eb = {""};
+            if (catalog_load(&c, d, &eb))
+                fail_msg("%s at its bound: %s", repl, eb.msg);
+            double x;
+            memcpy(&x, (const char *)catalog_engine_at(c, 0) + t.off, sizeof x);
+            assert_true(x == bounds[b] * t.scale);
+            catalog_destroy(&c);
+        }
+        snprintf(repl, sizeof repl, "%s = %s", t.key, engine_ranges[i].below);
+        char tail[160];
+        snprintf(tail, sizeof tail, "%s.%s: %s", t.section, t.key, engine_ranges[i].below_says);
+        expect_engine_error(t.key, repl, NULL, line, tail);
+        snprintf(repl, sizeof repl, "%s = %s", t.key, engine_ranges[i].above);
+        snprintf(tail, sizeof tail, "%s.%s: %s", t.section, t.key, engine_ranges[i].above_says);
+        expect_engine_error(t.key, repl, NULL, line, tail);
+    }
+    expect_engine_error("iter_fixed_us", "iter_fixed_us = 1e12", NULL, 6,
+                        "host.iter_fixed_us: out of range [0, 1e6]");
+    expect_engine_error("iter_fixed_us", "iter_fixed_us = 1e300", NULL, 6,
+                        "host.iter_fixed_us: out of range [0, 1e6]");
+    expect_engine_error("frontend_ms", "frontend_ms = 9.3e12", NULL, 21,
+                        "frontend.frontend_ms: out of range [0, 600000]");
+    expect_engine_error("attn_speed", "attn_speed = 1e-300", NULL, 15,
+                        "kernels.attn_speed: out of range [0.01, 10]");
+    expect_engine_error("eff", "eff = 1e-300", NULL, 18, "allreduce.eff: out of range [0.01, 1]");
+    expect_engine_error("moe_eff", "moe_eff = 1e-300", NULL, 14,
+                        "kernels.moe_eff: out of range [0.01, 1]");
+    expect_engine_error(NULL, NULL, "iter_per_token_us = 101\n", 24,
+                        "gpu.tgpu.iter_per_token_us: out of range [0, 100]");
+    expect_engine_error(NULL, NULL, "launch_us = 1e300\n", 24,
+                        "gpu.tgpu.launch_us: out of range [0, 1000]");
+    expect_engine_error(NULL, NULL, "op_floor_us = -1\n", 24,
+                        "gpu.tgpu.op_floor_us: '-1' is not a number >= 0");
+}
+
 /* Every field but the path (and the description, compared by the caller). */
 static void assert_engine_equal(const cat_engine *a, const cat_engine *b)
 {
@@ -793,7 +896,7 @@ static void test_engine_write(void **state)
     e.host.iter_fixed_s = 1.0 / 3.0 * 1e-3;
     e.host.iter_per_seq_s = 0;
     e.host.op_floor_s = 7.123456789012345e-6;
-    e.allreduce_hop_s = 0.1 + 0.2;
+    e.allreduce_hop_s = (0.1 + 0.2) * 1e-6; /* within [0, 1000] us */
     e.frontend_s = 12.3456e-3;
     e.moe_eff = 0.7;
     e.n_gpus = 0;
@@ -871,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_default_engine),
         cmocka_unit_test_teardown(test_engine_file, teardown_tmp),
         cmocka_unit_test_teardown(test_engine_errors, teardown_tmp),
+        cmocka_unit_test_teardown(test_engine_ranges, teardown_tmp),
         cmocka_unit_test_teardown(test_engine_write, teardown_tmp),
         cmocka_unit_test(test_engine_put),
         cmocka_unit_test(test_shipped_models),

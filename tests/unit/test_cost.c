@@ -638,6 +638,46 @@ static void test_engine_required(void **state)
     assert_null(cm);
 }
 
+/* The engine terms' documented ranges (catalog/catalog.h, cat_engine_term_get) keep every
+ * time in range exact: with each host term at its upper bound, a batch as large as the
+ * batching policies allow (2^20 sequences, 2^26 tokens) takes 1 s + 2^20 x 1 ms + 2^26 x
+ * 100 us = 7760.4624 s of host time, well below the 10^13 ns ceiling (a time there would be
+ * capped, as 10^12 and 10^300 us were, silently alike); with the speed and efficiency factors
+ * at their lower bounds too the iteration stays positive and finite. */
+static void test_engine_bounds_fit_the_clock(void **state)
+{
+    fx *f = *state;
+    const ss_time cap = INT64_C(10000000000000);
+    cat_engine e = eager(f);
+    cat_engine_term t;
+    for (size_t i = 0; cat_engine_term_get(i, &t) == 0; i++) {
+        int speed = !strcmp(t.key, "moe_eff") || !strcmp(t.key, "eff") ||
+                    !strcmp(t.key, "attn_speed");
+        double x = (speed ? t.lo : t.hi) * t.scale;
+        memcpy((char *)&e + t.off, &x, sizeof x);
+    }
+    assert_true(fabs(e.host.iter_fixed_s - 1) < 1e-15);
+    assert_true(fabs(e.host.iter_per_seq_s - 1e-3) < 1e-18);
+    assert_true(fabs(e.host.iter_per_token_s - 100e-6) < 1e-18 && e.attn_speed == 0.01);
+    cost_batch b = {0};
+    const uint32_t seqs = 1u << 20;
+    cost_batch_add_prefill(&b, (UINT64_C(1) << 26) - (seqs - 1), 0);
+    for (uint32_t i = 1; i < seqs; i++)
+        cost_batch_add_decode(&b, 4096);
+    const char *models[] = {"llama-2-7b", "mixtral-8x7b", "llama-3-70b"};
+    for (size_t i = 0; i < 3; i++) {
+        for (uint32_t tp = 1; tp <= 8; tp *= 8) {
+            cost_model *cm = mk_e(f, "h100-sxm", models[i], tp, &e);
+            ss_time host = cost_host_ns(cm, &b);
+            assert_true(llabs(host - INT64_C(7760462400000)) <= 1000);
+            assert_true(host < cap / 1.2);
+            ss_time it = cost_iteration_ns(cm, &b);
+            assert_true(it > host && it < INT64_MAX / 2);
+            cost_model_destroy(&cm);
+        }
+    }
+}
+
 /* }====================================================================== */
 
 int main(void)
@@ -658,6 +698,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_engine_moe_eff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_allreduce, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_required, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_bounds_fit_the_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_llama70b_tp2_decode_step_near_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fidelity_vs_vidur_profiles, setup, teardown),
     };
