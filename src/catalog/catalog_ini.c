@@ -30,18 +30,30 @@ static int section_known(const ini_ctx *c, const char *section)
     return 0;
 }
 
-/* List the sections of the table, each once, in table order, into buf. */
+/* 1 when a key before keys[i] that is not CAT__MOVED is in the same section. */
+static int section_listed(const ini_ctx *c, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (c->keys[j].kind != CAT__MOVED && !strcmp(c->keys[j].section, c->keys[i].section))
+            return 1;
+    return 0;
+}
+
+/* List the sections of the table, each once (a table may return to a section: the engine
+ * keys added later sit at its end), in order of first appearance, then the hook's prefixed
+ * sections ("[gpu.NAME]"), into buf. */
 static void section_list(const ini_ctx *c, char *buf, size_t n)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < c->n_keys && used < n; i++) {
-        if (c->keys[i].kind == CAT__MOVED ||
-            (i > 0 && !strcmp(c->keys[i].section, c->keys[i - 1].section)))
+        if (c->keys[i].kind == CAT__MOVED || section_listed(c, i))
             continue;
         int w = snprintf(buf + used, n - used, "%s[%s]", used ? ", " : "", c->keys[i].section);
         used += w > 0 ? (size_t)w : 0;
     }
+    if (c->hook && used < n)
+        snprintf(buf + used, n - used, "%s[%sNAME]", used ? ", " : "", c->hook->prefix);
 }
 
 int cat__valid_name(const char *s, size_t size)

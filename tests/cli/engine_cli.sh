@@ -115,6 +115,13 @@ printf '[gpu.h200]\niter_fixed_us = 1e300\n' >>rcat/engines/bad.ini
 where="rcat/engines/bad\.ini:$(wc -l <rcat/engines/bad.ini): gpu\.h200\.iter_fixed_us"
 expect_error 2 "^slicesim: $where: out of range \[0, 1e6\]$" "$S" list engines --profiles rcat
 rm rcat/engines/bad.ini
+# An unknown section lists the known ones once each.
+bound bad iter_fixed_us 3000
+printf '[overhead]\niter_fixed_us = 1\n' >>rcat/engines/bad.ini
+expect_error 2 "^slicesim: rcat/engines/bad\.ini:$(wc -l <rcat/engines/bad.ini): overhead\.iter_fixed_us: \
+unknown section \[overhead\] \(expected \[engine\], \[host\], \[kernels\], \[allreduce\], \
+\[frontend\], \[gpu\.NAME\]\)$" "$S" list engines --profiles rcat
+rm rcat/engines/bad.ini
 bound fe-0 frontend_ms 0
 bound fe-max frontend_ms 600000
 bound host-max iter_fixed_us 1000000 -e 's/^iter_per_seq_us = [^ ]*/iter_per_seq_us = 1000/' \

@@ -717,6 +717,17 @@ static void test_engine_errors(void **state)
                         "gpu.Bad GPU.iter_fixed_us: 'Bad GPU' is not a GPU name");
     expect_engine_error(NULL, NULL, "[overhead]\niter_fixed_us = 1\n", 25,
                         "overhead.iter_fixed_us: unknown section [overhead]");
+    /* the known sections once each (the key table returns to [engine], [kernels] and [host]
+     * at its end), and the [gpu.NAME] sections */
+    const char *d = make_engine(ini_text(engine_lines, NULL, NULL, "[bogus]\nx = 1\n"));
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    assert_int_equal(catalog_load(&c, d, &eb), SS_EPARSE);
+    char want[1024];
+    snprintf(want, sizeof want, "%s/engines/teng.ini:25: bogus.x: unknown section [bogus] "
+             "(expected [engine], [host], [kernels], [allreduce], [frontend], [gpu.NAME])", d);
+    assert_string_equal(eb.msg, want);
+    tu_assert_no_leaks();
 }
 
 /* The line (from 1) of engine_lines that first sets key. */
