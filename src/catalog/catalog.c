@@ -5,6 +5,7 @@
 #include "catalog/catalog.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_log.h"
 #include "catalog/catalog_int.h"
 #include "config.h"
 
@@ -88,6 +89,22 @@ static const void *table_find(const cat_table *t, const cat_kind *k, const char 
     if (!name || !t->n)
         return NULL;
     return bsearch(name, t->items, t->n, k->elem, cmp_names);
+}
+
+/* The names in t, "a, b, c" ("none" when empty), into known (size bytes), cut short with
+ * "..." if the list is too long. */
+static void known_names(const cat_table *t, const cat_kind *k, char *known, size_t size)
+{
+    size_t used = 0;
+    snprintf(known, size, "%s", t->n ? "" : "none");
+    for (size_t i = 0; i < t->n; i++) {
+        const char *n = item_at(t, k, i);
+        if (used + strlen(n) + 8 >= size) {
+            snprintf(known + used, size - used, "%s...", used ? ", " : "");
+            break;
+        }
+        used += (size_t)snprintf(known + used, size - used, "%s%s", used ? ", " : "", n);
+    }
 }
 
 /* }====================================================================== */
@@ -225,6 +242,26 @@ static int has_subdir(const char *dir, const char *sub)
     return ok || !p; /* out of memory: let load_kind report it */
 }
 
+/* A [gpu.NAME] section of an engine for a GPU the catalog lacks (a typo such as [gpu.h100])
+ * would apply to no GPU without a word: warn, naming the file, the line of its first key and
+ * the known GPUs. It is not an error: an engine file may carry the terms of GPUs that this
+ * catalog does not hold. */
+static void warn_unknown_gpus(const catalog *c)
+{
+    for (size_t i = 0; i < c->engines.n; i++) {
+        const cat_engine *e = item_at(&c->engines, &kind_engine, i);
+        for (uint32_t g = 0; g < e->n_gpus && g < CAT_ENGINE_MAX_GPUS; g++) {
+            if (table_find(&c->gpus, &kind_gpu, e->per_gpu[g].gpu))
+                continue;
+            char known[SS_ERRBUF_LEN - 120];
+            known_names(&c->gpus, &kind_gpu, known, sizeof known);
+            ss_warn("%s:%u: [gpu.%s]: unknown GPU '%s' (known: %s); its host terms apply to no "
+                    "GPU", e->path, e->per_gpu[g].line, e->per_gpu[g].gpu, e->per_gpu[g].gpu,
+                    known);
+        }
+    }
+}
+
 int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb)
 {
     if (!c_out || !dir)
@@ -241,6 +278,7 @@ int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb)
         catalog_destroy(&c);
         return rc;
     }
+    warn_unknown_gpus(c);
     *c_out = c;
     return SS_OK;
 }
@@ -272,21 +310,13 @@ const cat_model *catalog_model(const catalog *c, const char *name)
     return c ? table_find(&c->models, &kind_model, name) : NULL;
 }
 
-/* "unknown GPU 'x' (known: a, b, c)", cut short with "..." if the list is too long. */
+/* "unknown GPU 'x' (known: a, b, c)". */
 static int not_found(const cat_table *t, const cat_kind *k, const char *name, ss_errbuf *eb)
 {
-    char known[SS_ERRBUF_LEN - 120] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const char *n = item_at(t, k, i);
-        if (used + strlen(n) + 8 >= sizeof known) {
-            snprintf(known + used, sizeof known - used, "%s...", used ? ", " : "");
-            break;
-        }
-        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "", n);
-    }
+    char known[SS_ERRBUF_LEN - 120];
+    known_names(t, k, known, sizeof known);
     return ss_err(eb, SS_ENOTFOUND, "unknown %s '%.60s' (known: %s)", k->what,
-                  name ? name : "(null)", t->n ? known : "none");
+                  name ? name : "(null)", known);
 }
 
 int catalog_gpu_find(const catalog *c, const char *name, const cat_gpu **out, ss_errbuf *eb)

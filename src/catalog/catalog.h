@@ -96,8 +96,10 @@ typedef struct cat_engine {
     double frontend_s;        /* API server latency added to client-side TTFT and E2E, s */
     uint32_t n_gpus;          /* [gpu.NAME] override sections */
     struct {
-        char gpu[CAT_NAME_MAX];   /* GPU name (need not be in the catalog) */
+        char gpu[CAT_NAME_MAX];   /* GPU name (one not in the catalog is warned about) */
         cat_engine_host host;     /* the [host] values with this section's keys applied */
+        unsigned line;            /* line of the section's first key in path; 0 when the
+                                     engine was not read from a file */
     } per_gpu[CAT_ENGINE_MAX_GPUS];
     const char *path;         /* file it came from (owned) */
 } cat_engine;
@@ -137,7 +139,10 @@ typedef struct catalog catalog;
  * nothing is returned on failure. Hidden files and names not ending in .ini are skipped;
  * entries are kept in strcmp order of their names. Out of memory gives SS_ENOMEM. dir and eb
  * are borrowed; on success *c_out is owned by the caller (catalog_destroy). The file format
- * is documented in profiles/README.md. */
+ * is documented in profiles/README.md. A FIFO, device or folder named like a profile is
+ * SS_EPARSE "FILE: not a regular file". An engine's [gpu.NAME] section for a GPU not in the
+ * catalog is no error, but is warned about on stderr (ss_warn: "FILE:LINE: [gpu.NAME]:
+ * unknown GPU 'NAME' (known: ...); its host terms apply to no GPU"). */
 int catalog_load(catalog **c_out, const char *dir, ss_errbuf *eb);
 /* Free the catalog and everything it returned; accepts NULL and sets *c = NULL. */
 void catalog_destroy(catalog **c);

@@ -68,8 +68,9 @@ typedef struct override_state {
     unsigned line[CAT_ENGINE_MAX_GPUS][N_HOST_KEYS]; /* 0 = not set */
 } override_state;
 
-/* The override slot of GPU gpu, created on first use; -1 when there are too many. */
-static int slot_of(cat_engine *e, const char *gpu)
+/* The override slot of GPU gpu, created on first use (its section's first key on line
+ * line); -1 when there are too many. */
+static int slot_of(cat_engine *e, const char *gpu, unsigned line)
 {
     for (uint32_t i = 0; i < e->n_gpus; i++)
         if (!strcmp(e->per_gpu[i].gpu, gpu))
@@ -77,6 +78,7 @@ static int slot_of(cat_engine *e, const char *gpu)
     if (e->n_gpus == CAT_ENGINE_MAX_GPUS)
         return -1;
     memcpy(e->per_gpu[e->n_gpus].gpu, gpu, strlen(gpu) + 1);
+    e->per_gpu[e->n_gpus].line = line;
     return (int)e->n_gpus++;
 }
 
@@ -105,7 +107,7 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: unknown key (a [gpu.NAME] section "
                       "overrides iter_fixed_us, iter_per_seq_us, iter_per_token_us, "
                       "op_floor_us, launch_us)", path, line, gpu, key);
-    int i = slot_of(st->e, gpu);
+    int i = slot_of(st->e, gpu, line);
     if (i < 0)
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: more than %d [gpu.NAME] sections", path,
                       line, gpu, key, CAT_ENGINE_MAX_GPUS);

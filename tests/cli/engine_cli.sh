@@ -115,12 +115,24 @@ printf '[gpu.h200]\niter_fixed_us = 1e300\n' >>rcat/engines/bad.ini
 where="rcat/engines/bad\.ini:$(wc -l <rcat/engines/bad.ini): gpu\.h200\.iter_fixed_us"
 expect_error 2 "^slicesim: $where: out of range \[0, 1e6\]$" "$S" list engines --profiles rcat
 rm rcat/engines/bad.ini
-# An unknown section lists the known ones once each.
+# An unknown section lists the known ones once each; a [gpu.NAME] section for a GPU the
+# catalog lacks (a typo) is warned about, naming the file, line and the known GPUs, and the
+# engine still loads.
 bound bad iter_fixed_us 3000
 printf '[overhead]\niter_fixed_us = 1\n' >>rcat/engines/bad.ini
 expect_error 2 "^slicesim: rcat/engines/bad\.ini:$(wc -l <rcat/engines/bad.ini): overhead\.iter_fixed_us: \
 unknown section \[overhead\] \(expected \[engine\], \[host\], \[kernels\], \[allreduce\], \
 \[frontend\], \[gpu\.NAME\]\)$" "$S" list engines --profiles rcat
+bound bad iter_fixed_us 3000
+printf '[gpu.h100]\niter_fixed_us = 2500\n' >>rcat/engines/bad.ini
+"$S" list engines --profiles rcat >list 2>err || fail "an unknown GPU's section: $(cat err)"
+[ "$(cat err)" = "slicesim: warning: rcat/engines/bad.ini:$(wc -l <rcat/engines/bad.ini): \
+[gpu.h100]: unknown GPU 'h100' (known: a100-80g, h100-sxm, h200, l40s); its host terms apply \
+to no GPU" ] || fail "the warning of an unknown GPU's section: $(cat err)"
+grep -Eq '^bad .* 3000 h100:2500 ' list || fail "the engine with the section: $(cat list)"
+sed -i 's/^\[gpu\.h100\]/[gpu.h100-sxm]/' rcat/engines/bad.ini
+"$S" list engines --profiles rcat >/dev/null 2>err && [ ! -s err ] ||
+    fail "a known GPU's section warned: $(cat err)"
 rm rcat/engines/bad.ini
 bound fe-0 frontend_ms 0
 bound fe-max frontend_ms 600000
