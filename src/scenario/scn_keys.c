@@ -52,12 +52,15 @@ const scn__key scn__keys[] = {
      .choices = "auto, on, off"},
     {.sect = SCN__ENGINE, .name = "prefix_ceiling", .kind = SCN__ENUM, SF(prefix_ceiling),
      .choices = "on, off"},
-    {.sect = SCN__KVPOOL, .name = "cpu_gib", .kind = SCN__F64, SF(kvpool.cpu_gib), .hi = INFINITY},
+    /* The tiers' sizes are bounded so that their bytes are exact integers far below 2^64
+     * (at 1.7e10 GiB an SSD tier wrapped to none): 64 TiB of DRAM and about 1 PiB of SSD a
+     * node, beyond the largest servers. */
+    {.sect = SCN__KVPOOL, .name = "cpu_gib", .kind = SCN__F64, SF(kvpool.cpu_gib), .hi = 65536},
     {.sect = SCN__KVPOOL, .name = "cpu_gbps", .kind = SCN__F64, SF(kvpool.cpu_gbps),
      .hi = INFINITY},
     {.sect = SCN__KVPOOL, .name = "cpu_latency_us", .kind = SCN__F64, SF(kvpool.cpu_latency_us),
      .hi = INFINITY},
-    {.sect = SCN__KVPOOL, .name = "ssd_gib", .kind = SCN__F64, SF(kvpool.ssd_gib), .hi = INFINITY},
+    {.sect = SCN__KVPOOL, .name = "ssd_gib", .kind = SCN__F64, SF(kvpool.ssd_gib), .hi = 1e6},
     {.sect = SCN__KVPOOL, .name = "ssd_gbps", .kind = SCN__F64, SF(kvpool.ssd_gbps),
      .hi = INFINITY, .lo_open = 1},
     {.sect = SCN__KVPOOL, .name = "ssd_latency_us", .kind = SCN__F64, SF(kvpool.ssd_latency_us),

@@ -67,4 +67,20 @@ grep -Eq '"tenants": \[\{"name": "chat".*"kvpool": \{"lookups": [1-9]' on.json |
 hit() { sed -n 's/.*"prefix_cache": {"hit_rate": \([0-9.]*\).*/\1/p' "$1" | head -1; }
 awk -v a="$(hit off.json)" -v b="$(hit on.json)" 'BEGIN { exit !(b > a) }' ||
     fail "hit rate with the pool $(hit on.json) not above $(hit off.json)"
+# The tiers' sizes are bounded so that their bytes cannot wrap (issue 23: at ssd_gib >= ~1.7e10
+# the SSD tier's bytes wrapped to 0 and the tier was silently off, ssd_blocks 0): at its bound
+# the SSD tier serves loads, past it the key is refused with its range; so is the CPU tier's.
+ssd() { "$S" replay -c exp.ini --db none --json --set kvpool.cpu_gib=0.05 --set kvpool.ssd_gbps=100 "$@"; }
+ssd --set kvpool.ssd_gib=1e6 >ssd.json 2>err || fail "ssd_gib at its bound: $(cat err)"
+grep -Eq '"kvpool": \{[^}]*"ssd_blocks": [1-9][0-9]*, .*"ssd_peak_bytes": [1-9][0-9]*\}' ssd.json ||
+    fail "no SSD tier at ssd_gib = 1e6: $(grep -o '"kvpool": {[^}]*}' ssd.json | head -1)"
+expect_error 2 "^slicesim: replay: --set: kvpool\.ssd_gib: out of range \[0, 1e\+06\], got '1\.7e10'$" \
+    ssd --set kvpool.ssd_gib=1.7e10
+expect_error 2 "^slicesim: replay: --set: kvpool\.ssd_gib: out of range \[0, 1e\+06\], got '1e300'$" \
+    ssd --set kvpool.ssd_gib=1e300
+expect_error 2 "^slicesim: replay: --set: kvpool\.cpu_gib: out of range \[0, 65536\], got '65537'$" \
+    "$S" replay -c exp.ini --db none --set kvpool.cpu_gib=65537
+sed 's/^cpu_gib = 0$/cpu_gib = 1e19/' exp.ini >big.ini
+expect_error 2 "^slicesim: replay: big\.ini:8: kvpool\.cpu_gib: out of range \[0, 65536\], got '1e19'$" \
+    "$S" replay -c big.ini --db none
 echo "kvpool_cli: all checks passed"
