@@ -109,15 +109,6 @@ static int kind_allows(cat__kind kind, double x)
     return kind == CAT__POS ? x > 0 : kind == CAT__NONNEG ? x >= 0 : x > 0 && x <= 1;
 }
 
-int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out)
-{
-    double x;
-    if (ss_parse_doublez(v, &x) || !kind_allows(kind, x))
-        return SS_EPARSE;
-    *out = x * scale;
-    return SS_OK;
-}
-
 int cat__parse_key_f64(const char *v, const cat__key *k, double *out)
 {
     double x;

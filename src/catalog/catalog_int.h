@@ -73,8 +73,6 @@ int cat__ini_read_hooked(void *dst, const cat__key *keys, size_t n_keys, const c
  * borrowed and not stored. Errors as for cat__ini_read. */
 /* 1 when s is a catalog name: 1 to size - 1 characters from [a-z0-9._-]. */
 int cat__valid_name(const char *s, size_t size);
-/* Parse v as a number that kind allows, times scale, into *out: 0 or SS_EPARSE. */
-int cat__parse_f64(const char *v, cat__kind kind, double scale, double *out);
 /* Parse v as the value of double-kind key k: a number its kind allows and, when k has a
  * range, within it; times k->scale into *out. 0 or SS_EPARSE (*out unchanged). */
 int cat__parse_key_f64(const char *v, const cat__key *k, double *out);

@@ -119,12 +119,13 @@ static int on_override(void *ud, const char *path, unsigned line, const char *gp
         return ss_err(eb, SS_EINVAL, "%s:%u: gpu.%s.%s: not in the key table", path, line, gpu,
                       key);
     double x;
-    char why[96];
-    if (cat__parse_key_f64(value, hk, &x) && cat__range_error(hk, value, why, sizeof why))
-        return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: %s", path, line, gpu, key, why);
-    if (cat__parse_key_f64(value, hk, &x))
+    if (cat__parse_key_f64(value, hk, &x)) {
+        char why[96];
+        if (cat__range_error(hk, value, why, sizeof why))
+            return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: %s", path, line, gpu, key, why);
         return ss_err(eb, SS_EPARSE, "%s:%u: gpu.%s.%s: '%.60s' is not a number >= 0", path,
                       line, gpu, key, value);
+    }
     st->line[i][k] = line;
     memcpy((char *)&st->e->per_gpu[i].host + host_keys[k].off, &x, sizeof x);
     return SS_OK;
@@ -208,7 +209,7 @@ int cat_engine_term_get(size_t i, cat_engine_term *out)
  * Writing a profile
  * ======================================================================= */
 
-/* 1 when the text in buf reads back (times scale, as cat__parse_f64 computes it) as x. */
+/* 1 when the text in buf reads back (times scale, as cat__parse_key_f64 computes it) as x. */
 static int reads_back(const char *buf, double x, double scale)
 {
     double back;
