@@ -786,6 +786,33 @@ static void test_servegen_tiny(void **state)
     tu_assert_no_leaks();
 }
 
+/* A FIFO as a ServeGen client's trace or dataset is refused at once, "PATH: not a regular
+ * file", instead of hanging the run in open() (the alarm fails the test if it does). */
+static void test_servegen_fifo(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"chunk-7-trace.csv", "chunk-7-dataset.json"};
+    alarm(20);
+    for (size_t i = 0; i < 2; i++) {
+        const char *dir = sg_client("7", SG_TRACE, SG_DATASET, 0);
+        char path[1400];
+        snprintf(path, sizeof path, "%s/language/tiny/%s", dir, files[i]);
+        assert_int_equal(remove(path), 0);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        wl_tenant_spec t = tenant("sg");
+        t.servegen = "language/tiny/7";
+        ss_errbuf eb = {""};
+        assert_int_equal(drain(&t, 1, dir, &eb), SS_EPARSE);
+        char want[1500];
+        snprintf(want, sizeof want, "%s: not a regular file", path);
+        if (!strstr(eb.msg, want))
+            fail_msg("got '%s', want '...%s'", eb.msg, want);
+        assert_int_equal(remove(path), 0);
+    }
+    alarm(0);
+    tu_assert_no_leaks();
+}
+
 /* ServeGen bad input: each case names the file and what is wrong. */
 static void test_servegen_errors(void **state)
 {
@@ -1188,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_prefix_blocks),
         cmocka_unit_test(test_servegen_tiny),
         cmocka_unit_test(test_servegen_errors),
+        cmocka_unit_test(test_servegen_fifo),
         cmocka_unit_test(test_servegen_random_inputs),
         cmocka_unit_test(test_pmf_parser),
         cmocka_unit_test(test_servegen_real),
