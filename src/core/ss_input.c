@@ -6,15 +6,30 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* 1 when st is the file this process's standard input is. */
-static int is_stdin(const struct stat *st)
+/* 1 when st is a file this process already holds open as path names it: its standard input
+ * (/dev/stdin), or descriptor N of /dev/fd/N or /proc/self/fd/N (a shell's <(command)). Such
+ * a pipe has its writer already, so reading it waits for data, never for a writer to come. */
+static int is_held(const char *path, const struct stat *st)
 {
+    int n = STDIN_FILENO;
+    const char *num = !strncmp(path, "/dev/fd/", 8) ? path + 8
+                    : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    if (num) {
+        char *end;
+        long v = strtol(num, &end, 10);
+        if (end == num || *end || v < 0 || v > 1 << 20)
+            return 0;
+        n = (int)v;
+    } else if (strcmp(path, "/dev/stdin")) {
+        return 0;
+    }
     struct stat in;
-    return fstat(STDIN_FILENO, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
+    return fstat(n, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
 }
 
 /* "PATH: cannot open: why" for errno e, with errno left at e. */
@@ -40,7 +55,7 @@ int ss_input_open_fd(int *fd_out, const char *path, int flags, ss_errbuf *eb)
         close(fd);
         return cannot_open(path, e, eb);
     }
-    if (!S_ISREG(st.st_mode) && !((flags & SS_INPUT_STDIN) && is_stdin(&st))) {
+    if (!S_ISREG(st.st_mode) && !((flags & SS_INPUT_STDIN) && is_held(path, &st))) {
         close(fd);
         return ss_err(eb, SS_EPARSE, "%s: not a regular file", path);
     }

@@ -12,9 +12,10 @@
 
 /* Flags of ss_input_open. */
 enum {
-    /* path may also name this process's standard input (/dev/stdin, /dev/fd/0), which may
-     * then be a pipe or a FIFO: for the readers that accept "-" and read their input once,
-     * in order. Any other FIFO is refused as usual. */
+    /* path may also name a pipe this process already holds open: its standard input
+     * (/dev/stdin, /dev/fd/0) or another descriptor (/dev/fd/N, /proc/self/fd/N, as a shell's
+     * <(command) gives): for the readers that accept "-" and read their input once, in
+     * order. Any other FIFO is refused as usual. */
     SS_INPUT_STDIN = 1,
 };
 

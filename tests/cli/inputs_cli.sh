@@ -5,7 +5,7 @@
 # once with one line "PATH: not a regular file", exit 2, instead of hanging the command (each
 # command runs under timeout, so a hang fails the test instead of CI); a folder is refused the
 # same way. Standard input stays readable as a pipe where a command accepts "-" (and as
-# /dev/stdin).
+# /dev/stdin), and so does a pipe the shell hands over as /dev/fd/N (<(command)).
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -53,6 +53,10 @@ diff <(grep -v '^file ' file.txt) <(grep -v '^file ' devstdin.txt) >/dev/null ||
     fail "/dev/stdin through a pipe differs from the file"
 cat t.csv | $W "$S" replay --trace - --limit 20 --db none >/dev/null 2>err ||
     fail "replay --trace - on a pipe: $(cat err)"
+# a pipe the shell hands over as /dev/fd/N (process substitution) is held open too
+$W "$S" trace stats <(cat t.csv) >procsub.txt || fail "trace stats <(cat t.csv)"
+diff <(grep -v '^file ' file.txt) <(grep -v '^file ' procsub.txt) >/dev/null ||
+    fail "<(cat t.csv) differs from the file"
 cat t.csv | $W "$S" replay --trace /dev/stdin --limit 20 --db none >/dev/null 2>err ||
     fail "replay --trace /dev/stdin on a pipe: $(cat err)"
 
