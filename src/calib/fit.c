@@ -156,18 +156,31 @@ static double round6(double v)
     return strtod(buf, NULL);
 }
 
+/* The largest value an engine profile may give the fittable term t (cat_engine_term_get's
+ * documented range), so that a fitted profile always loads. */
+static double term_hi(const calib__fit_term *t)
+{
+    cat_engine_term ct;
+    for (size_t i = 0; cat_engine_term_get(i, &ct) == SS_OK; i++)
+        if (!strcmp(ct.key, t->key))
+            return ct.hi;
+    return INFINITY;
+}
+
 /* Nelder-Mead over the fitted terms from x->x0; leaves x->cand at the rounded optimum. */
 static int run_fit(calib__fit_ctx *x, ss_nm_result *res)
 {
     double v[CALIB_FIT_N_TERMS], step[CALIB_FIT_N_TERMS], lo[CALIB_FIT_N_TERMS];
+    double hi[CALIB_FIT_N_TERMS];
     for (size_t i = 0; i < x->o->n_term; i++) {
         const calib__fit_term *t = &calib__fit_terms[x->o->term[i]];
         v[i] = x->x0[i];
         step[i] = fmax(t->step, 0.2 * fabs(v[i]));
         lo[i] = fmin(t->lo, v[i]); /* a start below the bound stays allowed */
+        hi[i] = fmax(term_hi(t), v[i]);
     }
     ss_nm_opts no = {.max_iter = (size_t)x->o->iterations, .ftol = 1e-6, .max_restarts = 2,
-                     .progress = nm_progress, .progress_ud = x};
+                     .hi = hi, .progress = nm_progress, .progress_ud = x};
     int rc = ss_nm_minimize(res, v, x->o->n_term, step, lo, nm_objective, x, &no);
     if (x->progress_shown)
         fprintf(stderr, "\r%*s\r", 100, "");

@@ -1,5 +1,5 @@
 /* Nelder-Mead simplex search (Nelder and Mead 1965, with the usual inside and outside
- * contractions), points clamped to lower bounds, and restarts from the best point. Pure
+ * contractions), points clamped to their bounds, and restarts from the best point. Pure
  * computation: no I/O, no global state. Not for choosing what to minimise (calib/fit.c). */
 #include "core/ss_nm.h"
 
@@ -17,7 +17,8 @@ typedef struct nm {
     double *f;            /* f[i] of vertex i */
     double *c;            /* centroid of the best n vertices */
     double *xr, *xe;      /* trial points */
-    const double *lo;     /* bounds or NULL (borrowed) */
+    const double *lo;     /* lower bounds or NULL (borrowed) */
+    const double *hi;     /* upper bounds or NULL (borrowed) */
     ss_nm_fn *fn;
     void *ud;
     size_t evals;
@@ -42,6 +43,8 @@ static void along(nm *s, double *p, const double *a, const double *b, double t)
         p[j] = a[j] + t * (b[j] - a[j]);
         if (s->lo && p[j] < s->lo[j])
             p[j] = s->lo[j];
+        if (s->hi && p[j] > s->hi[j])
+            p[j] = s->hi[j];
     }
 }
 
@@ -70,6 +73,11 @@ static int build_simplex(nm *s, const double *step)
         double *p = vert(s, i);
         memcpy(p, vert(s, 0), s->n * sizeof *p);
         p[i - 1] += step[i - 1];
+        if (s->hi && p[i - 1] > s->hi[i - 1]) { /* a start near its upper bound steps down */
+            p[i - 1] = vert(s, 0)[i - 1] - step[i - 1];
+            if (s->lo && p[i - 1] < s->lo[i - 1])
+                p[i - 1] = s->lo[i - 1];
+        }
         int rc = eval(s, p, &s->f[i]);
         if (rc)
             return rc;
@@ -140,12 +148,14 @@ static int iterate(nm *s)
     return SS_OK;
 }
 
-static int check_args(const double *x, size_t n, const double *step, const double *lo)
+static int check_args(const double *x, size_t n, const double *step, const double *lo,
+                      const double *hi)
 {
     if (!x || !n || !step)
         return SS_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!(step[i] > 0) || (lo && !(x[i] >= lo[i])) || !isfinite(x[i]))
+        if (!(step[i] > 0) || (lo && !(x[i] >= lo[i])) || (hi && !(x[i] <= hi[i])) ||
+            !isfinite(x[i]))
             return SS_EINVAL;
     return SS_OK;
 }
@@ -182,14 +192,14 @@ static int search(nm *s, const double *step, const ss_nm_opts *o, ss_nm_result *
 int ss_nm_minimize(ss_nm_result *res_out, double *x, size_t n, const double *step,
                    const double *lo, ss_nm_fn *fn, void *ud, const ss_nm_opts *opts)
 {
-    if (check_args(x, n, step, lo) || !fn)
-        return SS_EINVAL;
     ss_nm_opts o = opts ? *opts : (ss_nm_opts){0};
+    if (check_args(x, n, step, lo, o.hi) || !fn)
+        return SS_EINVAL;
     if (!o.max_iter)
         o.max_iter = 200;
     if (!(o.ftol > 0))
         o.ftol = 1e-6;
-    nm s = {.n = n, .lo = lo, .fn = fn, .ud = ud};
+    nm s = {.n = n, .lo = lo, .hi = o.hi, .fn = fn, .ud = ud};
     /* vertices (n + 1) x n, f (n + 1), c, xr, xe (n each) */
     double *mem = ss_calloc((n + 1) * n + (n + 1) + 3 * n, sizeof *mem);
     if (!mem)

@@ -1,6 +1,6 @@
 /* Nelder-Mead minimisation of a function of a few real variables: derivative-free,
  * deterministic (the same function gives the same points in the same order), with optional
- * lower bounds, for calibrating simulator coefficients against measurements (slicesim fit).
+ * bounds, for calibrating simulator coefficients against measurements (slicesim fit).
  * Not for many variables or smooth problems with gradients. */
 #ifndef SS_CORE_SS_NM_H
 #define SS_CORE_SS_NM_H
@@ -22,6 +22,8 @@ typedef struct ss_nm_opts {
                                the first steps and go on, this many times at most, while a
                                restart improves the best value by at least ftol: a simplex that
                                collapsed onto a bound or a ridge gets out again */
+    const double *hi;       /* n upper bounds, every point tried clamped to them as to lo
+                               (NULL: none; INFINITY: none for that variable; borrowed) */
     ss_nm_progress_fn *progress; /* NULL: none */
     void *progress_ud;
 } ss_nm_opts;
@@ -45,7 +47,7 @@ typedef struct ss_nm_result {
  *                only (x is unchanged on failure)
  * @param step    n positive initial steps (borrowed)
  * @param o       options (NULL: the defaults)
- * @return 0; SS_EINVAL for n = 0, a step <= 0 or a start below its bound; SS_ENOMEM; or
+ * @return 0; SS_EINVAL for n = 0, a step <= 0 or a start outside its bounds; SS_ENOMEM; or
  *         fn's error
  */
 int ss_nm_minimize(ss_nm_result *res_out, double *x, size_t n, const double *step,

@@ -7,6 +7,7 @@
 
 #include "core/ss_alloc.h"
 #include "core/ss_file.h"
+#include "core/ss_input.h"
 
 #include "config.h"
 
@@ -106,9 +107,10 @@ static const char *plots_dir(void)
 /* Append the script at path (all of it) to g. */
 static int append_script(FILE *g, const char *path, ss_errbuf *eb)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = ss_input_open(&f, path, 0, eb); /* a FIFO there would hang the plot */
+    if (rc)
+        return rc;
     char buf[8192];
     size_t k;
     while ((k = fread(buf, 1, sizeof buf, f)) > 0)

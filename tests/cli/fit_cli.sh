@@ -268,6 +268,19 @@ grep -qx '    TTFT p90  not measured in any fitted stage' nop90.txt &&
     fail "a metric not measured: $(cat nop90.txt nop90.ini)"
 grep -qi nan nop90.txt nop90.ini && fail "nan printed: $(grep -i nan nop90.txt nop90.ini)"
 
+# a fit stays inside the terms' documented ranges, so its profile loads: stages 1000 s slower
+# than the truth's would pull frontend_ms to 1e6, past its bound of 600000 (10 minutes)
+rm -rf late && cp -r data late || fail "copy"
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^(ttft|e2e)_/) c[i] = 1 }
+    NR > 1 && $1 != "r-skip" { for (i in c) $i += 1e6 } { print }' data/stages.csv >late/stages.csv ||
+    fail "late stages"
+"$S" fit late --profiles cat --engine start --fit frontend_ms --served-ms 1e7 --iterations 40 \
+    --name late -o late.ini --no-progress >late.txt 2>err || fail "fit of late stages: $(cat err)"
+grep -qx 'frontend_ms = 600000' late.ini || fail "frontend_ms past its range: $(grep frontend late.ini)"
+cp late.ini cat/engines/ && "$S" list engines --profiles cat >/dev/null 2>err ||
+    fail "the fitted profile does not load: $(cat err)"
+rm cat/engines/late.ini
+
 # --cost reaches every replay: 'profile' without tables says which operators use the roofline
 "$S" fit data --profiles cat --evaluate --engine truth --cost profile --no-progress >/dev/null \
     2>err || fail "--cost profile: $(cat err)"

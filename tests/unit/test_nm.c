@@ -14,6 +14,7 @@ typedef struct probe {
     size_t calls;
     size_t fail_at;      /* fail the n-th call (0: never) */
     double min_seen[4];  /* smallest value passed for each variable */
+    double max_seen[4];  /* largest value passed for each variable */
 } probe;
 
 static int rosenbrock(void *ud, const double *x, double *f_out)
@@ -35,6 +36,9 @@ static int quad(void *ud, const double *x, double *f_out)
     for (int i = 0; i < 3; i++)
         if (x[i] < p->min_seen[i])
             p->min_seen[i] = x[i];
+    for (int i = 0; i < 3; i++)
+        if (x[i] > p->max_seen[i])
+            p->max_seen[i] = x[i];
     double a = x[0] - 3, b = x[1] + 1, c = x[2] + 0.5;
     *f_out = a * a + 2 * b * b + c * c + 5;
     return SS_OK;
@@ -88,6 +92,32 @@ static void test_bounds(void **state)
     /* a start below its bound is refused */
     double bad[3] = {1, -1, 1};
     assert_int_equal(ss_nm_minimize(&r, bad, 3, step, lo, quad, &p, &o), SS_EINVAL);
+    tu_assert_no_leaks();
+}
+
+/* Upper bounds (ss_nm_opts.hi): the minimum at x0 = 3 lies above x0's bound 2, so the search
+ * ends on it and never calls the function above it, also from a start on the bound (its first
+ * step goes down); a start above its bound is refused. */
+static void test_upper_bounds(void **state)
+{
+    (void)state;
+    double step[3] = {2, 2, 2}, lo[3] = {0, 0, 0}, hi[3] = {2, INFINITY, INFINITY};
+    double starts[2][3] = {{1.5, 10, 10}, {2, 10, 10}};
+    for (int k = 0; k < 2; k++) {
+        probe p = {.min_seen = {INFINITY, INFINITY, INFINITY},
+                   .max_seen = {-INFINITY, -INFINITY, -INFINITY}};
+        ss_nm_opts o = {.max_iter = 2000, .ftol = 1e-12, .max_restarts = 3, .hi = hi};
+        ss_nm_result r;
+        double *x = starts[k];
+        assert_int_equal(ss_nm_minimize(&r, x, 3, step, lo, quad, &p, &o), 0);
+        assert_true(fabs(x[0] - 2) < 1e-6);
+        assert_true(x[1] >= 0 && x[1] < 1e-4 && x[2] >= 0 && x[2] < 1e-4);
+        assert_true(fabs(r.f - (1 + 2 + 0.25 + 5)) < 1e-6);
+        assert_true(p.max_seen[0] <= 2);
+        assert_true(p.min_seen[0] >= 0 && p.min_seen[1] >= 0 && p.min_seen[2] >= 0);
+        double above[3] = {2.5, 1, 1};
+        assert_int_equal(ss_nm_minimize(&r, above, 3, step, lo, quad, &p, &o), SS_EINVAL);
+    }
     tu_assert_no_leaks();
 }
 
@@ -152,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_rosenbrock),
         cmocka_unit_test(test_quadratic),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_upper_bounds),
         cmocka_unit_test(test_deterministic_and_cap),
         cmocka_unit_test(test_errors),
     };
