@@ -238,6 +238,14 @@ static int fits_error(const gmg_ctr_spec *s, const sizing *z, ss_errbuf *eb)
 }
 
 /* Container ve of replica r: a scheduler with 1/pp of the replica's KV blocks. */
+/* How many blocks of block_bytes fit in bytes (host swap space), saturated at UINT32_MAX: a
+ * conversion of a larger double to uint32_t is undefined. */
+static uint32_t swap_blocks(double bytes, double block_bytes)
+{
+    double n = floor(bytes / block_bytes);
+    return n >= 0 ? (n < (double)UINT32_MAX ? (uint32_t)n : UINT32_MAX) : 0;
+}
+
 static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const gmg_replica *r,
                           uint32_t ve, ss_errbuf *eb)
 {
@@ -261,7 +269,7 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
     c->block_tokens = s->block_tokens;
     c->blocks_total = c->blocks_free = (uint32_t)(z->blocks / s->pp);
     c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
-    c->swap_total = c->swap_free = (uint32_t)(s->swap_bytes / z->block_bytes / s->pp);
+    c->swap_total = c->swap_free = swap_blocks(s->swap_bytes / s->pp, z->block_bytes);
     c->pc = NULL;
     if (g->prefix_cache && gmg_pc_create(&c->pc, c->blocks_total))
         return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
@@ -335,7 +343,7 @@ int gmg_container_retarget(gmg *g, gmg_container *c, const gmg_ctr_spec *spec, s
     c->block_bytes = z.block_bytes;
     c->blocks_total = c->blocks_free = (uint32_t)z.blocks;
     c->blocks_peak = 0;
-    c->swap_total = c->swap_free = (uint32_t)(spec->swap_bytes / z.block_bytes);
+    c->swap_total = c->swap_free = swap_blocks(spec->swap_bytes, z.block_bytes);
     for (uint32_t k = 0; k < c->tp; k++) {
         gmg_mem *m = &g->gpus[c->gpu0 + k].mem;
         m->weights = z.weights;

@@ -47,7 +47,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__ENGINE, .name = "max_model_len", .kind = SCN__U64, SF(max_model_len), .lo = 2,
      .hi = 1 << 30},
     {.sect = SCN__ENGINE, .name = "swap_space_gib", .kind = SCN__F64, SF(swap_space_gib),
-     .hi = INFINITY},
+     .hi = 65536}, /* 64 TiB of host memory per GPU, as kvpool.cpu_gib */
     {.sect = SCN__ENGINE, .name = "prefix_cache", .kind = SCN__ENUM, SF(prefix_cache),
      .choices = "auto, on, off"},
     {.sect = SCN__ENGINE, .name = "prefix_ceiling", .kind = SCN__ENUM, SF(prefix_ceiling),

@@ -25,6 +25,8 @@ expect_error 2 "^slicesim: replay: --limit: expected an integer of at least 1, g
     "$S" replay --limit 12x --db none
 expect_error 2 "^slicesim: replay: --swap-space: out of range \[0, 1.8e308\], got '1e999'$" \
     "$S" replay --swap-space 1e999 --db none
+expect_error 2 "^slicesim: replay: --swap-space: out of range \[0, 65536\], got '1e300'$" \
+    "$S" replay --swap-space 1e300 --db none
 printf 'request_id,arrival_s,tenant,prompt_tokens,output_tokens\n0,1e10,a,1,1\n' >far.csv
 expect_error 2 "far.csv:2: arrival_s: out of range \[0, 9.2e9\] seconds: '1e10'$" \
     "$S" trace stats far.csv

@@ -54,6 +54,29 @@ static void expect_order(const gmg *g, const gmg_list *l, const gmg_id *want, ui
     assert_int_equal(l->tail, n ? want[n - 1] : GMG_NONE);
 }
 
+/* Host swap space larger than 2^32 blocks is 2^32 - 1 blocks, not a conversion of an
+ * out-of-range double (undefined; it gave arbitrary counts); none is none. */
+static void test_swap_blocks_saturate(void **state)
+{
+    fx *f = *state;
+    ss_errbuf eb;
+    gmg *g = NULL;
+    assert_int_equal(gmg_create(&g), 0);
+    gmg_ctr_spec s = {.model = catalog_model(f->cat, "llama-2-7b"),
+                      .gpu = catalog_gpu(f->cat, "a100-80g"),
+                      .engine = catalog_engine(f->cat, CAT_ENGINE_EAGER), .tp = 1, .pp = 1,
+                      .tiers = 1, .cost_backend = "roofline", .gpu_mem_util = 0.9,
+                      .block_tokens = 16, .max_batch_tokens = 4096, .max_seqs = 256,
+                      .runtime_reserve = 1 << 30, .swap_bytes = 1e300};
+    assert_int_equal(gmg_add_containers(g, &s, 1, &eb), 0);
+    s.swap_bytes = 0;
+    assert_int_equal(gmg_add_containers(g, &s, 1, &eb), 0);
+    assert_int_equal(g->ctrs[0].swap_total, UINT32_MAX);
+    assert_int_equal(g->ctrs[0].swap_free, UINT32_MAX);
+    assert_int_equal(g->ctrs[1].swap_total, 0);
+    gmg_destroy(&g);
+}
+
 /* Slots are reused last-freed first, come back reset, and a new serial tells them apart. */
 static void test_slots(void **state)
 {
@@ -398,6 +421,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swap_blocks_saturate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transitions_queue, setup, teardown),
