@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 /* {======================================================================
@@ -472,8 +475,16 @@ static int start_child(calib__fit_ctx *x, size_t i)
     fwd_mask(SIG_BLOCK, &old); /* a signal now finds the child on the list */
     child *c = &live_kids[n_live];
     c->run = i;
+    pid_t parent = getpid();
     c->pid = fork();
     if (c->pid == 0) {
+#if defined(__linux__)
+        /* A fit killed outright (SIGKILL: nothing to forward) takes its replays with it; one
+         * that died before this call is no longer the parent. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+#endif
         forward_child(&old);
         close(p[0]);
         child_replay(x, i, p[1]);

@@ -332,6 +332,25 @@ for sig in TERM INT HUP; do
     done
     ls | grep -E '^sig\.(ini|csv)' && fail "SIG$sig left an output: $(ls)"
 done
+# SIGKILL cannot be sent on: the replays die with the fit all the same (PR_SET_PDEATHSIG)
+"$S" fit slow --profiles cat --engine start --jobs 2 --check --no-progress -o sig.ini >sig.out 2>&1 &
+pid=$!
+kids=
+for _ in $(seq 200); do
+    kids=$(pgrep -P $pid)
+    [ "$(wc -w <<<"$kids")" -eq 2 ] && break
+    sleep 0.05
+done
+[ "$(wc -w <<<"$kids")" -eq 2 ] || fail "SIGKILL: no two replay processes: $kids $(cat sig.out)"
+kill -KILL $pid
+wait $pid
+pid=0
+# running: the process exists and is not a zombie (an orphan's reaping is init's business)
+running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+for k in $kids; do
+    for _ in $(seq 100); do running "$k" || break; sleep 0.05; done
+    running "$k" && fail "SIGKILL: replay process $k outlived the fit"
+done
 set +m
 kids=
 
