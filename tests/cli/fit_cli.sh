@@ -306,11 +306,8 @@ printf 'run,stage,ttft_mean_ms,ttft_p90_ms,e2e_mean_ms,e2e_p90_ms\na,0,30,40,600
     >slow/stages.csv
 set -m # background jobs keep SIGINT's default (bash ignores it otherwise)
 hup_ignored() { (( 16#$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) & 1 )); }
-for sig in TERM INT HUP; do
-    if [ $sig = HUP ] && hup_ignored; then
-        echo "fit_cli: SIGHUP is ignored in this environment (nohup): its case is skipped" >&2
-        continue
-    fi
+# start_fit WHAT: fit --jobs 2 in the background ($pid) until its two replay processes run ($kids)
+start_fit() {
     "$S" fit slow --profiles cat --engine start --jobs 2 --check --no-progress -o sig.ini \
         --write-stages sig.csv >sig.out 2>&1 &
     pid=$!
@@ -320,7 +317,14 @@ for sig in TERM INT HUP; do
         [ "$(wc -w <<<"$kids")" -eq 2 ] && break
         sleep 0.05
     done
-    [ "$(wc -w <<<"$kids")" -eq 2 ] || fail "SIG$sig: no two replay processes: $kids $(cat sig.out)"
+    [ "$(wc -w <<<"$kids")" -eq 2 ] || fail "$1: no two replay processes: $kids $(cat sig.out)"
+}
+for sig in TERM INT HUP; do
+    if [ $sig = HUP ] && hup_ignored; then
+        echo "fit_cli: SIGHUP is ignored in this environment (nohup): its case is skipped" >&2
+        continue
+    fi
+    start_fit SIG$sig
     kill -$sig $pid
     wait $pid
     rc=$?
@@ -333,15 +337,7 @@ for sig in TERM INT HUP; do
     ls | grep -E '^sig\.(ini|csv)' && fail "SIG$sig left an output: $(ls)"
 done
 # SIGKILL cannot be sent on: the replays die with the fit all the same (PR_SET_PDEATHSIG)
-"$S" fit slow --profiles cat --engine start --jobs 2 --check --no-progress -o sig.ini >sig.out 2>&1 &
-pid=$!
-kids=
-for _ in $(seq 200); do
-    kids=$(pgrep -P $pid)
-    [ "$(wc -w <<<"$kids")" -eq 2 ] && break
-    sleep 0.05
-done
-[ "$(wc -w <<<"$kids")" -eq 2 ] || fail "SIGKILL: no two replay processes: $kids $(cat sig.out)"
+start_fit SIGKILL
 kill -KILL $pid
 wait $pid
 pid=0
