@@ -11,12 +11,15 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 _Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_CAPACITY_MAX_POLICIES, "bundles of one search");
 
 typedef struct capacity_opts {
     cli_runs_opts r;           /* the options capacity shares with compare */
-    const char *tenant;
+    runner_criterion criterion;
+    int criterion_set;         /* --criterion or --tenant was given */
+    const char *tenant;        /* the tenant of --criterion tenant:NAME (or --tenant NAME) */
     runner_capacity_search_opts search;
 } capacity_opts;
 
@@ -24,20 +27,22 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: slicesim capacity -c SCENARIO.ini --policies A,B,... [--sla-miss 0.09]\n"
-        "                         [--tenant NAME] [--tol 0.02] [--max-probes 12]\n"
+        "                         [--criterion worst|pooled|tenant:NAME] [--tol 0.02]\n"
+        "                         [--max-probes 12]\n"
         "                         [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
         "\n"
         "Find each policy bundle's capacity: the highest load multiplier (of every tenant's\n"
-        "rate_scale, as compare's --rates) at which SLA violations stay within the bound, over\n"
-        "all tenants or only --tenant's requests. Each probe is a full replay: load 1 first,\n"
+        "rate_scale, as compare's --rates) at which SLA violations stay within the bound: every\n"
+        "tenant's (the default, --criterion worst: the highest tenant's miss is judged), all\n"
+        "requests pooled, or one tenant's. Each probe is a full replay: load 1 first,\n"
         "then doubling up until a load fails (or halving down until one passes), then bisection\n"
         "until the bracket is within --tol of the load. Synthetic tenants keep their window at\n"
         "every load (their generator runs load times longer before the rates are scaled); a\n"
         "probe in which a tenant's arrivals (a trace's, say) end before the window does counts\n"
         "as a failure. Prints per bundle the capacity, its ratio to the first bundle's, goodput\n"
         "and SLA miss at that load and the probes it took (a bundle that fails at every load\n"
-        "tried reads <LOAD, no ratio, and the goodput and SLA miss of that lowest load); a line\n"
-        "per probe goes to stderr. Every probe is stored as a point of the sweep NAME\n"
+        "tried reads <LOAD, no ratio, and the goodput and SLA miss of that lowest load), then\n"
+        "each tenant's miss there (and the pooled one); a line per probe goes to stderr. Every probe is stored as a point of the sweep NAME\n"
         "(policy=LABEL;rate=LOAD) with a digest of its inputs (the scenario, its traces, the\n"
         "profiles, slicesim's code); run again onto the same database, a probe stored from the\n"
         "same inputs is read back instead of run (\"reused N probes\" on stderr).\n"
@@ -48,7 +53,10 @@ static void usage(FILE *f)
         "                          or LABEL:SECTION.KEY=VALUE[+SECTION.KEY=VALUE...]\n"
         "  --sla-miss F            bound on the share of requests missing their SLA, 0 to 1\n"
         "                          (default 0.09)\n"
-        "  --tenant NAME           judge only this tenant's requests (default: every tenant's)\n"
+        "  --criterion C           what the bound judges: worst (default: every tenant within\n"
+        "                          it), pooled (all requests together) or tenant:NAME (one\n"
+        "                          tenant's requests, and its goodput)\n"
+        "  --tenant NAME           the same as --criterion tenant:NAME\n"
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
         "  --max-probes N          most replays per bundle, 1 to %d (default 12)\n"
         "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
@@ -70,7 +78,30 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION };
+
+/* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
+static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
+{
+    runner_criterion c = RUNNER_CRIT_TENANT;
+    const char *tenant = is_tenant ? arg : !strncmp(arg, "tenant:", 7) ? arg + 7 : NULL;
+    if (!is_tenant && !strcmp(arg, "worst"))
+        c = RUNNER_CRIT_WORST;
+    else if (!is_tenant && !strcmp(arg, "pooled"))
+        c = RUNNER_CRIT_POOLED;
+    else if (!tenant || !*tenant)
+        return usage_error(is_tenant ? "--tenant: expected a tenant's name, got '"
+                                     : "--criterion: expected worst, pooled or tenant:NAME, got '",
+                           arg);
+    if (o->criterion_set && (o->criterion != c || (c == RUNNER_CRIT_TENANT &&
+                                                   strcmp(o->tenant, tenant))))
+        return usage_error("--criterion and --tenant name two different criteria, the second '",
+                           arg);
+    o->criterion_set = 1;
+    o->criterion = c;
+    o->tenant = c == RUNNER_CRIT_TENANT ? tenant : NULL;
+    return CLI_OK;
+}
 
 /* --sla-miss: a share in [0, 1]. */
 static int parse_bound(capacity_opts *o, const char *arg)
@@ -101,7 +132,8 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
         return rc;
     switch (c) {
     case O_SLA: return parse_bound(o, optarg);
-    case O_TENANT: o->tenant = optarg; return CLI_OK;
+    case O_TENANT: return parse_criterion(o, optarg, 1);
+    case O_CRITERION: return parse_criterion(o, optarg, 0);
     case O_TOL: return parse_tol(o, optarg);
     case O_PROBES:
         if (cli_parse_long("capacity: --max-probes", optarg, 1, RUNNER_CAPACITY_MAX_PROBES, &n))
@@ -120,6 +152,7 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         CLI_RUNS_LONGOPTS,
         {"sla-miss", required_argument, NULL, O_SLA},
         {"tenant", required_argument, NULL, O_TENANT},
+        {"criterion", required_argument, NULL, O_CRITERION},
         {"tol", required_argument, NULL, O_TOL},
         {"max-probes", required_argument, NULL, O_PROBES},
         {NULL, 0, NULL, 0},
@@ -166,7 +199,8 @@ int cmd_capacity(int argc, char **argv)
     runner_capacity_opts ro = {
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies,
-        .sets = o.r.sets, .n_sets = o.r.n_sets, .tenant = o.tenant, .search = o.search,
+        .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
+        .search = o.search,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
         .check_files = cli_runs_files,
     };

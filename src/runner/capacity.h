@@ -17,8 +17,12 @@
 /* What one probe found at one load. */
 typedef struct runner_capacity_probe {
     double load;               /* load multiplier of every tenant's rate_scale */
-    double sla_miss;           /* SLA violations / requests judged (0 to 1) */
-    double goodput_tok_per_s;  /* output tokens of SLA-meeting requests / window */
+    double sla_miss;           /* the miss the bound judges (0 to 1): the criterion's */
+    double goodput_tok_per_s;  /* output tokens of SLA-meeting requests / window (the judged
+                                  tenant's under RUNNER_CRIT_TENANT, else every tenant's) */
+    double pooled_miss;        /* SLA violations / requests of every tenant (replays only) */
+    double tenant_miss[SS_MAX_TENANTS]; /* each tenant's SLA violations / its requests, in the
+                                  scenario's order (replays only) */
     int spans;                 /* every tenant's traffic spanned the window (1) or not (0) */
     int pass;                  /* set by the search: spans and sla_miss <= the bound */
 } runner_capacity_probe;
@@ -76,7 +80,9 @@ typedef struct runner_capacity_opts {
     int n_policies;            /* 1 to RUNNER_CAPACITY_MAX_POLICIES */
     const char *const *sets;   /* SECTION.KEY=VALUE applied to every run after the file */
     size_t n_sets;
-    const char *tenant;        /* judge only this tenant's requests (NULL: every tenant's) */
+    runner_criterion criterion; /* what the bound judges: the worst tenant's miss (the
+                                  default), all requests pooled, or `tenant`'s */
+    const char *tenant;        /* the tenant judged under RUNNER_CRIT_TENANT (else NULL) */
     runner_capacity_search_opts search;
     int json;                  /* one JSON object instead of the table */
     int progress;              /* a line per probe on stderr */
@@ -90,7 +96,8 @@ typedef struct runner_capacity_opts {
 /**
  * Find every bundle's capacity (runner_capacity_search, each probe a replay of the scenario
  * with its loads scaled by runner_scale_load, stored as the point policy=LABEL;rate=LOAD of
- * one sweep) and write the table, or with o->json one object, to out. A probe in which a
+ * one sweep) under o->criterion, and write the table (with each tenant's miss at each
+ * capacity), or with o->json one object, to out. A probe in which a
  * tenant's arrivals end more than 2 % of the window before the window's end does not span
  * the window and counts as a failure. All strings are borrowed.
  * @return 0, or an SS_E* code with eb set: SS_EPARSE for a bad bundle or an unknown tenant,

@@ -26,6 +26,8 @@ typedef struct capacity {
     char label[RUNNER_CAPACITY_MAX_POLICIES][RUNNER_LABEL_MAX]; /* of each bundle */
     char name[300];            /* the sweep's name */
     int i_tenant;              /* judged tenant's index (-1: every tenant) */
+    char tenants[SS_MAX_TENANTS][SCN_NAME_MAX]; /* the scenario's tenants, in its order */
+    uint32_t n_tenants;
     int p;                     /* the bundle being searched */
     store *st;                 /* the database of every probe (NULL: none) */
     runner_capacity_result res[RUNNER_CAPACITY_MAX_POLICIES];
@@ -70,8 +72,8 @@ static int find_tenant(const scn_scenario *sc, const char *name, int *i_out, ss_
         size_t n = strlen(names);
         snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", sc->tenants[i].name);
     }
-    return ss_err(eb, SS_EPARSE, "--tenant '%s': no such tenant in %s (its tenants: %s)", name,
-                  sc->path, names);
+    return ss_err(eb, SS_EPARSE, "tenant '%s' (of --criterion tenant:NAME, --tenant): no such "
+                  "tenant in %s (its tenants: %s)", name, sc->path, names);
 }
 
 /* Every bundle must run at load 1 before anything runs, so that a bad one stores nothing;
@@ -97,8 +99,14 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
     }
     if (!rc)
         rc = build(o, 0, 1, &sc, eb);
+    if (!rc && (o->criterion == RUNNER_CRIT_TENANT) != (o->tenant != NULL))
+        rc = ss_err(eb, SS_EINVAL, "capacity: a tenant is named with the tenant criterion only");
     if (!rc)
         rc = find_tenant(sc, o->tenant, &c->i_tenant, eb);
+    for (uint32_t i = 0; !rc && i < sc->n_tenants; i++)
+        snprintf(c->tenants[i], sizeof c->tenants[i], "%s", sc->tenants[i].name);
+    if (!rc)
+        c->n_tenants = sc->n_tenants;
     if (!rc && o->check_files)
         rc = o->check_files(o->check_files_ud, sc, NULL, eb);
     if (!rc && strcmp(sc->db, "none"))
@@ -140,17 +148,35 @@ static int spans_window(const scn_scenario *sc, const runner_run_opts *ro, int *
     return rc;
 }
 
-/* What the judged requests' SLA miss and goodput were in finished run x. */
+/* The miss the bound judges, from a probe's pooled and per-tenant misses. */
+static double judged_miss(const capacity *c, const runner_capacity_probe *pr)
+{
+    if (c->o->criterion == RUNNER_CRIT_TENANT)
+        return pr->tenant_miss[c->i_tenant];
+    if (c->o->criterion == RUNNER_CRIT_POOLED)
+        return pr->pooled_miss;
+    double worst = 0;
+    for (uint32_t t = 0; t < c->n_tenants; t++)
+        worst = pr->tenant_miss[t] > worst ? pr->tenant_miss[t] : worst;
+    return worst;
+}
+
+/* Finished run x's SLA misses (every tenant's together and each one's), the criterion's, and
+ * the goodput: the judged tenant's, or every tenant's. */
 static void judge(const capacity *c, const runner_run *x, runner_capacity_probe *pr)
 {
-    metrics_group_summary gs = x->m.all;
-    if (c->i_tenant >= 0) {
-        const metrics *m = gsim_metrics(x->g);
-        metrics_summarize_group(&m->tenants[c->i_tenant], x->m.window_s, &gs);
-        metrics_summarize_window(m, &m->tenants[c->i_tenant], &gs);
+    const metrics *m = gsim_metrics(x->g);
+    pr->pooled_miss = x->m.all.sla_violation_rate;
+    pr->goodput_tok_per_s = x->m.all.win_goodput_tokens_per_s; /* over the arrival window */
+    for (uint32_t t = 0; t < c->n_tenants && t < m->n_tenants; t++) {
+        metrics_group_summary gs;
+        metrics_summarize_group(&m->tenants[t], x->m.window_s, &gs);
+        metrics_summarize_window(m, &m->tenants[t], &gs);
+        pr->tenant_miss[t] = gs.sla_violation_rate;
+        if ((int)t == c->i_tenant)
+            pr->goodput_tok_per_s = gs.win_goodput_tokens_per_s;
     }
-    pr->sla_miss = gs.sla_violation_rate;
-    pr->goodput_tok_per_s = gs.win_goodput_tokens_per_s; /* over the arrival window */
+    pr->sla_miss = judged_miss(c, pr);
 }
 
 /* The line on stderr for a probe of the bundle being searched (reused: the stored run it was
@@ -159,9 +185,17 @@ static void progress_line(const capacity *c, const runner_capacity_probe *pr, co
                           int64_t reused)
 {
     int pass = pr->spans && pr->sla_miss <= c->o->search.sla_miss;
-    fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%, goodput "
+    char who[SCN_NAME_MAX + 64] = "";
+    if (c->o->criterion == RUNNER_CRIT_WORST && c->n_tenants > 1) { /* whose miss it is */
+        uint32_t w = 0;
+        for (uint32_t t = 1; t < c->n_tenants; t++)
+            w = pr->tenant_miss[t] > pr->tenant_miss[w] ? t : w;
+        snprintf(who, sizeof who, " (worst: %s; pooled %.2f%%)", c->tenants[w],
+                 100 * pr->pooled_miss);
+    }
+    fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%%s, goodput "
             "%.1f tok/s: %s%s%s", c->label[c->p], c->res[c->p].n_probes + 1, pr->load,
-            100 * pr->sla_miss, pr->goodput_tok_per_s, pass ? "pass" : "fail",
+            100 * pr->sla_miss, who, pr->goodput_tok_per_s, pass ? "pass" : "fail",
             why[0] ? ": " : "", why);
     if (reused)
         fprintf(stderr, " (stored run %lld, same inputs)", (long long)reused);
@@ -181,15 +215,29 @@ static int stored_probe(capacity *c, const scn_scenario *sc, const char *point, 
     if (!runner_bundle_searches(spec))
         runner__inputs_probe(&c->inputs, sc, spec, digest, n);
     store_probe_row row;
-    int has = store_point_probe(c->st, c->name, point, c->o->tenant, &row, eb);
+    int has = store_point_probe(c->st, c->name, point, NULL, &row, eb);
     if (has <= 0)
         return has;
     if (!digest[0] || !row.has_figures || strcmp(row.inputs, digest)) {
         c->n_rerun++;
         return 0;
     }
-    pr->sla_miss = row.sla_violation_rate;
+    pr->pooled_miss = row.sla_violation_rate;
     pr->goodput_tok_per_s = row.window_goodput_tokens_per_s;
+    for (uint32_t t = 0; t < c->n_tenants; t++) { /* each tenant's row of the same run */
+        store_probe_row tr;
+        has = store_point_probe(c->st, c->name, point, c->tenants[t], &tr, eb);
+        if (has < 0)
+            return has;
+        if (!has || !tr.has_figures) {
+            c->n_rerun++;
+            return 0;
+        }
+        pr->tenant_miss[t] = tr.sla_violation_rate;
+        if ((int)t == c->i_tenant)
+            pr->goodput_tok_per_s = tr.window_goodput_tokens_per_s;
+    }
+    pr->sla_miss = judged_miss(c, pr);
     c->n_reused++;
     if (c->o->progress)
         progress_line(c, pr, why, row.run_id);
@@ -238,7 +286,8 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     if (!rc && runner_bundle_searches(o->policy[c->p])) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
                                       .point = point, .progress = o->progress,
-                                      .max_replays = o->search_replays};
+                                      .max_replays = o->search_replays,
+                                      .criterion = o->criterion, .tenant = o->tenant};
         runner_alloc_result ar;
         rc = runner_static_best(sc, &so, &ar, search, sizeof c->search[0], &x.eb);
         ro.search = search;
@@ -293,12 +342,29 @@ static void note(const runner_capacity_result *r, char *buf, size_t n)
         snprintf(buf, n, "fails at %g", r->hi);
 }
 
+/* Each tenant's miss at every bundle's capacity (where none passed, at the lowest load). */
+static void print_tenants(const capacity *c, FILE *f)
+{
+    fprintf(f, "  each tenant's SLA miss at the capacity (pooled: all requests together):\n");
+    for (int p = 0; p < c->o->n_policies; p++) {
+        const runner_capacity_probe *b = shown(&c->res[p]);
+        if (!b)
+            continue;
+        fprintf(f, "    %-16s", c->label[p]);
+        for (uint32_t t = 0; t < c->n_tenants; t++)
+            fprintf(f, " %s %.2f%%,", c->tenants[t], 100 * b->tenant_miss[t]);
+        fprintf(f, " pooled %.2f%%\n", 100 * b->pooled_miss);
+    }
+}
+
 static void print_table(const capacity *c, FILE *f)
 {
     const runner_capacity_opts *o = c->o;
     fprintf(f, "slicesim capacity: %s, %d bundle(s), SLA miss <= %g%% (%s%s); ratios against "
                "%s\n", o->config, o->n_policies, 100 * o->search.sla_miss,
-            o->tenant ? "tenant " : "all tenants", o->tenant ? o->tenant : "", c->label[0]);
+            o->criterion == RUNNER_CRIT_TENANT ? "tenant "
+            : o->criterion == RUNNER_CRIT_POOLED ? "all tenants pooled" : "every tenant",
+            o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "", c->label[0]);
     fprintf(f, "  %-16s %9s %5s %10s %8s %6s  %s\n", "policy", "capacity", "x", "goodput",
             "SLA miss", "probes", "bracket");
     double ref = c->res[0].capacity;
@@ -319,6 +385,8 @@ static void print_table(const capacity *c, FILE *f)
         fprintf(f, "  %-16s %9s %5s %10.1f %7.2f%% %6d  %s\n", c->label[p], cap, ratio,
                 b ? b->goodput_tok_per_s : 0, b ? 100 * b->sla_miss : 0, r->n_probes, buf);
     }
+    if (c->n_tenants > 1)
+        print_tenants(c, f);
     for (int p = 0; p < o->n_policies; p++)
         if (c->best_search[p][0])
             fprintf(f, "  %s at load %g: %s\n", c->label[p], c->res[p].capacity,
@@ -336,6 +404,18 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A probe's pooled and per-tenant misses as JSON members (no leading or trailing comma). */
+static void json_misses(const capacity *c, const runner_capacity_probe *b, FILE *f)
+{
+    fprintf(f, "\"pooled_sla_miss\": %.17g, \"tenant_sla_miss\": {", b ? b->pooled_miss : 0);
+    for (uint32_t t = 0; b && t < c->n_tenants; t++) {
+        fputs(t ? ", " : "", f);
+        json_str(f, c->tenants[t]);
+        fprintf(f, ": %.17g", b->tenant_miss[t]);
+    }
+    fputc('}', f);
+}
+
 static void print_json_policy(const capacity *c, int p, FILE *f)
 {
     const runner_capacity_result *r = &c->res[p];
@@ -349,6 +429,8 @@ static void print_json_policy(const capacity *c, int p, FILE *f)
             r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
             r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
             b ? b->sla_miss : 0, b ? b->load : 0, r->n_probes);
+    json_misses(c, b, f);
+    fputs(", ", f);
     if (c->best_search[p][0]) {
         fputs("\"search\": ", f);
         ss_json_fputs(f, c->best_search[p]);
@@ -358,8 +440,10 @@ static void print_json_policy(const capacity *c, int p, FILE *f)
     for (int i = 0; i < r->n_probes; i++) {
         const runner_capacity_probe *q = &r->probe[i];
         fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": "
-                   "%.17g, \"spans\": %s, \"pass\": %s}", i ? "," : "", q->load, q->sla_miss,
+                   "%.17g, \"spans\": %s, \"pass\": %s, ", i ? "," : "", q->load, q->sla_miss,
                 q->goodput_tok_per_s, q->spans ? "true" : "false", q->pass ? "true" : "false");
+        json_misses(c, q, f);
+        fputc('}', f);
     }
     fprintf(f, "]}%s\n", p + 1 < c->o->n_policies ? "," : "");
 }
@@ -369,7 +453,8 @@ static void print_json(const capacity *c, FILE *f)
     const runner_capacity_opts *o = c->o;
     fprintf(f, "{\"scenario\": ");
     json_str(f, o->config);
-    fprintf(f, ", \"sla_miss_bound\": %.17g, \"tenant\": ", o->search.sla_miss);
+    fprintf(f, ", \"sla_miss_bound\": %.17g, \"criterion\": \"%s\", \"tenant\": ",
+            o->search.sla_miss, runner_criterion_name(o->criterion));
     if (o->tenant)
         json_str(f, o->tenant);
     else

@@ -332,3 +332,8 @@ int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int pas
     runner_run_fini(&x);
     return rc;
 }
+
+const char *runner_criterion_name(runner_criterion c)
+{
+    return c == RUNNER_CRIT_POOLED ? "pooled" : c == RUNNER_CRIT_TENANT ? "tenant" : "worst";
+}

@@ -100,6 +100,16 @@ typedef struct runner_arrivals {
 int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int past_duration,
                        runner_arrivals *a, ss_errbuf *eb);
 
+/* What an SLA-miss bound judges a run of several tenants by (capacity, static-best). */
+typedef enum runner_criterion {
+    RUNNER_CRIT_WORST = 0,     /* the highest tenant's miss: every tenant within the bound */
+    RUNNER_CRIT_POOLED,        /* the miss of all the tenants' requests together */
+    RUNNER_CRIT_TENANT,        /* one tenant's miss */
+} runner_criterion;
+
+/* The name of criterion c for output: "worst", "pooled", "tenant". */
+const char *runner_criterion_name(runner_criterion c);
+
 /* The caller's check of a command's files, called by the commands that run several points
  * (runner/compare.h, runner/sweep.h) before they write anything, so that app/ can refuse an
  * output that is one of the inputs or another output. sc is the scenario of the runs (its file

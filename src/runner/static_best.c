@@ -17,11 +17,20 @@ typedef struct climb {
     int capped;                /* a judge call was refused by the cap */
 } climb;
 
-/* Whether allocation a (scored sa) is better than b: a lower worst miss, then a higher
- * goodput, then lexicographically smaller. */
+/* The miss score s is judged by under the problem's criterion. */
+static double judged(const climb *c, const runner_alloc_score *s)
+{
+    return c->p->criterion == RUNNER_CRIT_POOLED ? s->pooled
+         : c->p->criterion == RUNNER_CRIT_TENANT ? s->miss[c->p->i_tenant] : s->worst;
+}
+
+/* Whether allocation a (scored sa) is better than b: a lower miss by the criterion, then a
+ * lower worst miss, then a higher goodput, then lexicographically smaller. */
 static int better(const climb *c, const uint32_t *a, const runner_alloc_score *sa,
                   const uint32_t *b, const runner_alloc_score *sb)
 {
+    if (judged(c, sa) != judged(c, sb))
+        return judged(c, sa) < judged(c, sb);
     if (sa->worst != sb->worst)
         return sa->worst < sb->worst;
     if (sa->goodput_tok_per_s != sb->goodput_tok_per_s)
@@ -59,6 +68,19 @@ static int leximin(const climb *c, int a, int b)
         if (ma[t] != mb[t])
             return ma[t] < mb[t] ? -1 : 1;
     return 0;
+}
+
+/* Judged allocations a and b as places for the climb to go: < 0 when a is better, 0 equal,
+ * > 0 worse. Under the worst criterion their misses by leximin; under another, the criterion's
+ * miss first (the pooled one, or one tenant's), then leximin. */
+static int step_cmp(const climb *c, int a, int b)
+{
+    if (c->p->criterion != RUNNER_CRIT_WORST) {
+        double ja = judged(c, &c->score[a]), jb = judged(c, &c->score[b]);
+        if (ja != jb)
+            return ja < jb ? -1 : 1;
+    }
+    return leximin(c, a, b);
 }
 
 /* Judge allocation a (or find it judged already) into *i_out: 0, 1 when the cap refused it,
@@ -132,9 +154,9 @@ static int proportional(const runner_alloc_problem *p, uint32_t *a)
     }
 }
 
-/* Judge the neighbours of allocation cur that give worst tenant w one more container: from
- * the free GPUs, or from another tenant that keeps one. The best judged goes to *i_best. 0,
- * 1 when the cap stopped it, or the judge's error. */
+/* Judge the neighbours of allocation cur that give tenant w one more container: from the free
+ * GPUs, or from another tenant that keeps one. The best judged (step_cmp, then better) goes to
+ * *i_best. 0, 1 when the cap stopped it, or the judge's error. */
 static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss_errbuf *eb)
 {
     const runner_alloc_problem *p = c->p;
@@ -151,7 +173,7 @@ static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss
         int i, rc = judge(c, nb, &i, eb);
         if (rc)
             return rc;
-        int cmp = *i_best < 0 ? -1 : leximin(c, i, *i_best);
+        int cmp = *i_best < 0 ? -1 : step_cmp(c, i, *i_best);
         if (cmp < 0 || (!cmp && better(c, c->alloc[i], &c->score[i], c->alloc[*i_best],
                                        &c->score[*i_best])))
             *i_best = i;
@@ -159,22 +181,39 @@ static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss
     return 0;
 }
 
+/* Whether tenant w is one the climb gives a container to from judged allocation s: under the
+ * worst criterion a tenant with the worst miss; under the pooled one a tenant with the most
+ * requests missing their SLA (the largest part of the pooled miss, which need not be the
+ * worst tenant's: a large tenant missing a little can outweigh a small one missing all); under
+ * the tenant criterion that tenant. */
+static int receives(const climb *c, const runner_alloc_score *s, uint32_t w)
+{
+    if (c->p->criterion == RUNNER_CRIT_TENANT)
+        return w == c->p->i_tenant;
+    if (c->p->criterion == RUNNER_CRIT_WORST)
+        return s->miss[w] == s->worst;
+    for (uint32_t t = 0; t < c->p->n_tenants; t++)
+        if (s->violations[t] > s->violations[w])
+            return 0;
+    return 1;
+}
+
 /* Hill-climb from judged allocation i: move to the best neighbour (a container more for a
- * worst tenant, the best by leximin, then goodput) while its misses are lower by leximin.
- * Every step lowers them strictly in that order, so the climb ends. 0 or the judge's error. */
+ * tenant receives() names, the best by step_cmp, then goodput) while it is better by step_cmp.
+ * Every step lowers step_cmp's order strictly, so the climb ends. 0 or the judge's error. */
 static int hill_climb(climb *c, int i, ss_errbuf *eb)
 {
-    while (c->score[i].worst > 0) {
+    while (judged(c, &c->score[i]) > 0) {
         uint32_t cur[SS_MAX_TENANTS];
         memcpy(cur, c->alloc[i], sizeof cur);
-        double worst = c->score[i].worst;
+        runner_alloc_score at = c->score[i];
         int i_best = -1, rc = 0;
         for (uint32_t w = 0; !rc && w < c->p->n_tenants; w++)
-            if (c->score[i].miss[w] == worst)
+            if (receives(c, &at, w))
                 rc = neighbours(c, cur, w, &i_best, eb);
         if (rc < 0)
             return rc;
-        if (i_best < 0 || leximin(c, i_best, i) >= 0)
+        if (i_best < 0 || step_cmp(c, i_best, i) >= 0)
             return 0;
         i = i_best;
         if (rc)
@@ -188,7 +227,8 @@ int runner_alloc_search(const runner_alloc_problem *p, runner_alloc_judge_fn *fn
 {
     *out = (runner_alloc_result){0};
     int ok = p->n_tenants >= 1 && p->n_tenants <= SS_MAX_TENANTS && p->max_replays >= 1 &&
-             p->max_replays <= RUNNER_STATIC_BEST_MAX_REPLAYS;
+             p->max_replays <= RUNNER_STATIC_BEST_MAX_REPLAYS &&
+             (p->criterion != RUNNER_CRIT_TENANT || p->i_tenant < p->n_tenants);
     for (uint32_t t = 0; ok && t < p->n_tenants; t++)
         ok = p->unit[t] >= 1 && p->demand_tok_per_s[t] >= 0;
     if (!ok)

@@ -24,6 +24,10 @@ typedef struct runner_alloc_score {
     double miss[SS_MAX_TENANTS]; /* each tenant's SLA violations / requests judged (0 to 1) */
     double goodput_tok_per_s;    /* every tenant's output tokens of SLA-meeting requests /
                                     window */
+    double pooled;               /* every tenant's requests together: SLA violations /
+                                    requests (0 to 1) */
+    double violations[SS_MAX_TENANTS]; /* each tenant's requests that missed their SLA (or a
+                                    figure in proportion: what the pooled miss is made of) */
     double worst;                /* set by the search: the highest of miss[] */
 } runner_alloc_score;
 
@@ -40,6 +44,10 @@ typedef struct runner_alloc_problem {
     double demand_tok_per_s[SS_MAX_TENANTS];  /* offered load of each tenant (prompt and
                                                  output tokens its trace asks for / s), >= 0 */
     int max_replays;                          /* 1 to RUNNER_STATIC_BEST_MAX_REPLAYS */
+    runner_criterion criterion;               /* what the chosen allocation is best by: the
+                                                 worst tenant's miss (0, the default), the
+                                                 pooled miss, or tenant i_tenant's */
+    uint32_t i_tenant;                        /* under RUNNER_CRIT_TENANT */
 } runner_alloc_problem;
 
 typedef struct runner_alloc_result {
@@ -59,7 +67,8 @@ typedef struct runner_alloc_result {
  * misses sorted from the highest down, compared lexicographically (leximin: the worst miss
  * first, so a tie for the worst is a step when one of the tied tenants gains), and stop when
  * none does or after p->max_replays judge calls. No allocation is judged twice.
- * The chosen one is the best judged: the lowest worst miss, then the highest goodput, then
+ * The chosen one is the best judged: the lowest miss of p->criterion (the worst tenant's, the
+ * pooled one or one tenant's), then the lowest worst miss, then the highest goodput, then
  * the lexicographically smallest containers[]. fn and ud are borrowed.
  * @return 0 with *out filled; SS_EINVAL when p is out of range or one container of every
  *         tenant does not fit in p->gpus; or fn's error.
@@ -73,6 +82,9 @@ typedef struct runner_static_best_opts {
     const char *point;         /* the point searched, for stderr ("policy=static-best;rate=1") */
     int progress;              /* a line per candidate on a terminal */
     int max_replays;           /* candidate replays at most (0: RUNNER_STATIC_BEST_REPLAYS) */
+    runner_criterion criterion; /* what the chosen allocation is best by (0: the worst
+                                   tenant's miss) */
+    const char *tenant;        /* the tenant of RUNNER_CRIT_TENANT (a tenant of the scenario) */
 } runner_static_best_opts;
 
 /* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's

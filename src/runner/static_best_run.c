@@ -134,8 +134,10 @@ static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss
         metrics_group_summary gs;
         metrics_summarize_group(&mt->tenants[t], x.m.window_s, &gs);
         out->miss[t] = gs.sla_violation_rate;
+        out->violations[t] = (double)gs.sla_violations;
     }
     out->goodput_tok_per_s = x.m.all.goodput_tokens_per_s;
+    out->pooled = x.m.all.sla_violation_rate;
     runner_run_fini(&x);
     s->n++;
     if (s->o->progress && isatty(STDERR_FILENO)) {
@@ -160,6 +162,13 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
         rc = problem_of(sc, &ro, 1, &p, eb);
     if (o->max_replays)
         p.max_replays = o->max_replays;
+    p.criterion = o->criterion;
+    int found = o->criterion != RUNNER_CRIT_TENANT;
+    for (uint32_t t = 0; !found && o->tenant && t < sc->n_tenants; t++)
+        if (!strcmp(sc->tenants[t].name, o->tenant))
+            p.i_tenant = t, found = 1;
+    if (!rc && !found)
+        rc = ss_err(eb, SS_EINVAL, "static-best: no tenant '%s'", o->tenant ? o->tenant : "");
     search s = {.sc = sc, .o = o, .ro = &ro};
     if (!rc)
         rc = runner_alloc_search(&p, judge_replay, &s, out, eb);
@@ -175,9 +184,14 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
         used += out->containers[t] * p.unit[t];
     snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
              out->capped ? " (capped)" : "");
+    const runner_alloc_score *sc_ = &out->score;
+    double judged = o->criterion == RUNNER_CRIT_POOLED ? sc_->pooled
+                  : o->criterion == RUNNER_CRIT_TENANT ? sc_->miss[p.i_tenant] : sc_->worst;
     fprintf(stderr, "slicesim: static-best: %s: chose %s containers (%u of %u GPUs; start %s), "
-            "worst tenant SLA miss %.2f%%, %d candidate replays%s\n",
-            o->point ? o->point : "run", chose, used, p.gpus, start, 100 * out->score.worst,
-            out->n_replays, out->capped ? " (the cap)" : "");
+            "%s%s SLA miss %.2f%%, %d candidate replays%s\n",
+            o->point ? o->point : "run", chose, used, p.gpus, start,
+            o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT
+                ? "tenant " : "worst tenant", o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "",
+            100 * judged, out->n_replays, out->capped ? " (the cap)" : "");
     return SS_OK;
 }

@@ -9,6 +9,7 @@
 #include "core/ss_err.h"
 #include "runner/static_best.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct judge_state {
@@ -32,11 +33,16 @@ static int judge_fn(void *ud, const uint32_t *c, runner_alloc_score *out, ss_err
     assert_true(used <= p->gpus);
     if (++s->calls == s->fail_call)
         return ss_err(eb, SS_EIO, "judge %d failed", s->calls);
+    double demand = 0, missed = 0;
     for (uint32_t t = 0; t < p->n_tenants; t++) {
         double d = p->demand_tok_per_s[t], served = s->capacity[t] * c[t];
         out->miss[t] = !s->capacity[t] ? s->const_miss : served >= d ? 0 : (d - served) / d;
         out->goodput_tok_per_s += s->goodput_by_first ? 0 : served < d ? served : d;
+        demand += d;
+        missed += d * out->miss[t];
+        out->violations[t] = d * out->miss[t];
     }
+    out->pooled = demand > 0 ? missed / demand : 0; /* requests in proportion to demand */
     if (s->goodput_by_first)
         out->goodput_tok_per_s = c[0];
     return SS_OK;
@@ -213,10 +219,51 @@ static void test_minimum_and_errors(void **state)
     tu_assert_no_leaks();
 }
 
+/* The criterion the chosen allocation is best by. test_known_best's problem: per tenant (the
+ * worst miss) the best is (5, 1, 2), worst 1/6, pooled 100/900; pooled the best is (6, 1, 1),
+ * which leaves tenant 2 half unserved (worst 1/2) but only 50 of 900 tok/s unserved in all, a
+ * move the worst-tenant climb never tries (it gives the worst tenant a container, never takes
+ * one from it); judged on tenant 2 alone, (5, 1, 2) again, by leximin among those serving it
+ * fully. */
+static void test_criterion(void **state)
+{
+    (void)state;
+    static const struct {
+        runner_criterion crit;
+        uint32_t i_tenant, want[3];
+        double judged;
+    } cases[] = {{RUNNER_CRIT_WORST, 0, {5, 1, 2}, 1.0 / 6},
+                 {RUNNER_CRIT_POOLED, 0, {6, 1, 1}, 50.0 / 900},
+                 {RUNNER_CRIT_TENANT, 2, {5, 1, 2}, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        runner_alloc_problem p = {.n_tenants = 3, .gpus = 8, .unit = {1, 1, 1},
+                                  .demand_tok_per_s = {600, 200, 100},
+                                  .max_replays = RUNNER_STATIC_BEST_MAX_REPLAYS,
+                                  .criterion = cases[k].crit, .i_tenant = cases[k].i_tenant};
+        judge_state s = {.p = &p, .capacity = {100, 300, 50}};
+        runner_alloc_result r;
+        ss_errbuf eb = {""};
+        assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &r, &eb), SS_OK);
+        assert_memory_equal(r.containers, cases[k].want, sizeof cases[k].want);
+        double got = cases[k].crit == RUNNER_CRIT_POOLED ? r.score.pooled
+                   : cases[k].crit == RUNNER_CRIT_TENANT ? r.score.miss[2] : r.score.worst;
+        assert_true(fabs(got - cases[k].judged) < 1e-12);
+    }
+    /* a tenant criterion naming no tenant of the problem is refused */
+    runner_alloc_problem p = {.n_tenants = 3, .gpus = 8, .unit = {1, 1, 1},
+                              .demand_tok_per_s = {600, 200, 100}, .max_replays = 10,
+                              .criterion = RUNNER_CRIT_TENANT, .i_tenant = 3};
+    judge_state s = {.p = &p, .capacity = {100, 300, 50}};
+    runner_alloc_result r;
+    ss_errbuf eb = {""};
+    assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &r, &eb), SS_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_best),
+        cmocka_unit_test(test_criterion),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_ties),
         cmocka_unit_test(test_tied_worst),
