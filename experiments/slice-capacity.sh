@@ -1,6 +1,6 @@
 #!/bin/bash
 # SliceScheduler against tuned baselines at equal SLA: `slicesim capacity`
-# (bisection on the load multiplier, SLA miss <= 9 % over all tenants) of four bundles on
+# (bisection on the load multiplier, SLA miss <= 9 % of all requests pooled) of four bundles on
 # slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and assist on 3 each):
 #  - static-best: the container policy on the allocation that suits each probed load (a search);
 #  - slice: SliceScheduler (--ops slice) on the scenario's fixed 2/3/3 allocation, every
@@ -82,8 +82,8 @@ import json, sys
 from capacity_tables import cap, censored, span
 d, elapsed, db, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 
-print("Capacity: the highest load multiplier at <= 9 % SLA misses (all tenants), min–max over "
-      "seeds 1–3; ≥ marks a capacity that is a lower bound: the load above it passed its SLA "
+print("Capacity: the highest load multiplier at <= 9 % SLA misses (all requests pooled), "
+      "min–max over seeds 1–3; ≥ marks a capacity that is a lower bound: the load above it passed its SLA "
       "but failed because chat's arrivals stop before the window's end (its trace ran out, or "
       "capacity took a lull of a bursty trace for its end); the ratio to static-best is then an "
       "upper bound (≤), or unknown (?) when both are.\n")
