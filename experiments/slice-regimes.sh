@@ -1,6 +1,6 @@
 #!/bin/bash
 # Where does operator-level placement pay off? Capacity (`slicesim capacity`, SLA miss <= 9 %
-# over all tenants) of SliceScheduler against every tuned baseline, in regimes that each change
+# of all requests pooled) of SliceScheduler against every tuned baseline, in regimes that each change
 # one thing of slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and
 # assist on 3 each):
 #   base        the scenario as shipped
@@ -94,7 +94,7 @@ from capacity_tables import cap, censored, span
 d, elapsed, db, seeds, regimes = sys.argv[1], int(sys.argv[2]), sys.argv[3], \
     sys.argv[4].split(), sys.argv[5:]
 base = ["static-best", "realloc-hr", "llumnix-hr"]
-print(f"Capacity at <= 9 % SLA misses (all tenants), seeds {', '.join(seeds)} (min–max); "
+print(f"Capacity at <= 9 % SLA misses (all requests pooled), seeds {', '.join(seeds)} (min–max); "
       "≥: a lower bound (the load above it met the SLA, but a tenant's arrivals ended "
       "early). The ratios divide by the best tuned baseline of the same seed; ≥ 1.10 pays "
       "off.\n")
