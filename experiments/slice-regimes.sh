@@ -1,7 +1,7 @@
 #!/bin/bash
 # Where does operator-level placement pay off? Capacity (`slicesim capacity`, SLA miss <= 9 %
-# of all requests pooled) of SliceScheduler against every tuned baseline, in regimes that each change
-# one thing of slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and
+# of all requests pooled) of SliceScheduler against every tuned baseline, in regimes that each
+# change one thing of slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and
 # assist on 3 each):
 #   base        the scenario as shipped
 #   balanced    no skew: chat at rate_scale 0.7, code at 4 req/s, assist at 3 req/s
