@@ -43,7 +43,7 @@ static void usage(FILE *f)
           "  -h, --help       this help\n\n"
           "Tables are named after the catalog model with the source's shape (or the source's\n"
           "model directory) and, for collectives, after the operator and node directory; each\n"
-          "is written to a new temporary file beside it (NAME.XXXXXX.tmp), then renamed.\n"
+          "is written to a new temporary file beside it (NAME.k3q9zt.tmp, say), then renamed.\n"
           "Files are imported in order; the first bad one stops the command.\n"
           "Exit status: 0 ok, 1 an output could not be written, 2 bad usage or a malformed\n"
           "input file (one line on stderr: FILE:LINE: column: what is wrong).\n",

@@ -63,7 +63,7 @@ static void usage_gen(FILE *f)
           "\n"
           "Write a synthetic trace in the native CSV format (FILE '-' = standard output).\n"
           "The same options always give the same bytes. FILE is written as a new temporary\n"
-          "file beside it (FILE.XXXXXX.tmp) and renamed at the end, so a failed run leaves\n"
+          "file beside it (FILE.k3q9zt.tmp, say) and renamed at the end, so a failed run leaves\n"
           "no partial FILE.\n"
           "\n"
           "  -r, --rate R         mean arrival rate, requests/s (default 1)\n"

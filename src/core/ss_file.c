@@ -91,7 +91,7 @@ static void untrack(int slot)
 struct ss_outfile {
     FILE *f;
     char *target;  /* owned: the file written (a symbolic link's target) */
-    char *tmp;     /* owned: TARGET.XXXXXX.tmp, NULL when written in place */
+    char *tmp;     /* owned: the temporary file (tmp_name), NULL when written in place */
     int slot;      /* signal-cleanup slot of tmp, or -1 */
 };
 
@@ -161,7 +161,7 @@ static int dir_writable(const char *target)
     return ok;
 }
 
-/* A name for the temporary file beside target that no file has now: TARGET.XXXXXX.tmp, six
+/* A name for the temporary file beside target that no file has now: TARGET.k3q9zt.tmp, six
  * characters from the process id, a counter and the clock (names only: nothing simulated
  * depends on them). Owned, or NULL when out of memory. */
 static char *tmp_name(const char *target, unsigned attempt)

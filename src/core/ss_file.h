@@ -14,9 +14,10 @@ typedef struct ss_outfile ss_outfile;
 
 /**
  * Open path for writing. A regular file, or a path that does not exist yet, in a directory
- * this process may write is written as a temporary file beside it, TARGET.XXXXXX.tmp, created
- * exclusively under a name no file has (O_EXCL, O_NOFOLLOW: a stale or planted file or link
- * of that name is never written through), mode 0666 less the umask, and renamed over TARGET
+ * this process may write is written as a temporary file beside it (TARGET.k3q9zt.tmp: six
+ * random letters and digits between the name and .tmp), created exclusively under a name no
+ * file has (O_EXCL, O_NOFOLLOW: a stale or planted file or link of that name is never written
+ * through), mode 0666 less the umask, and renamed over TARGET
  * by ss_outfile_commit, so readers never see a partial file and a failure leaves TARGET as it
  * was. A symbolic link the caller names is followed: TARGET is the file it names, and the link
  * stays. Anything else (a device such as /dev/null or /dev/full, a FIFO, a file in a directory

@@ -2,9 +2,9 @@
  * Perfetto and chrome://tracing). One track group per GPU: iterations on the first track (batch
  * composition in their args), operators on the second when expansion is asked for, and
  * preemptions, swaps and rejections as instant events; a disaggregated tenant's KV transfers on a
- * fourth track of the sending and the receiving GPUs. Events stream to a temporary file (FILE.XXXXXX.tmp) while the
- * replay runs and the file is renamed into place when the timeline is closed successfully
- * (a device, a FIFO or a file in a read-only directory is written in place; a symbolic link's
+ * fourth track of the sending and the receiving GPUs. Events stream to a temporary file beside
+ * FILE (core/ss_file.h) while the replay runs and the file is renamed into place when the
+ * timeline is closed successfully (a device, a FIFO or a file in a read-only directory is written in place; a symbolic link's
  * target is written: core/ss_file.h).
  * An observer of gsim/: it reads the cluster, never changes it. */
 #ifndef SS_TIMELINE_TIMELINE_H

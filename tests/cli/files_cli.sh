@@ -201,7 +201,7 @@ for sig in INT TERM HUP; do
     "$S" trace gen --rate 5000 --duration 100000 -o big.csv >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 100); do [ -n "$(tmp_of big.csv)" ] && break; sleep 0.05; done
-    [ -n "$(tmp_of big.csv)" ] || fail "trace gen did not start writing big.csv.XXXXXX.tmp"
+    [ -n "$(tmp_of big.csv)" ] || fail "trace gen did not start writing a temporary big.csv.*.tmp"
     kill -$sig $pid
     wait $pid
     rc=$?
@@ -214,7 +214,7 @@ done
     >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -n "$(tmp_of tl.json)" ] && break; sleep 0.05; done
-[ -n "$(tmp_of tl.json)" ] || fail "replay did not start writing tl.json.XXXXXX.tmp"
+[ -n "$(tmp_of tl.json)" ] || fail "replay did not start writing a temporary tl.json.*.tmp"
 kill -TERM $pid
 wait $pid
 [ -z "$(tmp_of tl.json)" ] || fail "SIGTERM left $(tmp_of tl.json)"

@@ -28,8 +28,8 @@ expect_error() {
     grep -Eq "$re" "$T/err" || fail "$*: stderr '$(cat "$T/err")' does not match '$re'"
 }
 
-# tmp_of FILE: the temporary files being written for FILE (FILE.XXXXXX.tmp, core/ss_file.h),
-# one a line; nothing when there are none.
+# tmp_of FILE: the temporary files being written for FILE (FILE.k3q9zt.tmp: six random
+# characters, core/ss_file.h), one a line; nothing when there are none.
 tmp_of() {
     local f
     for f in "$1".??????.tmp; do
