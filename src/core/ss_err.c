@@ -41,41 +41,6 @@ static size_t printable_len(const unsigned char *p)
     return n;
 }
 
-void ss_errbuf_oneline(ss_errbuf *eb)
-{
-    if (!eb)
-        return;
-    size_t i = 0, k;
-    while ((k = printable_len((const unsigned char *)eb->msg + i)) != 0)
-        i += k;
-    if (!eb->msg[i])
-        return; /* the usual case: nothing to escape */
-    char rest[SS_ERRBUF_LEN];
-    memcpy(rest, eb->msg + i, sizeof rest - i);
-    size_t o = i;
-    for (const char *p = rest; *p;) {
-        size_t n = printable_len((const unsigned char *)p);
-        size_t need = n ? n : 4;
-        if (o + need >= sizeof eb->msg)
-            break;
-        if (n)
-            memcpy(eb->msg + o, p, n);
-        else
-            snprintf(eb->msg + o, 5, "\\x%02x", (unsigned char)*p);
-        o += need;
-        p += n ? n : 1;
-    }
-    eb->msg[o] = '\0';
-}
-
-int ss_str_has_control(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return 1;
-    return 0;
-}
-
 /* Write the visible form of s into dst while it fits in room bytes: the bytes of s consumed, and
  * in *o_out (o on entry) the bytes written. */
 static size_t visible_into(char *dst, size_t room, const char *s, size_t *o_out)
@@ -96,6 +61,30 @@ static size_t visible_into(char *dst, size_t room, const char *s, size_t *o_out)
     }
     *o_out = o;
     return (size_t)(p - s);
+}
+
+void ss_errbuf_oneline(ss_errbuf *eb)
+{
+    if (!eb)
+        return;
+    size_t i = 0, k;
+    while ((k = printable_len((const unsigned char *)eb->msg + i)) != 0)
+        i += k;
+    if (!eb->msg[i])
+        return; /* the usual case: nothing to escape */
+    char rest[SS_ERRBUF_LEN];
+    memcpy(rest, eb->msg + i, sizeof rest - i);
+    size_t o = i; /* the rest escaped after the printable start, cut where it no longer fits */
+    visible_into(eb->msg, sizeof eb->msg - 1, rest, &o);
+    eb->msg[o] = '\0';
+}
+
+int ss_str_has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return 1;
+    return 0;
 }
 
 const char *ss_str_visible(char *dst, size_t size, const char *s)
