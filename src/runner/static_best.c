@@ -17,11 +17,15 @@ typedef struct climb {
     int capped;                /* a judge call was refused by the cap */
 } climb;
 
-/* The miss score s is judged by under the problem's criterion. */
+double runner_alloc_judged(const runner_alloc_problem *p, const runner_alloc_score *s)
+{
+    return p->criterion == RUNNER_CRIT_POOLED ? s->pooled
+         : p->criterion == RUNNER_CRIT_TENANT ? s->miss[p->i_tenant] : s->worst;
+}
+
 static double judged(const climb *c, const runner_alloc_score *s)
 {
-    return c->p->criterion == RUNNER_CRIT_POOLED ? s->pooled
-         : c->p->criterion == RUNNER_CRIT_TENANT ? s->miss[c->p->i_tenant] : s->worst;
+    return runner_alloc_judged(c->p, s);
 }
 
 /* Whether allocation a (scored sa) is better than b: a lower miss by the criterion, then a

@@ -58,6 +58,10 @@ typedef struct runner_alloc_result {
     int capped;                          /* the search stopped at max_replays */
 } runner_alloc_result;
 
+/* The miss score s is judged by under p's criterion: s->worst (set by the search), s->pooled
+ * or tenant p->i_tenant's. */
+double runner_alloc_judged(const runner_alloc_problem *p, const runner_alloc_score *s);
+
 /**
  * Search the allocations of p->gpus GPUs to the tenants: start from the allocation
  * proportional to each tenant's demand (at least one container each, then whole containers

@@ -184,14 +184,12 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
         used += out->containers[t] * p.unit[t];
     snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
              out->capped ? " (capped)" : "");
-    const runner_alloc_score *sc_ = &out->score;
-    double judged = o->criterion == RUNNER_CRIT_POOLED ? sc_->pooled
-                  : o->criterion == RUNNER_CRIT_TENANT ? sc_->miss[p.i_tenant] : sc_->worst;
     fprintf(stderr, "slicesim: static-best: %s: chose %s containers (%u of %u GPUs; start %s), "
             "%s%s SLA miss %.2f%%, %d candidate replays%s\n",
             o->point ? o->point : "run", chose, used, p.gpus, start,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT
                 ? "tenant " : "worst tenant", o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "",
-            100 * judged, out->n_replays, out->capped ? " (the cap)" : "");
+            100 * runner_alloc_judged(&p, &out->score), out->n_replays,
+            out->capped ? " (the cap)" : "");
     return SS_OK;
 }
