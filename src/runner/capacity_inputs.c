@@ -57,6 +57,15 @@ static int cmp_name(const void *a, const void *b)
 
 static int hash_path(uint64_t *h, const char *path, int depth);
 
+/* Append a copy of s to the list names (n of cap): 0 or -1 when out of memory. */
+static int push_name(char ***names, size_t *n, size_t *cap, const char *s)
+{
+    if (ss_grow((void **)names, cap, *n + 1, sizeof **names) || !((*names)[*n] = ss_strdup(s)))
+        return -1;
+    (*n)++;
+    return 0;
+}
+
 /* A folder's entries by name, each name and then its contents: 0 or -1. */
 static int hash_dir(uint64_t *h, const char *path, int depth)
 {
@@ -67,22 +76,8 @@ static int hash_dir(uint64_t *h, const char *path, int depth)
     size_t n = 0, cap = 0;
     int rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        if (n == cap) {
-            size_t c2 = cap ? 2 * cap : 32;
-            char **nn = ss_realloc(names, c2 * sizeof *nn);
-            if (!nn) {
-                rc = -1;
-                break;
-            }
-            names = nn;
-            cap = c2;
-        }
-        if (!(names[n] = ss_strdup(e->d_name)))
-            rc = -1;
-        else
-            n++;
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            rc = push_name(&names, &n, &cap, e->d_name);
     }
     closedir(d);
     if (!rc)
@@ -171,22 +166,8 @@ static int hash_code(uint64_t *h)
         int seen = 0;
         for (size_t i = 0; i < n && !seen; i++)
             seen = !strcmp(paths[i], path);
-        if (seen)
-            continue;
-        if (n == cap) {
-            size_t c2 = cap ? 2 * cap : 16;
-            char **np = ss_realloc(paths, c2 * sizeof *np);
-            if (!np) {
-                rc = -1;
-                break;
-            }
-            paths = np;
-            cap = c2;
-        }
-        if (!(paths[n] = ss_strdup(path)))
-            rc = -1;
-        else
-            n++;
+        if (!seen)
+            rc = push_name(&paths, &n, &cap, path);
     }
     fclose(f);
     if (!rc && !n)
