@@ -8,6 +8,7 @@
 #include "gmg/gmg_idtab.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_hash.h"
 
 #include <string.h>
 
@@ -15,10 +16,7 @@
 /* FNV-1a of a model's name: blocks of different models never match. */
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
+    return ss_fnv1a(SS_FNV1A_OFFSET, s, strlen(s));
 }
 
 uint64_t gmg_kvp_key(const gmg *g, const gmg_container *c, uint64_t key)

@@ -10,6 +10,7 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_alloc.h"
+#include "core/ss_hash.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -17,20 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
 #define MAX_DEPTH 16 /* folders below a hashed one (symbolic links can loop) */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * FNV_PRIME;
-    return h;
-}
-
 /* A string with its terminating NUL, so that "ab" + "c" and "a" + "bc" differ. */
-static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s, strlen(s) + 1); }
+static uint64_t fnv_str(uint64_t h, const char *s) { return ss_fnv1a(h, s, strlen(s) + 1); }
 
 /* The bytes of the regular file at path, their count first: 0, or -1 when it cannot be read. */
 static int hash_file(uint64_t *h, const char *path, uint64_t size)
@@ -38,11 +29,11 @@ static int hash_file(uint64_t *h, const char *path, uint64_t size)
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    *h = fnv(*h, &size, sizeof size);
+    *h = ss_fnv1a(*h, &size, sizeof size);
     unsigned char buf[16384];
     uint64_t n_read = 0;
     for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) {
-        *h = fnv(*h, buf, n);
+        *h = ss_fnv1a(*h, buf, n);
         n_read += n;
     }
     int rc = ferror(f) || n_read != size ? -1 : 0;
@@ -127,12 +118,12 @@ static int hash_files_unordered(uint64_t *h, char *const *paths, size_t n)
     uint64_t *each = n ? ss_malloc(n * sizeof *each) : NULL;
     int rc = n && !each ? -1 : 0;
     for (size_t i = 0; !rc && i < n; i++) {
-        each[i] = FNV_OFFSET;
+        each[i] = SS_FNV1A_OFFSET;
         rc = hash_path(&each[i], paths[i], MAX_DEPTH);
     }
     if (!rc) {
         qsort(each, n, sizeof *each, cmp_u64);
-        *h = fnv(*h, each, n * sizeof *each);
+        *h = ss_fnv1a(*h, each, n * sizeof *each);
     }
     ss_free(each);
     return rc;
@@ -183,7 +174,7 @@ static int hash_code(uint64_t *h)
 void runner__inputs_init(runner__inputs *in, const char *profiles)
 {
     *in = (runner__inputs){0};
-    uint64_t h = fnv_str(FNV_OFFSET, "slicesim capacity probe inputs 1");
+    uint64_t h = fnv_str(SS_FNV1A_OFFSET, "slicesim capacity probe inputs 1");
     int rc = hash_code(&h);
     if (!rc) {
         h = fnv_str(h, "catalog");
@@ -209,7 +200,7 @@ static int named_file(runner__inputs *in, const char *path, uint64_t *h_out)
             *h_out = in->file[i].h;
             return in->file[i].ok ? 0 : -1;
         }
-    uint64_t h = FNV_OFFSET;
+    uint64_t h = SS_FNV1A_OFFSET;
     int rc = hash_path(&h, path, 0);
     char *copy = in->n_files < RUNNER__INPUT_FILES ? ss_strdup(path) : NULL;
     if (copy) {
@@ -242,7 +233,7 @@ static int hash_scenario(uint64_t *h, const scn_scenario *sc)
         if (line[0] == '[')
             in_run = !strncmp(line, "[run]\n", 6);
         if (!(in_run && !strncmp(line, "db = ", 5)))
-            *h = fnv(*h, line, n);
+            *h = ss_fnv1a(*h, line, n);
     }
     free(text);
     return rc ? -1 : 0;
@@ -264,12 +255,12 @@ int runner__inputs_probe(runner__inputs *in, const scn_scenario *sc, const char 
             continue;
         /* standard input is read once: there is nothing to compare it with */
         rc = strcmp(t->trace, "-") ? named_file(in, t->trace, &fh) : -1;
-        h = fnv(h, &fh, sizeof fh);
+        h = ss_fnv1a(h, &fh, sizeof fh);
     }
     if (!rc && servegen) {
         uint64_t fh;
         rc = named_file(in, sc->servegen_dir, &fh);
-        h = fnv(h, &fh, sizeof fh);
+        h = ss_fnv1a(h, &fh, sizeof fh);
     }
     if (rc)
         return 0;

@@ -12,16 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-uint64_t trace__fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h;
-}
-
 int trace__check_blocks(const trace__row *row, const trace_rec *rec, const char *field,
                         ss_errbuf *eb)
 {

@@ -6,6 +6,7 @@
 #define SS_TRACE_TRACE_INT_H
 
 #include "core/ss_rng.h"
+#include "core/ss_hash.h"
 #include "trace/trace.h"
 
 #include <stddef.h>
@@ -254,8 +255,5 @@ void trace__conv_destroy(trace__conv **c);
 /* For tests: the next fresh block id the generator hands out (ids run out at 2^32). */
 void trace__conv_set_next_block(trace_gen *g, uint64_t id);
 
-/* 64-bit FNV-1a step over n bytes. */
-uint64_t trace__fnv1a(uint64_t h, const void *p, size_t n);
-#define TRACE__FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 
 #endif

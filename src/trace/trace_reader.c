@@ -225,7 +225,7 @@ static int read_raw_line(trace_reader *r, size_t *len_out)
         const unsigned char *p = r->chunk + r->pos;
         const unsigned char *nl = memchr(p, '\n', r->end - r->pos);
         size_t take = nl ? (size_t)(nl - p) : r->end - r->pos;
-        r->digest = trace__fnv1a(r->digest, p, take + (nl != NULL));
+        r->digest = ss_fnv1a(r->digest, p, take + (nl != NULL));
         r->pos += take + (nl != NULL);
         /* One byte of slack for the '\r' of a CRLF line end. */
         if (take > TRACE_MAX_LINE + 1 - len)
@@ -325,7 +325,7 @@ static trace_reader *reader_alloc(const char *name)
     char *copy = (char *)r->priv + priv;
     memcpy(copy, name, name_len + 1);
     r->name = copy;
-    r->digest = TRACE__FNV_OFFSET;
+    r->digest = SS_FNV1A_OFFSET;
     return r;
 }
 
@@ -697,7 +697,7 @@ static uint32_t *tenant_slot(const tenant_table *t, uint32_t *slots, uint32_t n_
                              const char *s, size_t len)
 {
     uint32_t mask = n_slots - 1;
-    uint32_t i = (uint32_t)trace__fnv1a(TRACE__FNV_OFFSET, s, len) & mask;
+    uint32_t i = (uint32_t)ss_fnv1a(SS_FNV1A_OFFSET, s, len) & mask;
     while (slots[i]) {
         const char *nm = t->names[slots[i] - 1];
         if (strlen(nm) == len && !memcmp(nm, s, len))

@@ -161,7 +161,7 @@ static int read_row(wl__sg *g, ss_errbuf *eb)
                                 : 0;
         g->line++;
         size_t n = strlen(g->buf);
-        g->csv_digest = wl__fnv(g->csv_digest, g->buf, n);
+        g->csv_digest = ss_fnv1a(g->csv_digest, g->buf, n);
         if (n > SG_MAX_LINE && g->buf[n - 1] != '\n')
             return ss_err(eb, SS_EPARSE, "%s:%" PRIu64 ": line longer than %d bytes",
                           g->csv_path, g->line, SG_MAX_LINE);
@@ -411,7 +411,7 @@ int wl__sg_open(wl__sg **g_out, const char *dir, const char *client, double star
     if (!g)
         return ss_err(eb, SS_ENOMEM, "servegen: out of memory");
     g->cur_w = g->nxt_w = -1;
-    g->csv_digest = WL__FNV_OFFSET;
+    g->csv_digest = SS_FNV1A_OFFSET;
     g->start_ns = ss_time_from_s(start_s);
     ss_rng_seed(&g->arr, seed, wl__stream(WL__STREAM_SG_ARRIVAL, tenant));
     ss_rng_seed(&g->tok, seed, wl__stream(WL__STREAM_SG_TOKENS, tenant));
@@ -448,7 +448,7 @@ void wl__sg_close(wl__sg **g)
 
 uint64_t wl__sg_digest(const wl__sg *g)
 {
-    uint64_t h = wl__fnv(WL__FNV_OFFSET, g->client, strlen(g->client));
+    uint64_t h = ss_fnv1a(SS_FNV1A_OFFSET, g->client, strlen(g->client));
     uint64_t v[3] = {(uint64_t)g->start_ns, g->csv_digest, wl__sg_dataset_digest(g->ds)};
-    return wl__fnv(h, v, sizeof v);
+    return ss_fnv1a(h, v, sizeof v);
 }

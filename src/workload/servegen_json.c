@@ -73,7 +73,7 @@ static int refill(wl__sg_dataset *d, ss_errbuf *eb)
     if (n < 0 || zerr != Z_OK)
         return ds_err(d, eb, zerr == Z_MEM_ERROR ? SS_ENOMEM : SS_EIO, "read error: %s",
                       zerr == Z_ERRNO ? strerror(errno) : m);
-    d->digest = wl__fnv(d->digest, d->buf, (size_t)n);
+    d->digest = ss_fnv1a(d->digest, d->buf, (size_t)n);
     d->pos = 0;
     d->len = (size_t)n;
     return n > 0;
@@ -398,7 +398,7 @@ int wl__sg_dataset_open(wl__sg_dataset **d_out, const char *path, ss_errbuf *eb)
     }
     d->path = p;
     d->line = 1;
-    d->digest = WL__FNV_OFFSET;
+    d->digest = SS_FNV1A_OFFSET;
     d->prev_ts = -1;
     int fd = -1;
     int rc = ss_input_open_fd(&fd, path, 0, eb);

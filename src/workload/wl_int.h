@@ -6,6 +6,8 @@
 
 #include "workload/workload.h"
 
+#include "core/ss_hash.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,18 +28,7 @@ static inline uint64_t wl__stream(uint32_t purpose, uint32_t index)
     return (WL__STREAM_TAG << 32) | ((uint64_t)purpose << 16) | index;
 }
 
-#define WL__FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 
-/* 64-bit FNV-1a step over n bytes. */
-static inline uint64_t wl__fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h;
-}
 
 /* ---- validation and split groups (wl_spec.c) --------------------------------------------- */
 

@@ -379,10 +379,10 @@ static int tenant_init(wl_source *s, uint32_t i, const wl_tenant_spec *spec, uin
 static uint64_t dist_digest(uint64_t h, const trace_len_dist *d)
 {
     double p[6] = {(double)d->kind, d->a, d->b, d->c, d->d, (double)d->n_knots};
-    h = wl__fnv(h, p, sizeof p);
+    h = ss_fnv1a(h, p, sizeof p);
     for (int j = 0; j < d->n_knots && j < TRACE_MAX_KNOTS; j++) {
-        h = wl__fnv(h, &d->knot_p[j], sizeof(double));
-        h = wl__fnv(h, &d->knot_v[j], sizeof(double));
+        h = ss_fnv1a(h, &d->knot_p[j], sizeof(double));
+        h = ss_fnv1a(h, &d->knot_v[j], sizeof(double));
     }
     return h;
 }
@@ -391,15 +391,15 @@ static uint64_t dist_digest(uint64_t h, const trace_len_dist *d)
  * only when set, so a spec without them keeps the digest it always had. */
 static uint64_t synth_digest(const trace_gen_spec *sp)
 {
-    uint64_t h = wl__fnv(WL__FNV_OFFSET, &sp->seed, sizeof sp->seed);
+    uint64_t h = ss_fnv1a(SS_FNV1A_OFFSET, &sp->seed, sizeof sp->seed);
     double v[5] = {(double)sp->n_requests, sp->duration_s, sp->rate, (double)sp->arrival,
                    sp->cv};
-    h = wl__fnv(h, v, sizeof v);
+    h = ss_fnv1a(h, v, sizeof v);
     h = dist_digest(dist_digest(h, &sp->prompt), &sp->output);
     if (trace_gen_has_prefix(sp)) {
         double x[4] = {(double)sp->groups, sp->group_zipf, sp->think_s,
                        (double)sp->max_context};
-        h = wl__fnv(h, x, sizeof x);
+        h = ss_fnv1a(h, x, sizeof x);
         h = dist_digest(dist_digest(h, &sp->system), &sp->turns);
     }
     return h;
@@ -544,7 +544,7 @@ static uint64_t group_digest(const wl_group *g)
     switch (g->kind) {
     case SRC_TRACE: {
         uint64_t h = trace_reader_digest(g->reader);
-        return g->filter ? wl__fnv(h, g->filter, strlen(g->filter)) : h;
+        return g->filter ? ss_fnv1a(h, g->filter, strlen(g->filter)) : h;
     }
     case SRC_SYNTH: return g->spec_digest;
     case SRC_SERVEGEN: return wl__sg_digest(g->sg);
@@ -554,7 +554,7 @@ static uint64_t group_digest(const wl_group *g)
 
 uint64_t wl_source_digest(const wl_source *s)
 {
-    uint64_t h = wl__fnv(WL__FNV_OFFSET, &s->seed, sizeof s->seed);
+    uint64_t h = ss_fnv1a(SS_FNV1A_OFFSET, &s->seed, sizeof s->seed);
     for (uint32_t i = 0; i < s->n; i++) {
         const wl_ten *t = &s->ten[i];
         const wl_group *g = &s->group[t->group];
@@ -563,8 +563,8 @@ uint64_t wl_source_digest(const wl_source *s)
                          ((uint64_t)t->lo << 32) | t->hi};
         double d[2 + SS_MAX_TIERS] = {t->rate_scale, t->weight};
         memcpy(d + 2, t->mix.p, sizeof t->mix.p);
-        h = wl__fnv(h, v, sizeof v);
-        h = wl__fnv(h, d, sizeof d);
+        h = ss_fnv1a(h, v, sizeof v);
+        h = ss_fnv1a(h, d, sizeof d);
     }
     return h;
 }
