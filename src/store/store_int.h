@@ -8,6 +8,8 @@
 
 #include "store/store.h"
 
+#include "core/ss_file.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -22,7 +24,7 @@ struct store {
     char *path;      /* owned */
     int created;     /* this handle made the file (O_EXCL): only then may it remove it */
     int failed;      /* opening or a step failed, or a write was rolled back */
-    uint64_t file_id[2]; /* device and inode of the file at path when it was opened */
+    ss_file_id file_id; /* the file at path when it was opened (its device and inode) */
     int last_code;   /* SQLite code of the last failure reported (store__last_error) */
 };
 

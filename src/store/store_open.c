@@ -428,22 +428,12 @@ static int create_file(const char *path)
     return 1;
 }
 
-/* The device and inode of the file at path into id: 0, or -1 when there is none. */
-static int file_id_of(const char *path, uint64_t id[2])
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    id[0] = (uint64_t)st.st_dev;
-    id[1] = (uint64_t)st.st_ino;
-    return 0;
-}
-
 /* Whether the store's path still names the file it opened. */
 static int same_file(const store *s)
 {
-    uint64_t id[2];
-    return file_id_of(s->path, id) == 0 && id[0] == s->file_id[0] && id[1] == s->file_id[1];
+    ss_file_id now;
+    ss_file_id_of(&now, s->path);
+    return now.exists && ss_file_id_same(&now, &s->file_id);
 }
 
 /* One SQL statement outside the fault injection (store__step): the cleanup below changes
@@ -529,7 +519,8 @@ static int open_once(store **s_out, const char *path, ss_errbuf *eb)
     int plain = plain_path(path);
     if (!rc && plain) {
         s->created = create_file(path);
-        if (file_id_of(path, s->file_id) != 0)
+        ss_file_id_of(&s->file_id, path);
+        if (!s->file_id.exists)
             s->created = 0; /* gone already: the check after opening finds it so */
     }
     /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
