@@ -25,9 +25,9 @@ S=${SLICESIM:-./build-release/src/slicesim}
 [ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 DB=${SLICE_CAPACITY_DB:-results/slice-capacity.db}
 SC=experiments/slice-vs-container.ini
-# The tables in the README judge the SLA on all requests pooled (static-best's search then
-# minimises the pooled miss too); `capacity`'s default judges every tenant (--criterion worst),
-# which CRITERION="--criterion worst" asks for here.
+# The tables in docs/slice-capacity.md judge the SLA on all requests pooled (static-best's
+# search then minimises the pooled miss too); `capacity`'s default judges every tenant
+# (--criterion worst), which CRITERION="--criterion worst" asks for here.
 CRITERION=${CRITERION:---criterion pooled}
 DATA=${SLICESIM_DATA:-../shared/data}
 AZ=$DATA/traces/azure-llm-2023

@@ -28,7 +28,7 @@ S=${SLICESIM:-./build-release/src/slicesim}
 [ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 DB=${SLICE_REGIMES_DB:-results/slice-regimes.db}
 SC=experiments/slice-vs-container.ini
-# The tables in the README judge the SLA on all requests pooled (static-best's and
+# The tables in docs/slice-capacity.md judge the SLA on all requests pooled (static-best's and
 # slice-sized's searches then minimise the pooled miss too); `capacity`'s default judges every
 # tenant (--criterion worst), which CRITERION="--criterion worst" asks for here.
 CRITERION=${CRITERION:---criterion pooled}
