@@ -21,6 +21,7 @@ typedef struct capacity_opts {
     int criterion_set;         /* --criterion or --tenant was given */
     const char *tenant;        /* the tenant of --criterion tenant:NAME (or --tenant NAME) */
     runner_capacity_search_opts search;
+    int n_seeds;               /* --seeds */
 } capacity_opts;
 
 static void usage(FILE *f)
@@ -28,7 +29,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: slicesim capacity -c SCENARIO.ini --policies A,B,... [--sla-miss 0.09]\n"
         "                         [--criterion worst|pooled|tenant:NAME] [--tol 0.02]\n"
-        "                         [--max-probes 12]\n"
+        "                         [--max-probes 12] [--seeds N]\n"
         "                         [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
         "\n"
         "Find each policy bundle's capacity: the highest load multiplier (of every tenant's\n"
@@ -47,7 +48,12 @@ static void usage(FILE *f)
         "digest of its inputs (the scenario, its traces, the profiles, slicesim's code); run\n"
         "again onto the same database, a probe stored from the same inputs is read back\n"
         "instead of run (\"reused N probes\" on stderr). static-best and slice-sized search\n"
-        "for the allocation best by the same criterion.\n"
+        "for the allocation best by the same criterion. With --seeds N the whole search runs\n"
+        "once per seed (run.seed, run.seed + 1, ...; points policy=LABEL;seed=SEED;rate=LOAD)\n"
+        "and the table gives each bundle's mean capacity over the seeds with its two-sided\n"
+        "95 %% Student-t interval (t with N - 1 degrees of freedom), the mean of its ratios to\n"
+        "the first bundle paired by seed with their interval, and a verdict: higher or lower\n"
+        "when the ratio's interval lies above or below 1, \"no difference\" when it holds 1.\n"
         "\n"
         "  -c, --config FILE       scenario file (required; experiments/README.md)\n"
         "  --policies LIST         comma-separated bundles (required): built-in\n"
@@ -60,19 +66,23 @@ static void usage(FILE *f)
         "                          tenant's requests, and its goodput)\n"
         "  --tenant NAME           the same as --criterion tenant:NAME\n"
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
-        "  --max-probes N          most replays per bundle, 1 to %d (default 12)\n"
+        "  --max-probes N          most replays per bundle and seed, 1 to %d (default 12)\n"
+        "  --seeds N               searches per bundle, one per seed from run.seed on, 1 to %d\n"
+        "                          (default 1: no interval)\n"
         "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
         "  --db FILE               results database (default: the scenario's; 'none' to skip)\n"
         "  --name NAME             sweep name in the database (default capacity:SCENARIO)\n"
         "  --json                  print one JSON object: the settings and per bundle its\n"
-        "                          capacity, ratio, status, bracket and probes\n"
+        "                          capacity, ratio, status, bracket and probes; with --seeds\n"
+        "                          the means with ci95_lo and ci95_hi (ratio_ci95_lo, ...)\n"
+        "                          beside them, the verdict and each seed's search in runs\n"
         "  --profiles DIR          catalog directory\n"
         CLI_RUNS_REPLAYS_HELP
         "  --no-progress           no line per probe on stderr\n"
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES);
+        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES, RUNNER_CAPACITY_MAX_SEEDS);
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -80,7 +90,7 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_SEEDS };
 
 /* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
 static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
@@ -142,6 +152,11 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
             return CLI_EUSAGE;
         o->search.max_probes = (int)n;
         return CLI_OK;
+    case O_SEEDS:
+        if (cli_parse_long("capacity: --seeds", optarg, 1, RUNNER_CAPACITY_MAX_SEEDS, &n))
+            return CLI_EUSAGE;
+        o->n_seeds = (int)n;
+        return CLI_OK;
     case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
     default: return usage_error("unknown option '", argv[optind - 1]);
     }
@@ -157,6 +172,7 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         {"criterion", required_argument, NULL, O_CRITERION},
         {"tol", required_argument, NULL, O_TOL},
         {"max-probes", required_argument, NULL, O_PROBES},
+        {"seeds", required_argument, NULL, O_SEEDS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -202,7 +218,7 @@ int cmd_capacity(int argc, char **argv)
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies,
         .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
-        .search = o.search,
+        .search = o.search, .n_seeds = o.n_seeds,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
         .check_files = cli_runs_files,
     };

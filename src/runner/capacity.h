@@ -13,6 +13,7 @@
 
 #define RUNNER_CAPACITY_MAX_PROBES 64     /* most probes of one search */
 #define RUNNER_CAPACITY_MAX_POLICIES 16   /* bundles of one capacity command */
+#define RUNNER_CAPACITY_MAX_SEEDS 32      /* seeds of one capacity command */
 
 /* What one probe found at one load. */
 typedef struct runner_capacity_probe {
@@ -84,6 +85,9 @@ typedef struct runner_capacity_opts {
                                   default), all requests pooled, or `tenant`'s */
     const char *tenant;        /* the tenant judged under RUNNER_CRIT_TENANT (else NULL) */
     runner_capacity_search_opts search;
+    int n_seeds;               /* searches per bundle, one per seed: the scenario's run.seed,
+                                  run.seed + 1, ... (0 or 1: one, at run.seed; at most
+                                  RUNNER_CAPACITY_MAX_SEEDS) */
     int json;                  /* one JSON object instead of the table */
     int progress;              /* a line per probe on stderr */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
@@ -96,8 +100,11 @@ typedef struct runner_capacity_opts {
 /**
  * Find every bundle's capacity (runner_capacity_search, each probe a replay of the scenario
  * with its loads scaled by runner_scale_load, stored as the point policy=LABEL;rate=LOAD of
- * one sweep) under o->criterion, and write the table (with each tenant's miss at each
- * capacity), or with o->json one object, to out. A probe in which a
+ * one sweep, policy=LABEL;seed=SEED;rate=LOAD with several seeds) under o->criterion, once
+ * per seed, and write the table (with each tenant's miss at each capacity; with several
+ * seeds the mean over seeds with its 95 % Student-t interval, and each ratio to the first
+ * bundle paired by seed with its interval and verdict), or with o->json one object, to out.
+ * A probe in which a
  * tenant's arrivals end more than 2 % of the window before the window's end does not span
  * the window and counts as a failure. All strings are borrowed.
  * @return 0, or an SS_E* code with eb set: SS_EPARSE for a bad bundle or an unknown tenant,

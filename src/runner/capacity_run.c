@@ -8,6 +8,8 @@
 #include "runner/capacity_int.h"
 #include "runner/static_best.h"
 
+#include "core/ss_alloc.h"
+#include "core/ss_stats.h"
 #include "core/ss_strbuf.h"
 
 #include <string.h>
@@ -29,24 +31,30 @@ typedef struct capacity {
     char tenants[SS_MAX_TENANTS][SCN_NAME_MAX]; /* the scenario's tenants, in its order */
     uint32_t n_tenants;
     int p;                     /* the bundle being searched */
+    int k;                     /* the seed it is searched at: seed[k] */
+    int n_seeds;               /* 1 to RUNNER_CAPACITY_MAX_SEEDS */
+    uint64_t seed[RUNNER_CAPACITY_MAX_SEEDS]; /* run.seed, run.seed + 1, ... */
     store *st;                 /* the database of every probe (NULL: none) */
-    runner_capacity_result res[RUNNER_CAPACITY_MAX_POLICIES];
+    runner_capacity_result *res; /* bundle p at seed k: res[p * n_seeds + k] (owned) */
     char search[RUNNER_CAPACITY_MAX_PROBES][300]; /* what a searching bundle chose at each
                                                      probe of the bundle being searched */
-    char best_search[RUNNER_CAPACITY_MAX_POLICIES][300]; /* ... at each bundle's capacity */
+    char (*best_search)[300];  /* ... at each search's capacity, indexed as res (owned) */
     runner__inputs inputs;     /* what the probes' results depend on (with a database) */
     int n_reused;              /* probes read from the database instead of run */
     int n_rerun;               /* probes the database had that were run again (other inputs,
                                   no digest, a searching bundle's) */
 } capacity;
 
-/* The scenario of bundle p at load: the file, the sets, the database, the bundle, the load
- * (runner_scale_load: synthetic tenants keep their window), checked. */
-static int build(const runner_capacity_opts *o, int p, double load, scn_scenario **out,
-                 ss_errbuf *eb)
+/* The scenario of bundle p at load: the file, the sets, the database, the bundle, the seed
+ * (seed non-NULL: *seed instead of the file's), the load (runner_scale_load: synthetic
+ * tenants keep their window), checked. */
+static int build(const runner_capacity_opts *o, int p, double load, const uint64_t *seed,
+                 scn_scenario **out, ss_errbuf *eb)
 {
     scn_scenario *sc = NULL;
     int rc = runner_bundle_scenario(o->config, o->sets, o->n_sets, o->db, o->policy[p], &sc, eb);
+    if (!rc && seed)
+        sc->seed = *seed;
     if (!rc)
         rc = runner_scale_load(sc, load, eb);
     if (!rc)
@@ -87,7 +95,8 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
     for (int p = 0; !rc && p < o->n_policies; p++) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
         runner_alloc_problem ap;
-        if (!(rc = build(o, p, 1, &sc, eb)) && (rc = runner_run_check(sc, &check_opts, eb)))
+        if (!(rc = build(o, p, 1, NULL, &sc, eb)) &&
+            (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
         if (!rc && runner_bundle_searches(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
@@ -98,7 +107,12 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         scn_destroy(&sc);
     }
     if (!rc)
-        rc = build(o, 0, 1, &sc, eb);
+        rc = build(o, 0, 1, NULL, &sc, eb);
+    if (!rc && sc->seed > UINT64_MAX - (uint64_t)(c->n_seeds - 1))
+        rc = ss_err(eb, SS_EPARSE, "%s: run.seed %llu: %d seeds from it pass the largest seed",
+                    sc->path, (unsigned long long)sc->seed, c->n_seeds);
+    for (int k = 0; !rc && k < c->n_seeds; k++)
+        c->seed[k] = sc->seed + (uint64_t)k;
     if (!rc && (o->criterion == RUNNER_CRIT_TENANT) != (o->tenant != NULL))
         rc = ss_err(eb, SS_EINVAL, "capacity: a tenant is named with the tenant criterion only");
     if (!rc)
@@ -179,6 +193,12 @@ static void judge(const capacity *c, const runner_run *x, runner_capacity_probe 
     pr->sla_miss = judged_miss(c, pr);
 }
 
+/* The search under way: bundle p at seed k. */
+static runner_capacity_result *cur(const capacity *c)
+{
+    return &c->res[c->p * c->n_seeds + c->k];
+}
+
 /* The line on stderr for a probe of the bundle being searched (reused: the stored run it was
  * read from, 0: it ran). */
 static void progress_line(const capacity *c, const runner_capacity_probe *pr, const char *why,
@@ -193,8 +213,12 @@ static void progress_line(const capacity *c, const runner_capacity_probe *pr, co
         snprintf(who, sizeof who, " (worst: %s; pooled %.2f%%)", c->tenants[w],
                  100 * pr->pooled_miss);
     }
-    fprintf(stderr, "slicesim: capacity: %s probe %d: load %g: SLA miss %.2f%%%s, goodput "
-            "%.1f tok/s: %s%s%s", c->label[c->p], c->res[c->p].n_probes + 1, pr->load,
+    char seed[80] = "";
+    if (c->n_seeds > 1)
+        snprintf(seed, sizeof seed, " seed %llu (%d/%d)", (unsigned long long)c->seed[c->k],
+                 c->k + 1, c->n_seeds);
+    fprintf(stderr, "slicesim: capacity: %s%s probe %d: load %g: SLA miss %.2f%%%s, goodput "
+            "%.1f tok/s: %s%s%s", c->label[c->p], seed, cur(c)->n_probes + 1, pr->load,
             100 * pr->sla_miss, who, pr->goodput_tok_per_s, pass ? "pass" : "fail",
             why[0] ? ": " : "", why);
     if (reused)
@@ -261,18 +285,22 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
 {
     capacity *c = ud;
     const runner_capacity_opts *o = c->o;
-    char point[RUNNER_LABEL_MAX + 64], why[200] = "";
-    snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[c->p], pr->load);
+    char point[RUNNER_LABEL_MAX + 96], why[200] = "";
+    if (c->n_seeds > 1)
+        snprintf(point, sizeof point, "policy=%s;seed=%llu;rate=%g", c->label[c->p],
+                 (unsigned long long)c->seed[c->k], pr->load);
+    else
+        snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[c->p], pr->load);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = pr->load, .st = c->st,
                           .arrivals_checked = 1};
     runner_run_opts check_opts = {.profiles = o->profiles, .config = o->config};
     runner_run x = {0};
     scn_scenario *sc = NULL;
-    int rc = build(o, c->p, pr->load, &sc, &x.eb);
+    int rc = build(o, c->p, pr->load, &c->seed[c->k], &sc, &x.eb);
     if (!rc)
         rc = spans_window(sc, &check_opts, &pr->spans, why, sizeof why, &x.eb);
-    char *search = c->search[c->res[c->p].n_probes];
+    char *search = c->search[cur(c)->n_probes];
     search[0] = '\0';
     char digest[STORE_INPUTS_MAX] = "";
     int stored = !rc && c->st ? stored_probe(c, sc, point, why, digest, sizeof digest, pr, &x.eb)
@@ -343,11 +371,81 @@ static void note(const runner_capacity_result *r, char *buf, size_t n)
 }
 
 /* Each tenant's miss at every bundle's capacity (where none passed, at the lowest load). */
+/* Bundle p's search at seed k. */
+static const runner_capacity_result *res_of(const capacity *c, int p, int k)
+{
+    return &c->res[p * c->n_seeds + k];
+}
+
+/* Bundle p's ratio to the first bundle at seed k, or 0 when there is none (the first bundle's
+ * search found no passing load, or this one's did not). */
+static double ratio_of(const capacity *c, int p, int k)
+{
+    const runner_capacity_result *r = res_of(c, p, k), *ref = res_of(c, 0, k);
+    return ref->capacity > 0 && r->status != RUNNER_CAP_BELOW ? r->capacity / ref->capacity : 0;
+}
+
+/* A bundle's figures over its seeds: each a mean with its 95 % interval. A search that failed
+ * at every load counts as capacity 0 (and has no ratio); one that passed at every load counts
+ * as its highest load (a lower bound); the others are their capacities. */
+typedef struct summary {
+    ss_ci cap, ratio, good, miss, pooled;
+    ss_ci tenant[SS_MAX_TENANTS];
+    int n_below, n_above, n_unconverged, n_probes;
+    runner_capacity_status status; /* FOUND when every seed's is, else BELOW if one is, ABOVE */
+    int converged;             /* every seed's search converged */
+} summary;
+
+static void summarize(const capacity *c, int p, summary *s)
+{
+    double cap[RUNNER_CAPACITY_MAX_SEEDS], ratio[RUNNER_CAPACITY_MAX_SEEDS], good[RUNNER_CAPACITY_MAX_SEEDS],
+        miss[RUNNER_CAPACITY_MAX_SEEDS], pooled[RUNNER_CAPACITY_MAX_SEEDS];
+    size_t n_ratio = 0;
+    *s = (summary){.status = RUNNER_CAP_FOUND, .converged = 1};
+    for (int k = 0; k < c->n_seeds; k++) {
+        const runner_capacity_result *r = res_of(c, p, k);
+        const runner_capacity_probe *b = shown(r);
+        cap[k] = r->capacity;
+        good[k] = b ? b->goodput_tok_per_s : 0;
+        miss[k] = b ? b->sla_miss : 0;
+        pooled[k] = b ? b->pooled_miss : 0;
+        if (ratio_of(c, p, k) > 0)
+            ratio[n_ratio++] = ratio_of(c, p, k);
+        s->n_below += r->status == RUNNER_CAP_BELOW;
+        s->n_above += r->status == RUNNER_CAP_ABOVE;
+        s->n_unconverged += r->status == RUNNER_CAP_FOUND && !r->converged;
+        s->converged &= r->converged;
+        s->n_probes += r->n_probes;
+    }
+    s->status = s->n_below ? RUNNER_CAP_BELOW : s->n_above ? RUNNER_CAP_ABOVE : RUNNER_CAP_FOUND;
+    size_t n = (size_t)c->n_seeds;
+    ss_ci95(cap, n, &s->cap);
+    ss_ci95(ratio, n_ratio, &s->ratio);
+    ss_ci95(good, n, &s->good);
+    ss_ci95(miss, n, &s->miss);
+    ss_ci95(pooled, n, &s->pooled);
+    for (uint32_t t = 0; t < c->n_tenants; t++) {
+        double x[RUNNER_CAPACITY_MAX_SEEDS];
+        for (int k = 0; k < c->n_seeds; k++) {
+            const runner_capacity_probe *b = shown(res_of(c, p, k));
+            x[k] = b ? b->tenant_miss[t] : 0;
+        }
+        ss_ci95(x, n, &s->tenant[t]);
+    }
+}
+
+/* What a ratio's interval says of bundle p: "reference" for the first, "-" without a ratio. */
+static const char *verdict(int p, const summary *s)
+{
+    return p == 0 ? "reference" : s->ratio.n == 0 ? "-" : ss_ci_verdict(&s->ratio);
+}
+
+/* Each tenant's miss at every bundle's capacity (where none passed, at the lowest load). */
 static void print_tenants(const capacity *c, FILE *f)
 {
     fprintf(f, "  each tenant's SLA miss at the capacity (pooled: all requests together):\n");
     for (int p = 0; p < c->o->n_policies; p++) {
-        const runner_capacity_probe *b = shown(&c->res[p]);
+        const runner_capacity_probe *b = shown(res_of(c, p, 0));
         if (!b)
             continue;
         fprintf(f, "    %-16s", c->label[p]);
@@ -357,19 +455,43 @@ static void print_tenants(const capacity *c, FILE *f)
     }
 }
 
+/* The header line's criterion: "every tenant", "all tenants pooled" or "tenant NAME". */
+static void criterion_text(const runner_capacity_opts *o, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s", o->criterion == RUNNER_CRIT_TENANT ? "tenant "
+                             : o->criterion == RUNNER_CRIT_POOLED ? "all tenants pooled"
+                                                                  : "every tenant",
+             o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "");
+}
+
+/* What each searching bundle chose at each search's capacity. */
+static void print_searches(const capacity *c, FILE *f)
+{
+    for (int p = 0; p < c->o->n_policies; p++)
+        for (int k = 0; k < c->n_seeds; k++) {
+            const char *s = c->best_search[p * c->n_seeds + k];
+            if (!s[0])
+                continue;
+            fprintf(f, "  %s at load %g", c->label[p], res_of(c, p, k)->capacity);
+            if (c->n_seeds > 1)
+                fprintf(f, " (seed %llu)", (unsigned long long)c->seed[k]);
+            fprintf(f, ": %s\n", s);
+        }
+}
+
+/* The table of one seed's searches. */
 static void print_table(const capacity *c, FILE *f)
 {
     const runner_capacity_opts *o = c->o;
-    fprintf(f, "slicesim capacity: %s, %d bundle(s), SLA miss <= %g%% (%s%s); ratios against "
-               "%s\n", o->config, o->n_policies, 100 * o->search.sla_miss,
-            o->criterion == RUNNER_CRIT_TENANT ? "tenant "
-            : o->criterion == RUNNER_CRIT_POOLED ? "all tenants pooled" : "every tenant",
-            o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "", c->label[0]);
+    char crit[SCN_NAME_MAX + 32];
+    criterion_text(o, crit, sizeof crit);
+    fprintf(f, "slicesim capacity: %s, %d bundle(s), SLA miss <= %g%% (%s); ratios against "
+               "%s\n", o->config, o->n_policies, 100 * o->search.sla_miss, crit, c->label[0]);
     fprintf(f, "  %-16s %9s %5s %10s %8s %6s  %s\n", "policy", "capacity", "x", "goodput",
             "SLA miss", "probes", "bracket");
-    double ref = c->res[0].capacity;
+    double ref = res_of(c, 0, 0)->capacity;
     for (int p = 0; p < o->n_policies; p++) {
-        const runner_capacity_result *r = &c->res[p];
+        const runner_capacity_result *r = res_of(c, p, 0);
         const runner_capacity_probe *b = shown(r);
         char buf[120], cap[16], ratio[16];
         note(r, buf, sizeof buf);
@@ -387,12 +509,89 @@ static void print_table(const capacity *c, FILE *f)
     }
     if (c->n_tenants > 1)
         print_tenants(c, f);
-    for (int p = 0; p < o->n_policies; p++)
-        if (c->best_search[p][0])
-            fprintf(f, "  %s at load %g: %s\n", c->label[p], c->res[p].capacity,
-                    c->best_search[p]);
-    if (c->st)
-        fprintf(f, "  results: %s (sweep '%s')\n", store_path(c->st), c->name);
+    print_searches(c, f);
+}
+
+/* "M [LO, HI]" of an interval (digits significant), or "M" without one. */
+static void ci_text(char *buf, size_t n, const ss_ci *ci, double scale, int digits)
+{
+    if (ci->has_interval)
+        snprintf(buf, n, "%.*g [%.*g, %.*g]", digits, scale * ci->mean, digits, scale * ci->lo,
+                 digits, scale * ci->hi);
+    else
+        snprintf(buf, n, "%.*g", digits, scale * ci->mean);
+}
+
+/* The table of several seeds' searches: per bundle the mean capacity and the mean of its
+ * ratios paired by seed, each with its 95 % interval, and what the ratio's interval says;
+ * then each seed's capacity, each tenant's miss, and what did not converge. */
+static void print_table_seeds(const capacity *c, FILE *f)
+{
+    const runner_capacity_opts *o = c->o;
+    char crit[SCN_NAME_MAX + 32];
+    criterion_text(o, crit, sizeof crit);
+    fprintf(f, "slicesim capacity: %s, %d bundle(s) x %d seeds (%llu to %llu), SLA miss <= %g%% "
+               "(%s); mean over seeds [95 %% Student-t interval]; ratios against %s, paired by "
+               "seed\n", o->config, o->n_policies, c->n_seeds, (unsigned long long)c->seed[0],
+            (unsigned long long)c->seed[c->n_seeds - 1], 100 * o->search.sla_miss, crit,
+            c->label[0]);
+    fprintf(f, "  %-16s %-28s %-24s %-13s %10s %8s %6s\n", "policy", "capacity", "x", "verdict",
+            "goodput", "SLA miss", "probes");
+    for (int p = 0; p < o->n_policies; p++) {
+        summary s;
+        summarize(c, p, &s);
+        char cap[80], ratio[80];
+        ci_text(cap, sizeof cap, &s.cap, 1, 4);
+        if (p == 0 && s.ratio.n) /* the reference against itself */
+            snprintf(ratio, sizeof ratio, "1");
+        else if (s.ratio.n)
+            ci_text(ratio, sizeof ratio, &s.ratio, 1, 3);
+        else
+            snprintf(ratio, sizeof ratio, "-");
+        fprintf(f, "  %-16s %-28s %-24s %-13s %10.1f %7.2f%% %6d\n", c->label[p], cap, ratio,
+                verdict(p, &s), s.good.mean, 100 * s.miss.mean, s.n_probes);
+    }
+    fprintf(f, "  each seed's capacity (ratio):\n");
+    for (int p = 0; p < o->n_policies; p++) {
+        fprintf(f, "    %-16s", c->label[p]);
+        for (int k = 0; k < c->n_seeds; k++) {
+            const runner_capacity_result *r = res_of(c, p, k);
+            fprintf(f, "%s seed %llu: %s%.4g", k ? "," : "", (unsigned long long)c->seed[k],
+                    r->status == RUNNER_CAP_BELOW ? "<" : "",
+                    r->status == RUNNER_CAP_BELOW ? r->hi : r->capacity);
+            if (p && ratio_of(c, p, k) > 0)
+                fprintf(f, " (%.3f)", ratio_of(c, p, k));
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "  each tenant's SLA miss at the capacity, mean over seeds [95 %% interval] "
+               "(pooled: all requests together):\n");
+    for (int p = 0; p < o->n_policies; p++) {
+        summary s;
+        summarize(c, p, &s);
+        char buf[80];
+        fprintf(f, "    %-16s", c->label[p]);
+        for (uint32_t t = 0; t < c->n_tenants; t++) {
+            ci_text(buf, sizeof buf, &s.tenant[t], 100, 3);
+            fprintf(f, " %s %s%%,", c->tenants[t], buf);
+        }
+        ci_text(buf, sizeof buf, &s.pooled, 100, 3);
+        fprintf(f, " pooled %s%%\n", buf);
+    }
+    for (int p = 0; p < o->n_policies; p++) {
+        summary s;
+        summarize(c, p, &s);
+        if (s.n_below)
+            fprintf(f, "  note: %s: %d of %d seeds fail at every load tried (capacity 0 in the "
+                       "mean, no ratio)\n", c->label[p], s.n_below, c->n_seeds);
+        if (s.n_above)
+            fprintf(f, "  note: %s: %d of %d seeds pass at every load tried (their highest load, "
+                       "a lower bound, in the mean)\n", c->label[p], s.n_above, c->n_seeds);
+        if (s.n_unconverged)
+            fprintf(f, "  note: %s: %d of %d seeds' searches did not converge within --tol "
+                       "(more --max-probes)\n", c->label[p], s.n_unconverged, c->n_seeds);
+    }
+    print_searches(c, f);
 }
 
 /* s as a JSON string; labels, tenant names and paths hold no control characters. */
@@ -416,24 +615,24 @@ static void json_misses(const capacity *c, const runner_capacity_probe *b, FILE 
     fputc('}', f);
 }
 
-static void print_json_policy(const capacity *c, int p, FILE *f)
+/* One search's members (bundle p at seed k): capacity, ratio, status, bracket, the figures
+ * at capacity, the search's choice and the probes (no braces, no trailing comma). */
+static void json_run(const capacity *c, int p, int k, FILE *f)
 {
-    const runner_capacity_result *r = &c->res[p];
+    const runner_capacity_result *r = res_of(c, p, k);
     const runner_capacity_probe *b = shown(r);
-    double ref = c->res[0].capacity;
-    fprintf(f, "    {\"policy\": ");
-    json_str(f, c->label[p]);
-    fprintf(f, ", \"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
+    fprintf(f, "\"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
                "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
                "%.17g, \"sla_miss\": %.17g, \"at_load\": %.17g, \"n_probes\": %d, ",
-            r->capacity, ref > 0 ? r->capacity / ref : 0, runner_capacity_status_name(r->status),
+            r->capacity, ratio_of(c, p, k), runner_capacity_status_name(r->status),
             r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
             b ? b->sla_miss : 0, b ? b->load : 0, r->n_probes);
     json_misses(c, b, f);
     fputs(", ", f);
-    if (c->best_search[p][0]) {
+    const char *search = c->best_search[p * c->n_seeds + k];
+    if (search[0]) {
         fputs("\"search\": ", f);
-        ss_json_fputs(f, c->best_search[p]);
+        ss_json_fputs(f, search);
         fputs(", ", f);
     }
     fputs("\"probes\": [", f);
@@ -445,7 +644,64 @@ static void print_json_policy(const capacity *c, int p, FILE *f)
         json_misses(c, q, f);
         fputc('}', f);
     }
-    fprintf(f, "]}%s\n", p + 1 < c->o->n_policies ? "," : "");
+    fputc(']', f);
+}
+
+/* The interval members of a mean: "NAME": mean, "PREFIXci95_lo": lo, "PREFIXci95_hi": hi. */
+static void json_ci(FILE *f, const char *name, const char *prefix, const ss_ci *ci)
+{
+    fprintf(f, "\"%s\": %.17g, \"%sci95_lo\": %.17g, \"%sci95_hi\": %.17g", name, ci->mean,
+            prefix, ci->lo, prefix, ci->hi);
+}
+
+static void print_json_policy(const capacity *c, int p, FILE *f)
+{
+    summary s;
+    summarize(c, p, &s);
+    fprintf(f, "    {\"policy\": ");
+    json_str(f, c->label[p]);
+    fputs(", ", f);
+    if (c->n_seeds == 1) { /* the search itself, and its one-seed "interval" */
+        json_run(c, p, 0, f);
+        fprintf(f, ", \"ci95_lo\": %.17g, \"ci95_hi\": %.17g, \"ratio_ci95_lo\": %.17g, "
+                   "\"ratio_ci95_hi\": %.17g", s.cap.lo, s.cap.hi, ratio_of(c, p, 0),
+                ratio_of(c, p, 0));
+    } else {
+        json_ci(f, "capacity", "", &s.cap);
+        fputs(", ", f);
+        json_ci(f, "ratio", "ratio_", &s.ratio);
+        fprintf(f, ", \"status\": \"%s\", \"converged\": %s, ",
+                runner_capacity_status_name(s.status), s.converged ? "true" : "false");
+        json_ci(f, "goodput_tok_per_s", "goodput_", &s.good);
+        fputs(", ", f);
+        json_ci(f, "sla_miss", "sla_miss_", &s.miss);
+        fputs(", ", f);
+        json_ci(f, "pooled_sla_miss", "pooled_sla_miss_", &s.pooled);
+        fputs(", \"tenant_sla_miss\": {", f);
+        for (uint32_t t = 0; t < c->n_tenants; t++) {
+            fputs(t ? ", " : "", f);
+            json_str(f, c->tenants[t]);
+            fprintf(f, ": %.17g", s.tenant[t].mean);
+        }
+        fputs("}, \"tenant_sla_miss_ci95\": {", f);
+        for (uint32_t t = 0; t < c->n_tenants; t++) {
+            fputs(t ? ", " : "", f);
+            json_str(f, c->tenants[t]);
+            fprintf(f, ": [%.17g, %.17g]", s.tenant[t].lo, s.tenant[t].hi);
+        }
+        fprintf(f, "}, \"n_probes\": %d", s.n_probes);
+    }
+    fprintf(f, ", \"verdict\": \"%s\", \"n_seeds\": %d", verdict(p, &s), c->n_seeds);
+    if (c->n_seeds > 1) {
+        fputs(", \"runs\": [", f);
+        for (int k = 0; k < c->n_seeds; k++) {
+            fprintf(f, "%s\n     {\"seed\": %llu, ", k ? "," : "", (unsigned long long)c->seed[k]);
+            json_run(c, p, k, f);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+    fprintf(f, "}%s\n", p + 1 < c->o->n_policies ? "," : "");
 }
 
 static void print_json(const capacity *c, FILE *f)
@@ -462,7 +718,11 @@ static void print_json(const capacity *c, FILE *f)
     fprintf(f, ", \"tol\": %.17g, \"max_probes\": %d, \"reference\": ", o->search.tol,
             o->search.max_probes);
     json_str(f, c->label[0]);
-    fputs(", \"db\": ", f);
+    fputs(", \"seeds\": [", f);
+    for (int k = 0; k < c->n_seeds; k++)
+        fprintf(f, "%s%llu", k ? ", " : "", (unsigned long long)c->seed[k]);
+    fputs("], \"interval\": \"mean over seeds, two-sided 95 % Student t; ratios paired by "
+          "seed\", \"db\": ", f);
     if (c->st)
         json_str(f, store_path(c->st));
     else
@@ -475,28 +735,52 @@ static void print_json(const capacity *c, FILE *f)
     fputs("  ]}\n", f);
 }
 
+/* Every bundle's search at every seed, bundle by bundle. */
+static int search_all(capacity *c, ss_errbuf *eb)
+{
+    const runner_capacity_opts *o = c->o;
+    int rc = SS_OK;
+    for (c->p = 0; !rc && c->p < o->n_policies; c->p++)
+        for (c->k = 0; !rc && c->k < c->n_seeds; c->k++) {
+            runner_capacity_result *r = cur(c);
+            rc = runner_capacity_search(&o->search, probe_replay, c, r, eb);
+            if (!rc && r->i_best >= 0)
+                memcpy(c->best_search[c->p * c->n_seeds + c->k], c->search[r->i_best],
+                       sizeof c->best_search[0]);
+        }
+    return rc;
+}
+
 int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
 {
     if (o->n_policies < 1 || o->n_policies > RUNNER_CAPACITY_MAX_POLICIES)
         return ss_err(eb, SS_EINVAL, "capacity: %d bundles (1 to %d)", o->n_policies,
                       RUNNER_CAPACITY_MAX_POLICIES);
-    capacity c = {.o = o};
+    if (o->n_seeds < 0 || o->n_seeds > RUNNER_CAPACITY_MAX_SEEDS)
+        return ss_err(eb, SS_EINVAL, "capacity: %d seeds (1 to %d)", o->n_seeds,
+                      RUNNER_CAPACITY_MAX_SEEDS);
+    capacity c = {.o = o, .n_seeds = o->n_seeds > 1 ? o->n_seeds : 1};
     int rc = SS_OK;
     for (int i = 0; !rc && i < o->n_policies; i++)
         rc = runner_bundle_label(o->policy[i], c.label[i], eb);
     if (rc)
         return rc;
+    size_t n_res = (size_t)o->n_policies * (size_t)c.n_seeds;
+    c.res = ss_calloc(n_res, sizeof *c.res);
+    c.best_search = ss_calloc(n_res, sizeof *c.best_search);
+    if (!c.res || !c.best_search) {
+        ss_free(c.res);
+        ss_free(c.best_search);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
     const char *base = strrchr(o->config, '/');
     if (o->name)
         snprintf(c.name, sizeof c.name, "%s", o->name);
     else
         snprintf(c.name, sizeof c.name, "capacity:%s", base ? base + 1 : o->config);
     rc = check_bundles(&c, eb);
-    for (c.p = 0; !rc && c.p < o->n_policies; c.p++) {
-        rc = runner_capacity_search(&o->search, probe_replay, &c, &c.res[c.p], eb);
-        if (!rc && c.res[c.p].i_best >= 0)
-            memcpy(c.best_search[c.p], c.search[c.res[c.p].i_best], sizeof c.best_search[0]);
-    }
+    if (!rc)
+        rc = search_all(&c, eb);
     runner__inputs_fini(&c.inputs);
     if (c.n_reused)
         fprintf(stderr, "slicesim: capacity: reused %d probes stored in %s (sweep '%s') from the "
@@ -510,8 +794,14 @@ int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
                 c.n_rerun, store_path(c.st), c.name);
     if (!rc && o->json)
         print_json(&c, out);
+    else if (!rc && c.n_seeds > 1)
+        print_table_seeds(&c, out);
     else if (!rc)
         print_table(&c, out);
+    if (!rc && !o->json && c.st)
+        fprintf(out, "  results: %s (sweep '%s')\n", store_path(c.st), c.name);
     store_close(&c.st);
+    ss_free(c.res);
+    ss_free(c.best_search);
     return rc;
 }

@@ -81,7 +81,9 @@ assert o["reference"] == "slice" and o["max_probes"] == 4 and o["tol"] == 0.02, 
 ps = o["policies"]
 assert [p["policy"] for p in ps] == ["slice", "container"], ps
 keys = {"policy", "capacity", "ratio", "status", "converged", "lo", "hi", "goodput_tok_per_s",
-        "sla_miss", "at_load", "n_probes", "probes", "pooled_sla_miss", "tenant_sla_miss"}
+        "sla_miss", "at_load", "n_probes", "probes", "pooled_sla_miss", "tenant_sla_miss",
+        "ci95_lo", "ci95_hi", "ratio_ci95_lo", "ratio_ci95_hi", "verdict", "n_seeds"}
+assert o["seeds"] == [3], o
 for p in ps:
     assert set(p) == keys, set(p) ^ keys
     assert p["status"] in ("found", "below", "above")
@@ -101,6 +103,10 @@ for p in ps:
     q = [q for q in p["probes"] if q["load"] == at][0]
     assert p["at_load"] == at and p["sla_miss"] == q["sla_miss"], p
     assert p["goodput_tok_per_s"] == q["goodput_tok_per_s"], p
+    # one seed: no interval, the "interval" is the value itself
+    assert p["n_seeds"] == 1 and p["ci95_lo"] == p["ci95_hi"] == p["capacity"], p
+    assert p["ratio_ci95_lo"] == p["ratio_ci95_hi"] == p["ratio"], p
+assert ps[0]["verdict"] == "reference" and ps[1]["verdict"] in ("one seed", "-"), ps
 assert ps[0]["ratio"] == (1 if ps[0]["capacity"] > 0 else 0)
 if ps[0]["capacity"] > 0:
     assert abs(ps[1]["ratio"] - ps[1]["capacity"] / ps[0]["capacity"]) < 1e-9
@@ -316,6 +322,71 @@ sed -i 's/^3,3,chat,200,20$/3,3,chat,201,20/' burst.csv
 "$S" capacity -c burst.ini --policies container --max-probes 3 --db tr.db >/dev/null 2>err ||
     fail "capacity on a changed trace: $(cat err)"
 grep -q "reused" err && fail "probes of a changed trace were reused: $(cat err)"
+
+# ---- seeds: one search per seed, the mean with its 95 % t interval, ratios paired by seed ----
+# Three seeds (3, 4, 5 from run.seed = 3): each seed's search is the one-seed search at that
+# seed (run.seed set), the capacity is the mean of the three with the t(0.975, 2) = 4.3027
+# interval, the ratio the mean of the per-seed ratios (a seed whose reference found nothing
+# has none) with its own interval, and the verdict says whether that interval holds 1.
+cap --db sd.db --seeds 3 --criterion pooled --json --no-progress >seeds.json 2>err ||
+    fail "capacity --seeds 3: $(cat err)"
+for seed in 3 4 5; do
+    cap --db none --set run.seed=$seed --criterion pooled --json --no-progress \
+        >"seed$seed.json" 2>err || fail "capacity at seed $seed: $(cat err)"
+done
+python3 - seeds.json seed3.json seed4.json seed5.json <<'PY' || fail "--seeds 3: $(head -c 1500 seeds.json)"
+import json, math, sys
+o = json.load(open(sys.argv[1]))
+one = [json.load(open(f)) for f in sys.argv[2:]]
+assert o["seeds"] == [3, 4, 5] and "Student t" in o["interval"], o
+def ci(x):
+    n = len(x)
+    m = sum(x) / n
+    if n < 2:
+        return m, m, m
+    sd = math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1))
+    t = {2: 12.7062, 3: 4.3027}[n]  # t(0.975, n - 1)
+    return m, m - t * sd / math.sqrt(n), m + t * sd / math.sqrt(n)
+close = lambda a, b: abs(a - b) <= 1e-9 * max(1, abs(b))
+for i, p in enumerate(o["policies"]):
+    assert p["n_seeds"] == 3 and [r["seed"] for r in p["runs"]] == [3, 4, 5], p
+    for r, s in zip(p["runs"], one):  # each seed's search is that seed's one-seed search
+        q = s["policies"][i]
+        for k in ("capacity", "status", "lo", "hi", "sla_miss", "n_probes", "probes"):
+            assert r[k] == q[k], (k, r[k], q[k])
+    caps = [r["capacity"] for r in p["runs"]]
+    m, lo, hi = ci(caps)
+    assert close(p["capacity"], m) and close(p["ci95_lo"], lo) and close(p["ci95_hi"], hi), p
+    assert p["n_probes"] == sum(r["n_probes"] for r in p["runs"]), p
+    ref = [r["capacity"] for r in o["policies"][0]["runs"]]
+    ratios = [c / b for c, b, r in zip(caps, ref, p["runs"]) if b > 0 and r["status"] != "below"]
+    if ratios:
+        m, lo, hi = ci(ratios)
+        assert close(p["ratio"], m) and close(p["ratio_ci95_lo"], lo), p
+        assert close(p["ratio_ci95_hi"], hi), p
+    want = ("reference" if i == 0 else "-" if not ratios else "one seed" if len(ratios) < 2
+            else "higher" if p["ratio_ci95_lo"] > 1 else "lower" if p["ratio_ci95_hi"] < 1
+            else "no difference")
+    assert p["verdict"] == want, (p["verdict"], want)
+    for t in ("chat", "code"):
+        m, lo, hi = ci([r["tenant_sla_miss"][t] for r in p["runs"]])
+        assert close(p["tenant_sla_miss"][t], m), p
+        assert close(p["tenant_sla_miss_ci95"][t][0], lo), p
+PY
+[ "$(sql sd.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=container;seed=4;rate=%'")" -ge 1 ] ||
+    fail "points name their seed: $(sql sd.db "SELECT group_concat(point, ' ') FROM sweep_points")"
+cap --db sd.db --seeds 3 --criterion pooled >seeds.table 2>err || fail "capacity --seeds 3 table: $(cat err)"
+grep -q "^slicesim: capacity: reused $(runs sd.db) probes" err || fail "--seeds reuse: $(cat err)"
+grep -q "^slicesim capacity: tiny.ini, 2 bundle(s) x 3 seeds (3 to 5), SLA miss <= 9% (all tenants pooled); mean over seeds \[95 % Student-t interval\]; ratios against container, paired by seed$" \
+    seeds.table || fail "--seeds header: $(head -1 seeds.table)"
+grep -Eq '^    slice +seed 3: <?[0-9.]+( \([0-9.]+\))?, seed 4: ' seeds.table ||
+    fail "each seed's capacity: $(cat seeds.table)"
+grep -q '^slicesim: capacity: container seed 4 (2/3) probe 1: load 1: ' err ||
+    grep -q "reused" err || fail "the progress line names the seed: $(cat err)"
+expect_error 2 "capacity: --seeds: expected an integer in \[1, 32\], got '0'" \
+    "$S" capacity -c tiny.ini --policies slice --seeds 0
+expect_error 2 "capacity: --seeds: expected an integer in \[1, 32\], got '33'" \
+    "$S" capacity -c tiny.ini --policies slice --seeds 33
 
 # errors: nothing runs, one line, exit 2
 expect_error 2 "capacity: -c SCENARIO.ini is required" "$S" capacity --policies container
