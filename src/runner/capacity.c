@@ -72,6 +72,11 @@ int runner_capacity_search(const runner_capacity_search_opts *s, runner_capacity
                                                                  : RUNNER_CAP_FOUND;
     out->capacity = out->lo;
     out->converged = out->status == RUNNER_CAP_FOUND && out->hi - out->lo <= s->tol * out->lo;
+    for (int i = 0; out->status == RUNNER_CAP_FOUND && i < out->n_probes; i++) {
+        const runner_capacity_probe *p = &out->probe[i];
+        if (p->load == out->hi)
+            out->censored = !p->spans && p->sla_miss <= s->sla_miss;
+    }
     return SS_OK;
 }
 

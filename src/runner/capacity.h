@@ -51,6 +51,9 @@ typedef struct runner_capacity_result {
     double capacity;           /* the highest passing load of the bracket (0 when BELOW) */
     double lo, hi;             /* the bracket: lo passed (0: none), hi failed (0: none) */
     int converged;             /* FOUND and hi - lo <= tol x lo */
+    int censored;              /* FOUND, and the probe at hi met the bound but failed only
+                                  because a tenant's traffic ended before the window's (a
+                                  trace ran out): the capacity is a lower bound */
     int i_best;                /* index into probe of the probe at capacity (-1: none) */
     int n_probes;
     runner_capacity_probe probe[RUNNER_CAPACITY_MAX_PROBES]; /* in the order run */

@@ -365,9 +365,11 @@ static void note(const runner_capacity_result *r, char *buf, size_t n)
     else if (r->status == RUNNER_CAP_ABOVE)
         snprintf(buf, n, "passes at every load tried, up to %g", r->lo);
     else if (!r->converged)
-        snprintf(buf, n, "not converged: fails at %g", r->hi);
+        snprintf(buf, n, "not converged: fails at %g%s", r->hi,
+                 r->censored ? " (a trace ends there: a lower bound)" : "");
     else
-        snprintf(buf, n, "fails at %g", r->hi);
+        snprintf(buf, n, "fails at %g%s", r->hi,
+                 r->censored ? " (a trace ends there: a lower bound)" : "");
 }
 
 /* Each tenant's miss at every bundle's capacity (where none passed, at the lowest load). */
@@ -391,7 +393,7 @@ static double ratio_of(const capacity *c, int p, int k)
 typedef struct summary {
     ss_ci cap, ratio, good, miss, pooled;
     ss_ci tenant[SS_MAX_TENANTS];
-    int n_below, n_above, n_unconverged, n_probes;
+    int n_below, n_above, n_unconverged, n_censored, n_probes;
     runner_capacity_status status; /* FOUND when every seed's is, else BELOW if one is, ABOVE */
     int converged;             /* every seed's search converged */
 } summary;
@@ -414,6 +416,7 @@ static void summarize(const capacity *c, int p, summary *s)
         s->n_below += r->status == RUNNER_CAP_BELOW;
         s->n_above += r->status == RUNNER_CAP_ABOVE;
         s->n_unconverged += r->status == RUNNER_CAP_FOUND && !r->converged;
+        s->n_censored += r->censored;
         s->converged &= r->converged;
         s->n_probes += r->n_probes;
     }
@@ -587,6 +590,11 @@ static void print_table_seeds(const capacity *c, FILE *f)
         if (s.n_above)
             fprintf(f, "  note: %s: %d of %d seeds pass at every load tried (their highest load, "
                        "a lower bound, in the mean)\n", c->label[p], s.n_above, c->n_seeds);
+        if (s.n_censored)
+            fprintf(f, "  note: %s: %d of %d seeds met the bound at the load above their capacity "
+                       "but a trace ended before the window did there (a lower bound: a shorter "
+                       "window or a longer trace measures more)\n", c->label[p], s.n_censored,
+                    c->n_seeds);
         if (s.n_unconverged)
             fprintf(f, "  note: %s: %d of %d seeds' searches did not converge within --tol "
                        "(more --max-probes)\n", c->label[p], s.n_unconverged, c->n_seeds);
@@ -622,10 +630,11 @@ static void json_run(const capacity *c, int p, int k, FILE *f)
     const runner_capacity_result *r = res_of(c, p, k);
     const runner_capacity_probe *b = shown(r);
     fprintf(f, "\"capacity\": %.17g, \"ratio\": %.17g, \"status\": \"%s\", "
-               "\"converged\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
+               "\"converged\": %s, \"censored\": %s, \"lo\": %.17g, \"hi\": %.17g, \"goodput_tok_per_s\": "
                "%.17g, \"sla_miss\": %.17g, \"at_load\": %.17g, \"n_probes\": %d, ",
             r->capacity, ratio_of(c, p, k), runner_capacity_status_name(r->status),
-            r->converged ? "true" : "false", r->lo, r->hi, b ? b->goodput_tok_per_s : 0,
+            r->converged ? "true" : "false", r->censored ? "true" : "false", r->lo, r->hi,
+            b ? b->goodput_tok_per_s : 0,
             b ? b->sla_miss : 0, b ? b->load : 0, r->n_probes);
     json_misses(c, b, f);
     fputs(", ", f);
@@ -670,8 +679,9 @@ static void print_json_policy(const capacity *c, int p, FILE *f)
         json_ci(f, "capacity", "", &s.cap);
         fputs(", ", f);
         json_ci(f, "ratio", "ratio_", &s.ratio);
-        fprintf(f, ", \"status\": \"%s\", \"converged\": %s, ",
-                runner_capacity_status_name(s.status), s.converged ? "true" : "false");
+        fprintf(f, ", \"status\": \"%s\", \"converged\": %s, \"censored\": %s, ",
+                runner_capacity_status_name(s.status), s.converged ? "true" : "false",
+                s.n_censored ? "true" : "false");
         json_ci(f, "goodput_tok_per_s", "goodput_", &s.good);
         fputs(", ", f);
         json_ci(f, "sla_miss", "sla_miss_", &s.miss);

@@ -82,7 +82,8 @@ ps = o["policies"]
 assert [p["policy"] for p in ps] == ["slice", "container"], ps
 keys = {"policy", "capacity", "ratio", "status", "converged", "lo", "hi", "goodput_tok_per_s",
         "sla_miss", "at_load", "n_probes", "probes", "pooled_sla_miss", "tenant_sla_miss",
-        "ci95_lo", "ci95_hi", "ratio_ci95_lo", "ratio_ci95_hi", "verdict", "n_seeds"}
+        "ci95_lo", "ci95_hi", "ratio_ci95_lo", "ratio_ci95_hi", "verdict", "n_seeds",
+        "censored"}
 assert o["seeds"] == [3], o
 for p in ps:
     assert set(p) == keys, set(p) ^ keys
@@ -231,6 +232,27 @@ INI
     fail "capacity on a bursty trace: $(cat berr)"
 grep -q 'container probe 1: load 1: .*: pass' berr || fail "the quiet stretch failed the probe: $(cat berr)"
 grep -q "arrivals end" berr && fail "a quiet stretch taken for the trace's end: $(cat berr)"
+# When the load above the capacity met the bound but its trace ran out before the window did,
+# the capacity is a lower bound, and the table and JSON say so (they used to read "fails at
+# 2", as if the SLA had failed there): arrivals every second to 60 s, a 60 s window.
+{
+    echo "request_id,arrival_s,tenant,prompt_tokens,output_tokens"
+    for i in $(seq 0 60); do echo "$i,$i,chat,200,20"; done
+} >even.csv
+sed 's/burst.csv/even.csv/' burst.ini >even.ini
+"$S" capacity -c even.ini --policies container --max-probes 2 --db none >etable 2>eerr ||
+    fail "capacity on a trace that runs out: $(cat eerr)"
+grep -q "container probe 2: load 2: .*: fail: tenant chat's arrivals end at 30.0 s" eerr ||
+    fail "load 2's trace ends at 30 s: $(cat eerr)"
+grep -Eq "^  container +1 +1.00 .* fails at 2 \(a trace ends there: a lower bound\)$" etable ||
+    fail "the censored capacity: $(cat etable)"
+"$S" capacity -c even.ini --policies container --max-probes 2 --db none --json --no-progress \
+    | python3 -c 'import json, sys; p = json.load(sys.stdin)["policies"][0]; assert p["censored"] is True, p' ||
+    fail "censored in the JSON"
+"$S" capacity -c burst.ini --policies container --max-probes 2 --db none --json --no-progress \
+    --set tenant.chat.sla_ttft_ms=1 \
+    | python3 -c 'import json, sys; p = json.load(sys.stdin)["policies"][0]; assert p["censored"] is False, p' ||
+    fail "an SLA failure is not censored"
 
 # ---- a rerun reuses the probes the database holds from the same inputs, and only those -------
 # Run again onto the same database, capacity reads each probe stored from the same inputs

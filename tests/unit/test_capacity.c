@@ -105,6 +105,12 @@ static void test_blip_and_span(void **state)
     assert_int_equal(runner_capacity_search(&o, miss_fn, &span, &r, &eb), SS_OK);
     assert_int_equal(r.status, RUNNER_CAP_FOUND);
     assert_true(r.capacity < 2.5 && r.capacity >= 2.5 * (1 - o.tol));
+    /* ... and the capacity it ends at is a lower bound: the load above met the bound */
+    assert_true(r.censored);
+    /* a threshold below where the traffic stops: the SLA ends the search, not the trace */
+    fn_state sla = {.threshold = 2, .short_from = 2.5};
+    assert_int_equal(runner_capacity_search(&o, miss_fn, &sla, &r, &eb), SS_OK);
+    assert_true(r.status == RUNNER_CAP_FOUND && r.capacity <= 2 && !r.censored);
 }
 
 static void test_cap_and_errors(void **state)
