@@ -44,6 +44,15 @@ int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
         o->search_replays = (int)n;
         return CLI_OK;
     }
+    case CLI_RUNS_O_SEEDS: {
+        long n;
+        char what[64];
+        snprintf(what, sizeof what, "%s: --seeds", o->cmd);
+        if (cli_parse_long(what, arg, 1, CLI_RUNS_MAX_SEEDS, &n))
+            return CLI_EUSAGE;
+        o->n_seeds = (int)n;
+        return CLI_OK;
+    }
     default: return 1;
     }
 }

@@ -1,6 +1,6 @@
 /* Private to app/: the options that the commands running a scenario under several policy
  * bundles share (compare, capacity): -c, --policies, --set, --db, --name, --json, --profiles
- * --no-progress and --search-replays, parsed the same way with the same messages, and the check that none of
+ * --no-progress, --search-replays and --seeds, parsed the same way with the same messages, and the check that none of
  * their outputs is one of their inputs. */
 #ifndef SS_APP_CLI_RUNS_H
 #define SS_APP_CLI_RUNS_H
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #define CLI_RUNS_MAX_POLICIES 16
+#define CLI_RUNS_MAX_SEEDS 32
 
 typedef struct cli_runs_opts {
     const char *cmd;                  /* "compare", for messages */
@@ -25,12 +26,13 @@ typedef struct cli_runs_opts {
     size_t n_sets, cap_sets;
     int json, progress;
     int search_replays;               /* --search-replays (0: the search's default) */
+    int n_seeds;                      /* --seeds (0: not given, one seed) */
 } cli_runs_opts;
 
 /* getopt_long values of the shared options; a command's own start at CLI_RUNS_O__NEXT. */
 enum {
     CLI_RUNS_O_POLICIES = 256, CLI_RUNS_O_SET, CLI_RUNS_O_DB, CLI_RUNS_O_NAME, CLI_RUNS_O_JSON,
-    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O_REPLAYS, CLI_RUNS_O__NEXT
+    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O_REPLAYS, CLI_RUNS_O_SEEDS, CLI_RUNS_O__NEXT
 };
 
 /* The struct option entries of the shared options (and -c/--config, --help), for a command's
@@ -40,6 +42,11 @@ enum {
     "  --search-replays N      most candidate replays of each allocation search (static-best,\n" \
     "                          slice-sized), 1 to " CLI_RUNS_STR(RUNNER_STATIC_BEST_MAX_REPLAYS)     \
     " (default " CLI_RUNS_STR(RUNNER_STATIC_BEST_REPLAYS) ")\n"
+/* --help's lines for --seeds, the same in every command. */
+#define CLI_RUNS_SEEDS_HELP                                                                       \
+    "  --seeds N               run everything once per seed, run.seed, run.seed + 1, ..., 1\n"    \
+    "                          to " CLI_RUNS_STR(CLI_RUNS_MAX_SEEDS) " (default 1); means over the seeds with two-sided 95 %%\n" \
+    "                          Student-t intervals, ratios paired by seed\n"
 #define CLI_RUNS_STR_(x) #x
 #define CLI_RUNS_STR(x) CLI_RUNS_STR_(x)
 #define CLI_RUNS_LONGOPTS                                                                         \
@@ -52,6 +59,7 @@ enum {
     {"profiles", required_argument, NULL, CLI_RUNS_O_PROFILES},                                   \
     {"no-progress", no_argument, NULL, CLI_RUNS_O_NOPROG},                                        \
     {"search-replays", required_argument, NULL, CLI_RUNS_O_REPLAYS},                              \
+    {"seeds", required_argument, NULL, CLI_RUNS_O_SEEDS},                                         \
     {"help", no_argument, NULL, 'h'}
 
 /* Parse a --policies list into o (bundles checked and labelled). CLI_OK, CLI_EUSAGE with the

@@ -14,6 +14,7 @@
 #include <string.h>
 
 _Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_CAPACITY_MAX_POLICIES, "bundles of one search");
+_Static_assert(CLI_RUNS_MAX_SEEDS == RUNNER_CAPACITY_MAX_SEEDS, "seeds of one search");
 
 typedef struct capacity_opts {
     cli_runs_opts r;           /* the options capacity shares with compare */
@@ -21,7 +22,6 @@ typedef struct capacity_opts {
     int criterion_set;         /* --criterion or --tenant was given */
     const char *tenant;        /* the tenant of --criterion tenant:NAME (or --tenant NAME) */
     runner_capacity_search_opts search;
-    int n_seeds;               /* --seeds */
 } capacity_opts;
 
 static void usage(FILE *f)
@@ -67,8 +67,7 @@ static void usage(FILE *f)
         "  --tenant NAME           the same as --criterion tenant:NAME\n"
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
         "  --max-probes N          most replays per bundle and seed, 1 to %d (default 12)\n"
-        "  --seeds N               searches per bundle, one per seed from run.seed on, 1 to %d\n"
-        "                          (default 1: no interval)\n"
+        CLI_RUNS_SEEDS_HELP
         "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
         "  --db FILE               results database (default: the scenario's; 'none' to skip)\n"
         "  --name NAME             sweep name in the database (default capacity:SCENARIO)\n"
@@ -82,7 +81,7 @@ static void usage(FILE *f)
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES, RUNNER_CAPACITY_MAX_SEEDS);
+        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES);
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -90,7 +89,7 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_SEEDS };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION };
 
 /* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
 static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
@@ -152,11 +151,6 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
             return CLI_EUSAGE;
         o->search.max_probes = (int)n;
         return CLI_OK;
-    case O_SEEDS:
-        if (cli_parse_long("capacity: --seeds", optarg, 1, RUNNER_CAPACITY_MAX_SEEDS, &n))
-            return CLI_EUSAGE;
-        o->n_seeds = (int)n;
-        return CLI_OK;
     case ':': return usage_error("option needs an argument: '", argv[optind - 1]);
     default: return usage_error("unknown option '", argv[optind - 1]);
     }
@@ -172,7 +166,6 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         {"criterion", required_argument, NULL, O_CRITERION},
         {"tol", required_argument, NULL, O_TOL},
         {"max-probes", required_argument, NULL, O_PROBES},
-        {"seeds", required_argument, NULL, O_SEEDS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -218,7 +211,7 @@ int cmd_capacity(int argc, char **argv)
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies,
         .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
-        .search = o.search, .n_seeds = o.n_seeds,
+        .search = o.search, .n_seeds = o.r.n_seeds,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
         .check_files = cli_runs_files,
     };

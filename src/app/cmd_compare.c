@@ -14,6 +14,7 @@
 
 #define MAX_RATES RUNNER_COMPARE_MAX_RATES
 _Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_COMPARE_MAX_POLICIES, "bundles of one comparison");
+_Static_assert(CLI_RUNS_MAX_SEEDS == RUNNER_COMPARE_MAX_SEEDS, "seeds of one comparison");
 
 typedef struct compare_opts {
     cli_runs_opts r;        /* the options compare shares with capacity */
@@ -26,12 +27,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: slicesim compare -c SCENARIO.ini [--policies A,B,...] [--rates R1,R2,...]\n"
-        "                        [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
+        "                        [--seeds N] [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
         "\n"
         "Replay one scenario (same traces, same seed) under several policy bundles and print one\n"
         "table: throughput, goodput, SLA violations (overall and per tier), TTFT/TBT/E2E p50 and\n"
         "p99, with ratios against the first bundle. Every run is stored in the results database\n"
-        "as a point of the sweep NAME (policy=LABEL;rate=R), for `slicesim plot`.\n"
+        "as a point of the sweep NAME (policy=LABEL;rate=R), for `slicesim plot`. With --seeds\n"
+        "N every point runs once per seed (policy=LABEL;seed=SEED;rate=R) and the table gives\n"
+        "per point the mean over the seeds with its two-sided 95 %% Student-t interval (t with\n"
+        "N - 1 degrees of freedom), the goodput ratio to the first bundle paired by seed with\n"
+        "its interval, and a verdict: higher or lower when that interval lies above or below 1,\n"
+        "\"no difference\" when it holds 1.\n"
         "\n"
         "  -c, --config FILE       scenario file (required; experiments/README.md)\n"
         "  --policies LIST         comma-separated bundles (default container,llumnix,slice):\n"
@@ -43,9 +49,12 @@ static void usage(FILE *f)
         "  --db FILE               results database (default: the scenario's; 'none' to skip)\n"
         "  --name NAME             sweep name in the database (default compare:SCENARIO)\n"
         "  --json                  print a JSON array, one object per run: {policy, rate, run}\n"
-        "                          where run is what `replay --json` prints\n"
+        "                          where run is what `replay --json` prints; with --seeds an\n"
+        "                          object: runs (that array, each with its seed) and summary\n"
+        "                          (per point the means, NAME_ci95_lo, NAME_ci95_hi, verdict)\n"
         "  --profiles DIR          catalog directory\n"
         CLI_RUNS_REPLAYS_HELP
+        CLI_RUNS_SEEDS_HELP
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
@@ -138,7 +147,8 @@ int cmd_compare(int argc, char **argv)
     runner_compare_opts ro = {
         .config = o.r.config, .profiles = o.r.profiles, .db = o.r.db, .name = o.r.name,
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies, .rate = o.rate,
-        .n_rates = o.n_rates, .sets = o.r.sets, .n_sets = o.r.n_sets, .json = o.r.json,
+        .n_rates = o.n_rates, .sets = o.r.sets, .n_sets = o.r.n_sets, .n_seeds = o.r.n_seeds,
+        .json = o.r.json,
         .progress = o.r.progress, .search_replays = o.r.search_replays,
         .check_files = cli_runs_files,
     };

@@ -9,6 +9,7 @@
 #include "runner/static_best.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_stats.h"
 #include "core/ss_strbuf.h"
 
 #include <stdio.h>
@@ -31,17 +32,22 @@ typedef struct compare {
     char label[RUNNER_COMPARE_MAX_POLICIES][RUNNER_LABEL_MAX]; /* of each bundle */
     char name[300];           /* the sweep's name */
     int n;                    /* points: bundles x loads */
-    result *res;              /* n (owned) */
+    int n_seeds;              /* runs per point: 1 to RUNNER_COMPARE_MAX_SEEDS */
+    uint64_t seed[RUNNER_COMPARE_MAX_SEEDS]; /* run.seed, run.seed + 1, ... */
+    result *res;              /* point i at seed k: res[i * n_seeds + k] (n x n_seeds, owned) */
     store *st;                /* the database of every run (NULL: none) */
     FILE *out;
 } compare;
 
-/* The scenario for one run: the file, the sets, the bundle, the load. */
-static int build(const runner_compare_opts *o, int p, double rate, scn_scenario **out,
-                 ss_errbuf *eb)
+/* The scenario for one run: the file, the sets, the bundle, the seed (seed non-NULL: *seed
+ * instead of the file's), the load. */
+static int build(const runner_compare_opts *o, int p, double rate, const uint64_t *seed,
+                 scn_scenario **out, ss_errbuf *eb)
 {
     scn_scenario *sc = NULL;
     int rc = runner_bundle_scenario(o->config, o->sets, o->n_sets, o->db, o->policy[p], &sc, eb);
+    if (!rc && seed)
+        sc->seed = *seed;
     if (!rc) /* every tenant's traffic spans the same seconds at every load */
         rc = runner_scale_load(sc, rate, eb);
     if (!rc)
@@ -92,6 +98,122 @@ static void print_table(const compare *c)
                     c->res[i].search);
 }
 
+/* Point i's figures over its seeds, each a mean with its 95 % interval; the goodput ratio is
+ * paired by seed with the reference bundle's run at the same load (seeds whose reference had
+ * no goodput have none). */
+typedef struct point_summary {
+    ss_ci out_tok, goodput, ratio, sla, ttft_p99, tbt_p99;
+} point_summary;
+
+static void summarize_point(const compare *c, int i, point_summary *s)
+{
+    double v[6][RUNNER_COMPARE_MAX_SEEDS];
+    size_t n_ratio = 0;
+    int ref = i - i % c->o->n_policies;
+    for (int k = 0; k < c->n_seeds; k++) {
+        const metrics_group_summary *a = &c->res[i * c->n_seeds + k].m.all;
+        const metrics_group_summary *b = &c->res[ref * c->n_seeds + k].m.all;
+        v[0][k] = a->win_output_tokens_per_s;
+        v[1][k] = a->win_goodput_tokens_per_s;
+        v[3][k] = a->sla_violation_rate;
+        v[4][k] = a->ttft_ms.p99;
+        v[5][k] = a->tbt_ms.p99;
+        if (b->win_goodput_tokens_per_s > 0)
+            v[2][n_ratio++] = a->win_goodput_tokens_per_s / b->win_goodput_tokens_per_s;
+    }
+    size_t n = (size_t)c->n_seeds;
+    ss_ci95(v[0], n, &s->out_tok);
+    ss_ci95(v[1], n, &s->goodput);
+    ss_ci95(v[2], n_ratio, &s->ratio);
+    ss_ci95(v[3], n, &s->sla);
+    ss_ci95(v[4], n, &s->ttft_p99);
+    ss_ci95(v[5], n, &s->tbt_p99);
+}
+
+/* "M [LO, HI]" of an interval, with that many decimals. */
+static void ci_text(char *buf, size_t size, const ss_ci *ci, double scale, int decimals)
+{
+    snprintf(buf, size, "%.*f [%.*f, %.*f]", decimals, scale * ci->mean, decimals,
+             scale * ci->lo, decimals, scale * ci->hi);
+}
+
+/* The table of several seeds: per point the means over seeds with their intervals, and the
+ * goodput ratio paired by seed with its interval and what it says against 1. */
+static void print_table_seeds(const compare *c)
+{
+    const runner_compare_opts *o = c->o;
+    FILE *f = c->out;
+    fprintf(f, "slicesim compare: %s, %d bundle(s) x %d load(s) x %d seeds (%llu to %llu); mean "
+               "over seeds [95 %% Student-t interval]; goodput ratios against %s, paired by "
+               "seed; tokens/s over the arrival window\n", o->config, o->n_policies, o->n_rates,
+            c->n_seeds, (unsigned long long)c->seed[0],
+            (unsigned long long)c->seed[c->n_seeds - 1], c->label[0]);
+    fprintf(f, "  %-5s %-16s %-24s %-24s %-22s %-13s %-22s %-22s %s\n", "load", "policy",
+            "out tok/s", "goodput", "x goodput", "verdict", "SLA miss %", "TTFT p99 ms",
+            "TBT p99 ms");
+    for (int i = 0; i < c->n; i++) {
+        point_summary s;
+        summarize_point(c, i, &s);
+        char t[6][80];
+        ci_text(t[0], sizeof t[0], &s.out_tok, 1, 1);
+        ci_text(t[1], sizeof t[1], &s.goodput, 1, 1);
+        if (i % o->n_policies == 0)
+            snprintf(t[2], sizeof t[2], "1");
+        else if (s.ratio.n)
+            ci_text(t[2], sizeof t[2], &s.ratio, 1, 3);
+        else
+            snprintf(t[2], sizeof t[2], "-");
+        ci_text(t[3], sizeof t[3], &s.sla, 100, 2);
+        ci_text(t[4], sizeof t[4], &s.ttft_p99, 1, 0);
+        ci_text(t[5], sizeof t[5], &s.tbt_p99, 1, 1);
+        const char *v = i % o->n_policies == 0 ? "reference"
+                        : s.ratio.n ? ss_ci_verdict(&s.ratio) : "-";
+        fprintf(f, "  %-5g %-16s %-24s %-24s %-22s %-13s %-22s %-22s %s\n",
+                o->rate[i / o->n_policies], c->label[i % o->n_policies], t[0], t[1], t[2], v,
+                t[3], t[4], t[5]);
+    }
+    for (int j = 0; j < c->n * c->n_seeds; j++)
+        if (c->res[j].search[0])
+            fprintf(f, "  %s at load %g (seed %llu): %s\n", c->label[c->res[j].policy],
+                    c->res[j].rate, (unsigned long long)c->seed[j % c->n_seeds],
+                    c->res[j].search);
+}
+
+/* One JSON interval: "NAME": mean, "NAME_ci95_lo": lo, "NAME_ci95_hi": hi. */
+static void json_ci(FILE *f, const char *name, const ss_ci *ci)
+{
+    fprintf(f, "\"%s\": %.17g, \"%s_ci95_lo\": %.17g, \"%s_ci95_hi\": %.17g", name, ci->mean,
+            name, ci->lo, name, ci->hi);
+}
+
+/* With several seeds, the JSON's "summary": per point its means and intervals. */
+static void print_json_summary(const compare *c)
+{
+    const runner_compare_opts *o = c->o;
+    FILE *f = c->out;
+    fputs("  \"summary\": [\n", f);
+    for (int i = 0; i < c->n; i++) {
+        point_summary s;
+        summarize_point(c, i, &s);
+        fprintf(f, "    {\"policy\": \"%s\", \"rate\": %g, \"n_seeds\": %d, ",
+                c->label[i % o->n_policies], o->rate[i / o->n_policies], c->n_seeds);
+        json_ci(f, "output_tok_per_s", &s.out_tok);
+        fputs(", ", f);
+        json_ci(f, "goodput_tok_per_s", &s.goodput);
+        fputs(", ", f);
+        json_ci(f, "goodput_ratio", &s.ratio);
+        fprintf(f, ", \"verdict\": \"%s\", ", i % o->n_policies == 0 ? "reference"
+                                               : s.ratio.n ? ss_ci_verdict(&s.ratio) : "-");
+        json_ci(f, "sla_miss", &s.sla);
+        fputs(", ", f);
+        json_ci(f, "ttft_p99_ms", &s.ttft_p99);
+        fputs(", ", f);
+        json_ci(f, "tbt_p99_ms", &s.tbt_p99);
+        fprintf(f, "}%s\n", i + 1 < c->n ? "," : "");
+    }
+    fputs("  ]}\n", f);
+}
+
 /* Every point (bundle and load) must build before anything runs, so that a bad bundle stores
  * nothing: the scenario, everything a run sets up from it, and arrivals within the simulated
  * time range. Then the caller's check of the files, and the database every run goes to (the
@@ -107,7 +229,8 @@ static int check_points(compare *c, ss_errbuf *eb)
         double rate = o->rate[i / o->n_policies];
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
         runner_alloc_problem ap;
-        if (!(rc = build(o, p, rate, &sc, eb)) && (rc = runner_run_check(sc, &check_opts, eb)))
+        if (!(rc = build(o, p, rate, NULL, &sc, eb)) &&
+            (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
         if (!rc && runner_bundle_searches(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
@@ -119,7 +242,12 @@ static int check_points(compare *c, ss_errbuf *eb)
         scn_destroy(&sc);
     }
     if (!rc)
-        rc = build(o, 0, o->rate[0], &sc, eb);
+        rc = build(o, 0, o->rate[0], NULL, &sc, eb);
+    if (!rc && sc->seed > UINT64_MAX - (uint64_t)(c->n_seeds - 1))
+        rc = ss_err(eb, SS_EPARSE, "%s: run.seed %llu: %d seeds from it pass the largest seed",
+                    sc->path, (unsigned long long)sc->seed, c->n_seeds);
+    for (int k = 0; !rc && k < c->n_seeds; k++)
+        c->seed[k] = sc->seed + (uint64_t)k;
     if (!rc && o->check_files)
         rc = o->check_files(o->check_files_ud, sc, NULL, eb);
     if (!rc && strcmp(sc->db, "none"))
@@ -128,24 +256,26 @@ static int check_points(compare *c, ss_errbuf *eb)
     return rc;
 }
 
-/* What the table needs of a finished run, and with --json its object. */
-static void keep_result(compare *c, int i, const runner_run *x)
+/* What the table needs of point i's finished run at seed k, and with --json its object. */
+static void keep_result(compare *c, int i, int k, const runner_run *x)
 {
     const runner_compare_opts *o = c->o;
-    result *r = &c->res[i];
+    result *r = &c->res[i * c->n_seeds + k];
     r->policy = i % o->n_policies; /* r->search is run_point's */
     r->rate = o->rate[i / o->n_policies];
     r->m = x->m;
     const metrics *mt = gsim_metrics(x->g);
     r->n_tiers = mt->n_tiers;
-    for (uint32_t k = 0; k < mt->n_tiers; k++) {
+    for (uint32_t t = 0; t < mt->n_tiers; t++) {
         metrics_group_summary gs;
-        metrics_summarize_group(&mt->tiers[k], x->m.window_s, &gs);
-        r->tier_sla[k] = gs.sla_violation_rate;
+        metrics_summarize_group(&mt->tiers[t], x->m.window_s, &gs);
+        r->tier_sla[t] = gs.sla_violation_rate;
     }
     if (o->json) {
         runner_report rep = runner_run_report(x);
         fprintf(c->out, "  {\"policy\": \"%s\", \"rate\": %g, ", c->label[r->policy], r->rate);
+        if (c->n_seeds > 1)
+            fprintf(c->out, "\"seed\": %llu, ", (unsigned long long)c->seed[k]);
         if (r->search[0]) {
             fputs("\"search\": ", c->out);
             ss_json_fputs(c->out, r->search);
@@ -153,41 +283,46 @@ static void keep_result(compare *c, int i, const runner_run *x)
         }
         fputs("\"run\": ", c->out);
         runner_report_json(c->out, &rep, x->g, &x->m);
-        fprintf(c->out, "  }%s\n", i + 1 < c->n ? "," : "");
+        fprintf(c->out, "  }%s\n", i + 1 < c->n || k + 1 < c->n_seeds ? "," : "");
     }
 }
 
-/* Run point i into the database. */
-static int run_point(compare *c, int i, ss_errbuf *eb)
+/* Run point i at seed k into the database. */
+static int run_point(compare *c, int i, int k, ss_errbuf *eb)
 {
     const runner_compare_opts *o = c->o;
     int p = i % o->n_policies;
     double rate = o->rate[i / o->n_policies];
-    char point[RUNNER_LABEL_MAX + 64];
-    snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[p], rate);
+    result *res = &c->res[i * c->n_seeds + k];
+    char point[RUNNER_LABEL_MAX + 96];
+    if (c->n_seeds > 1)
+        snprintf(point, sizeof point, "policy=%s;seed=%llu;rate=%g", c->label[p],
+                 (unsigned long long)c->seed[k], rate);
+    else
+        snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[p], rate);
     if (o->progress && isatty(STDERR_FILENO))
-        fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i + 1, c->n, point);
+        fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i * c->n_seeds + k + 1,
+                c->n * c->n_seeds, point);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = rate,
                           .progress = o->progress, .st = c->st, .arrivals_checked = 1};
     runner_run x = {0};
     scn_scenario *sc = NULL;
-    int rc = build(o, p, rate, &sc, &x.eb);
+    int rc = build(o, p, rate, &c->seed[k], &sc, &x.eb);
     if (!rc && runner_bundle_searches(o->policy[p])) {
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
                                       .point = point, .progress = o->progress,
                                       .max_replays = o->search_replays};
         runner_alloc_result ar;
-        rc = runner_static_best(sc, &so, &ar, c->res[i].search, sizeof c->res[i].search,
-                                &x.eb);
-        ro.search = c->res[i].search;
+        rc = runner_static_best(sc, &so, &ar, res->search, sizeof res->search, &x.eb);
+        ro.search = res->search;
     }
     if (!rc)
         rc = runner_run_setup(&x, sc, &ro);
     if (!rc)
         rc = runner_run_exec(&x);
     if (!rc) {
-        keep_result(c, i, &x);
+        keep_result(c, i, k, &x);
     } else {
         ss_err_prefix(&x.eb, rc, "%s", point);
         *eb = x.eb;
@@ -204,7 +339,11 @@ int runner_compare(const runner_compare_opts *o, FILE *out, ss_errbuf *eb)
         return ss_err(eb, SS_EINVAL, "compare: %d bundles and %d loads (at most %d and %d)",
                       o->n_policies, o->n_rates, RUNNER_COMPARE_MAX_POLICIES,
                       RUNNER_COMPARE_MAX_RATES);
-    compare c = {.o = o, .n = o->n_policies * o->n_rates, .out = out};
+    if (o->n_seeds < 0 || o->n_seeds > RUNNER_COMPARE_MAX_SEEDS)
+        return ss_err(eb, SS_EINVAL, "compare: %d seeds (1 to %d)", o->n_seeds,
+                      RUNNER_COMPARE_MAX_SEEDS);
+    compare c = {.o = o, .n = o->n_policies * o->n_rates, .out = out,
+                 .n_seeds = o->n_seeds > 1 ? o->n_seeds : 1};
     int rc = SS_OK;
     for (int i = 0; !rc && i < o->n_policies; i++)
         rc = runner_bundle_label(o->policy[i], c.label[i], eb);
@@ -213,18 +352,32 @@ int runner_compare(const runner_compare_opts *o, FILE *out, ss_errbuf *eb)
     snprintf(c.name, sizeof c.name, "%s", o->name ? o->name : "");
     if (!o->name)
         snprintf(c.name, sizeof c.name, "compare:%s", base_name(o->config));
-    if (!(c.res = ss_calloc((size_t)c.n, sizeof *c.res)))
+    if (!(c.res = ss_calloc((size_t)c.n * (size_t)c.n_seeds, sizeof *c.res)))
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = check_points(&c, eb);
-    if (!rc && o->json)
+    if (!rc && o->json && c.n_seeds > 1) {
+        fputs("{\"seeds\": [", out);
+        for (int k = 0; k < c.n_seeds; k++)
+            fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)c.seed[k]);
+        fputs("], \"interval\": \"mean over seeds, two-sided 95 % Student t; goodput ratios "
+              "paired by seed\",\n \"runs\": [\n", out);
+    } else if (!rc && o->json) {
         fputs("[\n", out);
+    }
     for (int i = 0; !rc && i < c.n; i++)
-        rc = run_point(&c, i, eb);
-    if (!rc && o->json)
+        for (int k = 0; !rc && k < c.n_seeds; k++)
+            rc = run_point(&c, i, k, eb);
+    if (!rc && o->json && c.n_seeds > 1) {
+        fputs("],\n", out);
+        print_json_summary(&c);
+    } else if (!rc && o->json) {
         fputs("]\n", out);
-    else if (!rc)
+    } else if (!rc && c.n_seeds > 1) {
+        print_table_seeds(&c);
+    } else if (!rc) {
         print_table(&c);
+    }
     if (!rc && !o->json && c.st)
         fprintf(out, "  results: %s (sweep '%s')\n", store_path(c.st), c.name);
     store_close(&c.st);

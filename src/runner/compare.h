@@ -13,6 +13,7 @@
 
 #define RUNNER_COMPARE_MAX_POLICIES 16 /* bundles of one comparison */
 #define RUNNER_COMPARE_MAX_RATES 32    /* loads of one comparison */
+#define RUNNER_COMPARE_MAX_SEEDS 32    /* seeds of one comparison */
 
 typedef struct runner_compare_opts {
     const char *config;        /* the scenario file (required) */
@@ -29,6 +30,8 @@ typedef struct runner_compare_opts {
     int n_rates;               /* 1 to RUNNER_COMPARE_MAX_RATES */
     const char *const *sets;   /* SECTION.KEY=VALUE applied to every run after the file */
     size_t n_sets;
+    int n_seeds;               /* runs per point, one per seed: run.seed, run.seed + 1, ...
+                                  (0 or 1: one, at run.seed; at most RUNNER_COMPARE_MAX_SEEDS) */
     int json;                  /* a JSON array instead of the table */
     int progress;              /* a line per run and the run's progress line on a terminal */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
@@ -39,8 +42,13 @@ typedef struct runner_compare_opts {
 } runner_compare_opts;
 
 /**
- * Run every point of o (bundles vary fastest) and write the results to out: the table and a
- * "results:" line, or with o->json the JSON array, one object per run as it finishes. A line
+ * Run every point of o (bundles vary fastest; with several seeds, each point at every seed,
+ * stored as policy=LABEL;seed=SEED;rate=R) and write the results to out: the table and a
+ * "results:" line, or with o->json the JSON array, one object per run as it finishes. With
+ * several seeds the table gives per point the mean over seeds with its 95 % Student-t
+ * interval and the goodput ratio to the first bundle paired by seed with its interval and
+ * verdict, and the JSON is an object: "runs" (the array, each run with its seed) and
+ * "summary" (those figures per point). A line
  * per run goes to stderr on a terminal (o->progress). All strings are borrowed.
  * @return 0, or an SS_E* code with eb set ("policy=LABEL;rate=R: ..." when a point failed its
  *         check or its run). Nothing is stored when a point fails its check; the runs that

@@ -54,6 +54,59 @@ assert runs[1]["run"]["batching"] == "vllm" and runs[1]["run"]["ops"] == "slice"
 assert runs[0]["run"]["ops"] == "home" and runs[0]["rate"] == 1
 PY
 
+# --seeds 3: every point at seeds 1, 2, 3 (run.seed 1 and on), each run the one-seed run at
+# that seed; the summary's means and 95 % t intervals (t(0.975, 2) = 4.3027) are the runs',
+# the goodput ratio is paired by seed, and the verdict follows its interval
+"$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --seeds 3 --db s.db --json \
+    >seeds.json 2>err || fail "compare --seeds 3: $(cat err)"
+for seed in 1 2 3; do
+    "$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --set run.seed=$seed \
+        --db none --json >"seed$seed.json" 2>err || fail "compare at seed $seed: $(cat err)"
+done
+python3 - seeds.json seed1.json seed2.json seed3.json <<'PY' || fail "--seeds JSON: $(head -c 600 seeds.json)"
+import json, math, sys
+o = json.load(open(sys.argv[1]))
+one = [json.load(open(f)) for f in sys.argv[2:]]
+assert o["seeds"] == [1, 2, 3] and "Student t" in o["interval"], o
+runs = o["runs"]
+assert [(r["policy"], r["seed"]) for r in runs] == [(p, s) for p in ("container", "slice")
+                                                     for s in (1, 2, 3)], runs
+def simulated(v):  # a run's figures without the wall-clock ones (wall_s, decisions_per_s)
+    if isinstance(v, dict):
+        return {k: simulated(x) for k, x in v.items() if "wall" not in k and k != "decisions_per_s"}
+    return [simulated(x) for x in v] if isinstance(v, list) else v
+for r in runs:  # each run is the one-seed run at its seed
+    ref = one[r["seed"] - 1][["container", "slice"].index(r["policy"])]
+    assert simulated(r["run"]) == simulated(ref["run"]), (r["policy"], r["seed"])
+def ci(x):
+    m = sum(x) / len(x)
+    sd = math.sqrt(sum((v - m) ** 2 for v in x) / (len(x) - 1))
+    h = 4.3027 * sd / math.sqrt(len(x))
+    return m, m - h, m + h
+close = lambda a, b: abs(a - b) <= 1e-9 * max(1, abs(b))
+good = lambda p: [r["run"]["window_goodput_tokens_per_s"] for r in runs if r["policy"] == p]
+for s in o["summary"]:
+    assert s["n_seeds"] == 3 and s["rate"] == 1, s
+    m, lo, hi = ci(good(s["policy"]))
+    assert close(s["goodput_tok_per_s"], m) and close(s["goodput_tok_per_s_ci95_lo"], lo), s
+    assert close(s["goodput_tok_per_s_ci95_hi"], hi), s
+slice_ = o["summary"][1]
+m, lo, hi = ci([a / b for a, b in zip(good("slice"), good("container"))])
+assert close(slice_["goodput_ratio"], m) and close(slice_["goodput_ratio_ci95_lo"], lo), slice_
+want = "higher" if lo > 1 else "lower" if hi < 1 else "no difference"
+assert slice_["verdict"] == want and o["summary"][0]["verdict"] == "reference", slice_
+PY
+[ "$(sql s.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=slice;seed=_;rate=1'")" = 3 ] ||
+    fail "a point per seed: $(sql s.db "SELECT group_concat(point, ' ') FROM sweep_points")"
+"$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --seeds 2 --db none >stable \
+    2>err || fail "compare --seeds 2: $(cat err)"
+grep -q "^slicesim compare: .*2 bundle(s) x 1 load(s) x 2 seeds (1 to 2); mean over seeds \[95 % Student-t interval\]; goodput ratios against container, paired by seed" stable ||
+    fail "--seeds header: $(head -1 stable)"
+grep -Eq '^  1 +slice +[0-9.]+ \[[0-9.-]+, [0-9.]+\] +[0-9.]+ \[[0-9.-]+, [0-9.]+\] +[0-9.]+ \[[0-9.-]+, [0-9.]+\] +(higher|lower|no difference) ' stable ||
+    fail "--seeds row: $(cat stable)"
+expect_error 2 "compare: --seeds: expected an integer in \[1, 32\], got '0'" \
+    "$S" compare -c "$SV" --seeds 0
+
 # errors: nothing runs, one line, exit 2
 expect_error 2 "compare: -c SCENARIO.ini is required" "$S" compare --policies container
 expect_error 2 "policy 'magic': not a built-in bundle" "$S" compare -c "$SV" --policies magic
