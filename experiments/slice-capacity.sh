@@ -37,6 +37,7 @@ mkdir -p "$(dirname "$DB")"
 rm -f "$DB"
 
 . experiments/slice-baselines.sh
+. experiments/eager-2023.sh
 POLICIES="static-best,slice,$REALLOC_HR,$(llumnix_hr)"
 
 cases=(shipped)
@@ -59,7 +60,8 @@ for c in "${cases[@]}"; do
         azure-code) sets=("${sets_azure_code[@]}") ;;
         esac
         echo "slice-capacity: $c, seed $seed" >&2
-        "$S" capacity -c "$SC" --policies "$POLICIES" --set run.seed=$seed $CRITERION \
+        # shellcheck disable=SC2086
+        "$S" capacity -c "$SC" --policies "$POLICIES" --set run.seed=$seed $CRITERION $ENGINE $WINDOW \
             ${sets[@]+"${sets[@]}"} --db "$DB" --name "capacity:$c:seed$seed" --json \
             --no-progress "$@" >"$T/$c.$seed.json" 2>"$T/$c.$seed.err" ||
             { cat "$T/$c.$seed.err" >&2; exit 1; }
@@ -72,7 +74,8 @@ SENS+=",whatif-2x:policy.cluster=container+policy.ops=slice+policy.slice_whatif_
 SENS+=",link-half:policy.cluster=container+policy.ops=slice+policy.slice_link_eff=0.4"
 SENS+=",interf-2x:policy.cluster=container+policy.ops=slice+policy.slice_interference=1.4"
 echo "slice-capacity: sensitivity (shipped, seed 1)" >&2
-"$S" capacity -c "$SC" --policies "$SENS" --set run.seed=1 $CRITERION --db "$DB" \
+# shellcheck disable=SC2086
+"$S" capacity -c "$SC" --policies "$SENS" --set run.seed=1 $CRITERION $ENGINE $WINDOW --db "$DB" \
     --name "capacity:sensitivity:seed1" --json --no-progress "$@" >"$T/sens.json" \
     2>"$T/sens.err" || { cat "$T/sens.err" >&2; exit 1; }
 elapsed=$(( $(date +%s) - start ))

@@ -13,13 +13,16 @@ S=${SLICESIM:-./build-release/src/slicesim}
 [ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 DB=results/slice.db
 SC=experiments/slice-vs-container.ini
+. experiments/eager-2023.sh
+# shellcheck disable=SC2206
+PIN=($ENGINE $WINDOW)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-"$S" replay -c "$SC" --db "$DB" --json "$@" >"$T/home.json"
-"$S" replay -c "$SC" --db "$DB" --json --ops slice "$@" >"$T/slice.json"
-"$S" replay -c "$SC" --db "$DB" --json --ops slice --param slice_weights=stream "$@" \
+"$S" replay -c "$SC" ${PIN[@]+"${PIN[@]}"} --db "$DB" --json "$@" >"$T/home.json"
+"$S" replay -c "$SC" ${PIN[@]+"${PIN[@]}"} --db "$DB" --json --ops slice "$@" >"$T/slice.json"
+"$S" replay -c "$SC" ${PIN[@]+"${PIN[@]}"} --db "$DB" --json --ops slice --param slice_weights=stream "$@" \
     >"$T/stream.json"
-"$S" replay -c "$SC" --db "$DB" --json --ops greedy "$@" >"$T/greedy.json"
+"$S" replay -c "$SC" ${PIN[@]+"${PIN[@]}"} --db "$DB" --json --ops greedy "$@" >"$T/greedy.json"
 python3 - "$T" <<'PY'
 import json, sys
 d = sys.argv[1]

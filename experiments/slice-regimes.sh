@@ -42,6 +42,7 @@ rm -f "$DB"
 CODE="duration=1200 prompt=lognormal:2000:0.6 output=lognormal:150:0.8"
 ASSIST="duration=1200 prompt=lognormal:600:0.5 output=lognormal:250:0.7"
 . experiments/slice-baselines.sh
+. experiments/eager-2023.sh
 
 # The regime's --set assignments into sets[], and llumnix-hr's standby layout into LLX (chat
 # starts on 2 and may scale into the GPUs the others leave).
@@ -80,7 +81,8 @@ for r in $REGIMES; do
     P+=",slice,slice-sized"
     for seed in $SEEDS; do
         echo "slice-regimes: $r, seed $seed ($(( $(date +%s) - start )) s so far)" >&2
-        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed --set run.duration_s=600 \
+        # shellcheck disable=SC2086
+        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE --set run.duration_s=600 \
             $CRITERION --set run.warmup_s=60 ${sets[@]+"${sets[@]}"} --db "$DB" \
             --name "regimes:$r:seed$seed" --json --no-progress "$@" >"$T/$r.$seed.json" \
             2>"$T/$r.$seed.err" || { cat "$T/$r.$seed.err" >&2; exit 1; }
