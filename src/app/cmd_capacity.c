@@ -49,7 +49,7 @@ static void usage(FILE *f)
         "again onto the same database, a probe stored from the same inputs is read back\n"
         "instead of run (\"reused N probes\" on stderr). static-best and slice-sized search\n"
         "for the allocation best by the same criterion. With --seeds N the whole search runs\n"
-        "once per seed (run.seed, run.seed + 1, ...; points policy=LABEL;seed=SEED;rate=LOAD)\n"
+        "once per seed (run.seed, run.seed + 1, ...; points policy=LABEL;rate=LOAD;run.seed=S)\n"
         "and the table gives each bundle's mean capacity over the seeds with its two-sided\n"
         "95 %% Student-t interval (t with N - 1 degrees of freedom), the mean of its ratios to\n"
         "the first bundle paired by seed with their interval, and a verdict: higher or lower\n"

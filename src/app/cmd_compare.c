@@ -33,7 +33,7 @@ static void usage(FILE *f)
         "table: throughput, goodput, SLA violations (overall and per tier), TTFT/TBT/E2E p50 and\n"
         "p99, with ratios against the first bundle. Every run is stored in the results database\n"
         "as a point of the sweep NAME (policy=LABEL;rate=R), for `slicesim plot`. With --seeds\n"
-        "N every point runs once per seed (policy=LABEL;seed=SEED;rate=R) and the table gives\n"
+        "N every point runs once per seed (policy=LABEL;rate=R;run.seed=S) and the table gives\n"
         "per point the mean over the seeds with its two-sided 95 %% Student-t interval (t with\n"
         "N - 1 degrees of freedom), the goodput ratio to the first bundle paired by seed with\n"
         "its interval, and a verdict: higher or lower when that interval lies above or below 1,\n"

@@ -103,7 +103,7 @@ typedef struct runner_capacity_opts {
 /**
  * Find every bundle's capacity (runner_capacity_search, each probe a replay of the scenario
  * with its loads scaled by runner_scale_load, stored as the point policy=LABEL;rate=LOAD of
- * one sweep, policy=LABEL;seed=SEED;rate=LOAD with several seeds) under o->criterion, once
+ * one sweep, policy=LABEL;rate=LOAD;run.seed=SEED with several seeds) under o->criterion, once
  * per seed, and write the table (with each tenant's miss at each capacity; with several
  * seeds the mean over seeds with its 95 % Student-t interval, and each ratio to the first
  * bundle paired by seed with its interval and verdict), or with o->json one object, to out.

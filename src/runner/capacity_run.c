@@ -287,8 +287,8 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     const runner_capacity_opts *o = c->o;
     char point[RUNNER_LABEL_MAX + 96], why[200] = "";
     if (c->n_seeds > 1)
-        snprintf(point, sizeof point, "policy=%s;seed=%llu;rate=%g", c->label[c->p],
-                 (unsigned long long)c->seed[c->k], pr->load);
+        snprintf(point, sizeof point, "policy=%s;rate=%g;run.seed=%llu", c->label[c->p],
+                 pr->load, (unsigned long long)c->seed[c->k]);
     else
         snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[c->p], pr->load);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,

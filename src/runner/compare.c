@@ -160,7 +160,7 @@ static void print_table_seeds(const compare *c)
         if (i % o->n_policies == 0)
             snprintf(t[2], sizeof t[2], "1");
         else if (s.ratio.n)
-            ci_text(t[2], sizeof t[2], &s.ratio, 1, 3);
+            ci_text(t[2], sizeof t[2], &s.ratio, 1, 4);
         else
             snprintf(t[2], sizeof t[2], "-");
         ci_text(t[3], sizeof t[3], &s.sla, 100, 2);
@@ -296,8 +296,8 @@ static int run_point(compare *c, int i, int k, ss_errbuf *eb)
     result *res = &c->res[i * c->n_seeds + k];
     char point[RUNNER_LABEL_MAX + 96];
     if (c->n_seeds > 1)
-        snprintf(point, sizeof point, "policy=%s;seed=%llu;rate=%g", c->label[p],
-                 (unsigned long long)c->seed[k], rate);
+        snprintf(point, sizeof point, "policy=%s;rate=%g;run.seed=%llu", c->label[p], rate,
+                 (unsigned long long)c->seed[k]);
     else
         snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[p], rate);
     if (o->progress && isatty(STDERR_FILENO))

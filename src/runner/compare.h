@@ -43,7 +43,7 @@ typedef struct runner_compare_opts {
 
 /**
  * Run every point of o (bundles vary fastest; with several seeds, each point at every seed,
- * stored as policy=LABEL;seed=SEED;rate=R) and write the results to out: the table and a
+ * stored as policy=LABEL;rate=R;run.seed=SEED, as a sweep names its seeds) and write the results to out: the table and a
  * "results:" line, or with o->json the JSON array, one object per run as it finishes. With
  * several seeds the table gives per point the mean over seeds with its 95 % Student-t
  * interval and the goodput ratio to the first bundle paired by seed with its interval and

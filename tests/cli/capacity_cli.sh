@@ -395,7 +395,7 @@ for i, p in enumerate(o["policies"]):
         assert close(p["tenant_sla_miss"][t], m), p
         assert close(p["tenant_sla_miss_ci95"][t][0], lo), p
 PY
-[ "$(sql sd.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=container;seed=4;rate=%'")" -ge 1 ] ||
+[ "$(sql sd.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=container;rate=%;run.seed=4'")" -ge 1 ] ||
     fail "points name their seed: $(sql sd.db "SELECT group_concat(point, ' ') FROM sweep_points")"
 cap --db sd.db --seeds 3 --criterion pooled >seeds.table 2>err || fail "capacity --seeds 3 table: $(cat err)"
 grep -q "^slicesim: capacity: reused $(runs sd.db) probes" err || fail "--seeds reuse: $(cat err)"

@@ -96,7 +96,7 @@ assert close(slice_["goodput_ratio"], m) and close(slice_["goodput_ratio_ci95_lo
 want = "higher" if lo > 1 else "lower" if hi < 1 else "no difference"
 assert slice_["verdict"] == want and o["summary"][0]["verdict"] == "reference", slice_
 PY
-[ "$(sql s.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=slice;seed=_;rate=1'")" = 3 ] ||
+[ "$(sql s.db "SELECT count(*) FROM sweep_points WHERE point LIKE 'policy=slice;rate=1;run.seed=_'")" = 3 ] ||
     fail "a point per seed: $(sql s.db "SELECT group_concat(point, ' ') FROM sweep_points")"
 "$S" compare -c "$SV" "${SHORT[@]}" --policies container,slice --seeds 2 --db none >stable \
     2>err || fail "compare --seeds 2: $(cat err)"
