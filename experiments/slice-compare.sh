@@ -15,7 +15,7 @@ DB=results/slice.db
 SC=experiments/slice-vs-container.ini
 . experiments/eager-2023.sh
 # shellcheck disable=SC2206
-PIN=($ENGINE $WINDOW)
+PIN=($ENGINE $WINDOW $TRACE)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$S" replay -c "$SC" ${PIN[@]+"${PIN[@]}"} --db "$DB" --json "$@" >"$T/home.json"

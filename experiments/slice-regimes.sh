@@ -82,7 +82,7 @@ for r in $REGIMES; do
     for seed in $SEEDS; do
         echo "slice-regimes: $r, seed $seed ($(( $(date +%s) - start )) s so far)" >&2
         # shellcheck disable=SC2086
-        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE --set run.duration_s=600 \
+        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE $TRACE --set run.duration_s=600 \
             $CRITERION --set run.warmup_s=60 ${sets[@]+"${sets[@]}"} --db "$DB" \
             --name "regimes:$r:seed$seed" --json --no-progress "$@" >"$T/$r.$seed.json" \
             2>"$T/$r.$seed.err" || { cat "$T/$r.$seed.err" >&2; exit 1; }
