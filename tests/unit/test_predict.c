@@ -122,8 +122,8 @@ static void test_noisy_is_deterministic_and_spread(void **state)
     const uint32_t out = 10000;
     double sum = 0, sum2 = 0;
     uint32_t differ_seed = 0;
-    const int n = 20000;
-    for (int k = 0; k < n; k++) {
+    const uint32_t n = 20000;
+    for (uint32_t k = 0; k < n; k++) {
         uint32_t a = pol_predict_output(&p, &none, 0, out, 1u << 30, 42, (uint64_t)k);
         assert_int_equal(pol_predict_output(&p, &none, 0, out, 1u << 30, 42, (uint64_t)k), a);
         differ_seed += pol_predict_output(&p, &none, 0, out, 1u << 30, 43, (uint64_t)k) != a;
@@ -133,7 +133,7 @@ static void test_noisy_is_deterministic_and_spread(void **state)
         sum2 += x * x;
     }
     double mean = sum / n, cv = sqrt(sum2 / n - mean * mean) / mean;
-    printf("# noisy:0.5 over %d requests: factor mean %.4f, CV %.4f\n", n, mean, cv);
+    printf("# noisy:0.5 over %u requests: factor mean %.4f, CV %.4f\n", n, mean, cv);
     assert_true(fabs(mean - 1) < 0.02);
     assert_true(fabs(cv - 0.5) < 0.03);
     assert_true(differ_seed > n * 9 / 10);
