@@ -76,6 +76,56 @@ int64_t ss_hist_quantile(const ss_hist *h, double q)
     return h->max;
 }
 
+/* Bucket i's share above v: 0 when every value of it is at most v, else the value it stands
+ * for there (its midpoint, at least v + 1, within [min, max]). */
+static int64_t above_value(const ss_hist *h, size_t i, int64_t v)
+{
+    uint64_t lo, width;
+    bucket_range(i, &lo, &width);
+    if ((int64_t)(lo + width - 1) <= v)
+        return 0;
+    int64_t mid = (int64_t)(lo + (width - 1) / 2);
+    if (mid <= v)
+        mid = v + 1;
+    return mid < h->min ? h->min : mid > h->max ? h->max : mid;
+}
+
+void ss_hist_above(const ss_hist *h, int64_t v, double q, uint64_t *n_out, double *mean_out,
+                   int64_t *quantile_out)
+{
+    uint64_t n = 0;
+    double sum = 0;
+    size_t first = h->n_buckets; /* the first bucket above v */
+    for (size_t i = 0; h->n && v < h->max && i < h->n_buckets; i++) {
+        int64_t x = h->counts[i] ? above_value(h, i, v) : 0;
+        if (!x)
+            continue;
+        if (first == h->n_buckets)
+            first = i;
+        n += h->counts[i];
+        sum += (double)x * (double)h->counts[i];
+    }
+    *n_out = n;
+    if (!n)
+        return;
+    if (mean_out)
+        *mean_out = v < h->min ? ss_hist_mean(h) : sum / (double)n;
+    if (!quantile_out)
+        return;
+    uint64_t rank = (uint64_t)(q * (double)n);
+    if ((double)rank < q * (double)n)
+        rank++; /* ceil */
+    rank = rank < 1 ? 1 : rank > n ? n : rank;
+    uint64_t seen = 0;
+    for (size_t i = first; i < h->n_buckets; i++) {
+        int64_t x = h->counts[i] ? above_value(h, i, v) : 0;
+        if (x && (seen += h->counts[i]) >= rank) {
+            *quantile_out = x;
+            return;
+        }
+    }
+}
+
 int ss_hist_merge(ss_hist *dst, const ss_hist *src)
 {
     if (!src->n)

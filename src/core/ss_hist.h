@@ -67,6 +67,14 @@ static inline int ss_hist_add(ss_hist *h, int64_t v) { return ss_hist_add_n(h, v
 /* Value at quantile q in [0, 1]: the bucket holding the ceil(q*n)-th smallest sample,
  * reported at the bucket's midpoint and clamped to [min, max]. 0 when empty. */
 int64_t ss_hist_quantile(const ss_hist *h, double q);
+/* The samples above v (those of the buckets whose values all exceed v, exact below 2048; a
+ * bucket holding v counts with its values above v, as if all its samples were there): their
+ * count into *n_out, and their mean (each at its bucket's midpoint, at least v + 1) and their
+ * quantile q in (0, 1] (as ss_hist_quantile ranks) into *mean_out and *quantile_out (either
+ * may be NULL). Both are left untouched when no sample lies above v. Below every sample
+ * (v < min) the mean is the exact one, ss_hist_mean. */
+void ss_hist_above(const ss_hist *h, int64_t v, double q, uint64_t *n_out, double *mean_out,
+                   int64_t *quantile_out);
 static inline double ss_hist_mean(const ss_hist *h) { return h->n ? h->sum / (double)h->n : 0.0; }
 /* Add every sample of src into dst. 0 or SS_ENOMEM (dst unchanged). */
 int ss_hist_merge(ss_hist *dst, const ss_hist *src);

@@ -22,6 +22,7 @@ enum {
     SS_RNG_STREAM_ROUTING = 16,
     SS_RNG_STREAM_BATCHING = 17,
     SS_RNG_STREAM_TIERS = 18,
+    SS_RNG_STREAM_WHATIF_OUTPUT = 19, /* what-ifs: the noisy predictor's factor per request */
 };
 
 void ss_rng_seed(ss_rng *r, uint64_t seed, uint64_t stream);

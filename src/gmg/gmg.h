@@ -51,6 +51,8 @@ typedef struct gmg_req {
     uint32_t prompt;       /* prompt tokens */
     uint32_t output;       /* output tokens to generate (capped by max_model_len) */
     uint32_t output_asked; /* output tokens the trace asked for */
+    uint32_t output_pred;  /* what-ifs' prediction of `output` (gsim's predictor; 0: none, they
+                              take the true one), > generated while it runs */
     uint16_t tenant;       /* tenant index */
     uint8_t tier;          /* SLA tier, 0 = highest */
     uint8_t measured;      /* arrived after the warm-up: counted in the summaries */

@@ -118,6 +118,10 @@ typedef struct gsim_config {
     double guest_link_eff;      /* fraction of peak link bandwidth for offload transfers */
     double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
                                    many times its alone time (>= 1) */
+    /* What a what-if fork knows (a placement policy's mechanism settings replace them; the
+     * defaults, oracle and 0, know the true output lengths and costs): */
+    pol_predictor whatif_pred;  /* the output lengths a fork gives the requests in flight */
+    double whatif_cost_error;   /* a fork's iteration costs are the cost model's times 1 + this */
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
     int no_prefix_ceiling;      /* do not keep the prefix-caching ceiling (gsim_ceiling_kept) */
     gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
@@ -193,6 +197,12 @@ int gsim_offload_check(const gsim *g, gmg_id r, gmg_id helper, ss_errbuf *eb);
  * ticks), and its name. */
 const slice_stats *gsim_slice_stats(const gsim *g);
 const char *gsim_placement_name(const gsim *g);
+/* What the placement policy's what-ifs know: their output-length predictor and cost error
+ * (oracle and 0 without a placement policy that asks what-ifs). */
+void gsim_whatif_knowledge(const gsim *g, pol_predictor *pred_out, double *cost_error_out);
+/* The output lengths of tenant t's requests finished so far in the replay, as the predictor
+ * reads them (borrowed; empty unless the predictor is mean or quantile; NULL for no tenant t). */
+const ss_hist *gsim_finished_lengths(const gsim *g, uint32_t t);
 
 /* Whether container c's GPUs run an offloaded prefill now. */
 int gsim_has_guest(const gsim *g, gmg_id c);

@@ -225,7 +225,7 @@ static ss_time layer_ns_of(const gsim *s, gmg_container *c)
     if (s->ten[c->tenant].t.kv_transfer == GSIM_KV_END)
         return -1;
     cost_split sp;
-    cost_iteration_split(c->cost, &c->iter.batch, &sp);
+    gs_cost_split(s, c->cost, &c->iter.batch, &sp);
     return sp.layer_ns;
 }
 

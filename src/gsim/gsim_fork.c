@@ -18,6 +18,7 @@ static int fork_tenants(gsim *f, const gsim *s)
         *t = s->ten[i];
         t->cands = NULL, t->standby = NULL;
         t->ceiling = (gs_ceiling){0}; /* the ceiling is the replay's record */
+        t->out_lens = (ss_hist){0};   /* the predictor's too: the fork's requests have theirs */
         size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
         if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
             !(t->standby = ss_calloc(ns, sizeof *t->standby)))
@@ -62,6 +63,20 @@ static int fork_offloads(gsim *f, const gsim *s)
     for (uint32_t i = 0; i < f->n_offs; i++)
         f->offs[i].ev = NULL;
     return SS_OK;
+}
+
+/* The requests in flight run to the lengths the replay's predictor gave them (gs_pred_*), not
+ * their true ones: a deployed scheduler knows how many tokens a request has made and that it is
+ * still running, not when it will end. */
+static void fork_predictions(gsim *f)
+{
+    for (uint32_t i = 0; i < f->g->n_slots; i++) {
+        gmg_req *q = &f->g->reqs[i];
+        if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
+            q->state == GMG_REQ_REJECTED || !q->output_pred)
+            continue;
+        q->output = q->output_pred > q->generated ? q->output_pred : q->generated + 1;
+    }
 }
 
 static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
@@ -155,6 +170,8 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
         memcpy(f->gst, s->gst, s->g->n_gpus * sizeof *f->gst);
     else if (!rc)
         rc = SS_ENOMEM;
+    if (!rc)
+        fork_predictions(f);
     if (!rc)
         rc = fork_tenants(f, s);
     if (!rc)

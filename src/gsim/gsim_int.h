@@ -89,6 +89,9 @@ typedef struct tenant_state {
     gmg_id kv_head, kv_tail;     /* hand-offs waiting for decode blocks, FIFO (kv_xfer ids) */
     gs_ceiling ceiling;           /* block hashes its containers' caches learnt (the replay's,
                                     empty in a fork) */
+    ss_hist out_lens;            /* output lengths of its requests finished in the replay, for
+                                    the what-ifs' predictor (empty in a fork, and unless the
+                                    predictor is mean or quantile) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
@@ -224,6 +227,16 @@ const cat_engine *gs_tenant_engine(const gsim *s, uint16_t t);
 gmg_enqueue gs_enqueue_where(const gsim *s, int front);
 void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why);
 void gs_finish(gsim *s, gmg_container *c, gmg_id r);
+/* The what-ifs' output-length predictor (gsim_config.whatif_pred), kept by the replay (a fork
+ * takes what it is given, gsim_fork): q's prediction as it arrives; again after a token when q
+ * has outlived it (and its container's epoch bumped: its what-ifs are out of date); q's length
+ * into its tenant's record as it finishes (a failure fails the run). */
+void gs_pred_arrival(gsim *s, gmg_req *q);
+void gs_pred_token(gsim *s, gmg_req *q);
+void gs_pred_finished(gsim *s, const gmg_req *q);
+/* Iteration split of batch b on cm: the cost model's, in a fork scaled by 1 + the what-ifs'
+ * cost error (gsim_config.whatif_cost_error). */
+void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_split *out);
 gmg_id gs_route(gsim *s, const tenant_state *t, gmg_id r);
 /* gsim_cluster.c */
 void gs_maybe_drained(gsim *s, gmg_container *c);

@@ -5,6 +5,7 @@
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"
 
+#include <math.h>
 #include <string.h>
 
 /* GPU u idles from its last compute phase until `until`: record that slice, if any, with the
@@ -41,6 +42,25 @@ static void compute_phase(gsim *s, const gmg_container *c, uint32_t st, ss_time 
     }
 }
 
+/* A cost in a fork, off by the what-ifs' cost error. */
+static ss_time fork_cost(const gsim *s, ss_time ns)
+{
+    return (ss_time)llround((double)ns * (1 + s->cfg.whatif_cost_error));
+}
+
+void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_split *out)
+{
+    cost_iteration_split(cm, b, out);
+    if (!s->fork || s->cfg.whatif_cost_error == 0)
+        return;
+    /* the compute a step takes and the host time in it; the transfers (swaps, activations
+     * sent between pipeline stages) are the links', not the cost model's */
+    out->layer_ns = fork_cost(s, out->layer_ns);
+    out->head_ns = fork_cost(s, out->head_ns);
+    out->host_ns = fork_cost(s, out->host_ns);
+    out->tail_ns = fork_cost(s, out->tail_ns);
+}
+
 /* Time the decided batch through the replica's pipeline: each stage runs its layers (the first
  * also swaps and the head, the last the tail, the others end by sending the activations) as
  * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
@@ -49,7 +69,7 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
 {
     gmg_replica *rep = &s->g->replicas[c->replica];
     cost_split sp;
-    cost_iteration_split(c->cost, &c->iter.batch, &sp);
+    gs_cost_split(s, c->cost, &c->iter.batch, &sp);
     ss_time t = now;
     for (uint32_t st = 0; st < c->pp; st++) {
         ss_time d = sp.layer_ns * (ss_time)cost_stage_layers(c->model, c->pp, st);
@@ -138,6 +158,8 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
         int token = advance(s, c, q, now);
+        if (token)
+            gs_pred_token(s, q); /* a request that goes on may have outlived its prediction */
         if (token && q->generated >= q->output)
             gs_finish(s, c, r);
         else if (token && c->role == GMG_ROLE_PREFILL) /* its KV goes to a decode instance */
@@ -225,6 +247,7 @@ static gmg_container *admit_arrival(gsim *s)
     q->tenant = s->n_ten > 1 ? t->tenant : 0;
     if (SS_NEVER(q->tenant >= s->n_ten))
         q->tenant = 0;
+    gs_pred_arrival(s, q);
     const tenant_state *ts = &s->ten[q->tenant];
     q->tier = t->tier < ts->t.tiers ? t->tier : (uint8_t)(ts->t.tiers - 1);
     set_sla(q, &ts->t.sla[q->tier], t);

@@ -196,6 +196,7 @@ void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx)
     gmg_req_offload_back(s->g, home, r, now);
     q->win_tokens += gs_in_arrival_window(s, now); /* its first token */
     offload_free(s, oid);
+    gs_pred_token(s, q);
     if (q->generated >= q->output)
         gs_finish(s, home, r);
     if (!home->busy && home->status != GMG_CTR_LOADING && home->status != GMG_CTR_STANDBY)
@@ -230,7 +231,7 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
     cost_batch b = {0};
     cost_batch_add_prefill(&b, q->prompt, 0);
     cost_split sp;
-    cost_iteration_split(home->cost, &b, &sp);
+    gs_cost_split(s, home->cost, &b, &sp);
     o->n_chunks = m->layers + 2;
     o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; its host phase comes before it */
     o->host_ns = s->cfg.guest_host_factor == 0

@@ -75,6 +75,8 @@ int gs_place_create(gsim *s, ss_errbuf *eb)
         s->cfg.whatif_ns = m.whatif_ns;
         s->cfg.guest_link_eff = m.link_eff;
         s->cfg.guest_interference = m.interference;
+        s->cfg.whatif_pred = m.predictor;
+        s->cfg.whatif_cost_error = m.cost_error;
     }
     s->max_overrun = s->cfg.guest_overrun;
     if (pol_place_period(s->place) > 0) {
@@ -149,6 +151,17 @@ int gs_place_start(gsim *s)
 const slice_stats *gsim_slice_stats(const gsim *s)
 {
     return s->place && pol_place_period(s->place) > 0 ? pol_place_get_stats(s->place) : NULL;
+}
+
+void gsim_whatif_knowledge(const gsim *s, pol_predictor *pred_out, double *cost_error_out)
+{
+    *pred_out = s->cfg.whatif_pred;
+    *cost_error_out = s->cfg.whatif_cost_error;
+}
+
+const ss_hist *gsim_finished_lengths(const gsim *s, uint32_t t)
+{
+    return t < s->n_ten ? &s->ten[t].out_lens : NULL;
 }
 
 const char *gsim_placement_name(const gsim *s)

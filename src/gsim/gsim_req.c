@@ -2,6 +2,7 @@
  * the record of a request's outcome. */
 #include "gsim/gsim_int.h"
 
+#include "core/ss_hash.h"
 #include "core/ss_log.h"
 
 /* ---- request state changes ------------------------------------------------------------- */
@@ -114,11 +115,54 @@ void gs_reject(gsim *s, gmg_container *c, gmg_id r, uint32_t why)
 void gs_finish(gsim *s, gmg_container *c, gmg_id r)
 {
     gmg_req *q = gmg_req_at(s->g, r);
+    gs_pred_finished(s, q);
     gs_maybe_abort_migration(s, q);
     gmg_req_end(s->g, c, r, GMG_REQ_DONE, des_now(s->des));
     gs_notify(s, c, q, GSIM_REQ_FINISH);
     emit_result(s, q, 0, 0);
     gmg_req_free(s->g, r);
+}
+
+/* ---- what the what-ifs predict --------------------------------------------------------- */
+
+/* Whether this simulation predicts output lengths for its what-ifs (the replay does, with a
+ * predictor other than the oracle; a fork runs the predictions it was given). */
+static int predicting(const gsim *s)
+{
+    return !s->fork && s->cfg.whatif_pred.kind != POL_PRED_ORACLE;
+}
+
+/* q's output length as the predictor gives it now, from its tenant's finished requests. */
+static uint32_t predict(const gsim *s, const gmg_req *q)
+{
+    uint32_t cap = q->prompt < s->cfg.max_model_len ? (uint32_t)(s->cfg.max_model_len - q->prompt)
+                                                    : 1; /* as admission caps the true one */
+    uint64_t key = ss_fnv1a(SS_FNV1A_OFFSET, &q->trace_id, sizeof q->trace_id);
+    key = ss_fnv1a(key, &q->tenant, sizeof q->tenant);
+    key = ss_fnv1a(key, &q->generated, sizeof q->generated);
+    return pol_predict_output(&s->cfg.whatif_pred, &s->ten[q->tenant].out_lens, q->generated,
+                              q->output, cap, s->cfg.seed, key);
+}
+
+void gs_pred_arrival(gsim *s, gmg_req *q)
+{
+    q->output_pred = predicting(s) ? predict(s, q) : 0;
+}
+
+void gs_pred_token(gsim *s, gmg_req *q)
+{
+    if (!predicting(s) || q->generated < q->output_pred || q->generated >= q->output)
+        return;
+    q->output_pred = predict(s, q);
+    s->cs[q->container].epoch++; /* its container's what-ifs have it end by now */
+}
+
+void gs_pred_finished(gsim *s, const gmg_req *q)
+{
+    int kind = s->cfg.whatif_pred.kind;
+    if (predicting(s) && (kind == POL_PRED_MEAN || kind == POL_PRED_QUANTILE) &&
+        ss_hist_add(&s->ten[q->tenant].out_lens, q->generated))
+        gs_fail(s, ss_err(s->eb, SS_ENOMEM, "output-length predictor: out of memory"));
 }
 
 /* The container the routing policy picks for request r of tenant t: one of the tenant's active

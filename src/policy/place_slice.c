@@ -34,7 +34,8 @@
 static const char *const params[] = {"slice_period_ms", "slice_horizon_ms", "slice_max_whatifs",
                                      "slice_min_gain_ms", "slice_overrun_ms", "slice_weights",
                                      "slice_host_factor", "slice_whatif_ms", "slice_link_eff",
-                                     "slice_interference", NULL};
+                                     "slice_interference", "slice_output_predictor",
+                                     "slice_cost_error", NULL};
 
 /* What a fork predicts for the requests of its containers, by request slot. */
 typedef struct outcome {
@@ -82,6 +83,22 @@ enum { REFUSALS = 64 };
  * release build (README, "What a move costs", gives the command). */
 #define SLICE_WHATIF_MS 0.08
 
+/* What its what-ifs know (README, "What a what-if knows"): the output lengths they give the
+ * requests in flight (slice_output_predictor, default mean) and the error of their costs
+ * (slice_cost_error, default 0). */
+static int whatif_knowledge(ss_params *p, pol_place_mechanism *m, ss_errbuf *eb)
+{
+    const char *pred = ss_params_get(p, "slice_output_predictor");
+    m->predictor = (pol_predictor){POL_PRED_MEAN, 0};
+    int rc = pred ? pol_predictor_parse(&m->predictor, pred, "slice: policy.slice_output_predictor",
+                                        eb)
+                  : SS_OK;
+    if (!rc)
+        rc = ss_params_get_double(p, "slice", "slice_cost_error", 0, -0.9, 0.99, &m->cost_error,
+                                  eb);
+    return rc;
+}
+
 static int init(void *priv, ss_params *p, ss_errbuf *eb)
 {
     slice_sched *s = priv;
@@ -103,6 +120,8 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
                                   &whatif_ms, eb);
     if (!rc)
         rc = pol_place_move_costs(p, "slice", &s->mech, eb);
+    if (!rc)
+        rc = whatif_knowledge(p, &s->mech, eb);
     if (rc)
         return rc;
     const char *weights = ss_params_get(p, "slice_weights");

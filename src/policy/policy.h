@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/ss_err.h"
+#include "core/ss_hist.h"
 #include "core/ss_params.h"
 #include "core/ss_rng.h"
 #include "cost/cost.h"
@@ -294,6 +295,40 @@ typedef struct pol_place_decision {
     uint32_t n_offload, cap_offload;
 } pol_place_decision;
 
+/* ---- what a what-if knows of a request's output length --------------------------------- */
+
+/* A deployed scheduler does not know how long a request will generate. A what-if fork gives
+ * each request still in flight the output length a predictor gives it instead of its true one
+ * (the replay itself always runs the true lengths). */
+enum {
+    POL_PRED_ORACLE = 0, /* the true length: a what-if that knows the future */
+    POL_PRED_MEAN,       /* the tenant's mean of the lengths of its requests finished so far */
+    POL_PRED_QUANTILE,   /* their quantile arg */
+    POL_PRED_NOISY,      /* the true remaining length times a lognormal factor, CV arg */
+};
+typedef struct pol_predictor {
+    int kind;   /* POL_PRED_* */
+    double arg; /* POL_PRED_QUANTILE: Q in (0, 1); POL_PRED_NOISY: the CV, [0, 10]; else 0 */
+} pol_predictor;
+
+/* Parse s ("oracle", "mean", "quantile:Q", "noisy:CV") into *out; key names the parameter in
+ * the message. 0, or SS_EINVAL ("key: expected ..., got 's'" in eb) with *out unchanged. */
+int pol_predictor_parse(pol_predictor *out, const char *s, const char *key, ss_errbuf *eb);
+/* p as pol_predictor_parse reads it ("mean", "quantile:0.9", "noisy:0.5") into buf (n bytes),
+ * truncated to fit. */
+void pol_predictor_name(const pol_predictor *p, char *buf, size_t n);
+/* The output length p predicts for a request that has made `generated` tokens and can make at
+ * most `cap` (its max_model_len-bounded length); `output` is its true length (read by oracle
+ * and noisy only), `finished` the output lengths of its tenant's finished requests (borrowed),
+ * seed and key the noisy factor's stream (the run's seed; the request and its generated
+ * tokens). Conditional on the request still running: always more than `generated`, at most
+ * cap when cap > generated. mean and quantile take the finished lengths above `generated`;
+ * when none is, twice `generated` (it has outlived all of them), and before any has finished,
+ * cap (the longest it can run). noisy is generated + the true remaining length times
+ * exp(N(mu, sigma^2)) of mean 1 and the CV arg, at least one token. Deterministic. */
+uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished, uint32_t generated,
+                            uint32_t output, uint32_t cap, uint64_t seed, uint64_t key);
+
 /* How the offload mechanism runs the policy's moves (pol_place_ops.mechanism). */
 enum {
     POL_WEIGHTS_AUTO = 0, /* an offloaded prefill's weights staged on the helper when its free
@@ -311,6 +346,9 @@ typedef struct pol_place_mechanism {
                               starts this times their count after the decision */
     double link_eff;       /* fraction of a link's peak bandwidth an offload transfer gets */
     double interference;   /* slowdown of a guest chunk sharing the helper's iteration */
+    /* What its what-ifs know (zero: the true output lengths and costs, an oracle): */
+    pol_predictor predictor; /* the output lengths a fork gives its requests */
+    double cost_error;     /* a fork's iteration costs are the cost model's times 1 + this */
 } pol_place_mechanism;
 
 /* Default time an offloaded guest chunk in a host phase may overrun it (see guest_overrun). */

@@ -162,8 +162,16 @@ static void json_ops(FILE *f, const runner_report *r, const gsim *g, const metri
             sl->wall_s, sl->wall_s > 0 ? (double)sl->ticks / sl->wall_s : 0.0);
     /* the moved compute (GPU-s) by the length of the helper's idle stretch it ran in */
     fprintf(f, ", \"moved_gpu_s_by_idle_stretch\": {\"lt_10ms\": %.6f, \"10_100ms\": %.6f, "
-               "\"100ms_1s\": %.6f, \"gt_1s\": %.6f}}",
+               "\"100ms_1s\": %.6f, \"gt_1s\": %.6f}",
             m->moved_gpu_s[0], m->moved_gpu_s[1], m->moved_gpu_s[2], m->moved_gpu_s[3]);
+    /* what its what-ifs knew: the output-length predictor (oracle: the true lengths) and the
+     * error of their costs */
+    pol_predictor pred;
+    double cost_error;
+    char name[48];
+    gsim_whatif_knowledge(g, &pred, &cost_error);
+    pol_predictor_name(&pred, name, sizeof name);
+    fprintf(f, ", \"output_predictor\": \"%s\", \"cost_error\": %g}", name, cost_error);
 }
 
 /* The KV pool's counters of a group; the run's also its tiers' peak occupancy (peak: NULL

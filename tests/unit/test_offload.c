@@ -747,11 +747,12 @@ static void slice_run(fx *f, const trace_rec *r, size_t n, tu_collect *c, metric
 }
 
 /* One burst for the hot tenant and nothing after it: SliceScheduler offloads to the idle cold
- * container, and since nothing arrives after a decision, every first token comes exactly when
- * the what-if said. */
+ * container, and since nothing arrives after a decision and its what-ifs know the true output
+ * lengths (the oracle predictor), every first token comes exactly when the what-if said. */
 static void test_scheduler_predictions_are_exact_without_arrivals(void **state)
 {
     fx *f = *state;
+    ss_params_set(f->params, "slice_output_predictor", "oracle");
     size_t n;
     trace_rec *r = workload(80, 2000, 0, &n);
     tu_collect c = tu_collect_new(n);
