@@ -5,7 +5,9 @@
 # load, the shipped Azure-conversation-like trace, today's engine vllm-0.15 with chunked
 # prefill at its 2048-token budget) at three loads, then each one's capacity at <= 9 % SLA
 # misses of every tenant against static-best (the container policy sized to the load), each
-# over seeds 1-5 with 95 % Student-t intervals and the ratios paired by seed. Prints both
+# over seeds 1-5 with 95 % Student-t intervals and the ratios paired by seed; slice-oracle is
+# SliceScheduler with what-ifs that know every request's true output length (an oracle; slice
+# predicts them, the default). Prints both
 # tables (each tenant's miss at the capacity too), stores every run in results/main.db and
 # draws the figures into plots/out/ (PNG, SVG). Extra arguments go to `slicesim compare`
 # (e.g. --rates 1 for one load, --seeds 1 for one seed).
@@ -21,7 +23,8 @@ echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 40
     --rates 0.5,0.75,1 --seeds 5 --db results/main.db --name main "$@"
 echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned baseline," \
      "static-best, seeds 1-5, bisection to 1 % (about 2 min)"
-"$S" capacity -c experiments/slice-vs-container.ini --policies static-best,container,slice \
+"$S" capacity -c experiments/slice-vs-container.ini \
+    --policies static-best,container,slice,slice-oracle:policy.ops=slice+policy.slice_output_predictor=oracle \
     --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --no-progress
 if command -v gnuplot >/dev/null; then
     echo "slicesim: drawing the figures into plots/out/"
