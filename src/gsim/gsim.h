@@ -225,7 +225,8 @@ uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
  * the idle slices of gsim_metrics show the predicted state (its latency histograms stay
  * empty: the sink's records and the requests in gsim_graph are the predictions). When nothing reaches those containers in g over the
  * same span, g's own outcome is identical to the fork's prediction. The fork borrows g's
- * policy and cost models: destroy it before g. Containers with a live migration in flight
+ * policy and cost models: destroy it before g. Containers with a live migration in flight, and a run with a
+ * disaggregated tenant (separate prefill and decode pools),
  * cannot be forked (SS_EINVAL). 0, SS_EINVAL or SS_ENOMEM with eb set. */
 int gsim_fork(const gsim *g, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
               gsim **out, ss_errbuf *eb);

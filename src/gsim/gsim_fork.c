@@ -131,6 +131,12 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
             return ss_err(eb, SS_EINVAL, "fork: container %u has a live migration in flight",
                           c->id);
     }
+    /* A fork copies neither the KV hand-offs between a disaggregated tenant's pools nor their
+     * list of decode instances (SliceScheduler, the forks' one user, refuses such tenants). */
+    for (uint32_t i = 0; i < s->n_ten; i++)
+        if (s->ten[i].n_dcands)
+            return ss_err(eb, SS_EINVAL, "fork: tenant %s serves from separate prefill and "
+                          "decode pools, which what-if forks do not model", s->ten[i].t.name);
     gsim *f = ss_calloc(1, sizeof *f);
     if (!f)
         return ss_err(eb, SS_ENOMEM, "fork: out of memory");

@@ -263,6 +263,30 @@ static void test_busy_run_conserves_and_repeats(void **state)
     free(r);
 }
 
+/* A what-if fork of a disaggregated run is refused with a message: a fork copied the run's
+ * decode-instance list by pointer (freed twice when both were destroyed) and none of its KV
+ * hand-offs (the fork crashed at its first one). The run itself goes on unharmed. */
+static void test_fork_refused(void **state)
+{
+    fx *f = *state;
+    disagg(f, 1, 1, GSIM_KV_LAYER);
+    trace_rec r = one_req(500);
+    gsim *g = NULL, *w = NULL;
+    ss_errbuf eb;
+    assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);
+    tu_recs src = {&r, 1, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    assert_int_equal(gsim_advance(g, 2000, &eb), 0); /* the request is in */
+    gmg_id both[2] = {0, 1};
+    assert_int_equal(gsim_fork(g, both, 2, NULL, NULL, &w, &eb), SS_EINVAL);
+    assert_null(w);
+    assert_non_null(strstr(eb.msg, "fork: tenant chat serves from separate prefill and decode"));
+    assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
+    assert_int_equal(gsim_finish(g), 0);
+    assert_int_equal(gsim_metrics(g)->all.kv.transfers, 1);
+    gsim_destroy(&g);
+}
+
 /* What the simulator refuses: a pool without the other, pipeline parallelism, migration. */
 static void test_refusals(void **state)
 {
@@ -304,6 +328,7 @@ int main(void)
         T(test_full_decode_makes_the_transfer_wait),
         T(test_busy_run_conserves_and_repeats),
         T(test_refusals),
+        T(test_fork_refused),
     };
     return cmocka_run_group_tests_name("disagg", tests, NULL, NULL);
 }
