@@ -515,14 +515,16 @@ static void print_table(const capacity *c, FILE *f)
     print_searches(c, f);
 }
 
-/* "M [LO, HI]" of an interval (digits significant), or "M" without one. */
+/* "M [LO, HI]" of an interval, or "M" without one: digits significant, or with decimals < 0
+ * that many decimals (-decimals). */
 static void ci_text(char *buf, size_t n, const ss_ci *ci, double scale, int digits)
 {
+    const char *f = digits < 0 ? "%.*f [%.*f, %.*f]" : "%.*g [%.*g, %.*g]";
+    int d = digits < 0 ? -digits : digits;
     if (ci->has_interval)
-        snprintf(buf, n, "%.*g [%.*g, %.*g]", digits, scale * ci->mean, digits, scale * ci->lo,
-                 digits, scale * ci->hi);
+        snprintf(buf, n, f, d, scale * ci->mean, d, scale * ci->lo, d, scale * ci->hi);
     else
-        snprintf(buf, n, "%.*g", digits, scale * ci->mean);
+        snprintf(buf, n, digits < 0 ? "%.*f" : "%.*g", d, scale * ci->mean);
 }
 
 /* The table of several seeds' searches: per bundle the mean capacity and the mean of its
@@ -548,7 +550,7 @@ static void print_table_seeds(const capacity *c, FILE *f)
         if (p == 0 && s.ratio.n) /* the reference against itself */
             snprintf(ratio, sizeof ratio, "1");
         else if (s.ratio.n)
-            ci_text(ratio, sizeof ratio, &s.ratio, 1, 3);
+            ci_text(ratio, sizeof ratio, &s.ratio, 1, -3);
         else
             snprintf(ratio, sizeof ratio, "-");
         fprintf(f, "  %-16s %-28s %-24s %-13s %10.1f %7.2f%% %6d\n", c->label[p], cap, ratio,
@@ -575,10 +577,10 @@ static void print_table_seeds(const capacity *c, FILE *f)
         char buf[80];
         fprintf(f, "    %-16s", c->label[p]);
         for (uint32_t t = 0; t < c->n_tenants; t++) {
-            ci_text(buf, sizeof buf, &s.tenant[t], 100, 3);
+            ci_text(buf, sizeof buf, &s.tenant[t], 100, -2);
             fprintf(f, " %s %s%%,", c->tenants[t], buf);
         }
-        ci_text(buf, sizeof buf, &s.pooled, 100, 3);
+        ci_text(buf, sizeof buf, &s.pooled, 100, -2);
         fprintf(f, " pooled %s%%\n", buf);
     }
     for (int p = 0; p < o->n_policies; p++) {
