@@ -132,7 +132,10 @@ typedef struct gmg_gpu {
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
+/* The kinds of link a copy takes: a node's NVLink, PCIe (a node's GPU-to-GPU fabric where the
+ * GPU has no NVLink, and every GPU's host link), the network across nodes. */
 typedef enum gmg_link_kind { GMG_LINK_NVLINK, GMG_LINK_PCIE, GMG_LINK_NET } gmg_link_kind;
+#define GMG_LINK_KINDS 3
 
 typedef struct gmg_link {
     gmg_id id;

@@ -300,4 +300,10 @@ void gs_place_destroy(gsim *s);
 int gs_place_start(gsim *s);
 void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx);
 
+/* gsim_link_eff of the link a copy from GPU src to GPU dst takes (gmg_link_between). */
+static inline double gs_link_eff_between(const gsim *s, gmg_id src, gmg_id dst)
+{
+    return gsim_link_eff(&s->cfg, gmg_link_between(s->g, src, dst)->kind);
+}
+
 #endif

@@ -25,20 +25,30 @@ int gs_kvp_create(gsim *s, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* The bandwidth a copy over a GPU's host link attains, bytes/s: the pool's cpu_bw (else the
+ * GPU's pcie_bw) at the PCIe efficiency (gsim_link_eff). */
+static double host_bw(const gsim *s)
+{
+    const gsim_kvpool_cfg *k = &s->cfg.kvpool;
+    double bw = k->cpu_bw > 0 ? k->cpu_bw : s->cfg.gpu->pcie_bw;
+    return bw * gsim_link_eff(&s->cfg, GMG_LINK_PCIE);
+}
+
 /* Seconds to load n blocks of c from source `src`: each hop on the way costs its latency plus
- * the bytes it carries over its bandwidth, one after the other (store and forward). The SSD
- * reads the blocks whole (every GPU's share: one device per node); the network and the host
- * link carry each GPU's share on its own NIC and PCIe link, in parallel. */
+ * the bytes it carries over its bandwidth at its efficiency (gsim_link_eff), one after the
+ * other (store and forward). The SSD reads the blocks whole (every GPU's share: one device per
+ * node) at its read bandwidth; the network and the host link carry each GPU's share on its own
+ * NIC and PCIe link, in parallel. */
 static double load_s(const gsim *s, const gmg_container *c, int src, uint32_t n)
 {
     const gsim_kvpool_cfg *k = &s->cfg.kvpool;
     double per_gpu = (double)n * c->block_bytes, whole = per_gpu * c->tp * c->pp;
-    double cpu_bw = k->cpu_bw > 0 ? k->cpu_bw : s->cfg.gpu->pcie_bw;
-    double t = k->cpu_latency_s + per_gpu / cpu_bw; /* host link: DRAM to the GPU */
+    double t = k->cpu_latency_s + per_gpu / host_bw(s); /* host link: DRAM to the GPU */
     if (src == SRC_SSD || src == SRC_REMOTE_SSD)
         t += k->ssd_latency_s + whole / k->ssd_bw;
     if (src == SRC_REMOTE_CPU || src == SRC_REMOTE_SSD)
-        t += s->cfg.gpu->net_latency_s + per_gpu / s->cfg.gpu->net_bw;
+        t += s->cfg.gpu->net_latency_s +
+             per_gpu / (s->cfg.gpu->net_bw * gsim_link_eff(&s->cfg, GMG_LINK_NET));
     return t;
 }
 

@@ -10,11 +10,14 @@
 /* ---- offloaded prefills: guest work on other containers' GPUs ------------------------------- */
 
 /* Move per_gpu bytes from each GPU of container a's TP group to b's (gmg_transfer), no earlier
- * than `earliest`, at the configured fraction of the link's peak. Returns the arrival time. */
+ * than `earliest`, at the placement policy's fraction of the link's peak (slice_link_eff), else
+ * the link's own (gsim_link_eff). Returns the arrival time. */
 static ss_time link_send(gsim *s, const gmg_container *a, const gmg_container *b, double per_gpu,
                          uint32_t tp, ss_time earliest)
 {
-    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, s->cfg.guest_link_eff, earliest);
+    double eff = s->cfg.guest_link_eff > 0 ? s->cfg.guest_link_eff
+                                           : gs_link_eff_between(s, a->gpu0, b->gpu0);
+    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, eff, earliest);
 }
 
 static ss_time chunk_ns(const offload *o, uint32_t k)

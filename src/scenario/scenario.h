@@ -87,6 +87,9 @@ typedef struct scn_scenario {
     char gpu[SCN_NAME_MAX];      /* gpu (default a100-80g) */
     uint32_t nodes;              /* nodes (0 = as many as the tenants' containers need) */
     uint32_t gpus_per_node;      /* gpus_per_node (0 = the GPU catalog's) */
+    double link_eff[3];          /* nvlink_efficiency, pcie_efficiency, net_efficiency: the
+                                    fraction of each link kind's peak a copy attains, in (0, 1]
+                                    (0, the default: the GPU profile's [links] figure) */
     /* [policy] */
     char routing[32];            /* routing (default rr; llumnix clusters default to their own,
                                     "llumnix") */

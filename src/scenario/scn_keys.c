@@ -28,6 +28,10 @@ const scn__key scn__keys[] = {
     {.sect = SCN__CLUSTER, .name = "gpu", .kind = SCN__NAME, SF(gpu)},
     {.sect = SCN__CLUSTER, .name = "nodes", .kind = SCN__U32, SF(nodes), .hi = 65536},
     {.sect = SCN__CLUSTER, .name = "gpus_per_node", .kind = SCN__U32, SF(gpus_per_node), .hi = 64},
+    /* a link kind's efficiency in place of the GPU profile's [links] figure; 0: the profile's */
+    {.sect = SCN__CLUSTER, .name = "nvlink_efficiency", .kind = SCN__F64, SF(link_eff[0]), .hi = 1},
+    {.sect = SCN__CLUSTER, .name = "pcie_efficiency", .kind = SCN__F64, SF(link_eff[1]), .hi = 1},
+    {.sect = SCN__CLUSTER, .name = "net_efficiency", .kind = SCN__F64, SF(link_eff[2]), .hi = 1},
     {.sect = SCN__POLICY, .name = "routing", .kind = SCN__NAME, SF(routing)},
     {.sect = SCN__POLICY, .name = "batching", .kind = SCN__NAME, SF(batching)},
     {.sect = SCN__POLICY, .name = "cluster", .kind = SCN__ENUM, SF(cluster),

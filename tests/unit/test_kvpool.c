@@ -73,6 +73,13 @@ static ss_time prefill_ns(gsim *g, uint64_t q, uint64_t c0)
 
 static ss_time ns_of(double s) { return ss_time_from_ns_sat(s * 1e9); }
 
+/* What a copy over the host link and the network attains: the peak at the link's efficiency. */
+static double host_bw(const fx *f)
+{
+    return f->cfg.gpu->pcie_bw * gsim_link_eff(&f->cfg, GMG_LINK_PCIE);
+}
+static double net_bw(const fx *f) { return f->cfg.gpu->net_bw * gsim_link_eff(&f->cfg, GMG_LINK_NET); }
+
 static void test_cpu_hit_costs_its_transfer(void **state)
 {
     fx *f = *state;
@@ -81,8 +88,9 @@ static void test_cpu_hit_costs_its_transfer(void **state)
     tu_collect c = tu_collect_new(4);
     gsim *g = tu_sim_run(f, r, 4, &c);
     const gmg_container *k = &gsim_graph(g)->ctrs[0];
-    /* 124 blocks over the A100's PCIe (32 GB/s per direction) after the latency */
-    ss_time load = ns_of(10e-6 + 124.0 * k->block_bytes / f->cfg.gpu->pcie_bw);
+    /* 124 blocks over the A100's PCIe (32 GB/s per direction, at its efficiency) after the
+     * latency */
+    ss_time load = ns_of(10e-6 + 124.0 * k->block_bytes / host_bw(f));
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, load + tail);
@@ -122,7 +130,7 @@ static void test_cheaper_of_load_and_recompute(void **state)
     f->cfg.kvpool.ssd_bytes = 1024.0 * 1073741824.0;
     f->cfg.kvpool.ssd_bw = 50e9;
     g = tu_sim_run(f, r, 4, &c);
-    ss_time load = ns_of(10e-6 + 124 * bb / f->cfg.gpu->pcie_bw + 100e-6 + 124 * bb / 50e9);
+    ss_time load = ns_of(10e-6 + 124 * bb / host_bw(f) + 100e-6 + 124 * bb / 50e9);
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, load + tail);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
@@ -166,7 +174,7 @@ static void test_cluster_scope_fetches_remote(void **state)
     g = tu_sim_run(f, r, 6, &c);
     double bb = gsim_graph(g)->ctrs[1].block_bytes;
     const cat_gpu *u = f->cfg.gpu;
-    ss_time load = ns_of(10e-6 + 124 * bb / u->pcie_bw + u->net_latency_s + 124 * bb / u->net_bw);
+    ss_time load = ns_of(10e-6 + 124 * bb / host_bw(f) + u->net_latency_s + 124 * bb / net_bw(f));
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
     assert_int_equal(c.r[5].first_token - c.r[5].arrival, load + tail);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;

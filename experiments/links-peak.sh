@@ -1,0 +1,10 @@
+# Sourced by the experiment scripts whose shipped results (the README's tables, docs/
+# slice-capacity.md) were made before copies ran at the hardware profile's link efficiency
+# (profiles/hardware/*.ini [links]): live migrations, KV hand-offs, KV-pool loads and KV swaps
+# then moved bytes at the link's full bandwidth, and SliceScheduler's moves at slice_link_eff
+# 0.8. These rows were made with transfers at full link bandwidth; LINKS and SLICE_LINK pin
+# that so they reproduce (a rerun at the profile's efficiencies is pending). LINKS=""
+# SLICE_LINK="" run at the profile's efficiencies.
+LINKS=${LINKS-"--set cluster.nvlink_efficiency=1 --set cluster.pcie_efficiency=1
+ --set cluster.net_efficiency=1"}
+SLICE_LINK=${SLICE_LINK-"--set policy.slice_link_eff=0.8"}
