@@ -72,6 +72,8 @@ typedef struct gsim_kvpool_cfg {
     double ssd_latency_s;   /* per load from an SSD, s */
     int cluster;            /* 1: one pool over every node's tiers (a block on another node
                                comes over the network); 0: each node's pool serves its GPUs */
+    int free_offloads;      /* 1: a block's copy out to the pool is not charged (the model
+                               before offloads held the host link); 0: it holds it */
 } gsim_kvpool_cfg;
 
 typedef struct gsim_config {

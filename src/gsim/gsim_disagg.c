@@ -165,6 +165,7 @@ static void kv_start(gsim *s, gmg_id xid, gmg_container *to)
     gmg_container *from = &s->g->ctrs[x->from];
     ss_time now = des_now(s->des);
     gmg_reserve_blocks(s->g, to, x->blocks);
+    gs_kvp_charge(s, to); /* what the reservation evicted from its prefix cache */
     x->to = to->id;
     x->start = now;
     ss_time end = kv_land_time(s, x, from, to, now);

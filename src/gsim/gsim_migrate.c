@@ -58,6 +58,7 @@ static int mig_reserve(gsim *s, migration *m, uint32_t n)
     if (to->status != GMG_CTR_ACTIVE || n > to->blocks_free)
         return 0;
     gmg_reserve_blocks(s->g, to, n);
+    gs_kvp_charge(s, to); /* what the reservation evicted from its prefix cache */
     m->reserved += n;
     return 1;
 }

@@ -381,6 +381,7 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
         gs_unstage(s, h);
         hs->staged_blocks = stage_blocks_needed(home, h);
         gmg_stage_blocks(s->g, h, hs->staged_blocks);
+        gs_kvp_charge(s, h); /* what the staging evicted from its prefix cache */
         hs->staged = home->model;
         double bytes = cost_weight_bytes_per_gpu(home->model, home->tp, 1);
         hs->stage_ready = link_send(s, home, h, bytes, h->tp, now);

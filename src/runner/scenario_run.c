@@ -219,6 +219,7 @@ static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu
     k->ssd_bw = p->ssd_gbps * 1e9;
     k->ssd_latency_s = p->ssd_latency_us * 1e-6;
     k->cluster = !strcmp(p->scope, "cluster");
+    k->free_offloads = !strcmp(p->offload, "free");
     return SS_OK;
 }
 

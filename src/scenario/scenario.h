@@ -79,6 +79,9 @@ typedef struct scn_kvpool {
     double ssd_gbps;             /* ssd_gbps: a node's SSD read bandwidth, GB/s (default 7) */
     double ssd_latency_us;       /* ssd_latency_us: per load from an SSD (default 100) */
     char scope[8];               /* scope = node|cluster (default node) */
+    char offload[8];             /* offload = link|free: a block's copy out of the GPU holds
+                                    the host link (default link), or is not charged (free: how
+                                    results before it were made) */
 } scn_kvpool;
 
 typedef struct scn_scenario {

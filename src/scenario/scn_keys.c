@@ -71,6 +71,8 @@ const scn__key scn__keys[] = {
      .hi = INFINITY},
     {.sect = SCN__KVPOOL, .name = "scope", .kind = SCN__ENUM, SF(kvpool.scope),
      .choices = "node, cluster"},
+    {.sect = SCN__KVPOOL, .name = "offload", .kind = SCN__ENUM, SF(kvpool.offload),
+     .choices = "link, free"},
     {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
     {.sect = SCN__TENANT, .name = "engine", .kind = SCN__NAME, TF(engine)},
     {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},
