@@ -154,7 +154,9 @@ typedef struct gmg_iter {
     uint64_t seq;           /* per-container iteration number */
     ss_time start, end;     /* first stage's start, last stage's end (fast path: exact) */
     ss_time stage_start[GMG_MAX_PP], stage_end[GMG_MAX_PP]; /* per pipeline stage */
-    ss_time swap_ns;        /* KV swap transfers over PCIe before the forward pass */
+    ss_time swap_ns;        /* the host-link phase before the forward pass: KV swap transfers
+                               over PCIe and the waits for the host link (copies out to the KV
+                               pool of blocks the step reuses, loads ahead of the swaps) */
     ss_time wait_ns;        /* after its host phase, the first stage waited this long for guest
                                operators (offloaded prefills) still running on its GPUs */
     uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
