@@ -16,13 +16,15 @@ SC=experiments/multitier-llama2-7b.ini
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . experiments/multitier-bounds.sh
+. experiments/links-peak.sh
 run() { # run OUT MIX K CLUSTER ROUTING [args]
     local out=$1 mix=$2 k=$3 cluster=$4 routing=$5
     shift 5
+    # shellcheck disable=SC2086 # LINKS holds several words
     "$S" replay -c "$SC" --db "$DB" --json --set tenant.chat.tiers="$k" \
         --set tenant.chat.tier_mix="$mix" --set tenant.chat.sla_ttft_ms="$(ttft_bounds "$k")" \
         --set tenant.chat.sla_tbt_ms="$(tbt_bounds "$k")" --set policy.cluster="$cluster" \
-        --set policy.routing="$routing" "$@" >"$out"
+        --set policy.routing="$routing" $LINKS "$@" >"$out"
 }
 # field FILE KEY SUBKEY: e.g. field f ttft_ms mean (the top-level object comes first)
 field() { grep -o "\"$2\": {[^}]*}" "$1" | head -1 | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }

@@ -48,10 +48,12 @@ echo "**Hit rate against cache size and routing** (load 1, the whole trace; the 
 echo
 echo "| gpu_mem_util | routing | KV pool | hit rate | ceiling | TTFT mean ms | TTFT p99 ms | SLA miss |"
 echo "|---:|---|---|---:|---:|---:|---:|---:|"
+. experiments/links-peak.sh
 row() { # row UTIL ROUTING POOL-LABEL [--set ...]
     local util=$1 routing=$2 pool=$3
     shift 3
-    "$S" replay -c "$SC" --set tenant.chat.replicas=4 --set engine.prefix_cache=on \
+    # shellcheck disable=SC2086 # LINKS holds several words
+    "$S" replay -c "$SC" --set tenant.chat.replicas=4 --set engine.prefix_cache=on $LINKS \
         --set run.duration_s=0 --set run.warmup_s=0 --set engine.gpu_mem_util="$util" \
         --set policy.routing="$routing" "$@" --db "$DB" \
         --json --no-progress >"$T/r" 2>"$T/e" || { cat "$T/e" >&2; exit 1; }
@@ -79,7 +81,8 @@ P+=",disagg-1p3d:tenant.chat.prefill_replicas=1+tenant.chat.decode_replicas=3"
 P+="+engine.prefix_cache=on"
 P+=",disagg-3p1d:tenant.chat.prefill_replicas=3+tenant.chat.decode_replicas=1"
 P+="+engine.prefix_cache=on"
-"$S" capacity -c "$SC" --policies "$P" --db "$DB" --name capacity:prefix-cache --json \
+# shellcheck disable=SC2086
+"$S" capacity -c "$SC" --policies "$P" --db "$DB" --name capacity:prefix-cache --json $LINKS \
     --no-progress "$@" >"$T/cap.json" 2>"$T/cap.err" || { cat "$T/cap.err" >&2; exit 1; }
 elapsed=$(( $(date +%s) - start ))
 PYTHONPATH=experiments python3 - "$T/cap.json" "$elapsed" "$DB" <<'PY'

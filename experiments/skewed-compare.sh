@@ -20,6 +20,7 @@ SC=experiments/skewed-three-tenants.ini
 # reproduce (the docs label them so). PREDICTOR="" runs the default instead, the mean predictor
 # that a deployed scheduler could have (README, "What a what-if knows").
 PREDICTOR=${PREDICTOR---set policy.slice_output_predictor=oracle}
+. experiments/links-peak.sh
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 policies=("container" "container + re-allocation" "llumnix" "llumnix + auto-scaling"
@@ -33,7 +34,8 @@ printf "| policy | tenant | requests | SLA violations | goodput tok/s | TTFT p50
 printf "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 for i in 0 1 2 3 4; do
     # shellcheck disable=SC2086
-    "$S" replay -c "$SC" --db results/skewed.db --json ${args[$i]} "$@" >"$T/r$i" 2>/dev/null
+    "$S" replay -c "$SC" --db results/skewed.db --json ${args[$i]} $LINKS $SLICE_LINK "$@" \
+        >"$T/r$i" 2>/dev/null
     python3 - "$T/r$i" "${policies[$i]}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -43,6 +43,7 @@ rm -f "$DB"
 
 . experiments/slice-baselines.sh
 . experiments/eager-2023.sh
+. experiments/links-peak.sh
 POLICIES="static-best,slice,$REALLOC_HR,$(llumnix_hr)"
 
 cases=(shipped)
@@ -66,7 +67,7 @@ for c in "${cases[@]}"; do
         esac
         echo "slice-capacity: $c, seed $seed" >&2
         # shellcheck disable=SC2086
-        "$S" capacity -c "$SC" --policies "$POLICIES" --set run.seed=$seed $CRITERION $ENGINE $WINDOW $TRACE $PREDICTOR \
+        "$S" capacity -c "$SC" --policies "$POLICIES" --set run.seed=$seed $CRITERION $ENGINE $WINDOW $TRACE $PREDICTOR $LINKS $SLICE_LINK \
             ${sets[@]+"${sets[@]}"} --db "$DB" --name "capacity:$c:seed$seed" --json \
             --no-progress "$@" >"$T/$c.$seed.json" 2>"$T/$c.$seed.err" ||
             { cat "$T/$c.$seed.err" >&2; exit 1; }
@@ -80,7 +81,7 @@ SENS+=",link-half:policy.cluster=container+policy.ops=slice+policy.slice_link_ef
 SENS+=",interf-2x:policy.cluster=container+policy.ops=slice+policy.slice_interference=1.4"
 echo "slice-capacity: sensitivity (shipped, seed 1)" >&2
 # shellcheck disable=SC2086
-"$S" capacity -c "$SC" --policies "$SENS" --set run.seed=1 $CRITERION $ENGINE $WINDOW $TRACE $PREDICTOR --db "$DB" \
+"$S" capacity -c "$SC" --policies "$SENS" --set run.seed=1 $CRITERION $ENGINE $WINDOW $TRACE $PREDICTOR $LINKS $SLICE_LINK --db "$DB" \
     --name "capacity:sensitivity:seed1" --json --no-progress "$@" >"$T/sens.json" \
     2>"$T/sens.err" || { cat "$T/sens.err" >&2; exit 1; }
 elapsed=$(( $(date +%s) - start ))

@@ -14,8 +14,9 @@ S=${SLICESIM:-./build-release/src/slicesim}
 DB=results/slice.db
 SC=experiments/slice-vs-container.ini
 . experiments/eager-2023.sh
+. experiments/links-peak.sh
 # shellcheck disable=SC2206
-PIN=($ENGINE $WINDOW $TRACE)
+PIN=($ENGINE $WINDOW $TRACE $LINKS $SLICE_LINK)
 # The shipped rows in the README were made when SliceScheduler's what-ifs knew every
 # request's true output length: with the oracle what-if, which PREDICTOR pins so that they
 # reproduce (the docs label them so). PREDICTOR="" runs the default instead, the mean predictor

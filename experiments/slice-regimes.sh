@@ -48,6 +48,7 @@ CODE="duration=1200 prompt=lognormal:2000:0.6 output=lognormal:150:0.8"
 ASSIST="duration=1200 prompt=lognormal:600:0.5 output=lognormal:250:0.7"
 . experiments/slice-baselines.sh
 . experiments/eager-2023.sh
+. experiments/links-peak.sh
 
 # The regime's --set assignments into sets[], and llumnix-hr's standby layout into LLX (chat
 # starts on 2 and may scale into the GPUs the others leave).
@@ -87,7 +88,7 @@ for r in $REGIMES; do
     for seed in $SEEDS; do
         echo "slice-regimes: $r, seed $seed ($(( $(date +%s) - start )) s so far)" >&2
         # shellcheck disable=SC2086
-        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE $TRACE --set run.duration_s=600 \
+        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE $TRACE $LINKS $SLICE_LINK --set run.duration_s=600 \
             $CRITERION $PREDICTOR --set run.warmup_s=60 ${sets[@]+"${sets[@]}"} --db "$DB" \
             --name "regimes:$r:seed$seed" --json --no-progress "$@" >"$T/$r.$seed.json" \
             2>"$T/$r.$seed.err" || { cat "$T/$r.$seed.err" >&2; exit 1; }

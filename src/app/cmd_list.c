@@ -154,6 +154,9 @@ static void gpu_json(const void *item, FILE *out)
     json_num(out, "net_bw", g->net_bw, 0);
     json_num(out, "link_latency_s", g->link_latency_s, 0);
     json_num(out, "net_latency_s", g->net_latency_s, 0);
+    json_num(out, "nvlink_eff", g->nvlink_eff, 0);
+    json_num(out, "pcie_eff", g->pcie_eff, 0);
+    json_num(out, "net_eff", g->net_eff, 0);
     json_num(out, "eff_compute", g->eff_compute, 0);
     json_num(out, "eff_memory", g->eff_memory, 0);
     json_num(out, "eff_elementwise", g->eff_elementwise, 1);

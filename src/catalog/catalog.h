@@ -37,6 +37,11 @@ typedef struct cat_gpu {
     double net_latency_s;     /* one inter-node message latency, s */
     double host_mem_bytes;    /* the node's host DRAM, bytes (0: not given; bounds a KV pool's
                                  CPU tier) */
+    /* [links] the fraction of each link kind's peak a bulk copy attains, (0, 1]: what a KV
+     * migration, a KV hand-off, a KV-pool load or offload and a SliceScheduler move get */
+    double nvlink_eff;        /* intra-node link (pcie_eff when has_nvlink is 0) */
+    double pcie_eff;          /* host link (GPU to host memory) */
+    double net_eff;           /* inter-node network */
     /* [roofline] efficiency factors and floors used by the roofline cost model */
     double eff_compute;       /* achieved fraction of peak_flops on large GEMMs, (0, 1] */
     double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */

@@ -16,8 +16,10 @@
 /* A key hardware files held before engine profiles (see gpu_keys). */
 #define MOVED(sec, name_) {.section = sec, .key = name_, .kind = CAT__MOVED}
 
-/* Every key is required except description and host_mem_gib (which only bounds a KV pool): the efficiencies differ by GPU generation, so a
- * file must state them rather than inherit a silent default. The engine terms that hardware
+/* Every key is required except description, host_mem_gib (which only bounds a KV pool) and
+ * nvlink_efficiency, which a GPU with NVLink must set and one without (nvlink_gbps = 0) must not
+ * (cat__gpu_read): the efficiencies differ by GPU generation, so a file must state them rather
+ * than inherit a silent default. The engine terms that hardware
  * files held before engine profiles (eff_link, op_floor_us, [overhead]) are rejected with a
  * pointer to profiles/engines: a silently ignored value would look calibrated. */
 static const cat__key gpu_keys[] = {
@@ -35,6 +37,9 @@ static const cat__key gpu_keys[] = {
     KEY("node", "link_latency_us", CAT__NONNEG, link_latency_s, 1e-6, 1),
     KEY("node", "net_latency_us", CAT__NONNEG, net_latency_s, 1e-6, 1),
     KEY("node", "host_mem_gib", CAT__NONNEG, host_mem_bytes, GIB, 0),
+    KEY("links", "nvlink_efficiency", CAT__FRAC, nvlink_eff, 1, 0),
+    KEY("links", "pcie_efficiency", CAT__FRAC, pcie_eff, 1, 1),
+    KEY("links", "net_efficiency", CAT__FRAC, net_eff, 1, 1),
     KEY("roofline", "eff_compute", CAT__FRAC, eff_compute, 1, 1),
     KEY("roofline", "eff_memory", CAT__FRAC, eff_memory, 1, 1),
     KEY("roofline", "eff_elementwise", CAT__FRAC, eff_elementwise, 1, 1),
@@ -57,12 +62,24 @@ int cat__gpu_read(void *dst, const char *path, unsigned *name_line, ss_errbuf *e
     if (rc)
         return rc;
     *name_line = info.line[0];
+    /* the index of nvlink_efficiency in gpu_keys, for its line */
+    unsigned nv_line = 0;
+    for (size_t i = 0; i < N_GPU_KEYS; i++)
+        if (!strcmp(gpu_keys[i].key, "nvlink_efficiency"))
+            nv_line = info.line[i];
+    if (g->nvlink_bw > 0 && !nv_line)
+        return ss_err(eb, SS_EPARSE, "%s: links.nvlink_efficiency: missing", path);
+    if (!(g->nvlink_bw > 0) && nv_line)
+        return ss_err(eb, SS_EPARSE, "%s:%u: links.nvlink_efficiency: set, but nvlink_gbps = 0 "
+                      "(no NVLink: peers use PCIe, at pcie_efficiency)", path, nv_line);
     if (!g->description[0])
         memcpy(g->description, g->name, sizeof g->name);
     /* A GPU without NVLink (L40S) talks to its peers over PCIe: the intra-node fabric is
      * then the PCIe link, which keeps the cost model free of a special case. */
     g->has_nvlink = g->nvlink_bw > 0;
-    if (!g->has_nvlink)
+    if (!g->has_nvlink) {
         g->nvlink_bw = g->pcie_bw;
+        g->nvlink_eff = g->pcie_eff;
+    }
     return SS_OK;
 }

@@ -217,8 +217,8 @@ static int add_links(gmg *g)
         return SS_ENOMEM;
     const cat_gpu *k = g->gpus[0].kind;
     for (uint32_t i = 0; i < nodes; i++) {
-        g->links[i] = (gmg_link){.id = i, .kind = GMG_LINK_NVLINK, .node = i, .bw = k->nvlink_bw,
-                                 .latency_s = k->link_latency_s};
+        g->links[i] = (gmg_link){.id = i, .kind = k->has_nvlink ? GMG_LINK_NVLINK : GMG_LINK_PCIE,
+                                 .node = i, .bw = k->nvlink_bw, .latency_s = k->link_latency_s};
     }
     g->links[nodes] = (gmg_link){.id = nodes, .kind = GMG_LINK_NET, .node = GMG_NONE,
                                  .bw = k->net_bw, .latency_s = k->net_latency_s};

@@ -127,12 +127,16 @@ typedef struct gmg_gpu {
     /* what it did in a run (busy time, idle slices) is the simulator's: gsim_gpu_stats_at */
     ss_time tx_busy, rx_busy; /* its link ports (NVLink in a node, NIC across): transfers
                                  from and to it queue behind these times */
-    ss_time h2d_busy;       /* its host link's host-to-device direction: KV pool loads queue
-                               behind this time */
+    ss_time host_busy;      /* its host link (PCIe to host memory): KV-pool loads and offloads
+                               and KV swaps queue behind this time, one after the other (a
+                               swap's outs and ins share it too) */
     double kv_used_peak;    /* highest kv_used seen, bytes */
 } gmg_gpu;
 
+/* The kinds of link a copy takes: a node's NVLink, PCIe (a node's GPU-to-GPU fabric where the
+ * GPU has no NVLink, and every GPU's host link), the network across nodes. */
 typedef enum gmg_link_kind { GMG_LINK_NVLINK, GMG_LINK_PCIE, GMG_LINK_NET } gmg_link_kind;
+#define GMG_LINK_KINDS 3
 
 typedef struct gmg_link {
     gmg_id id;
@@ -150,7 +154,9 @@ typedef struct gmg_iter {
     uint64_t seq;           /* per-container iteration number */
     ss_time start, end;     /* first stage's start, last stage's end (fast path: exact) */
     ss_time stage_start[GMG_MAX_PP], stage_end[GMG_MAX_PP]; /* per pipeline stage */
-    ss_time swap_ns;        /* KV swap transfers over PCIe before the forward pass */
+    ss_time swap_ns;        /* the host-link phase before the forward pass: KV swap transfers
+                               over PCIe and the waits for the host link (copies out to the KV
+                               pool of blocks the step reuses, loads ahead of the swaps) */
     ss_time wait_ns;        /* after its host phase, the first stage waited this long for guest
                                operators (offloaded prefills) still running on its GPUs */
     uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
@@ -238,6 +244,9 @@ typedef struct gmg_container {
     uint32_t pc_shared_in_transit; /* cache blocks shared by its requests in stop-and-copy or
                                       in KV transfer */
     uint32_t n_loading;     /* its requests loading from the KV pool (GMG_REQ_LOADING) */
+    uint32_t kvp_offload_pending; /* blocks its prefix cache offloaded into the KV pool whose
+                                     copies (GPU to host) the simulator has not yet charged to
+                                     its GPUs' host links */
     uint32_t blocks_loading;    /* their own blocks the loads land in */
     uint32_t pc_shared_loading; /* the cache blocks they share */
     struct gmg_pcache *pc;  /* automatic prefix cache (owned); NULL when caching is off */
@@ -617,6 +626,18 @@ void gmg_pc_destroy(gmg_pcache **pc);
 /* Give every container a cache (they must hold no shared blocks): caching from now on; sets
  * g->prefix_cache. 0 or SS_ENOMEM (then nothing changed). */
 int gmg_pc_enable(gmg *g);
+/* The blocks c's cache offloaded into the KV pool since the last call (kvp_offload_pending),
+ * whose copies out the simulator charges; the count starts again at 0. */
+static inline uint32_t gmg_kvp_take_offloads(gmg_container *c)
+{
+    uint32_t n = c->kvp_offload_pending;
+    c->kvp_offload_pending = 0;
+    return n;
+}
+/* Evict idle cached blocks of c until n of its free blocks are uncached: what taking n free
+ * blocks would evict, done ahead of the allocation (into the KV pool when there is one, counted
+ * in c->kvp_offload_pending). No-op without a cache; n at most c->blocks_free. */
+void gmg_pc_reclaim(gmg *g, gmg_container *c, uint32_t n);
 /* Blocks of r not shared with the cache. */
 static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r->pc_shared; }
 /* The KV blocks running request r of c gives back to c's free pool when it drops its blocks
@@ -701,8 +722,9 @@ uint64_t gmg_kvp_key(const gmg *g, const gmg_container *c, uint64_t key);
 uint32_t gmg_kvp_find(const gmg *g, const gmg_container *c, uint64_t key);
 /* Entry e was read (loaded): the most recently used of its tier. */
 void gmg_kvp_touch(gmg *g, uint32_t e);
-/* c's prefix cache evicts block `key`: into the pool (gmg_pcache.c calls it). */
-void gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key);
+/* c's prefix cache evicts block `key`: into the pool (gmg_pcache.c calls it). 1 when that
+ * copied the block into the pool (it was not there and fits), else 0. */
+int gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key);
 /* The pool's invariants (see gmg_kvpool.c); deep walks it. 0 or SS_ECHECK. */
 int gmg__kvp_check(const gmg *g, int deep, ss_errbuf *eb);
 /* The work a deep pool check does (0 without a pool). */

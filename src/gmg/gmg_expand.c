@@ -127,7 +127,7 @@ size_t gmg_iter_expand(const gmg *g, const gmg_container *c, gmg_op *ops_out, si
     const cost_batch *b = &c->iter.batch;
     x.act_bytes = (double)(b->prefill_tokens + b->n_decode) * c->model->hidden *
                   c->model->dtype_bytes;
-    if (c->iter.swap_ns) /* swaps precede the forward pass */
+    if (c->iter.swap_ns) /* the host-link phase (swaps, waits for the link) precedes the pass */
         add_kind(&x, (cost_op){.kind = COST_OP_KV_SWAP, .tp = c->tp, .count = 1,
                                .comm_bytes = gmg_swap_bytes_per_gpu(g, c, c->iter.swap_blocks)},
                  c->iter.swap_ns, 1);

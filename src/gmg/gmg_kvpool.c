@@ -173,7 +173,7 @@ void gmg_kvp_touch(gmg *g, uint32_t e)
     lru_push(p, e, node, tier);
 }
 
-void gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key)
+int gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key)
 {
     gmg_kvpool *p = g->kvp;
     uint64_t k = gmg_kvp_key(g, c, key);
@@ -181,16 +181,16 @@ void gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key)
     uint32_t e = find(p, k);
     if (e != GMG_NONE) { /* the pool holds it already (it was loaded from there): fresher now */
         gmg_kvp_touch(g, e);
-        return;
+        return 0;
     }
     if (bytes > p->cap[GMG_KVP_CPU])
-        return;
+        return 0;
     /* No memory for the bookkeeping: the block is dropped as without a pool (results stay
      * valid, the pool is just smaller); counted so that a report can tell. */
     if ((p->free_ent == GMG_NONE && grow_entries(p)) ||
         (2 * ((uint64_t)p->n_used + 1) > (uint64_t)p->tab_mask + 1 && grow_table(p))) {
         p->oom++;
-        return;
+        return 0;
     }
     uint32_t node = gmg_ctr_node(g, c);
     make_room(p, node, GMG_KVP_CPU, bytes);
@@ -205,6 +205,7 @@ void gmg__kvp_put(gmg *g, const gmg_container *c, uint64_t key)
         p->ten[c->tenant].offload_blocks++;
         p->ten[c->tenant].offload_bytes += bytes;
     }
+    return 1;
 }
 
 /* ---- lifetime ----------------------------------------------------------------------------- */

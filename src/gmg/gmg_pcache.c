@@ -531,9 +531,9 @@ void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n)
         uint32_t k = n - (c->blocks_free - pc->n_idle); /* blocks short */
         if (k > x->hi - x->lo)
             k = x->hi - x->lo;
-        if (g->kvp) /* offloaded below, not lost: leaf first */
+        if (g->kvp) /* offloaded below, not lost: leaf first; the simulator charges the copies */
             for (uint32_t i = 1; i <= k; i++)
-                gmg__kvp_put(g, c, key_at(x, x->hi - i));
+                c->kvp_offload_pending += (uint32_t)gmg__kvp_put(g, c, key_at(x, x->hi - i));
         x->hi -= k;
         pc->n_idle -= k;
         pc->evictions += k;
@@ -544,6 +544,12 @@ void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n)
             fit(pc, e);
         }
     }
+}
+
+void gmg_pc_reclaim(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (c->pc)
+        gmg__pc_make_room(g, c, n);
 }
 
 /* ---- lifetime ----------------------------------------------------------------------------- */

@@ -46,6 +46,19 @@ void gsim_config_defaults(gsim_config *c)
 #endif
 }
 
+double gsim_link_eff(const gsim_config *cfg, gmg_link_kind kind)
+{
+    if (cfg->link_eff[kind] > 0)
+        return cfg->link_eff[kind];
+    const cat_gpu *k = cfg->gpu;
+    switch (kind) {
+    case GMG_LINK_NVLINK: return k->nvlink_eff;
+    case GMG_LINK_PCIE: return k->pcie_eff;
+    case GMG_LINK_NET: return k->net_eff;
+    }
+    return 1;
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 void gs_fail(gsim *s, int rc)

@@ -72,6 +72,8 @@ typedef struct gsim_kvpool_cfg {
     double ssd_latency_s;   /* per load from an SSD, s */
     int cluster;            /* 1: one pool over every node's tiers (a block on another node
                                comes over the network); 0: each node's pool serves its GPUs */
+    int free_offloads;      /* 1: a block's copy out to the pool is not charged (the model
+                               before offloads held the host link); 0: it holds it */
 } gsim_kvpool_cfg;
 
 typedef struct gsim_config {
@@ -115,7 +117,8 @@ typedef struct gsim_config {
     double guest_host_factor;   /* the guest's host phase before its first chunk, in units of
                                    home's per-iteration host time for a one-request prefill */
     ss_time whatif_ns;          /* decision latency per what-if a placement tick ran */
-    double guest_link_eff;      /* fraction of peak link bandwidth for offload transfers */
+    double guest_link_eff;      /* fraction of peak link bandwidth for offload transfers (0:
+                                   the link's, gsim_link_eff) */
     double guest_interference;  /* a guest chunk placed in the helper's host phase runs this
                                    many times its alone time (>= 1) */
     /* What a what-if fork knows (a placement policy's mechanism settings replace them; the
@@ -125,7 +128,17 @@ typedef struct gsim_config {
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
     int no_prefix_ceiling;      /* do not keep the prefix-caching ceiling (gsim_ceiling_kept) */
     gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
+    double link_eff[GMG_LINK_KINDS]; /* per gmg_link_kind, the fraction of the link's peak a
+                                        bulk copy attains; 0 (the default): the GPU profile's
+                                        [links] figure (gsim_link_eff) */
 } gsim_config;
+
+/* The fraction of a link's peak bandwidth that a bulk copy over a link of kind `kind` attains
+ * in a run with cfg: cfg->link_eff[kind] when set, else cfg->gpu's [links] figure (the intra-node
+ * link of a GPU without NVLink is PCIe). The one source of every copy's efficiency: live
+ * migration, the KV hand-off of disaggregated serving, the KV pool's loads and offloads, KV
+ * swaps and a placement policy's moves (unless its own slice_link_eff overrides it). */
+double gsim_link_eff(const gsim_config *cfg, gmg_link_kind kind);
 
 /* Automatic prefix caching (vLLM's default). */
 enum {

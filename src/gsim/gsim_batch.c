@@ -257,13 +257,15 @@ static uint32_t apply(gsim *s, gmg_container *c)
 }
 
 /* KV swap transfers of the iteration: each GPU of the TP group moves its shard over its own
- * PCIe link, before the forward pass (vLLM swaps synchronously in the step). */
+ * PCIe link at the PCIe efficiency (gsim_link_eff), before the forward pass (vLLM swaps
+ * synchronously in the step). */
 ss_time gs_swap_time(const gsim *s, const gmg_container *c)
 {
     if (!c->iter.swap_blocks)
         return 0;
     double bytes = gmg_swap_bytes_per_gpu(s->g, c, c->iter.swap_blocks);
-    return ss_time_from_ns_sat(bytes / s->cfg.gpu->pcie_bw * 1e9);
+    double bw = s->cfg.gpu->pcie_bw * gsim_link_eff(&s->cfg, GMG_LINK_PCIE);
+    return ss_time_from_ns_sat(bytes / bw * 1e9);
 }
 
 /* Ask the policy until it runs something or has nothing left to change. */

@@ -131,29 +131,31 @@ static void kvx_free(gsim *s, gmg_id x)
 }
 
 /* When the KV of x, starting now towards `to`, lands: the ports of both instances' GPUs are
- * taken for its whole transfer (gmg_transfer: bytes / (link bandwidth) + the link's latency,
+ * taken for its whole transfer (gmg_transfer: bytes / (link bandwidth x the link's efficiency,
+ * gsim_link_eff) + the link's latency,
  * min(TP) parallel GPU pairs, so the side with fewer GPUs bounds it). With kv_transfer = end,
  * or after a wait for decode blocks (the KV is all there then), it starts now. Layer by layer,
  * it started during the prefill: layer k's share leaves once layer k is computed, so of the
  * L shares only the last one's (with the latency) and any excess of the other L - 1 over the
  * compute of the L - 1 layers after them stays exposed past the prefill's end:
- *   exposed = (share / bw + latency) + max(0, (L - 1) x (share / bw - layer compute)). */
+ *   exposed = (share / bw' + latency) + max(0, (L - 1) x (share / bw' - layer compute)),
+ * bw' = bw x efficiency. */
 static ss_time kv_land_time(gsim *s, const kv_xfer *x, const gmg_container *from,
                             const gmg_container *to, ss_time now)
 {
     uint32_t n = from->tp < to->tp ? from->tp : to->tp;
-    double per_gpu = x->bytes / n;
+    double per_gpu = x->bytes / n, eff = gs_link_eff_between(s, from->gpu0, to->gpu0);
     ss_time earliest = now;
     if (x->layer_ns >= 0 && now == x->ready) {
         const gmg_link *l = gmg_link_between(s->g, from->gpu0, to->gpu0);
         uint32_t layers = from->model->layers;
         double share = per_gpu / layers;
-        ss_time last = gmg_transfer_ns(l, share, 1);
-        ss_time send = ss_time_from_ns_sat(share / l->bw * 1e9);
+        ss_time last = gmg_transfer_ns(l, share, eff);
+        ss_time send = ss_time_from_ns_sat(share / (l->bw * eff) * 1e9);
         ss_time excess = send > x->layer_ns ? (ss_time)(layers - 1) * (send - x->layer_ns) : 0;
-        earliest = now + last + excess - gmg_transfer_ns(l, per_gpu, 1);
+        earliest = now + last + excess - gmg_transfer_ns(l, per_gpu, eff);
     }
-    return gmg_transfer(s->g, from->gpu0, to->gpu0, n, per_gpu, 1, earliest);
+    return gmg_transfer(s->g, from->gpu0, to->gpu0, n, per_gpu, eff, earliest);
 }
 
 /* Start x towards decode instance `to`: reserve its blocks there and schedule its landing. */
@@ -163,14 +165,16 @@ static void kv_start(gsim *s, gmg_id xid, gmg_container *to)
     gmg_container *from = &s->g->ctrs[x->from];
     ss_time now = des_now(s->des);
     gmg_reserve_blocks(s->g, to, x->blocks);
+    gs_kvp_charge(s, to); /* what the reservation evicted from its prefix cache */
     x->to = to->id;
     x->start = now;
     ss_time end = kv_land_time(s, x, from, to, now);
     if (s->obs.on_kv_transfer) {
         const gmg_link *l = gmg_link_between(s->g, from->gpu0, to->gpu0);
         uint32_t n = from->tp < to->tp ? from->tp : to->tp;
-        ss_time begin = end - gmg_transfer_ns(l, x->bytes / n, 1); /* layer by layer: during
-                                                                      the prefill */
+        double eff = gs_link_eff_between(s, from->gpu0, to->gpu0);
+        ss_time begin = end - gmg_transfer_ns(l, x->bytes / n, eff); /* layer by layer: during
+                                                                        the prefill */
         s->obs.on_kv_transfer(s->obs.ud, s->g, from, to, gmg_req_get(s->g, x->req), x->bytes,
                               begin, end);
     }

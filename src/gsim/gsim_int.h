@@ -132,6 +132,9 @@ typedef struct ctr_state {
     ss_time own_end;             /* end of its own latest compute phase: the open idle
                                     stretch of its GPUs starts there */
     ss_time stretch_guest;       /* guest compute placed in that stretch so far, ns */
+    ss_time offload_until;       /* the copies out of the blocks its prefix cache offloaded to
+                                    the KV pool end then: its next forward pass, which may write
+                                    into those blocks, waits for them */
     uint64_t epoch;              /* bumped whenever something outside its own evolution reaches
                                     it (an arrival, an offload, a migration, a cluster action):
                                     a what-if taken before is then out of date */
@@ -289,6 +292,26 @@ int gs_kvp_admit(gsim *s, gmg_container *c, gmg_id r, uint32_t h, uint32_t q_tok
 /* Time to load, onto c's GPUs, n[i] blocks from each source (own CPU tier, own SSD tier,
  * another node's CPU tier, another node's SSD tier), one source after the other. */
 ss_time gs_kvp_load_ns(const gsim *s, const gmg_container *c, const uint32_t n[4]);
+/* When the host links of c's GPUs (PCIe to host memory; gmg_gpu.host_busy) are free at `at` or
+ * later: after the loads, offloads and swaps queued on them. */
+ss_time gs_host_free(const gsim *s, const gmg_container *c, ss_time at);
+/* The host links of c's GPUs are taken until `until`. */
+void gs_host_book(gsim *s, const gmg_container *c, ss_time until);
+/* Time to copy n of c's KV blocks out to the pool's CPU tier: each GPU's share over its own
+ * host link, at the PCIe efficiency, plus the host link's per-copy latency. 0 for n = 0. */
+ss_time gs_kvp_offload_ns(const gsim *s, const gmg_container *c, uint32_t n);
+/* Charge c's pending offloads (kvp_offload_pending, the copies out of blocks its prefix cache
+ * gave the pool) to its host links from `at`, behind what holds them; returns when the links
+ * are free after them (gs_host_free when nothing was pending). */
+ss_time gs_kvp_offload(gsim *s, gmg_container *c, ss_time at);
+/* Charge c's pending offloads now (gs_kvp_offload), when it has any: every change that may
+ * evict from a prefix cache is followed by one, so that a copy out starts when its block left
+ * the cache. */
+static inline void gs_kvp_charge(gsim *s, gmg_container *c)
+{
+    if (c->kvp_offload_pending)
+        gs_kvp_offload(s, c, des_now(s->des));
+}
 void gs_on_kv_loaded(des_engine *e, des_event *ev, void *ctx);
 /* A fork schedules the loads in flight of the containers with in_set[id]. 0 or SS_ENOMEM. */
 int gs_kvp_fork_events(gsim *f, const uint8_t *in_set);
@@ -299,5 +322,11 @@ int gs_place_create(gsim *s, ss_errbuf *eb);
 void gs_place_destroy(gsim *s);
 int gs_place_start(gsim *s);
 void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx);
+
+/* gsim_link_eff of the link a copy from GPU src to GPU dst takes (gmg_link_between). */
+static inline double gs_link_eff_between(const gsim *s, gmg_id src, gmg_id dst)
+{
+    return gsim_link_eff(&s->cfg, gmg_link_between(s->g, src, dst)->kind);
+}
 
 #endif

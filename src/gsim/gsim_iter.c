@@ -61,6 +61,25 @@ void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_spli
     out->tail_ns = fork_cost(s, out->tail_ns);
 }
 
+/* The host-link phase that opens the first stage's device work at `at`: the wait for the copies
+ * out of the blocks c's prefix cache offloaded to the KV pool (charged when they were evicted,
+ * gs_kvp_charge; the forward pass may write into those blocks), then the iteration's KV swaps,
+ * queued behind what holds c's GPUs' host links (loads, copies out). Its length from `at`: the
+ * swaps' time alone when the links are free and nothing is being copied out, 0 with neither. */
+static ss_time host_phase(gsim *s, gmg_container *c, ss_time at)
+{
+    ss_time swap = gs_swap_time(s, c), until = at;
+    if (s->cs[c->id].offload_until > until)
+        until = s->cs[c->id].offload_until;
+    if (swap) {
+        ss_time end = ss_time_add(gs_host_free(s, c, at), swap);
+        gs_host_book(s, c, end);
+        if (end > until)
+            until = end;
+    }
+    return until - at;
+}
+
 /* Time the decided batch through the replica's pipeline: each stage runs its layers (the first
  * also swaps and the head, the last the tail, the others end by sending the activations) as
  * soon as the previous stage is done and the stage is free of earlier micro-batches. With one
@@ -74,7 +93,7 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
     for (uint32_t st = 0; st < c->pp; st++) {
         ss_time d = sp.layer_ns * (ss_time)cost_stage_layers(c->model, c->pp, st);
         if (st == 0)
-            d += c->iter.swap_ns + sp.head_ns;
+            d += sp.head_ns; /* and the host-link phase, below */
         if (st + 1 == c->pp)
             d += sp.tail_ns;
         else
@@ -95,6 +114,8 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
                 wait = free_at - dev;
             c->iter.wait_ns = wait;
             gs_stretch_close(s, c, ss_time_add(dev, wait)); /* its own compute starts */
+            c->iter.swap_ns = host_phase(s, c, ss_time_add(dev, wait));
+            d = ss_time_add(d, c->iter.swap_ns);
         }
         ss_time end = ss_time_add(ss_time_add(begin, wait), d);
         if (end == SS_TIME_MAX) /* nothing is accounted */
@@ -119,9 +140,11 @@ void gs_start_iteration(gsim *s, gmg_container *c)
     memset(&c->iter.batch, 0, sizeof c->iter.batch);
     c->iter.n_reqs = 0;
     c->iter.swap_blocks = 0;
-    if (!gs_decide_batch(s, c))
+    int run = gs_decide_batch(s, c);
+    gs_kvp_charge(s, c); /* the copies out of what the batch's blocks evicted start now */
+    if (!run)
         return;
-    c->iter.swap_ns = gs_swap_time(s, c);
+    c->iter.swap_ns = 0; /* the host-link phase: schedule_stages */
     c->busy = 1;
     c->iter.seq++;
     if (schedule_stages(s, c, des_now(s->des)))

@@ -25,20 +25,30 @@ int gs_kvp_create(gsim *s, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* The bandwidth a copy over a GPU's host link attains, bytes/s: the pool's cpu_bw (else the
+ * GPU's pcie_bw) at the PCIe efficiency (gsim_link_eff). */
+static double host_bw(const gsim *s)
+{
+    const gsim_kvpool_cfg *k = &s->cfg.kvpool;
+    double bw = k->cpu_bw > 0 ? k->cpu_bw : s->cfg.gpu->pcie_bw;
+    return bw * gsim_link_eff(&s->cfg, GMG_LINK_PCIE);
+}
+
 /* Seconds to load n blocks of c from source `src`: each hop on the way costs its latency plus
- * the bytes it carries over its bandwidth, one after the other (store and forward). The SSD
- * reads the blocks whole (every GPU's share: one device per node); the network and the host
- * link carry each GPU's share on its own NIC and PCIe link, in parallel. */
+ * the bytes it carries over its bandwidth at its efficiency (gsim_link_eff), one after the
+ * other (store and forward). The SSD reads the blocks whole (every GPU's share: one device per
+ * node) at its read bandwidth; the network and the host link carry each GPU's share on its own
+ * NIC and PCIe link, in parallel. */
 static double load_s(const gsim *s, const gmg_container *c, int src, uint32_t n)
 {
     const gsim_kvpool_cfg *k = &s->cfg.kvpool;
     double per_gpu = (double)n * c->block_bytes, whole = per_gpu * c->tp * c->pp;
-    double cpu_bw = k->cpu_bw > 0 ? k->cpu_bw : s->cfg.gpu->pcie_bw;
-    double t = k->cpu_latency_s + per_gpu / cpu_bw; /* host link: DRAM to the GPU */
+    double t = k->cpu_latency_s + per_gpu / host_bw(s); /* host link: DRAM to the GPU */
     if (src == SRC_SSD || src == SRC_REMOTE_SSD)
         t += k->ssd_latency_s + whole / k->ssd_bw;
     if (src == SRC_REMOTE_CPU || src == SRC_REMOTE_SSD)
-        t += s->cfg.gpu->net_latency_s + per_gpu / s->cfg.gpu->net_bw;
+        t += s->cfg.gpu->net_latency_s +
+             per_gpu / (s->cfg.gpu->net_bw * gsim_link_eff(&s->cfg, GMG_LINK_NET));
     return t;
 }
 
@@ -72,13 +82,39 @@ static uint32_t pool_walk(gsim *s, const gmg_container *c, const gmg_req *q, uin
     return m;
 }
 
-/* When c's host links can start a load now: after the loads already queued on them. */
-static ss_time h2d_free(const gsim *s, const gmg_container *c, ss_time now)
+ss_time gs_host_free(const gsim *s, const gmg_container *c, ss_time at)
 {
-    ss_time t = now;
+    ss_time t = at;
     for (uint32_t k = 0; k < c->tp * c->pp; k++)
-        if (s->g->gpus[c->gpu0 + k].h2d_busy > t)
-            t = s->g->gpus[c->gpu0 + k].h2d_busy;
+        if (s->g->gpus[c->gpu0 + k].host_busy > t)
+            t = s->g->gpus[c->gpu0 + k].host_busy;
+    return t;
+}
+
+void gs_host_book(gsim *s, const gmg_container *c, ss_time until)
+{
+    for (uint32_t k = 0; k < c->tp * c->pp; k++)
+        s->g->gpus[c->gpu0 + k].host_busy = until;
+}
+
+ss_time gs_kvp_offload_ns(const gsim *s, const gmg_container *c, uint32_t n)
+{
+    if (!n || s->cfg.kvpool.free_offloads)
+        return 0;
+    double per_gpu = (double)n * c->block_bytes; /* each GPU copies its share out, in parallel */
+    return ss_time_from_ns_sat((s->cfg.kvpool.cpu_latency_s + per_gpu / host_bw(s)) * 1e9);
+}
+
+ss_time gs_kvp_offload(gsim *s, gmg_container *c, ss_time at)
+{
+    ss_time t = gs_host_free(s, c, at);
+    ss_time off = gs_kvp_offload_ns(s, c, gmg_kvp_take_offloads(c));
+    if (!off)
+        return t;
+    t = ss_time_add(t, off);
+    gs_host_book(s, c, t);
+    if (t > s->cs[c->id].offload_until)
+        s->cs[c->id].offload_until = t;
     return t;
 }
 
@@ -103,7 +139,9 @@ int gs_kvp_admit(gsim *s, gmg_container *c, gmg_id r, uint32_t h, uint32_t q_tok
     uint32_t m = pool_walk(s, c, q, h, lim, by_src, 0);
     if (!m)
         return 0;
-    ss_time now = des_now(s->des), start = h2d_free(s, c, now);
+    /* the load queues on the host links behind what holds them: earlier loads, and the copies
+     * out of blocks the cache offloaded since they were last charged */
+    ss_time now = des_now(s->des), start = gs_kvp_offload(s, c, now);
     ss_time load = gs_kvp_load_ns(s, c, by_src);
     cost_batch b = {0};
     cost_batch_add_prefill(&b, (uint64_t)m * bt, (uint64_t)h * bt);
@@ -123,8 +161,20 @@ int gs_kvp_admit(gsim *s, gmg_container *c, gmg_id r, uint32_t h, uint32_t q_tok
         return 0;
     }
     pool_walk(s, c, q, h, h + m, (uint32_t[SRC__COUNT]){0}, 1);
-    for (uint32_t k = 0; k < c->tp * c->pp; k++)
-        s->g->gpus[c->gpu0 + k].h2d_busy = ready;
+    /* the blocks the load lands in may hold idle cached blocks: they are evicted (offloaded)
+     * first, and their copies out precede the load on the host links (the choice above priced
+     * the load alone) */
+    gmg_pc_reclaim(s->g, c, m);
+    ss_time off = gs_kvp_offload_ns(s, c, gmg_kvp_take_offloads(c));
+    ss_time off_end = ss_time_add(start, off);
+    if (off && off_end > s->cs[c->id].offload_until)
+        s->cs[c->id].offload_until = off_end;
+    ready = ss_time_add(off_end, load);
+    if (ready == SS_TIME_MAX) {
+        gs_past_range(s, s->des);
+        return 0;
+    }
+    gs_host_book(s, c, ready);
     gmg_req_load(s->g, c, r, h + m, ready);
     gs_sched(s, s->des, ready, EV_KV_LOADED, r);
     return 1;

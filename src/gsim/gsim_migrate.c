@@ -32,15 +32,17 @@ static void mig_free(gsim *s, gmg_id m)
     s->free_mig = m;
 }
 
-/* Copy `blocks` KV blocks from the source to the destination over the link between them,
- * queueing behind earlier transfers on it; schedules the stage's end. 0 or SS_ENOMEM. */
+/* Copy `blocks` KV blocks from the source to the destination over the link between them, at
+ * that link's efficiency (gsim_link_eff), queueing behind earlier transfers on it; schedules
+ * the stage's end. 0 or SS_ENOMEM. */
 static int mig_copy(gsim *s, gmg_id mid, uint32_t blocks)
 {
     migration *m = gs_mig_at(s, mid);
     gmg_container *from = &s->g->ctrs[m->from], *to = &s->g->ctrs[m->to];
     double per_gpu = gmg_swap_bytes_per_gpu(s->g, from, blocks);
     /* every GPU of the replica (tp x pp) sends its shard of the blocks to its counterpart */
-    ss_time end = gmg_transfer(s->g, from->gpu0, to->gpu0, from->tp * from->pp, per_gpu, 1,
+    double eff = gs_link_eff_between(s, from->gpu0, to->gpu0);
+    ss_time end = gmg_transfer(s->g, from->gpu0, to->gpu0, from->tp * from->pp, per_gpu, eff,
                                des_now(s->des));
     s->m.migration_bytes += per_gpu * from->tp * from->pp;
     m->copied += blocks;
@@ -56,6 +58,7 @@ static int mig_reserve(gsim *s, migration *m, uint32_t n)
     if (to->status != GMG_CTR_ACTIVE || n > to->blocks_free)
         return 0;
     gmg_reserve_blocks(s->g, to, n);
+    gs_kvp_charge(s, to); /* what the reservation evicted from its prefix cache */
     m->reserved += n;
     return 1;
 }

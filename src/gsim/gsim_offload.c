@@ -10,11 +10,14 @@
 /* ---- offloaded prefills: guest work on other containers' GPUs ------------------------------- */
 
 /* Move per_gpu bytes from each GPU of container a's TP group to b's (gmg_transfer), no earlier
- * than `earliest`, at the configured fraction of the link's peak. Returns the arrival time. */
+ * than `earliest`, at the placement policy's fraction of the link's peak (slice_link_eff), else
+ * the link's own (gsim_link_eff). Returns the arrival time. */
 static ss_time link_send(gsim *s, const gmg_container *a, const gmg_container *b, double per_gpu,
                          uint32_t tp, ss_time earliest)
 {
-    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, s->cfg.guest_link_eff, earliest);
+    double eff = s->cfg.guest_link_eff > 0 ? s->cfg.guest_link_eff
+                                           : gs_link_eff_between(s, a->gpu0, b->gpu0);
+    return gmg_transfer(s->g, a->gpu0, b->gpu0, tp, per_gpu, eff, earliest);
 }
 
 static ss_time chunk_ns(const offload *o, uint32_t k)
@@ -378,6 +381,7 @@ int gsim_offload(gsim *s, gmg_id r, gmg_id helper, ss_time predicted, ss_errbuf 
         gs_unstage(s, h);
         hs->staged_blocks = stage_blocks_needed(home, h);
         gmg_stage_blocks(s->g, h, hs->staged_blocks);
+        gs_kvp_charge(s, h); /* what the staging evicted from its prefix cache */
         hs->staged = home->model;
         double bytes = cost_weight_bytes_per_gpu(home->model, home->tp, 1);
         hs->stage_ready = link_send(s, home, h, bytes, h->tp, now);

@@ -302,7 +302,7 @@ int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, 
 {
     int rc = ss_params_get_double(p, who, "slice_host_factor", 1, 0, 100, &m->host_factor, eb);
     if (!rc)
-        rc = ss_params_get_double(p, who, "slice_link_eff", 0.8, 0.01, 1, &m->link_eff, eb);
+        rc = ss_params_get_double(p, who, "slice_link_eff", 0, 0.01, 1, &m->link_eff, eb);
     if (!rc)
         rc = ss_params_get_double(p, who, "slice_interference", 1.2, 1, 100, &m->interference,
                                   eb);

@@ -344,7 +344,8 @@ typedef struct pol_place_mechanism {
                               per-iteration host time for a one-request prefill */
     ss_time whatif_ns;     /* decision latency per what-if the deciding tick ran: the move
                               starts this times their count after the decision */
-    double link_eff;       /* fraction of a link's peak bandwidth an offload transfer gets */
+    double link_eff;       /* fraction of a link's peak bandwidth an offload transfer gets; 0:
+                              the link's own (the GPU profile's [links], gsim_link_eff) */
     double interference;   /* slowdown of a guest chunk sharing the helper's iteration */
     /* What its what-ifs know (zero: the true output lengths and costs, an oracle): */
     pol_predictor predictor; /* the output lengths a fork gives its requests */
@@ -354,9 +355,10 @@ typedef struct pol_place_mechanism {
 /* Default time an offloaded guest chunk in a host phase may overrun it (see guest_overrun). */
 #define POL_PLACE_OVERRUN_MS 1.0
 /* The costs every move of an operator-placing policy is charged, whatever decided it: the
- * parameters slice_host_factor (default 1), slice_link_eff (0.8) and slice_interference (1.2)
- * into m's host_factor, link_eff and interference (README, "What a move costs", names their
- * sources); who names the policy in messages. 0, or SS_EINVAL with the parameter's error. */
+ * parameters slice_host_factor (default 1), slice_link_eff (default 0: the link's own
+ * efficiency, from the GPU profile; set, it overrides that for moves alone, an ablation) and
+ * slice_interference (1.2) into m's host_factor, link_eff and interference (README, "What a move
+ * costs", names their sources); who names the policy in messages. 0, or SS_EINVAL with the parameter's error. */
 int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, ss_errbuf *eb);
 
 /* What a placement policy did in a run. */

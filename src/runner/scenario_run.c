@@ -219,6 +219,7 @@ static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu
     k->ssd_bw = p->ssd_gbps * 1e9;
     k->ssd_latency_s = p->ssd_latency_us * 1e-6;
     k->cluster = !strcmp(p->scope, "cluster");
+    k->free_offloads = !strcmp(p->offload, "free");
     return SS_OK;
 }
 
@@ -279,6 +280,11 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
     c->n_tenants = sc->n_tenants;
     c->nodes = sc->nodes;
     c->gpus_per_node = sc->gpus_per_node;
+    _Static_assert(GMG_LINK_NVLINK == 0 && GMG_LINK_PCIE == 1 && GMG_LINK_NET == 2 &&
+                       GMG_LINK_KINDS == sizeof sc->link_eff / sizeof *sc->link_eff,
+                   "[cluster]'s link efficiencies are in gmg_link_kind order");
+    for (int k = 0; k < GMG_LINK_KINDS; k++)
+        c->link_eff[k] = sc->link_eff[k];
     c->warmup = ss_time_from_s(sc->warmup_s);
     c->batching = sc->batching;
     c->routing = sc->routing[0] ? sc->routing : NULL;

@@ -49,6 +49,7 @@ static void set_defaults(scn_scenario *s)
     s->kvpool.ssd_gbps = 7;
     s->kvpool.ssd_latency_us = 100;
     copy_text(s->kvpool.scope, sizeof s->kvpool.scope, "node");
+    copy_text(s->kvpool.offload, sizeof s->kvpool.offload, "link");
 }
 
 int scn_create(scn_scenario **s_out)

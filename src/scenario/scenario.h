@@ -79,6 +79,9 @@ typedef struct scn_kvpool {
     double ssd_gbps;             /* ssd_gbps: a node's SSD read bandwidth, GB/s (default 7) */
     double ssd_latency_us;       /* ssd_latency_us: per load from an SSD (default 100) */
     char scope[8];               /* scope = node|cluster (default node) */
+    char offload[8];             /* offload = link|free: a block's copy out of the GPU holds
+                                    the host link (default link), or is not charged (free: how
+                                    results before it were made) */
 } scn_kvpool;
 
 typedef struct scn_scenario {
@@ -87,6 +90,9 @@ typedef struct scn_scenario {
     char gpu[SCN_NAME_MAX];      /* gpu (default a100-80g) */
     uint32_t nodes;              /* nodes (0 = as many as the tenants' containers need) */
     uint32_t gpus_per_node;      /* gpus_per_node (0 = the GPU catalog's) */
+    double link_eff[3];          /* nvlink_efficiency, pcie_efficiency, net_efficiency: the
+                                    fraction of each link kind's peak a copy attains, in (0, 1]
+                                    (0, the default: the GPU profile's [links] figure) */
     /* [policy] */
     char routing[32];            /* routing (default rr; llumnix clusters default to their own,
                                     "llumnix") */

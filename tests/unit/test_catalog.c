@@ -55,7 +55,8 @@ static const char *const gpu_lines[] = {
     "[gpu]", "name = tgpu", "description = Test GPU", "peak_bf16_tflops = 100", "hbm_gib = 16",
     "hbm_bw_gbps = 1000", "sm_count = 10", "l2_mib = 8", "[node]", "gpus_per_node = 4",
     "nvlink_gbps = 100", "pcie_gbps = 16", "net_gbps = 10", "link_latency_us = 5",
-    "net_latency_us = 5", "[roofline]", "eff_compute = 0.5", "eff_memory = 0.5", "eff_elementwise = 0.4",
+    "net_latency_us = 5", "[links]", "nvlink_efficiency = 0.75", "pcie_efficiency = 0.85",
+    "net_efficiency = 0.7", "[roofline]", "eff_compute = 0.5", "eff_memory = 0.5", "eff_elementwise = 0.4",
     NULL,
 };
 
@@ -219,8 +220,62 @@ static void test_shipped_gpus(void **state)
     assert_true(a->has_nvlink);
     assert_close(l->nvlink_bw, l->pcie_bw, 1e-12);
     assert_close(l->link_latency_s, 15e-6, 1e-9);
+    /* [links]: each kind's efficiency; without NVLink the intra-node link is PCIe's */
+    assert_close(a->nvlink_eff, 0.76, 1e-12);
+    assert_close(h->nvlink_eff, 0.77, 1e-12);
+    assert_close(h->pcie_eff, 0.87, 1e-12);
+    assert_close(h->net_eff, 0.72, 1e-12);
+    assert_close(l->nvlink_eff, l->pcie_eff, 1e-12);
     catalog_destroy(&c);
     assert_null(c);
+    tu_assert_no_leaks();
+}
+
+/* [links]: every efficiency is a fraction in (0, 1], refused with file, line and key; a GPU
+ * with NVLink must give nvlink_efficiency and one without must not. */
+static void test_link_efficiency(void **state)
+{
+    (void)state;
+    catalog *c = NULL;
+    ss_errbuf eb = {""};
+    const char *d = make_profiles(valid_gpu(), valid_model());
+    assert_int_equal(catalog_load(&c, d, &eb), 0);
+    const cat_gpu *g = catalog_gpu(c, "tgpu");
+    assert_close(g->nvlink_eff, 0.75, 1e-12);
+    assert_close(g->pcie_eff, 0.85, 1e-12);
+    assert_close(g->net_eff, 0.7, 1e-12);
+    catalog_destroy(&c);
+    expect_gpu_error("nvlink_efficiency", "nvlink_efficiency = 1.2",
+                     "links.nvlink_efficiency: '1.2' is not a fraction in (0, 1]");
+    expect_gpu_error("pcie_efficiency", "pcie_efficiency = 0",
+                     "links.pcie_efficiency: '0' is not a fraction in (0, 1]");
+    expect_gpu_error("net_efficiency", "net_efficiency = -0.5",
+                     "links.net_efficiency: '-0.5' is not a fraction in (0, 1]");
+    expect_gpu_error("net_efficiency", "net_efficiency = fast",
+                     "links.net_efficiency: 'fast' is not a fraction in (0, 1]");
+    d = make_profiles(ini_text(gpu_lines, "net_efficiency", NULL, NULL), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini: links.net_efficiency: missing", d);
+    d = make_profiles(ini_text(gpu_lines, "nvlink_efficiency", NULL, NULL), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini: links.nvlink_efficiency: missing", d);
+    /* no NVLink: the key has nothing to apply to (line 17 holds it) */
+    d = make_profiles(ini_text(gpu_lines, "nvlink_gbps", "nvlink_gbps = 0", NULL), valid_model());
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:17: links.nvlink_efficiency: set, but "
+                 "nvlink_gbps = 0", d);
+    /* ... and without the key it loads, its intra-node link at PCIe's efficiency */
+    const char *no_nv[sizeof gpu_lines / sizeof *gpu_lines];
+    size_t n = 0;
+    for (size_t i = 0; gpu_lines[i]; i++)
+        if (strncmp(gpu_lines[i], "nvlink_", 7))
+            no_nv[n++] = gpu_lines[i];
+        else if (!strncmp(gpu_lines[i], "nvlink_gbps", 11))
+            no_nv[n++] = "nvlink_gbps = 0";
+    no_nv[n] = NULL;
+    d = make_profiles(ini_text(no_nv, NULL, NULL, NULL), valid_model());
+    assert_int_equal(catalog_load(&c, d, &eb), 0);
+    g = catalog_gpu(c, "tgpu");
+    assert_false(g->has_nvlink);
+    assert_close(g->nvlink_eff, 0.85, 1e-12);
+    catalog_destroy(&c);
     tu_assert_no_leaks();
 }
 
@@ -417,7 +472,7 @@ static void test_unknown_names(void **state)
     const char *d = make_profiles(ini_text(gpu_lines, "name", "[gpus]\nname = tgpu", NULL),
                                   valid_model());
     expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:3: gpus.name: unknown section [gpus] "
-                 "(expected [gpu], [node], [roofline])", d);
+                 "(expected [gpu], [node], [links], [roofline])", d);
     char text[4096];
     snprintf(text, sizeof text, "layers = 2\n%s", valid_model());
     d = make_profiles(valid_gpu(), text);
@@ -439,11 +494,11 @@ static void test_bad_values(void **state)
     /* The engine terms hardware files held before engine profiles say where they went. */
     const char *d = make_profiles(ini_text(gpu_lines, NULL, NULL, "eff_link = 0.7\n"),
                                   valid_model());
-    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:20: roofline.eff_link: an engine term since "
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:24: roofline.eff_link: an engine term since "
                  "engine profiles; set it in profiles/engines/NAME.ini", d);
     d = make_profiles(ini_text(gpu_lines, NULL, NULL, "[overhead]\n"
                                            "iter_fixed_us = 3000\n"), valid_model());
-    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:21: overhead.iter_fixed_us: an engine term "
+    expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:25: overhead.iter_fixed_us: an engine term "
                  "since engine profiles", d);
     expect_gpu_error("sm_count", "sm_count = 10.5", "gpu.sm_count: '10.5' is not an integer");
     expect_gpu_error("sm_count", "sm_count = 0", "gpu.sm_count: '0' is out of range [1, 4294967295]");
@@ -996,6 +1051,7 @@ int main(void)
         cmocka_unit_test_teardown(test_io_errors, teardown_tmp),
         cmocka_unit_test_teardown(test_unknown_names, teardown_tmp),
         cmocka_unit_test_teardown(test_bad_values, teardown_tmp),
+        cmocka_unit_test_teardown(test_link_efficiency, teardown_tmp),
         cmocka_unit_test_teardown(test_shape_rules, teardown_tmp),
         cmocka_unit_test_teardown(test_structure_errors, teardown_tmp),
         cmocka_unit_test_teardown(test_duplicate_names, teardown_tmp),

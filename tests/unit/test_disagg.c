@@ -60,7 +60,7 @@ static one run_one(fx *f, uint32_t prompt, double *link_bw, double *link_lat, do
     if (link_bw) { /* prefill instance 0 -> decode instance 1 */
         const gmg_gpu *a = &G->gpus[G->ctrs[0].gpu0], *b = &G->gpus[G->ctrs[1].gpu0];
         const gmg_link *l = a->node == b->node ? &G->links[a->node] : &G->links[G->n_links - 1];
-        *link_bw = l->bw;
+        *link_bw = l->bw * gsim_link_eff(&f->cfg, l->kind); /* what a copy over it attains */
         *link_lat = l->latency_s;
         uint32_t blocks = (prompt + G->ctrs[0].block_tokens - 1) / G->ctrs[0].block_tokens;
         *bytes = (double)blocks * G->ctrs[0].block_bytes;
@@ -88,6 +88,42 @@ static void test_end_delay_is_the_link_time(void **state)
            (long long)co.gap, (long long)dis.gap, (long long)link, bytes);
     assert_true(link > 0);
     assert_int_equal(dis.gap - co.gap, link);
+}
+
+/* The delay a kv_transfer = end hand-off adds to the first decode step at link efficiency eff of
+ * its link kind (the scenario's override of the GPU profile's [links]), less the link's
+ * latency: the part of the transfer that moves bytes. */
+static ss_time end_delay_bytes_part(fx *f, gmg_link_kind kind, double eff)
+{
+    f->cfg.link_eff[kind] = eff;
+    disagg(f, 0, 0, GSIM_KV_END);
+    one co = run_one(f, 1000, NULL, NULL, NULL);
+    double bw, lat, bytes;
+    disagg(f, 1, 1, GSIM_KV_END);
+    one dis = run_one(f, 1000, &bw, &lat, &bytes);
+    f->cfg.link_eff[kind] = 0;
+    return dis.gap - co.gap - ns_of(lat);
+}
+
+/* Doubling a link's efficiency halves the exposed transfer (within a node, NVLink, and across
+ * nodes, the network); the default is the GPU profile's figure, below 1. */
+static void test_doubling_efficiency_halves_the_transfer(void **state)
+{
+    fx *f = *state;
+    for (int across = 0; across < 2; across++) {
+        f->cfg.gpus_per_node = across ? 1 : 0; /* one GPU per node: the network */
+        gmg_link_kind kind = across ? GMG_LINK_NET : GMG_LINK_NVLINK;
+        ss_time slow = end_delay_bytes_part(f, kind, 0.4), fast = end_delay_bytes_part(f, kind, 0.8);
+        ss_time peak = end_delay_bytes_part(f, kind, 1), dflt = end_delay_bytes_part(f, kind, 0);
+        printf("# %s: %lld ns at 0.4, %lld ns at 0.8, %lld ns at the profile's %.2f\n",
+               across ? "network" : "nvlink", (long long)slow, (long long)fast, (long long)dflt,
+               gsim_link_eff(&f->cfg, kind));
+        assert_true(fast > 0);
+        assert_true(llabs((long long)(slow - 2 * fast)) <= 2); /* each time rounded to 1 ns */
+        assert_true(gsim_link_eff(&f->cfg, kind) < 1);
+        assert_true(dflt > peak);
+        assert_true(llabs((long long)(dflt * gsim_link_eff(&f->cfg, kind) - (double)peak)) <= 2);
+    }
 }
 
 /* The exposed part of a layer-by-layer transfer: the last layer's share with the latency, plus
@@ -324,6 +360,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_end_delay_is_the_link_time),
         T(test_layer_delay_is_the_exposed_part),
+        T(test_doubling_efficiency_halves_the_transfer),
         T(test_prefill_holds_kv_until_landed),
         T(test_full_decode_makes_the_transfer_wait),
         T(test_busy_run_conserves_and_repeats),

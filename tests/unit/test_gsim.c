@@ -562,7 +562,7 @@ static void test_static_padding_and_shrink(void **state)
 }
 
 /* Observer counting swaps and checking that an iteration with swaps lasts its PCIe transfer
- * time plus the cost of its batch. */
+ * time (at the PCIe efficiency) plus the cost of its batch. */
 typedef struct swap_watch {
     uint64_t swap_outs, swap_ins, iters_with_swaps, bad;
     double pcie_bw;
@@ -602,7 +602,7 @@ static void test_swap_preemption(void **state)
     ss_params_set(f->params, "preempt", "swap");
     enum { N = 600 };
     trace_rec *r = synth(N, 50, 11);
-    swap_watch w = {.pcie_bw = f->cfg.gpu->pcie_bw};
+    swap_watch w = {.pcie_bw = f->cfg.gpu->pcie_bw * gsim_link_eff(&f->cfg, GMG_LINK_PCIE)};
     gsim *g = NULL;
     ss_errbuf eb;
     assert_int_equal(gsim_create(&g, &f->cfg, &eb), 0);

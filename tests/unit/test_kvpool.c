@@ -71,7 +71,56 @@ static ss_time prefill_ns(gsim *g, uint64_t q, uint64_t c0)
     return cost_iteration_ns(gsim_graph(g)->ctrs[0].cost, &b);
 }
 
+/* The host phase of that prefill (scheduling, input preparation): the copies out of blocks the
+ * batch evicted start with it, and the forward pass waits for what is left of them. */
+static ss_time prefill_host_ns(gsim *g, uint64_t q, uint64_t c0)
+{
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, q, c0);
+    cost_split sp;
+    cost_iteration_split(gsim_graph(g)->ctrs[0].cost, &b, &sp);
+    return sp.host_ns;
+}
+
 static ss_time ns_of(double s) { return ss_time_from_ns_sat(s * 1e9); }
+
+/* What a copy over the host link and the network attains: the peak at the link's efficiency. */
+static double host_bw(const fx *f)
+{
+    return f->cfg.gpu->pcie_bw * gsim_link_eff(&f->cfg, GMG_LINK_PCIE);
+}
+static double net_bw(const fx *f) { return f->cfg.gpu->net_bw * gsim_link_eff(&f->cfg, GMG_LINK_NET); }
+
+/* tu_sim_run, counting in *offloaded the blocks the pool took in at time t_s (the arrival of a
+ * request whose admission evicts idle cached blocks to make room for its load). */
+static gsim *run_counting(fx *f, const trace_rec *r, size_t n, tu_collect *c, double t_s,
+                          uint64_t *offloaded)
+{
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    ss_time t = ss_time_from_s(t_s);
+    const gmg_kvp_tenant *x = &gsim_graph(g)->kvp->ten[0];
+    if (gsim_start(g, tu_recs_next, &src, tu_collect_req, c, &eb) ||
+        gsim_advance(g, t - 1, &eb))
+        fail_msg("replay: %s", eb.msg);
+    uint64_t before = x->offload_blocks;
+    if (gsim_advance(g, t, &eb))
+        fail_msg("replay: %s", eb.msg);
+    *offloaded = x->offload_blocks - before;
+    if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
+        fail_msg("replay failed");
+    return g;
+}
+
+/* The copy out of n blocks of block_bytes bb to the pool: the host link's latency and each GPU's
+ * share at the host link's efficiency; 0 for none. */
+static ss_time offload_ns(const fx *f, uint64_t n, double bb)
+{
+    return n ? ns_of(10e-6 + (double)n * bb / host_bw(f)) : 0;
+}
 
 static void test_cpu_hit_costs_its_transfer(void **state)
 {
@@ -79,13 +128,18 @@ static void test_cpu_hit_costs_its_transfer(void **state)
     trace_rec r[4];
     four(f, r);
     tu_collect c = tu_collect_new(4);
-    gsim *g = tu_sim_run(f, r, 4, &c);
+    uint64_t out = 0;
+    gsim *g = run_counting(f, r, 4, &c, 300, &out);
     const gmg_container *k = &gsim_graph(g)->ctrs[0];
-    /* 124 blocks over the A100's PCIe (32 GB/s per direction) after the latency */
-    ss_time load = ns_of(10e-6 + 124.0 * k->block_bytes / f->cfg.gpu->pcie_bw);
+    /* 124 blocks over the A100's PCIe (32 GB/s per direction, at its efficiency) after the
+     * latency; first, the copies out of the idle blocks (the second long prompt's) the loaded
+     * blocks land in: they hold the host link and the blocks */
+    ss_time load = ns_of(10e-6 + 124.0 * k->block_bytes / host_bw(f));
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
-    assert_int_equal(c.r[3].first_token - c.r[3].arrival, load + tail);
+    assert_true(out > 0);
+    assert_int_equal(c.r[3].first_token - c.r[3].arrival,
+                     offload_ns(f, out, k->block_bytes) + load + tail);
     assert_true(load + tail < prefill_ns(g, 2000, 0));
     assert_int_equal(p->loads, 1);
     assert_int_equal(p->cpu_blocks, 124);
@@ -102,6 +156,50 @@ static void test_cpu_hit_costs_its_transfer(void **state)
     assert_int_equal(c.r[3].first_token - c.r[3].arrival, prefill_ns(g, 2000, 0));
     gsim_destroy(&g);
     free(c.r);
+}
+
+/* An offload holds the host link: A's prompt returns (and loads from the pool) while request Z
+ * decodes, so it is admitted at the end of one of Z's steps, in the same decision as request X
+ * (arriving just before it), whose new blocks evict the second long prompt's idle blocks into
+ * the pool. Their copies out take the host link first: the load queues behind them, and its
+ * time (waiting for the host link included) is longer than without X by exactly the copies of
+ * the blocks X evicted. */
+static void test_offload_holds_the_host_link(void **state)
+{
+    fx *f = *state;
+    trace_rec r[6];
+    four(f, r);
+    double bb;
+    ss_time load_ns[3];
+    for (int with_x = 0; with_x < 3; with_x++) {
+        f->cfg.kvpool.free_offloads = with_x == 2; /* X again, its copies out not charged */
+        trace_rec t[6] = {r[0], r[1], r[2], tu_rec(3, 299, 64, 3000, 13)};
+        size_t n = 4;
+        if (with_x)
+            t[n] = tu_rec(4, 300, 1000, 2, 17), n++;
+        t[n] = r[3]; /* A's prompt again, just after X */
+        t[n].id = n; /* ids index the collected results */
+        t[n++].arrival_ns = ss_time_from_s(300) + 1;
+        tu_collect c = tu_collect_new(n);
+        gsim *g = tu_sim_run(f, t, n, &c);
+        bb = gsim_graph(g)->ctrs[0].block_bytes;
+        const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
+        assert_int_equal(p->loads, 1);
+        assert_int_equal(p->cpu_blocks, 124);
+        load_ns[with_x] = p->load_ns;
+        gsim_destroy(&g);
+        free(c.r);
+    }
+    ss_time load = ns_of(10e-6 + 124 * bb / host_bw(f)), extra = load_ns[1] - load_ns[0];
+    printf("# the load takes %lld ns alone, %lld ns behind X's offloads\n",
+           (long long)load_ns[0], (long long)load_ns[1]);
+    assert_int_equal(load_ns[0], load); /* the host link was free */
+    uint64_t k = 0;
+    while (k <= 63 && offload_ns(f, k, bb) < extra) /* X's 1000 tokens take 63 blocks */
+        k++;
+    assert_true(k >= 1 && k <= 63);
+    assert_int_equal(extra, offload_ns(f, k, bb));
+    assert_int_equal(load_ns[2], load_ns[0]); /* kvpool.offload = free: nothing holds it */
 }
 
 /* A CPU tier of 10 blocks: the blocks offloaded last (the second long prompt's) stay there,
@@ -121,10 +219,11 @@ static void test_cheaper_of_load_and_recompute(void **state)
     f->cfg.kvpool.cpu_bytes = 10 * (double)(uint64_t)(bb + 0.5);
     f->cfg.kvpool.ssd_bytes = 1024.0 * 1073741824.0;
     f->cfg.kvpool.ssd_bw = 50e9;
-    g = tu_sim_run(f, r, 4, &c);
-    ss_time load = ns_of(10e-6 + 124 * bb / f->cfg.gpu->pcie_bw + 100e-6 + 124 * bb / 50e9);
+    uint64_t out = 0;
+    g = run_counting(f, r, 4, &c, 300, &out);
+    ss_time load = ns_of(10e-6 + 124 * bb / host_bw(f) + 100e-6 + 124 * bb / 50e9);
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
-    assert_int_equal(c.r[3].first_token - c.r[3].arrival, load + tail);
+    assert_int_equal(c.r[3].first_token - c.r[3].arrival, offload_ns(f, out, bb) + load + tail);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
     assert_int_equal(p->ssd_blocks, 124);
     assert_int_equal(p->cpu_blocks, 0);
@@ -133,8 +232,13 @@ static void test_cheaper_of_load_and_recompute(void **state)
     gsim_destroy(&g);
     /* 7 GB/s: 124 blocks of ~8 MB take 0.15 s from the SSD, the prefill 0.14 s */
     f->cfg.kvpool.ssd_bw = 7e9;
-    g = tu_sim_run(f, r, 4, &c);
-    assert_int_equal(c.r[3].first_token - c.r[3].arrival, prefill_ns(g, 2000, 0));
+    g = run_counting(f, r, 4, &c, 300, &out);
+    /* the blocks its prefill writes into held idle cached blocks: they are copied out, from
+     * the step's start (its host phase overlaps the copies), before its forward pass */
+    assert_true(out > 0);
+    ss_time copy = offload_ns(f, out, bb), host = prefill_host_ns(g, 2000, 0);
+    assert_true(copy > host);
+    assert_int_equal(c.r[3].first_token - c.r[3].arrival, prefill_ns(g, 2000, 0) + copy - host);
     p = &gsim_metrics(g)->all.kvpool;
     assert_int_equal(p->loads, 0);
     assert_int_equal(p->recomputes, 1);
@@ -163,12 +267,13 @@ static void test_cluster_scope_fetches_remote(void **state)
     assert_int_equal(gsim_metrics(g)->all.kvpool.loads, 0);
     gsim_destroy(&g);
     f->cfg.kvpool.cluster = 1;
-    g = tu_sim_run(f, r, 6, &c);
+    uint64_t out = 0;
+    g = run_counting(f, r, 6, &c, 500, &out);
     double bb = gsim_graph(g)->ctrs[1].block_bytes;
     const cat_gpu *u = f->cfg.gpu;
-    ss_time load = ns_of(10e-6 + 124 * bb / u->pcie_bw + u->net_latency_s + 124 * bb / u->net_bw);
+    ss_time load = ns_of(10e-6 + 124 * bb / host_bw(f) + u->net_latency_s + 124 * bb / net_bw(f));
     ss_time tail = prefill_ns(g, 2000 - 124 * 16, 124 * 16);
-    assert_int_equal(c.r[5].first_token - c.r[5].arrival, load + tail);
+    assert_int_equal(c.r[5].first_token - c.r[5].arrival, offload_ns(f, out, bb) + load + tail);
     const metrics_kvpool *p = &gsim_metrics(g)->all.kvpool;
     assert_int_equal(p->remote_blocks, 124);
     assert_int_equal(p->cpu_blocks, 0);
@@ -288,6 +393,7 @@ int main(void)
         T(test_bounded_and_deterministic),
         T(test_fork_copies_the_pool),
         T(test_fork_predicts_the_replay),
+        T(test_offload_holds_the_host_link),
     };
 #undef T
     return cmocka_run_group_tests_name("kvpool", tests, NULL, NULL);

@@ -151,13 +151,29 @@ static int bad_place_tick(void *priv, const pol_place_env *env, const gmg *g,
 static const pol_place_ops bad_place = {.abi_version = POL_ABI_VERSION, .name = "t-bad",
                                         .period = every_50ms, .tick = bad_place_tick};
 
+/* Migrate container 0's first running request to container 1 while container 1 runs nothing:
+ * one live migration, started at the first tick (50 ms). */
+static void mig_tick(void *priv, const gmg *g, const pol_cluster_view *v,
+                     pol_cluster_decision *out)
+{
+    (void)priv, (void)v;
+    if (g->n_ctrs < 2 || g->ctrs[0].running.head == GMG_NONE || g->ctrs[1].running.n ||
+        !out->cap_migrate)
+        return;
+    out->migrate[0] = (pol_migration){.req = g->ctrs[0].running.head, .from = 0, .to = 1};
+    out->n_migrate = 1;
+}
+
+static const pol_cluster_ops mig_cluster = {.abi_version = POL_ABI_VERSION, .name = "t-mig",
+                                            .period = every_50ms, .tick = mig_tick};
+
 static int group_setup(void **state)
 {
     (void)state;
     if (pol_batch_register(&bad_batch) || pol_batch_register(&idle_batch) ||
         pol_batch_register(&hog_batch) ||
         pol_route_register(&bad_route) || pol_cluster_register(&bad_cluster) ||
-        pol_cluster_register(&stale_cluster) ||
+        pol_cluster_register(&stale_cluster) || pol_cluster_register(&mig_cluster) ||
         pol_place_register(&bad_place))
         return -1;
     return 0;
@@ -231,6 +247,60 @@ static void test_stale_cluster_advice_is_counted(void **state)
     gsim_destroy(&g);
 }
 
+/* The first stage of a live migration through the real path (the cluster policy's advice, the
+ * simulator's copy over the link between the containers): how long it holds the destination
+ * GPU's receive port, less the link's latency, at link efficiency eff (the scenario's
+ * override; 0: the GPU profile's). *bytes_out: what it moved. */
+static ss_time mig_copy_ns(fx *f, double eff, gmg_link_kind kind, double *bytes_out)
+{
+    f->cfg.cluster = "t-mig";
+    f->cfg.link_eff[kind] = eff;
+    trace_rec r = tu_rec(0, 0, 200, 3000, 0);
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {&r, 1, 0};
+    ss_time tick = 50 * SS_NS_PER_MS;
+    if (gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb) || gsim_advance(g, tick, &eb))
+        fail_msg("replay: %s", eb.msg);
+    const gmg *G = gsim_graph(g);
+    const gmg_link *l = gmg_link_between(G, G->ctrs[0].gpu0, G->ctrs[1].gpu0);
+    assert_int_equal(l->kind, kind);
+    *bytes_out = gsim_metrics(g)->migration_bytes;
+    assert_true(*bytes_out > 0); /* the first stage copies what the request holds */
+    ss_time copy = G->gpus[G->ctrs[1].gpu0].rx_busy - tick - ss_time_from_ns_sat(l->latency_s * 1e9);
+    if (gsim_advance(g, SS_TIME_MAX, &eb) || gsim_finish(g))
+        fail_msg("replay: %s", eb.msg);
+    assert_int_equal(gsim_metrics(g)->migrations, 1);
+    gsim_destroy(&g);
+    f->cfg.link_eff[kind] = 0;
+    return copy;
+}
+
+/* Doubling the link's efficiency halves a migration's copy, within a node (NVLink) and across
+ * nodes (the network); by default the copy runs at the GPU profile's efficiency, below 1. */
+static void test_migration_copy_follows_link_efficiency(void **state)
+{
+    fx *f = *state;
+    for (int across = 0; across < 2; across++) {
+        f->cfg.gpus_per_node = across ? 1 : 0;
+        gmg_link_kind kind = across ? GMG_LINK_NET : GMG_LINK_NVLINK;
+        double b1, b2, b3, b4;
+        ss_time slow = mig_copy_ns(f, 0.4, kind, &b1), fast = mig_copy_ns(f, 0.8, kind, &b2);
+        ss_time peak = mig_copy_ns(f, 1, kind, &b3), dflt = mig_copy_ns(f, 0, kind, &b4);
+        printf("# migration over %s: %.0f bytes, %lld ns at 0.4, %lld at 0.8, %lld at the "
+               "profile's %.2f, %lld at 1\n", across ? "the network" : "NVLink", b1,
+               (long long)slow, (long long)fast, (long long)dflt, gsim_link_eff(&f->cfg, kind),
+               (long long)peak);
+        assert_true(b1 == b2 && b2 == b3 && b3 == b4);
+        assert_true(fast > 0);
+        assert_true(llabs((long long)(slow - 2 * fast)) <= 2);
+        assert_true(gsim_link_eff(&f->cfg, kind) < 1 && dflt > peak);
+        assert_true(llabs((long long)(dflt * gsim_link_eff(&f->cfg, kind) - (double)peak)) <= 2);
+    }
+}
+
 static void test_bad_placement_is_an_error(void **state)
 {
     fx *f = *state;
@@ -278,7 +348,8 @@ static void test_greedy_is_charged_the_move_costs(void **state)
     assert_int_equal(pol_place_create(&pl, "slice", p, &eb), 0);
     assert_true(pol_place_mechanism_of(pl, &ms));
     pol_place_destroy(&pl);
-    assert_true(m.host_factor == 1 && m.link_eff == 0.8 && m.interference == 1.2);
+    /* link_eff 0: the link's own efficiency (the GPU profile's [links]) */
+    assert_true(m.host_factor == 1 && m.link_eff == 0 && m.interference == 1.2);
     assert_true(m.host_factor == ms.host_factor && m.link_eff == ms.link_eff &&
                 m.interference == ms.interference);
     assert_true(m.guest_overrun == ms.guest_overrun && m.weights == ms.weights);
@@ -309,6 +380,7 @@ int main(void)
         T(test_bad_routing_is_an_error),
         T(test_bad_cluster_advice_is_an_error),
         T(test_stale_cluster_advice_is_counted),
+        T(test_migration_copy_follows_link_efficiency),
         T(test_bad_placement_is_an_error),
         T(test_greedy_placement_offloads_without_whatifs),
         T(test_greedy_is_charged_the_move_costs),

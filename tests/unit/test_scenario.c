@@ -475,6 +475,10 @@ static void test_bad_values(void **state)
     } cases[] = {
         {"[tenant.chat]\ntp = x", ":2: tenant.chat.tp: expected an integer from 1 to 64, got 'x'"},
         {"[tenant.chat]\ntp = 0", ":2: tenant.chat.tp: out of range [1, 64], got '0'"},
+        {"[cluster]\nnet_efficiency = 1.5",
+         ":2: cluster.net_efficiency: out of range [0, 1], got '1.5'"},
+        {"[cluster]\nnvlink_efficiency = -0.1",
+         ":2: cluster.nvlink_efficiency: out of range [0, 1], got '-0.1'"},
         {"[tenant.chat]\ntp = 1.5", ":2: tenant.chat.tp: expected an integer from 1 to 64, got "
                                     "'1.5'"},
         {"[tenant.c]\npp = 17", ":2: tenant.c.pp: out of range [1, 16], got '17'"},
