@@ -20,6 +20,19 @@ int cli_runs_policies(cli_runs_opts *o, const char *arg)
     return CLI_OK;
 }
 
+/* A count option of o's command, 1 to max, into *out: CLI_OK or CLI_EUSAGE with the message. */
+static int count_opt(const cli_runs_opts *o, const char *name, const char *arg, long max,
+                     int *out)
+{
+    long n;
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", o->cmd, name);
+    if (cli_parse_long(what, arg, 1, max, &n))
+        return CLI_EUSAGE;
+    *out = (int)n;
+    return CLI_OK;
+}
+
 int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
 {
     switch (c) {
@@ -35,24 +48,10 @@ int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
     case CLI_RUNS_O_JSON: o->json = 1; return CLI_OK;
     case CLI_RUNS_O_PROFILES: o->profiles = arg; return CLI_OK;
     case CLI_RUNS_O_NOPROG: o->progress = 0; return CLI_OK;
-    case CLI_RUNS_O_REPLAYS: {
-        long n;
-        char what[64];
-        snprintf(what, sizeof what, "%s: --search-replays", o->cmd);
-        if (cli_parse_long(what, arg, 1, RUNNER_STATIC_BEST_MAX_REPLAYS, &n))
-            return CLI_EUSAGE;
-        o->search_replays = (int)n;
-        return CLI_OK;
-    }
-    case CLI_RUNS_O_SEEDS: {
-        long n;
-        char what[64];
-        snprintf(what, sizeof what, "%s: --seeds", o->cmd);
-        if (cli_parse_long(what, arg, 1, CLI_RUNS_MAX_SEEDS, &n))
-            return CLI_EUSAGE;
-        o->n_seeds = (int)n;
-        return CLI_OK;
-    }
+    case CLI_RUNS_O_REPLAYS:
+        return count_opt(o, "--search-replays", arg, RUNNER_STATIC_BEST_MAX_REPLAYS,
+                         &o->search_replays);
+    case CLI_RUNS_O_SEEDS: return count_opt(o, "--seeds", arg, CLI_RUNS_MAX_SEEDS, &o->n_seeds);
     default: return 1;
     }
 }
