@@ -15,12 +15,9 @@ cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}
 [ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 SC=experiments/skewed-three-tenants.ini
-# The shipped rows in the README were made when SliceScheduler's what-ifs knew every
-# request's true output length: with the oracle what-if, which PREDICTOR pins so that they
-# reproduce (the docs label them so). PREDICTOR="" runs the default instead, the mean predictor
-# that a deployed scheduler could have (README, "What a what-if knows").
-PREDICTOR=${PREDICTOR---set policy.slice_output_predictor=oracle}
-. experiments/links-peak.sh
+# SliceScheduler predicts output lengths in its what-ifs (the default, mean);
+# PREDICTOR="--set policy.slice_output_predictor=oracle" gives it the true ones (an oracle).
+PREDICTOR=${PREDICTOR-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 policies=("container" "container + re-allocation" "llumnix" "llumnix + auto-scaling"
@@ -34,7 +31,7 @@ printf "| policy | tenant | requests | SLA violations | goodput tok/s | TTFT p50
 printf "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 for i in 0 1 2 3 4; do
     # shellcheck disable=SC2086
-    "$S" replay -c "$SC" --db results/skewed.db --json ${args[$i]} $LINKS $SLICE_LINK "$@" \
+    "$S" replay -c "$SC" --db results/skewed.db --json ${args[$i]} "$@" \
         >"$T/r$i" 2>/dev/null
     python3 - "$T/r$i" "${policies[$i]}" <<'PY'
 import json, sys
