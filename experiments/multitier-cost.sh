@@ -20,6 +20,10 @@ trap 'rm -rf "$T"' EXIT
 rm -f "$DB" "$DB-wal" "$DB-shm"
 . experiments/multitier-bounds.sh
 . experiments/links-peak.sh
+# The README's tables were made on the eager 2023 engine with prefill-first batching, as
+# multitier-llama2-7b.ini then set them; EAGER pins that so they reproduce (EAGER="" runs
+# today's engine with chunked prefill; multitier-load.sh sweeps the load on it).
+EAGER=${EAGER-"--set tenant.chat.engine=vllm-eager --set policy.batching=vllm"}
 run() { # run OUT MIX K CLUSTER ROUTING [args]
     local out=$1 mix=$2 k=$3 cluster=$4 routing=$5
     shift 5
@@ -27,7 +31,7 @@ run() { # run OUT MIX K CLUSTER ROUTING [args]
     "$S" replay -c "$SC" --db "$DB" --json --set tenant.chat.tiers="$k" \
         --set tenant.chat.tier_mix="$mix" --set tenant.chat.sla_ttft_ms="$(ttft_bounds "$k")" \
         --set tenant.chat.sla_tbt_ms="$(tbt_bounds "$k")" --set policy.cluster="$cluster" \
-        --set policy.routing="$routing" $LINKS "$@" >"$out"
+        --set policy.routing="$routing" $LINKS $EAGER "$@" >"$out"
 }
 num() { grep -o "\"$2\": [0-9.]*" "$1" | head -1 | cut -d' ' -f2; }
 # GPU-seconds per SLA-met request: GPUs x the arrival window / (measured requests x (1 - miss))

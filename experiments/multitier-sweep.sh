@@ -17,6 +17,10 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . experiments/multitier-bounds.sh
 . experiments/links-peak.sh
+# The README's tables were made on the eager 2023 engine with prefill-first batching, as
+# multitier-llama2-7b.ini then set them; EAGER pins that so they reproduce (EAGER="" runs
+# today's engine with chunked prefill; multitier-load.sh sweeps the load on it).
+EAGER=${EAGER-"--set tenant.chat.engine=vllm-eager --set policy.batching=vllm"}
 run() { # run OUT MIX K CLUSTER ROUTING [args]
     local out=$1 mix=$2 k=$3 cluster=$4 routing=$5
     shift 5
@@ -24,7 +28,7 @@ run() { # run OUT MIX K CLUSTER ROUTING [args]
     "$S" replay -c "$SC" --db "$DB" --json --set tenant.chat.tiers="$k" \
         --set tenant.chat.tier_mix="$mix" --set tenant.chat.sla_ttft_ms="$(ttft_bounds "$k")" \
         --set tenant.chat.sla_tbt_ms="$(tbt_bounds "$k")" --set policy.cluster="$cluster" \
-        --set policy.routing="$routing" $LINKS "$@" >"$out"
+        --set policy.routing="$routing" $LINKS $EAGER "$@" >"$out"
 }
 # field FILE KEY SUBKEY: e.g. field f ttft_ms mean (the top-level object comes first)
 field() { grep -o "\"$2\": {[^}]*}" "$1" | head -1 | grep -o "\"$3\": [0-9.]*" | cut -d' ' -f2; }
