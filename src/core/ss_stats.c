@@ -2,6 +2,7 @@
 #include "core/ss_stats.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* t(0.975, df) for df = 1..30 (any statistics table, e.g. NIST/SEMATECH e-Handbook of
  * Statistical Methods, section 1.3.6.7.2). */
@@ -45,6 +46,18 @@ void ss_ci95(const double *x, size_t n, ss_ci *out)
     out->lo = mean - half;
     out->hi = mean + half;
     out->has_interval = 1;
+}
+
+void ss_ci_text(char *buf, size_t n, const ss_ci *ci, double scale, const char *fmt)
+{
+    char m[64], lo[64], hi[64];
+    snprintf(m, sizeof m, fmt, scale * ci->mean);
+    snprintf(lo, sizeof lo, fmt, scale * ci->lo);
+    snprintf(hi, sizeof hi, fmt, scale * ci->hi);
+    if (ci->has_interval)
+        snprintf(buf, n, "%s [%s, %s]", m, lo, hi);
+    else
+        snprintf(buf, n, "%s", m);
 }
 
 const char *ss_ci_verdict(const ss_ci *r)

@@ -24,6 +24,10 @@ double ss_t975(size_t df);
 /* The mean of x[0..n) and its t interval into *out (x borrowed; n may be 0). */
 void ss_ci95(const double *x, size_t n, ss_ci *out);
 
+/* "MEAN [LO, HI]" of ci, each times scale and printed with fmt (one double's conversion, such
+ * as "%.4g" or "%.1f"), into buf (n bytes); "MEAN" alone without an interval. */
+void ss_ci_text(char *buf, size_t n, const ss_ci *ci, double scale, const char *fmt);
+
 /* What a ratio's interval says against 1: "higher" (lo > 1), "lower" (hi < 1), "no difference"
  * (it includes 1), or "one seed" (no interval). */
 const char *ss_ci_verdict(const ss_ci *ratio);

@@ -515,18 +515,6 @@ static void print_table(const capacity *c, FILE *f)
     print_searches(c, f);
 }
 
-/* "M [LO, HI]" of an interval, or "M" without one: digits significant, or with decimals < 0
- * that many decimals (-decimals). */
-static void ci_text(char *buf, size_t n, const ss_ci *ci, double scale, int digits)
-{
-    const char *f = digits < 0 ? "%.*f [%.*f, %.*f]" : "%.*g [%.*g, %.*g]";
-    int d = digits < 0 ? -digits : digits;
-    if (ci->has_interval)
-        snprintf(buf, n, f, d, scale * ci->mean, d, scale * ci->lo, d, scale * ci->hi);
-    else
-        snprintf(buf, n, digits < 0 ? "%.*f" : "%.*g", d, scale * ci->mean);
-}
-
 /* The table of several seeds' searches: per bundle the mean capacity and the mean of its
  * ratios paired by seed, each with its 95 % interval, and what the ratio's interval says;
  * then each seed's capacity, each tenant's miss, and what did not converge. */
@@ -535,6 +523,9 @@ static void print_table_seeds(const capacity *c, FILE *f)
     const runner_capacity_opts *o = c->o;
     char crit[SCN_NAME_MAX + 32];
     criterion_text(o, crit, sizeof crit);
+    summary sm[RUNNER_CAPACITY_MAX_POLICIES]; /* each bundle's, computed once */
+    for (int p = 0; p < o->n_policies; p++)
+        summarize(c, p, &sm[p]);
     fprintf(f, "slicesim capacity: %s, %d bundle(s) x %d seeds (%llu to %llu), SLA miss <= %g%% "
                "(%s); mean over seeds [95 %% Student-t interval]; ratios against %s, paired by "
                "seed\n", o->config, o->n_policies, c->n_seeds, (unsigned long long)c->seed[0],
@@ -543,14 +534,13 @@ static void print_table_seeds(const capacity *c, FILE *f)
     fprintf(f, "  %-16s %-28s %-24s %-13s %10s %8s %6s\n", "policy", "capacity", "x", "verdict",
             "goodput", "SLA miss", "probes");
     for (int p = 0; p < o->n_policies; p++) {
-        summary s;
-        summarize(c, p, &s);
+        const summary s = sm[p];
         char cap[80], ratio[80];
-        ci_text(cap, sizeof cap, &s.cap, 1, 4);
+        ss_ci_text(cap, sizeof cap, &s.cap, 1, "%.4g");
         if (p == 0 && s.ratio.n) /* the reference against itself */
             snprintf(ratio, sizeof ratio, "1");
         else if (s.ratio.n)
-            ci_text(ratio, sizeof ratio, &s.ratio, 1, -3);
+            ss_ci_text(ratio, sizeof ratio, &s.ratio, 1, "%.3f");
         else
             snprintf(ratio, sizeof ratio, "-");
         fprintf(f, "  %-16s %-28s %-24s %-13s %10.1f %7.2f%% %6d\n", c->label[p], cap, ratio,
@@ -572,20 +562,18 @@ static void print_table_seeds(const capacity *c, FILE *f)
     fprintf(f, "  each tenant's SLA miss at the capacity, mean over seeds [95 %% interval] "
                "(pooled: all requests together):\n");
     for (int p = 0; p < o->n_policies; p++) {
-        summary s;
-        summarize(c, p, &s);
+        const summary s = sm[p];
         char buf[80];
         fprintf(f, "    %-16s", c->label[p]);
         for (uint32_t t = 0; t < c->n_tenants; t++) {
-            ci_text(buf, sizeof buf, &s.tenant[t], 100, -2);
+            ss_ci_text(buf, sizeof buf, &s.tenant[t], 100, "%.2f");
             fprintf(f, " %s %s%%,", c->tenants[t], buf);
         }
-        ci_text(buf, sizeof buf, &s.pooled, 100, -2);
+        ss_ci_text(buf, sizeof buf, &s.pooled, 100, "%.2f");
         fprintf(f, " pooled %s%%\n", buf);
     }
     for (int p = 0; p < o->n_policies; p++) {
-        summary s;
-        summarize(c, p, &s);
+        const summary s = sm[p];
         if (s.n_below)
             fprintf(f, "  note: %s: %d of %d seeds fail at every load tried (capacity 0 in the "
                        "mean, no ratio)\n", c->label[p], s.n_below, c->n_seeds);

@@ -130,13 +130,6 @@ static void summarize_point(const compare *c, int i, point_summary *s)
     ss_ci95(v[5], n, &s->tbt_p99);
 }
 
-/* "M [LO, HI]" of an interval, with that many decimals. */
-static void ci_text(char *buf, size_t size, const ss_ci *ci, double scale, int decimals)
-{
-    snprintf(buf, size, "%.*f [%.*f, %.*f]", decimals, scale * ci->mean, decimals,
-             scale * ci->lo, decimals, scale * ci->hi);
-}
-
 /* The table of several seeds: per point the means over seeds with their intervals, and the
  * goodput ratio paired by seed with its interval and what it says against 1. */
 static void print_table_seeds(const compare *c)
@@ -155,17 +148,17 @@ static void print_table_seeds(const compare *c)
         point_summary s;
         summarize_point(c, i, &s);
         char t[6][80];
-        ci_text(t[0], sizeof t[0], &s.out_tok, 1, 1);
-        ci_text(t[1], sizeof t[1], &s.goodput, 1, 1);
+        ss_ci_text(t[0], sizeof t[0], &s.out_tok, 1, "%.1f");
+        ss_ci_text(t[1], sizeof t[1], &s.goodput, 1, "%.1f");
         if (i % o->n_policies == 0)
             snprintf(t[2], sizeof t[2], "1");
         else if (s.ratio.n)
-            ci_text(t[2], sizeof t[2], &s.ratio, 1, 4);
+            ss_ci_text(t[2], sizeof t[2], &s.ratio, 1, "%.4f");
         else
             snprintf(t[2], sizeof t[2], "-");
-        ci_text(t[3], sizeof t[3], &s.sla, 100, 2);
-        ci_text(t[4], sizeof t[4], &s.ttft_p99, 1, 0);
-        ci_text(t[5], sizeof t[5], &s.tbt_p99, 1, 1);
+        ss_ci_text(t[3], sizeof t[3], &s.sla, 100, "%.2f");
+        ss_ci_text(t[4], sizeof t[4], &s.ttft_p99, 1, "%.0f");
+        ss_ci_text(t[5], sizeof t[5], &s.tbt_p99, 1, "%.1f");
         const char *v = i % o->n_policies == 0 ? "reference"
                         : s.ratio.n ? ss_ci_verdict(&s.ratio) : "-";
         fprintf(f, "  %-5g %-16s %-24s %-24s %-22s %-13s %-22s %-22s %s\n",

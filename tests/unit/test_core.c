@@ -427,9 +427,16 @@ static void test_ci95(void **state)
     assert_true(fabs(c.mean - 3) < 1e-12);
     assert_true(fabs(c.sd - 1.5811388) < 1e-6);
     assert_true(fabs(c.hi - 3 - 1.9632) < 1e-3 && fabs(3 - c.lo - 1.9632) < 1e-3);
+    char txt[64];
+    ss_ci_text(txt, sizeof txt, &c, 1, "%.2f");
+    assert_string_equal(txt, "3.00 [1.04, 4.96]");
+    ss_ci_text(txt, sizeof txt, &c, 100, "%.4g");
+    assert_string_equal(txt, "300 [103.7, 496.3]");
     ss_ci95(x, 1, &c); /* one value: its mean, no interval */
     assert_true(!c.has_interval && c.mean == 1 && c.lo == 1 && c.hi == 1);
     assert_string_equal(ss_ci_verdict(&c), "one seed");
+    ss_ci_text(txt, sizeof txt, &c, 1, "%.1f");
+    assert_string_equal(txt, "1.0"); /* no interval: the mean alone */
     ss_ci95(x, 0, &c);
     assert_true(!c.has_interval && c.n == 0);
     /* t(0.975, df), published: df 1, 4, 30, 40, 60, 120 */
