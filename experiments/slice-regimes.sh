@@ -1,8 +1,7 @@
 #!/bin/bash
-# Where does operator-level placement pay off? Capacity (`slicesim capacity`, SLA miss <= 9 %
-# of all requests pooled) of SliceScheduler against every tuned baseline, in regimes that each
-# change one thing of slice-vs-container.ini (one 8-GPU A100 node; chat on 2 containers, code and
-# assist on 3 each):
+# Where does operator-level placement pay off? Capacity (`slicesim capacity`) of SliceScheduler
+# against every tuned baseline, in regimes that each change one thing of slice-vs-container.ini
+# (one 8-GPU A100 node; chat on 2 containers, code and assist on 3 each):
 #   base        the scenario as shipped
 #   balanced    no skew: chat at rate_scale 0.7, code at 4 req/s, assist at 3 req/s
 #   skewed      more skew: chat at rate_scale 3, code at 1 req/s, assist at 0.5 req/s
@@ -11,34 +10,59 @@
 #   bursty      burstiness: code and assist arrive in Gamma bursts with CV 4
 #   tight-sla   SLA: TTFT 500 ms and TBT 100 ms for every tenant
 #   loose-sla   SLA: TTFT 10 s and TBT 500 ms for every tenant
-# Bundles: static-best (the container policy on the allocation a search finds for each probed
-# load), realloc-hr and llumnix-hr (re-allocation every 60 s, and Llumnix with auto-scaling
-# every 10 s, both with headroom; as in slice-capacity.sh), slice (SliceScheduler on the
-# scenario's fixed allocation) and slice-sized (SliceScheduler on an allocation searched for
-# it). Every run lasts 600 s with 60 s of warm-up, so chat's trace (one hour at rate_scale 2)
-# lasts up to load 3 at least and capacities are exact, not lower bounds, below that.
-# Prints one markdown table: each bundle's capacity, and SliceScheduler's (fixed and sized)
-# ratio to the best tuned baseline; a regime "pays off" when that ratio is >= 1.10.
-# REGIMES="base bursty" runs a subset, SEEDS="1 2 3" more seeds (min–max shown). Every probe
-# goes to results/slice-regimes.db (recreated). Extra arguments go to every capacity run.
-# About 25 minutes for seed 1 on a 2-core machine.
+# MODE=today (the default): the scenario as shipped (vllm-0.15, chunked prefill at 2048 tokens,
+# 600 s after 60 s of warm-up, predicted output lengths, the profiles' link efficiencies), every
+# tenant within 9 % SLA misses (--criterion worst), seeds 1-5 with 95 % Student-t intervals,
+# bisection to 2 %. Every bundle that is tuned gets the same search at every probed load: at most
+# SEARCH (10) candidate replays, each judged by the same criterion (--search-replays):
+#   static-best    the container policy on the allocation searched for it
+#   llumnix-sized  Llumnix (dispatch and migration) on the allocation searched for it
+#   realloc-tuned  re-allocation with headroom (every tenant may grow to 6), its period searched
+#                  over 60|10|15|20|30|45|90|120|180|300 s
+#   llumnix-tuned  Llumnix with auto-scaling and headroom (chat starts on 2 and may scale to 5,
+#                  code on 2, assist on 1), its period searched over 10|1|2|5|15|20|30|45|60|120 s
+#   slice          SliceScheduler on the scenario's fixed allocation, its knobs at their defaults
+#   slice-tuned    SliceScheduler with its tick period, what-ifs per tick, horizon and overrun
+#                  searched (one pass from the defaults, 10 candidates at most)
+#   slice-sized    SliceScheduler on the allocation searched for it
+# Prints the tuning table, then per regime each bundle's capacity [95 %] and SliceScheduler's
+# (slice, slice-tuned, slice-sized) ratio to the best tuned baseline of the same seed (the
+# highest of the first four) with its interval paired by seed and a verdict (higher, lower, or
+# no difference when the interval holds 1). About 10 minutes a regime on a 2-core machine.
+# MODE=eager: the earlier tables (docs/slice-capacity.md, "On a 2023 eager engine") as they
+# were made: the eager engine, chat on the trace file, the oracle what-if, copies at full
+# bandwidth, the SLA pooled, bundles static-best, realloc-hr, llumnix-hr (slice-baselines.sh),
+# slice and slice-sized untuned, one capacity run per seed (SEEDS="1 2 3", min-max shown;
+# about 25 minutes for seed 1).
+# REGIMES="base bursty" runs a subset. Every probe goes to results/slice-regimes.db
+# (recreated). Extra arguments go to every capacity run.
 set -eu
 cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}
 [ -n "${SLICESIM:-}" ] || bash tools/build-release.sh
 DB=${SLICE_REGIMES_DB:-results/slice-regimes.db}
 SC=experiments/slice-vs-container.ini
-# The tables in docs/slice-capacity.md judge the SLA on all requests pooled (static-best's and
-# slice-sized's searches then minimise the pooled miss too); `capacity`'s default judges every
-# tenant (--criterion worst), which CRITERION="--criterion worst" asks for here.
-CRITERION=${CRITERION:---criterion pooled}
-# The shipped rows in docs/slice-capacity.md were made when SliceScheduler's what-ifs knew every
-# request's true output length: with the oracle what-if, which PREDICTOR pins so that they
-# reproduce (the docs label them so). PREDICTOR="" runs the default instead, the mean predictor
-# that a deployed scheduler could have (README, "What a what-if knows").
-PREDICTOR=${PREDICTOR---set policy.slice_output_predictor=oracle}
+MODE=${MODE:-today}
+case $MODE in
+today)
+    CRITERION=${CRITERION:---criterion worst}
+    PREDICTOR=${PREDICTOR-}
+    ENGINE=${ENGINE-} TRACE=${TRACE-} LINKS=${LINKS-} SLICE_LINK=${SLICE_LINK-}
+    SEARCH=${SEARCH:-10}
+    PRECISION=${PRECISION:---seeds 5 --tol 0.02 --search-replays $SEARCH} ;;
+eager)
+    # The eager tables judge the SLA on all requests pooled (static-best's and slice-sized's
+    # searches then minimise the pooled miss too), and SliceScheduler's what-ifs knew every
+    # request's true output length (the oracle what-if); eager-2023.sh and links-peak.sh pin
+    # the rest.
+    CRITERION=${CRITERION:---criterion pooled}
+    PREDICTOR=${PREDICTOR---set policy.slice_output_predictor=oracle}
+    PRECISION=${PRECISION:-} ;;
+*) echo "slice-regimes: MODE is today or eager, got '$MODE'" >&2; exit 2 ;;
+esac
 REGIMES=${REGIMES:-base balanced skewed big-chat moe-code bursty tight-sla loose-sla}
 SEEDS=${SEEDS:-1}
+[ "$MODE" = eager ] || SEEDS=all
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$(dirname "$DB")"
@@ -79,22 +103,98 @@ regime() {
     esac
 }
 
+RT_PERIODS="60|10|15|20|30|45|90|120|180|300"
+LT_PERIODS="10|1|2|5|15|20|30|45|60|120"
+REALLOC_TUNED="realloc-tuned:policy.cluster=container+policy.realloc_period_s=$RT_PERIODS"
+REALLOC_TUNED+="+policy.ops=home+tenant.chat.max_replicas=6+tenant.code.max_replicas=6"
+REALLOC_TUNED+="+tenant.assist.max_replicas=6"
+llumnix_tuned() { # llumnix_tuned LAYOUT
+    echo "llumnix-tuned:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home"`
+        `"+policy.scale_period_s=$LT_PERIODS$1"
+}
+
 start=$(date +%s)
 for r in $REGIMES; do
     regime "$r"
-    P="static-best"
-    P+=",$REALLOC_HR,$(llumnix_hr "$LLX")"
-    P+=",slice,slice-sized"
+    if [ "$MODE" = eager ]; then
+        P="static-best,$REALLOC_HR,$(llumnix_hr "$LLX"),slice,slice-sized"
+    else
+        P="static-best,llumnix-sized,$REALLOC_TUNED,$(llumnix_tuned "$LLX")"
+        P+=",slice,slice-tuned,slice-sized"
+    fi
     for seed in $SEEDS; do
+        if [ "$seed" = all ]; then seedset=() name="regimes:$r"; else
+            seedset=(--set "run.seed=$seed") name="regimes:$r:seed$seed"; fi
         echo "slice-regimes: $r, seed $seed ($(( $(date +%s) - start )) s so far)" >&2
         # shellcheck disable=SC2086
-        "$S" capacity -c "$SC" --policies "$P" --set run.seed=$seed $ENGINE $TRACE $LINKS $SLICE_LINK --set run.duration_s=600 \
-            $CRITERION $PREDICTOR --set run.warmup_s=60 ${sets[@]+"${sets[@]}"} --db "$DB" \
-            --name "regimes:$r:seed$seed" --json --no-progress "$@" >"$T/$r.$seed.json" \
-            2>"$T/$r.$seed.err" || { cat "$T/$r.$seed.err" >&2; exit 1; }
+        "$S" capacity -c "$SC" --policies "$P" ${seedset[@]+"${seedset[@]}"} $ENGINE $TRACE \
+            $LINKS $SLICE_LINK --set run.duration_s=600 $CRITERION $PREDICTOR $PRECISION \
+            --set run.warmup_s=60 ${sets[@]+"${sets[@]}"} --db "$DB" --name "$name" --json \
+            --no-progress "$@" >"$T/$r.$seed.json" 2>"$T/$r.$seed.err" ||
+            { cat "$T/$r.$seed.err" >&2; exit 1; }
     done
 done
 elapsed=$(( $(date +%s) - start ))
+
+if [ "$MODE" = today ]; then
+PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$RT_PERIODS" "$LT_PERIODS" $REGIMES <<'PY'
+import json, sys
+from capacity_tables import cap, ci95, verdict
+d, elapsed, db, rt, lt, regimes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], \
+    sys.argv[5], sys.argv[6:]
+base = ["static-best", "llumnix-sized", "realloc-tuned", "llumnix-tuned"]
+mine = ["slice", "slice-tuned", "slice-sized"]
+rs = {r: json.load(open(f"{d}/{r}.all.json")) for r in regimes}
+r0 = rs[regimes[0]]
+cap_n = max(q.get("candidate_replays", 0) for x in rs.values() for p in x["policies"]
+            for run in p["runs"] for q in run["probes"])
+knobs = {"static-best": "allocation of the 8 GPUs (whole containers, one of each tenant at least)",
+         "llumnix-sized": "allocation of the 8 GPUs, judged with Llumnix",
+         "realloc-tuned": f"realloc_period_s {rt.replace('|', ', ')}",
+         "llumnix-tuned": f"scale_period_s {lt.replace('|', ', ')}",
+         "slice": "none (the defaults: period 20 ms, 4 what-ifs, horizon 500 ms, overrun 1 ms)",
+         "slice-tuned": "slice_period_ms 20, 5, 10, 50; slice_max_whatifs 4, 16, 8; "
+                        "slice_horizon_ms 500, 1000, 250; slice_overrun_ms 1, 4, 0.25",
+         "slice-sized": "allocation of the 8 GPUs, judged with SliceScheduler"}
+print(f"Tuning (every regime, every probed load; seeds {r0['seeds'][0]}-{r0['seeds'][-1]}): "
+      "each tuned bundle searches at every probe, every candidate a replay judged by the same "
+      "criterion (every tenant's SLA misses), capped at the same number of candidate replays.\n")
+print("| bundle | searched | candidate replays per probe: mean (most) |")
+print("|---|---|---|")
+for p0 in r0["policies"]:
+    name = p0["policy"]
+    ns = [q.get("candidate_replays", 0) for x in rs.values() for p in x["policies"]
+          if p["policy"] == name for run in p["runs"] for q in run["probes"]]
+    cnt = f"{sum(ns) / len(ns):.1f} ({max(ns)})" if max(ns) else "0 (not searched)"
+    print(f"| {name} | {knobs.get(name, '')} | {cnt} |")
+print(f"\nCapacity at <= {100 * r0['sla_miss_bound']:.0f} % SLA misses for every tenant: the "
+      "mean over the seeds [95 % Student-t interval]; ≥ n: at n seeds a lower bound (the load "
+      "above passed but a tenant's arrivals ended early). SliceScheduler's ratios divide by "
+      "the best of the four tuned baselines at the same seed, paired.\n")
+iv = lambda m, lo, hi, f: f"{f % m} [{f % lo}, {f % hi}]"
+print("| regime | " + " | ".join(base + mine) + " | slice ÷ best | slice-tuned ÷ best "
+      "| slice-sized ÷ best |")
+print("|---|" + "---:|" * (len(base) + len(mine)) + "---|---|---|")
+for r in regimes:
+    by = {p["policy"]: p for p in rs[r]["policies"]}
+    cols = []
+    for b in base + mine:
+        p = by[b]
+        n = sum(bool(x["censored"]) for x in p["runs"])
+        cols.append(iv(p["capacity"], p["ci95_lo"], p["ci95_hi"], "%.2f") +
+                    (f" ≥ {n}" if n else ""))
+    best = [max(cap(by[b]["runs"][k]) for b in base) for k in range(len(r0["seeds"]))]
+    ratios = []
+    for m in mine:
+        v = [cap(by[m]["runs"][k]) / best[k] if best[k] else float("nan")
+             for k in range(len(best))]
+        mean, lo, hi = ci95(v)
+        ratios.append(f"{iv(mean, lo, hi, '%.2f')} {verdict(lo, hi)}")
+    print(f"| {r} | " + " | ".join(cols) + " | " + " | ".join(ratios) + " |")
+print(f"\nslice-regimes: {elapsed} s; probes in {db}")
+PY
+exit 0
+fi
 
 PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$SEEDS" $REGIMES <<'PY'
 import json, sys

@@ -39,9 +39,10 @@ enum {
  * longopts array. */
 /* --help's lines for --search-replays, the same in every command. */
 #define CLI_RUNS_REPLAYS_HELP                                                                     \
-    "  --search-replays N      most candidate replays of each allocation search (static-best,\n" \
-    "                          slice-sized), 1 to " CLI_RUNS_STR(RUNNER_STATIC_BEST_MAX_REPLAYS)     \
-    " (default " CLI_RUNS_STR(RUNNER_STATIC_BEST_REPLAYS) ")\n"
+    "  --search-replays N      most candidate replays of each search (static-best,\n"          \
+    "                          slice-sized, llumnix-sized, slice-tuned) at each point, 1 to\n" \
+    "                          " CLI_RUNS_STR(RUNNER_STATIC_BEST_MAX_REPLAYS) " (default "           \
+    CLI_RUNS_STR(RUNNER_STATIC_BEST_REPLAYS) ")\n"
 /* --help's lines for --seeds, the same in every command. */
 #define CLI_RUNS_SEEDS_HELP                                                                       \
     "  --seeds N               run everything once per seed, run.seed, run.seed + 1, ..., 1\n"    \

@@ -7,7 +7,7 @@
 
 typedef struct builtin {
     const char *name;
-    const char *const assign[4]; /* NULL-terminated */
+    const char *const assign[8]; /* NULL-terminated */
 } builtin;
 
 /* Llumnix bundles name their dispatch, so that a scenario's own routing does not stay. */
@@ -25,12 +25,23 @@ static const builtin builtins[] = {
     /* SliceScheduler on the allocation the same search finds for it (each candidate judged
      * by a replay with SliceScheduler) */
     {"slice-sized", {"policy.cluster=container", "policy.ops=slice", NULL}},
+    /* Llumnix on the allocation the same search finds for it (each candidate judged by a
+     * replay with Llumnix's dispatch and migration): its initial layout chosen per load */
+    {"llumnix-sized", {"policy.cluster=llumnix", "policy.routing=llumnix", "policy.ops=home",
+                       NULL}},
+    /* SliceScheduler on the scenario's allocation with its own knobs searched at each load
+     * (runner/knob_search.h): the tick period, what-ifs per tick, the what-if horizon and the
+     * host-phase overrun, each from its default (first) over the values after it */
+    {"slice-tuned", {"policy.cluster=container", "policy.ops=slice",
+                     "policy.slice_period_ms=20|5|10|50", "policy.slice_max_whatifs=4|16|8",
+                     "policy.slice_horizon_ms=500|1000|250", "policy.slice_overrun_ms=1|4|0.25",
+                     NULL}},
 };
 
 const char *runner_bundle_names(void)
 {
     return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best, "
-           "slice-sized";
+           "slice-sized, llumnix-sized, slice-tuned";
 }
 
 /* A [policy] parameter as a number (0 when absent or not one). */
@@ -59,17 +70,118 @@ int runner_bundle_headroom_note(scn_scenario *sc, const char *label, char *buf, 
     return 1;
 }
 
-int runner_bundle_searches(const char *spec)
-{
-    return !strcmp(spec, "static-best") || !strcmp(spec, "slice-sized");
-}
-
 static const builtin *find(const char *name)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
         if (!strcmp(builtins[i].name, name))
             return &builtins[i];
     return NULL;
+}
+
+int runner_bundle_searches_alloc(const char *spec)
+{
+    return !strcmp(spec, "static-best") || !strcmp(spec, "slice-sized") ||
+           !strcmp(spec, "llumnix-sized");
+}
+
+/* Call fn on each of spec's assignments (a built-in's, or LABEL:'s split at '+'), in order,
+ * until one returns non-zero (that value). -1 when spec is no bundle. */
+static int each_assignment(const char *spec, int (*fn)(void *, const char *), void *ud)
+{
+    const char *colon = strchr(spec, ':');
+    if (!colon) {
+        const builtin *b = find(spec);
+        if (!b)
+            return -1;
+        for (int i = 0; b->assign[i]; i++) {
+            int rc = fn(ud, b->assign[i]);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", colon + 1);
+    char *save = NULL;
+    for (char *a = strtok_r(buf, "+", &save); a; a = strtok_r(NULL, "+", &save)) {
+        int rc = fn(ud, a);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int has_alternatives(void *ud, const char *a)
+{
+    (void)ud;
+    const char *eq = strchr(a, '=');
+    return eq && strchr(eq, '|') ? 1 : 0;
+}
+
+int runner_bundle_searches(const char *spec)
+{
+    return runner_bundle_searches_alloc(spec) ||
+           each_assignment(spec, has_alternatives, NULL) == 1;
+}
+
+typedef struct knob_acc {
+    runner_knobs *k;
+    ss_errbuf *eb;
+    int rc;
+} knob_acc;
+
+/* One assignment into the knobs: its values split at '|' (every one non-empty), or none
+ * when it has one value. */
+static int add_knob(void *ud, const char *a)
+{
+    knob_acc *acc = ud;
+    const char *eq = strchr(a, '=');
+    if (!eq || !strchr(eq, '|'))
+        return 0;
+    runner_knobs *k = acc->k;
+    size_t kl = (size_t)(eq - a);
+    if (k->n == RUNNER_KNOBS_MAX || kl >= sizeof k->knob[0].key) {
+        acc->rc = ss_err(acc->eb, SS_EPARSE, "'%.200s': at most %d searched keys of at most "
+                         "%zu characters", a, RUNNER_KNOBS_MAX, sizeof k->knob[0].key - 1);
+        return 1;
+    }
+    runner_knob *kb = &k->knob[k->n];
+    *kb = (runner_knob){0};
+    memcpy(kb->key, a, kl);
+    kb->key[kl] = '\0';
+    const char *v = eq + 1;
+    for (;;) {
+        const char *bar = strchr(v, '|');
+        size_t vl = bar ? (size_t)(bar - v) : strlen(v);
+        if (!vl || vl >= sizeof kb->value[0] || kb->n == RUNNER_KNOB_VALUES_MAX) {
+            acc->rc = ss_err(acc->eb, SS_EPARSE, "'%.200s': expected KEY=V1|V2|... with 2 to "
+                             "%d non-empty values of at most %zu characters", a,
+                             RUNNER_KNOB_VALUES_MAX, sizeof kb->value[0] - 1);
+            return 1;
+        }
+        memcpy(kb->value[kb->n], v, vl);
+        kb->value[kb->n++][vl] = '\0';
+        if (!bar)
+            break;
+        v = bar + 1;
+    }
+    for (int i = 0; i < k->n; i++)
+        if (!strcmp(k->knob[i].key, kb->key)) {
+            acc->rc = ss_err(acc->eb, SS_EPARSE, "'%s': searched twice", kb->key);
+            return 1;
+        }
+    k->n++;
+    return 0;
+}
+
+int runner_bundle_knobs(const char *spec, runner_knobs *out, ss_errbuf *eb)
+{
+    *out = (runner_knobs){0};
+    knob_acc acc = {.k = out, .eb = eb};
+    int r = each_assignment(spec, add_knob, &acc);
+    if (r < 0)
+        return ss_err(eb, SS_EPARSE, "policy '%s': unknown bundle", spec);
+    return acc.rc;
 }
 
 int runner_bundle_label(const char *spec, char *label, ss_errbuf *eb)
@@ -94,6 +206,22 @@ int runner_bundle_label(const char *spec, char *label, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* Apply assignment a to sc, a searched one (KEY=V1|V2|...) at its first value. */
+static int apply_one(scn_scenario *sc, const char *a, const char *where, ss_errbuf *eb)
+{
+    const char *eq = strchr(a, '=');
+    const char *bar = eq ? strchr(eq, '|') : NULL;
+    if (!bar)
+        return scn_set_from(sc, a, where, eb);
+    char first[512];
+    if ((size_t)(bar - a) >= sizeof first || bar == eq + 1)
+        return ss_err(eb, SS_EPARSE, "%s: '%.200s': expected KEY=V1|V2|... with non-empty "
+                      "values", where, a);
+    memcpy(first, a, (size_t)(bar - a));
+    first[bar - a] = '\0';
+    return scn_set_from(sc, first, where, eb);
+}
+
 int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, ss_errbuf *eb)
 {
     const char *colon = strchr(spec, ':');
@@ -102,7 +230,7 @@ int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, s
         if (!b)
             return ss_err(eb, SS_EPARSE, "policy '%s': unknown bundle", spec);
         for (int i = 0; b->assign[i]; i++) {
-            int rc = scn_set_from(sc, b->assign[i], where, eb);
+            int rc = apply_one(sc, b->assign[i], where, eb);
             if (rc)
                 return rc;
         }
@@ -112,7 +240,7 @@ int runner_bundle_apply(scn_scenario *sc, const char *spec, const char *where, s
     snprintf(buf, sizeof buf, "%s", colon + 1);
     char *save = NULL;
     for (char *a = strtok_r(buf, "+", &save); a; a = strtok_r(NULL, "+", &save)) {
-        int rc = scn_set_from(sc, a, where, eb);
+        int rc = apply_one(sc, a, where, eb);
         if (rc)
             return ss_err_prefix(eb, rc, "policy '%.*s'", (int)(colon - spec), spec);
     }

@@ -30,10 +30,30 @@ int runner_bundles_parse(const char *arg, char *text, char **policy,
  * SS_ENOMEM / the scenario's error with eb set. */
 int runner_bundle_scenario(const char *config, const char *const *sets, size_t n_sets,
                            const char *db, const char *spec, scn_scenario **out, ss_errbuf *eb);
-/* Whether spec is a bundle whose scenario is searched for at each point (static-best,
- * slice-sized): the command runs runner_static_best on the point's scenario, its assignments
+/* Whether spec is a bundle whose scenario is searched for at each point: an allocation search
+ * (static-best, slice-sized, llumnix-sized; runner_bundle_searches_alloc) or a knob search
+ * (slice-tuned, or any bundle with an assignment KEY=V1|V2|...; runner/knob_search.h). The
+ * command runs the search (runner_bundle_search) on the point's scenario, its assignments
  * applied, before the run. */
 int runner_bundle_searches(const char *spec);
+/* Whether spec's search is the allocation search of runner/static_best.h. */
+int runner_bundle_searches_alloc(const char *spec);
+
+/* A bundle's searched keys: each assignment KEY=V1|V2|... (runner_bundle_apply sets V1). */
+#define RUNNER_KNOBS_MAX 8
+#define RUNNER_KNOB_VALUES_MAX 16
+typedef struct runner_knob {
+    char key[128];                            /* "policy.slice_period_ms" */
+    char value[RUNNER_KNOB_VALUES_MAX][64];   /* value[0]: the starting one */
+    int n;                                    /* 2 to RUNNER_KNOB_VALUES_MAX */
+} runner_knob;
+typedef struct runner_knobs {
+    runner_knob knob[RUNNER_KNOBS_MAX];
+    int n;                                    /* 0: nothing searched */
+} runner_knobs;
+/* spec's searched keys into out, in the order they appear. 0, or SS_EPARSE (an unknown
+ * bundle, an empty value, too many keys or values, a key twice). */
+int runner_bundle_knobs(const char *spec, runner_knobs *out, ss_errbuf *eb);
 /* Whether scenario sc (a bundle applied) asks for re-allocation (cluster container with
  * realloc_period_s > 0) or auto-scaling (a llumnix cluster with scale_period_s > 0), which act
  * only on a tenant whose max_replicas is above its replicas, while no tenant has any: then 1

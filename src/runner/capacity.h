@@ -26,6 +26,8 @@ typedef struct runner_capacity_probe {
                                   scenario's order (replays only) */
     int spans;                 /* every tenant's traffic spanned the window (1) or not (0) */
     int pass;                  /* set by the search: spans and sla_miss <= the bound */
+    int candidates;            /* a searching bundle's candidate replays before the probe's
+                                  run (0: none, or not a searching bundle) */
 } runner_capacity_probe;
 
 /* Probe load: fill out's sla_miss, goodput_tok_per_s and spans (load is set already). 0, or

@@ -6,6 +6,7 @@
 
 #include "runner/bundle.h"
 #include "runner/capacity_int.h"
+#include "runner/knob_search.h"
 #include "runner/static_best.h"
 
 #include "core/ss_alloc.h"
@@ -98,8 +99,12 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         if (!(rc = build(o, p, 1, NULL, &sc, eb)) &&
             (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
-        if (!rc && runner_bundle_searches(o->policy[p]) &&
+        if (!rc && runner_bundle_searches_alloc(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
+            ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
+        if (!rc && runner_bundle_searches(o->policy[p]) &&
+            !runner_bundle_searches_alloc(o->policy[p]) &&
+            (rc = runner_bundle_check_knobs(sc, o->policy[p], &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
         char note[512];
         if (!rc && runner_bundle_headroom_note(sc, c->label[p], note, sizeof note))
@@ -316,8 +321,8 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
                                       .point = point, .progress = o->progress,
                                       .max_replays = o->search_replays,
                                       .criterion = o->criterion, .tenant = o->tenant};
-        runner_alloc_result ar;
-        rc = runner_static_best(sc, &so, &ar, search, sizeof c->search[0], &x.eb);
+        rc = runner_bundle_search(sc, o->policy[c->p], &so, search, sizeof c->search[0],
+                                  &pr->candidates, &x.eb);
         ro.search = search;
     }
     if (!rc)
@@ -640,6 +645,8 @@ static void json_run(const capacity *c, int p, int k, FILE *f)
         fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": "
                    "%.17g, \"spans\": %s, \"pass\": %s, ", i ? "," : "", q->load, q->sla_miss,
                 q->goodput_tok_per_s, q->spans ? "true" : "false", q->pass ? "true" : "false");
+        if (q->candidates)
+            fprintf(f, "\"candidate_replays\": %d, ", q->candidates);
         json_misses(c, q, f);
         fputc('}', f);
     }

@@ -6,6 +6,7 @@
 
 #include "runner/bundle.h"
 #include "runner/report.h"
+#include "runner/knob_search.h"
 #include "runner/static_best.h"
 
 #include "core/ss_alloc.h"
@@ -225,8 +226,12 @@ static int check_points(compare *c, ss_errbuf *eb)
         if (!(rc = build(o, p, rate, NULL, &sc, eb)) &&
             (rc = runner_run_check(sc, &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
-        if (!rc && runner_bundle_searches(o->policy[p]) &&
+        if (!rc && runner_bundle_searches_alloc(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
+            ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
+        if (!rc && i < o->n_policies && runner_bundle_searches(o->policy[p]) &&
+            !runner_bundle_searches_alloc(o->policy[p]) &&
+            (rc = runner_bundle_check_knobs(sc, o->policy[p], &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
         char note[512];
         if (!rc && i < o->n_policies &&
@@ -306,8 +311,8 @@ static int run_point(compare *c, int i, int k, ss_errbuf *eb)
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
                                       .point = point, .progress = o->progress,
                                       .max_replays = o->search_replays};
-        runner_alloc_result ar;
-        rc = runner_static_best(sc, &so, &ar, res->search, sizeof res->search, &x.eb);
+        rc = runner_bundle_search(sc, o->policy[p], &so, res->search, sizeof res->search,
+                                  NULL, &x.eb);
         ro.search = res->search;
     }
     if (!rc)

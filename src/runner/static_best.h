@@ -91,6 +91,13 @@ typedef struct runner_static_best_opts {
     const char *tenant;        /* the tenant of RUNNER_CRIT_TENANT (a tenant of the scenario) */
 } runner_static_best_opts;
 
+/* One replay of scenario sc (checked, its bundle applied and its load scaled) that stores
+ * nothing and shows no warnings (they are a candidate's, not the run's), scored into out:
+ * each tenant's miss and violations, the worst and pooled miss and the goodput. 0, or the
+ * replay's SS_E* code with eb set. */
+int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_alloc_score *out,
+                        ss_errbuf *eb);
+
 /* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's
  * GPUs (nodes x GPUs per node, or the GPUs of the scenario's own containers when it names no
  * nodes), each tenant's container size, and with demand its offered load (the workload read

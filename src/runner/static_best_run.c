@@ -106,45 +106,54 @@ static void alloc_text(const scn_scenario *sc, const uint32_t *c, char *buf, siz
     }
 }
 
-/* runner_alloc_judge_fn: a replay of the scenario with allocation c, stored nowhere; its
- * warnings (rejected requests of a starved tenant) are the candidate's, not the run's, and
- * are not shown. */
-static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
+int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_alloc_score *out,
+                        ss_errbuf *eb)
 {
-    search *s = ud;
     char db[SCN_PATH_MAX];
-    memcpy(db, s->sc->db, sizeof db);
-    snprintf(s->sc->db, sizeof s->sc->db, "none");
-    set_alloc(s->sc, c);
+    memcpy(db, sc->db, sizeof db);
+    snprintf(sc->db, sizeof sc->db, "none");
     int level = ss_log_level();
     ss_log_set_level(SS_LOG_QUIET);
     runner_run x = {0};
-    int rc = runner_run_setup(&x, s->sc, s->ro);
+    int rc = runner_run_setup(&x, sc, ro);
     if (!rc)
         rc = runner_run_exec(&x);
     ss_log_set_level(level);
-    memcpy(s->sc->db, db, sizeof db);
+    memcpy(sc->db, db, sizeof db);
     if (rc) {
         *eb = x.eb;
         runner_run_fini(&x);
-        return ss_err_prefix(eb, rc, "static-best: candidate %d", s->n + 1);
+        return rc;
     }
+    *out = (runner_alloc_score){0};
     const metrics *mt = gsim_metrics(x.g);
-    for (uint32_t t = 0; t < s->sc->n_tenants && t < mt->n_tenants; t++) {
+    for (uint32_t t = 0; t < sc->n_tenants && t < mt->n_tenants; t++) {
         metrics_group_summary gs;
         metrics_summarize_group(&mt->tenants[t], x.m.window_s, &gs);
         out->miss[t] = gs.sla_violation_rate;
         out->violations[t] = (double)gs.sla_violations;
+        out->worst = out->miss[t] > out->worst ? out->miss[t] : out->worst;
     }
     out->goodput_tok_per_s = x.m.all.goodput_tokens_per_s;
     out->pooled = x.m.all.sla_violation_rate;
     runner_run_fini(&x);
+    return SS_OK;
+}
+
+/* runner_alloc_judge_fn: a replay of the scenario with allocation c (runner_replay_score). */
+static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
+{
+    search *s = ud;
+    set_alloc(s->sc, c);
+    int rc = runner_replay_score(s->sc, s->ro, out, eb);
+    if (rc)
+        return ss_err_prefix(eb, rc, "static-best: candidate %d", s->n + 1);
     s->n++;
     if (s->o->progress && isatty(STDERR_FILENO)) {
         char a[256];
         alloc_text(s->sc, c, a, sizeof a);
         fprintf(stderr, "slicesim: static-best: candidate %d: %s: SLA miss %.2f%% (all "
-                "tenants), goodput %.1f tok/s\n", s->n, a, 100 * x.m.all.sla_violation_rate,
+                "tenants), goodput %.1f tok/s\n", s->n, a, 100 * out->pooled,
                 out->goodput_tok_per_s);
     }
     return SS_OK;

@@ -141,7 +141,7 @@ int runner_sweep_exp_load(runner_sweep_exp *x, const char *path, ss_errbuf *eb)
                 char label[RUNNER_LABEL_MAX];
                 int rc2 = runner_bundle_label(x->keys[i].values[v], label, eb);
                 if (!rc2 && runner_bundle_searches(x->keys[i].values[v]))
-                    rc2 = ss_err(eb, SS_EPARSE, "policy '%s': its allocation is searched for "
+                    rc2 = ss_err(eb, SS_EPARSE, "policy '%s': its scenario is searched for "
                                  "at each load, which slicesim compare and capacity do and a "
                                  "sweep does not", x->keys[i].values[v]);
                 if (rc2)

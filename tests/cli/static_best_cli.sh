@@ -4,7 +4,8 @@
 # allocation, prints and stores the one it chose with its candidate-replay count, and its worst
 # tenant misses its SLA no more often than container's; only the chosen run is stored; JSON
 # carries the search; capacity searches at each probe; --search-replays caps a search, and
-# slice-sized searches with SliceScheduler; a sweep refuses them. And the note the
+# slice-sized searches with SliceScheduler; slice-tuned and a bundle's own KEY=V1|V2 search
+# knobs, llumnix-sized the allocation under Llumnix; a sweep refuses them. And the note the
 # realloc bundle prints when no tenant has headroom (max_replicas above replicas).
 set -u
 S=${SLICESIM:?SLICESIM not set}
@@ -109,6 +110,56 @@ expect_error 2 "^slicesim: capacity: --search-replays: " "$S" capacity -c two.in
 expect_error 2 "^slicesim: compare: --search-replays: " "$S" compare -c two.ini \
     --policies static-best --search-replays 201 --db none
 
+# slice-tuned: a knob search at each point; the chosen values are the run's and in its params
+"$S" compare -c two.ini "${short[@]}" --policies slice-tuned --db k.db >table 2>err ||
+    fail "slice-tuned: $(cat err)"
+line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\.slice_period_ms=[0-9.]+ policy\.slice_max_whatifs=[0-9]+ policy\.slice_horizon_ms=[0-9.]+ policy\.slice_overrun_ms=[0-9.]+, worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays$' err) ||
+    fail "slice-tuned's stderr line: $(cat err)"
+period=$(sed -n 's/.*slice_period_ms=\([0-9.]*\) .*/\1/p' <<<"$line")
+n=$(sed -n 's/.* \([0-9]*\) candidate replays$/\1/p' <<<"$line")
+[ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "slice-tuned: $n candidate replays (one pass: 10 at most)"
+[ "$(sql k.db "SELECT count(*) FROM runs WHERE scenario LIKE '%
+slice_period_ms = $period
+%' AND params LIKE '%\"bundle.search\": \"policy.slice_period_ms=$period %'")" = 1 ] ||
+    fail "slice-tuned's run lacks its chosen period $period: $(sql k.db "SELECT params FROM runs")"
+# a knob of one's own: busy on 1 or 3 containers (quiet on 1); 3 serves busy's load, so it is
+# chosen, and the run equals a plain run with 3
+one=(--set tenant.quiet.replicas=1 --set run.duration_s=60 --set run.warmup_s=10)
+"$S" compare -c two.ini "${one[@]}" --db none --json \
+    --policies 'k:policy.cluster=container+policy.ops=home+tenant.busy.replicas=1|3' >k.json \
+    2>err || fail "a knob of one's own: $(cat err)"
+grep -q '^slicesim: knob search: policy=k;rate=1: chose tenant.busy.replicas=3, worst tenant SLA miss [0-9.]*%, 2 candidate replays$' \
+    err || fail "knob k: $(cat err)"
+"$S" compare -c two.ini "${one[@]}" --db none --json \
+    --policies 'p:policy.cluster=container+policy.ops=home+tenant.busy.replicas=3' >p.json \
+    2>err || fail "plain replicas=3: $(cat err)"
+python3 - k.json p.json <<'PY' || fail "the searched run differs from the plain one"
+import json, sys
+k, p = (json.load(open(f))[0]["run"] for f in sys.argv[1:3])
+assert [t["replicas"] for t in k["tenants"]] == [3, 1], k["tenants"]
+assert k["tenants"] == p["tenants"] and k["requests"] == p["requests"], (k["tenants"], p["tenants"])
+PY
+# a listed value the policy refuses fails before anything runs, naming it
+expect_error 2 "^slicesim: capacity: policy=k;rate=1: policy\.slice_period_ms=0: .*slice_period_ms" \
+    "$S" capacity -c two.ini --db bad.db \
+    --policies 'container,k:policy.cluster=container+policy.ops=slice+policy.slice_period_ms=20|0'
+[ ! -e bad.db ] || fail "a refused knob value left a database"
+expect_error 2 "policy\.slice_period_ms=20\|\|5.*non-empty" "$S" compare -c two.ini --db none \
+    --policies 'k:policy.cluster=container+policy.ops=slice+policy.slice_period_ms=20||5'
+# llumnix-sized: the allocation search with Llumnix in every candidate; capacity's JSON gives
+# each probe's candidate replays for searching bundles only
+"$S" capacity -c two.ini "${short[@]}" --policies container,llumnix-sized,slice-tuned \
+    --max-probes 2 --db none --json >c.json 2>err || fail "llumnix-sized: $(cat err)"
+grep -q '^slicesim: static-best: policy=llumnix-sized;rate=1: chose busy=' err ||
+    fail "llumnix-sized searches: $(cat err)"
+python3 - c.json <<'PY' || fail "capacity's candidate replays: $(head -c 600 c.json)"
+import json, sys
+pol = {p["policy"]: p for p in json.load(open(sys.argv[1]))["policies"]}
+assert all("candidate_replays" not in q for q in pol["container"]["probes"])
+for name, most in (("llumnix-sized", 24), ("slice-tuned", 10)):
+    assert all(1 <= q["candidate_replays"] <= most for q in pol[name]["probes"]), pol[name]
+PY
+
 # refusals: nothing runs
 # realloc needs headroom: a one-line note when no tenant has any, none once one has
 "$S" compare -c two.ini --set run.duration_s=30 --set run.warmup_s=5 \
@@ -127,6 +178,6 @@ scenario = $T/two.ini
 [grid]
 policy = container,static-best
 EOF
-expect_error 2 "sw.ini:[0-9]+: grid.policy: policy 'static-best': its allocation is searched for" \
+expect_error 2 "sw.ini:[0-9]+: grid.policy: policy 'static-best': its scenario is searched for" \
     "$S" sweep sw.ini --db none
 echo "static_best_cli: all checks passed"

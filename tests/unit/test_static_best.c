@@ -3,10 +3,14 @@
  * exhaustive enumeration, the proportional start, ties (goodput, then the lexicographically
  * smallest allocation), a tie for the worst miss that two moves resolve, the replay cap, the one-container minimum with unequal container
  * sizes and a tenant without load, and errors (a cluster too small, bad options, a judge
- * that fails). Every judged allocation is checked to keep one container per tenant and fit. */
+ * that fails). Every judged allocation is checked to keep one container per tenant and fit.
+ * Then the knob search (runner/knob_search.h) on a table of misses: its path, its stop at a
+ * zero miss, the cap, the criterion, ties and errors; and the parsing of KEY=V1|V2|... */
 #include "support/test_util.h"
 
 #include "core/ss_err.h"
+#include "runner/bundle.h"
+#include "runner/knob_search.h"
 #include "runner/static_best.h"
 
 #include <math.h>
@@ -259,6 +263,172 @@ static void test_criterion(void **state)
     assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &r, &eb), SS_EINVAL);
 }
 
+/* A table of two tenants' misses and goodput over knobs A (3 values) and B (2 values). */
+typedef struct knob_table {
+    double miss[3][2][2];
+    double goodput[3][2];
+    int calls, fail_call;
+    int seen[3][2];
+} knob_table;
+
+static int knob_fn(void *ud, const int *choice, runner_alloc_score *out, ss_errbuf *eb)
+{
+    knob_table *t = ud;
+    int a = choice[0], b = choice[1];
+    assert_true(a >= 0 && a < 3 && b >= 0 && b < 2);
+    if (++t->calls == t->fail_call)
+        return ss_err(eb, SS_EIO, "judge %d failed", t->calls);
+    t->seen[a][b]++;
+    out->miss[0] = t->miss[a][b][0];
+    out->miss[1] = t->miss[a][b][1];
+    out->violations[0] = 10 * out->miss[0]; /* tenant 0: 10 requests, tenant 1: 1 */
+    out->violations[1] = out->miss[1];
+    out->pooled = (out->violations[0] + out->violations[1]) / 11;
+    out->goodput_tok_per_s = t->goodput[a][b];
+    return SS_OK;
+}
+
+static runner_knobs two_knobs(void)
+{
+    runner_knobs k = {.n = 2};
+    snprintf(k.knob[0].key, sizeof k.knob[0].key, "policy.a");
+    snprintf(k.knob[1].key, sizeof k.knob[1].key, "policy.b");
+    k.knob[0].n = 3;
+    k.knob[1].n = 2;
+    return k;
+}
+
+/* The path: start (0,0) worst 0.5; A=1 0.3 and A=2 0.4 -> A=1; then B=1 at A=1 0.1 -> (1,1),
+ * 4 replays, (2,1) (the global best, 0.05) never judged: one pass, one knob at a time. Zero
+ * at the start: one replay. The cap: the best of what was judged. */
+static void test_knob_path(void **state)
+{
+    (void)state;
+    knob_table t = {.miss = {{{0.5, 0}, {0.45, 0}}, {{0.3, 0}, {0.1, 0}}, {{0.4, 0}, {0.05, 0}}}};
+    runner_knobs k = two_knobs();
+    runner_alloc_problem p = {.n_tenants = 2, .max_replays = 24};
+    runner_knob_result r;
+    ss_errbuf eb = {""};
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &t, &r, &eb), SS_OK);
+    assert_int_equal(r.choice[0], 1);
+    assert_int_equal(r.choice[1], 1);
+    assert_int_equal(r.n_replays, 4);
+    assert_int_equal(r.capped, 0);
+    assert_true(r.score.worst == 0.1);
+    assert_int_equal(t.seen[2][1], 0);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 2; b++)
+            assert_true(t.seen[a][b] <= 1); /* nothing judged twice */
+    /* a zero miss at the start ends it */
+    knob_table z = {0};
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &z, &r, &eb), SS_OK);
+    assert_int_equal(r.n_replays, 1);
+    assert_int_equal(r.choice[0], 0);
+    /* the cap: two replays, (1,0) the better, capped */
+    memset(t.seen, 0, sizeof t.seen);
+    p.max_replays = 2;
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &t, &r, &eb), SS_OK);
+    assert_int_equal(r.n_replays, 2);
+    assert_int_equal(r.capped, 1);
+    assert_int_equal(r.choice[0], 1);
+    assert_int_equal(r.choice[1], 0);
+    assert_true(r.score.worst == 0.3);
+}
+
+/* The criterion: tenant 0 (10 requests) misses 0.2 at A=1 where tenant 1 misses 0.9; at A=0
+ * tenant 0 misses 0.5 and tenant 1 none. Worst prefers A=0 (0.5 < 0.9), pooled A=1 (2.9/11
+ * < 5/11), tenant 1 A=0 (0, where it stops). Ties: the same misses at A=0 and A=2 and a higher goodput at 2
+ * -> A=2; equal goodput too -> the earlier judged stays. */
+static void test_knob_criterion(void **state)
+{
+    (void)state;
+    knob_table t = {.miss = {{{0.5, 0}, {0.5, 0}}, {{0.2, 0.9}, {0.2, 0.9}},
+                             {{0.6, 0}, {0.6, 0}}}};
+    runner_knobs k = two_knobs();
+    k.knob[1].n = 1; /* B fixed: 1 value, nothing to try */
+    runner_knob_result r;
+    ss_errbuf eb = {""};
+    static const struct {
+        runner_criterion crit;
+        uint32_t i_tenant;
+        int want, replays;
+    } cases[] = {{RUNNER_CRIT_WORST, 0, 0, 3}, {RUNNER_CRIT_POOLED, 0, 1, 3},
+                 {RUNNER_CRIT_TENANT, 1, 0, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        runner_alloc_problem p = {.n_tenants = 2, .max_replays = 24, .criterion = cases[c].crit,
+                                  .i_tenant = cases[c].i_tenant};
+        assert_int_equal(runner_knob_search(&k, &p, knob_fn, &t, &r, &eb), SS_OK);
+        assert_int_equal(r.choice[0], cases[c].want);
+        assert_int_equal(r.n_replays, cases[c].replays);
+    }
+    knob_table u = {.miss = {{{0.5, 0}, {0.5, 0}}, {{0.7, 0}, {0.7, 0}}, {{0.5, 0}, {0.5, 0}}},
+                    .goodput = {{10, 10}, {50, 50}, {20, 20}}};
+    runner_alloc_problem p = {.n_tenants = 2, .max_replays = 24};
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_OK);
+    assert_int_equal(r.choice[0], 2);
+    u.goodput[2][0] = 10;
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_OK);
+    assert_int_equal(r.choice[0], 0);
+    /* errors: no knob, a cap out of range, a tenant out of range, a judge that fails */
+    runner_knobs none = {0};
+    assert_int_equal(runner_knob_search(&none, &p, knob_fn, &u, &r, &eb), SS_EINVAL);
+    p.max_replays = 0;
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_EINVAL);
+    p.max_replays = RUNNER_STATIC_BEST_MAX_REPLAYS + 1;
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_EINVAL);
+    p = (runner_alloc_problem){.n_tenants = 2, .max_replays = 24,
+                               .criterion = RUNNER_CRIT_TENANT, .i_tenant = 2};
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_EINVAL);
+    p.criterion = RUNNER_CRIT_WORST;
+    u.calls = 0;
+    u.fail_call = 2;
+    assert_int_equal(runner_knob_search(&k, &p, knob_fn, &u, &r, &eb), SS_EIO);
+    assert_string_equal(eb.msg, "judge 2 failed");
+}
+
+/* KEY=V1|V2|... in a bundle: the searched keys and values in order; slice-tuned's start at
+ * SliceScheduler's defaults; which bundles search; malformed lists refused. */
+static void test_knob_parse(void **state)
+{
+    (void)state;
+    runner_knobs k;
+    ss_errbuf eb = {""};
+    assert_int_equal(runner_bundle_knobs("x:policy.ops=slice+policy.slice_period_ms=20|5+"
+                                         "tenant.chat.replicas=1|2|3", &k, &eb), SS_OK);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(k.knob[0].key, "policy.slice_period_ms");
+    assert_int_equal(k.knob[0].n, 2);
+    assert_string_equal(k.knob[0].value[1], "5");
+    assert_string_equal(k.knob[1].key, "tenant.chat.replicas");
+    assert_int_equal(k.knob[1].n, 3);
+    assert_string_equal(k.knob[1].value[2], "3");
+    assert_int_equal(runner_bundle_knobs("slice-tuned", &k, &eb), SS_OK);
+    assert_int_equal(k.n, 4);
+    static const char *const keys[] = {"policy.slice_period_ms", "policy.slice_max_whatifs",
+                                       "policy.slice_horizon_ms", "policy.slice_overrun_ms"};
+    static const char *const defaults[] = {"20", "4", "500", "1"}; /* place_slice.c's */
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(k.knob[i].key, keys[i]);
+        assert_string_equal(k.knob[i].value[0], defaults[i]);
+    }
+    assert_true(runner_bundle_searches("slice-tuned"));
+    assert_true(runner_bundle_searches("llumnix-sized"));
+    assert_true(runner_bundle_searches_alloc("llumnix-sized"));
+    assert_false(runner_bundle_searches_alloc("slice-tuned"));
+    assert_true(runner_bundle_searches("x:policy.a=1|2"));
+    assert_false(runner_bundle_searches("x:policy.a=1"));
+    assert_false(runner_bundle_searches("slice"));
+    static const char *const bad[] = {"x:policy.a=1||2", "x:policy.a=|1", "x:policy.a=1|",
+                                      "x:policy.a=1|2+policy.a=3|4",
+                                      "x:policy.a=1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        eb.msg[0] = '\0';
+        assert_int_equal(runner_bundle_knobs(bad[i], &k, &eb), SS_EPARSE);
+        assert_true(eb.msg[0] != '\0');
+    }
+    assert_int_equal(runner_bundle_knobs("nope", &k, &eb), SS_EPARSE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +438,9 @@ int main(void)
         cmocka_unit_test(test_ties),
         cmocka_unit_test(test_tied_worst),
         cmocka_unit_test(test_minimum_and_errors),
+        cmocka_unit_test(test_knob_path),
+        cmocka_unit_test(test_knob_criterion),
+        cmocka_unit_test(test_knob_parse),
     };
     return cmocka_run_group_tests_name("static_best", tests, NULL, NULL);
 }
