@@ -121,9 +121,7 @@ static int judge_replay(void *ud, const int *choice, runner_alloc_score *out, ss
     if (t->o->progress && isatty(STDERR_FILENO)) {
         char a[1024];
         choice_text(t->k, choice, a, sizeof a);
-        fprintf(stderr, "slicesim: knob search: candidate %d: %s: SLA miss %.2f%% (all "
-                "tenants), goodput %.1f tok/s\n", t->n, a, 100 * out->pooled,
-                out->goodput_tok_per_s);
+        runner_candidate_line("knob search", t->n, a, out);
     }
     return SS_OK;
 }

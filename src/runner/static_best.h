@@ -98,6 +98,11 @@ typedef struct runner_static_best_opts {
 int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_alloc_score *out,
                         ss_errbuf *eb);
 
+/* A search's progress line for candidate n (what: its allocation or values), on stderr:
+ * "slicesim: WHO: candidate N: WHAT: SLA miss X% (all tenants), goodput Y tok/s". */
+void runner_candidate_line(const char *who, int n, const char *what,
+                           const runner_alloc_score *s);
+
 /* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's
  * GPUs (nodes x GPUs per node, or the GPUs of the scenario's own containers when it names no
  * nodes), each tenant's container size, and with demand its offered load (the workload read

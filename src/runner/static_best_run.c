@@ -140,6 +140,13 @@ int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_allo
     return SS_OK;
 }
 
+void runner_candidate_line(const char *who, int n, const char *what,
+                           const runner_alloc_score *s)
+{
+    fprintf(stderr, "slicesim: %s: candidate %d: %s: SLA miss %.2f%% (all tenants), goodput "
+            "%.1f tok/s\n", who, n, what, 100 * s->pooled, s->goodput_tok_per_s);
+}
+
 /* runner_alloc_judge_fn: a replay of the scenario with allocation c (runner_replay_score). */
 static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
 {
@@ -152,9 +159,7 @@ static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss
     if (s->o->progress && isatty(STDERR_FILENO)) {
         char a[256];
         alloc_text(s->sc, c, a, sizeof a);
-        fprintf(stderr, "slicesim: static-best: candidate %d: %s: SLA miss %.2f%% (all "
-                "tenants), goodput %.1f tok/s\n", s->n, a, 100 * out->pooled,
-                out->goodput_tok_per_s);
+        runner_candidate_line("static-best", s->n, a, out);
     }
     return SS_OK;
 }
