@@ -10,6 +10,10 @@
 #  - llumnix-hr: Llumnix (its dispatch and migration) with auto-scaling every 10 s and headroom:
 #    standby containers hold GPUs from the start, so chat starts on 2 and may scale to 5, code
 #    runs on 2 and assist on 1 (2 + 3 standby + 2 + 1 = 8 GPUs).
+# BASELINES=tuned runs realloc-tuned and llumnix-tuned instead: the same two with their period
+# searched at every probe (60, 10, 15, 20, 30, 45, 90, 120, 180, 300 s for re-allocation; 10, 1,
+# 2, 5, 15, 20, 30, 45, 60, 120 s for auto-scaling; slice-baselines.sh), every searching bundle
+# (static-best too) capped at 10 candidate replays per probe (--search-replays 10).
 # Cases: (a) the shipped scenario; (b) chat replaying the real Azure conversation trace and (c)
 # the real Azure code trace, both from $SLICESIM_DATA (default ../shared/data), skipped with a
 # message when absent. Then a sensitivity table on (a): SliceScheduler with each charged cost
@@ -22,7 +26,8 @@
 # engine"): the eager engine, a 1200 s window, chat on the trace file, the oracle what-if,
 # copies at full bandwidth, the SLA pooled, seeds 1-3 as min-max, --tol 0.02 (about 8 minutes).
 # Prints markdown tables; every probe goes to results/slice-capacity.db (recreated). Extra
-# arguments go to every capacity run.
+# arguments go to every capacity run. CASES="azure-code sensitivity" (MODE=today) runs a
+# subset of the cases shipped, azure-conv, azure-code and sensitivity (default: all).
 set -eu
 cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}
@@ -57,7 +62,12 @@ rm -f "$DB"
 . experiments/slice-baselines.sh
 . experiments/eager-2023.sh
 . experiments/links-peak.sh
-POLICIES="static-best,slice,$REALLOC_HR,$(llumnix_hr)"
+case ${BASELINES:-hr} in
+hr) POLICIES="static-best,slice,$REALLOC_HR,$(llumnix_hr)" ;;
+tuned) POLICIES="static-best,slice,$REALLOC_TUNED,$(llumnix_tuned)"
+       PRECISION+=" --search-replays 10" ;;
+*) echo "slice-capacity: BASELINES is hr or tuned, got '$BASELINES'" >&2; exit 2 ;;
+esac
 
 cases=(shipped)
 if [ -f "$AZ/AzureLLMInferenceTrace_conv.csv" ] && [ -f "$AZ/AzureLLMInferenceTrace_code.csv" ]; then
@@ -70,9 +80,19 @@ else
          "(bash tools/get-data.sh fetches them, or set SLICESIM_DATA)" >&2
 fi
 
+SENSITIVITY=1
+if [ -n "${CASES:-}" ] && [ "$MODE" = today ]; then
+    keep=()
+    for c in "${cases[@]}"; do
+        case " $CASES " in *" $c "*) keep+=("$c") ;; esac
+    done
+    cases=(${keep[@]+"${keep[@]}"})
+    case " $CASES " in *" sensitivity "*) ;; *) SENSITIVITY=0 ;; esac
+fi
+
 start=$(date +%s)
 if [ "$MODE" = eager ]; then seeds="1 2 3"; else seeds=all; fi
-for c in "${cases[@]}"; do
+for c in ${cases[@]+"${cases[@]}"}; do
     for seed in $seeds; do
         case $c in
         shipped) sets=() ;;
@@ -99,16 +119,18 @@ SENS+=",link-half:policy.cluster=container+policy.ops=slice+policy.slice_link_ef
 SENS+=",interf-2x:policy.cluster=container+policy.ops=slice+policy.slice_interference=1.4"
 if [ "$MODE" = eager ]; then seedset=(--set run.seed=1) name=capacity:sensitivity:seed1; else
     seedset=() name=capacity:sensitivity; fi
+if [ "$SENSITIVITY" = 1 ]; then
 echo "slice-capacity: sensitivity (shipped)" >&2
 # shellcheck disable=SC2086
 "$S" capacity -c "$SC" --policies "$SENS" ${seedset[@]+"${seedset[@]}"} $CRITERION $ENGINE \
     $WINDOW $TRACE $PREDICTOR $LINKS $SLICE_LINK $PRECISION --db "$DB" --name "$name" --json \
     --no-progress "$@" >"$T/sens.json" 2>"$T/sens.err" || { cat "$T/sens.err" >&2; exit 1; }
+fi
 elapsed=$(( $(date +%s) - start ))
 
 if [ "$MODE" = today ]; then
-PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "${cases[@]}" <<'PY'
-import json, sys
+PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" ${cases[@]+"${cases[@]}"} <<'PY'
+import json, os, sys
 d, elapsed, db, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 iv = lambda p, k, f: f"{f % p[k]} [{f % p[k + '_ci95_lo' if k != 'capacity' else 'ci95_lo']}, " \
                      f"{f % p[k + '_ci95_hi' if k != 'capacity' else 'ci95_hi']}]"
@@ -128,6 +150,9 @@ for c in cases:
         print(f"| {p['policy']} | {capt} | {rt} | {p['verdict']} | {100 * p['sla_miss']:.1f} % | "
               f"{p['n_probes']} |")
     print()
+if not os.path.exists(f"{d}/sens.json"):
+    print(f"slice-capacity: {elapsed} s; probes in {db}")
+    sys.exit(0)
 s = json.load(open(f"{d}/sens.json"))
 what = {"slice": "defaults (host factor 1, 0.08 ms per what-if, the link's efficiency, "
                  "interference 1.2)",
