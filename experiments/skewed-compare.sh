@@ -83,7 +83,8 @@ print("|---|---:|---:|---|")
 for pol, runs in by.items():
     if pol == "container":
         continue
-    da = ci95([100 * (x["sla_violation_rate"] - b["sla_violation_rate"]) for x, b in zip(runs, base)])
+    da = ci95([100 * (x["sla_violation_rate"] - b["sla_violation_rate"])
+               for x, b in zip(runs, base)])
     dh = ci95([100 * (x["tenants"][0]["sla_violation_rate"] - b["tenants"][0]["sla_violation_rate"])
                for x, b in zip(runs, base)])
     v = "fewer" if da[2] < 0 else "more" if da[1] > 0 else "no difference"

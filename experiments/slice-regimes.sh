@@ -35,7 +35,10 @@
 # slice and slice-sized untuned, one capacity run per seed (SEEDS="1 2 3", min-max shown;
 # about 25 minutes for seed 1).
 # REGIMES="base bursty" runs a subset. Every probe goes to results/slice-regimes.db
-# (recreated). Extra arguments go to every capacity run.
+# (recreated; SLICE_REGIMES_DB names another). Extra arguments go to every capacity run.
+# SLICE_REGIMES_OUT=DIR keeps each regime's `capacity --json` output there (REGIME.SEED.json),
+# and REPORT_ONLY=1 prints the tables from the outputs in DIR without running anything: so
+# regimes run in separate processes (each with its own database) report as one table.
 set -eu
 cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}
@@ -63,10 +66,19 @@ esac
 REGIMES=${REGIMES:-base balanced skewed big-chat moe-code bursty tight-sla loose-sla}
 SEEDS=${SEEDS:-1}
 [ "$MODE" = eager ] || SEEDS=all
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-mkdir -p "$(dirname "$DB")"
-rm -f "$DB"
+if [ -n "${SLICE_REGIMES_OUT:-}" ]; then
+    T=$SLICE_REGIMES_OUT
+    mkdir -p "$T"
+else
+    [ -z "${REPORT_ONLY:-}" ] ||
+        { echo "slice-regimes: REPORT_ONLY needs SLICE_REGIMES_OUT" >&2; exit 2; }
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+fi
+if [ -z "${REPORT_ONLY:-}" ]; then
+    mkdir -p "$(dirname "$DB")"
+    rm -f "$DB"
+fi
 
 CODE="duration=1200 prompt=lognormal:2000:0.6 output=lognormal:150:0.8"
 ASSIST="duration=1200 prompt=lognormal:600:0.5 output=lognormal:250:0.7"
@@ -103,18 +115,9 @@ regime() {
     esac
 }
 
-RT_PERIODS="60|10|15|20|30|45|90|120|180|300"
-LT_PERIODS="10|1|2|5|15|20|30|45|60|120"
-REALLOC_TUNED="realloc-tuned:policy.cluster=container+policy.realloc_period_s=$RT_PERIODS"
-REALLOC_TUNED+="+policy.ops=home+tenant.chat.max_replicas=6+tenant.code.max_replicas=6"
-REALLOC_TUNED+="+tenant.assist.max_replicas=6"
-llumnix_tuned() { # llumnix_tuned LAYOUT
-    echo "llumnix-tuned:policy.cluster=llumnix+policy.routing=llumnix+policy.ops=home"`
-        `"+policy.scale_period_s=$LT_PERIODS$1"
-}
-
 start=$(date +%s)
 for r in $REGIMES; do
+    [ -z "${REPORT_ONLY:-}" ] || break
     regime "$r"
     if [ "$MODE" = eager ]; then
         P="static-best,$REALLOC_HR,$(llumnix_hr "$LLX"),slice,slice-sized"
@@ -134,13 +137,14 @@ for r in $REGIMES; do
             { cat "$T/$r.$seed.err" >&2; exit 1; }
     done
 done
-elapsed=$(( $(date +%s) - start ))
+elapsed="$(( $(date +%s) - start )) s"
+[ -z "${REPORT_ONLY:-}" ] || elapsed="reported from $T"
 
 if [ "$MODE" = today ]; then
 PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$RT_PERIODS" "$LT_PERIODS" $REGIMES <<'PY'
 import json, sys
 from capacity_tables import cap, ci95, verdict
-d, elapsed, db, rt, lt, regimes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], \
+d, elapsed, db, rt, lt, regimes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], \
     sys.argv[5], sys.argv[6:]
 base = ["static-best", "llumnix-sized", "realloc-tuned", "llumnix-tuned"]
 mine = ["slice", "slice-tuned", "slice-sized"]
@@ -191,7 +195,7 @@ for r in regimes:
         mean, lo, hi = ci95(v)
         ratios.append(f"{iv(mean, lo, hi, '%.2f')} {verdict(lo, hi)}")
     print(f"| {r} | " + " | ".join(cols) + " | " + " | ".join(ratios) + " |")
-print(f"\nslice-regimes: {elapsed} s; probes in {db}")
+print(f"\nslice-regimes: {elapsed}; probes in {db}")
 PY
 exit 0
 fi
@@ -199,7 +203,7 @@ fi
 PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$SEEDS" $REGIMES <<'PY'
 import json, sys
 from capacity_tables import cap, censored, span
-d, elapsed, db, seeds, regimes = sys.argv[1], int(sys.argv[2]), sys.argv[3], \
+d, elapsed, db, seeds, regimes = sys.argv[1], sys.argv[2], sys.argv[3], \
     sys.argv[4].split(), sys.argv[5:]
 base = ["static-best", "realloc-hr", "llumnix-hr"]
 print(f"Capacity at <= 9 % SLA misses (all requests pooled), seeds {', '.join(seeds)} (min–max); "
@@ -231,5 +235,5 @@ for r in regimes:
     print(f"| {r} | {col('static-best')} | {col('realloc-hr')} | {col('llumnix-hr')} | "
           f"{col('slice')} | {col('slice-sized')} | {rt} | {zt} | "
           f"{', '.join(pays) if pays else 'no'} |")
-print(f"\nslice-regimes: {elapsed} s; probes in {db}")
+print(f"\nslice-regimes: {elapsed}; probes in {db}")
 PY
