@@ -157,8 +157,6 @@ base = ["static-best", "llumnix-sized", "realloc-tuned", "llumnix-tuned"]
 mine = ["slice", "slice-tuned", "slice-sized"]
 rs = {r: json.load(open(f"{d}/{r}.all.json")) for r in regimes}
 r0 = rs[regimes[0]]
-cap_n = max(q.get("candidate_replays", 0) for x in rs.values() for p in x["policies"]
-            for run in p["runs"] for q in run["probes"])
 knobs = {"static-best": "allocation of the 8 GPUs (whole containers, one of each tenant at least)",
          "llumnix-sized": "allocation of the 8 GPUs, judged with Llumnix",
          "realloc-tuned": f"realloc_period_s {rt.replace('|', ', ')}",

@@ -102,9 +102,7 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         if (!rc && runner_bundle_searches_alloc(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
-        if (!rc && runner_bundle_searches(o->policy[p]) &&
-            !runner_bundle_searches_alloc(o->policy[p]) &&
-            (rc = runner_bundle_check_knobs(sc, o->policy[p], &check_opts, eb)))
+        if (!rc && (rc = runner_bundle_check_knobs(sc, o->policy[p], &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=1", c->label[p]);
         char note[512];
         if (!rc && runner_bundle_headroom_note(sc, c->label[p], note, sizeof note))

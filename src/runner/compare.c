@@ -229,8 +229,7 @@ static int check_points(compare *c, ss_errbuf *eb)
         if (!rc && runner_bundle_searches_alloc(o->policy[p]) &&
             (rc = runner_static_best_problem(sc, &so, 0, &ap, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
-        if (!rc && i < o->n_policies && runner_bundle_searches(o->policy[p]) &&
-            !runner_bundle_searches_alloc(o->policy[p]) &&
+        if (!rc && i < o->n_policies &&
             (rc = runner_bundle_check_knobs(sc, o->policy[p], &check_opts, eb)))
             ss_err_prefix(eb, rc, "policy=%s;rate=%g", c->label[p], rate);
         char note[512];

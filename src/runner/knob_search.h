@@ -39,7 +39,8 @@ int runner_knob_search(const runner_knobs *k, const runner_alloc_problem *p,
 /* Check every listed value of bundle spec's knobs on scenario sc (checked, spec applied): each
  * set in turn, the others at their first, and the scenario and its run set up
  * (runner_run_check with ro), so that a value the policy refuses fails before anything runs;
- * sc is left at the first values. 0, or the error with the key and value in eb. */
+ * sc is left at the first values; a bundle with no listed values checks nothing. 0, or the
+ * error with the key and value in eb. */
 int runner_bundle_check_knobs(scn_scenario *sc, const char *spec, const runner_run_opts *ro,
                               ss_errbuf *eb);
 
