@@ -19,6 +19,7 @@ typedef struct cost_dense_entry {
     ss_time layer;   /* dense operators of one layer */
     ss_time head;    /* embedding (+ its all-reduce) */
     ss_time tail;    /* final norm + LM head */
+    ss_time host;    /* the step's host time before overlap (cost_host_ns: T and S alone) */
     uint64_t kernels; /* kernel launches of these operators in one iteration */
 } cost_dense_entry;
 
@@ -38,6 +39,8 @@ struct cost_model {
     const cat_engine_host *host; /* the engine's host terms on this GPU (borrowed) */
     uint32_t layers;
     attn_shape attn;
+    const cost_roofline_rates *roofline; /* the backend's rates when it is the roofline (the
+                                            decode attention's closed form), else NULL */
     void *priv; /* points into tail */
     _Alignas(16) unsigned char tail[];
 };
@@ -145,6 +148,17 @@ static void attn_op(cost_op *op, const cost_model *cm, cost_op_kind k, uint64_t 
                     .ctx_tokens = ctx, .count = cm->layers};
 }
 
+/* FLOPs and bytes of decode attention: seqs query tokens, one per sequence, reading ctx KV
+ * tokens in all. */
+static inline void decode_attn_work(const cost_model *cm, uint32_t seqs, uint64_t ctx,
+                                    double *flops, double *bytes)
+{
+    double H = cm->attn.H, KV = cm->attn.KV, hd = cm->attn.hd, d = cm->attn.d;
+    double s = seqs, c = (double)ctx;
+    *flops = 4.0 * hd * H * c;
+    *bytes = (2.0 * s * H * hd + 2.0 * c * KV * hd + 2.0 * s * KV * hd) * d;
+}
+
 static size_t attention_ops(const cost_model *cm, const cost_batch *b, cost_op *out)
 {
     double H = cm->attn.H, KV = cm->attn.KV, hd = cm->attn.hd, d = cm->attn.d;
@@ -162,11 +176,27 @@ static size_t attention_ops(const cost_model *cm, const cost_batch *b, cost_op *
     if (b->n_decode) {
         cost_op *op = &out[n++];
         attn_op(op, cm, COST_OP_ATTN_DECODE, b->n_decode, b->n_decode, b->decode_ctx_tokens);
-        double s = b->n_decode, ctx = (double)b->decode_ctx_tokens;
-        op->flops = 4.0 * hd * H * ctx;
-        op->bytes = (2.0 * s * H * hd + 2.0 * ctx * KV * hd + 2.0 * s * KV * hd) * d;
+        decode_attn_work(cm, b->n_decode, b->decode_ctx_tokens, &op->flops, &op->bytes);
     }
     return n;
+}
+
+/* Decode attention's time in one layer: the backend's for the operator attention_ops builds,
+ * worked out without building it when the backend is the roofline (the same formulas, the
+ * same double operations in the same order: cost_roofline_ns on that operator). Every
+ * iteration of a decode-heavy replay costs one. */
+static ss_time decode_attn_ns(cost_model *cm, uint32_t seqs, uint64_t ctx)
+{
+    const cost_roofline_rates *r = cm->roofline;
+    if (!r) {
+        cost_op op;
+        attn_op(&op, cm, COST_OP_ATTN_DECODE, seqs, seqs, ctx);
+        decode_attn_work(cm, seqs, ctx, &op.flops, &op.bytes);
+        return cm->ops->op_ns(cm->priv, &op);
+    }
+    double flops, bytes;
+    decode_attn_work(cm, seqs, ctx, &flops, &bytes);
+    return cost__roofline_attn_ns(r, flops, bytes);
 }
 
 /* Expected distinct experts hit by T tokens choosing top_k of E uniformly. */
@@ -299,7 +329,8 @@ __attribute__((noinline)) static void dense_fill(cost_model *cm, cost_dense_entr
 {
     cost_op ops[MAX_OPS];
     size_t n = build_dense_ops(cm, T, S, ops);
-    *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1};
+    cost_batch b = {.n_decode = S, .prefill_tokens = T - S}; /* T and S are what counts */
+    *e = (cost_dense_entry){.tokens = T, .seqs = S, .valid = 1, .host = cost_host_ns(cm, &b)};
     for (size_t i = 0; i < n; i++) {
         ss_time t = cm->ops->op_ns(cm->priv, &ops[i]);
         uint32_t k = per_layer(&ops[i], cm->layers);
@@ -348,24 +379,31 @@ static ss_time exposed_host_ns(const cost_model *cm, ss_time host, ss_time devic
 
 void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
 {
-    memset(out, 0, sizeof *out);
-    if (batch_seqs(b) == 0)
+    out->send_ns = 0;
+    if (batch_seqs(b) == 0) {
+        out->layer_ns = out->head_ns = out->host_ns = out->tail_ns = 0;
         return;
-    const cost_dense_entry *e = dense_split(cm, batch_tokens(b), batch_seqs(b));
-    cost_op att[2];
-    size_t n = attention_ops(cm, b, att);
-    out->layer_ns = e->layer;
-    uint64_t kernels = e->kernels;
-    for (size_t i = 0; i < n; i++) {
-        out->layer_ns += cm->ops->op_ns(cm->priv, &att[i]);
-        kernels += att[i].count;
     }
-    out->host_ns = exposed_host_ns(cm, cost_host_ns(cm, b),
-                                   e->head + out->layer_ns * (ss_time)cm->layers + e->tail,
+    const cost_dense_entry *e = dense_split(cm, batch_tokens(b), batch_seqs(b));
+    ss_time layer = e->layer;
+    uint64_t kernels = e->kernels;
+    if (b->n_prefill) { /* the operator attention_ops builds first */
+        cost_op att;
+        cost_batch pre = *b;
+        pre.n_decode = 0;
+        attention_ops(cm, &pre, &att);
+        layer += cm->ops->op_ns(cm->priv, &att);
+        kernels += att.count;
+    }
+    if (b->n_decode) { /* and second */
+        layer += decode_attn_ns(cm, b->n_decode, b->decode_ctx_tokens);
+        kernels += cm->layers;
+    }
+    out->layer_ns = layer;
+    out->host_ns = exposed_host_ns(cm, e->host, e->head + layer * (ss_time)cm->layers + e->tail,
                                    kernels);
     out->head_ns = out->host_ns + e->head;
     out->tail_ns = e->tail;
-    out->send_ns = 0;
 }
 
 ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out)
@@ -496,6 +534,7 @@ int cost_model_create(cost_model **cm_out, const char *backend, const cost_param
         ss_free(cm);
         return rc;
     }
+    cm->roofline = ops == &cost_roofline ? cm->priv : NULL;
     *cm_out = cm;
     return SS_OK;
 }

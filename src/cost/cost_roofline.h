@@ -6,6 +6,8 @@
 
 #include "cost/cost.h"
 
+#include <math.h>
+
 /* Rates and floors taken from one GPU's catalog entry. */
 typedef struct cost_roofline_rates {
     double flops_per_s; /* peak * eff_compute */
@@ -35,6 +37,21 @@ static inline ss_time cost__op_ns(double ns)
     if (!(ns < (double)COST__MAX_OP_NS))
         return COST__MAX_OP_NS;
     return (ss_time)(ns + 0.5);
+}
+
+/* cost_roofline_ns of an attention operator (prefill or decode) of `flops` and `bytes`, with
+ * the same operations in the same order, for callers that have those without the operator. */
+static inline ss_time cost__roofline_attn_ns(const cost_roofline_rates *r, double flops,
+                                             double bytes)
+{
+    double tc = flops / r->flops_per_s;
+    double tm = bytes / r->bytes_per_s;
+    if (r->attn_speed != 1.0) {
+        tc /= r->attn_speed;
+        tm /= r->attn_speed;
+    }
+    double ns = (r->floor_s + sqrt(tc * tc + tm * tm)) * 1e9;
+    return cost__op_ns(ns);
 }
 
 /* Fill r from GPU g and engine e (both borrowed). 0, or SS_EINVAL with eb set when g lacks

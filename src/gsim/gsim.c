@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Each event kind's name and what its target id is (NULL: none), for --check's messages. */
@@ -44,6 +45,8 @@ void gsim_config_defaults(gsim_config *c)
 #if SS_CHECK_DEFAULT && !defined(NDEBUG)
     c->check = 1; /* a debug build checks every invariant after every event */
 #endif
+    const char *ns = getenv("SLICESIM_NO_STEADY");
+    c->no_steady = ns && *ns && strcmp(ns, "0");
 }
 
 double gsim_link_eff(const gsim_config *cfg, gmg_link_kind kind)

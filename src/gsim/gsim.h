@@ -104,6 +104,10 @@ typedef struct gsim_config {
     double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
     int check;                  /* verify every invariant after every event (slower; the
                                    default is on in debug builds, see gsim_config_defaults) */
+    int no_steady;              /* take every iteration the long way: ask the batching policy
+                                   even when its steady hook says what it would decide (for
+                                   checking that the fast path changes nothing; the environment
+                                   variable SLICESIM_NO_STEADY=1 sets it, gsim_config_defaults) */
     ss_time guest_overrun;      /* a guest chunk placed in a host phase may end this long after
                                    it (delaying the host's compute); default 1 ms */
     const char *ops;            /* placement policy (pol_place_ops): "home" (default: every

@@ -268,9 +268,41 @@ ss_time gs_swap_time(const gsim *s, const gmg_container *c)
     return ss_time_from_ns_sat(bytes / bw * 1e9);
 }
 
+/* The steady-state fast path (pol_batch_ops.steady): when nothing waits or is swapped on c,
+ * every running request decodes and their next tokens' KV blocks are free, a steady policy
+ * would run them all for one token, in list order; build that batch without asking it (what
+ * apply would do with that decision, minus the checks it would pass). 1 when the batch was
+ * built, 0 when the policy must decide. */
+static int steady_batch(gsim *s, gmg_container *c)
+{
+    uint32_t hint = s->cs[c->id].steady_need, need = 0;
+    s->cs[c->id].steady_need = 0;
+    if (c->waiting.n || c->swapped.n || !c->running.n || s->cfg.no_steady || s->rc)
+        return 0;
+    if (hint) /* gs_on_iter_done saw every running request decode next */
+        need = hint - 1;
+    else
+        for (gmg_id r = c->running.head; r != GMG_NONE; r = s->g->reqs[r].next) {
+            const gmg_req *q = &s->g->reqs[r];
+            uint64_t tokens = (uint64_t)q->prompt + q->generated;
+            if (!q->generated || (uint64_t)q->computed + 1 != tokens)
+                return 0; /* a prefill (or its next chunk) */
+            need += !gmg_blocks_hold(c, q->blocks, tokens);
+        }
+    if (need > c->blocks_free || !pol_batch_steady(s->batch, c->batch_priv, c) ||
+        ensure_iter(c, c->running.n))
+        return 0; /* the policy evicts, or is not steady; out of memory: the long way says so */
+    for (gmg_id r = c->running.head; r != GMG_NONE; r = s->g->reqs[r].next)
+        gmg_req_schedule(s->g, c, r, 1, 0);
+    s->kvp_parked = 0;
+    return 1;
+}
+
 /* Ask the policy until it runs something or has nothing left to change. */
 int gs_decide_batch(gsim *s, gmg_container *c)
 {
+    if (steady_batch(s, c))
+        return 1;
     for (;;) {
         uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
         if (n == 0 || s->rc)

@@ -141,6 +141,10 @@ typedef struct ctr_state {
     metrics_prefix prefix;       /* its prefix-cache lookups (measured requests' admissions,
                                     as the tenants' counters count them); evictions folded in at
                                     gsim_finish */
+    uint32_t steady_need;        /* set by gs_on_iter_done for the iteration it starts next:
+                                    every running request of c was in the one that ended and
+                                    decodes next, needing steady_need - 1 new KV blocks between
+                                    them (0: unknown; gs_decide_batch looks for itself) */
 } ctr_state;
 
 struct gsim {
@@ -235,7 +239,12 @@ void gs_finish(gsim *s, gmg_container *c, gmg_id r);
  * has outlived it (and its container's epoch bumped: its what-ifs are out of date); q's length
  * into its tenant's record as it finishes (a failure fails the run). */
 void gs_pred_arrival(gsim *s, gmg_req *q);
-void gs_pred_token(gsim *s, gmg_req *q);
+void gs__pred_token(gsim *s, gmg_req *q);
+static inline void gs_pred_token(gsim *s, gmg_req *q)
+{
+    if (s->cfg.whatif_pred.kind != POL_PRED_ORACLE && !s->fork) /* predicting, gsim_req.c */
+        gs__pred_token(s, q);
+}
 void gs_pred_finished(gsim *s, const gmg_req *q);
 /* Iteration split of batch b on cm: the cost model's, in a fork scaled by 1 + the what-ifs'
  * cost error (gsim_config.whatif_cost_error). */

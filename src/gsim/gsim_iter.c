@@ -177,19 +177,30 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     gsim *s = ctx;
     gmg_container *c = &s->g->ctrs[ev->target];
     ss_time now = des_now(e);
-    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+    /* steady: every request of the batch goes on decoding (need: the new KV blocks they take) */
+    int steady = c->role != GMG_ROLE_PREFILL;
+    uint32_t need = 0, n = c->iter.n_reqs;
+    for (uint32_t i = 0; i < n; i++) {
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
         int token = advance(s, c, q, now);
         if (token)
             gs_pred_token(s, q); /* a request that goes on may have outlived its prediction */
-        if (token && q->generated >= q->output)
+        if (token && q->generated >= q->output) {
             gs_finish(s, c, r);
-        else if (token && c->role == GMG_ROLE_PREFILL) /* its KV goes to a decode instance */
+            steady = 0;
+        } else if (token && c->role == GMG_ROLE_PREFILL) /* its KV goes to a decode instance */
             gs_disagg_handoff(s, c, r);
-        else if (q->mig != GMG_NONE && gs_mig_at(s, q->mig)->want_final)
+        else if (q->mig != GMG_NONE && gs_mig_at(s, q->mig)->want_final) {
             gs_mig_begin_final(s, q->mig);
+            steady = 0;
+        } else {
+            steady &= token && q->state == GMG_REQ_RUNNING;
+            need += !gmg_blocks_hold(c, q->blocks, (uint64_t)q->prompt + q->generated);
+        }
     }
+    if (steady && c->running.n == n)
+        s->cs[c->id].steady_need = need + 1;
     c->iter.n_reqs = 0;
     c->busy = 0;
     c->iterations++;

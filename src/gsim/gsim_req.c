@@ -149,7 +149,7 @@ void gs_pred_arrival(gsim *s, gmg_req *q)
     q->output_pred = predicting(s) ? predict(s, q) : 0;
 }
 
-void gs_pred_token(gsim *s, gmg_req *q)
+void gs__pred_token(gsim *s, gmg_req *q)
 {
     if (!predicting(s) || q->generated < q->output_pred || q->generated >= q->output)
         return;

@@ -109,6 +109,13 @@ static uint32_t orca_offload_hold(const void *priv, const gmg_container *c, cons
     return gmg_blocks_for(c, reservation(o, c, q));
 }
 
+/* Nothing waiting: every running request decodes within its reservation, nobody is admitted. */
+static int orca_steady(const void *priv, const void *ctr_priv, const gmg_container *c)
+{
+    (void)priv, (void)ctr_priv, (void)c;
+    return 1;
+}
+
 static uint64_t orca_max_tokens(const void *priv) { return ((const orca_priv *)priv)->max_model_len; }
 static uint32_t orca_max_seqs(const void *priv) { return (uint32_t)((const orca_priv *)priv)->max_batch; }
 
@@ -135,4 +142,5 @@ const pol_batch_ops pol_batch_orca = {
     .max_seqs = orca_max_seqs,
     .describe = orca_describe,
     .offload_hold = orca_offload_hold,
+    .steady = orca_steady,
 };

@@ -80,6 +80,14 @@ static void sarathi_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_c
     admit_prefills(v, g, c, &pool, &budget, out);
 }
 
+/* Nothing waiting or swapped and every running request's next KV slot free: the decode pass
+ * runs them all and evicts nobody; no partial prefill is left, nothing to swap in or admit. */
+static int sarathi_steady(const void *priv, const void *ctr_priv, const gmg_container *c)
+{
+    (void)priv, (void)ctr_priv, (void)c;
+    return 1;
+}
+
 static uint64_t sarathi_max_tokens(const void *priv)
 {
     const sarathi_priv *v = priv;
@@ -113,4 +121,5 @@ const pol_batch_ops pol_batch_sarathi = {
     .max_batch_tokens = sarathi_max_tokens,
     .max_seqs = sarathi_max_seqs,
     .describe = sarathi_describe,
+    .steady = sarathi_steady,
 };

@@ -108,6 +108,15 @@ static void static_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_co
         form_batch(s, st, g, c, out);
 }
 
+/* The batch in progress decodes; steady while no finished member leaves a phantom slot to pay
+ * for (with shrink, never one). */
+static int static_steady(const void *priv, const void *ctr_priv, const gmg_container *c)
+{
+    const static_priv *s = priv;
+    const static_ctr *st = ctr_priv;
+    return s->shrink || st->batch_n <= c->running.n;
+}
+
 static uint64_t static_max_tokens(const void *priv)
 {
     return ((const static_priv *)priv)->max_model_len;
@@ -150,4 +159,5 @@ const pol_batch_ops pol_batch_static = {
     .max_seqs = static_max_seqs,
     .describe = static_describe,
     .offload_hold = static_offload_hold,
+    .steady = static_steady,
 };

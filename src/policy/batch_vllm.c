@@ -70,6 +70,14 @@ static void vllm_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_cont
     pol__swap_in(&v->cm, g, c, &pool, out);
 }
 
+/* Nothing waiting or swapped and every running request's next KV slot free: the decode pass
+ * runs them all and evicts nobody, and nothing is left to swap in or admit. */
+static int vllm_steady(const void *priv, const void *ctr_priv, const gmg_container *c)
+{
+    (void)priv, (void)ctr_priv, (void)c;
+    return 1;
+}
+
 static uint64_t vllm_max_tokens(const void *priv)
 {
     return ((const vllm_priv *)priv)->max_num_batched_tokens;
@@ -102,4 +110,5 @@ const pol_batch_ops pol_batch_vllm = {
     .max_batch_tokens = vllm_max_tokens,
     .max_seqs = vllm_max_seqs,
     .describe = vllm_describe,
+    .steady = vllm_steady,
 };

@@ -166,6 +166,11 @@ uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, cons
                                 : gmg_blocks_for(c, q->prompt);
 }
 
+int pol_batch_steady(const pol_batch *p, const void *ctr_priv, const gmg_container *c)
+{
+    return p->ops->steady ? p->ops->steady(p->priv, ctr_priv, c) : 0;
+}
+
 const char *pol_batch_name(const pol_batch *p) { return p->ops->name; }
 
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)

@@ -20,7 +20,7 @@
 #include "cost/cost.h"
 #include "gmg/gmg.h"
 
-#define POL_ABI_VERSION 1
+#define POL_ABI_VERSION 2
 
 /* Engine-wide limits every batching policy must respect, fixed per run. */
 typedef struct pol_engine_cfg {
@@ -130,6 +130,14 @@ typedef struct pol_batch_ops {
      * first token), or POL_NO_OFFLOAD when the policy cannot take it back that way. NULL: the
      * blocks of its prompt. */
     uint32_t (*offload_hold)(const void *priv, const gmg_container *c, const gmg_req *q);
+    /* Optional: whether container c's next iteration is steady for this policy (NULL: never).
+     * The simulator asks only when nothing waits or is swapped on c and every running request
+     * decodes, with room for its next token's KV in c's free pool. Returning 1 promises that
+     * decide() would then run every running request, in list order, for one token with hold 0,
+     * and do nothing else (no preemption, swap, rejection or extra work) nor change the
+     * policy's state (priv, ctr_priv): the simulator may then build that batch itself without
+     * calling decide() (gsim's steady-state fast path; SLICESIM_NO_STEADY=1 turns it off). */
+    int (*steady)(const void *priv, const void *ctr_priv, const gmg_container *c);
 } pol_batch_ops;
 
 #define POL_NO_OFFLOAD UINT32_MAX
@@ -149,6 +157,8 @@ uint64_t pol_batch_max_tokens(const pol_batch *p);
 uint32_t pol_batch_max_seqs(const pol_batch *p);
 /* The policy's offload_hold (its default when it has none). */
 uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, const gmg_req *q);
+/* The policy's steady hook for c (0 when it has none). */
+int pol_batch_steady(const pol_batch *p, const void *ctr_priv, const gmg_container *c);
 const char *pol_batch_name(const pol_batch *p);
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud);
 

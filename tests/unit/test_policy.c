@@ -499,6 +499,51 @@ static void test_llumnix_dispatch_and_migration_pick_differently(void **state)
     pol_route_destroy(&route);
 }
 
+/* The steady hook's contract (pol_batch_ops.steady): with nothing waiting or swapped and every
+ * running request decoding with room for its next token, a policy that says it is steady
+ * decides exactly "every running request, in list order, one token, hold 0" and nothing else,
+ * the batch gsim builds without asking it. Checked for every built-in policy, two of the
+ * three requests at a block boundary (each needs a new block, and two are free); and static
+ * batching is not steady while a finished member leaves a phantom slot. */
+static void test_steady_hook_matches_decide(void **state)
+{
+    fx *f = *state;
+    static const char *const names[] = {"vllm", "sarathi", "orca", "static"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        make_batch(f, names[k], 16384);
+        gmg_container *c = small_pool(f, 40);
+        gmg_id r[3] = {add_running(f, c, 150, 11), add_running(f, c, 100, 3),
+                       add_running(f, c, 150, 11)}; /* 160, 102 and 160 tokens */
+        assert_int_equal(c->blocks_free, 40 - 10 - 7 - 10);
+        c->blocks_free = 2; /* the two at a boundary fit, exactly */
+        size_t sz = pol_batch_ctr_priv_size(f->vllm);
+        void *cp = sz ? calloc(1, sz) : NULL;
+        pol_batch_decide(f->vllm, cp, f->g, c, &f->d);
+        assert_int_equal(pol_batch_steady(f->vllm, cp, c), 1);
+        assert_int_equal(f->d.n_run, 3);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(f->d.run[i], r[i]);
+            assert_int_equal(f->d.q_tokens[i], 1);
+            assert_int_equal(f->d.hold[i], 0);
+        }
+        assert_int_equal(f->d.n_preempt + f->d.n_reject + f->d.n_swap_out + f->d.n_swap_in, 0);
+        assert_int_equal(f->d.extra.n_decode + f->d.extra.n_prefill, 0);
+        assert_int_equal(f->d.extra.prefill_tokens + f->d.extra.decode_ctx_tokens, 0);
+        if (!strcmp(names[k], "static")) { /* a batch formed of 4, one of them finished */
+            *(uint32_t *)cp = 4;
+            assert_int_equal(pol_batch_steady(f->vllm, cp, c), 0);
+            pol_batch_decide(f->vllm, cp, f->g, c, &f->d);
+            assert_int_equal(f->d.extra.n_decode, 1); /* the phantom the hook said it adds */
+        }
+        free(cp);
+        for (int i = 0; i < 3; i++) {
+            gmg_list_remove(f->g, &c->running, r[i]);
+            gmg_req_at(f->g, r[i])->blocks = 0;
+            gmg_req_drop(f->g, r[i]);
+        }
+    }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -512,6 +557,7 @@ int main(void)
         T(test_llumnix_dispatch_and_migration_pick_differently),
         T(test_eviction_frees_only_unshared_blocks),
         T(test_sarathi_admits_into_what_an_eviction_frees),
+        T(test_steady_hook_matches_decide),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

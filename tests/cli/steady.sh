@@ -1,0 +1,49 @@
+#!/bin/bash
+# The steady-state fast path changes nothing: a replay of 1,000,000 requests under KV pressure
+# (tens of thousands of recompute preemptions, decodes crossing block boundaries, batches
+# forming and draining) prints the same bytes with the fast path on (the default) and off
+# (SLICESIM_NO_STEADY=1: every iteration asks its batching policy), and so do shorter replays
+# under Sarathi with swapping and least-outstanding routing, and under Orca and static
+# batching. (tests/cli/golden.sh runs every golden case both ways too.)
+set -u
+S=${SLICESIM:?SLICESIM not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+if [ "${SS_SANITIZE:-none}" != none ]; then
+    # a million requests run minutes under the sanitizers; the sanitized suite runs the fast
+    # path in every other test (it is the default)
+    echo "steady: skipped under -Db_sanitize=$SS_SANITIZE (run in the optimised builds)"
+    exit 77
+fi
+
+both() { # both NAME ARGS...: the replay's JSON with the fast path on and off is the same
+    local name=$1
+    shift
+    "$S" replay "$@" --db none --no-progress --json >"$T/$name.on" 2>"$T/$name.err" ||
+        fail "$name: slicesim replay $*: $(cat "$T/$name.err")"
+    SLICESIM_NO_STEADY=1 "$S" replay "$@" --db none --no-progress --json >"$T/$name.off" \
+        2>"$T/$name.err" || fail "$name: SLICESIM_NO_STEADY=1 slicesim replay $*: $(cat "$T/$name.err")"
+    for f in on off; do
+        sed 's/"wall_s": [0-9.e+-]*/"wall_s": 0/' "$T/$name.$f" >"$T/$name.$f.json"
+    done
+    cmp -s "$T/$name.on.json" "$T/$name.off.json" ||
+        fail "$name: the fast path changes the replay: $(diff <(tr ',' '\n' <"$T/$name.off.json") \
+            <(tr ',' '\n' <"$T/$name.on.json") | head -10)"
+}
+field() { grep -o "\"$1\": [0-9]*" "$2" | head -1 | cut -d' ' -f2; }
+
+"$S" trace gen --rate 30 --requests 1000000 --prompt lognormal:300:0.8:8:2000 \
+    --output lognormal:24:1.0:1:400 --seed 3 -o "$T/1m.csv" 2>"$T/err" || fail "trace gen: $(cat "$T/err")"
+both million --trace "$T/1m.csv" --replicas 2 --gpu-mem-util 0.21
+[ "$(field requests "$T/million.on")" = 1000000 ] || fail "million: not every request replayed"
+[ "$(field preemptions "$T/million.on")" -gt 10000 ] ||
+    fail "million: too few preemptions to exercise the fast path's way back ($(field preemptions "$T/million.on"))"
+
+head -200001 "$T/1m.csv" >"$T/200k.csv"
+both sarathi-swap --trace "$T/200k.csv" --replicas 3 --gpu-mem-util 0.2 --batching sarathi \
+    --token-budget 256 --preempt swap --routing lor
+[ "$(field swap_outs "$T/sarathi-swap.on")" -gt 0 ] || fail "sarathi-swap: nothing was swapped"
+both orca --trace "$T/200k.csv" --replicas 3 --batching orca --max-batch 32
+both static --trace "$T/200k.csv" --replicas 3 --batching static --max-batch 8
+echo "steady: the fast path on and off print the same bytes (1,000,000 and 3 x 200,000 requests)"
