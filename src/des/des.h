@@ -74,6 +74,12 @@ ss_time des_now(const des_engine *e);
  * present). Fatal when events are already pending or have been dispatched. */
 void des_start_at(des_engine *e, ss_time t);
 size_t des_pending(const des_engine *e);
+/* Pending events of `kind` (cancelled ones not yet popped included). */
+size_t des_pending_kind(const des_engine *e, uint16_t kind);
+/* n events the caller handled within the handler running now, at their own times, without
+ * scheduling them (a run of steps it could tell nothing else would see): they count as
+ * dispatched (n_events, and the progress callback's cadence). */
+void des_note_handled(des_engine *e, uint64_t n);
 /* Time of the next pending event, or SS_TIME_MAX when none. */
 ss_time des_next_time(des_engine *e);
 const des_stats *des_get_stats(const des_engine *e);

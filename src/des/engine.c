@@ -31,6 +31,8 @@ struct des_engine {
     des_progress_fn *progress;
     void *progress_ud;
     uint64_t progress_every;
+    uint64_t progress_next;             /* n_events at which the callback is due next */
+    size_t pending_kind[DES_MAX_KINDS]; /* events of each kind in the queue */
 };
 
 int des_engine_create(des_engine **e_out, void *ctx)
@@ -114,6 +116,7 @@ des_event *des__schedule(des_engine *e, ss_time at, uint16_t kind, uint32_t targ
         return NULL;
     }
     e->next_seq++;
+    e->pending_kind[kind]++;
     e->st.n_scheduled++;
     if (des__queue_size(&e->q) > e->st.peak_queue)
         e->st.peak_queue = des__queue_size(&e->q);
@@ -133,6 +136,7 @@ static des_event *live_head(des_engine *e)
     while ((ev = des__queue_peek(&e->q)) && (ev->flags & DES_EV_CANCELLED)) {
         des__queue_pop(&e->q);
         e->st.n_cancelled++;
+        e->pending_kind[ev->kind]--;
         pool_put(e, ev);
     }
     return ev;
@@ -147,6 +151,7 @@ static void dispatch(des_engine *e, des_event *ev)
     e->last_kind = ev->kind;
     e->last_target = ev->target;
     e->st.n_events++;
+    e->pending_kind[ev->kind]--;
     e->handlers[ev->kind](e, ev, e->ctx);
     pool_put(e, ev);
 }
@@ -167,8 +172,10 @@ uint64_t des_run(des_engine *e, ss_time until)
     while (!e->stop && (ev = live_head(e)) && ev->at <= until) {
         dispatch(e, des__queue_pop(&e->q));
         n++;
-        if (e->progress_every && e->st.n_events % e->progress_every == 0)
+        if (e->progress_every && e->st.n_events >= e->progress_next) {
+            e->progress_next = (e->st.n_events / e->progress_every + 1) * e->progress_every;
             e->progress(e, e->progress_ud);
+        }
     }
     return n;
 }
@@ -183,6 +190,13 @@ void des_start_at(des_engine *e, ss_time t)
     e->now = t;
 }
 size_t des_pending(const des_engine *e) { return des__queue_size(&e->q); }
+
+size_t des_pending_kind(const des_engine *e, uint16_t kind)
+{
+    return kind < DES_MAX_KINDS ? e->pending_kind[kind] : 0;
+}
+
+void des_note_handled(des_engine *e, uint64_t n) { e->st.n_events += n; }
 
 ss_time des_next_time(des_engine *e)
 {
@@ -203,4 +217,5 @@ void des_progress_set(des_engine *e, des_progress_fn *fn, void *ud, uint64_t eve
     e->progress = fn;
     e->progress_ud = ud;
     e->progress_every = fn ? every : 0;
+    e->progress_next = every ? (e->st.n_events / every + 1) * every : 0;
 }

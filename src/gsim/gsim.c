@@ -298,7 +298,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         ss_err(eb, rc, "metrics: out of memory");
     if (!rc)
         rc = alloc_ctr_state(s, eb);
-    if (!rc && !(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)))
+    if (!rc && (!(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)) ||
+                !(s->gsl = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gsl))))
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
@@ -347,6 +348,7 @@ void gsim_destroy(gsim **sp)
     gs_disagg_destroy(s);
     gs_free_cluster_state(s);
     ss_free(s->gst);
+    ss_free(s->gsl);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);
@@ -439,6 +441,7 @@ int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
     s->eb = eb;
     if (s->rc)
         return s->rc;
+    s->until = until;
     if (s->cfg.check)
         return run_checked(s, until);
     des_run(s->des, until);
@@ -460,6 +463,10 @@ static void close_slices(gsim *s)
 int gsim_finish(gsim *s)
 {
     close_slices(s);
+    for (uint32_t i = 0; s->gsl && i < s->g->n_gpus; i++) {
+        metrics_slices_fold(&s->m.slices, &s->gsl[i]);
+        memset(&s->gsl[i], 0, sizeof s->gsl[i]); /* folded once */
+    }
     for (uint32_t i = 0; s->cs && i < s->g->n_ctrs; i++) /* guest work in open idle stretches */
         gs_stretch_close(s, &s->g->ctrs[i], des_now(s->des));
     metrics_flush(&s->m);

@@ -301,7 +301,7 @@ static int steady_batch(gsim *s, gmg_container *c)
 /* Ask the policy until it runs something or has nothing left to change. */
 int gs_decide_batch(gsim *s, gmg_container *c)
 {
-    if (steady_batch(s, c))
+    if ((s->cs[c->id].steady_iter = (uint8_t)steady_batch(s, c)))
         return 1;
     for (;;) {
         uint32_t n = c->waiting.n + c->running.n + c->swapped.n;

@@ -60,6 +60,7 @@ static int fork_offloads(gsim *f, const gsim *s)
         return SS_ENOMEM;
     memcpy(f->offs, s->offs, s->n_offs * sizeof *f->offs);
     f->n_offs = s->n_offs, f->cap_offs = s->cap_offs;
+    f->n_offs_live = s->n_offs_live;
     for (uint32_t i = 0; i < f->n_offs; i++)
         f->offs[i].ev = NULL;
     return SS_OK;

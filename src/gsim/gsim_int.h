@@ -145,6 +145,8 @@ typedef struct ctr_state {
                                     every running request of c was in the one that ended and
                                     decodes next, needing steady_need - 1 new KV blocks between
                                     them (0: unknown; gs_decide_batch looks for itself) */
+    uint8_t steady_iter;         /* its latest batch is the steady one (pol_batch_ops.steady),
+                                    built without asking the batching policy */
 } ctr_state;
 
 struct gsim {
@@ -186,12 +188,19 @@ struct gsim {
     int fork;                    /* a what-if copy: borrows the batching policy and costs */
     offload *offs;               /* owned: offloaded prefills, recycled through free_off */
     uint32_t n_offs, cap_offs;
+    uint32_t n_offs_live;        /* of them, in use (an offload in flight reaches two
+                                    containers: no steady run while one is) */
     gmg_id free_off;
     ss_time max_overrun;         /* a guest chunk may end this long after its host phase */
     ss_time move_delay;          /* an offload made now starts this much later (the decision
                                     latency of the tick applying it, or a candidate fork's) */
     uint64_t tick_whatifs0;      /* the placement policy's what-ifs when its tick began */
     gsim_gpu_stats *gst;         /* owned: per GPU of the graph */
+    metrics_slices *gsl;         /* owned: each GPU's idle slices, folded into the run's in GPU
+                                    order by gsim_finish, so that their sums do not depend on the
+                                    order in which GPUs record them (NULL in a fork, which
+                                    records into its own metrics) */
+    ss_time until;               /* the current gsim_advance's horizon: events after it wait */
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */

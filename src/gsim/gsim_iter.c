@@ -15,8 +15,8 @@ void gs_idle_until(gsim *s, gmg_id gpu, ss_time until)
     gsim_gpu_stats *u = &s->gst[gpu];
     if (until <= u->dev_free)
         return;
-    ss_time len = metrics_add_slice(&s->m, u->dev_free, until,
-                                    gmg_gpu_free_bytes(&s->g->gpus[gpu]));
+    ss_time len = metrics_slices_add(s->gsl ? &s->gsl[gpu] : &s->m.slices, s->m.measure_from,
+                                     u->dev_free, until, gmg_gpu_free_bytes(&s->g->gpus[gpu]));
     u->idle_slices += len > 0;
     u->idle_ns += len;
     ss_time a = until - len > u->host_from ? until - len : u->host_from;
@@ -133,7 +133,10 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
     return SS_OK;
 }
 
-void gs_start_iteration(gsim *s, gmg_container *c)
+/* Decide c's next batch and time it from `now` (the simulated time: the event's, or in a
+ * steady run the end of the step before); 1 when an iteration started (c->busy, c->iter timed,
+ * its EV_ITER_DONE not yet scheduled), 0 when there is nothing to run or the run failed. */
+static int begin_iteration(gsim *s, gmg_container *c, ss_time now)
 {
     if (s->cs[c->id].staged) /* only staged guest weights can be evicted */
         gs_maybe_evict(s, c);
@@ -143,15 +146,25 @@ void gs_start_iteration(gsim *s, gmg_container *c)
     int run = gs_decide_batch(s, c);
     gs_kvp_charge(s, c); /* the copies out of what the batch's blocks evicted start now */
     if (!run)
-        return;
+        return 0;
     c->iter.swap_ns = 0; /* the host-link phase: schedule_stages */
     c->busy = 1;
     c->iter.seq++;
-    if (schedule_stages(s, c, des_now(s->des)))
-        return;
+    return !schedule_stages(s, c, now);
+}
+
+/* The iteration c->iter of c has begun: tell the observer, and schedule its end. */
+static void iteration_event(gsim *s, gmg_container *c)
+{
     if (s->obs.on_iter)
         s->obs.on_iter(s->obs.ud, s->g, c);
     gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
+}
+
+void gs_start_iteration(gsim *s, gmg_container *c)
+{
+    if (begin_iteration(s, c, des_now(s->des)))
+        iteration_event(s, c);
 }
 
 /* ---- iteration completion --------------------------------------------------------------- */
@@ -172,11 +185,10 @@ static int advance(gsim *s, gmg_container *c, gmg_req *q, ss_time now)
     return 1;
 }
 
-void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
+/* c's iteration ends at `now`: each request of its batch advances by the tokens it computed
+ * (a token out, a finish, a hand-off, a migration's last stage), and the container is idle. */
+static void end_iteration(gsim *s, gmg_container *c, ss_time now)
 {
-    gsim *s = ctx;
-    gmg_container *c = &s->g->ctrs[ev->target];
-    ss_time now = des_now(e);
     /* steady: every request of the batch goes on decoding (need: the new KV blocks they take) */
     int steady = c->role != GMG_ROLE_PREFILL;
     uint32_t need = 0, n = c->iter.n_reqs;
@@ -206,9 +218,71 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     c->iterations++;
     s->iterations++;
     c->prev_step_ns = c->iter.end - c->iter.start;
-    if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
-        gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
-    gs_start_iteration(s, c);
+}
+
+/* Steady runs. While nothing else can see a container (no event that reads other containers
+ * is pending but arrivals, and the next arrival comes after), its steady steps (every running
+ * request decodes; pol_batch_ops.steady) need no event each: the handler of the step before
+ * ends each at its own time and begins the next, as their own events would have, until one
+ * ends at or after the next arrival (or the horizon of gsim_advance), finishes a request, or
+ * is followed by a step the policy must decide. Only the order of equal-time events of
+ * different containers, which change nothing of each other, can differ from one event a
+ * step; each GPU keeps its own idle-slice sums (gsim.gsl) so that those do not depend on it. */
+
+/* Whether nothing but c's own steps can happen to c until its current step ends: no observer,
+ * no invariant check after every event, a co-located single-stage container of its own,
+ * without guest work, staged weights, blocks held for a migration or the KV pool, no
+ * offloaded prefill in flight anywhere (its end reaches its home from its helper's step), no
+ * predictor to feed, and no event pending but other containers' steps and the next arrival. */
+static int steady_run_allowed(gsim *s, const gmg_container *c)
+{
+    const ctr_state *cs = &s->cs[c->id];
+    const gsim_observer *o = &s->obs;
+    return !s->cfg.no_steady && !s->cfg.check && !o->on_iter && !o->on_request && !s->rc &&
+           c->role == GMG_ROLE_BOTH && c->pp == 1 && c->status == GMG_CTR_ACTIVE &&
+           cs->steady_iter && cs->guest == GMG_NONE && !cs->staged && !s->g->kvp &&
+           !s->n_offs_live && !c->blocks_reserved && !c->migrating_out &&
+           (s->fork || s->cfg.whatif_pred.kind == POL_PRED_ORACLE) &&
+           des_pending(s->des) == des_pending_kind(s->des, EV_ITER_DONE) +
+                                      des_pending_kind(s->des, EV_ARRIVAL);
+}
+
+/* Whether c's step c->iter, just begun, can end without an event of its own: it ends before
+ * the next arrival and within gsim_advance's horizon, finishes none of its requests, and the
+ * step after it is steady too (the blocks its requests' next tokens need are free). */
+static int steady_run_next(gsim *s, const gmg_container *c)
+{
+    ss_time end = c->iter.end;
+    if ((s->have_next && end >= s->next.arrival_ns) || end > s->until)
+        return 0;
+    uint32_t need = 0;
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        const gmg_req *q = &s->g->reqs[c->iter.reqs[i]];
+        if (q->generated + 1 >= q->output)
+            return 0;
+        need += !gmg_blocks_hold(c, q->blocks, (uint64_t)q->prompt + q->generated + 1);
+    }
+    return need <= c->blocks_free && pol_batch_steady(s->batch, c->batch_priv, c);
+}
+
+void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
+{
+    gsim *s = ctx;
+    gmg_container *c = &s->g->ctrs[ev->target];
+    ss_time now = des_now(e);
+    for (;;) {
+        end_iteration(s, c, now);
+        if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
+            gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
+        if (!begin_iteration(s, c, now))
+            break;
+        if (!steady_run_allowed(s, c) || !steady_run_next(s, c)) {
+            iteration_event(s, c);
+            break;
+        }
+        des_note_handled(e, 1); /* the step that just began ends within this handler */
+        now = c->iter.end;
+    }
     if (!c->busy && c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
         gs_disagg_pump(s, &s->ten[c->tenant]); /* its batch freed blocks without running */
     if (!c->busy) {

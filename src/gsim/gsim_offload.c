@@ -153,6 +153,7 @@ static void offload_free(gsim *s, gmg_id oid)
 {
     offload *o = &s->offs[oid];
     o->in_use = 0;
+    s->n_offs_live--;
     o->next_free = s->free_off;
     s->free_off = oid;
 }
@@ -222,6 +223,7 @@ static gmg_id offload_alloc(gsim *s)
     s->free_off = s->offs[oid].next_free;
     memset(&s->offs[oid], 0, sizeof s->offs[oid]);
     s->offs[oid].in_use = 1;
+    s->n_offs_live++;
     return oid;
 }
 

@@ -302,20 +302,35 @@ ss_time metrics_slice_bucket_hi(int i)
     return i + 1 >= METRICS_SLICE_BUCKETS ? SS_TIME_MAX : metrics_slice_bucket_lo(i + 1);
 }
 
-ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes)
+ss_time metrics_slices_add(metrics_slices *sl, ss_time measure_from, ss_time from, ss_time to,
+                           double free_bytes)
 {
-    if (from < m->measure_from)
-        from = m->measure_from;
+    if (from < measure_from)
+        from = measure_from;
     if (to <= from)
         return 0;
     ss_time len = to - from;
     int b = 0;
     for (ss_time hi = 10 * SS_NS_PER_US; b + 1 < METRICS_SLICE_BUCKETS && len >= hi; hi *= 10)
         b++;
-    m->slices.count[b]++;
-    m->slices.gpu_ns[b] += (double)len;
-    m->slices.free_byte_ns[b] += free_bytes * (double)len;
+    sl->count[b]++;
+    sl->gpu_ns[b] += (double)len;
+    sl->free_byte_ns[b] += free_bytes * (double)len;
     return len;
+}
+
+ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes)
+{
+    return metrics_slices_add(&m->slices, m->measure_from, from, to, free_bytes);
+}
+
+void metrics_slices_fold(metrics_slices *dst, const metrics_slices *src)
+{
+    for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
+        dst->count[b] += src->count[b];
+        dst->gpu_ns[b] += src->gpu_ns[b];
+        dst->free_byte_ns[b] += src->free_byte_ns[b];
+    }
 }
 
 ss_time metrics_window_end(const metrics *m)

@@ -295,6 +295,13 @@ void metrics_flush(metrics *m);
 /* Record the idle slice [from, to) of one GPU with free_bytes of memory free over it; the part
  * before measure_from is left out. Returns the length recorded (0 when nothing is left). */
 ss_time metrics_add_slice(metrics *m, ss_time from, ss_time to, double free_bytes);
+/* The same into sl, with m's measure_from given: a simulator that keeps each GPU's slices apart
+ * (so that their sums do not depend on the order GPUs record them in) folds them into the
+ * run's with metrics_slices_fold. */
+ss_time metrics_slices_add(metrics_slices *sl, ss_time measure_from, ss_time from, ss_time to,
+                           double free_bytes);
+/* Add src's counts and sums into dst. */
+void metrics_slices_fold(metrics_slices *dst, const metrics_slices *src);
 /* Count gpu_ns of moved (guest) compute that ran in an idle stretch of its helper `stretch`
  * long: from the end of the helper's own compute to the start of its next (its host phase
  * included), or to the end of the run. */

@@ -238,6 +238,51 @@ static void on_noop(des_engine *e, des_event *ev, void *ctx)
     (void)ctx;
 }
 
+/* Pending events by kind (cancelled ones until popped) and events a handler handled itself
+ * (des_note_handled): they count as dispatched, and the progress callback keeps its cadence
+ * of one call per `every` events even when the count jumps past a multiple. */
+static int n_progress;
+static void on_progress(const des_engine *e, void *ud)
+{
+    (void)e, (void)ud;
+    n_progress++;
+}
+static void on_batch(des_engine *e, des_event *ev, void *ctx)
+{
+    (void)ev, (void)ctx;
+    des_note_handled(e, 3); /* as if three more steps ended within this one */
+}
+
+static void test_pending_kind_and_handled(void **state)
+{
+    (void)state;
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, NULL), 0);
+    des_handler_set(e, 1, on_batch);
+    des_handler_set(e, 2, on_batch);
+    des_event *x = des_schedule(e, 10, 1, 0);
+    des_schedule(e, 20, 1, 0);
+    des_schedule(e, 30, 2, 0);
+    assert_int_equal(des_pending_kind(e, 1), 2);
+    assert_int_equal(des_pending_kind(e, 2), 1);
+    assert_int_equal(des_pending_kind(e, 3), 0);
+    des_cancel(e, x);
+    assert_int_equal(des_pending_kind(e, 1), 2); /* still queued */
+    n_progress = 0;
+    des_progress_set(e, on_progress, NULL, 6);
+    assert_int_equal(des_run(e, 20), 1); /* the cancelled one is popped, the second runs */
+    assert_int_equal(des_pending_kind(e, 1), 0);
+    assert_int_equal(des_pending_kind(e, 2), 1);
+    assert_int_equal(des_get_stats(e)->n_events, 4);
+    assert_int_equal(n_progress, 0);
+    assert_int_equal(des_run(e, 100), 1);
+    assert_int_equal(des_get_stats(e)->n_events, 8); /* passed 6 without landing on it */
+    assert_int_equal(n_progress, 1);
+    assert_int_equal(des_pending_kind(e, 2), 0);
+    des_engine_destroy(&e);
+    tu_assert_no_leaks();
+}
+
 static void test_schedule_into_past_aborts(void **state)
 {
     (void)state;
@@ -272,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_cancel_and_until),
         cmocka_unit_test(test_schedule_oom_leaves_engine_usable),
         cmocka_unit_test(test_schedule_into_past_aborts),
+        cmocka_unit_test(test_pending_kind_and_handled),
     };
     return cmocka_run_group_tests_name("des", tests, NULL, NULL);
 }
