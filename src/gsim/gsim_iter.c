@@ -258,11 +258,99 @@ static int steady_run_next(gsim *s, const gmg_container *c)
     uint32_t need = 0;
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         const gmg_req *q = &s->g->reqs[c->iter.reqs[i]];
-        if (q->generated + 1 >= q->output)
+        if (q->generated + 1 >= q->output || (c->pc && !q->pc_registered))
             return 0;
         need += !gmg_blocks_hold(c, q->blocks, (uint64_t)q->prompt + q->generated + 1);
     }
     return need <= c->blocks_free && pol_batch_steady(s->batch, c->batch_priv, c);
+}
+
+/* The steady step of c that steady_run_next let end within the handler ends at `now`, and the
+ * next one begins: what end_iteration and begin_iteration do for it (every request of the
+ * batch, which is c's running list in order, makes a token and takes the next one's KV slot),
+ * in one pass over the batch. Returns whether the step begun can end within the handler too
+ * (steady_run_next for it). */
+/* schedule_stages for a steady step of a single-stage container without guest work or swaps
+ * (steady_run_allowed): the same times and records, without what those need. */
+static int steady_stages(gsim *s, gmg_container *c, ss_time now)
+{
+    gmg_replica *rep = &s->g->replicas[c->replica];
+    ctr_state *cs = &s->cs[c->id];
+    cost_split sp;
+    gs_cost_split(s, c->cost, &c->iter.batch, &sp);
+    ss_time d = sp.layer_ns * (ss_time)c->model->layers + sp.head_ns + sp.tail_ns;
+    ss_time begin = now > rep->stage_free[0] ? now : rep->stage_free[0];
+    ss_time dev = ss_time_add(begin, sp.host_ns), wait = 0;
+    for (uint32_t k = 0; k < c->tp; k++) {
+        s->gst[c->gpu0 + k].host_from = begin;
+        s->gst[c->gpu0 + k].host_to = dev;
+    }
+    if (cs->guest_until > dev)
+        wait = cs->guest_until - dev;
+    c->iter.wait_ns = wait;
+    ss_time go = ss_time_add(dev, wait); /* its own compute starts */
+    if (cs->stretch_guest)
+        gs_stretch_close(s, c, go);
+    c->iter.swap_ns = cs->offload_until > go ? cs->offload_until - go : 0; /* host_phase */
+    d = ss_time_add(d, c->iter.swap_ns);
+    ss_time end = ss_time_add(ss_time_add(begin, wait), d);
+    if (end == SS_TIME_MAX) /* nothing is accounted */
+        return gs_past_range(s, s->des);
+    cs->own_end = end;
+    c->iter.stage_start[0] = c->iter.start = begin;
+    c->iter.stage_end[0] = c->iter.end = end;
+    rep->stage_free[0] = end;
+    compute_phase(s, c, 0, d, dev + wait, end);
+    return SS_OK;
+}
+
+static int steady_step(gsim *s, gmg_container *c, ss_time now)
+{
+    gmg *g = s->g;
+    const int win = gs_in_arrival_window(s, now), gaps = !s->fork;
+    const uint32_t n = c->iter.n_reqs;
+    uint64_t ctx = 0;
+    uint32_t need = 0; /* blocks the step after the one begun takes */
+    int next = 1;
+    ss_time g_gap = -1; /* a run of equal gaps of one tier (every request's, as a rule) */
+    uint8_t g_tier = 0;
+    uint32_t g_n = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        gmg_req *q = &g->reqs[c->iter.reqs[i]];
+        ss_time gap;
+        gmg_req_progress(q, now, &gap); /* a decode: a token, never the first */
+        if (q->measured && gaps) {
+            if (g_n && (gap != g_gap || q->tier != g_tier)) {
+                metrics_add_gaps(&s->m, c->tenant, g_tier, g_gap, g_n);
+                g_n = 0;
+            }
+            g_gap = gap;
+            g_tier = q->tier;
+            g_n++;
+        }
+        q->win_tokens += win;
+        uint64_t tokens = (uint64_t)q->prompt + q->generated; /* the next step's */
+        if (!gmg_blocks_hold(c, q->blocks, tokens))
+            gmg_req_set_blocks(g, c, q, gmg_blocks_for(c, tokens));
+        ctx += tokens;
+        q->q_tokens = 1;
+        next &= q->generated + 1 < q->output;
+        need += !gmg_blocks_hold(c, q->blocks, tokens + 1);
+    }
+    if (g_n)
+        metrics_add_gaps(&s->m, c->tenant, g_tier, g_gap, g_n);
+    c->iterations++;
+    s->iterations++;
+    c->prev_step_ns = c->iter.end - c->iter.start;
+    c->iter.batch = (cost_batch){.n_decode = n, .decode_ctx_tokens = ctx};
+    c->iter.swap_blocks = 0;
+    c->iter.swap_ns = 0;
+    c->iter.seq++;
+    if (steady_stages(s, c, now) || s->rc)
+        return 0;
+    ss_time end = c->iter.end;
+    return next && need <= c->blocks_free && (!s->have_next || end < s->next.arrival_ns) &&
+           end <= s->until;
 }
 
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
@@ -270,18 +358,17 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     gsim *s = ctx;
     gmg_container *c = &s->g->ctrs[ev->target];
     ss_time now = des_now(e);
-    for (;;) {
-        end_iteration(s, c, now);
-        if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
-            gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
-        if (!begin_iteration(s, c, now))
-            break;
-        if (!steady_run_allowed(s, c) || !steady_run_next(s, c)) {
-            iteration_event(s, c);
-            break;
+    end_iteration(s, c, now);
+    if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
+        gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
+    if (begin_iteration(s, c, now)) {
+        if (steady_run_allowed(s, c) && steady_run_next(s, c)) {
+            do /* the step that just began ends within this handler */
+                des_note_handled(e, 1);
+            while (steady_step(s, c, c->iter.end));
         }
-        des_note_handled(e, 1); /* the step that just began ends within this handler */
-        now = c->iter.end;
+        if (!s->rc)
+            iteration_event(s, c);
     }
     if (!c->busy && c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
         gs_disagg_pump(s, &s->ten[c->tenant]); /* its batch freed blocks without running */

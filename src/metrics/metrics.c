@@ -113,11 +113,11 @@ static void cell_flush_run(metrics *m, metrics_cell *c)
     c->gap_n = 0;
 }
 
-void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap)
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap, uint64_t n)
 {
     cell_flush_run(m, c);
     c->gap_v = gap;
-    c->gap_n = 1;
+    c->gap_n = n;
 }
 
 /* Fold pair (t, k)'s gaps into the run's, the tenant's (t < n_tenants) and tier k's tbt, and

@@ -270,9 +270,9 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from);
 void metrics_fini(metrics *m);
 /* Fold one finished or rejected request in (when measured). Sets m->oom on failure. */
 void metrics_add_req(metrics *m, const metrics_req *r);
-/* metrics_add_gap when gap does not extend the pair's run: flushes the run into the pair's
- * histogram and starts (gap, 1). Sets m->oom on failure. */
-void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap);
+/* metrics_add_gap(s) when gap does not extend the pair's run: flushes the run into the pair's
+ * histogram and starts (gap, n). Sets m->oom on failure. */
+void metrics__new_run(metrics *m, metrics_cell *c, ss_time gap, uint64_t n);
 /* Record one inter-token gap of a measured request of (tenant, tier). Equal consecutive gaps
  * of a (tenant, tier) pair are counted and added in one step. The gap reaches the groups'
  * tbt histograms at the next metrics_flush. Sets m->oom on failure. Inline: a replay calls
@@ -287,7 +287,19 @@ static inline void metrics_add_gap(metrics *m, uint16_t tenant, uint8_t tier, ss
     if (gap == c->gap_v)
         c->gap_n++;
     else
-        metrics__new_run(m, c, gap);
+        metrics__new_run(m, c, gap, 1);
+}
+/* metrics_add_gap of n equal gaps (of n requests that made a token at the same moment). */
+static inline void metrics_add_gaps(metrics *m, uint16_t tenant, uint8_t tier, ss_time gap,
+                                    uint64_t n)
+{
+    uint32_t t = tenant < m->n_tenants ? tenant : m->n_tenants;
+    uint32_t k = tier < SS_MAX_TIERS ? tier : SS_MAX_TIERS - 1;
+    metrics_cell *c = &m->cells[t * SS_MAX_TIERS + k];
+    if (gap == c->gap_v)
+        c->gap_n += n;
+    else
+        metrics__new_run(m, c, gap, n);
 }
 /* Fold every gap recorded since the last flush into the run's, tenants' and tiers' tbt
  * histograms (before summarising; a second flush adds nothing). Sets m->oom on failure. */
