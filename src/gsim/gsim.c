@@ -349,6 +349,7 @@ void gsim_destroy(gsim **sp)
     gs_free_cluster_state(s);
     ss_free(s->gst);
     ss_free(s->gsl);
+    ss_free(s->run_cross);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);

@@ -201,6 +201,10 @@ struct gsim {
                                     order in which GPUs record them (NULL in a fork, which
                                     records into its own metrics) */
     ss_time until;               /* the current gsim_advance's horizon: events after it wait */
+    uint32_t *run_cross;         /* owned scratch of a steady run (gsim_iter.c): requests whose
+                                    KV block boundaries fall on each residue of a step's index
+                                    modulo block_tokens, run_cap entries */
+    uint32_t run_cap;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */

@@ -353,6 +353,156 @@ static int steady_step(gsim *s, gmg_container *c, ss_time now)
            end <= s->until;
 }
 
+/* A steady run in closed form. Its requests advance together: every one made its latest token
+ * at the same moment and decodes a token each step, so step m of the run gives each the same
+ * gap, and a request's state after k steps (tokens, gap sum and maximum, gaps over its TBT
+ * bound, tokens in the arrival window) follows from the steps' ends alone: the handler times
+ * the steps (their cost, stages, GPUs' records and the run's equal gaps into the metrics, as
+ * steady_step does) without touching the requests, and brings them up to date once, when the
+ * run ends. What does change per step is counted without them: the KV blocks whose boundary
+ * the step's tokens cross (a request crosses one every block_tokens steps, from its first:
+ * run_cross by residue) go from the free pool and into the GPUs' ledgers at that step, as
+ * gmg_req_set_blocks would take them one by one. Not for a container with a prefix cache
+ * (whose allocations may evict), nor for requests with more than LAZY_THRESHOLDS distinct TBT
+ * bounds, whose first crossing lies more than block_tokens steps ahead (a reservation), or that
+ * made their latest tokens at different moments: those take steady_step. */
+enum { LAZY_THRESHOLDS = 4, LAZY_TIERS = 4 };
+
+typedef struct lazy_run {
+    ss_time start;                   /* the moment every request made its latest token */
+    ss_time last;                    /* the end of the run's latest step (start before one) */
+    ss_time gmax;                    /* the run's longest gap */
+    uint64_t steps;                  /* steps ended so far */
+    uint64_t win;                    /* of them, those ending in the arrival window */
+    uint64_t stop;                   /* the run's steps end before step `stop` (a request's
+                                        last token, or a crossing farther than block_tokens) */
+    ss_time thr[LAZY_THRESHOLDS];    /* the requests' distinct TBT bounds (0: none) */
+    uint64_t over[LAZY_THRESHOLDS];  /* the run's gaps above each */
+    uint32_t n_thr;
+    uint8_t tier[LAZY_TIERS];        /* the measured requests' tiers */
+    uint32_t n_tier[LAZY_TIERS];     /* and how many of them in each */
+    uint32_t n_tiers;
+} lazy_run;
+
+/* Set up the run of c's batch, its first step begun at `now`; 0 when it cannot run lazily. */
+static int lazy_init(gsim *s, const gmg_container *c, ss_time now, lazy_run *r)
+{
+    uint32_t bt = c->block_tokens;
+    if (c->pc || !bt)
+        return 0;
+    if (s->run_cap < bt) {
+        uint32_t *x = ss_realloc(s->run_cross, bt * sizeof *x);
+        if (!x)
+            return 0; /* steady_step then */
+        s->run_cross = x;
+        s->run_cap = bt;
+    }
+    memset(s->run_cross, 0, bt * sizeof *s->run_cross);
+    memset(r, 0, sizeof *r);
+    r->start = r->last = now;
+    r->stop = UINT64_MAX;
+    const int gaps = !s->fork;
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        const gmg_req *q = &s->g->reqs[c->iter.reqs[i]];
+        if (q->last_token != now)
+            return 0;
+        uint64_t left = q->output - q->generated; /* its last token ends step `left` */
+        if (left < r->stop)
+            r->stop = left;
+        /* step m's end schedules tokens t0 + m: it crosses a boundary at m1 = room + 1, then
+         * every bt steps */
+        uint64_t t0 = (uint64_t)q->prompt + q->generated, m1 = (uint64_t)q->blocks * bt - t0 + 1;
+        if (m1 <= bt)
+            s->run_cross[m1 % bt]++;
+        else if (m1 < r->stop)
+            r->stop = m1;
+        uint32_t k = 0;
+        if (q->sla_tbt) {
+            while (k < r->n_thr && r->thr[k] != q->sla_tbt)
+                k++;
+            if (k == LAZY_THRESHOLDS)
+                return 0;
+            if (k == r->n_thr)
+                r->thr[r->n_thr++] = q->sla_tbt;
+        }
+        if (q->measured && gaps) {
+            for (k = 0; k < r->n_tiers && r->tier[k] != q->tier; k++)
+                ;
+            if (k == LAZY_TIERS)
+                return 0;
+            if (k == r->n_tiers)
+                r->tier[r->n_tiers++] = q->tier;
+            r->n_tier[k]++;
+        }
+    }
+    return 1;
+}
+
+/* Whether c's step begun last, the run's step r->steps + 1, can end within the handler: it
+ * ends before the next arrival and within the horizon, is not a request's last, and the step
+ * after it is steady (the blocks its crossings take are free). */
+static int lazy_next(const gsim *s, const gmg_container *c, const lazy_run *r)
+{
+    uint64_t m = r->steps + 1;
+    ss_time end = c->iter.end;
+    return m < r->stop && s->run_cross[m % c->block_tokens] <= c->blocks_free &&
+           (!s->have_next || end < s->next.arrival_ns) && end <= s->until;
+}
+
+/* The run's step begun last ends at c->iter.end and the next begins: steady_step without the
+ * requests. */
+static int lazy_step(gsim *s, gmg_container *c, lazy_run *r)
+{
+    ss_time now = c->iter.end, gap = now - r->last;
+    r->last = now;
+    r->steps++;
+    if (gap > r->gmax)
+        r->gmax = gap;
+    for (uint32_t k = 0; k < r->n_thr; k++)
+        r->over[k] += gap > r->thr[k];
+    r->win += gs_in_arrival_window(s, now);
+    for (uint32_t k = 0; k < r->n_tiers; k++)
+        metrics_add_gaps(&s->m, c->tenant, r->tier[k], gap, r->n_tier[k]);
+    for (uint32_t b = s->run_cross[r->steps % c->block_tokens]; b; b--) { /* gmg_req_set_blocks */
+        c->blocks_free--;
+        uint32_t used = c->blocks_total - c->blocks_free;
+        if (used > c->blocks_peak)
+            c->blocks_peak = used;
+        gmg__ledger_kv(s->g, c, 1);
+    }
+    c->iterations++;
+    s->iterations++;
+    c->prev_step_ns = c->iter.end - c->iter.start;
+    c->iter.batch.decode_ctx_tokens += c->iter.n_reqs;
+    c->iter.seq++;
+    if (steady_stages(s, c, now) || s->rc)
+        return 0;
+    return lazy_next(s, c, r);
+}
+
+/* The run ends: its requests made r->steps tokens each. */
+static void lazy_close(gsim *s, gmg_container *c, const lazy_run *r)
+{
+    uint32_t k = (uint32_t)r->steps;
+    ss_time last = r->last;
+    for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
+        gmg_req *q = &s->g->reqs[c->iter.reqs[i]];
+        q->generated += k;
+        q->computed += k;
+        q->last_token = last;
+        q->tbt_sum += last - r->start;
+        if (r->gmax > q->tbt_max)
+            q->tbt_max = r->gmax;
+        for (uint32_t t = 0; q->sla_tbt && t < r->n_thr; t++)
+            if (r->thr[t] == q->sla_tbt)
+                q->tbt_over += (uint32_t)r->over[t];
+        q->win_tokens += (uint32_t)r->win;
+        uint64_t tokens = (uint64_t)q->prompt + q->generated; /* the step begun's */
+        if (!gmg_blocks_hold(c, q->blocks, tokens))
+            q->blocks = gmg_blocks_for(c, tokens); /* counted as the run crossed them */
+    }
+}
+
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
 {
     gsim *s = ctx;
@@ -362,8 +512,16 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
         gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
     if (begin_iteration(s, c, now)) {
-        if (steady_run_allowed(s, c) && steady_run_next(s, c)) {
+        lazy_run r;
+        if (!steady_run_allowed(s, c) || !steady_run_next(s, c))
+            ;
+        else if (lazy_init(s, c, now, &r) && lazy_next(s, c, &r)) {
             do /* the step that just began ends within this handler */
+                des_note_handled(e, 1);
+            while (lazy_step(s, c, &r));
+            lazy_close(s, c, &r);
+        } else {
+            do
                 des_note_handled(e, 1);
             while (steady_step(s, c, c->iter.end));
         }

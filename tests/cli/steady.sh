@@ -3,8 +3,9 @@
 # (tens of thousands of recompute preemptions, decodes crossing block boundaries, batches
 # forming and draining) prints the same bytes with the fast path on (the default) and off
 # (SLICESIM_NO_STEADY=1: every iteration asks its batching policy), and so do shorter replays
-# under Sarathi with swapping and least-outstanding routing, and under Orca and static
-# batching. (tests/cli/golden.sh runs every golden case both ways too.)
+# under Sarathi with swapping and least-outstanding routing, under Orca and static batching,
+# and of scenarios with SLA tiers and TBT bounds (some broken) and with SliceScheduler's what-ifs
+# (whose forks take steady runs too). (tests/cli/golden.sh runs every golden case both ways.)
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -25,7 +26,8 @@ both() { # both NAME ARGS...: the replay's JSON with the fast path on and off is
     SLICESIM_NO_STEADY=1 "$S" replay "$@" --db none --no-progress --json >"$T/$name.off" \
         2>"$T/$name.err" || fail "$name: SLICESIM_NO_STEADY=1 slicesim replay $*: $(cat "$T/$name.err")"
     for f in on off; do
-        sed 's/"wall_s": [0-9.e+-]*/"wall_s": 0/' "$T/$name.$f" >"$T/$name.$f.json"
+        sed -e 's/"\([a-z_]*wall_s\)": [0-9.e+-]*/"\1": 0/g' \
+            -e 's/"decisions_per_s": [0-9.e+-]*/"decisions_per_s": 0/g' "$T/$name.$f" >"$T/$name.$f.json"
     done
     cmp -s "$T/$name.on.json" "$T/$name.off.json" ||
         fail "$name: the fast path changes the replay: $(diff <(tr ',' '\n' <"$T/$name.off.json") \
@@ -46,4 +48,12 @@ both sarathi-swap --trace "$T/200k.csv" --replicas 3 --gpu-mem-util 0.2 --batchi
 [ "$(field swap_outs "$T/sarathi-swap.on")" -gt 0 ] || fail "sarathi-swap: nothing was swapped"
 both orca --trace "$T/200k.csv" --replicas 3 --batching orca --max-batch 32
 both static --trace "$T/200k.csv" --replicas 3 --batching static --max-batch 8
-echo "steady: the fast path on and off print the same bytes (1,000,000 and 3 x 200,000 requests)"
+E=${SS_SOURCE_ROOT:-.}/experiments
+both tiers -c "$E/multitier-llama2-7b.ini" --set run.duration_s=300
+both two-tenants -c "$E/example-two-tenants.ini" --set run.duration_s=300
+grep -q '"sla_violation_rate": 0\.[0-9]*[1-9]' "$T/two-tenants.on" ||
+    fail "two-tenants: no SLA broken: the TBT bounds are not exercised"
+both slice -c "$E/slice-vs-container.ini" --set run.duration_s=60 --set run.warmup_s=10 \
+    --ops slice --set tenant.chat.rate_scale=2
+echo "steady: the fast path on and off print the same bytes (1,000,000 and 3 x 200,000 requests;" \
+     "tiers, TBT bounds, SliceScheduler)"
