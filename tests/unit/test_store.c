@@ -289,8 +289,29 @@ static void test_upgrades_schema_12(void **state)
                                       " WHERE name LIKE 'prefix_ceiling_%'"), 3);
 }
 
+/* The schema of the database at path as text: each object's type, name, table and SQL, in the
+ * order SQLite keeps them (what `.dump` writes). Caller frees with sqlite3_free. */
+static char *schema_text(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_master"
+                                            " ORDER BY rowid", -1, &st, NULL), SQLITE_OK);
+    sqlite3_str *out = sqlite3_str_new(db);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < 4; i++)
+            sqlite3_str_appendf(out, "%s%s", sqlite3_column_text(st, i), i < 3 ? "|" : "\n");
+    sqlite3_finalize(st);
+    char *text = sqlite3_str_finish(out);
+    sqlite3_close(db);
+    assert_non_null(text);
+    return text;
+}
+
 /* A database written with schema 1 (the current one without what versions 2 and 3 added) is
- * upgraded in place, keeps its runs and takes new ones. */
+ * upgraded in place, keeps its runs and takes new ones, and then has the very schema a new
+ * database is created with (its SQL text too, which SQLite's ALTER TABLE writes). */
 static void test_upgrades_schema_1(void **state)
 {
     (void)state;
@@ -394,6 +415,14 @@ static void test_upgrades_schema_1(void **state)
                                  " WHERE name LIKE 'prefix_%'"), 9);
     /* version 13: the old run has no instance rows, the new one its own */
     assert_int_equal(tu_sql_int(path, "SELECT group_concat(run_id) FROM instances"), 2);
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/new.db", tu_tmpdir());
+    assert_int_equal(store_open(&s, fresh, &eb), 0);
+    store_close(&s);
+    char *upgraded = schema_text(path), *created = schema_text(fresh);
+    assert_string_equal(upgraded, created);
+    sqlite3_free(upgraded);
+    sqlite3_free(created);
 }
 
 static void test_allocation_failures(void **state)
