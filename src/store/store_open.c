@@ -801,10 +801,7 @@ static void close_store(store **sp, int discard)
     if (!s)
         return;
     store_run_abort(s);
-    for (int i = 0; i < STORE__N_STMTS; i++) {
-        sqlite3_finalize(s->st[i]);
-        s->st[i] = NULL;
-    }
+    store__free_statements(s);
     if (discard || s->failed)
         remove_created(s, !discard);
     sqlite3_close(s->db);
