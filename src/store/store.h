@@ -158,7 +158,10 @@ void store_close(store **s);
 void store_close_discard(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
-/* Append one request row to the open run. tenant is the tenant's name (borrowed). */
+/* Append one request row to the open run. tenant is the tenant's name (borrowed). Rows are
+ * inserted in chunks, when a chunk fills and at store_run_commit, so a failure to insert one
+ * may be reported by a later call or by the commit. 0, or SS_EINVAL (no run is open),
+ * SS_ENOMEM or SS_EDB with eb set. */
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb);
 /* Append the results of one tenant / one tier to the open run. A disaggregated tenant gives
  * its pools' sizes (prefill, decode; 0, 0 for a co-located one), and its KV transfers come

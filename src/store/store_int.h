@@ -14,10 +14,24 @@
 #include <stdint.h>
 
 #define STORE__N_STMTS 11 /* statements prepared once per handle (store_run.c's table) */
+#define STORE__REQ_CHUNK 32 /* request rows per multi-row INSERT: 32 x 18 parameters stay
+                               under 999, the most an SQLite before 3.32 binds */
+
+/* A request row waiting for its chunk to fill (store_run_request). */
+typedef struct store__req_row {
+    metrics_req r;
+    const char *tenant; /* borrowed from the store's names */
+} store__req_row;
 
 struct store {
     sqlite3 *db;
     sqlite3_stmt *st[STORE__N_STMTS];
+    sqlite3_stmt *st_reqs;  /* STORE__REQ_CHUNK request rows in one INSERT; prepared at the
+                               first full chunk */
+    store__req_row *reqs;   /* owned: request rows not inserted yet (STORE__REQ_CHUNK) */
+    uint32_t n_reqs;        /* how many */
+    char **names;           /* owned: tenant names of request rows, each once */
+    uint32_t n_names;
     int injected;    /* SQLite code of an injected step failure not yet reported, 0: none */
     int in_run;      /* a transaction is open */
     int64_t run_id;  /* of the open run */
@@ -95,8 +109,10 @@ int store__check_input(const char *path, int deep, ss_errbuf *eb);
  * SS_EPARSE: a damaged input is bad input. */
 int store__damaged(ss_errbuf *eb, const char *path, const char *problem);
 /* Prepare the statements a run writes with (store_run.c) into s->st. 0, or SS_EDB with eb set;
- * store_close finalizes them. */
+ * store_close finalizes them (store__free_statements). */
 int store__prepare_statements(store *s, ss_errbuf *eb);
+/* Finalize the statements and free the request rows and names a run writes with. */
+void store__free_statements(store *s);
 /* The wall-clock time now, UTC, ISO 8601 ("2024-05-01T12:00:00Z"): metadata of runs,
  * validations and fits. */
 void store__utc_now(char buf[32]);

@@ -14,9 +14,96 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Schema: a new database gets version 1 and then every migration, so that new and upgraded
- * databases have the same layout. Times are in ms (latencies) or s (spans); token counts are
- * integers. Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
+/* Columns of a tenant's or a tier's results (the tenants and tiers tables) as version 3 made
+ * them; later versions add more after them. */
+#define GROUP_COLS                                                                                 \
+    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"                  \
+    " preemptions INTEGER, sla_violations INTEGER, sla_violation_rate REAL,"                      \
+    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"                   \
+    " goodput_tokens_per_s REAL,"                                                                 \
+    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"  \
+    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"       \
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL"
+
+/* Prefix caching's columns of summary and tenants (version 10), its ceiling's (13), the KV
+ * pool's (14), in the order their migrations added them. */
+#define PREFIX_COLS                                                                                \
+    " prefix_query_tokens INTEGER DEFAULT 0, prefix_hit_tokens INTEGER DEFAULT 0,"                \
+    " prefix_query_blocks INTEGER DEFAULT 0, prefix_hit_blocks INTEGER DEFAULT 0,"                \
+    " prefix_saved_tokens INTEGER DEFAULT 0, prefix_evictions INTEGER DEFAULT 0"
+#define CEILING_COLS                                                                               \
+    " prefix_ceiling_hit_tokens INTEGER DEFAULT 0, prefix_ceiling_hit_blocks INTEGER DEFAULT 0,"  \
+    " prefix_ceiling_hit_rate REAL DEFAULT 0"
+#define KVPOOL_COLS                                                                                \
+    " kvpool_lookups INTEGER DEFAULT 0, kvpool_gpu_blocks INTEGER DEFAULT 0,"                     \
+    " kvpool_cpu_blocks INTEGER DEFAULT 0, kvpool_ssd_blocks INTEGER DEFAULT 0,"                  \
+    " kvpool_remote_blocks INTEGER DEFAULT 0, kvpool_loads INTEGER DEFAULT 0,"                    \
+    " kvpool_load_bytes INTEGER DEFAULT 0, kvpool_load_s REAL DEFAULT 0,"                         \
+    " kvpool_recomputes INTEGER DEFAULT 0, kvpool_recompute_blocks INTEGER DEFAULT 0,"            \
+    " kvpool_offload_blocks INTEGER DEFAULT 0, kvpool_offload_bytes INTEGER DEFAULT 0,"           \
+    " kvpool_demotions INTEGER DEFAULT 0, kvpool_evictions INTEGER DEFAULT 0"
+
+/* Tables a migration created whole and no later one changed: the same text in the schema
+ * and in their migration. */
+#define IDLE_SLICES_SQL                                                                            \
+    "CREATE TABLE idle_slices (run_id INTEGER NOT NULL REFERENCES runs(run_id),"                   \
+    " bucket INTEGER NOT NULL, lo_ms REAL NOT NULL, hi_ms REAL, count INTEGER NOT NULL,"           \
+    " gpu_s REAL NOT NULL, free_gib_mean REAL, PRIMARY KEY (run_id, bucket));"
+#define SWEEP_POINTS_SQL                                                                           \
+    "CREATE TABLE sweep_points (sweep TEXT NOT NULL, point TEXT NOT NULL,"                         \
+    " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
+#define VALIDATIONS_SQL                                                                            \
+    "CREATE TABLE validations (validation_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"          \
+    " version TEXT NOT NULL, command TEXT, name TEXT, model TEXT NOT NULL,"                        \
+    " tp INTEGER NOT NULL, gpu TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL,"        \
+    " timer TEXT NOT NULL, cost_model TEXT NOT NULL, trace TEXT, requests INTEGER,"                \
+    " iterations INTEGER, reps INTEGER, l2_cold INTEGER, mape_pct REAL, bias_pct REAL,"            \
+    " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL);"                                \
+    "CREATE TABLE validation_ops ("                                                                \
+    " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"                       \
+    " op TEXT NOT NULL, executions INTEGER, predicted_ms REAL, measured_ms REAL,"                  \
+    " mape_pct REAL, bias_pct REAL, worst_pct REAL, worst_iteration INTEGER,"                      \
+    " PRIMARY KEY (validation_id, op));"                                                           \
+    "CREATE TABLE validation_iters ("                                                              \
+    " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"                       \
+    " iteration INTEGER NOT NULL, sim_start_s REAL, sim_ms REAL, prefills INTEGER,"                \
+    " prefill_tokens INTEGER, decodes INTEGER, decode_ctx_tokens INTEGER,"                         \
+    " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"         \
+    " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
+#define FITS_SQL                                                                                   \
+    "CREATE TABLE fits (fit_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"                        \
+    " version TEXT NOT NULL, command TEXT, mode TEXT NOT NULL, dir TEXT NOT NULL,"                 \
+    " start_engine TEXT NOT NULL, engine TEXT NOT NULL, terms TEXT NOT NULL,"                      \
+    " params TEXT NOT NULL, profile TEXT, runs INTEGER, stages INTEGER,"                           \
+    " fitted_stages INTEGER, served_ms REAL, objective REAL, mape_ttft_mean_pct REAL,"             \
+    " mape_ttft_p90_pct REAL, mape_itl_pct REAL, mape_e2e_mean_pct REAL,"                          \
+    " mape_e2e_p90_pct REAL, runaway INTEGER, iterations INTEGER, evaluations INTEGER,"            \
+    " converged INTEGER, wall_s REAL);"                                                            \
+    "CREATE TABLE fit_stages (fit_id INTEGER NOT NULL REFERENCES fits(fit_id),"                    \
+    " run TEXT NOT NULL, stage INTEGER NOT NULL, rate REAL, fitted INTEGER NOT NULL,"              \
+    " completed INTEGER, real_ttft_mean_ms REAL, sim_ttft_mean_ms REAL,"                           \
+    " real_ttft_p90_ms REAL, sim_ttft_p90_ms REAL, real_itl_ms REAL, sim_itl_ms REAL,"             \
+    " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"                          \
+    " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
+#define INSTANCES_SQL                                                                              \
+    "CREATE TABLE instances (run_id INTEGER NOT NULL REFERENCES runs(run_id),"                     \
+    " container INTEGER NOT NULL, tenant TEXT, prefix_lookups INTEGER,"                            \
+    " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"        \
+    " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"           \
+    " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Schema: the current version, created in one go. Its text is exactly what upgrading a
+ * version-1 database through every migration below writes (ALTER TABLE ADD COLUMN puts
+ * ", COLUMN" after a table's last column), so that new and upgraded databases have the same
+ * layout (test_store checks it): a new column goes into a migration and here, after its table's
+ * last column. (Creating a database through the migrations instead cost 157 M instructions:
+ * each of their hundred ALTER TABLEs rereads the whole schema.) A number in a comment is the
+ * version that added the lines from the previous number to it; lines before the first are
+ * version 1's. Times are in ms (latencies) or s (spans); token counts are integers.
+ * Version 2 added summary.swap_outs/aborted; version 3 multi-tenant results: the
  * tenants and tiers tables, SLA and migration columns; version 4 summary.scale_ups/scale_downs;
  * version 5 idle GPU slices (the idle_slices table, summary and gpus columns); version 6
  * operator placement (runs.ops, SliceScheduler's summary columns); version 7 sweeps (the
@@ -46,14 +133,23 @@ static const char schema_sql[] =
     " batching TEXT NOT NULL, routing TEXT NOT NULL, cost_model TEXT NOT NULL,"
     " params TEXT NOT NULL,"        /* JSON object of resolved parameters */
     " seed INTEGER NOT NULL, rate_scale REAL NOT NULL, limit_requests INTEGER NOT NULL,"
-    " wall_s REAL, events INTEGER, sim_s REAL);"
+    " wall_s REAL, events INTEGER, sim_s REAL,"
+    " pp INTEGER DEFAULT 1, cluster_policy TEXT DEFAULT 'container', warmup_s REAL DEFAULT 0,"
+    " scenario TEXT DEFAULT '',"                                                    /* 3 */
+    " ops TEXT DEFAULT 'home',"                                                     /* 6 */
+    " result_json TEXT,"                                                            /* 7 */
+    " load REAL,"                                                                   /* 9 */
+    " engine TEXT DEFAULT 'vllm-eager',"                                            /* 10 */
+    " inputs_digest TEXT);"                                                         /* 16 */
     "CREATE TABLE requests ("
     " run_id INTEGER NOT NULL REFERENCES runs(run_id),"
     " req_id INTEGER NOT NULL, tenant TEXT NOT NULL, tier INTEGER NOT NULL,"
     " container INTEGER NOT NULL, status TEXT NOT NULL,"  /* 'completed' or 'rejected' */
     " arrival_s REAL NOT NULL, prompt_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
     " generated_tokens INTEGER NOT NULL, preemptions INTEGER NOT NULL,"
-    " ttft_ms REAL, e2e_ms REAL, tbt_mean_ms REAL, tbt_max_ms REAL);"
+    " ttft_ms REAL, e2e_ms REAL, tbt_mean_ms REAL, tbt_max_ms REAL,"
+    " sla_violated INTEGER DEFAULT 0, measured INTEGER DEFAULT 1,"
+    " migrations INTEGER DEFAULT 0);"                                               /* 3 */
     "CREATE INDEX requests_by_run ON requests(run_id);"
     "CREATE TABLE summary ("
     " run_id INTEGER PRIMARY KEY REFERENCES runs(run_id),"
@@ -63,24 +159,56 @@ static const char schema_sql[] =
     " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"
     " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"
     " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"
-    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL);"
+    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL,"
+    " swap_outs INTEGER DEFAULT 0, aborted INTEGER DEFAULT 0,"                      /* 2 */
+    " measured_requests INTEGER, window_s REAL, sla_violations INTEGER DEFAULT 0,"
+    " sla_violation_rate REAL DEFAULT 0, goodput_tokens_per_s REAL,"
+    " migrations INTEGER DEFAULT 0, migrations_aborted INTEGER DEFAULT 0,"
+    " migration_gib REAL DEFAULT 0, reallocations INTEGER DEFAULT 0,"               /* 3 */
+    " scale_ups INTEGER DEFAULT 0, scale_downs INTEGER DEFAULT 0,"                  /* 4 */
+    " idle_slices INTEGER DEFAULT 0, idle_gpu_s REAL DEFAULT 0,"                    /* 5 */
+    " offloads INTEGER DEFAULT 0, offload_ops INTEGER DEFAULT 0,"
+    " offload_gib REAL DEFAULT 0, slices_used INTEGER DEFAULT 0,"
+    " whatifs INTEGER DEFAULT 0, slice_decisions INTEGER DEFAULT 0,"
+    " slice_wall_s REAL DEFAULT 0, prediction_error_ms REAL DEFAULT 0,"             /* 6 */
+    " rejected_too_long INTEGER DEFAULT 0, rejected_batch_tokens INTEGER DEFAULT 0,"
+    " rejected_kv_blocks INTEGER DEFAULT 0, rejected_preempted INTEGER DEFAULT 0,"
+    " rejected_other INTEGER DEFAULT 0,"                                            /* 9 */
+    PREFIX_COLS ","                                                                 /* 10 */
+    " window_output_tokens_per_s REAL, window_goodput_tokens_per_s REAL,"
+    " arrival_window_s REAL,"                                                       /* 12 */
+    CEILING_COLS ","                                                                /* 13 */
+    KVPOOL_COLS ","                                                                 /* 14 */
+    " kvpool_cpu_peak_bytes INTEGER DEFAULT 0, kvpool_ssd_peak_bytes INTEGER DEFAULT 0);"
     "CREATE TABLE gpus ("
     " run_id INTEGER NOT NULL REFERENCES runs(run_id), gpu INTEGER NOT NULL,"
     " node INTEGER NOT NULL, container INTEGER NOT NULL, kind TEXT NOT NULL,"
     " busy_s REAL, utilization REAL, iterations INTEGER, kv_blocks INTEGER,"
     " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
+    " device_busy_s REAL, idle_slices INTEGER, idle_s REAL,"                        /* 5 */
+    " tenant TEXT, window_s REAL, compute_s REAL, host_s REAL,"                     /* 9 */
     " PRIMARY KEY (run_id, gpu));"
-    "PRAGMA user_version = 1;";
-
-/* Columns of a tenant's or a tier's results (the tenants and tiers tables). */
-#define GROUP_COLS                                                                                 \
-    " requests INTEGER, completed INTEGER, rejected INTEGER, truncated INTEGER,"                  \
-    " preemptions INTEGER, sla_violations INTEGER, sla_violation_rate REAL,"                      \
-    " prompt_tokens_per_s REAL, output_tokens_per_s REAL, requests_per_s REAL,"                   \
-    " goodput_tokens_per_s REAL,"                                                                 \
-    " ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p99_ms REAL, ttft_max_ms REAL,"  \
-    " tbt_mean_ms REAL, tbt_p50_ms REAL, tbt_p90_ms REAL, tbt_p99_ms REAL, tbt_max_ms REAL,"       \
-    " e2e_mean_ms REAL, e2e_p50_ms REAL, e2e_p90_ms REAL, e2e_p99_ms REAL, e2e_max_ms REAL"
+    "CREATE TABLE tenants (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+    " tenant TEXT NOT NULL, model TEXT NOT NULL, replicas INTEGER NOT NULL," GROUP_COLS "," /* 3 */
+    PREFIX_COLS ","                                                                 /* 10 */
+    " window_output_tokens_per_s REAL, window_goodput_tokens_per_s REAL,"           /* 12 */
+    CEILING_COLS ","                                                                /* 13 */
+    KVPOOL_COLS ","                                                                 /* 14 */
+    " prefill_replicas INTEGER DEFAULT 0, decode_replicas INTEGER DEFAULT 0,"
+    " kv_transfers INTEGER DEFAULT 0, kv_gib REAL DEFAULT 0, kv_exposed_s REAL DEFAULT 0,"
+    " kv_exposed_mean_ms REAL DEFAULT 0, kv_waits INTEGER DEFAULT 0,"
+    " kv_wait_s REAL DEFAULT 0,"                                                    /* 15 */
+    " PRIMARY KEY (run_id, tenant));"
+    "CREATE TABLE tiers (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
+    " tier INTEGER NOT NULL," GROUP_COLS ","                                          /* 3 */
+    " window_output_tokens_per_s REAL, window_goodput_tokens_per_s REAL,"           /* 12 */
+    " PRIMARY KEY (run_id, tier));"
+    IDLE_SLICES_SQL                                                                 /* 5 */
+    SWEEP_POINTS_SQL                                                                /* 7 */
+    VALIDATIONS_SQL                                                                 /* 8 */
+    FITS_SQL                                                                        /* 11 */
+    INSTANCES_SQL                                                                   /* 13 */
+    "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION) ";";
 
 /* Upgrades: migrations[v] takes a version-v database to v + 1. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
@@ -117,9 +245,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE gpus ADD COLUMN device_busy_s REAL;"
           "ALTER TABLE gpus ADD COLUMN idle_slices INTEGER;"
           "ALTER TABLE gpus ADD COLUMN idle_s REAL;"
-          "CREATE TABLE idle_slices (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
-          " bucket INTEGER NOT NULL, lo_ms REAL NOT NULL, hi_ms REAL, count INTEGER NOT NULL,"
-          " gpu_s REAL NOT NULL, free_gib_mean REAL, PRIMARY KEY (run_id, bucket));"
+          IDLE_SLICES_SQL
           "PRAGMA user_version = 5;",
     [5] = "ALTER TABLE runs ADD COLUMN ops TEXT DEFAULT 'home';"
           "ALTER TABLE summary ADD COLUMN offloads INTEGER DEFAULT 0;"
@@ -131,27 +257,10 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "ALTER TABLE summary ADD COLUMN slice_wall_s REAL DEFAULT 0;"
           "ALTER TABLE summary ADD COLUMN prediction_error_ms REAL DEFAULT 0;"
           "PRAGMA user_version = 6;",
-    [6] = "CREATE TABLE sweep_points (sweep TEXT NOT NULL, point TEXT NOT NULL,"
-          " run_id INTEGER NOT NULL REFERENCES runs(run_id), PRIMARY KEY (sweep, point));"
+    [6] = SWEEP_POINTS_SQL
           "ALTER TABLE runs ADD COLUMN result_json TEXT;"
           "PRAGMA user_version = 7;",
-    [7] = "CREATE TABLE validations (validation_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
-          " version TEXT NOT NULL, command TEXT, name TEXT, model TEXT NOT NULL,"
-          " tp INTEGER NOT NULL, gpu TEXT NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL,"
-          " timer TEXT NOT NULL, cost_model TEXT NOT NULL, trace TEXT, requests INTEGER,"
-          " iterations INTEGER, reps INTEGER, l2_cold INTEGER, mape_pct REAL, bias_pct REAL,"
-          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL);"
-          "CREATE TABLE validation_ops ("
-          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
-          " op TEXT NOT NULL, executions INTEGER, predicted_ms REAL, measured_ms REAL,"
-          " mape_pct REAL, bias_pct REAL, worst_pct REAL, worst_iteration INTEGER,"
-          " PRIMARY KEY (validation_id, op));"
-          "CREATE TABLE validation_iters ("
-          " validation_id INTEGER NOT NULL REFERENCES validations(validation_id),"
-          " iteration INTEGER NOT NULL, sim_start_s REAL, sim_ms REAL, prefills INTEGER,"
-          " prefill_tokens INTEGER, decodes INTEGER, decode_ctx_tokens INTEGER,"
-          " predicted_ms REAL, measured_ms REAL, measured_span_ms REAL, predicted_host_ms REAL,"
-          " error_pct REAL, PRIMARY KEY (validation_id, iteration));"
+    [7] = VALIDATIONS_SQL
           "PRAGMA user_version = 8;",
     /* version 9: the load of compare and sweep runs; each GPU's tenant and its time over the
      * measurement window (gpus.utilization is compute_s / window_s from here on); why requests
@@ -185,20 +294,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
           "PRAGMA user_version = 10;",
     /* version 11: engine profiles fitted to measured serving runs (slicesim fit), and the
      * per-stage real and simulated latencies of the final engine */
-    [10] = "CREATE TABLE fits (fit_id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
-           " version TEXT NOT NULL, command TEXT, mode TEXT NOT NULL, dir TEXT NOT NULL,"
-           " start_engine TEXT NOT NULL, engine TEXT NOT NULL, terms TEXT NOT NULL,"
-           " params TEXT NOT NULL, profile TEXT, runs INTEGER, stages INTEGER,"
-           " fitted_stages INTEGER, served_ms REAL, objective REAL, mape_ttft_mean_pct REAL,"
-           " mape_ttft_p90_pct REAL, mape_itl_pct REAL, mape_e2e_mean_pct REAL,"
-           " mape_e2e_p90_pct REAL, runaway INTEGER, iterations INTEGER, evaluations INTEGER,"
-           " converged INTEGER, wall_s REAL);"
-           "CREATE TABLE fit_stages (fit_id INTEGER NOT NULL REFERENCES fits(fit_id),"
-           " run TEXT NOT NULL, stage INTEGER NOT NULL, rate REAL, fitted INTEGER NOT NULL,"
-           " completed INTEGER, real_ttft_mean_ms REAL, sim_ttft_mean_ms REAL,"
-           " real_ttft_p90_ms REAL, sim_ttft_p90_ms REAL, real_itl_ms REAL, sim_itl_ms REAL,"
-           " real_e2e_mean_ms REAL, sim_e2e_mean_ms REAL, real_e2e_p90_ms REAL,"
-           " sim_e2e_p90_ms REAL, PRIMARY KEY (fit_id, run, stage));"
+    [10] = FITS_SQL
            "PRAGMA user_version = 11;",
     /* version 12: throughput over the arrival window (the warm-up's end to the last arrival,
      * the same for every policy at one trace and load), per run, tenant and tier */
@@ -219,11 +315,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_tokens INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_blocks INTEGER DEFAULT 0;"
            "ALTER TABLE tenants ADD COLUMN prefix_ceiling_hit_rate REAL DEFAULT 0;"
-           "CREATE TABLE instances (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
-           " container INTEGER NOT NULL, tenant TEXT, prefix_lookups INTEGER,"
-           " prefix_query_tokens INTEGER, prefix_hit_tokens INTEGER, prefix_query_blocks INTEGER,"
-           " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"
-           " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
+           INSTANCES_SQL
            "PRAGMA user_version = 13;",
     /* version 14: the KV pool below the prefix caches, for the run and per tenant
      * (KVPOOL_NAMES; 0 with the pool off), and the run's peak occupancy of its tiers */
@@ -361,7 +453,7 @@ static int init_schema(store *s, ss_errbuf *eb)
         rc = schema_version(s, &ver, eb);
     if (ver == 0 && !rc) {
         rc = store__exec(s, schema_sql, eb, "creating schema");
-        ver = 1;
+        ver = STORE_SCHEMA_VERSION;
     }
     for (int64_t v = ver; v < STORE_SCHEMA_VERSION && !rc; v++)
         rc = store__exec(s, migrations[v], eb, "upgrading the schema");
@@ -524,9 +616,13 @@ static int open_once(store **s_out, const char *path, ss_errbuf *eb)
             s->created = 0; /* gone already: the check after opening finds it so */
     }
     /* URI names are allowed so that a merge can attach its input read-only (ro_uri); a path is
-     * read as a URI only when it starts with "file:" */
+     * read as a URI only when it starts with "file:". NOMUTEX: a store's connection is used by
+     * one thread at a time (slicesim has no threads; a sweep's workers are processes), so
+     * SQLite's lock around every call on it (each bind and step) is only cost: 4.4 M
+     * instructions of a stored 3,000-request replay. */
     if (!rc && sqlite3_open_v2(path, &s->db,
-                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI |
+                                   SQLITE_OPEN_NOMUTEX,
                                NULL) != SQLITE_OK)
         rc = store__db_err(s, eb, "cannot open");
     if (!rc) {
@@ -603,8 +699,10 @@ static int open_input(store **s_out, const char *path, int64_t *ver, ss_errbuf *
         rc = ss_err(eb, SS_EIO, "%s: cannot open: %s", path, strerror(errno));
     /* Not SQLITE_OPEN_READONLY: a read-only connection to a WAL database leaves its -wal and
      * -shm files behind. query_only refuses every change to the file just the same. Without
-     * SQLITE_OPEN_CREATE a missing file is an error, not a new database. */
-    else if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+     * SQLITE_OPEN_CREATE a missing file is an error, not a new database. NOMUTEX as in
+     * open_once. */
+    else if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+             SQLITE_OK)
         rc = store__db_err(s, eb, "cannot open");
     if (!rc) {
         sqlite3_busy_timeout(s->db, busy_timeout_ms());
@@ -709,10 +807,7 @@ static void close_store(store **sp, int discard)
     if (!s)
         return;
     store_run_abort(s);
-    for (int i = 0; i < STORE__N_STMTS; i++) {
-        sqlite3_finalize(s->st[i]);
-        s->st[i] = NULL;
-    }
+    store__free_statements(s);
     if (discard || s->failed)
         remove_created(s, !discard);
     sqlite3_close(s->db);

@@ -1,8 +1,10 @@
 /* Writing a run: the statements prepared once per handle (runs, requests, summary, tenants,
  * tiers, gpus, idle slices, instances, sweep points), one transaction per run from store_run_begin to
- * store_run_commit, and the sweep-point lookup a resumed sweep makes. */
+ * store_run_commit, request rows inserted STORE__REQ_CHUNK to a statement, and the sweep-point
+ * lookup a resumed sweep makes. */
 #include "store/store_int.h"
 
+#include "core/ss_alloc.h"
 #include "core/ss_time.h"
 
 #include "config.h"
@@ -42,6 +44,13 @@
     " window_output_tokens_per_s, window_goodput_tokens_per_s"
 #define GROUP_VALUES "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 
+/* A request row: its columns, in bind_request order, and one row of values. */
+#define REQ_INSERT                                                                                 \
+    "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"            \
+    " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"               \
+    " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations) VALUES "
+#define REQ_VALUES "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
 enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS,
        ST_INST, ST__N };
 
@@ -51,10 +60,7 @@ static const char *const stmt_sql[ST__N] = {
                " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops,"
                " load, engine)"
                " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_REQ] = "INSERT INTO requests (run_id, req_id, tenant, tier, container, status, arrival_s,"
-               " prompt_tokens, output_tokens, generated_tokens, preemptions, ttft_ms, e2e_ms,"
-               " tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_REQ] = REQ_INSERT REQ_VALUES,
     [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
                " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib,"
                " device_busy_s, idle_slices, idle_s,"
@@ -97,6 +103,37 @@ int store__prepare_statements(store *s, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* The INSERT of STORE__REQ_CHUNK request rows into s->st_reqs. */
+static int prepare_reqs(store *s, ss_errbuf *eb)
+{
+    char sql[sizeof REQ_INSERT + STORE__REQ_CHUNK * sizeof "," REQ_VALUES];
+    char *end = sql + sprintf(sql, "%s", REQ_INSERT);
+    for (int i = 0; i < STORE__REQ_CHUNK; i++)
+        end += sprintf(end, "%s%s", i ? "," : "", REQ_VALUES);
+    if (sqlite3_prepare_v3(s->db, sql, (int)(end - sql), SQLITE_PREPARE_PERSISTENT, &s->st_reqs,
+                           NULL) != SQLITE_OK)
+        return store__db_err(s, eb, "preparing statements");
+    return SS_OK;
+}
+
+void store__free_statements(store *s)
+{
+    for (int i = 0; i < ST__N; i++) {
+        sqlite3_finalize(s->st[i]);
+        s->st[i] = NULL;
+    }
+    sqlite3_finalize(s->st_reqs);
+    s->st_reqs = NULL;
+    ss_free(s->reqs);
+    s->reqs = NULL;
+    s->n_reqs = 0;
+    for (uint32_t i = 0; i < s->n_names; i++)
+        ss_free(s->names[i]);
+    ss_free(s->names);
+    s->names = NULL;
+    s->n_names = 0;
+}
+
 void store__utc_now(char buf[32])
 {
     time_t t = time(NULL);
@@ -110,10 +147,13 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
 {
     if (s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    if (!s->reqs && !(s->reqs = ss_malloc(STORE__REQ_CHUNK * sizeof *s->reqs)))
+        return ss_err(eb, SS_ENOMEM, "out of memory");
     int rc = store__exec(s, "BEGIN IMMEDIATE", eb, "starting the run's transaction");
     if (rc)
         return rc;
     s->in_run = 1;
+    s->n_reqs = 0;
     char now[32];
     store__utc_now(now);
     store__binder b = {s->st[ST_RUN], 0, 0};
@@ -246,36 +286,94 @@ int store_point_probe(store *s, const char *sweep, const char *point, const char
     return out;
 }
 
-int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb)
+/* Text that outlives the statement's step (a literal, one of s->names), after which
+ * store__run_stmt clears the bindings: bound without a copy. */
+static void b_text_static(store__binder *b, const char *v)
 {
-    store__binder b = {s->st[ST_REQ], 0, 0};
-    store__b_int(&b, s->run_id);
-    store__b_int(&b, (int64_t)r->trace_id);
-    store__b_text(&b, tenant);
-    store__b_int(&b, r->tier);
-    store__b_int(&b, r->container);
-    store__b_text(&b, r->rejected ? "rejected" : "completed");
-    store__b_real(&b, ss_time_to_s(r->arrival));
-    store__b_int(&b, r->prompt);
-    store__b_int(&b, r->output_asked);
-    store__b_int(&b, r->generated);
-    store__b_int(&b, r->preemptions);
+    if (!b->rc)
+        b->rc = sqlite3_bind_text(b->st, ++b->i, v, -1, SQLITE_STATIC);
+}
+
+/* One request row's values, in REQ_INSERT order. */
+static void bind_request(store__binder *b, int64_t run_id, const store__req_row *row)
+{
+    const metrics_req *r = &row->r;
+    store__b_int(b, run_id);
+    store__b_int(b, (int64_t)r->trace_id);
+    b_text_static(b, row->tenant);
+    store__b_int(b, r->tier);
+    store__b_int(b, r->container);
+    b_text_static(b, r->rejected ? "rejected" : "completed");
+    store__b_real(b, ss_time_to_s(r->arrival));
+    store__b_int(b, r->prompt);
+    store__b_int(b, r->output_asked);
+    store__b_int(b, r->generated);
+    store__b_int(b, r->preemptions);
     if (r->rejected) {
         for (int k = 0; k < 4; k++)
-            store__b_null(&b);
+            store__b_null(b);
     } else {
-        store__b_real(&b, ss_time_to_ms(r->first_token - r->arrival));
-        store__b_real(&b, ss_time_to_ms(r->finish - r->arrival));
+        store__b_real(b, ss_time_to_ms(r->first_token - r->arrival));
+        store__b_real(b, ss_time_to_ms(r->finish - r->arrival));
         if (r->generated > 1)
-            store__b_real(&b, ss_time_to_ms(r->tbt_sum) / (r->generated - 1));
+            store__b_real(b, ss_time_to_ms(r->tbt_sum) / (r->generated - 1));
         else
-            store__b_null(&b);
-        store__b_real(&b, ss_time_to_ms(r->tbt_max));
+            store__b_null(b);
+        store__b_real(b, ss_time_to_ms(r->tbt_max));
     }
-    store__b_int(&b, r->sla);
-    store__b_int(&b, r->measured);
-    store__b_int(&b, r->migrations);
-    return store__run_stmt(s, &b, eb, "inserting a request");
+    store__b_int(b, r->sla);
+    store__b_int(b, r->measured);
+    store__b_int(b, r->migrations);
+}
+
+/* Insert the request rows waiting in s->reqs: a full chunk in one step, fewer (the end of a
+ * run) one a step. 0, or SS_EDB with eb set; the rows are gone either way. */
+static int flush_requests(store *s, ss_errbuf *eb)
+{
+    uint32_t n = s->n_reqs;
+    s->n_reqs = 0;
+    if (n == STORE__REQ_CHUNK) {
+        int rc = s->st_reqs ? SS_OK : prepare_reqs(s, eb);
+        store__binder b = {s->st_reqs, 0, 0};
+        for (uint32_t i = 0; !rc && i < n; i++)
+            bind_request(&b, s->run_id, &s->reqs[i]);
+        return rc ? rc : store__run_stmt(s, &b, eb, "inserting a request");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        store__binder b = {s->st[ST_REQ], 0, 0};
+        bind_request(&b, s->run_id, &s->reqs[i]);
+        int rc = store__run_stmt(s, &b, eb, "inserting a request");
+        if (rc)
+            return rc;
+    }
+    return SS_OK;
+}
+
+/* The store's copy of the tenant name `name` (one per name and handle), or NULL when out of
+ * memory. */
+static const char *tenant_name(store *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->n_names; i++)
+        if (!strcmp(s->names[i], name))
+            return s->names[i];
+    char **grown = ss_realloc(s->names, (s->n_names + 1) * sizeof *grown);
+    if (!grown)
+        return NULL;
+    s->names = grown;
+    if (!(grown[s->n_names] = ss_strdup(name)))
+        return NULL;
+    return grown[s->n_names++];
+}
+
+int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no run is open", s->path);
+    const char *name = tenant_name(s, tenant ? tenant : "");
+    if (!name)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    s->reqs[s->n_reqs++] = (store__req_row){.r = *r, .tenant = name};
+    return s->n_reqs == STORE__REQ_CHUNK ? flush_requests(s, eb) : SS_OK;
 }
 
 int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)
@@ -498,7 +596,9 @@ int store_run_commit(store *s, const metrics_summary *m, const store_run_end *e,
 {
     if (!s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: no run is open", s->path);
-    int rc = insert_summary(s, m, e, eb);
+    int rc = flush_requests(s, eb);
+    if (!rc)
+        rc = insert_summary(s, m, e, eb);
     if (!rc) {
         store__binder b = {s->st[ST_END], 0, 0};
         store__b_real(&b, e->wall_s);
@@ -530,4 +630,5 @@ void store_run_abort(store *s)
         return;
     store__rollback(s);
     s->in_run = 0;
+    s->n_reqs = 0;
 }

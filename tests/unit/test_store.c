@@ -6,6 +6,7 @@
 
 #include "core/ss_alloc.h"
 #include "store/store.h"
+#include "store/store_int.h" /* STORE__REQ_CHUNK */
 
 #include <math.h>
 #include <sqlite3.h>
@@ -289,8 +290,29 @@ static void test_upgrades_schema_12(void **state)
                                       " WHERE name LIKE 'prefix_ceiling_%'"), 3);
 }
 
+/* The schema of the database at path as text: each object's type, name, table and SQL, in the
+ * order SQLite keeps them (what `.dump` writes). Caller frees with sqlite3_free. */
+static char *schema_text(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_master"
+                                            " ORDER BY rowid", -1, &st, NULL), SQLITE_OK);
+    sqlite3_str *out = sqlite3_str_new(db);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < 4; i++)
+            sqlite3_str_appendf(out, "%s%s", sqlite3_column_text(st, i), i < 3 ? "|" : "\n");
+    sqlite3_finalize(st);
+    char *text = sqlite3_str_finish(out);
+    sqlite3_close(db);
+    assert_non_null(text);
+    return text;
+}
+
 /* A database written with schema 1 (the current one without what versions 2 and 3 added) is
- * upgraded in place, keeps its runs and takes new ones. */
+ * upgraded in place, keeps its runs and takes new ones, and then has the very schema a new
+ * database is created with (its SQL text too, which SQLite's ALTER TABLE writes). */
 static void test_upgrades_schema_1(void **state)
 {
     (void)state;
@@ -394,6 +416,120 @@ static void test_upgrades_schema_1(void **state)
                                  " WHERE name LIKE 'prefix_%'"), 9);
     /* version 13: the old run has no instance rows, the new one its own */
     assert_int_equal(tu_sql_int(path, "SELECT group_concat(run_id) FROM instances"), 2);
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/new.db", tu_tmpdir());
+    assert_int_equal(store_open(&s, fresh, &eb), 0);
+    store_close(&s);
+    char *upgraded = schema_text(path), *created = schema_text(fresh);
+    assert_string_equal(upgraded, created);
+    sqlite3_free(upgraded);
+    sqlite3_free(created);
+}
+
+/* Request i of the runs below: every column differs from row to row (two tenants, some
+ * rejected, some with one token and so no gap). */
+static metrics_req chunk_req(int i)
+{
+    ss_time at = i * SS_NS_PER_S / 4;
+    return (metrics_req){.trace_id = (uint64_t)i, .tier = (uint8_t)(i % 3),
+                         .rejected = i % 5 == 3, .sla = (uint8_t)(i % 2),
+                         .measured = i % 6 != 0, .container = (uint32_t)(i % 4),
+                         .prompt = 100 + (uint32_t)i, .output_asked = 10 + (uint32_t)(i % 7),
+                         .generated = 1 + (uint32_t)(i % 10), .preemptions = (uint32_t)(i % 4),
+                         .migrations = (uint32_t)(i % 3), .arrival = at,
+                         .first_token = at + (20 + i) * SS_NS_PER_MS,
+                         .finish = at + (300 + 2 * i) * SS_NS_PER_MS,
+                         .tbt_sum = (30 + i) * SS_NS_PER_MS, .tbt_max = (8 + i) * SS_NS_PER_MS};
+}
+
+/* A committed run of n chunk_req requests in s. */
+static void write_chunk_run(store *s, int n)
+{
+    ss_errbuf eb;
+    int64_t id;
+    assert_int_equal(store_run_begin(s, &info, &id, &eb), 0);
+    for (int i = 0; i < n; i++) {
+        metrics_req r = chunk_req(i);
+        assert_int_equal(store_run_request(s, &r, i % 3 ? "chat" : "code", &eb), 0);
+    }
+    metrics_summary m = {.requests = (uint64_t)n};
+    store_run_end e = {.wall_s = 0.1};
+    assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+}
+
+/* Whether run run_id holds exactly the n rows write_chunk_run writes, in order. */
+static void assert_chunk_rows(const char *path, int64_t run_id, int n)
+{
+    char sql[1600];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM requests WHERE run_id = %lld",
+             (long long)run_id);
+    assert_int_equal(tu_sql_int(path, sql), n);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM requests WHERE run_id = %lld AND req_id BETWEEN 0 AND %d"
+             " AND tenant = CASE WHEN req_id %% 3 THEN 'chat' ELSE 'code' END"
+             " AND tier = req_id %% 3 AND container = req_id %% 4"
+             " AND status = CASE WHEN req_id %% 5 = 3 THEN 'rejected' ELSE 'completed' END"
+             " AND arrival_s = req_id / 4.0 AND prompt_tokens = 100 + req_id"
+             " AND output_tokens = 10 + req_id %% 7 AND generated_tokens = 1 + req_id %% 10"
+             " AND preemptions = req_id %% 4 AND sla_violated = req_id %% 2"
+             " AND measured = (req_id %% 6 != 0) AND migrations = req_id %% 3"
+             " AND (CASE WHEN req_id %% 5 = 3"
+             "      THEN ttft_ms IS NULL AND e2e_ms IS NULL AND tbt_mean_ms IS NULL"
+             "           AND tbt_max_ms IS NULL"
+             "      ELSE round(ttft_ms, 6) = 20 + req_id AND round(e2e_ms, 6) = 300 + 2 * req_id"
+             "           AND round(tbt_max_ms, 6) = 8 + req_id"
+             "           AND CASE WHEN generated_tokens = 1 THEN tbt_mean_ms IS NULL"
+             "               ELSE round(tbt_mean_ms * (generated_tokens - 1), 6) = 30 + req_id"
+             "               END END)",
+             (long long)run_id, n - 1);
+    assert_int_equal(tu_sql_int(path, sql), n);
+    /* each request once, in the order they came */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT req_id, lag(req_id, 1, -1) OVER (ORDER BY rowid) AS"
+             " prev FROM requests WHERE run_id = %lld) WHERE req_id != prev + 1",
+             (long long)run_id);
+    assert_int_equal(tu_sql_int(path, sql), 0);
+}
+
+/* Request rows go in by chunks of STORE__REQ_CHUNK, one INSERT each, and the rest one at a time
+ * at the commit: runs of 1, a chunk less one, a chunk, a chunk and one, and two chunks and
+ * three requests store every row once, in order, with its values, through one handle and then
+ * through the same database opened again, which keeps its schema; both handles' runs are
+ * equal in every column but run_id. */
+static void test_request_chunks(void **state)
+{
+    (void)state;
+    static const int sizes[] = {1, STORE__REQ_CHUNK - 1, STORE__REQ_CHUNK, STORE__REQ_CHUNK + 1,
+                                2 * STORE__REQ_CHUNK + 3};
+    enum { N_SIZES = sizeof sizes / sizeof *sizes };
+    char path[600];
+    snprintf(path, sizeof path, "%s/chunks.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    char *schema = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(store_open(&s, path, &eb), 0);
+        for (int k = 0; k < N_SIZES; k++)
+            write_chunk_run(s, sizes[k]);
+        store_close(&s);
+        for (int k = 0; k < N_SIZES; k++)
+            assert_chunk_rows(path, pass * N_SIZES + k + 1, sizes[k]);
+        char *now = schema_text(path);
+        if (schema)
+            assert_string_equal(now, schema);
+        sqlite3_free(schema);
+        schema = now;
+    }
+    sqlite3_free(schema);
+    /* every row of a run of the first handle has its twin in the second's */
+    char sql[800];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT (run_id - 1) %% %d, req_id, tenant, tier, container,"
+             " status, arrival_s, prompt_tokens, output_tokens, generated_tokens, preemptions,"
+             " ttft_ms, e2e_ms, tbt_mean_ms, tbt_max_ms, sla_violated, measured, migrations"
+             " FROM requests GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,"
+             " 18 HAVING count(*) != 2)", N_SIZES);
+    assert_int_equal(tu_sql_int(path, sql), 0);
 }
 
 static void test_allocation_failures(void **state)
@@ -411,6 +547,32 @@ static void test_allocation_failures(void **state)
         store_close(&s);
         tu_assert_no_leaks();
     }
+    /* a run's request rows (their buffer, each tenant's name) */
+    for (uint64_t k = 1;; k++) {
+        store *s = NULL;
+        ss_errbuf eb;
+        int64_t id;
+        assert_int_equal(store_open(&s, path, &eb), 0);
+        ss_alloc_fail_after(k);
+        int rc = store_run_begin(s, &info, &id, &eb);
+        for (int i = 0; !rc && i <= STORE__REQ_CHUNK; i++) {
+            metrics_req r = chunk_req(i);
+            rc = store_run_request(s, &r, i % 3 ? "chat" : "code", &eb);
+        }
+        metrics_summary m = {.requests = STORE__REQ_CHUNK + 1};
+        store_run_end e = {.wall_s = 0.1};
+        if (!rc)
+            rc = store_run_commit(s, &m, &e, &eb);
+        ss_alloc_fail_after(0);
+        assert_true(rc == SS_OK || rc == SS_ENOMEM);
+        store_close(&s);
+        tu_assert_no_leaks();
+        if (rc == SS_OK)
+            break;
+        assert_string_equal(eb.msg, "out of memory");
+    }
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 1);
+    assert_chunk_rows(path, 1, STORE__REQ_CHUNK + 1);
 }
 
 /* A sweep point is recorded with its run, in the same transaction: an aborted run leaves no
@@ -1022,6 +1184,7 @@ int main(void)
         cmocka_unit_test_teardown(test_upgrades_schema_1, teardown),
         cmocka_unit_test_teardown(test_upgrades_schema_12, teardown),
         cmocka_unit_test_teardown(test_allocation_failures, teardown),
+        cmocka_unit_test_teardown(test_request_chunks, teardown),
         cmocka_unit_test_teardown(test_sweep_points, teardown),
         cmocka_unit_test_teardown(test_typed_reads, teardown),
         cmocka_unit_test_teardown(test_merge, teardown),

@@ -12,6 +12,7 @@
 
 #include "core/ss_alloc.h"
 #include "store/store.h"
+#include "store/store_int.h" /* STORE__REQ_CHUNK */
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -20,6 +21,10 @@
 #include <unistd.h>
 
 static const int fault_codes[] = {SQLITE_FULL, SQLITE_BUSY, SQLITE_READONLY};
+
+/* Requests of the run whose every step fails in turn: a full chunk of request rows (one
+ * INSERT) and the rest, which the commit writes one at a time. */
+#define RUN_REQS (STORE__REQ_CHUNK + 7)
 
 static int teardown(void **state)
 {
@@ -122,7 +127,7 @@ static uint64_t steps_of_a_run(int fresh)
     if (!fresh)
         assert_int_equal(write_run(path, 5, "p0", &eb), 0);
     uint64_t before = store_step_count();
-    assert_int_equal(write_run(path, 7, "p1", &eb), 0);
+    assert_int_equal(write_run(path, RUN_REQS, "p1", &eb), 0);
     return store_step_count() - before;
 }
 
@@ -151,7 +156,7 @@ static void fail_each_step_of_a_run(int fresh)
         store_fail_step_after(n, code);
         int rc = store_open(&s, path, &eb);
         if (!rc)
-            rc = put_run(s, 7, "p1", &eb);
+            rc = put_run(s, RUN_REQS, "p1", &eb);
         store_fail_step_after(0, 0);
         if (n > steps) {
             assert_int_equal(rc, SS_OK);
@@ -201,7 +206,7 @@ static void test_last_step_is_the_commit(void **state)
     uint64_t steps = steps_of_a_run(0);
     assert_int_equal(write_run(path, 5, "p0", &eb), 0);
     store_fail_step_after(steps, SQLITE_FULL);
-    int rc = write_run(path, 7, "p1", &eb);
+    int rc = write_run(path, RUN_REQS, "p1", &eb);
     store_fail_step_after(0, 0);
     assert_int_equal(rc, SS_EDB);
     assert_non_null(strstr(eb.msg, "committing the run: database or disk is full"));
@@ -326,7 +331,7 @@ static void test_failed_new_database_leaves_nothing(void **state)
         int code = fault_codes[n % (sizeof fault_codes / sizeof *fault_codes)];
         snprintf(path, sizeof path, "%s/gone%d.db", tu_tmpdir(), (int)n);
         store_fail_step_after(n, code);
-        int rc = write_run(path, 7, "p1", &eb);
+        int rc = write_run(path, RUN_REQS, "p1", &eb);
         store_fail_step_after(0, 0);
         assert_clean_error(rc, &eb, path, code);
         if (any_file_left(path))
@@ -357,7 +362,7 @@ static void test_failed_write_keeps_an_existing_file(void **state)
                 store_close(&s);
             }
             store_fail_step_after(n, code);
-            int rc = write_run(path, 7, "p1", &eb);
+            int rc = write_run(path, RUN_REQS, "p1", &eb);
             store_fail_step_after(0, 0);
             if (kind == 1 && rc == SS_OK)
                 break; /* the schema exists: fewer steps */
@@ -384,7 +389,7 @@ static void test_failed_new_database_in_use_is_kept(void **state)
     assert_int_equal(sqlite3_exec(other, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL),
                      SQLITE_OK);
     store_fail_step_after(3, SQLITE_FULL);
-    assert_int_equal(put_run(s, 7, "p1", &eb), SS_EDB);
+    assert_int_equal(put_run(s, RUN_REQS, "p1", &eb), SS_EDB);
     store_fail_step_after(0, 0);
     store_close(&s);
     assert_int_equal(access(path, F_OK), 0);
@@ -504,12 +509,12 @@ static void test_locked_database(void **state)
     assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
     assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE; INSERT INTO sweep_points "
                                          "VALUES ('x', 'y', 1)", NULL, NULL, NULL), SQLITE_OK);
-    int rc = write_run(path, 7, "p1", &eb);
+    int rc = write_run(path, RUN_REQS, "p1", &eb);
     assert_clean_error(rc, &eb, path, SQLITE_BUSY);
     assert_non_null(strstr(eb.msg, "starting the run's transaction: database is locked"));
     assert_int_equal(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(other);
-    assert_int_equal(write_run(path, 7, "p1", &eb), 0);
+    assert_int_equal(write_run(path, RUN_REQS, "p1", &eb), 0);
     assert_sound(path, 2);
 }
 
