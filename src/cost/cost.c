@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define COST_DENSE_CACHE 1024 /* entries, power of two */
+#define COST_DENSE_BITS 8 /* 256 entries, 14 KiB a cost model (one per container) */
+#define COST_DENSE_CACHE (1u << COST_DENSE_BITS)
 #define MAX_OPS 24
 
 typedef struct cost_dense_entry {
@@ -350,7 +351,8 @@ __attribute__((noinline)) static void dense_fill(cost_model *cm, cost_dense_entr
  * same integer sums the expanded path adds up, so memoisation never changes a result. */
 static const cost_dense_entry *dense_split(cost_model *cm, uint64_t T, uint32_t S)
 {
-    cost_dense_entry *e = &cm->cache[(T * 31 + S) & (COST_DENSE_CACHE - 1)];
+    uint64_t h = T * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)S * UINT64_C(0xC2B2AE3D27D4EB4F);
+    cost_dense_entry *e = &cm->cache[h >> (64 - COST_DENSE_BITS)];
     if (!(e->valid && e->tokens == T && e->seqs == S))
         dense_fill(cm, e, T, S);
     return e;
@@ -404,6 +406,48 @@ void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out)
                                    kernels);
     out->head_ns = out->host_ns + e->head;
     out->tail_ns = e->tail;
+}
+
+void cost_decode_prep(cost_decode_run *r, cost_model *cm, uint32_t n)
+{
+    const cost_dense_entry *e = dense_split(cm, n, n);
+    double H = cm->attn.H, KV = cm->attn.KV, hd = cm->attn.hd, s = n;
+    *r = (cost_decode_run){.cm = cm, .n = n, .layer = e->layer, .head = e->head, .tail = e->tail,
+                           .host = e->host, .kernels = e->kernels + cm->layers,
+                           .roofline = cm->roofline != NULL};
+    /* decode_attn_work's and exposed_host_ns's constant parts, grouped as they evaluate */
+    r->behind = cm->host->launch_s > 0 ? (double)r->kernels * cm->host->launch_s * 1e9 : 0;
+    r->flops_per_ctx = 4.0 * hd * H;
+    r->bytes_q = 2.0 * s * H * hd;
+    r->bytes_kv = 2.0 * s * KV * hd;
+}
+
+void cost_decode_split(const cost_decode_run *r, uint64_t ctx, cost_split *out)
+{
+    cost_model *cm = r->cm;
+    ss_time attn;
+    if (r->roofline) {
+        double c = (double)ctx;
+        double flops = r->flops_per_ctx * c;
+        double bytes = (r->bytes_q + 2.0 * c * cm->attn.KV * cm->attn.hd + r->bytes_kv) *
+                       cm->attn.d;
+        attn = cost__roofline_attn_ns(cm->roofline, flops, bytes);
+    } else
+        attn = decode_attn_ns(cm, r->n, ctx);
+    ss_time layer = r->layer + attn, device = r->head + layer * (ss_time)cm->layers + r->tail;
+    ss_time wait = 0; /* exposed_host_ns */
+    double behind = cm->host->launch_s > 0 ? r->behind - (double)device : 0;
+    if (behind > 0)
+        wait = behind < (double)COST__MAX_OP_NS ? (ss_time)(behind + 0.5) : COST__MAX_OP_NS;
+    device += wait;
+    ss_time host = cm->p.engine->overlap == CAT_OVERLAP_MAX
+                       ? wait + (r->host > device ? r->host - device : 0)
+                       : wait + r->host;
+    out->layer_ns = layer;
+    out->host_ns = host;
+    out->head_ns = host + r->head;
+    out->tail_ns = r->tail;
+    out->send_ns = 0;
 }
 
 ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out)

@@ -160,6 +160,23 @@ typedef struct cost_split {
     ss_time send_ns;  /* pp_send of the batch's activations to the next stage */
 } cost_split;
 void cost_iteration_split(cost_model *cm, const cost_batch *b, cost_split *out);
+
+/* Pure-decode steps of a fixed number of sequences whose context grows step by step (a
+ * simulator's steady run): what does not change from step to step worked out once
+ * (cost_decode_prep), then each step's split from its context alone (cost_decode_split), the
+ * same values as cost_iteration_split of a batch of n decodes at that context. */
+typedef struct cost_decode_run {
+    cost_model *cm;           /* borrowed */
+    uint32_t n;               /* sequences */
+    ss_time layer, head, tail, host; /* the dense operators' parts and the host time */
+    uint64_t kernels;         /* kernel launches of a step */
+    double behind;            /* kernels x launch time, ns (0: launched at once) */
+    double flops_per_ctx;     /* decode attention's FLOPs per KV token read */
+    double bytes_q, bytes_kv; /* its bytes: the query rows' and the written KV's terms */
+    int roofline;             /* the backend is the roofline (its formulas inline) */
+} cost_decode_run;
+void cost_decode_prep(cost_decode_run *r, cost_model *cm, uint32_t n);
+void cost_decode_split(const cost_decode_run *r, uint64_t ctx, cost_split *out);
 /* The pp_send operator of batch b (activations of its query tokens) and its duration. */
 ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out);
 

@@ -299,7 +299,10 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = alloc_ctr_state(s, eb);
     if (!rc && (!(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)) ||
-                !(s->gsl = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gsl))))
+                !(s->gsl = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gsl)) ||
+                !(s->starts = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *s->starts)) ||
+                !(s->starts_now = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1,
+                                            sizeof *s->starts_now))))
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
@@ -350,6 +353,8 @@ void gsim_destroy(gsim **sp)
     ss_free(s->gst);
     ss_free(s->gsl);
     ss_free(s->run_cross);
+    ss_free(s->starts);
+    ss_free(s->starts_now);
     if (!s->fork)
         pol_batch_destroy(&s->batch);
     metrics_fini(&s->m);

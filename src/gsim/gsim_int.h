@@ -147,6 +147,7 @@ typedef struct ctr_state {
                                     them (0: unknown; gs_decide_batch looks for itself) */
     uint8_t steady_iter;         /* its latest batch is the steady one (pol_batch_ops.steady),
                                     built without asking the batching policy */
+    uint8_t start_mark;          /* in gsim.starts */
 } ctr_state;
 
 struct gsim {
@@ -201,6 +202,12 @@ struct gsim {
                                     order in which GPUs record them (NULL in a fork, which
                                     records into its own metrics) */
     ss_time until;               /* the current gsim_advance's horizon: events after it wait */
+    gmg_id *starts;              /* owned (NULL in a fork, which has no arrivals): the containers
+                                    that may be idle with requests waiting, which an arrival
+                                    tries to start (gs_on_arrival): every one that is, and some
+                                    that no longer are; n_ctrs entries, n_starts used */
+    gmg_id *starts_now;          /* owned scratch: the ones an arrival tries */
+    uint32_t n_starts;
     uint32_t *run_cross;         /* owned scratch of a steady run (gsim_iter.c): requests whose
                                     KV block boundaries fall on each residue of a step's index
                                     modulo block_tokens, run_cap entries */

@@ -48,9 +48,9 @@ static ss_time fork_cost(const gsim *s, ss_time ns)
     return (ss_time)llround((double)ns * (1 + s->cfg.whatif_cost_error));
 }
 
-void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_split *out)
+/* A fork's split off by the what-ifs' cost error (gs_cost_split). */
+static void fork_split(const gsim *s, cost_split *out)
 {
-    cost_iteration_split(cm, b, out);
     if (!s->fork || s->cfg.whatif_cost_error == 0)
         return;
     /* the compute a step takes and the host time in it; the transfers (swaps, activations
@@ -59,6 +59,12 @@ void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_spli
     out->head_ns = fork_cost(s, out->head_ns);
     out->host_ns = fork_cost(s, out->host_ns);
     out->tail_ns = fork_cost(s, out->tail_ns);
+}
+
+void gs_cost_split(const gsim *s, cost_model *cm, const cost_batch *b, cost_split *out)
+{
+    cost_iteration_split(cm, b, out);
+    fork_split(s, out);
 }
 
 /* The host-link phase that opens the first stage's device work at `at`: the wait for the copies
@@ -161,10 +167,22 @@ static void iteration_event(gsim *s, gmg_container *c)
     gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
 }
 
+/* c may be idle with requests waiting: the next arrival tries to start it (gsim.starts). */
+static void mark_start(gsim *s, const gmg_container *c)
+{
+    ctr_state *cs = &s->cs[c->id];
+    if (s->starts && !cs->start_mark) {
+        cs->start_mark = 1;
+        s->starts[s->n_starts++] = c->id;
+    }
+}
+
 void gs_start_iteration(gsim *s, gmg_container *c)
 {
     if (begin_iteration(s, c, des_now(s->des)))
         iteration_event(s, c);
+    else if (c->waiting.n)
+        mark_start(s, c);
 }
 
 /* ---- iteration completion --------------------------------------------------------------- */
@@ -272,12 +290,15 @@ static int steady_run_next(gsim *s, const gmg_container *c)
  * (steady_run_next for it). */
 /* schedule_stages for a steady step of a single-stage container without guest work or swaps
  * (steady_run_allowed): the same times and records, without what those need. */
-static int steady_stages(gsim *s, gmg_container *c, ss_time now)
+static int steady_stages(gsim *s, gmg_container *c, ss_time now, const cost_split *split)
 {
     gmg_replica *rep = &s->g->replicas[c->replica];
     ctr_state *cs = &s->cs[c->id];
     cost_split sp;
-    gs_cost_split(s, c->cost, &c->iter.batch, &sp);
+    if (split)
+        sp = *split;
+    else
+        gs_cost_split(s, c->cost, &c->iter.batch, &sp);
     ss_time d = sp.layer_ns * (ss_time)c->model->layers + sp.head_ns + sp.tail_ns;
     ss_time begin = now > rep->stage_free[0] ? now : rep->stage_free[0];
     ss_time dev = ss_time_add(begin, sp.host_ns), wait = 0;
@@ -346,7 +367,7 @@ static int steady_step(gsim *s, gmg_container *c, ss_time now)
     c->iter.swap_blocks = 0;
     c->iter.swap_ns = 0;
     c->iter.seq++;
-    if (steady_stages(s, c, now) || s->rc)
+    if (steady_stages(s, c, now, NULL) || s->rc)
         return 0;
     ss_time end = c->iter.end;
     return next && need <= c->blocks_free && (!s->have_next || end < s->next.arrival_ns) &&
@@ -382,6 +403,7 @@ typedef struct lazy_run {
     uint8_t tier[LAZY_TIERS];        /* the measured requests' tiers */
     uint32_t n_tier[LAZY_TIERS];     /* and how many of them in each */
     uint32_t n_tiers;
+    cost_decode_run cost;            /* the steps' cost, their context apart */
 } lazy_run;
 
 /* Set up the run of c's batch, its first step begun at `now`; 0 when it cannot run lazily. */
@@ -399,6 +421,7 @@ static int lazy_init(gsim *s, const gmg_container *c, ss_time now, lazy_run *r)
     }
     memset(s->run_cross, 0, bt * sizeof *s->run_cross);
     memset(r, 0, sizeof *r);
+    cost_decode_prep(&r->cost, c->cost, c->iter.n_reqs);
     r->start = r->last = now;
     r->stop = UINT64_MAX;
     const int gaps = !s->fork;
@@ -475,7 +498,10 @@ static int lazy_step(gsim *s, gmg_container *c, lazy_run *r)
     c->prev_step_ns = c->iter.end - c->iter.start;
     c->iter.batch.decode_ctx_tokens += c->iter.n_reqs;
     c->iter.seq++;
-    if (steady_stages(s, c, now) || s->rc)
+    cost_split sp;
+    cost_decode_split(&r->cost, c->iter.batch.decode_ctx_tokens, &sp);
+    fork_split(s, &sp);
+    if (steady_stages(s, c, now, &sp) || s->rc)
         return 0;
     return lazy_next(s, c, r);
 }
@@ -527,7 +553,8 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
         }
         if (!s->rc)
             iteration_event(s, c);
-    }
+    } else if (c->waiting.n)
+        mark_start(s, c);
     if (!c->busy && c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
         gs_disagg_pump(s, &s->ten[c->tenant]); /* its batch freed blocks without running */
     if (!c->busy) {
@@ -645,13 +672,30 @@ void gs_on_arrival(des_engine *e, des_event *ev, void *ctx)
         if (s->next.arrival_ns < now)
             ss_fatal(SS_LOC, "source delivered arrival %lld before now %lld",
                      (long long)s->next.arrival_ns, (long long)now);
-        if (!admit_arrival(s))
+        gmg_container *c = admit_arrival(s);
+        if (!c)
             return;
+        if (!c->busy)
+            mark_start(s, c);
     } while (gs_read_next(s) && s->next.arrival_ns == now);
     if (s->have_next && !s->rc)
         gs_sched(s, e, s->next.arrival_ns, EV_ARRIVAL, 0);
-    for (uint32_t i = 0; i < s->g->n_ctrs; i++) {
-        gmg_container *c = &s->g->ctrs[i];
+    /* Every container idle with requests waiting, in id order: those this arrival reached and
+     * those a start left waiting (a load from the KV pool, a KV transfer out), which gs_start_
+     * iteration marks again if they stay so. */
+    uint32_t n = s->n_starts;
+    gmg_id *ids = s->starts_now;
+    memcpy(ids, s->starts, n * sizeof *ids);
+    s->n_starts = 0;
+    for (uint32_t i = 1; i < n; i++) /* insertion sort: a few at a time */
+        for (uint32_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            gmg_id t = ids[j - 1];
+            ids[j - 1] = ids[j];
+            ids[j] = t;
+        }
+    for (uint32_t i = 0; i < n; i++) {
+        gmg_container *c = &s->g->ctrs[ids[i]];
+        s->cs[c->id].start_mark = 0;
         if (!c->busy && c->waiting.n)
             gs_start_iteration(s, c);
     }

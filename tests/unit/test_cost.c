@@ -680,6 +680,53 @@ static void test_engine_bounds_fit_the_clock(void **state)
 
 /* }====================================================================== */
 
+/* cost_decode_split is cost_iteration_split of a pure decode, to the nanosecond, for every
+ * engine (launch floors, overlap, attention speed), models of both attention kinds and MoE, TP
+ * 1 to 4, batches of 1 to 300 sequences and contexts from one token a sequence to long ones;
+ * and the profile backend (its tables, or the roofline where it has none) through the
+ * operator. */
+static void test_decode_run_matches_split(void **state)
+{
+    fx *f = *state;
+    static const char *const engines[] = {"vllm-eager", "vllm-0.15", "vllm-0.2"};
+    static const struct { const char *model, *gpu; uint32_t tp; } shapes[] = {
+        {"llama-2-7b", "a100-80g", 1}, {"llama-3-8b", "h100-sxm", 2},
+        {"mixtral-8x7b", "h100-sxm", 4}, {"llama-2-70b", "a100-80g", 4}};
+    static const char *const backends[] = {"roofline", "profile"};
+    static const uint32_t seqs[] = {1, 3, 17, 300};
+    uint64_t checked = 0;
+    for (size_t e = 0; e < 3; e++)
+        for (size_t m = 0; m < 4; m++)
+            for (size_t k = 0; k < 2; k++) {
+                cost_params p = {.gpu = catalog_gpu(f->cat, shapes[m].gpu),
+                                 .model = catalog_model(f->cat, shapes[m].model),
+                                 .tp = shapes[m].tp, .engine = catalog_engine(f->cat, engines[e]),
+                                 .profiles_dir = tu_src_path("profiles")};
+                assert_non_null(p.engine);
+                cost_model *cm = NULL;
+                ss_errbuf eb;
+                assert_int_equal(cost_model_create(&cm, backends[k], &p, &eb), 0);
+                for (size_t i = 0; i < 4; i++) {
+                    cost_decode_run r;
+                    cost_decode_prep(&r, cm, seqs[i]);
+                    for (uint64_t ctx = seqs[i]; ctx < seqs[i] * UINT64_C(9000); ctx = ctx * 3 + 7) {
+                        cost_batch b = {.n_decode = seqs[i], .decode_ctx_tokens = ctx};
+                        cost_split want, got;
+                        cost_iteration_split(cm, &b, &want);
+                        cost_decode_split(&r, ctx, &got);
+                        assert_int_equal(got.layer_ns, want.layer_ns);
+                        assert_int_equal(got.head_ns, want.head_ns);
+                        assert_int_equal(got.host_ns, want.host_ns);
+                        assert_int_equal(got.tail_ns, want.tail_ns);
+                        assert_int_equal(got.send_ns, want.send_ns);
+                        checked++;
+                    }
+                }
+                cost_model_destroy(&cm);
+            }
+    assert_true(checked > 500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -701,6 +748,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_engine_bounds_fit_the_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_llama70b_tp2_decode_step_near_measured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fidelity_vs_vidur_profiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_decode_run_matches_split, setup, teardown),
     };
     return cmocka_run_group_tests_name("cost", tests, NULL, NULL);
 }
