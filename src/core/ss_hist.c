@@ -96,7 +96,9 @@ void ss_hist_above(const ss_hist *h, int64_t v, double q, uint64_t *n_out, doubl
     uint64_t n = 0;
     double sum = 0;
     size_t first = h->n_buckets; /* the first bucket above v */
-    for (size_t i = 0; h->n && v < h->max && i < h->n_buckets; i++) {
+    /* the buckets below v's hold nothing above it (a negative v: every bucket) */
+    size_t i0 = v < 0 ? 0 : ss_hist__bucket((uint64_t)v);
+    for (size_t i = i0; h->n && v < h->max && i < h->n_buckets; i++) {
         int64_t x = h->counts[i] ? above_value(h, i, v) : 0;
         if (!x)
             continue;

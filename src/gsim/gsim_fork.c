@@ -49,8 +49,16 @@ static int fork_ctr_state(gsim *f, const gsim *s)
     return SS_OK;
 }
 
+static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ctrs[i] == c)
+            return 1;
+    return 0;
+}
+
 /* The offloaded prefills in flight (their events are rescheduled by fork_events). */
-static int fork_offloads(gsim *f, const gsim *s)
+static int fork_offloads(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n)
 {
     f->free_off = s->free_off;
     f->max_overrun = s->max_overrun;
@@ -60,9 +68,12 @@ static int fork_offloads(gsim *f, const gsim *s)
         return SS_ENOMEM;
     memcpy(f->offs, s->offs, s->n_offs * sizeof *f->offs);
     f->n_offs = s->n_offs, f->cap_offs = s->cap_offs;
-    f->n_offs_live = s->n_offs_live;
-    for (uint32_t i = 0; i < f->n_offs; i++)
+    for (uint32_t i = 0; i < f->n_offs; i++) {
         f->offs[i].ev = NULL;
+        /* those of its containers run (fork_events); the others stay as they are */
+        f->n_offs_live += f->offs[i].in_use && (in_set(ctrs, n, f->offs[i].home) ||
+                                                 in_set(ctrs, n, f->offs[i].helper));
+    }
     return SS_OK;
 }
 
@@ -80,13 +91,6 @@ static void fork_predictions(gsim *f)
     }
 }
 
-static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (ctrs[i] == c)
-            return 1;
-    return 0;
-}
 
 /* Schedule what is pending for the forked containers: a running iteration's end, a loading
  * container's readiness, the chunks and completion of offloaded prefills they take part in,
@@ -184,7 +188,7 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
     if (!rc)
         rc = fork_ctr_state(f, s);
     if (!rc)
-        rc = fork_offloads(f, s);
+        rc = fork_offloads(f, s, ctrs, n);
     if (!rc)
         rc = metrics_init(&f->m, s->n_ten, s->cfg.warmup);
     if (!rc)
