@@ -148,6 +148,10 @@ typedef struct ctr_state {
     uint8_t steady_iter;         /* its latest batch is the steady one (pol_batch_ops.steady),
                                     built without asking the batching policy */
     uint8_t start_mark;          /* in gsim.starts */
+    uint8_t look_ok;             /* the step in flight is steady, ends no request's output and
+                                    has every request's prompt in the prefix cache (if any):
+                                    its end may be taken by steady_step (gsim_iter.c) */
+    uint32_t look_need;          /* then the KV blocks the step after it takes */
 } ctr_state;
 
 struct gsim {

@@ -139,6 +139,8 @@ static int schedule_stages(gsim *s, gmg_container *c, ss_time now)
     return SS_OK;
 }
 
+static void steady_look(gsim *s, gmg_container *c);
+
 /* Decide c's next batch and time it from `now` (the simulated time: the event's, or in a
  * steady run the end of the step before); 1 when an iteration started (c->busy, c->iter timed,
  * its EV_ITER_DONE not yet scheduled), 0 when there is nothing to run or the run failed. */
@@ -156,6 +158,10 @@ static int begin_iteration(gsim *s, gmg_container *c, ss_time now)
     c->iter.swap_ns = 0; /* the host-link phase: schedule_stages */
     c->busy = 1;
     c->iter.seq++;
+    if (s->cs[c->id].steady_iter)
+        steady_look(s, c);
+    else
+        s->cs[c->id].look_ok = 0;
     return !schedule_stages(s, c, now);
 }
 
@@ -270,17 +276,45 @@ static int steady_run_allowed(gsim *s, const gmg_container *c)
  * step after it is steady too (the blocks its requests' next tokens need are free). */
 static int steady_run_next(gsim *s, const gmg_container *c)
 {
+    const ctr_state *cs = &s->cs[c->id];
     ss_time end = c->iter.end;
     if ((s->have_next && end >= s->next.arrival_ns) || end > s->until)
         return 0;
+    return cs->look_ok && cs->look_need <= c->blocks_free &&
+           pol_batch_steady(s->batch, c->batch_priv, c);
+}
+
+/* c's step just begun is steady: record whether its end may be taken by steady_step (no
+ * request's last token in it, every prompt in the prefix cache) and what the step after takes
+ * (ctr_state.look_ok, look_need). */
+static void steady_look(gsim *s, gmg_container *c)
+{
+    ctr_state *cs = &s->cs[c->id];
     uint32_t need = 0;
+    cs->look_ok = 0;
     for (uint32_t i = 0; i < c->iter.n_reqs; i++) {
         const gmg_req *q = &s->g->reqs[c->iter.reqs[i]];
         if (q->generated + 1 >= q->output || (c->pc && !q->pc_registered))
-            return 0;
+            return;
         need += !gmg_blocks_hold(c, q->blocks, (uint64_t)q->prompt + q->generated + 1);
     }
-    return need <= c->blocks_free && pol_batch_steady(s->batch, c->batch_priv, c);
+    cs->look_ok = 1;
+    cs->look_need = need;
+}
+
+/* Whether the step of c ending now may be taken by steady_step though it has an event of its
+ * own: steady_look held when it began, nothing has come to c since (no arrival, no request
+ * back from elsewhere, no migration), and the step after it is steady. steady_step does then
+ * what end_iteration and begin_iteration would. */
+static int steady_ready(gsim *s, const gmg_container *c)
+{
+    const ctr_state *cs = &s->cs[c->id];
+    return cs->steady_iter && cs->look_ok && !s->cfg.no_steady && !c->waiting.n &&
+           !c->swapped.n && c->running.n == c->iter.n_reqs && !c->migrating_out &&
+           !c->blocks_reserved &&
+           c->role == GMG_ROLE_BOTH && c->pp == 1 && c->status == GMG_CTR_ACTIVE &&
+           cs->guest == GMG_NONE && !cs->staged && cs->look_need <= c->blocks_free &&
+           pol_batch_steady(s->batch, c->batch_priv, c);
 }
 
 /* The steady step of c that steady_run_next let end within the handler ends at `now`, and the
@@ -340,6 +374,7 @@ static int steady_step(gsim *s, gmg_container *c, ss_time now)
         gmg_req *q = &g->reqs[c->iter.reqs[i]];
         ss_time gap;
         gmg_req_progress(q, now, &gap); /* a decode: a token, never the first */
+        gs_pred_token(s, q);
         if (q->measured && gaps) {
             if (g_n && (gap != g_gap || q->tier != g_tier)) {
                 metrics_add_gaps(&s->m, c->tenant, g_tier, g_gap, g_n);
@@ -360,6 +395,7 @@ static int steady_step(gsim *s, gmg_container *c, ss_time now)
     }
     if (g_n)
         metrics_add_gaps(&s->m, c->tenant, g_tier, g_gap, g_n);
+    gs_kvp_charge(s, c); /* the copies out of what the blocks taken evicted start now */
     c->iterations++;
     s->iterations++;
     c->prev_step_ns = c->iter.end - c->iter.start;
@@ -367,6 +403,11 @@ static int steady_step(gsim *s, gmg_container *c, ss_time now)
     c->iter.swap_blocks = 0;
     c->iter.swap_ns = 0;
     c->iter.seq++;
+    ctr_state *cs = &s->cs[c->id];
+    cs->steady_iter = 1;
+    cs->steady_need = 0;
+    cs->look_ok = (uint8_t)next;
+    cs->look_need = need;
     if (steady_stages(s, c, now, NULL) || s->rc)
         return 0;
     ss_time end = c->iter.end;
@@ -527,6 +568,7 @@ static void lazy_close(gsim *s, gmg_container *c, const lazy_run *r)
         if (!gmg_blocks_hold(c, q->blocks, tokens))
             q->blocks = gmg_blocks_for(c, tokens); /* counted as the run crossed them */
     }
+    steady_look(s, c); /* for the step begun, which ends with an event */
 }
 
 void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
@@ -534,10 +576,17 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     gsim *s = ctx;
     gmg_container *c = &s->g->ctrs[ev->target];
     ss_time now = des_now(e);
-    end_iteration(s, c, now);
-    if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
-        gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
-    if (begin_iteration(s, c, now)) {
+    int begun;
+    if (steady_ready(s, c)) { /* ends this step and begins the next, as below */
+        steady_step(s, c, now);
+        begun = !s->rc;
+    } else {
+        end_iteration(s, c, now);
+        if (c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
+            gs_disagg_pump(s, &s->ten[c->tenant]); /* blocks it freed may take a waiting KV */
+        begun = begin_iteration(s, c, now);
+    }
+    if (begun) {
         lazy_run r;
         if (!steady_run_allowed(s, c) || !steady_run_next(s, c))
             ;

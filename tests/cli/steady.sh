@@ -48,6 +48,17 @@ both sarathi-swap --trace "$T/200k.csv" --replicas 3 --gpu-mem-util 0.2 --batchi
 [ "$(field swap_outs "$T/sarathi-swap.on")" -gt 0 ] || fail "sarathi-swap: nothing was swapped"
 both orca --trace "$T/200k.csv" --replicas 3 --batching orca --max-batch 32
 both static --trace "$T/200k.csv" --replicas 3 --batching static --max-batch 8
+# with an observer (the timeline) no step ends within another's handler, but the steady ones
+# still take the one-pass path: the timeline, every iteration in it, is the same both ways
+head -2001 "$T/1m.csv" >"$T/2k.csv"
+for f in on off; do
+    off=0
+    [ $f = on ] || off=1
+    SLICESIM_NO_STEADY=$off "$S" replay --trace "$T/2k.csv" \
+        --replicas 2 --gpu-mem-util 0.21 --db none --no-progress --timeline "$T/tl.$f.json" \
+        >/dev/null 2>"$T/err" || fail "timeline: the replay failed: $(cat "$T/err")"
+done
+cmp -s "$T/tl.on.json" "$T/tl.off.json" || fail "timeline: the fast path changes the timeline"
 E=${SS_SOURCE_ROOT:-.}/experiments
 both tiers -c "$E/multitier-llama2-7b.ini" --set run.duration_s=300
 both two-tenants -c "$E/example-two-tenants.ini" --set run.duration_s=300
