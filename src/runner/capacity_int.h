@@ -1,9 +1,12 @@
-/* Private to runner/'s capacity files: the digest of what a capacity probe's result depends on
- * (capacity_inputs.c), which capacity_run.c stores with each probe's run and compares before it
- * reuses a stored probe instead of running it again. Not for other modules. */
+/* Private to runner/'s capacity files: the command under way (capacity_run.c), and the digest of what a capacity probe's result
+ * depends on (capacity_inputs.c), which capacity_run.c stores with each probe's run and
+ * compares before it reuses a stored probe instead of running it again. Not for other
+ * modules. */
 #ifndef SS_RUNNER_CAPACITY_INT_H
 #define SS_RUNNER_CAPACITY_INT_H
 
+#include "runner/bundle.h"
+#include "runner/capacity.h"
 #include "scenario/scenario.h"
 
 #include <stddef.h>
@@ -23,6 +26,37 @@ typedef struct runner__inputs {
         int ok;                /* 0: it could not be read */
     } file[RUNNER__INPUT_FILES];
 } runner__inputs;
+
+#define RUNNER__SEARCH_NOTE 300 /* what a searching bundle chose at a probe, at most */
+
+/* One capacity command under way. */
+typedef struct capacity {
+    const runner_capacity_opts *o;
+    char label[RUNNER_CAPACITY_MAX_POLICIES][RUNNER_LABEL_MAX]; /* of each bundle */
+    char name[300];            /* the sweep's name */
+    int i_tenant;              /* judged tenant's index (-1: every tenant) */
+    char tenants[SS_MAX_TENANTS][SCN_NAME_MAX]; /* the scenario's tenants, in its order */
+    uint32_t n_tenants;
+    int p;                     /* the bundle being searched */
+    int k;                     /* the seed it is searched at: seed[k] */
+    int n_seeds;               /* 1 to RUNNER_CAPACITY_MAX_SEEDS */
+    uint64_t seed[RUNNER_CAPACITY_MAX_SEEDS]; /* run.seed, run.seed + 1, ... */
+    store *st;                 /* the database of every probe (NULL: none) */
+    runner_capacity_result *res; /* bundle p at seed k: res[p * n_seeds + k] (owned) */
+    char search[RUNNER_CAPACITY_MAX_PROBES][RUNNER__SEARCH_NOTE]; /* what a searching bundle
+                                  chose at each probe of the bundle being searched */
+    char (*best_search)[RUNNER__SEARCH_NOTE]; /* ... at each search's capacity, indexed as res
+                                                 (owned) */
+    runner__inputs inputs;     /* what the probes' results depend on (with a database) */
+    int n_reused;              /* probes read from the database instead of run */
+    int n_rerun;               /* probes the database had that were run again (other inputs,
+                                  no digest, a searching bundle's) */
+} capacity;
+
+/* Search bundle c->p at seed c->seed[c->k] into c->res (and what a searching bundle chose at
+ * its capacity into c->best_search). 0, or the first probe's error with eb set (the probes
+ * before it stored). */
+int runner__capacity_search_one(capacity *c, ss_errbuf *eb);
 
 /* Read what every probe shares: the code that runs (each executable file mapped into this
  * process, by name: slicesim and the libraries it loaded) and every file of the catalog

@@ -1,0 +1,143 @@
+#!/bin/bash
+# `slicesim capacity`'s probes that stop once their verdict is certain: on a tiny two-tenant
+# scenario, the answer (table, JSON but for the stopped probes' own figures, the searches'
+# choices) with stopped probes and candidates is the one of --full-probes, under every
+# criterion, over several seeds, with an allocation search and a knob search among the bundles; a stopped probe is never stored, so a later command never
+# reuses it as a complete run, and a probe whose point the database holds from other inputs
+# runs to its end to replace it.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+cat >tiny.ini <<'INI'
+[cluster]
+gpu = a100-80g
+nodes = 1
+
+[run]
+seed = 3
+duration_s = 40
+warmup_s = 5
+
+[tenant.chat]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=6 duration=40 prompt=lognormal:800:0.5 output=lognormal:120:0.5"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+
+[tenant.code]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=2 duration=40 arrival=gamma cv=2 prompt=lognormal:1500:0.5 output=fixed:100"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+INI
+POLICIES="container,static-best,knob:policy.batching=sarathi|vllm"
+cap() { "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 "$@"; }
+STOPPED=', stopped at [0-9.]* s simulated, certain to fail: fail'
+
+# ---- the same answer as --full-probes ---------------------------------------------------------
+# A stopped probe's misses are lower bounds above the bound (its JSON says "stopped": true,
+# its goodput is null); everything else, and each probe's load and verdict, is as in full.
+for crit in worst pooled tenant:chat tenant:code; do
+    c=${crit#*:}
+    cap --criterion "$crit" --db none >"t-$c" 2>"e-$c" || fail "$crit: $(cat "e-$c")"
+    cap --criterion "$crit" --db none --full-probes >"tf-$c" 2>"ef-$c" ||
+        fail "$crit --full-probes: $(cat "ef-$c")"
+    cmp -s "t-$c" "tf-$c" || fail "$crit: the table differs with --full-probes: $(diff "t-$c" "tf-$c")"
+    grep -q "$STOPPED" "ef-$c" && fail "$crit --full-probes stopped a probe: $(cat "ef-$c")"
+    # the searches' choices and candidate counts: what each search chose, at every probe
+    for f in "e-$c" "ef-$c"; do
+        grep -E '^slicesim: (static-best|knob search): ' "$f" |
+            sed 's/, [0-9]* stopped early$//' >"$f.chose"
+    done
+    [ -s "e-$c.chose" ] && cmp -s "e-$c.chose" "ef-$c.chose" ||
+        fail "$crit: the searches chose otherwise: $(diff "e-$c.chose" "ef-$c.chose")"
+    cap --criterion "$crit" --db none --json --no-progress >"j-$c" 2>/dev/null &&
+        cap --criterion "$crit" --db none --json --no-progress --full-probes >"jf-$c" ||
+        fail "$crit --json"
+    python3 - "j-$c" "jf-$c" <<'PY' || fail "$crit: the JSON differs from --full-probes"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+n = 0
+for pa, pb in zip(a["policies"], b["policies"]):
+    for ra, rb in zip(pa["runs"], pb["runs"]):
+        for qa, qb in zip(ra["probes"], rb["probes"]):
+            assert "stopped" not in qb, qb
+            if qa.get("stopped"):  # certain to fail: lower bounds above the bound
+                n += 1
+                assert qa["stopped"] is True and qa["goodput_tok_per_s"] is None, qa
+                assert not qa["pass"] and not qb["pass"] and qa["load"] == qb["load"], (qa, qb)
+                assert a["sla_miss_bound"] < qa["sla_miss"] <= qb["sla_miss"], (qa, qb)
+                assert qa["pooled_sla_miss"] <= qb["pooled_sla_miss"], (qa, qb)
+                for t, m in qa["tenant_sla_miss"].items():
+                    assert m <= qb["tenant_sla_miss"][t], (qa, qb)
+                for k in ("sla_miss", "goodput_tok_per_s", "pooled_sla_miss", "tenant_sla_miss",
+                          "stopped", "stopped_at_s"):
+                    qa.pop(k, None)
+                    qb.pop(k, None)
+assert a == b
+print(n)
+PY
+done
+[ "$(cat e-* | grep -c "$STOPPED")" -ge 10 ] || fail "too few probes stopped: $(cat e-*)"
+# candidates stopped too, the allocation search's and the knob search's
+for who in static-best "knob search"; do
+    cat e-* | grep "^slicesim: $who: .* candidate replays, [1-9][0-9]* stopped early" >/dev/null ||
+        fail "no $who candidate stopped: $(cat e-*)"
+done
+
+# ---- stopped probes are never stored, nor reused -----------------------------------------------
+runs() { sql "$1" 'SELECT count(*) FROM runs'; }
+cap --db s.db >s1 2>s1.err || fail "capacity into s.db: $(cat s1.err)"
+n_stopped=$(grep -c "$STOPPED" s1.err)
+[ "$n_stopped" -ge 1 ] || fail "no probe stopped: $(cat s1.err)"
+# the stopped probes' points are not in the database; every other probe's is
+sed -n "s/^slicesim: capacity: \([^ ]*\) seed \([0-9]*\) ([0-9/]*) probe [0-9]*: load \([0-9.e+-]*\): .*$STOPPED\$/policy=\1;rate=\3;run.seed=\2/p" \
+    s1.err >stopped.points
+[ "$(wc -l <stopped.points)" = "$n_stopped" ] || fail "stopped points: $(cat stopped.points)"
+while read -r pt; do
+    [ "$(sql s.db "SELECT count(*) FROM sweep_points WHERE point = '$pt'")" = 0 ] ||
+        fail "stopped probe $pt was stored"
+done <stopped.points
+n=$(runs s.db)
+n_probes=$(grep -c '^slicesim: capacity: .* probe [0-9]*: load ' s1.err)
+[ "$n" = $((n_probes - n_stopped)) ] || fail "$n runs for $n_probes probes, $n_stopped stopped"
+# again: the complete probes are reused (but a searching bundle's, which always run), the
+# stopped ones run and stop again, and the answer is the same
+cap --db s.db >s2 2>s2.err || fail "capacity again into s.db: $(cat s2.err)"
+cmp -s s1 s2 || fail "the rerun's table differs: $(diff s1 s2)"
+[ "$(grep -c "$STOPPED" s2.err)" = "$n_stopped" ] || fail "the rerun stopped otherwise: $(cat s2.err)"
+reused=$(grep -c '(stored run [0-9]*, same inputs)$' s2.err)
+[ "$reused" -ge 1 ] && grep "(stored run" s2.err | grep -q "$STOPPED" && fail "a stopped probe reused"
+grep -q "^slicesim: capacity: reused $reused probes stored in s.db" s2.err ||
+    fail "reuse line: $(cat s2.err)"
+# after --full-probes every probe is stored, and a command that would stop them reuses them all
+cap --db f.db --full-probes >/dev/null 2>f1.err || fail "--full-probes into f.db"
+cap --db f.db >f2 2>f2.err || fail "capacity after --full-probes: $(cat f2.err)"
+grep -q "$STOPPED" f2.err && fail "a probe stored in full stopped: $(cat f2.err)"
+diff <(grep -v '^  results: ' s1) <(grep -v '^  results: ' f2) >/dev/null ||
+    fail "the table from probes stored in full differs: $(diff s1 f2)"
+# a probe whose point the database holds from other inputs (another code seed) runs to its
+# end, so that the point names its new run
+cap --db s.db --set tenant.code.synthetic="rate=2 duration=40 arrival=gamma cv=3 prompt=lognormal:1500:0.5 output=fixed:100" \
+    >/dev/null 2>s3.err || fail "capacity, other inputs: $(cat s3.err)"
+grep -q "^slicesim: note: capacity: [1-9][0-9]* of these probes were in s.db" s3.err ||
+    fail "no probe was run again: $(cat s3.err)"
+sed -n "s/^slicesim: capacity: \([^ ]*\) seed \([0-9]*\) ([0-9/]*) probe [0-9]*: load \([0-9.e+-]*\): .*/policy=\1;rate=\3;run.seed=\2/p" \
+    s3.err >probed.points
+[ -s probed.points ] || fail "the probes of other inputs: $(cat s3.err)"
+while read -r pt; do
+    [ "$(sql s.db "SELECT count(*) FROM sweep_points JOIN runs USING (run_id)
+        WHERE point = '$pt' AND scenario NOT LIKE '%cv=3 %'")" = 0 ] ||
+        fail "point $pt still names a run of the old inputs"
+done <probed.points
+
+# ---- options ---------------------------------------------------------------------------------
+expect_error 2 "capacity: unknown option '--full-probe'" \
+    "$S" capacity -c tiny.ini --policies container --full-probe
+"$S" capacity --help | grep -q -- "--full-probes  " || fail "--help names --full-probes"
+exit 0
