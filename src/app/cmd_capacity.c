@@ -12,9 +12,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_CAPACITY_MAX_POLICIES, "bundles of one search");
 _Static_assert(CLI_RUNS_MAX_SEEDS == RUNNER_CAPACITY_MAX_SEEDS, "seeds of one search");
+
+#define CAPACITY_MAX_JOBS 256  /* most --jobs */
 
 typedef struct capacity_opts {
     cli_runs_opts r;           /* the options capacity shares with compare */
@@ -23,14 +26,22 @@ typedef struct capacity_opts {
     const char *tenant;        /* the tenant of --criterion tenant:NAME (or --tenant NAME) */
     runner_capacity_search_opts search;
     int full_probes;           /* --full-probes */
+    int jobs;                  /* --jobs (0: the online CPUs) */
 } capacity_opts;
+
+/* --jobs' default: the online CPUs (1 when that is unknown), at most CAPACITY_MAX_JOBS. */
+static int default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CAPACITY_MAX_JOBS ? CAPACITY_MAX_JOBS : (int)n;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: slicesim capacity -c SCENARIO.ini --policies A,B,... [--sla-miss 0.09]\n"
         "                         [--criterion worst|pooled|tenant:NAME] [--tol 0.02]\n"
-        "                         [--max-probes 12] [--seeds N] [--full-probes]\n"
+        "                         [--max-probes 12] [--seeds N] [--jobs N] [--full-probes]\n"
         "                         [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
         "\n"
         "Find each policy bundle's capacity: the highest load multiplier (of every tenant's\n"
@@ -84,6 +95,11 @@ static void usage(FILE *f)
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
         "  --max-probes N          most replays per bundle and seed, 1 to %d (default 12)\n"
         CLI_RUNS_SEEDS_HELP
+        "  --jobs N                searches (bundles x seeds) at once, each in a process of its\n"
+        "                          own with a database of its own merged in at the end, 1 to\n"
+        "                          %d (default: the online CPUs); the table, JSON, stderr and\n"
+        "                          database are those of --jobs 1 (stderr comes search by\n"
+        "                          search; a candidate's line, on a terminal only, is not shown)\n"
         "  --full-probes           run every probe and search candidate to its end (the figures\n"
         "                          of every probe in full; slower)\n"
         "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
@@ -99,7 +115,7 @@ static void usage(FILE *f)
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES);
+        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES, CAPACITY_MAX_JOBS);
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -107,7 +123,7 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_FULL };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_FULL, O_JOBS };
 
 /* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
 static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
@@ -167,6 +183,11 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
     case O_FULL:
         o->full_probes = 1;
         return CLI_OK;
+    case O_JOBS:
+        if (cli_parse_long("capacity: --jobs", optarg, 1, CAPACITY_MAX_JOBS, &n))
+            return CLI_EUSAGE;
+        o->jobs = (int)n;
+        return CLI_OK;
     case O_PROBES:
         if (cli_parse_long("capacity: --max-probes", optarg, 1, RUNNER_CAPACITY_MAX_PROBES, &n))
             return CLI_EUSAGE;
@@ -188,6 +209,7 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         {"tol", required_argument, NULL, O_TOL},
         {"max-probes", required_argument, NULL, O_PROBES},
         {"full-probes", no_argument, NULL, O_FULL},
+        {"jobs", required_argument, NULL, O_JOBS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -235,7 +257,7 @@ int cmd_capacity(int argc, char **argv)
         .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
         .search = o.search, .n_seeds = o.r.n_seeds,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
-        .full_probes = o.full_probes,
+        .full_probes = o.full_probes, .jobs = o.jobs ? o.jobs : default_jobs(),
         .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};

@@ -109,6 +109,8 @@ typedef struct runner_capacity_opts {
                                   default, RUNNER_STATIC_BEST_REPLAYS) */
     int full_probes;           /* run every probe and every search candidate to its end (0:
                                   stop each as soon as its verdict is certain) */
+    int jobs;                  /* searches (bundles x seeds) at once, each in a process of its
+                                  own (0 or 1: one after the other, in this one) */
     runner_files_fn *check_files; /* called with the load-1 scenario and the database once
                                      every bundle passed its check (NULL: none) */
     void *check_files_ud;

@@ -105,6 +105,7 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         rc = o->check_files(o->check_files_ud, sc, NULL, eb);
     if (!rc && strcmp(sc->db, "none"))
         rc = store_open(&c->st, sc->db, eb);
+    c->st_read = c->st;
     if (!rc && c->st) {
         runner__inputs_init(&c->inputs, o->profiles);
         if (!c->inputs.ok)
@@ -227,19 +228,22 @@ static int stored_probe(capacity *c, const scn_scenario *sc, const char *point, 
     if (!runner_bundle_searches(spec))
         runner__inputs_probe(&c->inputs, sc, spec, digest, n);
     store_probe_row row;
-    int has = store_point_probe(c->st, c->name, point, NULL, &row, eb);
+    int has = store_point_probe(c->st_read, c->name, point, NULL, &row, eb);
     if (has <= 0)
         return has;
     if (!digest[0] || !row.has_figures || strcmp(row.inputs, digest)) {
         c->n_rerun++;
         *held = 1;
-        return 0;
+        if (!c->worker)
+            return 0;
+        c->redo = 1; /* its new run must replace the point: in the command's own process */
+        return ss_err(eb, SS_EINVAL, "%s: stored from other inputs", point);
     }
     pr->pooled_miss = row.sla_violation_rate;
     pr->goodput_tok_per_s = row.window_goodput_tokens_per_s;
     for (uint32_t t = 0; t < c->n_tenants; t++) { /* each tenant's row of the same run */
         store_probe_row tr;
-        has = store_point_probe(c->st, c->name, point, c->tenants[t], &tr, eb);
+        has = store_point_probe(c->st_read, c->name, point, c->tenants[t], &tr, eb);
         if (has < 0)
             return has;
         if (!has || !tr.has_figures) {
@@ -349,9 +353,9 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     c->search[cur(c)->n_probes][0] = '\0';
     char digest[STORE_INPUTS_MAX] = "";
     int held = 0;
-    int stored = !rc && c->st ? stored_probe(c, sc, point, why, digest, sizeof digest, pr,
-                                             &held, &x.eb)
-                              : 0;
+    int stored = !rc && c->st_read ? stored_probe(c, sc, point, why, digest, sizeof digest,
+                                                  pr, &held, &x.eb)
+                                   : 0;
     if (stored > 0) {
         scn_destroy(&sc);
         return SS_OK;
@@ -360,7 +364,7 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
         rc = stored;
     if (!rc)
         rc = run_probe(c, sc, &ro, o->full_probes || pr->full || held, pr, &x);
-    if (!rc && digest[0] && !pr->stopped)
+    if (!rc && digest[0] && !pr->stopped && c->st)
         rc = record_inputs(c, point, digest, &x.eb);
     if (rc) {
         *eb = x.eb;
@@ -786,10 +790,14 @@ int runner__capacity_search_one(capacity *c, ss_errbuf *eb)
     return rc;
 }
 
-/* Every bundle's search at every seed, bundle by bundle. */
+/* Every bundle's search at every seed, bundle by bundle: here one after the other, or in
+ * o->jobs worker processes (capacity_jobs.c), which give the same results and output. */
 static int search_all(capacity *c, ss_errbuf *eb)
 {
-    int n = c->o->n_policies * c->n_seeds;
+    const runner_capacity_opts *o = c->o;
+    int n = o->n_policies * c->n_seeds;
+    if (o->jobs > 1 && n > 1)
+        return runner__capacity_parallel(c, o->jobs < n ? o->jobs : n, eb);
     int rc = SS_OK;
     for (int i = 0; !rc && i < n; i++) {
         c->p = i / c->n_seeds;

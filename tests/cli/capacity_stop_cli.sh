@@ -4,7 +4,8 @@
 # choices) with stopped probes and candidates is the one of --full-probes, under every
 # criterion, over several seeds, with an allocation search and a knob search among the bundles; a stopped probe is never stored, so a later command never
 # reuses it as a complete run, and a probe whose point the database holds from other inputs
-# runs to its end to replace it.
+# runs to its end to replace it; --jobs 2 gives the table, JSON, stderr and database of
+# --jobs 1 (but for wall-clock columns), also when a worker meets a point to replace.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -36,7 +37,7 @@ sla_ttft_ms = 1000
 sla_tbt_ms = 100
 INI
 POLICIES="container,static-best,knob:policy.batching=sarathi|vllm"
-cap() { "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 "$@"; }
+cap() { "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 --jobs 1 "$@"; }
 STOPPED=', stopped at [0-9.]* s simulated, certain to fail: fail'
 
 # ---- the same answer as --full-probes ---------------------------------------------------------
@@ -136,8 +137,52 @@ while read -r pt; do
         fail "point $pt still names a run of the old inputs"
 done <probed.points
 
+# ---- --jobs 2 is --jobs 1 --------------------------------------------------------------------
+mkdir j1 j2 tmp
+export TMPDIR=$T/tmp # where the workers' databases go
+for j in 1 2; do
+    cp tiny.ini "j$j/"
+    (cd "j$j" && for r in 1 2; do
+        "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 --db c.db \
+            --jobs "$j" >"t$r" 2>"e$r" || exit 1
+    done && "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 \
+        --criterion pooled --db none --json --jobs "$j" >json 2>jerr) ||
+        fail "--jobs $j: $(cat "j$j"/e* "j$j/jerr")"
+done
+for f in t1 e1 t2 e2 json jerr; do
+    cmp -s "j1/$f" "j2/$f" || fail "--jobs 2's $f differs: $(diff "j1/$f" "j2/$f" | head -20)"
+done
+grep -q "of these probes were in c.db" j2/e2 || fail "no probe run again (the redo): $(cat j2/e2)"
+python3 - j1/c.db j2/c.db <<'PY' || fail "--jobs 2's database differs from --jobs 1's"
+import json, sqlite3, sys
+WALL = {"created_utc", "wall_s", "command", "slice_wall_s"}  # clocks, and the --jobs given
+def rows(path):
+    db, out = sqlite3.connect(path), {}
+    for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
+        cols = [c[1] for c in db.execute(f"PRAGMA table_info({t})") if c[1] not in WALL]
+        out[t] = []
+        for r in db.execute(f"SELECT {', '.join(cols)} FROM {t} ORDER BY rowid"):
+            r = dict(zip(cols, r))
+            if r.get("result_json"):
+                j = json.loads(r["result_json"])
+                j.pop("wall_s", None)
+                for k in ("decision_wall_s", "decisions_per_s"):
+                    j.get("slice", {}).pop(k, None)
+                r["result_json"] = j
+            out[t].append(r)
+    return out
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert a["runs"] and a == b, [t for t in a if a[t] != b[t]]
+PY
+[ -z "$(ls tmp)" ] || fail "the workers' databases were left: $(ls -R tmp)"
+
 # ---- options ---------------------------------------------------------------------------------
 expect_error 2 "capacity: unknown option '--full-probe'" \
     "$S" capacity -c tiny.ini --policies container --full-probe
-"$S" capacity --help | grep -q -- "--full-probes  " || fail "--help names --full-probes"
+expect_error 2 "capacity: --jobs: expected an integer in \[1, 256\], got '0'" \
+    "$S" capacity -c tiny.ini --policies container --jobs 0
+expect_error 2 "capacity: --jobs: expected an integer in \[1, 256\], got 'x'" \
+    "$S" capacity -c tiny.ini --policies container --jobs x
+"$S" capacity --help | grep -q -- "--full-probes  " && "$S" capacity --help | grep -q -- "--jobs N  " ||
+    fail "--help names --full-probes and --jobs"
 exit 0
