@@ -284,6 +284,11 @@ int runner_run_exec(runner_run *x)
             store_run_abort(x->st);
         return SS_OK;
     }
+    /* The rule's premise, checked on every run that went to its end: it counted exactly the
+     * requests each tenant measured. */
+    for (uint32_t t = 0; !rc && x->o->stop && t < x->o->stop->n_tenants; t++)
+        if (SS_NEVER(x->so_far.done[t] != x->o->stop->n_measured[t]))
+            break;
     if (!rc)
         metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
     const metrics_group_summary *a = &x->m.all;
