@@ -12,30 +12,7 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-cat >tiny.ini <<'INI'
-[cluster]
-gpu = a100-80g
-nodes = 1
-
-[run]
-seed = 3
-duration_s = 40
-warmup_s = 5
-
-[tenant.chat]
-model = llama-2-7b
-replicas = 1
-synthetic = "rate=6 duration=40 prompt=lognormal:800:0.5 output=lognormal:120:0.5"
-sla_ttft_ms = 1000
-sla_tbt_ms = 100
-
-[tenant.code]
-model = llama-2-7b
-replicas = 1
-synthetic = "rate=2 duration=40 arrival=gamma cv=2 prompt=lognormal:1500:0.5 output=fixed:100"
-sla_ttft_ms = 1000
-sla_tbt_ms = 100
-INI
+capacity_tiny_ini >tiny.ini
 
 # The search and what it stores, judged on all requests pooled (code's bursty traffic misses
 # more than 9 % at every load, so no bundle would pass for every tenant: see below).
