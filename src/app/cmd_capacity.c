@@ -12,9 +12,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(CLI_RUNS_MAX_POLICIES == RUNNER_CAPACITY_MAX_POLICIES, "bundles of one search");
 _Static_assert(CLI_RUNS_MAX_SEEDS == RUNNER_CAPACITY_MAX_SEEDS, "seeds of one search");
+
+#define CAPACITY_MAX_JOBS 256  /* most --jobs */
 
 typedef struct capacity_opts {
     cli_runs_opts r;           /* the options capacity shares with compare */
@@ -22,22 +25,32 @@ typedef struct capacity_opts {
     int criterion_set;         /* --criterion or --tenant was given */
     const char *tenant;        /* the tenant of --criterion tenant:NAME (or --tenant NAME) */
     runner_capacity_search_opts search;
+    int full_probes;           /* --full-probes */
+    int jobs;                  /* --jobs (0: the online CPUs) */
 } capacity_opts;
+
+/* --jobs' default: the online CPUs (1 when that is unknown), at most CAPACITY_MAX_JOBS. */
+static int default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CAPACITY_MAX_JOBS ? CAPACITY_MAX_JOBS : (int)n;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: slicesim capacity -c SCENARIO.ini --policies A,B,... [--sla-miss 0.09]\n"
         "                         [--criterion worst|pooled|tenant:NAME] [--tol 0.02]\n"
-        "                         [--max-probes 12] [--seeds N]\n"
+        "                         [--max-probes 12] [--seeds N] [--jobs N] [--full-probes]\n"
         "                         [--set SECTION.KEY=VALUE ...] [--db FILE] [--json]\n"
         "\n"
         "Find each policy bundle's capacity: the highest load multiplier (of every tenant's\n"
         "rate_scale, as compare's --rates) at which SLA violations stay within the bound: every\n"
         "tenant's (the default, --criterion worst: the highest tenant's miss is judged), all\n"
-        "requests pooled, or one tenant's. Each probe is a full replay: load 1 first, then\n"
-        "doubling up until a load fails (or halving down until one passes), then bisection\n"
-        "until the bracket is within --tol of the load. Synthetic tenants keep their window at\n"
+        "requests pooled, or one tenant's. Each probe is a replay (stopped once it is certain\n"
+        "to fail, see below): load 1 first, then doubling up until a load fails (or halving\n"
+        "down until one passes), then bisection until the bracket is within --tol of the\n"
+        "load. Synthetic tenants keep their window at\n"
         "every load (their generator runs load times longer before the rates are scaled); a\n"
         "probe in which a tenant's arrivals (a trace's, say) end before the window does counts\n"
         "as a failure. Prints per bundle the capacity, its ratio to the first bundle's, goodput\n"
@@ -56,6 +69,19 @@ static void usage(FILE *f)
         "the first bundle paired by seed with their interval, and a verdict: higher or lower\n"
         "when the ratio's interval lies above or below 1, \"no difference\" when it holds 1.\n"
         "\n"
+        "A probe stops as soon as it is certain to fail: when the requests of the judged\n"
+        "tenant(s) known to miss their SLA (ended missing it, or in flight past a bound for\n"
+        "good) already exceed the bound times all the requests the probe measures (its\n"
+        "workload, read ahead, tells how many). Its line reads \"SLA miss >X%%, stopped at T s\n"
+        "simulated\", its JSON probe \"stopped\": true with its misses so far (lower bounds) and\n"
+        "goodput null; it is not stored, so a later command never reuses it as a complete run.\n"
+        "A probe that passes, the lowest load of a search that fails everywhere (whose figures\n"
+        "the row shows) and one whose point the database holds from other inputs run to their\n"
+        "end: the capacity, bracket and the figures at capacity are those of --full-probes.\n"
+        "A search's candidate (static-best's, a knob search's) stops likewise once it is\n"
+        "certain to be worse than the one it is compared with, which leaves the search's path\n"
+        "and choice as they are (\"N stopped early\" ends its \"chose\" line).\n"
+        "\n"
         "  -c, --config FILE       scenario file (required; experiments/README.md)\n"
         "  --policies LIST         comma-separated bundles (required): built-in\n"
         "                          %s,\n"
@@ -70,6 +96,13 @@ static void usage(FILE *f)
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
         "  --max-probes N          most replays per bundle and seed, 1 to %d (default 12)\n"
         CLI_RUNS_SEEDS_HELP
+        "  --jobs N                searches (bundles x seeds) at once, each in a process of its\n"
+        "                          own with a database of its own merged in at the end, 1 to\n"
+        "                          %d (default: the online CPUs); the table, JSON, stderr and\n"
+        "                          database are those of --jobs 1 (stderr comes search by\n"
+        "                          search; a candidate's line, on a terminal only, is not shown)\n"
+        "  --full-probes           run every probe and search candidate to its end (the figures\n"
+        "                          of every probe in full; slower)\n"
         "  --set SECTION.KEY=VALUE override a scenario key in every run (repeatable)\n"
         "  --db FILE               results database (default: the scenario's; 'none' to skip)\n"
         "  --name NAME             sweep name in the database (default capacity:SCENARIO)\n"
@@ -83,7 +116,7 @@ static void usage(FILE *f)
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
-        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES);
+        runner_bundle_names(), RUNNER_CAPACITY_MAX_PROBES, CAPACITY_MAX_JOBS);
 }
 
 static int usage_error(const char *msg, const char *arg)
@@ -91,7 +124,7 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_FULL, O_JOBS };
 
 /* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
 static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
@@ -148,6 +181,14 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
     case O_TENANT: return parse_criterion(o, optarg, 1);
     case O_CRITERION: return parse_criterion(o, optarg, 0);
     case O_TOL: return parse_tol(o, optarg);
+    case O_FULL:
+        o->full_probes = 1;
+        return CLI_OK;
+    case O_JOBS:
+        if (cli_parse_long("capacity: --jobs", optarg, 1, CAPACITY_MAX_JOBS, &n))
+            return CLI_EUSAGE;
+        o->jobs = (int)n;
+        return CLI_OK;
     case O_PROBES:
         if (cli_parse_long("capacity: --max-probes", optarg, 1, RUNNER_CAPACITY_MAX_PROBES, &n))
             return CLI_EUSAGE;
@@ -168,6 +209,8 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         {"criterion", required_argument, NULL, O_CRITERION},
         {"tol", required_argument, NULL, O_TOL},
         {"max-probes", required_argument, NULL, O_PROBES},
+        {"full-probes", no_argument, NULL, O_FULL},
+        {"jobs", required_argument, NULL, O_JOBS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -215,6 +258,7 @@ int cmd_capacity(int argc, char **argv)
         .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
         .search = o.search, .n_seeds = o.r.n_seeds,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
+        .full_probes = o.full_probes, .jobs = o.jobs ? o.jobs : default_jobs(),
         .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};

@@ -58,6 +58,11 @@ static void usage(FILE *f)
         "  --description TEXT   its description (default: START fitted by slicesim fit to DIR)\n"
         "  --jobs N             replay up to N runs at once, each in its own process (default:\n"
         "                       the online CPUs); the results do not depend on N\n"
+        "  --full-replays       replay every run at every evaluation; by default an evaluation\n"
+        "                       stops between runs (between batches of --jobs) once the\n"
+        "                       runs replayed make its objective at least the value Nelder-\n"
+        "                       Mead compares it with (the worst vertex, the reflection), so\n"
+        "                       that its next step is certain; the fit is the same either way\n"
         "  --cost NAME          cost model of the replays: roofline (default) | profile | auto\n"
         "                       (operator tables measured by slicesim calibrate: fit then only\n"
         "                       the engine's own terms on top, e.g. --fit iter_fixed_us,...)\n"
@@ -87,7 +92,7 @@ static void usage(FILE *f)
 
 enum { OPT_ENGINE = 256, OPT_PROFILES, OPT_NAME, OPT_FIT, OPT_OVERLAP, OPT_ALLREDUCE,
        OPT_ITER, OPT_RUNS, OPT_SERVED, OPT_EVAL, OPT_WSTAGES, OPT_DB, OPT_JSON, OPT_CHECK,
-       OPT_NOPROG, OPT_DESC, OPT_COST, OPT_JOBS };
+       OPT_NOPROG, OPT_DESC, OPT_COST, OPT_JOBS, OPT_FULL };
 
 static const struct option long_opts[] = {
     {"engine", required_argument, NULL, OPT_ENGINE},
@@ -96,6 +101,7 @@ static const struct option long_opts[] = {
     {"description", required_argument, NULL, OPT_DESC},
     {"cost", required_argument, NULL, OPT_COST},
     {"jobs", required_argument, NULL, OPT_JOBS},
+    {"full-replays", no_argument, NULL, OPT_FULL},
     {"out", required_argument, NULL, 'o'},
     {"fit", required_argument, NULL, OPT_FIT},
     {"overlap", required_argument, NULL, OPT_OVERLAP},
@@ -187,6 +193,7 @@ static int parse_one(fit_opts *o, int c, const char *arg)
     case OPT_FIT: o->fit = arg; return CLI_OK;
     case OPT_RUNS: o->c.runs = arg; return CLI_OK;
     case OPT_EVAL: o->c.evaluate = 1; return CLI_OK;
+    case OPT_FULL: o->c.full_replays = 1; return CLI_OK;
     case OPT_WSTAGES: o->c.write_stages = arg; return CLI_OK;
     case OPT_DB: o->c.db = arg; return CLI_OK;
     case OPT_JSON: o->c.json = 1; return CLI_OK;

@@ -112,8 +112,13 @@ size_t calib__fit_n_fitted(const calib_fit_data *d)
 /* The objective: stage_error averaged over the fitted stages (NaN when there are none). */
 double calib__fit_objective(const calib_fit_data *d)
 {
+    return calib__fit_objective_upto(d, d->n_runs);
+}
+
+double calib__fit_objective_upto(const calib_fit_data *d, size_t n_runs)
+{
     double sum = 0;
-    for (size_t i = 0; i < d->n_stages; i++)
+    for (size_t i = 0; i < d->n_stages && d->stages[i].run < n_runs; i++) /* sorted by run */
         if (d->stages[i].fitted)
             sum += stage_error(&d->stages[i]);
     size_t n = calib__fit_n_fitted(d);
@@ -126,12 +131,16 @@ static void set_terms(calib__fit_ctx *x, const double *v)
         calib__fit_term_set(&x->cand, &calib__fit_terms[x->o->term[i]], v[i]);
 }
 
-static int nm_objective(void *ud, const double *v, double *f_out)
+/* ss_nm_fn: the objective at the candidate v, its runs replayed in order until the sum of
+ * those replayed reaches stop_at (a lower bound >= stop_at, which the search never keeps). */
+static int nm_objective(void *ud, const double *v, double stop_at, double *f_out)
 {
     calib__fit_ctx *x = ud;
     set_terms(x, v);
-    int rc = calib__fit_replay_all(x, 0);
-    *f_out = rc ? NAN : calib__fit_objective(&x->d);
+    size_t done = 0;
+    int rc = calib__fit_replay_until(x, x->o->full_replays ? INFINITY : stop_at, &done);
+    *f_out = rc ? NAN : calib__fit_objective_upto(&x->d, done);
+    x->n_stopped += !rc && done < x->d.n_runs;
     return rc;
 }
 
@@ -184,6 +193,10 @@ static int run_fit(calib__fit_ctx *x, ss_nm_result *res)
     int rc = ss_nm_minimize(res, v, x->o->n_term, step, lo, nm_objective, x, &no);
     if (x->progress_shown)
         fprintf(stderr, "\r%*s\r", 100, "");
+    if (!rc && x->n_stopped)
+        fprintf(stderr, "slicesim: fit: %zu of %zu evaluations stopped before their last runs "
+                "(certain not to change Nelder-Mead's next step; --full-replays replays them "
+                "all)\n", x->n_stopped, res->evaluations);
     if (rc && !x->eb.msg[0]) /* the optimiser's own error, not a replay's */
         return ss_err(&x->eb, rc, "the optimiser failed: %s", ss_strerror(rc));
     if (rc)

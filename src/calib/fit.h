@@ -113,6 +113,9 @@ typedef struct calib_fit_opts {
     int json;                 /* one JSON object instead of the table */
     int progress;             /* a progress line on a terminal */
     int check;                /* verify the simulator's invariants: RUNNER_CHECK_* */
+    int full_replays;         /* replay every run at every evaluation (0: stop an evaluation
+                                 between runs once its objective cannot change Nelder-Mead's
+                                 next step: ss_nm_fn) */
     size_t term[CALIB_FIT_N_TERMS]; /* the fitted terms (calib_fit_term_find), in order */
     size_t n_term;            /* 1 to CALIB_FIT_N_TERMS, each once, unless evaluate */
     calib_fit_files_fn *check_files; /* NULL: none */

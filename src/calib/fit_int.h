@@ -120,6 +120,7 @@ typedef struct calib__fit_ctx {
     ss_outfile *prof_out, *stages_out; /* opened before the replays, committed at the end */
     FILE *prof_f, *stages_f;
     FILE *out;                /* the comparison's stream */
+    size_t n_stopped;         /* evaluations stopped before their last runs (ss_nm_fn) */
     ss_errbuf eb;
 } calib__fit_ctx;
 
@@ -129,12 +130,22 @@ typedef struct calib__fit_ctx {
  * reported). A SIGINT, SIGTERM or SIGHUP while children run is sent on to each, which is
  * reaped before the fit dies of the signal. 0 or the error with x->eb set. */
 int calib__fit_replay_all(calib__fit_ctx *x, int all);
+/* calib__fit_replay_all of the runs with fitted stages, in runs.csv order, that stops between
+ * runs (between batches of o->jobs children) once those replayed make the objective certain to
+ * be at least stop_at (calib__fit_objective_upto; +INFINITY: never); *n_done gets the count of
+ * leading runs replayed (every run: x->d.n_runs). 0 or the error with x->eb set. */
+int calib__fit_replay_until(calib__fit_ctx *x, double stop_at, size_t *n_done);
 
 /* The stages of d in the objective. */
 size_t calib__fit_n_fitted(const calib_fit_data *d);
 /* The objective: each fitted stage's mean |ln(sim / real)| over its measured metrics,
  * averaged over the fitted stages (NaN when there are none). */
 double calib__fit_objective(const calib_fit_data *d);
+/* The objective's sum over the fitted stages of runs [0, n_runs) only, over all the fitted
+ * stages: the objective itself when n_runs is d->n_runs, else a lower bound of what it will be
+ * once the other runs are replayed (every stage's error is >= 0 and the stages are summed in
+ * the same order, so a prefix of the sum cannot exceed it, rounding included). */
+double calib__fit_objective_upto(const calib_fit_data *d, size_t n_runs);
 
 /* }====================================================================== */
 

@@ -523,17 +523,28 @@ static int collect_batch(calib__fit_ctx *x, int rc)
     return rc;
 }
 
-int calib__fit_replay_all(calib__fit_ctx *x, int all)
+/* Whether the runs before `done` (replayed) already make the objective at least stop_at. */
+static int decided(const calib__fit_ctx *x, size_t done, double stop_at)
+{
+    return isfinite(stop_at) && done < x->d.n_runs &&
+           calib__fit_objective_upto(&x->d, done) >= stop_at;
+}
+
+/* Replay the wanted runs in runs.csv order, stopping between runs (between batches of
+ * children) once decided; *done gets the runs before which every wanted one was replayed. */
+static int replay(calib__fit_ctx *x, int all, double stop_at, size_t *done)
 {
     size_t n = 0, jobs = x->o->jobs > 1 ? (size_t)x->o->jobs : 1;
     for (size_t i = 0; i < x->d.n_runs; i++)
         n += (size_t)wanted(&x->d.runs[i], all);
+    *done = 0;
     if (jobs == 1 || n <= 1) {
-        for (size_t i = 0; i < x->d.n_runs; i++) {
+        for (size_t i = 0; i < x->d.n_runs && !decided(x, i, stop_at); i++) {
             int rc = wanted(&x->d.runs[i], all)
                          ? calib__fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb) : SS_OK;
             if (rc)
                 return rc;
+            *done = i + 1;
         }
         return SS_OK;
     }
@@ -544,15 +555,27 @@ int calib__fit_replay_all(calib__fit_ctx *x, int all)
     fflush(NULL); /* nothing buffered is written twice */
     forward_begin(kids);
     int rc = SS_OK;
-    for (size_t i = 0; !rc && i < x->d.n_runs;) {
+    for (size_t i = 0; !rc && i < x->d.n_runs && !decided(x, i, stop_at);) {
         for (; !rc && i < x->d.n_runs && (size_t)n_live < jobs; i++)
             if (wanted(&x->d.runs[i], all))
                 rc = start_child(x, i);
         rc = collect_batch(x, rc);
+        *done = i;
     }
     forward_end();
     ss_free(kids);
     return rc;
+}
+
+int calib__fit_replay_all(calib__fit_ctx *x, int all)
+{
+    size_t done;
+    return replay(x, all, INFINITY, &done);
+}
+
+int calib__fit_replay_until(calib__fit_ctx *x, double stop_at, size_t *n_done)
+{
+    return replay(x, 0, stop_at, n_done);
 }
 
 /* }====================================================================== */

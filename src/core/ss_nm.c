@@ -26,11 +26,12 @@ typedef struct nm {
 
 static double *vert(nm *s, size_t i) { return s->v + i * s->n; }
 
-/* Evaluate fn at p (already clamped); NaN becomes +infinity so that it always loses. */
-static int eval(nm *s, const double *p, double *f_out)
+/* Evaluate fn at p (already clamped), exactly below stop_at (ss_nm_fn); NaN becomes +infinity
+ * so that it always loses. */
+static int eval(nm *s, const double *p, double stop_at, double *f_out)
 {
     double f = 0;
-    int rc = s->fn(s->ud, p, &f);
+    int rc = s->fn(s->ud, p, stop_at, &f);
     s->evals++;
     *f_out = isnan(f) ? INFINITY : f;
     return rc;
@@ -78,7 +79,7 @@ static int build_simplex(nm *s, const double *step)
             if (s->lo && p[i - 1] < s->lo[i - 1])
                 p[i - 1] = s->lo[i - 1];
         }
-        int rc = eval(s, p, &s->f[i]);
+        int rc = eval(s, p, INFINITY, &s->f[i]);
         if (rc)
             return rc;
     }
@@ -105,7 +106,7 @@ static int shrink(nm *s)
 {
     for (size_t i = 1; i <= s->n; i++) {
         along(s, vert(s, i), vert(s, 0), vert(s, i), 0.5);
-        int rc = eval(s, vert(s, i), &s->f[i]);
+        int rc = eval(s, vert(s, i), INFINITY, &s->f[i]);
         if (rc)
             return rc;
     }
@@ -113,19 +114,19 @@ static int shrink(nm *s)
 }
 
 /* One iteration: reflect the worst vertex through the centroid, then expand, contract or
- * shrink. */
+ * shrink. Each trial point is evaluated exactly only where its value decides (ss_nm_fn). */
 static int iterate(nm *s)
 {
     size_t n = s->n;
     double fr, fe;
     centroid(s);
     along(s, s->xr, s->c, vert(s, n), -1.0);
-    int rc = eval(s, s->xr, &fr);
+    int rc = eval(s, s->xr, s->f[n], &fr);
     if (rc)
         return rc;
     if (fr < s->f[0]) {
         along(s, s->xe, s->c, vert(s, n), -2.0);
-        if ((rc = eval(s, s->xe, &fe)))
+        if ((rc = eval(s, s->xe, fr, &fe)))
             return rc;
         if (fe < fr)
             replace_worst(s, s->xe, fe);
@@ -137,7 +138,7 @@ static int iterate(nm *s)
         int outside = fr < s->f[n];
         /* outside: halfway from the centroid to the reflection; inside: to the worst */
         along(s, s->xe, s->c, outside ? s->xr : vert(s, n), 0.5);
-        if ((rc = eval(s, s->xe, &fe)))
+        if ((rc = eval(s, s->xe, outside ? nextafter(fr, INFINITY) : s->f[n], &fe)))
             return rc;
         if (outside ? fe <= fr : fe < s->f[n])
             replace_worst(s, s->xe, fe);
@@ -211,7 +212,7 @@ int ss_nm_minimize(ss_nm_result *res_out, double *x, size_t n, const double *ste
     s.xe = s.xr + n;
     memcpy(vert(&s, 0), x, n * sizeof *x);
     ss_nm_result r = {0};
-    int rc = eval(&s, vert(&s, 0), &s.f[0]);
+    int rc = eval(&s, vert(&s, 0), INFINITY, &s.f[0]);
     if (!rc)
         rc = build_simplex(&s, step);
     if (!rc)

@@ -8,8 +8,16 @@
 #include <stddef.h>
 
 /* The function to minimise at x[0..n): its value into *f_out (NaN counts as +infinity), and
- * 0, or a negative SS_E* code that stops the search and is returned by ss_nm_minimize. */
-typedef int ss_nm_fn(void *ud, const double *x, double *f_out);
+ * 0, or a negative SS_E* code that stops the search and is returned by ss_nm_minimize. The
+ * search needs the exact value only below stop_at (+INFINITY: always): once fn knows that
+ * f >= stop_at it may stop computing and give any value >= stop_at (a lower bound reached,
+ * say). The search then takes the steps the exact value gives, since such a point is only
+ * compared with stop_at's own reference and never kept: a reflection against the worst
+ * vertex (stop_at = its value), an expansion against the reflection (its value), an outside
+ * contraction against the reflection (the next double above it: only f > the reflection's
+ * value decides), an inside one against the worst vertex. The first point, the first simplex
+ * and a shrink's points are kept: those get +INFINITY. */
+typedef int ss_nm_fn(void *ud, const double *x, double stop_at, double *f_out);
 /* Called after every iteration with the count so far and the best value. */
 typedef void ss_nm_progress_fn(void *ud, size_t iterations, size_t evaluations, double f_best);
 

@@ -16,7 +16,10 @@ static int probe(search *x, double load, ss_errbuf *eb)
 {
     runner_capacity_result *r = x->r;
     runner_capacity_probe *p = &r->probe[r->n_probes];
-    *p = (runner_capacity_probe){.load = load};
+    /* Nothing passed yet and no lower load will be tried: should this one fail, it is the
+     * search's row (the lowest load tried), whose figures are shown in full. */
+    int last = r->n_probes + 1 >= x->s->max_probes || load / 2 < x->s->min_load;
+    *p = (runner_capacity_probe){.load = load, .full = r->lo == 0 && last};
     int rc = x->fn(x->ud, p, eb);
     if (rc)
         return rc;

@@ -28,10 +28,20 @@ typedef struct runner_capacity_probe {
     int pass;                  /* set by the search: spans and sla_miss <= the bound */
     int candidates;            /* a searching bundle's candidate replays before the probe's
                                   run (0: none, or not a searching bundle) */
+    int full;                  /* set by the search before the probe: its figures are wanted
+                                  even if it fails (it would be the row of a search that fails
+                                  at every load: the last load it may try), so it must not
+                                  stop early */
+    int stopped;               /* the probe stopped as soon as it was certain to fail (its
+                                  misses so far exceeded the bound): its misses are lower
+                                  bounds, its goodput is not measured (0) */
+    double stopped_s;          /* the simulated time it stopped at, s (when stopped) */
 } runner_capacity_probe;
 
-/* Probe load: fill out's sla_miss, goodput_tok_per_s and spans (load is set already). 0, or
- * an SS_E* code with eb set, which stops the search. */
+/* Probe load: fill out's sla_miss, goodput_tok_per_s and spans (load and full are set
+ * already); a probe that is not full may stop once it is certain to fail, with its misses so
+ * far (lower bounds above the bound) and stopped set. 0, or an SS_E* code with eb set, which
+ * stops the search. */
 typedef int runner_capacity_probe_fn(void *ud, runner_capacity_probe *out, ss_errbuf *eb);
 
 typedef struct runner_capacity_search_opts {
@@ -97,6 +107,10 @@ typedef struct runner_capacity_opts {
     int progress;              /* a line per probe on stderr */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
                                   default, RUNNER_STATIC_BEST_REPLAYS) */
+    int full_probes;           /* run every probe and every search candidate to its end (0:
+                                  stop each as soon as its verdict is certain) */
+    int jobs;                  /* searches (bundles x seeds) at once, each in a process of its
+                                  own (0 or 1: one after the other, in this one) */
     runner_files_fn *check_files; /* called with the load-1 scenario and the database once
                                      every bundle passed its check (NULL: none) */
     void *check_files_ud;

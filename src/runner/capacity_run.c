@@ -23,29 +23,6 @@
 #define SPAN_SLACK 0.02
 #define GAP_SLACK 10
 
-/* One capacity command under way. */
-typedef struct capacity {
-    const runner_capacity_opts *o;
-    char label[RUNNER_CAPACITY_MAX_POLICIES][RUNNER_LABEL_MAX]; /* of each bundle */
-    char name[300];            /* the sweep's name */
-    int i_tenant;              /* judged tenant's index (-1: every tenant) */
-    char tenants[SS_MAX_TENANTS][SCN_NAME_MAX]; /* the scenario's tenants, in its order */
-    uint32_t n_tenants;
-    int p;                     /* the bundle being searched */
-    int k;                     /* the seed it is searched at: seed[k] */
-    int n_seeds;               /* 1 to RUNNER_CAPACITY_MAX_SEEDS */
-    uint64_t seed[RUNNER_CAPACITY_MAX_SEEDS]; /* run.seed, run.seed + 1, ... */
-    store *st;                 /* the database of every probe (NULL: none) */
-    runner_capacity_result *res; /* bundle p at seed k: res[p * n_seeds + k] (owned) */
-    char search[RUNNER_CAPACITY_MAX_PROBES][300]; /* what a searching bundle chose at each
-                                                     probe of the bundle being searched */
-    char (*best_search)[300];  /* ... at each search's capacity, indexed as res (owned) */
-    runner__inputs inputs;     /* what the probes' results depend on (with a database) */
-    int n_reused;              /* probes read from the database instead of run */
-    int n_rerun;               /* probes the database had that were run again (other inputs,
-                                  no digest, a searching bundle's) */
-} capacity;
-
 /* The scenario of bundle p at load: the file, the sets, the database, the bundle, the seed
  * (seed non-NULL: *seed instead of the file's), the load (runner_scale_load: synthetic
  * tenants keep their window), checked. */
@@ -128,6 +105,7 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
         rc = o->check_files(o->check_files_ud, sc, NULL, eb);
     if (!rc && strcmp(sc->db, "none"))
         rc = store_open(&c->st, sc->db, eb);
+    c->st_read = c->st;
     if (!rc && c->st) {
         runner__inputs_init(&c->inputs, o->profiles);
         if (!c->inputs.ok)
@@ -203,27 +181,33 @@ static runner_capacity_result *cur(const capacity *c)
 }
 
 /* The line on stderr for a probe of the bundle being searched (reused: the stored run it was
- * read from, 0: it ran). */
+ * read from, 0: it ran). A stopped probe's misses are lower bounds ('>'), its goodput is not
+ * measured, and the line says where it stopped. */
 static void progress_line(const capacity *c, const runner_capacity_probe *pr, const char *why,
                           int64_t reused)
 {
     int pass = pr->spans && pr->sla_miss <= c->o->search.sla_miss;
+    const char *gt = pr->stopped ? ">" : "";
     char who[SCN_NAME_MAX + 64] = "";
     if (c->o->criterion == RUNNER_CRIT_WORST && c->n_tenants > 1) { /* whose miss it is */
         uint32_t w = 0;
         for (uint32_t t = 1; t < c->n_tenants; t++)
             w = pr->tenant_miss[t] > pr->tenant_miss[w] ? t : w;
-        snprintf(who, sizeof who, " (worst: %s; pooled %.2f%%)", c->tenants[w],
+        snprintf(who, sizeof who, " (worst: %s; pooled %s%.2f%%)", c->tenants[w], gt,
                  100 * pr->pooled_miss);
     }
-    char seed[80] = "";
+    char seed[80] = "", good[96];
     if (c->n_seeds > 1)
         snprintf(seed, sizeof seed, " seed %llu (%d/%d)", (unsigned long long)c->seed[c->k],
                  c->k + 1, c->n_seeds);
-    fprintf(stderr, "slicesim: capacity: %s%s probe %d: load %g: SLA miss %.2f%%%s, goodput "
-            "%.1f tok/s: %s%s%s", c->label[c->p], seed, cur(c)->n_probes + 1, pr->load,
-            100 * pr->sla_miss, who, pr->goodput_tok_per_s, pass ? "pass" : "fail",
-            why[0] ? ": " : "", why);
+    if (pr->stopped)
+        snprintf(good, sizeof good, "stopped at %.1f s simulated, certain to fail",
+                 pr->stopped_s);
+    else
+        snprintf(good, sizeof good, "goodput %.1f tok/s", pr->goodput_tok_per_s);
+    fprintf(stderr, "slicesim: capacity: %s%s probe %d: load %g: SLA miss %s%.2f%%%s, %s: "
+            "%s%s%s", c->label[c->p], seed, cur(c)->n_probes + 1, pr->load, gt,
+            100 * pr->sla_miss, who, good, pass ? "pass" : "fail", why[0] ? ": " : "", why);
     if (reused)
         fprintf(stderr, " (stored run %lld, same inputs)", (long long)reused);
     fputc('\n', stderr);
@@ -233,27 +217,33 @@ static void progress_line(const capacity *c, const runner_capacity_probe *pr, co
  * (n bytes; "" for a searching bundle, whose probe is its search's candidates as well as its
  * run, or when an input cannot be read), and whether the database holds the probe from the
  * same inputs: 1 with its figures in pr (its line printed, counted in n_reused), 0 when it
- * must run (a point there from other inputs counted in n_rerun), <0 on error. */
+ * must run (a point there from other inputs counted in n_rerun, *held set: the probe then runs
+ * to its end, so that the point names the new run), <0 on error. */
 static int stored_probe(capacity *c, const scn_scenario *sc, const char *point, const char *why,
-                        char *digest, size_t n, runner_capacity_probe *pr, ss_errbuf *eb)
+                        char *digest, size_t n, runner_capacity_probe *pr, int *held,
+                        ss_errbuf *eb)
 {
     const char *spec = c->o->policy[c->p];
     digest[0] = '\0';
     if (!runner_bundle_searches(spec))
         runner__inputs_probe(&c->inputs, sc, spec, digest, n);
     store_probe_row row;
-    int has = store_point_probe(c->st, c->name, point, NULL, &row, eb);
+    int has = store_point_probe(c->st_read, c->name, point, NULL, &row, eb);
     if (has <= 0)
         return has;
     if (!digest[0] || !row.has_figures || strcmp(row.inputs, digest)) {
         c->n_rerun++;
-        return 0;
+        *held = 1;
+        if (!c->worker)
+            return 0;
+        c->redo = 1; /* its new run must replace the point: in the command's own process */
+        return ss_err(eb, SS_EINVAL, "%s: stored from other inputs", point);
     }
     pr->pooled_miss = row.sla_violation_rate;
     pr->goodput_tok_per_s = row.window_goodput_tokens_per_s;
     for (uint32_t t = 0; t < c->n_tenants; t++) { /* each tenant's row of the same run */
         store_probe_row tr;
-        has = store_point_probe(c->st, c->name, point, c->tenants[t], &tr, eb);
+        has = store_point_probe(c->st_read, c->name, point, c->tenants[t], &tr, eb);
         if (has < 0)
             return has;
         if (!has || !tr.has_figures) {
@@ -282,18 +272,75 @@ static int record_inputs(capacity *c, const char *point, const char *digest, ss_
     return store_run_set_inputs(c->st, run_id, digest, eb);
 }
 
+/* A stopped probe's figures: each tenant's and the pooled miss so far (lower bounds), the
+ * criterion's of them (above the bound: it fails), no goodput. */
+static void judge_stopped(const capacity *c, const runner_run *x, runner_capacity_probe *pr)
+{
+    runner_run_misses_so_far(x, pr->tenant_miss, &pr->pooled_miss);
+    pr->sla_miss = judged_miss(c, pr);
+    pr->goodput_tok_per_s = 0;
+    pr->stopped = 1;
+    pr->stopped_s = ss_time_to_s(x->stopped_ns);
+}
+
+/* Point key of the probe at load of the search under way into out (n bytes). */
+static void point_of(const capacity *c, double load, char *out, size_t n)
+{
+    if (c->n_seeds > 1)
+        snprintf(out, n, "policy=%s;rate=%g;run.seed=%llu", c->label[c->p], load,
+                 (unsigned long long)c->seed[c->k]);
+    else
+        snprintf(out, n, "policy=%s;rate=%g", c->label[c->p], load);
+}
+
+/* Run a searching bundle's search on sc (its choice into the probe's search note, its
+ * candidates counted in pr), then the probe itself (x, set up from ro), stopped once certain
+ * to fail unless it must run to its end (full), and judge it. */
+static int run_probe(capacity *c, scn_scenario *sc, runner_run_opts *ro, int full,
+                     runner_capacity_probe *pr, runner_run *x)
+{
+    const runner_capacity_opts *o = c->o;
+    int rc = SS_OK;
+    if (runner_bundle_searches(o->policy[c->p])) {
+        char *search = c->search[cur(c)->n_probes];
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
+                                      .point = ro->point, .progress = o->progress,
+                                      .max_replays = o->search_replays,
+                                      .criterion = o->criterion, .tenant = o->tenant,
+                                      .full = o->full_probes};
+        rc = runner_bundle_search(sc, o->policy[c->p], &so, search, sizeof c->search[0],
+                                  &pr->candidates, &x->eb);
+        ro->search = search;
+    }
+    runner_stop stop;
+    runner_run_opts count_opts = {.profiles = o->profiles, .config = o->config};
+    if (!rc && !full)
+        rc = runner_stop_init(&stop, sc, &count_opts, o->criterion,
+                              c->i_tenant >= 0 ? (uint32_t)c->i_tenant : 0,
+                              o->search.sla_miss, &x->eb);
+    ro->stop = full ? NULL : &stop;
+    if (!rc)
+        rc = runner_run_setup(x, sc, ro);
+    if (!rc)
+        rc = runner_run_exec(x);
+    if (!rc && x->stopped)
+        judge_stopped(c, x, pr);
+    else if (!rc)
+        judge(c, x, pr);
+    ro->stop = NULL; /* stop lives on this frame */
+    return rc;
+}
+
 /* runner_capacity_probe_fn: one replay of the current bundle at pr->load, stored; or the
- * database's run of the same probe when it was made from the same inputs (stored_probe). */
+ * database's run of the same probe when it was made from the same inputs (stored_probe). A
+ * probe stopped early (certain to fail) is not stored: the database holds complete runs only,
+ * so a later command never reuses a stopped probe as a complete one. */
 static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
 {
     capacity *c = ud;
     const runner_capacity_opts *o = c->o;
     char point[RUNNER_LABEL_MAX + 96], why[200] = "";
-    if (c->n_seeds > 1)
-        snprintf(point, sizeof point, "policy=%s;rate=%g;run.seed=%llu", c->label[c->p],
-                 pr->load, (unsigned long long)c->seed[c->k]);
-    else
-        snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[c->p], pr->load);
+    point_of(c, pr->load, point, sizeof point);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = pr->load, .st = c->st,
                           .arrivals_checked = 1};
@@ -303,33 +350,21 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     int rc = build(o, c->p, pr->load, &c->seed[c->k], &sc, &x.eb);
     if (!rc)
         rc = spans_window(sc, &check_opts, &pr->spans, why, sizeof why, &x.eb);
-    char *search = c->search[cur(c)->n_probes];
-    search[0] = '\0';
+    c->search[cur(c)->n_probes][0] = '\0';
     char digest[STORE_INPUTS_MAX] = "";
-    int stored = !rc && c->st ? stored_probe(c, sc, point, why, digest, sizeof digest, pr, &x.eb)
-                              : 0;
+    int held = 0;
+    int stored = !rc && c->st_read ? stored_probe(c, sc, point, why, digest, sizeof digest,
+                                                  pr, &held, &x.eb)
+                                   : 0;
     if (stored > 0) {
         scn_destroy(&sc);
         return SS_OK;
     }
     if (stored < 0)
         rc = stored;
-    if (!rc && runner_bundle_searches(o->policy[c->p])) {
-        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
-                                      .point = point, .progress = o->progress,
-                                      .max_replays = o->search_replays,
-                                      .criterion = o->criterion, .tenant = o->tenant};
-        rc = runner_bundle_search(sc, o->policy[c->p], &so, search, sizeof c->search[0],
-                                  &pr->candidates, &x.eb);
-        ro.search = search;
-    }
     if (!rc)
-        rc = runner_run_setup(&x, sc, &ro);
-    if (!rc)
-        rc = runner_run_exec(&x);
-    if (!rc)
-        judge(c, &x, pr);
-    if (!rc && digest[0])
+        rc = run_probe(c, sc, &ro, o->full_probes || pr->full || held, pr, &x);
+    if (!rc && digest[0] && !pr->stopped && c->st)
         rc = record_inputs(c, point, digest, &x.eb);
     if (rc) {
         *eb = x.eb;
@@ -640,9 +675,14 @@ static void json_run(const capacity *c, int p, int k, FILE *f)
     fputs("\"probes\": [", f);
     for (int i = 0; i < r->n_probes; i++) {
         const runner_capacity_probe *q = &r->probe[i];
-        fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": "
-                   "%.17g, \"spans\": %s, \"pass\": %s, ", i ? "," : "", q->load, q->sla_miss,
-                q->goodput_tok_per_s, q->spans ? "true" : "false", q->pass ? "true" : "false");
+        fprintf(f, "%s\n      {\"load\": %.17g, \"sla_miss\": %.17g, \"goodput_tok_per_s\": ",
+                i ? "," : "", q->load, q->sla_miss);
+        if (q->stopped) /* not measured: the misses are lower bounds */
+            fprintf(f, "null, \"stopped\": true, \"stopped_at_s\": %.17g, ", q->stopped_s);
+        else
+            fprintf(f, "%.17g, ", q->goodput_tok_per_s);
+        fprintf(f, "\"spans\": %s, \"pass\": %s, ", q->spans ? "true" : "false",
+                q->pass ? "true" : "false");
         if (q->candidates)
             fprintf(f, "\"candidate_replays\": %d, ", q->candidates);
         json_misses(c, q, f);
@@ -740,19 +780,30 @@ static void print_json(const capacity *c, FILE *f)
     fputs("  ]}\n", f);
 }
 
-/* Every bundle's search at every seed, bundle by bundle. */
+int runner__capacity_search_one(capacity *c, ss_errbuf *eb)
+{
+    runner_capacity_result *r = cur(c);
+    int rc = runner_capacity_search(&c->o->search, probe_replay, c, r, eb);
+    if (!rc && r->i_best >= 0)
+        memcpy(c->best_search[c->p * c->n_seeds + c->k], c->search[r->i_best],
+               sizeof c->best_search[0]);
+    return rc;
+}
+
+/* Every bundle's search at every seed, bundle by bundle: here one after the other, or in
+ * o->jobs worker processes (capacity_jobs.c), which give the same results and output. */
 static int search_all(capacity *c, ss_errbuf *eb)
 {
     const runner_capacity_opts *o = c->o;
+    int n = o->n_policies * c->n_seeds;
+    if (o->jobs > 1 && n > 1)
+        return runner__capacity_parallel(c, o->jobs < n ? o->jobs : n, eb);
     int rc = SS_OK;
-    for (c->p = 0; !rc && c->p < o->n_policies; c->p++)
-        for (c->k = 0; !rc && c->k < c->n_seeds; c->k++) {
-            runner_capacity_result *r = cur(c);
-            rc = runner_capacity_search(&o->search, probe_replay, c, r, eb);
-            if (!rc && r->i_best >= 0)
-                memcpy(c->best_search[c->p * c->n_seeds + c->k], c->search[r->i_best],
-                       sizeof c->best_search[0]);
-        }
+    for (int i = 0; !rc && i < n; i++) {
+        c->p = i / c->n_seeds;
+        c->k = i % c->n_seeds;
+        rc = runner__capacity_search_one(c, eb);
+    }
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * replay) and the dispatch of a searching bundle to its search. */
 #include "runner/knob_search.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,17 +20,18 @@ static int better(const runner_alloc_problem *p, const runner_alloc_score *a,
     return a->goodput_tok_per_s > b->goodput_tok_per_s;
 }
 
-/* Judge candidate choice into *s, counting it; 1 when the cap refuses it. */
+/* Judge candidate choice into *s, exactly while its judged miss is at most above, counting
+ * it; 1 when the cap refuses it. */
 static int judge(const runner_alloc_problem *p, runner_knob_judge_fn *fn, void *ud,
-                 const int *choice, runner_alloc_score *s, runner_knob_result *out,
-                 ss_errbuf *eb)
+                 const int *choice, double above, runner_alloc_score *s,
+                 runner_knob_result *out, ss_errbuf *eb)
 {
     if (out->n_replays >= p->max_replays) {
         out->capped = 1;
         return 1;
     }
     *s = (runner_alloc_score){0};
-    int rc = fn(ud, choice, s, eb);
+    int rc = fn(ud, choice, above, s, eb);
     if (rc)
         return rc;
     s->worst = 0;
@@ -49,7 +51,7 @@ int runner_knob_search(const runner_knobs *k, const runner_alloc_problem *p,
         p->n_tenants > SS_MAX_TENANTS ||
         (p->criterion == RUNNER_CRIT_TENANT && p->i_tenant >= p->n_tenants))
         return ss_err(eb, SS_EINVAL, "knob search: options out of range");
-    int rc = judge(p, fn, ud, out->choice, &out->score, out, eb);
+    int rc = judge(p, fn, ud, out->choice, INFINITY, &out->score, out, eb);
     if (rc)
         return rc < 0 ? rc : SS_OK;
     for (int i = 0; i < k->n && runner_alloc_judged(p, &out->score) > 0; i++) {
@@ -60,7 +62,7 @@ int runner_knob_search(const runner_knobs *k, const runner_alloc_problem *p,
                 continue;
             cand[i] = v;
             runner_alloc_score s;
-            rc = judge(p, fn, ud, cand, &s, out, eb);
+            rc = judge(p, fn, ud, cand, runner_alloc_judged(p, &out->score), &s, out, eb);
             if (rc < 0)
                 return rc;
             if (rc)
@@ -80,7 +82,9 @@ typedef struct tune {
     const runner_knobs *k;
     const runner_static_best_opts *o;
     const runner_run_opts *ro;
+    const runner_alloc_problem *p;
     int n;
+    int n_stopped;             /* candidates stopped early */
 } tune;
 
 /* Set the knobs of sc to choice. */
@@ -109,15 +113,17 @@ static void choice_text(const runner_knobs *k, const int *choice, char *buf, siz
     }
 }
 
-static int judge_replay(void *ud, const int *choice, runner_alloc_score *out, ss_errbuf *eb)
+static int judge_replay(void *ud, const int *choice, double above, runner_alloc_score *out,
+                        ss_errbuf *eb)
 {
     tune *t = ud;
     int rc = set_choice(t->sc, t->k, choice, eb);
     if (!rc)
-        rc = runner_replay_score(t->sc, t->ro, out, eb);
+        rc = runner_replay_score(t->sc, t->ro, t->p, t->o->full ? INFINITY : above, out, eb);
     if (rc)
         return ss_err_prefix(eb, rc, "knob search: candidate %d", t->n + 1);
     t->n++;
+    t->n_stopped += out->stopped;
     if (t->o->progress && isatty(STDERR_FILENO)) {
         char a[1024];
         choice_text(t->k, choice, a, sizeof a);
@@ -147,7 +153,7 @@ static int knob_search_run(scn_scenario *sc, const char *spec, const runner_stat
     rc = catalog_load(&cat, catalog_default_dir(o->profiles), eb);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
                           .arrivals_checked = 1};
-    tune t = {.sc = sc, .k = &k, .o = o, .ro = &ro};
+    tune t = {.sc = sc, .k = &k, .o = o, .ro = &ro, .p = &p};
     runner_knob_result r;
     if (!rc)
         rc = runner_knob_search(&k, &p, judge_replay, &t, &r, eb);
@@ -162,10 +168,11 @@ static int knob_search_run(scn_scenario *sc, const char *spec, const runner_stat
     snprintf(note, n, "%s, %d candidate replays%s", chose, r.n_replays,
              r.capped ? " (capped)" : "");
     fprintf(stderr, "slicesim: knob search: %s: chose %s, %s%s SLA miss %.2f%%, %d candidate "
-            "replays%s\n", o->point ? o->point : "run", chose,
+            "replays%s", o->point ? o->point : "run", chose,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT
                 ? "tenant " : "worst tenant", o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "",
             100 * runner_alloc_judged(&p, &r.score), r.n_replays, r.capped ? " (the cap)" : "");
+    runner_stopped_note(t.n_stopped);
     return SS_OK;
 }
 

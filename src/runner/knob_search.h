@@ -17,10 +17,12 @@ typedef struct runner_knob_result {
     int capped;                   /* the search stopped at the cap */
 } runner_knob_result;
 
-/* Judge candidate choice[0..k->n) (value indices): fill out. 0 or an SS_E* code with eb set,
- * which stops the search. */
-typedef int runner_knob_judge_fn(void *ud, const int *choice, runner_alloc_score *out,
-                                 ss_errbuf *eb);
+/* Judge candidate choice[0..k->n) (value indices): fill out. The search needs the exact score
+ * only while the candidate's judged miss is at most `above` (+INFINITY: always); a judge may
+ * stop as runner_alloc_judge_fn's may. 0 or an SS_E* code with eb set, which stops the
+ * search. */
+typedef int runner_knob_judge_fn(void *ud, const int *choice, double above,
+                                 runner_alloc_score *out, ss_errbuf *eb);
 
 /**
  * The coordinate search over knobs k: judge the start (every knob at its first value), then
@@ -29,6 +31,9 @@ typedef int runner_knob_judge_fn(void *ud, const int *choice, runner_alloc_score
  * knob has been tried, or at p->max_replays candidates (each tenant's miss and p's criterion
  * as in runner_alloc_search; p's GPUs and units are not read). Best: the lowest miss by the
  * criterion, then the lowest worst miss, then the highest goodput, then the earlier judged.
+ * A candidate after the start is judged with `above` the best's judged miss: one certain to
+ * exceed it cannot become the best, so stopping it leaves the search's path and choice as
+ * they are with every candidate judged in full.
  * @return 0 with *out filled; SS_EINVAL when k has no knob or p's cap is out of range; or
  *         fn's error.
  */

@@ -23,15 +23,87 @@ static int source_next(void *ud, trace_rec *out, ss_errbuf *eb)
 }
 
 typedef struct sink {
-    store *st;
-    const gsim *g;
+    store *st;                /* NULL: nothing stored */
+    runner_run *x;            /* its so_far counts, with x->o->stop */
 } sink;
+
+/* The sink's return that stops the run when its verdict is certain (not an error). */
+#define STOP_RUN 1
+/* Simulated time between two looks at the requests in flight (runner_stop). */
+#define LOOK_EVERY_NS SS_NS_PER_S
+
+/* Whether the judged miss is certain to exceed the stop rule's threshold, from the measured
+ * requests known to miss so far (runner_stop). */
+static int certain(const runner_run *x)
+{
+    const runner_stop *s = x->o->stop;
+    uint64_t missed = 0, n = 0;
+    for (uint32_t t = 0; t < s->n_tenants; t++) {
+        uint64_t mt = x->so_far.missed[t] + x->so_far.broken[t];
+        int judged = s->criterion == RUNNER_CRIT_WORST ||
+                     (s->criterion == RUNNER_CRIT_TENANT && t == s->i_tenant);
+        if (judged && s->n_measured[t] && (double)mt / (double)s->n_measured[t] > s->above)
+            return 1;
+        missed += mt;
+        n += s->n_measured[t];
+    }
+    return s->criterion == RUNNER_CRIT_POOLED && n && (double)missed / (double)n > s->above;
+}
+
+/* Count the measured requests in flight that broke a bound of their SLA for good by now, per
+ * tenant, into so_far.broken (the one that just ended is no longer in flight). */
+static void look_in_flight(runner_run *x, ss_time now)
+{
+    const gmg *G = gsim_graph(x->g);
+    const runner_stop *s = x->o->stop;
+    memset(x->so_far.broken, 0, sizeof x->so_far.broken);
+    for (uint32_t i = 0; i < G->n_slots; i++) {
+        const gmg_req *q = &G->reqs[i];
+        uint32_t t = s->n_tenants > 1 ? q->tenant : 0;
+        if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
+            q->state == GMG_REQ_REJECTED || !q->measured || t >= s->n_tenants)
+            continue;
+        x->so_far.broken[t] += gsim_req_sla_so_far(q, now) != 0;
+    }
+}
+
+/* Count a measured request's end against the stop rule, and now and then look at the requests
+ * in flight: STOP_RUN once the verdict is certain. A tenant that ends more requests than were
+ * counted for it breaks the rule's premise: it stops nothing more (a debug build asserts). */
+static int stop_check(runner_run *x, const metrics_req *m)
+{
+    const runner_stop *s = x->o->stop;
+    uint32_t t = s->n_tenants > 1 ? m->tenant : 0;
+    if (x->so_far.bad || SS_NEVER(t >= s->n_tenants ||
+                                  x->so_far.done[t] >= s->n_measured[t])) {
+        x->so_far.bad = 1;
+        return 0;
+    }
+    x->so_far.done[t]++;
+    x->so_far.missed[t] += m->sla != 0;
+    if (m->sla && certain(x))
+        return STOP_RUN;
+    ss_time now = gsim_end_time(x->g);
+    if (now < x->so_far.next_look)
+        return 0;
+    x->so_far.next_look = ss_time_add(now, LOOK_EVERY_NS);
+    look_in_flight(x, now);
+    if (certain(x))
+        return STOP_RUN;
+    memset(x->so_far.broken, 0, sizeof x->so_far.broken); /* they may end and be counted */
+    return 0;
+}
 
 static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
 {
     sink *k = ud;
-    const char *tenant = gsim_tenant_name(k->g, m->tenant);
-    return store_run_request(k->st, m, tenant ? tenant : "default", eb);
+    if (k->st) {
+        const char *tenant = gsim_tenant_name(k->x->g, m->tenant);
+        int rc = store_run_request(k->st, m, tenant ? tenant : "default", eb);
+        if (rc)
+            return rc;
+    }
+    return k->x->o->stop && m->measured ? stop_check(k->x, m) : 0;
 }
 
 /* ---- progress line ---------------------------------------------------------------------- */
@@ -195,15 +267,28 @@ int runner_run_exec(runner_run *x)
         rc = begin_store(x);
     if (rc)
         return rc;
-    sink snk = {x->st, x->g};
+    sink snk = {x->st, x};
     progress prog = {wall_now(), wall_now(), 0};
     if (x->o->progress && isatty(STDERR_FILENO))
         gsim_set_progress(x->g, on_progress, &prog);
     double t0 = wall_now();
-    rc = gsim_run(x->g, source_next, x->ws, x->st ? sink_req : NULL, &snk, &x->eb);
+    rc = gsim_run(x->g, source_next, x->ws, x->st || x->o->stop ? sink_req : NULL, &snk,
+                  &x->eb);
     x->wall_s = wall_now() - t0;
     if (prog.shown)
         fprintf(stderr, "\r%*s\r", 100, "");
+    if (rc == STOP_RUN) {
+        x->stopped = 1;
+        x->stopped_ns = gsim_end_time(x->g);
+        if (x->st)
+            store_run_abort(x->st);
+        return SS_OK;
+    }
+    /* The rule's premise, checked on every run that went to its end: it counted exactly the
+     * requests each tenant measured. */
+    for (uint32_t t = 0; !rc && x->o->stop && t < x->o->stop->n_tenants; t++)
+        if (SS_NEVER(x->so_far.done[t] != x->o->stop->n_measured[t]))
+            break;
     if (!rc)
         metrics_summarize(gsim_metrics(x->g), gsim_end_time(x->g), &x->m);
     const metrics_group_summary *a = &x->m.all;
@@ -321,6 +406,7 @@ int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int pas
             continue;
         runner_arrivals *t = &a[rec.tenant];
         t->tokens += (uint64_t)rec.prompt_tokens + rec.output_tokens;
+        t->n_measured += rec.arrival_ns >= x.run->cfg.warmup; /* as gsim measures */
         t->last_s = ss_time_to_s(rec.arrival_ns);
         if (!t->n++)
             t->first_s = t->last_s;
@@ -336,4 +422,35 @@ int runner_arrivals_of(const scn_scenario *sc, const runner_run_opts *o, int pas
 const char *runner_criterion_name(runner_criterion c)
 {
     return c == RUNNER_CRIT_POOLED ? "pooled" : c == RUNNER_CRIT_TENANT ? "tenant" : "worst";
+}
+
+int runner_stop_init(runner_stop *out, const scn_scenario *sc, const runner_run_opts *o,
+                     runner_criterion c, uint32_t i_tenant, double above, ss_errbuf *eb)
+{
+    runner_arrivals a[SS_MAX_TENANTS];
+    *out = (runner_stop){.criterion = c, .i_tenant = i_tenant, .above = above,
+                         .n_tenants = sc->n_tenants};
+    int rc = runner_arrivals_of(sc, o, 0, a, eb);
+    for (uint32_t t = 0; !rc && t < sc->n_tenants; t++)
+        out->n_measured[t] = a[t].n_measured;
+    return rc;
+}
+
+double runner_run_misses_so_far(const runner_run *x, double *tenant_miss, double *pooled)
+{
+    const runner_stop *s = x->o->stop;
+    uint64_t missed = 0, n = 0;
+    double worst = 0;
+    for (uint32_t t = 0; s && t < s->n_tenants; t++) {
+        uint64_t mt = x->so_far.missed[t] + x->so_far.broken[t];
+        tenant_miss[t] = s->n_measured[t] ? (double)mt / (double)s->n_measured[t] : 0;
+        worst = tenant_miss[t] > worst ? tenant_miss[t] : worst;
+        missed += mt;
+        n += s->n_measured[t];
+    }
+    *pooled = n ? (double)missed / (double)n : 0;
+    if (!s)
+        return 0;
+    return s->criterion == RUNNER_CRIT_POOLED ? *pooled
+         : s->criterion == RUNNER_CRIT_TENANT ? tenant_miss[s->i_tenant] : worst;
 }

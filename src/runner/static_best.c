@@ -87,9 +87,9 @@ static int step_cmp(const climb *c, int a, int b)
     return leximin(c, a, b);
 }
 
-/* Judge allocation a (or find it judged already) into *i_out: 0, 1 when the cap refused it,
- * or the judge's error. */
-static int judge(climb *c, const uint32_t *a, int *i_out, ss_errbuf *eb)
+/* Judge allocation a (or find it judged already) into *i_out, exactly while its judged miss
+ * is at most above: 0, 1 when the cap refused it, or the judge's error. */
+static int judge(climb *c, const uint32_t *a, double above, int *i_out, ss_errbuf *eb)
 {
     size_t size = c->p->n_tenants * sizeof *a;
     for (int i = 0; i < c->n; i++)
@@ -103,7 +103,7 @@ static int judge(climb *c, const uint32_t *a, int *i_out, ss_errbuf *eb)
     }
     runner_alloc_score *s = &c->score[c->n];
     *s = (runner_alloc_score){0};
-    int rc = c->fn(c->ud, a, s, eb);
+    int rc = c->fn(c->ud, a, above, s, eb);
     if (rc)
         return rc;
     for (uint32_t t = 0; t < c->p->n_tenants; t++)
@@ -158,10 +158,15 @@ static int proportional(const runner_alloc_problem *p, uint32_t *a)
     }
 }
 
-/* Judge the neighbours of allocation cur that give tenant w one more container: from the free
- * GPUs, or from another tenant that keeps one. The best judged (step_cmp, then better) goes to
- * *i_best. 0, 1 when the cap stopped it, or the judge's error. */
-static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss_errbuf *eb)
+/* Judge the neighbours of allocation cur (judged miss at) that give tenant w one more
+ * container: from the free GPUs, or from another tenant that keeps one. The best judged
+ * (step_cmp, then better) goes to *i_best. A neighbour whose judged miss is certain to
+ * exceed cur's may be judged in part: it is worse than cur by step_cmp and by better, so it
+ * is not stepped to, and whichever neighbour is best by step_cmp is the same when one is
+ * better than cur (when none is, the climb ends whichever it is). 0, 1 when the cap stopped
+ * it, or the judge's error. */
+static int neighbours(climb *c, const uint32_t *cur, double at, uint32_t w, int *i_best,
+                      ss_errbuf *eb)
 {
     const runner_alloc_problem *p = c->p;
     uint32_t spare = p->gpus - used_gpus(p, cur);
@@ -174,7 +179,7 @@ static int neighbours(climb *c, const uint32_t *cur, uint32_t w, int *i_best, ss
         if (d >= 0)
             nb[d]--;
         nb[w]++;
-        int i, rc = judge(c, nb, &i, eb);
+        int i, rc = judge(c, nb, at, &i, eb);
         if (rc)
             return rc;
         int cmp = *i_best < 0 ? -1 : step_cmp(c, i, *i_best);
@@ -214,7 +219,7 @@ static int hill_climb(climb *c, int i, ss_errbuf *eb)
         int i_best = -1, rc = 0;
         for (uint32_t w = 0; !rc && w < c->p->n_tenants; w++)
             if (receives(c, &at, w))
-                rc = neighbours(c, cur, w, &i_best, eb);
+                rc = neighbours(c, cur, judged(c, &at), w, &i_best, eb);
         if (rc < 0)
             return rc;
         if (i_best < 0 || step_cmp(c, i_best, i) >= 0)
@@ -245,7 +250,7 @@ int runner_alloc_search(const runner_alloc_problem *p, runner_alloc_judge_fn *fn
                       "needs %u GPUs, the cluster has %u", p->n_tenants, one, p->gpus);
     }
     climb c = {.p = p, .fn = fn, .ud = ud};
-    int i, rc = judge(&c, out->start, &i, eb);
+    int i, rc = judge(&c, out->start, INFINITY, &i, eb);
     if (!rc)
         rc = hill_climb(&c, i, eb);
     if (rc < 0)

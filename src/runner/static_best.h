@@ -29,11 +29,18 @@ typedef struct runner_alloc_score {
     double violations[SS_MAX_TENANTS]; /* each tenant's requests that missed their SLA (or a
                                     figure in proportion: what the pooled miss is made of) */
     double worst;                /* set by the search: the highest of miss[] */
+    int stopped;                 /* the judge stopped once the judged miss was certain to
+                                    exceed its `above`: the misses and violations are those so
+                                    far (lower bounds), the goodput is not measured (0) */
 } runner_alloc_score;
 
-/* Judge allocation containers[0..n_tenants): fill out's miss[] and goodput_tok_per_s. 0, or
- * an SS_E* code with eb set, which stops the search. */
-typedef int runner_alloc_judge_fn(void *ud, const uint32_t *containers,
+/* Judge allocation containers[0..n_tenants): fill out's miss[] and goodput_tok_per_s. The
+ * search needs the exact score only while the miss it judges by (runner_alloc_judged) is at
+ * most `above` (+INFINITY: always): beyond it the candidate cannot be chosen nor change the
+ * climb's path (see runner_alloc_search), so a judge may stop as soon as that miss is certain
+ * to exceed `above`, with out->stopped set and the misses so far, the judged one above
+ * `above`. 0, or an SS_E* code with eb set, which stops the search. */
+typedef int runner_alloc_judge_fn(void *ud, const uint32_t *containers, double above,
                                   runner_alloc_score *out, ss_errbuf *eb);
 
 typedef struct runner_alloc_problem {
@@ -73,7 +80,12 @@ double runner_alloc_judged(const runner_alloc_problem *p, const runner_alloc_sco
  * none does or after p->max_replays judge calls. No allocation is judged twice.
  * The chosen one is the best judged: the lowest miss of p->criterion (the worst tenant's, the
  * pooled one or one tenant's), then the lowest worst miss, then the highest goodput, then
- * the lexicographically smallest containers[]. fn and ud are borrowed.
+ * the lexicographically smallest containers[]. A neighbour is judged with `above` the judged
+ * miss of the allocation it neighbours: one certain to exceed it is worse than that allocation
+ * by both orders (the climb's and the choice's compare that miss first; the climb's judged
+ * miss never grows), so it is neither stepped to nor chosen, then or later, and the
+ * search's path and choice are those of judging every candidate in full. fn and ud are
+ * borrowed.
  * @return 0 with *out filled; SS_EINVAL when p is out of range or one container of every
  *         tenant does not fit in p->gpus; or fn's error.
  */
@@ -89,19 +101,27 @@ typedef struct runner_static_best_opts {
     runner_criterion criterion; /* what the chosen allocation is best by (0: the worst
                                    tenant's miss) */
     const char *tenant;        /* the tenant of RUNNER_CRIT_TENANT (a tenant of the scenario) */
+    int full;                  /* replay every candidate to its end (0: stop one as soon as it
+                                  cannot be chosen: runner_alloc_judge_fn) */
 } runner_static_best_opts;
 
 /* One replay of scenario sc (checked, its bundle applied and its load scaled) that stores
  * nothing and shows no warnings (they are a candidate's, not the run's), scored into out:
- * each tenant's miss and violations, the worst and pooled miss and the goodput. 0, or the
- * replay's SS_E* code with eb set. */
-int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_alloc_score *out,
+ * each tenant's miss and violations, the worst and pooled miss and the goodput. With a finite
+ * `above`, the replay stops as soon as the miss p's criterion judges is certain to exceed it
+ * (runner_stop; out->stopped, the misses so far). 0, or the replay's SS_E* code with eb set. */
+int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro,
+                        const runner_alloc_problem *p, double above, runner_alloc_score *out,
                         ss_errbuf *eb);
 
 /* A search's progress line for candidate n (what: its allocation or values), on stderr:
  * "slicesim: WHO: candidate N: WHAT: SLA miss X% (all tenants), goodput Y tok/s". */
 void runner_candidate_line(const char *who, int n, const char *what,
                            const runner_alloc_score *s);
+
+/* The end of a search's "chose" line on stderr: ", N stopped early" when n_stopped of its
+ * candidates were (runner_alloc_judge_fn), and the newline. */
+void runner_stopped_note(int n_stopped);
 
 /* The problem of scenario sc (checked, its bundle applied and its load scaled): the cluster's
  * GPUs (nodes x GPUs per node, or the GPUs of the scenario's own containers when it names no

@@ -6,6 +6,7 @@
 
 #include "core/ss_log.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,7 +86,9 @@ typedef struct search {
     scn_scenario *sc;
     const runner_static_best_opts *o;
     const runner_run_opts *ro;
+    const runner_alloc_problem *p;
     int n;                     /* candidates replayed */
+    int n_stopped;             /* of them, those stopped early */
 } search;
 
 static void set_alloc(scn_scenario *sc, const uint32_t *c)
@@ -106,7 +109,33 @@ static void alloc_text(const scn_scenario *sc, const uint32_t *c, char *buf, siz
     }
 }
 
-int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_alloc_score *out,
+/* The replay x's score into out: in full, or a stopped one's misses so far. */
+static void score_of(const scn_scenario *sc, const runner_run *x, runner_alloc_score *out)
+{
+    *out = (runner_alloc_score){0};
+    if (x->stopped) {
+        runner_run_misses_so_far(x, out->miss, &out->pooled);
+        for (uint32_t t = 0; t < sc->n_tenants; t++) {
+            out->violations[t] = (double)(x->so_far.missed[t] + x->so_far.broken[t]);
+            out->worst = out->miss[t] > out->worst ? out->miss[t] : out->worst;
+        }
+        out->stopped = 1;
+        return;
+    }
+    const metrics *mt = gsim_metrics(x->g);
+    for (uint32_t t = 0; t < sc->n_tenants && t < mt->n_tenants; t++) {
+        metrics_group_summary gs;
+        metrics_summarize_group(&mt->tenants[t], x->m.window_s, &gs);
+        out->miss[t] = gs.sla_violation_rate;
+        out->violations[t] = (double)gs.sla_violations;
+        out->worst = out->miss[t] > out->worst ? out->miss[t] : out->worst;
+    }
+    out->goodput_tok_per_s = x->m.all.goodput_tokens_per_s;
+    out->pooled = x->m.all.sla_violation_rate;
+}
+
+int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro,
+                        const runner_alloc_problem *p, double above, runner_alloc_score *out,
                         ss_errbuf *eb)
 {
     char db[SCN_PATH_MAX];
@@ -115,47 +144,56 @@ int runner_replay_score(scn_scenario *sc, const runner_run_opts *ro, runner_allo
     int level = ss_log_level();
     ss_log_set_level(SS_LOG_QUIET);
     runner_run x = {0};
-    int rc = runner_run_setup(&x, sc, ro);
+    runner_run_opts o = *ro;
+    runner_stop stop;
+    int rc = isfinite(above) ? runner_stop_init(&stop, sc, ro, p->criterion, p->i_tenant, above,
+                                                &x.eb)
+                             : SS_OK;
+    o.stop = isfinite(above) ? &stop : NULL;
+    if (!rc)
+        rc = runner_run_setup(&x, sc, &o);
     if (!rc)
         rc = runner_run_exec(&x);
     ss_log_set_level(level);
     memcpy(sc->db, db, sizeof db);
-    if (rc) {
+    if (rc)
         *eb = x.eb;
-        runner_run_fini(&x);
-        return rc;
-    }
-    *out = (runner_alloc_score){0};
-    const metrics *mt = gsim_metrics(x.g);
-    for (uint32_t t = 0; t < sc->n_tenants && t < mt->n_tenants; t++) {
-        metrics_group_summary gs;
-        metrics_summarize_group(&mt->tenants[t], x.m.window_s, &gs);
-        out->miss[t] = gs.sla_violation_rate;
-        out->violations[t] = (double)gs.sla_violations;
-        out->worst = out->miss[t] > out->worst ? out->miss[t] : out->worst;
-    }
-    out->goodput_tok_per_s = x.m.all.goodput_tokens_per_s;
-    out->pooled = x.m.all.sla_violation_rate;
+    else
+        score_of(sc, &x, out);
     runner_run_fini(&x);
-    return SS_OK;
+    return rc;
 }
 
 void runner_candidate_line(const char *who, int n, const char *what,
                            const runner_alloc_score *s)
 {
-    fprintf(stderr, "slicesim: %s: candidate %d: %s: SLA miss %.2f%% (all tenants), goodput "
-            "%.1f tok/s\n", who, n, what, 100 * s->pooled, s->goodput_tok_per_s);
+    if (s->stopped)
+        fprintf(stderr, "slicesim: %s: candidate %d: %s: SLA miss >%.2f%% (all tenants), "
+                "stopped: certain to be worse than the best so far\n", who, n, what,
+                100 * s->pooled);
+    else
+        fprintf(stderr, "slicesim: %s: candidate %d: %s: SLA miss %.2f%% (all tenants), "
+                "goodput %.1f tok/s\n", who, n, what, 100 * s->pooled, s->goodput_tok_per_s);
+}
+
+void runner_stopped_note(int n_stopped)
+{
+    if (n_stopped)
+        fprintf(stderr, ", %d stopped early", n_stopped);
+    fputc('\n', stderr);
 }
 
 /* runner_alloc_judge_fn: a replay of the scenario with allocation c (runner_replay_score). */
-static int judge_replay(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
+static int judge_replay(void *ud, const uint32_t *c, double above, runner_alloc_score *out,
+                        ss_errbuf *eb)
 {
     search *s = ud;
     set_alloc(s->sc, c);
-    int rc = runner_replay_score(s->sc, s->ro, out, eb);
+    int rc = runner_replay_score(s->sc, s->ro, s->p, s->o->full ? INFINITY : above, out, eb);
     if (rc)
         return ss_err_prefix(eb, rc, "static-best: candidate %d", s->n + 1);
     s->n++;
+    s->n_stopped += out->stopped;
     if (s->o->progress && isatty(STDERR_FILENO)) {
         char a[256];
         alloc_text(s->sc, c, a, sizeof a);
@@ -183,7 +221,7 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
             p.i_tenant = t, found = 1;
     if (!rc && !found)
         rc = ss_err(eb, SS_EINVAL, "static-best: no tenant '%s'", o->tenant ? o->tenant : "");
-    search s = {.sc = sc, .o = o, .ro = &ro};
+    search s = {.sc = sc, .o = o, .ro = &ro, .p = &p};
     if (!rc)
         rc = runner_alloc_search(&p, judge_replay, &s, out, eb);
     catalog_destroy(&cat);
@@ -199,11 +237,12 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
              out->capped ? " (capped)" : "");
     fprintf(stderr, "slicesim: static-best: %s: chose %s containers (%u of %u GPUs; start %s), "
-            "%s%s SLA miss %.2f%%, %d candidate replays%s\n",
+            "%s%s SLA miss %.2f%%, %d candidate replays%s",
             o->point ? o->point : "run", chose, used, p.gpus, start,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT
                 ? "tenant " : "worst tenant", o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "",
             100 * runner_alloc_judged(&p, &out->score), out->n_replays,
             out->capped ? " (the cap)" : "");
+    runner_stopped_note(s.n_stopped);
     return SS_OK;
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The benchmarks still run (they are run by hand, so nothing else would notice one that stopped
 # working): bench_des dispatches a small queue, and bench_whatif replays the shipped trace to a
-# pause and forks it, each printing its figures. Nothing here is timed.
+# pause and forks it, each printing its figures; every bench script parses (bash -n). Nothing
+# here is timed.
 set -u
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 B=${SS_BUILD_ROOT:?SS_BUILD_ROOT not set}
@@ -18,4 +19,5 @@ echo "$out" | grep -Eq "20 what-ifs of 1 container\(s\) to \+50 ms: .* what-ifs/
 out=$("$B/bench/bench_whatif" traces/azure-conv-synth.csv 3 60 50 20 all 2>&1) ||
     fail "bench_whatif all failed: $out"
 echo "$out" | grep -q "20 what-ifs of 4 container(s)" || fail "bench_whatif all: $out"
+for f in bench/*.sh; do bash -n "$f" || fail "$f does not parse (bash -n)"; done
 echo "bench_cli: ok"

@@ -218,6 +218,27 @@ rm cat/engines/rec.ini && mv rec.ini rec1.ini
     --name rec -o rec.ini --json --db f.db --no-progress >rec2.json 2>err ||
     fail "fit again: $(cat err)"
 cmp -s rec.ini rec1.ini || fail "two fits differ: $(diff rec.ini rec1.ini)"
+# evaluations stopped between runs (once the runs replayed make the objective at least what
+# Nelder-Mead compares it with) leave the fit as it is: the same profile, byte for byte, and
+# the same JSON as replaying every run, one run at a time or two at once
+for j in 1 2; do
+    for full in "" --full-replays; do
+        # shellcheck disable=SC2086
+        "$S" fit data --profiles cat --engine start --fit iter_fixed_us,hop_latency_us,frontend_ms \
+            --iterations 15 --name st -o "st$j$full.ini" --json --no-progress --jobs $j $full \
+            >"st$j$full.json" 2>"st$j$full.err" || fail "fit --jobs $j $full: $(cat "st$j$full.err")"
+    done
+    nocmd() { awk '/^; Command:/ { skip = 1 } skip && /^;/ { next } { skip = 0; print }' "$1"; }
+    cmp -s <(nocmd "st$j.ini") <(nocmd "st$j--full-replays.ini") ||
+        fail "--jobs $j: stopped evaluations changed the profile: $(diff "st$j.ini" "st$j--full-replays.ini")"
+    cmp -s <(sed 's/"wall_s": [0-9.e+-]*//; s/"profile": "[^"]*"//' "st$j.json") \
+        <(sed 's/"wall_s": [0-9.e+-]*//; s/"profile": "[^"]*"//' "st$j--full-replays.json") ||
+        fail "--jobs $j: stopped evaluations changed the JSON: $(diff "st$j.json" "st$j--full-replays.json")"
+    grep -q "evaluations stopped" "st$j--full-replays.err" && fail "--full-replays stopped one"
+done
+# one run at a time, an evaluation stops after the first run when that decides it
+grep -Eq '^slicesim: fit: [1-9][0-9]* of [0-9]+ evaluations stopped before their last runs' st1.err ||
+    fail "no evaluation stopped: $(cat st1.err)"
 # the database
 [ "$(sql f.db "SELECT engine || ' ' || start_engine || ' ' || mode || ' ' || fitted_stages FROM fits WHERE fit_id = 1")" = \
     "rec start fit 4" ] || fail "fits row"

@@ -37,3 +37,33 @@ tmp_of() {
     done
     return 0
 }
+
+# The tiny two-tenant scenario of the capacity tests, on stdout: chat at 6 req/s and a bursty
+# code tenant at 2 req/s, one Llama-2-7B container each on an A100 node, a 40 s window after 5 s
+# of warm-up, TTFT bound 1 s and TBT bound 100 ms.
+capacity_tiny_ini() {
+    cat <<'INI'
+[cluster]
+gpu = a100-80g
+nodes = 1
+
+[run]
+seed = 3
+duration_s = 40
+warmup_s = 5
+
+[tenant.chat]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=6 duration=40 prompt=lognormal:800:0.5 output=lognormal:120:0.5"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+
+[tenant.code]
+model = llama-2-7b
+replicas = 1
+synthetic = "rate=2 duration=40 arrival=gamma cv=2 prompt=lognormal:1500:0.5 output=fixed:100"
+sla_ttft_ms = 1000
+sla_tbt_ms = 100
+INI
+}

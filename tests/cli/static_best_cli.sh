@@ -48,7 +48,7 @@ EOF
 grep -Eq '^  1 +static-best ' table || fail "no static-best row: $(cat table)"
 grep -Eq '^  static-best at load 1: busy=[0-9]+ quiet=[0-9]+ containers, [0-9]+ candidate replays$' \
     table || fail "the chosen allocation is not in the table: $(cat table)"
-grep -Eq '^slicesim: static-best: policy=static-best;rate=1: chose busy=[0-9]+ quiet=[0-9]+ containers \([0-9]+ of 4 GPUs; start busy=[0-9]+ quiet=[0-9]+\), worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays$' \
+grep -Eq '^slicesim: static-best: policy=static-best;rate=1: chose busy=[0-9]+ quiet=[0-9]+ containers \([0-9]+ of 4 GPUs; start busy=[0-9]+ quiet=[0-9]+\), worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays(, [0-9]+ stopped early)?$' \
     err || fail "stderr line: $(cat err)"
 # the busy tenant gets more than its two containers, the quiet one keeps at least one
 busy=$(sed -n 's/^  static-best at load 1: busy=\([0-9]*\) quiet=\([0-9]*\) .*/\1/p' table)
@@ -94,7 +94,7 @@ grep -Eq '^  static-best at load [0-9.]+: busy=[0-9]+ quiet=[0-9]+ containers, [
 short=(--set run.duration_s=60 --set run.warmup_s=10 --set tenant.quiet.sla_ttft_ms=60)
 "$S" compare -c two.ini "${short[@]}" --policies slice-sized --db none --json >s.json 2>err ||
     fail "slice-sized: $(cat err)"
-n=$(sed -n 's/^slicesim: static-best: policy=slice-sized;rate=1: chose .*, \([0-9]*\) candidate replays$/\1/p' err)
+n=$(sed -n 's/^slicesim: static-best: policy=slice-sized;rate=1: chose .*, \([0-9]*\) candidate replays\(, [0-9]* stopped early\)\{0,1\}$/\1/p' err)
 [ -n "$n" ] && [ "$n" -ge 2 ] || fail "slice-sized searches: $(cat err)"
 python3 - s.json <<'PY' || fail "slice-sized runs SliceScheduler: $(head -c 300 s.json)"
 import json, sys
@@ -113,10 +113,10 @@ expect_error 2 "^slicesim: compare: --search-replays: " "$S" compare -c two.ini 
 # slice-tuned: a knob search at each point; the chosen values are the run's and in its params
 "$S" compare -c two.ini "${short[@]}" --policies slice-tuned --db k.db >table 2>err ||
     fail "slice-tuned: $(cat err)"
-line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\.slice_period_ms=[0-9.]+ policy\.slice_max_whatifs=[0-9]+ policy\.slice_horizon_ms=[0-9.]+ policy\.slice_overrun_ms=[0-9.]+, worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays$' err) ||
+line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\.slice_period_ms=[0-9.]+ policy\.slice_max_whatifs=[0-9]+ policy\.slice_horizon_ms=[0-9.]+ policy\.slice_overrun_ms=[0-9.]+, worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays(, [0-9]+ stopped early)?$' err) ||
     fail "slice-tuned's stderr line: $(cat err)"
 period=$(sed -n 's/.*slice_period_ms=\([0-9.]*\) .*/\1/p' <<<"$line")
-n=$(sed -n 's/.* \([0-9]*\) candidate replays$/\1/p' <<<"$line")
+n=$(sed -n 's/.* \([0-9]*\) candidate replays\(, [0-9]* stopped early\)\{0,1\}$/\1/p' <<<"$line")
 [ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "slice-tuned: $n candidate replays (one pass: 10 at most)"
 [ "$(sql k.db "SELECT count(*) FROM runs WHERE scenario LIKE '%
 slice_period_ms = $period

@@ -16,6 +16,9 @@ typedef struct fn_state {
     double blip_lo, blip_hi; /* loads in [blip_lo, blip_hi) miss everything (0, 0: none) */
     double short_from;     /* loads from here do not span the window (0: never) */
     int calls, fail_call;  /* fail_call: the call that returns SS_EIO (0: none) */
+    int stop;              /* stop a failing probe the search does not want in full, as a
+                              replay would: the least it may report (see stop_like) */
+    int n_stopped;
 } fn_state;
 
 /* A monotone miss rate: 0.05 x load / threshold, so it equals 0.05 at the threshold. */
@@ -29,6 +32,13 @@ static int miss_fn(void *ud, runner_capacity_probe *p, ss_errbuf *eb)
         p->sla_miss = 1;
     p->goodput_tok_per_s = 1000 * p->load;
     p->spans = !(s->short_from > 0 && p->load >= s->short_from);
+    /* stopped once certain to fail on its SLA: a miss just above the bound, no goodput */
+    if (s->stop && !p->full && p->sla_miss > 0.05) {
+        p->sla_miss = nextafter(0.05, 1);
+        p->goodput_tok_per_s = 0;
+        p->stopped = 1;
+        s->n_stopped++;
+    }
     return SS_OK;
 }
 
@@ -150,6 +160,55 @@ static void test_cap_and_errors(void **state)
         assert_int_equal(runner_capacity_search(&wrong[i], miss_fn, &s, &r, &eb), SS_EINVAL);
 }
 
+/* Probes that stop once certain to fail (with the least a stopped replay knows: a miss just
+ * above the bound, no goodput) leave every search as it is in full: the same probes, passes,
+ * bracket, status, capacity and flags, and the probe whose figures are shown (the one at
+ * capacity, or the lowest load tried when none passed) is never a stopped one, so its figures
+ * are the full ones. Over thresholds above and below load 1, every load failing or passing, a
+ * blip, short traffic and probe caps; some probes do stop. */
+static void test_stopped_probes(void **state)
+{
+    (void)state;
+    static const fn_state cases[] = {
+        {.threshold = 1.37}, {.threshold = 5.3}, {.threshold = 0.3}, {.threshold = 1.0},
+        {.threshold = 1e-3}, {.threshold = 1e3}, {.threshold = 3, .blip_lo = 1.4, .blip_hi = 1.6},
+        {.threshold = 10, .short_from = 2.5}, {.threshold = 2, .short_from = 2.5},
+        {.threshold = 0.01}, {.threshold = 0.02},
+    };
+    int stopped = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int max_probes = 1; max_probes <= 12; max_probes += 1) {
+            runner_capacity_search_opts o = opts();
+            o.max_probes = max_probes;
+            o.min_load = max_probes % 2 ? 1.0 / 64 : 0.1;
+            fn_state full = cases[i], part = cases[i];
+            part.stop = 1;
+            runner_capacity_result a, b;
+            ss_errbuf eb = {""};
+            assert_int_equal(runner_capacity_search(&o, miss_fn, &full, &a, &eb), SS_OK);
+            assert_int_equal(runner_capacity_search(&o, miss_fn, &part, &b, &eb), SS_OK);
+            assert_int_equal(b.status, a.status);
+            assert_true(b.capacity == a.capacity && b.lo == a.lo && b.hi == a.hi);
+            assert_int_equal(b.converged, a.converged);
+            assert_int_equal(b.censored, a.censored);
+            assert_int_equal(b.i_best, a.i_best);
+            assert_int_equal(b.n_probes, a.n_probes);
+            for (int k = 0; k < a.n_probes; k++) {
+                assert_true(b.probe[k].load == a.probe[k].load);
+                assert_int_equal(b.probe[k].pass, a.probe[k].pass);
+                assert_int_equal(b.probe[k].full, a.probe[k].full);
+            }
+            int shown = a.i_best >= 0 ? a.i_best : a.n_probes - 1; /* none passed: the last */
+            if (a.i_best < 0) /* ... is the lowest load tried */
+                for (int k = 0; k < a.n_probes; k++)
+                    assert_true(a.probe[k].load >= a.probe[shown].load);
+            assert_false(b.probe[shown].stopped);
+            assert_memory_equal(&b.probe[shown], &a.probe[shown], sizeof a.probe[shown]);
+            stopped += part.n_stopped;
+        }
+    assert_true(stopped > 100);
+}
+
 /* runner_scale_load: rate_scale times the load, and a synthetic generator's duration and
  * request count stretched by it, the other keys as they were; trace tenants only scaled. */
 static void test_scale_load(void **state)
@@ -186,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_blip_and_span),
         cmocka_unit_test(test_cap_and_errors),
         cmocka_unit_test(test_scale_load),
+        cmocka_unit_test(test_stopped_probes),
     };
     return cmocka_run_group_tests_name("capacity", tests, NULL, NULL);
 }

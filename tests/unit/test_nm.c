@@ -1,6 +1,7 @@
 /* Nelder-Mead (core/ss_nm): Rosenbrock's valley and a quadratic with known minima, a minimum
  * outside the bounds that must end on the bound, the iteration cap, determinism to the bit,
- * errors from the function and from the allocator, and bad arguments. */
+ * errors from the function and from the allocator, bad arguments, and values stopped at
+ * stop_at that leave the search as it is. */
 #include "support/test_util.h"
 
 #include "core/ss_alloc.h"
@@ -17,8 +18,9 @@ typedef struct probe {
     double max_seen[4];  /* largest value passed for each variable */
 } probe;
 
-static int rosenbrock(void *ud, const double *x, double *f_out)
+static int rosenbrock(void *ud, const double *x, double stop_at, double *f_out)
 {
+    (void)stop_at;
     probe *p = ud;
     p->calls++;
     double a = 1 - x[0], b = x[1] - x[0] * x[0];
@@ -28,8 +30,9 @@ static int rosenbrock(void *ud, const double *x, double *f_out)
 
 /* (x0 - 3)^2 + 2 (x1 + 1)^2 + (x2 + 0.5)^2 + 5: minimum at (3, -1, -0.5); with lower bounds at 0,
  * at (3, 0, 0). Records the smallest values it was called with. */
-static int quad(void *ud, const double *x, double *f_out)
+static int quad(void *ud, const double *x, double stop_at, double *f_out)
 {
+    (void)stop_at;
     probe *p = ud;
     if (p->fail_at && ++p->calls == p->fail_at)
         return SS_EIO;
@@ -176,6 +179,82 @@ static void test_errors(void **state)
     tu_assert_no_leaks();
 }
 
+/* Rosenbrock's value rounded down to a multiple of 1/4: plateaus, so that equal values (and
+ * contractions no better than their reflection) are common. */
+static int terraced(void *ud, const double *x, double stop_at, double *f_out)
+{
+    int rc = rosenbrock(ud, x, stop_at, f_out);
+    *f_out = floor(4 * *f_out) / 4;
+    return rc;
+}
+
+/* A function that stops where the search allows (ss_nm_fn): at a point whose value is at least
+ * stop_at it gives stop_at itself, the least it may, or twice its value; the points it is
+ * called at are hashed in order. */
+typedef struct stopper {
+    ss_nm_fn *inner;
+    size_t n;            /* variables */
+    int mode;            /* 0: exact; 1: stop_at; 2: the value doubled (>= stop_at too) */
+    uint64_t h;          /* FNV-1a of every point called, in order */
+    size_t calls, stopped;
+} stopper;
+
+static int stopping(void *ud, const double *x, double stop_at, double *f_out)
+{
+    stopper *s = ud;
+    probe p = {.min_seen = {INFINITY, INFINITY, INFINITY}};
+    for (size_t i = 0; i < s->n * sizeof *x; i++) {
+        s->h ^= ((const unsigned char *)x)[i];
+        s->h *= 1099511628211ull;
+    }
+    s->calls++;
+    int rc = s->inner(&p, x, INFINITY, f_out);
+    if (!rc && s->mode && *f_out >= stop_at) {
+        s->stopped++;
+        *f_out = s->mode == 1 ? stop_at : fmax(2 * *f_out, stop_at);
+    }
+    return rc;
+}
+
+/* A value given instead of the exact one where the search allows it changes nothing: the same
+ * points in the same order, the same result to the bit, on Rosenbrock (with restarts), the
+ * bounded quadratic and a terraced Rosenbrock (ties); and the search allows it at many points. */
+static void test_stop_at(void **state)
+{
+    (void)state;
+    static const struct {
+        ss_nm_fn *fn;
+        size_t n;
+        int bounded;
+    } cases[] = {{rosenbrock, 2, 0}, {quad, 3, 0}, {quad, 3, 1}, {terraced, 2, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        double lo[3] = {0, 0, 0}, step[3] = {0.5, 0.7, 0.3};
+        ss_nm_opts o = {.max_iter = 300, .ftol = 1e-12, .max_restarts = 2};
+        double x[3][3];
+        ss_nm_result r[3];
+        stopper st[3];
+        for (int mode = 0; mode < 3; mode++) {
+            double start[3] = {-1.2, 1, 2};
+            memcpy(x[mode], start, sizeof start);
+            if (cases[c].bounded)
+                x[mode][0] = x[mode][1] = x[mode][2] = 4;
+            st[mode] = (stopper){.inner = cases[c].fn, .n = cases[c].n, .mode = mode,
+                                 .h = 14695981039346656037ull};
+            assert_int_equal(ss_nm_minimize(&r[mode], x[mode], cases[c].n, step,
+                                             cases[c].bounded ? lo : NULL, stopping, &st[mode],
+                                             &o), 0);
+        }
+        for (int mode = 1; mode < 3; mode++) {
+            assert_true(st[mode].h == st[0].h);
+            assert_int_equal(st[mode].calls, st[0].calls);
+            assert_memory_equal(x[mode], x[0], sizeof x[0]);
+            assert_memory_equal(&r[mode], &r[0], sizeof r[0]);
+            assert_true(st[mode].stopped * 5 > st[mode].calls); /* over a fifth of the points */
+        }
+    }
+    tu_assert_no_leaks();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_upper_bounds),
         cmocka_unit_test(test_deterministic_and_cap),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_stop_at),
     };
     return cmocka_run_group_tests_name("nm", tests, NULL, NULL);
 }

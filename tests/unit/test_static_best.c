@@ -22,10 +22,35 @@ typedef struct judge_state {
     double const_miss;               /* every tenant's miss when capacity is 0 */
     int goodput_by_first;            /* goodput = containers of tenant 0 (else the served) */
     int calls, fail_call;            /* fail_call: the call that returns SS_EIO (0: none) */
+    int stop;                        /* stop candidates as a replay would (stop_partial) */
+    int n_stopped;                   /* candidates stopped */
 } judge_state;
 
+/* What a judge that stops early may return for a candidate whose miss by p's criterion
+ * exceeds above: the least a stopped replay could know, each miss (and the pooled one) cut
+ * to just above `above`, the violations in proportion, no goodput. 1 when it stopped. */
+static int stop_partial(const runner_alloc_problem *p, double above, runner_alloc_score *out)
+{
+    runner_alloc_score s = *out;
+    for (uint32_t t = 0; t < p->n_tenants; t++)
+        s.worst = s.miss[t] > s.worst ? s.miss[t] : s.worst;
+    if (!(runner_alloc_judged(p, &s) > above))
+        return 0;
+    double just = nextafter(above, INFINITY);
+    for (uint32_t t = 0; t < p->n_tenants; t++) {
+        double cut = fmin(out->miss[t], just);
+        out->violations[t] = out->miss[t] > 0 ? out->violations[t] * cut / out->miss[t] : 0;
+        out->miss[t] = cut;
+    }
+    out->pooled = fmin(out->pooled, just);
+    out->goodput_tok_per_s = 0;
+    out->stopped = 1;
+    return 1;
+}
+
 /* Tenant t misses the share of its demand its containers cannot serve. */
-static int judge_fn(void *ud, const uint32_t *c, runner_alloc_score *out, ss_errbuf *eb)
+static int judge_fn(void *ud, const uint32_t *c, double above, runner_alloc_score *out,
+                    ss_errbuf *eb)
 {
     judge_state *s = ud;
     const runner_alloc_problem *p = s->p;
@@ -49,6 +74,8 @@ static int judge_fn(void *ud, const uint32_t *c, runner_alloc_score *out, ss_err
     out->pooled = demand > 0 ? missed / demand : 0; /* requests in proportion to demand */
     if (s->goodput_by_first)
         out->goodput_tok_per_s = c[0];
+    if (s->stop)
+        s->n_stopped += stop_partial(p, above, out);
     return SS_OK;
 }
 
@@ -60,7 +87,7 @@ static void enumerate(const runner_alloc_problem *p, judge_state *s, uint32_t *c
     if (t == p->n_tenants) {
         runner_alloc_score sc = {0};
         ss_errbuf eb = {""};
-        assert_int_equal(judge_fn(s, c, &sc, &eb), SS_OK);
+        assert_int_equal(judge_fn(s, c, INFINITY, &sc, &eb), SS_OK);
         double worst = 0;
         for (uint32_t k = 0; k < p->n_tenants; k++)
             worst = sc.miss[k] > worst ? sc.miss[k] : worst;
@@ -269,9 +296,12 @@ typedef struct knob_table {
     double goodput[3][2];
     int calls, fail_call;
     int seen[3][2];
+    const runner_alloc_problem *p; /* with stop: the problem its candidates are judged by */
+    int stop, n_stopped;           /* stop candidates as a replay would (stop_partial) */
 } knob_table;
 
-static int knob_fn(void *ud, const int *choice, runner_alloc_score *out, ss_errbuf *eb)
+static int knob_fn(void *ud, const int *choice, double above, runner_alloc_score *out,
+                   ss_errbuf *eb)
 {
     knob_table *t = ud;
     int a = choice[0], b = choice[1];
@@ -285,6 +315,8 @@ static int knob_fn(void *ud, const int *choice, runner_alloc_score *out, ss_errb
     out->violations[1] = out->miss[1];
     out->pooled = (out->violations[0] + out->violations[1]) / 11;
     out->goodput_tok_per_s = t->goodput[a][b];
+    if (t->stop)
+        t->n_stopped += stop_partial(t->p, above, out);
     return SS_OK;
 }
 
@@ -386,6 +418,87 @@ static void test_knob_criterion(void **state)
     assert_string_equal(eb.msg, "judge 2 failed");
 }
 
+/* A small deterministic generator for the random problems below. */
+static double rnd(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*x >> 11) / 9007199254740992.0;
+}
+
+/* Stopping candidates early (each certain to be worse than the allocation it neighbours,
+ * judged as little as a stopped replay knows: stop_partial) leaves the search's path and
+ * choice as they are in full: the same start, allocation, score, replays and cap on random
+ * problems under every criterion, with ties (equal capacities and demands, goodput by the
+ * first tenant's containers). Some candidates do stop. */
+static void test_stop_same_path(void **state)
+{
+    (void)state;
+    uint64_t x = 42;
+    int stopped = 0;
+    for (int k = 0; k < 300; k++) {
+        runner_alloc_problem p = {.n_tenants = 2 + (uint32_t)(rnd(&x) * 3),
+                                  .gpus = 4 + (uint32_t)(rnd(&x) * 9),
+                                  .max_replays = 3 + (int)(rnd(&x) * 22),
+                                  .criterion = (runner_criterion)(k % 3)};
+        p.i_tenant = (uint32_t)(rnd(&x) * p.n_tenants);
+        judge_state s = {.p = &p, .goodput_by_first = rnd(&x) < 0.3};
+        for (uint32_t t = 0; t < p.n_tenants; t++) {
+            p.unit[t] = rnd(&x) < 0.2 ? 2 : 1;
+            p.demand_tok_per_s[t] = 100 * (double)(int)(rnd(&x) * 7);
+            s.capacity[t] = 50 * (1 + (double)(int)(rnd(&x) * 4));
+        }
+        runner_alloc_result full, part;
+        ss_errbuf eb = {""};
+        int rc = runner_alloc_search(&p, judge_fn, &s, &full, &eb);
+        s.stop = 1;
+        assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &part, &eb), rc);
+        if (rc)
+            continue; /* one container each does not fit: refused alike */
+        assert_memory_equal(part.start, full.start, sizeof full.start);
+        assert_memory_equal(part.containers, full.containers, sizeof full.containers);
+        assert_memory_equal(&part.score, &full.score, sizeof full.score);
+        assert_int_equal(part.n_replays, full.n_replays);
+        assert_int_equal(part.capped, full.capped);
+        assert_int_equal(part.score.stopped, 0);
+        stopped += s.n_stopped;
+    }
+    assert_true(stopped > 50);
+}
+
+/* The same for the knob search: random tables of misses (on a grid of 0.1, so that ties
+ * happen) and goodput under every criterion: the same choice, score and replays with
+ * candidates stopped as for those judged in full. */
+static void test_knob_stop_same_path(void **state)
+{
+    (void)state;
+    uint64_t x = 7;
+    int stopped = 0;
+    runner_knobs k = two_knobs();
+    for (int n = 0; n < 300; n++) {
+        runner_alloc_problem p = {.n_tenants = 2, .max_replays = 2 + (int)(rnd(&x) * 5),
+                                  .criterion = (runner_criterion)(n % 3),
+                                  .i_tenant = (uint32_t)(rnd(&x) * 2)};
+        knob_table t = {.p = &p};
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 2; b++) {
+                t.miss[a][b][0] = (double)(int)(rnd(&x) * 6) / 10;
+                t.miss[a][b][1] = (double)(int)(rnd(&x) * 6) / 10;
+                t.goodput[a][b] = (double)(int)(rnd(&x) * 3);
+            }
+        runner_knob_result full, part;
+        ss_errbuf eb = {""};
+        assert_int_equal(runner_knob_search(&k, &p, knob_fn, &t, &full, &eb), SS_OK);
+        t.stop = 1;
+        assert_int_equal(runner_knob_search(&k, &p, knob_fn, &t, &part, &eb), SS_OK);
+        assert_memory_equal(part.choice, full.choice, sizeof full.choice);
+        assert_memory_equal(&part.score, &full.score, sizeof full.score);
+        assert_int_equal(part.n_replays, full.n_replays);
+        assert_int_equal(part.capped, full.capped);
+        stopped += t.n_stopped;
+    }
+    assert_true(stopped > 50);
+}
+
 /* KEY=V1|V2|... in a bundle: the searched keys and values in order; slice-tuned's start at
  * SliceScheduler's defaults; which bundles search; malformed lists refused. */
 static void test_knob_parse(void **state)
@@ -441,6 +554,8 @@ int main(void)
         cmocka_unit_test(test_knob_path),
         cmocka_unit_test(test_knob_criterion),
         cmocka_unit_test(test_knob_parse),
+        cmocka_unit_test(test_stop_same_path),
+        cmocka_unit_test(test_knob_stop_same_path),
     };
     return cmocka_run_group_tests_name("static_best", tests, NULL, NULL);
 }
