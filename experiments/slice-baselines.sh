@@ -15,8 +15,10 @@ llumnix_hr() { # llumnix_hr [LAYOUT]
 # KEY=V1|V2|..., from the period above), as tuned baselines of equal effort:
 #  - realloc-tuned: realloc_period_s over RT_PERIODS;
 #  - llumnix-tuned LAYOUT: scale_period_s over LT_PERIODS.
-RT_PERIODS="60|10|15|20|30|45|90|120|180|300"
-LT_PERIODS="10|1|2|5|15|20|30|45|60|120"
+# (A script may set RT_PERIODS and LT_PERIODS before sourcing this: slice-regimes.sh widens
+# them.)
+RT_PERIODS=${RT_PERIODS:-"60|10|15|20|30|45|90|120|180|300"}
+LT_PERIODS=${LT_PERIODS:-"10|1|2|5|15|20|30|45|60|120"}
 REALLOC_TUNED="realloc-tuned:policy.cluster=container+policy.realloc_period_s=$RT_PERIODS"
 REALLOC_TUNED+="+policy.ops=home+tenant.chat.max_replicas=6+tenant.code.max_replicas=6"
 REALLOC_TUNED+="+tenant.assist.max_replicas=6"

@@ -14,16 +14,19 @@
 # 600 s after 60 s of warm-up, predicted output lengths, the profiles' link efficiencies), every
 # tenant within 9 % SLA misses (--criterion worst), seeds 1-5 with 95 % Student-t intervals,
 # bisection to 2 %. Every bundle that is tuned gets the same search at every probed load: at most
-# SEARCH (10) candidate replays, each judged by the same criterion (--search-replays):
+# SEARCH (12) candidate replays, each judged by the same criterion (--search-replays):
 #   static-best    the container policy on the allocation searched for it
 #   llumnix-sized  Llumnix (dispatch and migration) on the allocation searched for it
 #   realloc-tuned  re-allocation with headroom (every tenant may grow to 6), its period searched
-#                  over 60|10|15|20|30|45|90|120|180|300 s
+#                  over 60|10|15|20|30|45|90|120|180|300|5|600 s
 #   llumnix-tuned  Llumnix with auto-scaling and headroom (chat starts on 2 and may scale to 5,
-#                  code on 2, assist on 1), its period searched over 10|1|2|5|15|20|30|45|60|120 s
+#                  code on 2, assist on 1), its period searched over
+#                  10|1|2|5|15|20|30|45|60|120|0.5 s
 #   slice          SliceScheduler on the scenario's fixed allocation, its knobs at their defaults
 #   slice-tuned    SliceScheduler with its tick period, what-ifs per tick, horizon and overrun
-#                  searched (one pass from the defaults, 10 candidates at most)
+#                  searched (one pass from the defaults, 12 candidates at most)
+# (The ranges reach past the ends an earlier run chose with 10 candidates: a 5 ms tick, a 4 ms
+# overrun, 1 s auto-scaling, 10 s and 300 s re-allocation. WIDE=0 keeps those ranges, 10.)
 #   slice-sized    SliceScheduler on the allocation searched for it
 # Prints the tuning table, then per regime each bundle's capacity [95 %] and SliceScheduler's
 # (slice, slice-tuned, slice-sized) ratio to the best tuned baseline of the same seed (the
@@ -51,6 +54,15 @@ today)
     CRITERION=${CRITERION:---criterion worst}
     PREDICTOR=${PREDICTOR-}
     ENGINE=${ENGINE-} TRACE=${TRACE-} LINKS=${LINKS-} SLICE_LINK=${SLICE_LINK-}
+    if [ "${WIDE:-1}" = 1 ]; then
+        RT_PERIODS=${RT_PERIODS:-"60|10|15|20|30|45|90|120|180|300|5|600"}
+        LT_PERIODS=${LT_PERIODS:-"10|1|2|5|15|20|30|45|60|120|0.5"}
+        SEARCH=${SEARCH:-12}
+    else
+        SLICE_TUNED=${SLICE_TUNED:-"slice-tuned:policy.cluster=container+policy.ops=slice"`
+            `"+policy.slice_period_ms=20|5|10|50+policy.slice_max_whatifs=4|16|8"`
+            `"+policy.slice_horizon_ms=500|1000|250+policy.slice_overrun_ms=1|4|0.25"}
+    fi
     SEARCH=${SEARCH:-10}
     PRECISION=${PRECISION:---seeds 5 --tol 0.02 --search-replays $SEARCH} ;;
 eager)
@@ -130,7 +142,7 @@ for r in $REGIMES; do
         P="static-best,$REALLOC_HR,$(llumnix_hr "$LLX"),slice,slice-sized"
     else
         P="static-best,llumnix-sized,$REALLOC_TUNED,$(llumnix_tuned "$LLX")"
-        P+=",slice,slice-tuned,slice-sized"
+        P+=",slice,${SLICE_TUNED:-slice-tuned},slice-sized"
     fi
     for seed in $SEEDS; do
         if [ "$seed" = all ]; then seedset=() name="regimes:$r"; else
@@ -148,11 +160,12 @@ elapsed="$(( $(date +%s) - start )) s"
 [ -z "${REPORT_ONLY:-}" ] || elapsed="reported from $T"
 
 if [ "$MODE" = today ]; then
-PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$RT_PERIODS" "$LT_PERIODS" $REGIMES <<'PY'
+PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$RT_PERIODS" "$LT_PERIODS" "${WIDE:-1}" \
+    $REGIMES <<'PY'
 import json, sys
 from capacity_tables import cap, ci95, verdict
-d, elapsed, db, rt, lt, regimes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], \
-    sys.argv[5], sys.argv[6:]
+d, elapsed, db, rt, lt, wide, regimes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], \
+    sys.argv[5], sys.argv[6], sys.argv[7:]
 base = ["static-best", "llumnix-sized", "realloc-tuned", "llumnix-tuned"]
 mine = ["slice", "slice-tuned", "slice-sized"]
 rs = {r: json.load(open(f"{d}/{r}.all.json")) for r in regimes}
@@ -162,8 +175,11 @@ knobs = {"static-best": "allocation of the 8 GPUs (whole containers, one of each
          "realloc-tuned": f"realloc_period_s {rt.replace('|', ', ')}",
          "llumnix-tuned": f"scale_period_s {lt.replace('|', ', ')}",
          "slice": "none (the defaults: period 20 ms, 4 what-ifs, horizon 500 ms, overrun 1 ms)",
-         "slice-tuned": "slice_period_ms 20, 5, 10, 50; slice_max_whatifs 4, 16, 8; "
-                        "slice_horizon_ms 500, 1000, 250; slice_overrun_ms 1, 4, 0.25",
+         "slice-tuned": ("slice_period_ms 20, 5, 10, 50, 2; slice_max_whatifs 4, 16, 8; "
+                         "slice_horizon_ms 500, 1000, 250; slice_overrun_ms 1, 4, 0.25, 8")
+                        if wide == "1" else
+                        ("slice_period_ms 20, 5, 10, 50; slice_max_whatifs 4, 16, 8; "
+                         "slice_horizon_ms 500, 1000, 250; slice_overrun_ms 1, 4, 0.25"),
          "slice-sized": "allocation of the 8 GPUs, judged with SliceScheduler"}
 print(f"Tuning (every regime, every probed load; seeds {r0['seeds'][0]}-{r0['seeds'][-1]}): "
       "each tuned bundle searches at every probe, every candidate a replay judged by the same "

@@ -31,11 +31,13 @@ static const builtin builtins[] = {
                        NULL}},
     /* SliceScheduler on the scenario's allocation with its own knobs searched at each load
      * (runner/knob_search.h): the tick period, what-ifs per tick, the what-if horizon and the
-     * host-phase overrun, each from its default (first) over the values after it */
+     * host-phase overrun, each from its default (first) over the values after it (12 candidate
+     * replays for one pass; the ranges reach past where the regimes' searches chose their
+     * ends: a 2 ms tick, an 8 ms overrun) */
     {"slice-tuned", {"policy.cluster=container", "policy.ops=slice",
-                     "policy.slice_period_ms=20|5|10|50", "policy.slice_max_whatifs=4|16|8",
-                     "policy.slice_horizon_ms=500|1000|250", "policy.slice_overrun_ms=1|4|0.25",
-                     NULL}},
+                     "policy.slice_period_ms=20|5|10|50|2", "policy.slice_max_whatifs=4|16|8",
+                     "policy.slice_horizon_ms=500|1000|250",
+                     "policy.slice_overrun_ms=1|4|0.25|8", NULL}},
 };
 
 const char *runner_bundle_names(void)

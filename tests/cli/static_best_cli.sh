@@ -117,7 +117,7 @@ line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\
     fail "slice-tuned's stderr line: $(cat err)"
 period=$(sed -n 's/.*slice_period_ms=\([0-9.]*\) .*/\1/p' <<<"$line")
 n=$(sed -n 's/.* \([0-9]*\) candidate replays\(, [0-9]* stopped early\)\{0,1\}$/\1/p' <<<"$line")
-[ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "slice-tuned: $n candidate replays (one pass: 10 at most)"
+[ "$n" -ge 1 ] && [ "$n" -le 12 ] || fail "slice-tuned: $n candidate replays (one pass: 12 at most)"
 [ "$(sql k.db "SELECT count(*) FROM runs WHERE scenario LIKE '%
 slice_period_ms = $period
 %' AND params LIKE '%\"bundle.search\": \"policy.slice_period_ms=$period %'")" = 1 ] ||
@@ -156,7 +156,7 @@ python3 - c.json <<'PY' || fail "capacity's candidate replays: $(head -c 600 c.j
 import json, sys
 pol = {p["policy"]: p for p in json.load(open(sys.argv[1]))["policies"]}
 assert all("candidate_replays" not in q for q in pol["container"]["probes"])
-for name, most in (("llumnix-sized", 24), ("slice-tuned", 10)):
+for name, most in (("llumnix-sized", 24), ("slice-tuned", 12)):
     assert all(1 <= q["candidate_replays"] <= most for q in pol[name]["probes"]), pol[name]
 PY
 
