@@ -341,6 +341,7 @@ void gsim_destroy(gsim **sp)
         ss_free(s->ten[i].dcands);
         gs_ceiling_free(&s->ten[i].ceiling);
         ss_hist_fini(&s->ten[i].out_lens);
+        ss_hist_index_fini(&s->ten[i].out_ix);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)

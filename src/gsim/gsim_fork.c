@@ -19,6 +19,7 @@ static int fork_tenants(gsim *f, const gsim *s)
         t->cands = NULL, t->standby = NULL;
         t->ceiling = (gs_ceiling){0}; /* the ceiling is the replay's record */
         t->out_lens = (ss_hist){0};   /* the predictor's too: the fork's requests have theirs */
+        t->out_ix = (ss_hist_index){0};
         size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
         if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
             !(t->standby = ss_calloc(ns, sizeof *t->standby)))

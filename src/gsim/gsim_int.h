@@ -92,6 +92,8 @@ typedef struct tenant_state {
     ss_hist out_lens;            /* output lengths of its requests finished in the replay, for
                                     the what-ifs' predictor (empty in a fork, and unless the
                                     predictor is mean or quantile) */
+    ss_hist_index out_ix;        /* their index, which the predictor asks (ss_hist_index_add
+                                    records into both) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
