@@ -118,7 +118,8 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
     if (!rc)
         rc = dup_array((void **)&g->replicas, src->replicas, src->n_replicas,
                        sizeof *g->replicas);
-    if (!rc && !(g->ctrs = ss_calloc(src->n_ctrs ? src->n_ctrs : 1, sizeof *g->ctrs)))
+    /* each container is copied before n_ctrs counts it (what gmg_destroy frees) */
+    if (!rc && !(g->ctrs = ss_malloc((src->n_ctrs ? src->n_ctrs : 1) * sizeof *g->ctrs)))
         rc = SS_ENOMEM;
     for (uint32_t i = 0; !rc && i < src->n_ctrs; i++) {
         gmg_container *c = &g->ctrs[i];

@@ -239,8 +239,9 @@ uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
  * runs again when its moved request comes home, and with it the guest it hosts); every other
  * container stays frozen as it is, without its requests. Run it with
  * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, an observer and
- * the idle slices of gsim_metrics show the predicted state (its latency histograms stay
- * empty: the sink's records and the requests in gsim_graph are the predictions). When nothing reaches those containers in g over the
+ * the idle slices of gsim_metrics show the predicted state (its metrics keep counters and
+ * slices alone, metrics_init_counters: the sink's records and the requests in gsim_graph are
+ * the predictions). When nothing reaches those containers in g over the
  * same span, g's own outcome is identical to the fork's prediction. The fork borrows g's
  * policy and cost models: destroy it before g. Containers with a live migration in flight, and a run with a
  * disaggregated tenant (separate prefill and decode pools),

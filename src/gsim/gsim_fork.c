@@ -190,8 +190,8 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
         rc = fork_ctr_state(f, s);
     if (!rc)
         rc = fork_offloads(f, s, ctrs, n);
-    if (!rc)
-        rc = metrics_init(&f->m, s->n_ten, s->cfg.warmup);
+    if (!rc) /* the idle slices and counters: a fork records no request, gap or lookup */
+        metrics_init_counters(&f->m, s->cfg.warmup);
     if (!rc)
         rc = des_engine_create(&f->des, f);
     if (!rc) {

@@ -22,6 +22,12 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from)
     return SS_OK;
 }
 
+void metrics_init_counters(metrics *m, ss_time measure_from)
+{
+    memset(m, 0, sizeof *m);
+    m->measure_from = measure_from;
+}
+
 static void group_fini(metrics_group *g)
 {
     ss_hist_fini(&g->ttft);

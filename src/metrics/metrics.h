@@ -266,6 +266,11 @@ typedef struct metrics_summary {
 /* Prepare m for n_tenants tenants, measuring requests that arrive at or after measure_from.
  * 0 or SS_ENOMEM. */
 int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from);
+/* Prepare m to keep the run-level counters and the idle slices alone: no tenants' groups and
+ * no gap cells (n_tenants 0), for a what-if fork, which records no request, gap, lookup or
+ * transfer (metrics_add_req, metrics_add_gap(s), metrics_add_prefix, metrics_add_kvpool,
+ * metrics_add_kv and metrics_flush must not be called on m). Allocates nothing. */
+void metrics_init_counters(metrics *m, ss_time measure_from);
 /* Release everything; m is zeroed. */
 void metrics_fini(metrics *m);
 /* Fold one finished or rejected request in (when measured). Sets m->oom on failure. */
