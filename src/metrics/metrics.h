@@ -181,7 +181,9 @@ typedef struct metrics {
     metrics_group all;
     metrics_group *tenants;    /* owned, n_tenants entries */
     uint32_t n_tenants;
-    metrics_group tiers[SS_MAX_TIERS];
+    metrics_group *tiers;      /* owned, SS_MAX_TIERS entries (NULL with
+                                  metrics_init_counters: kept apart, so that a what-if's
+                                  metrics, inside its simulator, are small to clear) */
     uint32_t n_tiers;          /* tiers present (highest tier seen + 1) */
     /* owned, (n_tenants + 1) x SS_MAX_TIERS, tenant-major: gaps not yet in the groups; the
      * last row takes a tenant out of range, which counts in the run and its tier only */
