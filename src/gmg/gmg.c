@@ -34,9 +34,14 @@ void gmg_destroy(gmg **gp)
     ss_free(g->replicas);
     ss_free(g->gpus);
     ss_free(g->links);
-    for (uint32_t i = 0; i < g->n_slots; i++)
-        if (g->reqs[i].state != GMG_REQ_FREE)
-            gmg_pc_chain_drop(&g->reqs[i]);
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(g, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        gmg_req *q = &g->reqs[roster ? roster[k] : k];
+        if (q->state != GMG_REQ_FREE)
+            gmg_pc_chain_drop(q);
+    }
+    ss_free(g->copied);
     ss_free(g->reqs);
     ss_free(g);
     *gp = NULL;
@@ -64,39 +69,63 @@ static void freeze(gmg_container *c)
     c->pc = NULL;
 }
 
-/* The slots of src whose requests come along (all with keep NULL): copied in one block when
- * all of them are, one by one otherwise, the rest free; slots beyond n_slots stay unwritten (a
- * slot is initialised when it is first handed out). */
-static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+/* Every slot of src, in one block; their prefix chains shared. Slots beyond n_slots stay
+ * unwritten (a slot is initialised when it is first handed out). */
+static void clone_all_reqs(gmg *g, const gmg *src)
 {
-    if (!(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
-        return SS_ENOMEM;
-    if (!keep && src->n_slots)
+    if (src->n_slots)
         memcpy(g->reqs, src->reqs, src->n_slots * sizeof *g->reqs);
-    g->free_slot = keep ? GMG_NONE : src->free_slot;
-    g->in_flight = keep ? 0 : src->in_flight;
-    for (uint32_t i = src->n_slots; i-- > 0;) { /* a partial copy's free list ascends */
-        const gmg_req *s = &src->reqs[i];
+    g->free_slot = src->free_slot;
+    g->in_flight = src->in_flight;
+    for (uint32_t i = 0; i < src->n_slots; i++) {
         gmg_req *q = &g->reqs[i];
-        if (keep && (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs ||
-                     !keep[s->container])) {
-            q->state = GMG_REQ_FREE;
-            q->chain = NULL;
-            q->n_prefix_blocks = 0;
-            q->next = g->free_slot;
-            g->free_slot = i;
-            continue;
-        }
-        if (keep) {
-            *q = *s;
-            g->in_flight++;
-        }
         if (q->state != GMG_REQ_FREE && q->chain) /* shared, read-only */
             q->chain->ref++;
         else
             q->chain = NULL;
     }
-    g->n_slots = src->n_slots;
+}
+
+/* The slots of src whose requests are in kept containers, listed in g->copied; the others
+ * free, on a free list that ascends. 0 or SS_ENOMEM. */
+static int clone_kept_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+{
+    if (!(g->copied = ss_malloc((src->n_slots ? src->n_slots : 1) * sizeof *g->copied)))
+        return SS_ENOMEM;
+    g->copied_allocs = src->n_allocs;
+    g->in_flight = 0;
+    gmg_id *tail = &g->free_slot;
+    for (uint32_t i = 0; i < src->n_slots; i++) {
+        const gmg_req *s = &src->reqs[i];
+        gmg_req *q = &g->reqs[i];
+        if (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs || !keep[s->container]) {
+            q->state = GMG_REQ_FREE;
+            q->chain = NULL;
+            q->n_prefix_blocks = 0;
+            *tail = i;
+            tail = &q->next;
+            continue;
+        }
+        *q = *s;
+        if (q->chain) /* shared, read-only */
+            q->chain->ref++;
+        g->copied[g->in_flight++] = i;
+    }
+    *tail = GMG_NONE;
+    g->n_copied = g->in_flight;
+    return SS_OK;
+}
+
+/* The slots of src whose requests come along (all with keep NULL). */
+static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+{
+    if (!(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
+        return SS_ENOMEM;
+    if (keep && clone_kept_reqs(g, src, keep))
+        return SS_ENOMEM;
+    if (!keep)
+        clone_all_reqs(g, src);
+    g->n_slots = src->n_slots; /* what gmg_destroy walks, once they are copied */
     return SS_OK;
 }
 
@@ -110,7 +139,7 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
     *g = *src;
     g->borrowed_costs = 1;
     g->gpus = NULL, g->links = NULL, g->ctrs = NULL, g->replicas = NULL, g->reqs = NULL;
-    g->kvp = NULL;
+    g->kvp = NULL, g->copied = NULL, g->n_copied = 0;
     g->n_ctrs = 0, g->n_slots = 0; /* what gmg_destroy frees, raised as the copies land */
     int rc = dup_array((void **)&g->gpus, src->gpus, src->n_gpus, sizeof *g->gpus);
     if (!rc)

@@ -291,7 +291,22 @@ typedef struct gmg {
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
     int prefix_cache;       /* containers get a prefix cache (gmg_add_containers) */
     struct gmg_kvpool *kvp; /* the KV pool below the prefix caches (owned); NULL when off */
+    gmg_id *copied;         /* owned, a partial copy's (gmg_clone_part): the slots it copied,
+                               ascending, n_copied of them; NULL otherwise (gmg_req_roster) */
+    uint32_t n_copied;
+    uint64_t copied_allocs; /* n_allocs when they were copied */
 } gmg;
+
+/* The slots that may hold a request of g, ascending: a partial copy's copied slots (n_copied)
+ * while it has handed out none since, as a what-if's graph never does, so that a walk over a
+ * what-if's requests costs what it holds rather than the cluster's slots; else NULL, every
+ * slot below n_slots (n_out gets the count either way). */
+static inline const gmg_id *gmg_req_roster(const gmg *g, uint32_t *n_out)
+{
+    int listed = g->copied && g->n_allocs == g->copied_allocs;
+    *n_out = listed ? g->n_copied : g->n_slots;
+    return listed ? g->copied : NULL;
+}
 
 /* How one container is laid out and sized. */
 typedef struct gmg_ctr_spec {

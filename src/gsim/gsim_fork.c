@@ -83,8 +83,10 @@ static int fork_offloads(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n)
  * still running, not when it will end. */
 static void fork_predictions(gsim *f)
 {
-    for (uint32_t i = 0; i < f->g->n_slots; i++) {
-        gmg_req *q = &f->g->reqs[i];
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(f->g, &n); /* the requests it copied */
+    for (uint32_t k = 0; k < n; k++) {
+        gmg_req *q = &f->g->reqs[roster ? roster[k] : k];
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED || !q->output_pred)
             continue;
