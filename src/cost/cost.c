@@ -488,6 +488,19 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
     return n + 1;
 }
 
+uint64_t cost_iteration_kernels(const cost_model *cm, const cost_batch *b)
+{
+    if (batch_seqs(b) == 0)
+        return 0;
+    cost_op ops[MAX_OPS];
+    size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
+    n += attention_ops(cm, b, ops + n);
+    uint64_t kernels = 0;
+    for (size_t i = 0; i < n; i++)
+        kernels += ops[i].count;
+    return kernels;
+}
+
 int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *out)
 {
     if (k == COST_OP_PP_SEND && batch_seqs(b)) {

@@ -264,13 +264,7 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
     o->layer_ns = sp.layer_ns;
     o->tail_ns = sp.tail_ns;
     offload_memory(o, home, q, staged);
-    cost_op ops[COST_OP__COUNT + 4];
-    ss_time ns[COST_OP__COUNT + 4];
-    size_t n = cost_iteration_ops(home->cost, &b, ops, ns, COST_OP__COUNT + 4);
-    o->n_ops = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ops[i].kind != COST_OP_HOST)
-            o->n_ops += ops[i].count;
+    o->n_ops = (uint32_t)cost_iteration_kernels(home->cost, &b);
 }
 
 /* KV blocks of helper h that staging home's model weights would take. */
