@@ -341,8 +341,14 @@ int gmg_clone(const gmg *src, gmg **out);
 /* The same copy for a what-if of some containers: those with keep[id] set come whole, with
  * their requests; the others are frozen (gmg_container.frozen): their pools and ledgers as
  * they are, but no requests, queues or prefix cache, so that a fork costs what it simulates,
- * not the cluster. A frozen container must not be run; gmg_check skips it. */
+ * not the cluster. A frozen container must not be run; gmg_check skips it. The slots it
+ * copies are listed (gmg_req_roster). */
 int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out);
+/* gmg_clone_part into *g, a copy made before (or NULL: a new one), whose memory it reuses
+ * where large enough: what the old copy's containers and requests held goes, its arrays are
+ * refilled (a what-if after another costs less than a new copy). 0, or SS_ENOMEM with *g
+ * destroyed and NULL. */
+int gmg_recopy_part(gmg **g, const gmg *src, const uint8_t *keep);
 /* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
  * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
  * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV

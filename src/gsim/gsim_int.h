@@ -123,6 +123,12 @@ typedef struct offload {
     uint8_t in_use;
 } offload;
 
+/* A replay's spare fork (gsim_fork.c): the last what-if fork destroyed whole, kept with its
+ * memory for the next gsim_fork to refill rather than allocate anew. */
+typedef struct gs_spare {
+    gsim *fork;                  /* owned; NULL when none */
+} gs_spare;
+
 /* Per-container engine state for cluster policies and guest work. */
 typedef struct ctr_state {
     int next_tenant;             /* DRAINING/LOADING: tenant it goes to */
@@ -219,6 +225,8 @@ struct gsim {
                                     modulo block_tokens, run_cap entries */
     uint32_t run_cap;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
+    gs_spare *spare;             /* owned by a replay, borrowed by its forks (and theirs): where
+                                    a destroyed fork waits for the next gsim_fork */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
     void *whatif_ud;             /* each request that ends there */
@@ -248,6 +256,8 @@ static inline int gs_in_arrival_window(const gsim *s, ss_time now)
 
 /* gsim.c */
 void gs_fail(gsim *s, int rc);
+/* Release everything s owns but s itself (gsim_destroy without the free). */
+void gs_release(gsim *s);
 int gs_past_range(gsim *s, const des_engine *e);
 des_event *gs_sched_at(gsim *s, des_engine *e, ss_time at, uint16_t kind, uint32_t target,
                            const char *file, int line);
