@@ -329,12 +329,12 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     return rc;
 }
 
-/* A fork destroyed, whole, becomes its replay's spare when it has none (gs_spare). */
+/* A fork destroyed, whole, becomes one of its replay's spares when there is room (gs_spare). */
 static int park(gsim *s)
 {
-    if (!s->fork || !s->spare || s->spare->fork || s->rc)
+    if (!s->fork || !s->spare || s->spare->n == GS_SPARES || s->rc)
         return 0;
-    s->spare->fork = s;
+    s->spare->fork[s->spare->n++] = s;
     return 1;
 }
 
@@ -357,12 +357,11 @@ void gsim_destroy(gsim **sp)
 
 void gsim_release_spare(gsim *s)
 {
-    gsim *f = s->spare ? s->spare->fork : NULL;
-    if (!f)
-        return;
-    s->spare->fork = NULL;
-    f->spare = NULL; /* destroyed, not parked again */
-    gsim_destroy(&f);
+    while (s->spare && s->spare->n) {
+        gsim *f = s->spare->fork[--s->spare->n];
+        f->spare = NULL; /* destroyed, not parked again */
+        gsim_destroy(&f);
+    }
 }
 
 void gs_release(gsim *s)

@@ -176,7 +176,7 @@ typedef struct gsim gsim;
 /* Build the cluster and policies. 0, or SS_EINVAL / SS_ENOTFOUND / SS_ENOMEM with eb set. */
 int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
 /* Free g and everything it owns (NULL-safe; *g set to NULL). A fork that ran without error
- * becomes its replay's spare instead, when the replay has none (gsim_release_spare). */
+ * becomes one of its replay's spares instead while it has room for one (gsim_release_spare). */
 void gsim_destroy(gsim **g);
 /* Replay every request of src to completion. 0, or the first error from the source, the sink
  * or the invariant checks (SS_ECHECK: --check after every event, and the conservation of
@@ -250,8 +250,8 @@ uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
  * cannot be forked (SS_EINVAL). 0, SS_EINVAL or SS_ENOMEM with eb set. */
 int gsim_fork(const gsim *g, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
               gsim **out, ss_errbuf *eb);
-/* A fork of g destroyed (gsim_destroy) keeps its memory for g's next fork to reuse, the last
- * one only, until g is destroyed: release it now. */
+/* The forks of g destroyed last (gsim_destroy, a few) keep their memory for g's next forks to
+ * reuse until g is destroyed: release it now. */
 void gsim_release_spare(gsim *g);
 
 const metrics *gsim_metrics(const gsim *g);

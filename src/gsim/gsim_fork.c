@@ -218,9 +218,8 @@ static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
 static gsim *fork_shell(const gsim *s, gsim_sink_fn *sink, void *sink_ud, fork_mem *m,
                         ss_errbuf *eb)
 {
-    gsim *f = s->spare ? s->spare->fork : NULL;
+    gsim *f = s->spare && s->spare->n ? s->spare->fork[--s->spare->n] : NULL;
     if (f) {
-        s->spare->fork = NULL;
         mem_take(f, m);
         memset(f, 0, sizeof *f);
     } else if (!(f = ss_calloc(1, sizeof *f))) {

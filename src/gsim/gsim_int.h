@@ -123,10 +123,13 @@ typedef struct offload {
     uint8_t in_use;
 } offload;
 
-/* A replay's spare fork (gsim_fork.c): the last what-if fork destroyed whole, kept with its
- * memory for the next gsim_fork to refill rather than allocate anew. */
+/* A replay's spare forks (gsim_fork.c): the last what-if forks destroyed whole, kept with
+ * their memory for the next gsim_fork to refill rather than allocate anew. A few: a placement
+ * tick may drop several forks before it makes new ones. */
+enum { GS_SPARES = 4 };
 typedef struct gs_spare {
-    gsim *fork;                  /* owned; NULL when none */
+    gsim *fork[GS_SPARES];       /* owned, the first n */
+    uint32_t n;
 } gs_spare;
 
 /* Per-container engine state for cluster policies and guest work. */
