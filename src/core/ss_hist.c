@@ -23,13 +23,21 @@ static void bucket_range(size_t i, uint64_t *lo, uint64_t *width)
     *width = (uint64_t)1 << shift;
 }
 
+/* The buckets a histogram of n of them (0: none yet) grows to for bucket idx: twice as many
+ * until idx fits, from 4 * SUB (a power of two). */
+static size_t grown(size_t n, size_t idx)
+{
+    n = n ? n : 4 * SUB;
+    while (n <= idx)
+        n *= 2;
+    return n;
+}
+
 static int ensure(ss_hist *h, size_t idx)
 {
     if (idx < h->n_buckets)
         return SS_OK;
-    size_t n = h->n_buckets ? h->n_buckets : 4 * SUB;
-    while (n <= idx)
-        n *= 2;
+    size_t n = grown(h->n_buckets, idx);
     uint64_t *c = ss_realloc(h->counts, n * sizeof *c);
     if (!c)
         return SS_ENOMEM;
@@ -150,9 +158,7 @@ static int index_cover(ss_hist_index *x, size_t idx)
 {
     if (idx < x->cap)
         return SS_OK;
-    size_t cap = x->cap ? x->cap : 4 * SUB;
-    while (cap <= idx)
-        cap *= 2;
+    size_t cap = grown(x->cap, idx);
     uint64_t *n = ss_realloc(x->n, (cap + 1) * sizeof *n);
     if (!n)
         return SS_ENOMEM;

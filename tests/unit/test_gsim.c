@@ -909,6 +909,17 @@ static trace_rec *two_bursts(ss_time *gap_from, ss_time *gap_to)
     return r;
 }
 
+/* A simulator of f's configuration started on src, its records to c (NULL: none). */
+static gsim *started(fx *f, tu_recs *src, tu_collect *c)
+{
+    ss_errbuf eb;
+    gsim *g = NULL;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    assert_int_equal(gsim_start(g, tu_recs_next, src, c ? tu_collect_req : NULL, c, &eb), 0);
+    return g;
+}
+
 static int same_outcome(const metrics_req *a, const metrics_req *b)
 {
     return a->first_token == b->first_token && a->finish == b->finish &&
@@ -926,12 +937,9 @@ static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ct
     size_t n = FORK_N1 + FORK_N2;
     tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
     ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
+    gsim *g = started(f, &src, &rc), *w = NULL;
     ss_time t0 = gap_from + pause;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
     assert_int_equal(gsim_advance(g, t0, &eb), 0);
     uint64_t it0 = gsim_iterations(g);
     if (gsim_fork(g, ctrs, n_ctrs, tu_collect_req, &wc, &w, &eb))
@@ -994,12 +1002,9 @@ static void test_fork_leaves_the_replay_alone(void **state)
     tu_collect forked = tu_collect_new(n);
     run(f, r, n, &plain, NULL, NULL);
     ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
+    gsim *g = started(f, &src, &forked), *w = NULL;
     gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &forked, &eb), 0);
     for (ss_time t = ss_time_from_s(1); t < gap_to + ss_time_from_s(20); t += ss_time_from_s(3)) {
         assert_int_equal(gsim_advance(g, t, &eb), 0);
         assert_int_equal(gsim_fork(g, all, 2, NULL, NULL, &w, &eb), 0);
@@ -1026,11 +1031,8 @@ static void test_fork_allocation_failures_are_clean(void **state)
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
     ss_errbuf eb;
-    gsim *g = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    gsim *g = started(f, &src, NULL);
     assert_int_equal(gsim_advance(g, gap_from + ss_time_from_s(1), &eb), 0);
     gmg_id all[2] = {0, 1};
     size_t base = ss_alloc_live_bytes();
@@ -1076,11 +1078,8 @@ static void test_fork_in_a_spare_is_a_new_fork(void **state)
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
     ss_errbuf eb;
-    gsim *g = NULL, *w[2] = {NULL, NULL};
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    gsim *g = started(f, &src, NULL), *w[2] = {NULL, NULL};
     ss_time t0 = gap_from - ss_time_from_s(2), t1 = gap_from + ss_time_from_s(1);
     assert_int_equal(gsim_advance(g, t0, &eb), 0);
     gmg_id third = 2, two[2] = {0, 1};
