@@ -153,19 +153,22 @@ static void outcome_free(outcome *o)
     memset(o, 0, sizeof *o);
 }
 
+/* Drop b's fork; its outcome's arrays stay for the next one (outcome_size resets them). */
 static void base_drop(slice_sched *s, baseline *b)
 {
     if (b->fork)
         s->destroy(&b->fork);
-    outcome_free(&b->out);
+    b->out.n = 0;
     b->until = 0;
 }
 
 static void fini(void *priv)
 {
     slice_sched *s = priv;
-    for (uint32_t i = 0; i < s->n_base; i++)
+    for (uint32_t i = 0; i < s->n_base; i++) {
         base_drop(s, &s->base[i]);
+        outcome_free(&s->base[i].out);
+    }
     ss_free(s->base);
     ss_free(s->refused);
     outcome_free(&s->cand);
