@@ -50,7 +50,7 @@ static void strip(gmg *g, graph_mem *m)
     const gmg_id *roster = gmg_req_roster(g, &n);
     for (uint32_t k = 0; k < n; k++) {
         gmg_req *q = &g->reqs[roster ? roster[k] : k];
-        if (q->state != GMG_REQ_FREE)
+        if (q->state != GMG_REQ_FREE && q->chain)
             gmg_pc_chain_drop(q);
     }
     *m = (graph_mem){g->gpus, g->n_gpus, g->links, g->n_links, g->replicas, g->n_replicas,
