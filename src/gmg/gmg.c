@@ -53,6 +53,10 @@ static void strip(gmg *g, graph_mem *m)
         if (q->state != GMG_REQ_FREE && q->chain)
             gmg_pc_chain_drop(q);
     }
+    if (!roster) { /* a slot handed out since may have grown reqs past the list's room */
+        ss_free(g->copied);
+        g->copied = NULL;
+    }
     *m = (graph_mem){g->gpus, g->n_gpus, g->links, g->n_links, g->replicas, g->n_replicas,
                      g->ctrs, g->n_ctrs, g->reqs, g->copied, g->cap_slots};
 }

@@ -440,7 +440,8 @@ static void assert_same_req(const gmg_req *a, const gmg_req *b)
 
 /* A partial copy lists the slots it copied (gmg_req_roster): exactly the kept containers'
  * requests, ascending, each as it was; the others are free, on a free list that ascends. A
- * whole copy, or a partial one that has handed out a slot since, lists none (every slot). */
+ * whole copy, or a partial one that has handed out a slot since, lists none (every slot). A
+ * copy refilled in place (gmg_recopy_part) is the new copy. */
 static void test_clone_part_roster(void **state)
 {
     fx *f = *state;
@@ -492,7 +493,20 @@ static void test_clone_part_roster(void **state)
     assert_int_equal(n, k->n_slots);
     k->reqs[extra].state = GMG_REQ_DONE;
     gmg_req_free(k, extra);
+    uint8_t both[2] = {1, 1}; /* refilled in place, for both containers */
+    gmg *before = k;
+    assert_int_equal(gmg_recopy_part(&k, f->g, both), 0);
+    assert_ptr_equal(k, before);
+    must_check(k);
+    roster = gmg_req_roster(k, &n);
+    assert_non_null(roster);
+    assert_int_equal(n, f->g->in_flight);
+    for (uint32_t j = 0; j < n; j++)
+        assert_same_req(&k->reqs[roster[j]], &f->g->reqs[roster[j]]);
     gmg_destroy(&k);
+    for (int i = 0; i < 24; i += 4) /* every hold on a chain went with the copies */
+        if (f->g->reqs[r[i]].state != GMG_REQ_FREE)
+            assert_int_equal(f->g->reqs[r[i]].chain->ref, 1);
     assert_int_equal(gmg_clone(f->g, &k), 0);
     assert_null(gmg_req_roster(k, &n));
     assert_int_equal(n, k->n_slots);
