@@ -76,6 +76,26 @@ int64_t ss_hist_quantile(const ss_hist *h, double q);
 void ss_hist_above(const ss_hist *h, int64_t v, double q, uint64_t *n_out, double *mean_out,
                    int64_t *quantile_out);
 static inline double ss_hist_mean(const ss_hist *h) { return h->n ? h->sum / (double)h->n : 0.0; }
+/* An index kept beside an ss_hist by its owner: Fenwick (binary indexed) trees over the
+ * buckets of their counts and of count x midpoint, so that ss_hist_index_above answers
+ * ss_hist_above's question in O(log n) rather than a scan of the buckets. Every sample must go
+ * into the histogram through ss_hist_index_add, which records it in both. Zero-initialised is
+ * valid and empty; ss_hist_index_fini releases it. */
+typedef struct ss_hist_index {
+    uint64_t *n;   /* owned; Fenwick tree of the bucket counts, 1-based, cap + 1 entries */
+    uint64_t *sum; /* owned; the same of count x midpoint (modulo 2^64) */
+    size_t cap;    /* buckets covered, a power of two (0: none yet) */
+} ss_hist_index;
+
+void ss_hist_index_fini(ss_hist_index *x);
+/* Record value v (negative counts as 0) into h and x, which holds h's samples. 0, or
+ * SS_ENOMEM with h's samples unchanged (x may have grown, holding the same ones). */
+int ss_hist_index_add(ss_hist_index *x, ss_hist *h, int64_t v);
+/* ss_hist_above(h, v, q, ...), to the bit, from x, which holds h's samples (ss_hist_index_add):
+ * the sums are exact integers when h's count times its largest sample stays below 2^53, as
+ * the scan's doubles are then; beyond that it scans, as ss_hist_above does. */
+void ss_hist_index_above(const ss_hist_index *x, const ss_hist *h, int64_t v, double q,
+                         uint64_t *n_out, double *mean_out, int64_t *quantile_out);
 /* Add every sample of src into dst. 0 or SS_ENOMEM (dst unchanged). */
 int ss_hist_merge(ss_hist *dst, const ss_hist *src);
 /* ss_hist_merge, then empty src and release its buckets; an empty dst takes src's buckets as

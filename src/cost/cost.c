@@ -461,14 +461,22 @@ ss_time cost_pp_send(cost_model *cm, const cost_batch *b, cost_op *op_out)
     return batch_seqs(b) ? cm->ops->op_ns(cm->priv, &op) : 0;
 }
 
+/* The device operators of an iteration of b (none for an empty batch) into ops; their count. */
+static size_t device_ops(const cost_model *cm, const cost_batch *b, cost_op ops[MAX_OPS])
+{
+    if (!batch_seqs(b))
+        return 0;
+    size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
+    return n + attention_ops(cm, b, ops + n);
+}
+
 size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
                           size_t cap)
 {
     if (batch_seqs(b) == 0)
         return 0;
     cost_op ops[MAX_OPS];
-    size_t n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
-    n += attention_ops(cm, b, ops + n);
+    size_t n = device_ops(cm, b, ops);
     ss_time device = 0;
     uint64_t kernels = 0;
     for (size_t i = 0; i < n; i++) {
@@ -488,6 +496,16 @@ size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out,
     return n + 1;
 }
 
+uint64_t cost_iteration_kernels(const cost_model *cm, const cost_batch *b)
+{
+    cost_op ops[MAX_OPS];
+    size_t n = device_ops(cm, b, ops);
+    uint64_t kernels = 0;
+    for (size_t i = 0; i < n; i++)
+        kernels += ops[i].count;
+    return kernels;
+}
+
 int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *out)
 {
     if (k == COST_OP_PP_SEND && batch_seqs(b)) {
@@ -495,11 +513,7 @@ int cost_op_shape(cost_model *cm, cost_op_kind k, const cost_batch *b, cost_op *
         return SS_OK;
     }
     cost_op ops[MAX_OPS];
-    size_t n = 0;
-    if (batch_seqs(b)) {
-        n = build_dense_ops(cm, batch_tokens(b), batch_seqs(b), ops);
-        n += attention_ops(cm, b, ops + n);
-    }
+    size_t n = device_ops(cm, b, ops);
     for (size_t i = 0; i < n; i++)
         if (ops[i].kind == k) {
             *out = ops[i];

@@ -143,6 +143,9 @@ ss_time cost_iteration_ns(cost_model *cm, const cost_batch *b);
  * time equals sum(ns_out[i] * ops_out[i].count). */
 size_t cost_iteration_ops(cost_model *cm, const cost_batch *b, cost_op *ops_out, ss_time *ns_out,
                           size_t cap);
+/* The device operators an iteration of b launches: the sum of the counts of cost_iteration_ops'
+ * operators but the host phase, without timing them (0 for an empty batch). */
+uint64_t cost_iteration_kernels(const cost_model *cm, const cost_batch *b);
 
 /* An iteration's time in the parts a pipeline-parallel container needs: the work of one
  * decoder layer, what runs once before the first layer (host overhead, embedding and its

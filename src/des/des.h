@@ -50,6 +50,11 @@ typedef struct des_stats {
 int des_engine_create(des_engine **e_out, void *ctx);
 /* Free the engine, its queue and its event pool. NULL-safe; sets *e to NULL. */
 void des_engine_destroy(des_engine **e);
+/* Make e as des_engine_create(&e, ctx) would, but keeping the memory of its event pool and
+ * queue (its pending events go back to the pool; its statistics restart, but pool_events,
+ * which counts the pool's events). For a run after another on the same engine: no
+ * allocation until it holds more events at once than it ever did. */
+void des_engine_reset(des_engine *e, void *ctx);
 /* Install the handler for kind (< DES_MAX_KINDS). Returns 0 or SS_EINVAL. */
 int des_handler_set(des_engine *e, uint16_t kind, des_handler_fn *fn);
 /* Schedule an event of `kind` for `target` at absolute time `at` (>= now; earlier is a fatal

@@ -94,6 +94,23 @@ static void pool_put(des_engine *e, des_event *ev)
     e->free_list = ev;
 }
 
+void des_engine_reset(des_engine *e, void *ctx)
+{
+    des_event *ev;
+    while ((ev = des__queue_pop(&e->q)))
+        pool_put(e, ev);
+    des_queue q = e->q;
+    des_event *free_list = e->free_list;
+    pool_chunk *chunks = e->chunks;
+    size_t pool_events = e->st.pool_events;
+    memset(e, 0, sizeof *e);
+    e->q = q;
+    e->free_list = free_list;
+    e->chunks = chunks;
+    e->st.pool_events = pool_events;
+    e->ctx = ctx;
+}
+
 des_event *des__schedule(des_engine *e, ss_time at, uint16_t kind, uint32_t target,
                          const char *file, int line)
 {

@@ -18,11 +18,27 @@ int gmg_create(gmg **g_out)
     return SS_OK;
 }
 
-void gmg_destroy(gmg **gp)
+/* The arrays a graph leaves when emptied (strip), with the elements each holds; their
+ * contents are stale. */
+typedef struct graph_mem {
+    gmg_gpu *gpus;
+    uint32_t n_gpus;
+    gmg_link *links;
+    uint32_t n_links;
+    gmg_replica *replicas;
+    uint32_t n_replicas;
+    gmg_container *ctrs;
+    uint32_t n_ctrs;
+    gmg_req *reqs;     /* cap_slots entries */
+    gmg_id *copied;    /* cap_slots entries too (a partial copy's), or NULL */
+    uint32_t cap_slots;
+} graph_mem;
+
+/* Empty g down to its arrays, which go into *m: what its containers and requests hold
+ * (their iteration lists, prefix caches, cost models unless borrowed, the holds on block
+ * chains) and its KV pool are released. g itself is left to be freed or refilled. */
+static void strip(gmg *g, graph_mem *m)
 {
-    gmg *g = *gp;
-    if (!g)
-        return;
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         if (!g->borrowed_costs)
             cost_model_destroy(&g->ctrs[i].cost);
@@ -30,27 +46,62 @@ void gmg_destroy(gmg **gp)
         gmg_pc_destroy(&g->ctrs[i].pc);
     }
     gmg_kvp_destroy(&g->kvp);
-    ss_free(g->ctrs);
-    ss_free(g->replicas);
-    ss_free(g->gpus);
-    ss_free(g->links);
-    for (uint32_t i = 0; i < g->n_slots; i++)
-        if (g->reqs[i].state != GMG_REQ_FREE)
-            gmg_pc_chain_drop(&g->reqs[i]);
-    ss_free(g->reqs);
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(g, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        gmg_req *q = &g->reqs[roster ? roster[k] : k];
+        if (q->state != GMG_REQ_FREE && q->chain)
+            gmg_pc_chain_drop(q);
+    }
+    if (!roster) { /* a slot handed out since may have grown reqs past the list's room */
+        ss_free(g->copied);
+        g->copied = NULL;
+    }
+    *m = (graph_mem){g->gpus, g->n_gpus, g->links, g->n_links, g->replicas, g->n_replicas,
+                     g->ctrs, g->n_ctrs, g->reqs, g->copied, g->cap_slots};
+}
+
+static void mem_free(graph_mem *m)
+{
+    ss_free(m->gpus);
+    ss_free(m->links);
+    ss_free(m->replicas);
+    ss_free(m->ctrs);
+    ss_free(m->reqs);
+    ss_free(m->copied);
+    memset(m, 0, sizeof *m);
+}
+
+void gmg_destroy(gmg **gp)
+{
+    gmg *g = *gp;
+    if (!g)
+        return;
+    graph_mem m;
+    strip(g, &m);
+    mem_free(&m);
     ss_free(g);
     *gp = NULL;
 }
 
-/* Copy n elements of elem bytes (NULL when n is 0); 0 or SS_ENOMEM. */
-static int dup_array(void **out, const void *src, size_t n, size_t elem)
+/* *p made to hold n elements of elem bytes, the block it holds (have elements) kept when large
+ * enough; its contents are stale. 0 or SS_ENOMEM (*p NULL). */
+static int fit_array(void **p, size_t have, size_t n, size_t elem)
 {
-    *out = NULL;
-    if (!n)
+    if (*p && have >= n)
         return SS_OK;
-    if (!(*out = ss_malloc(n * elem)))
+    ss_free(*p);
+    *p = n ? ss_malloc(n * elem) : NULL;
+    return n && !*p ? SS_ENOMEM : SS_OK;
+}
+
+/* *p made a copy of n elements of src (fit_array); 0 or SS_ENOMEM. */
+static int copy_array(void **p, size_t have, const void *src, size_t n, size_t elem)
+{
+    if (fit_array(p, have, n, elem))
         return SS_ENOMEM;
-    memcpy(*out, src, n * elem);
+    if (n)
+        memcpy(*p, src, n * elem);
     return SS_OK;
 }
 
@@ -64,63 +115,84 @@ static void freeze(gmg_container *c)
     c->pc = NULL;
 }
 
-/* The slots of src whose requests come along (all with keep NULL): copied in one block when
- * all of them are, one by one otherwise, the rest free; slots beyond n_slots stay unwritten (a
- * slot is initialised when it is first handed out). */
-static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+/* Every slot of src, in one block; their prefix chains shared. Slots beyond n_slots stay
+ * unwritten (a slot is initialised when it is first handed out). */
+static void clone_all_reqs(gmg *g, const gmg *src)
 {
-    if (!(g->reqs = ss_malloc((src->cap_slots ? src->cap_slots : 1) * sizeof *g->reqs)))
-        return SS_ENOMEM;
-    if (!keep && src->n_slots)
+    if (src->n_slots)
         memcpy(g->reqs, src->reqs, src->n_slots * sizeof *g->reqs);
-    g->free_slot = keep ? GMG_NONE : src->free_slot;
-    g->in_flight = keep ? 0 : src->in_flight;
-    for (uint32_t i = src->n_slots; i-- > 0;) { /* a partial copy's free list ascends */
-        const gmg_req *s = &src->reqs[i];
+    g->free_slot = src->free_slot;
+    g->in_flight = src->in_flight;
+    for (uint32_t i = 0; i < src->n_slots; i++) {
         gmg_req *q = &g->reqs[i];
-        if (keep && (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs ||
-                     !keep[s->container])) {
-            q->state = GMG_REQ_FREE;
-            q->chain = NULL;
-            q->n_prefix_blocks = 0;
-            q->next = g->free_slot;
-            g->free_slot = i;
-            continue;
-        }
-        if (keep) {
-            *q = *s;
-            g->in_flight++;
-        }
         if (q->state != GMG_REQ_FREE && q->chain) /* shared, read-only */
             q->chain->ref++;
         else
             q->chain = NULL;
     }
-    g->n_slots = src->n_slots;
+}
+
+/* The slots of src whose requests are in kept containers, listed in g->copied; the others
+ * free, on a free list that ascends. */
+static void clone_kept_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+{
+    g->copied_allocs = src->n_allocs;
+    g->in_flight = 0;
+    gmg_id *tail = &g->free_slot;
+    for (uint32_t i = 0; i < src->n_slots; i++) {
+        const gmg_req *s = &src->reqs[i];
+        gmg_req *q = &g->reqs[i];
+        if (s->state == GMG_REQ_FREE || s->container >= src->n_ctrs || !keep[s->container]) {
+            q->state = GMG_REQ_FREE;
+            q->chain = NULL;
+            q->n_prefix_blocks = 0;
+            *tail = i;
+            tail = &q->next;
+            continue;
+        }
+        *q = *s;
+        if (q->chain) /* shared, read-only */
+            q->chain->ref++;
+        g->copied[g->in_flight++] = i;
+    }
+    *tail = GMG_NONE;
+    g->n_copied = g->in_flight;
+}
+
+/* The slots of src whose requests come along (all with keep NULL), into g's slot array (and
+ * its list of copied slots, for a partial copy) of cap_slots entries, made at least as large
+ * as src's. 0 or SS_ENOMEM. */
+static int clone_reqs(gmg *g, const gmg *src, const uint8_t *keep)
+{
+    uint32_t cap = src->cap_slots ? src->cap_slots : 1;
+    if (g->cap_slots < cap) {
+        ss_free(g->reqs);
+        ss_free(g->copied);
+        g->reqs = NULL, g->copied = NULL;
+        g->cap_slots = cap;
+    }
+    if (!keep) {
+        ss_free(g->copied);
+        g->copied = NULL;
+    }
+    if ((!g->reqs && !(g->reqs = ss_malloc(g->cap_slots * sizeof *g->reqs))) ||
+        (keep && !g->copied && !(g->copied = ss_malloc(g->cap_slots * sizeof *g->copied))))
+        return SS_ENOMEM;
+    if (keep)
+        clone_kept_reqs(g, src, keep);
+    else
+        clone_all_reqs(g, src);
+    g->n_slots = src->n_slots; /* what gmg_destroy walks, once they are copied */
     return SS_OK;
 }
 
-int gmg_clone(const gmg *src, gmg **out) { return gmg_clone_part(src, NULL, out); }
-
-int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
+/* The containers of src into g's array (m->n_ctrs entries before), each counted in n_ctrs
+ * once copied: those with keep[id] unset frozen. 0 or SS_ENOMEM. */
+static int clone_ctrs(gmg *g, const gmg *src, const uint8_t *keep, const graph_mem *m)
 {
-    gmg *g = ss_calloc(1, sizeof *g);
-    if (!g)
+    if (fit_array((void **)&g->ctrs, m->n_ctrs, src->n_ctrs ? src->n_ctrs : 1, sizeof *g->ctrs))
         return SS_ENOMEM;
-    *g = *src;
-    g->borrowed_costs = 1;
-    g->gpus = NULL, g->links = NULL, g->ctrs = NULL, g->replicas = NULL, g->reqs = NULL;
-    g->kvp = NULL;
-    g->n_ctrs = 0, g->n_slots = 0; /* what gmg_destroy frees, raised as the copies land */
-    int rc = dup_array((void **)&g->gpus, src->gpus, src->n_gpus, sizeof *g->gpus);
-    if (!rc)
-        rc = dup_array((void **)&g->links, src->links, src->n_links, sizeof *g->links);
-    if (!rc)
-        rc = dup_array((void **)&g->replicas, src->replicas, src->n_replicas,
-                       sizeof *g->replicas);
-    if (!rc && !(g->ctrs = ss_calloc(src->n_ctrs ? src->n_ctrs : 1, sizeof *g->ctrs)))
-        rc = SS_ENOMEM;
-    for (uint32_t i = 0; !rc && i < src->n_ctrs; i++) {
+    for (uint32_t i = 0; i < src->n_ctrs; i++) {
         gmg_container *c = &g->ctrs[i];
         *c = src->ctrs[i];
         g->n_ctrs = i + 1;
@@ -130,11 +202,50 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
         }
         c->iter.reqs = NULL;
         c->pc = NULL;
-        rc = dup_array((void **)&c->iter.reqs, src->ctrs[i].iter.reqs, c->iter.cap,
-                       sizeof *c->iter.reqs);
-        if (!rc && src->ctrs[i].pc) /* a what-if must see the cache as it is */
-            rc = gmg_pc_clone(src->ctrs[i].pc, &c->pc);
+        if (copy_array((void **)&c->iter.reqs, 0, src->ctrs[i].iter.reqs, c->iter.cap,
+                       sizeof *c->iter.reqs) ||
+            (src->ctrs[i].pc && gmg_pc_clone(src->ctrs[i].pc, &c->pc))) /* the cache as it is */
+            return SS_ENOMEM;
     }
+    return SS_OK;
+}
+
+int gmg_clone(const gmg *src, gmg **out) { return gmg_clone_part(src, NULL, out); }
+
+int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
+{
+    gmg *g = NULL;
+    int rc = gmg_recopy_part(&g, src, keep);
+    if (!rc)
+        *out = g;
+    return rc;
+}
+
+int gmg_recopy_part(gmg **gp, const gmg *src, const uint8_t *keep)
+{
+    graph_mem m = {0};
+    gmg *g = *gp;
+    *gp = NULL;
+    if (g)
+        strip(g, &m);
+    else if (!(g = ss_malloc(sizeof *g)))
+        return SS_ENOMEM;
+    *g = *src;
+    g->borrowed_costs = 1;
+    g->kvp = NULL;
+    /* the old arrays, counted as empty: what gmg_destroy frees, raised as the copies land */
+    g->gpus = m.gpus, g->links = m.links, g->replicas = m.replicas, g->ctrs = m.ctrs;
+    g->reqs = m.reqs, g->copied = m.copied, g->cap_slots = m.cap_slots;
+    g->n_ctrs = 0, g->n_slots = 0, g->n_copied = 0;
+    int rc = copy_array((void **)&g->gpus, m.n_gpus, src->gpus, src->n_gpus, sizeof *g->gpus);
+    if (!rc)
+        rc = copy_array((void **)&g->links, m.n_links, src->links, src->n_links,
+                        sizeof *g->links);
+    if (!rc)
+        rc = copy_array((void **)&g->replicas, m.n_replicas, src->replicas, src->n_replicas,
+                        sizeof *g->replicas);
+    if (!rc)
+        rc = clone_ctrs(g, src, keep, &m);
     if (!rc)
         rc = clone_reqs(g, src, keep);
     if (!rc && src->kvp) /* a what-if offloads into its own copy, never the original's */
@@ -143,7 +254,7 @@ int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out)
         gmg_destroy(&g);
         return rc;
     }
-    *out = g;
+    *gp = g;
     return SS_OK;
 }
 

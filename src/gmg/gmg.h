@@ -291,7 +291,22 @@ typedef struct gmg {
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
     int prefix_cache;       /* containers get a prefix cache (gmg_add_containers) */
     struct gmg_kvpool *kvp; /* the KV pool below the prefix caches (owned); NULL when off */
+    gmg_id *copied;         /* owned, a partial copy's (gmg_clone_part): the slots it copied,
+                               ascending, n_copied of them; NULL otherwise (gmg_req_roster) */
+    uint32_t n_copied;
+    uint64_t copied_allocs; /* n_allocs when they were copied */
 } gmg;
+
+/* The slots that may hold a request of g, ascending: a partial copy's copied slots (n_copied)
+ * while it has handed out none since, as a what-if's graph never does, so that a walk over a
+ * what-if's requests costs what it holds rather than the cluster's slots; else NULL, every
+ * slot below n_slots (n_out gets the count either way). */
+static inline const gmg_id *gmg_req_roster(const gmg *g, uint32_t *n_out)
+{
+    int listed = g->copied && g->n_allocs == g->copied_allocs;
+    *n_out = listed ? g->n_copied : g->n_slots;
+    return listed ? g->copied : NULL;
+}
 
 /* How one container is laid out and sized. */
 typedef struct gmg_ctr_spec {
@@ -326,8 +341,14 @@ int gmg_clone(const gmg *src, gmg **out);
 /* The same copy for a what-if of some containers: those with keep[id] set come whole, with
  * their requests; the others are frozen (gmg_container.frozen): their pools and ledgers as
  * they are, but no requests, queues or prefix cache, so that a fork costs what it simulates,
- * not the cluster. A frozen container must not be run; gmg_check skips it. */
+ * not the cluster. A frozen container must not be run; gmg_check skips it. The slots it
+ * copies are listed (gmg_req_roster). */
 int gmg_clone_part(const gmg *src, const uint8_t *keep, gmg **out);
+/* gmg_clone_part into *g, a copy made before (or NULL: a new one), whose memory it reuses
+ * where large enough: what the old copy's containers and requests held goes, its arrays are
+ * refilled (a what-if after another costs less than a new copy). 0, or SS_ENOMEM with *g
+ * destroyed and NULL. */
+int gmg_recopy_part(gmg **g, const gmg *src, const uint8_t *keep);
 /* Add `replicas` replicas of spec, each on tp x pp fresh GPUs (stage by stage; nodes filled
  * gpus_per_node at a time, a TP group never straddling nodes when it fits in one) and each with
  * pp containers, plus one NVLink/PCIe link per node and a network link. Sizes a replica's KV

@@ -298,7 +298,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         ss_err(eb, rc, "metrics: out of memory");
     if (!rc)
         rc = alloc_ctr_state(s, eb);
-    if (!rc && (!(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)) ||
+    if (!rc && (!(s->spare = ss_calloc(1, sizeof *s->spare)) ||
+                !(s->gst = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gst)) ||
                 !(s->gsl = ss_calloc(s->g->n_gpus ? s->g->n_gpus : 1, sizeof *s->gsl)) ||
                 !(s->starts = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *s->starts)) ||
                 !(s->starts_now = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1,
@@ -328,12 +329,43 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     return rc;
 }
 
+/* A fork destroyed, whole, becomes one of its replay's spares when there is room (gs_spare). */
+static int park(gsim *s)
+{
+    if (!s->fork || !s->spare || s->spare->n == GS_SPARES || s->rc)
+        return 0;
+    s->spare->fork[s->spare->n++] = s;
+    return 1;
+}
+
 void gsim_destroy(gsim **sp)
 {
     gsim *s = *sp;
     if (!s)
         return;
+    *sp = NULL;
+    if (park(s))
+        return;
     gs_place_destroy(s); /* its what-if forks borrow from this simulation */
+    if (!s->fork) { /* and so does the spare they left */
+        gsim_release_spare(s);
+        ss_free(s->spare);
+    }
+    gs_release(s);
+    ss_free(s);
+}
+
+void gsim_release_spare(gsim *s)
+{
+    while (s->spare && s->spare->n) {
+        gsim *f = s->spare->fork[--s->spare->n];
+        f->spare = NULL; /* destroyed, not parked again */
+        gsim_destroy(&f);
+    }
+}
+
+void gs_release(gsim *s)
+{
     des_engine_destroy(&s->des);
     for (uint32_t i = 0; s->ten && i < s->n_ten; i++) {
         ss_free(s->ten[i].cands);
@@ -341,6 +373,7 @@ void gsim_destroy(gsim **sp)
         ss_free(s->ten[i].dcands);
         gs_ceiling_free(&s->ten[i].ceiling);
         ss_hist_fini(&s->ten[i].out_lens);
+        ss_hist_index_fini(&s->ten[i].out_ix);
     }
     ss_free(s->ten);
     for (uint32_t i = 0; s->g && i < s->g->n_ctrs; i++)
@@ -360,8 +393,6 @@ void gsim_destroy(gsim **sp)
     metrics_fini(&s->m);
     gsim__check_fini(&s->chk);
     ss_free(s->dec.run); /* the block holding all seven decision arrays */
-    ss_free(s);
-    *sp = NULL;
 }
 
 static void progress_tramp(const des_engine *e, void *ud)

@@ -175,6 +175,8 @@ typedef struct gsim gsim;
 
 /* Build the cluster and policies. 0, or SS_EINVAL / SS_ENOTFOUND / SS_ENOMEM with eb set. */
 int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
+/* Free g and everything it owns (NULL-safe; *g set to NULL). A fork that ran without error
+ * becomes one of its replay's spares instead while it has room for one (gsim_release_spare). */
 void gsim_destroy(gsim **g);
 /* Replay every request of src to completion. 0, or the first error from the source, the sink
  * or the invariant checks (SS_ECHECK: --check after every event, and the conservation of
@@ -239,14 +241,18 @@ uint8_t gsim_req_sla_so_far(const gmg_req *q, ss_time now);
  * runs again when its moved request comes home, and with it the guest it hosts); every other
  * container stays frozen as it is, without its requests. Run it with
  * gsim_advance; finished requests go to sink (may be NULL), and gsim_graph, an observer and
- * the idle slices of gsim_metrics show the predicted state (its latency histograms stay
- * empty: the sink's records and the requests in gsim_graph are the predictions). When nothing reaches those containers in g over the
+ * the idle slices of gsim_metrics show the predicted state (its metrics keep counters and
+ * slices alone, metrics_init_counters: the sink's records and the requests in gsim_graph are
+ * the predictions). When nothing reaches those containers in g over the
  * same span, g's own outcome is identical to the fork's prediction. The fork borrows g's
  * policy and cost models: destroy it before g. Containers with a live migration in flight, and a run with a
  * disaggregated tenant (separate prefill and decode pools),
  * cannot be forked (SS_EINVAL). 0, SS_EINVAL or SS_ENOMEM with eb set. */
 int gsim_fork(const gsim *g, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
               gsim **out, ss_errbuf *eb);
+/* The forks of g destroyed last (gsim_destroy, a few) keep their memory for g's next forks to
+ * reuse until g is destroyed: release it now. */
+void gsim_release_spare(gsim *g);
 
 const metrics *gsim_metrics(const gsim *g);
 /* Tenants of the run (1 with the single-tenant shortcut): count, name, configuration. */

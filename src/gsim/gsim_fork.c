@@ -6,22 +6,102 @@
 
 #include <string.h>
 
+/* ---- the memory of a fork before --------------------------------------------------------- */
+
+/* What a replay's spare fork (gs_spare) leaves for the next one: its arrays and engine, with
+ * what each was made to hold. Their contents are stale: the next fork writes them over. */
+typedef struct fork_mem {
+    gmg *g;                      /* its graph, a partial copy (gmg_recopy_part reuses it) */
+    gsim_gpu_stats *gst;
+    uint32_t n_gpus;             /* gst's entries */
+    tenant_state *ten;           /* each with its cands (cap, at least 1) and standby */
+    uint32_t n_ten;
+    uint32_t n_ctrs;             /* entries of cs and of each tenant's standby */
+    ctr_state *cs;
+    offload *offs;
+    uint32_t cap_offs;
+    des_engine *des;             /* its engine: its event pool and queue */
+    pol_batch_decision dec;      /* decision scratch (one block, dec_cap entries each) */
+    size_t dec_cap;
+    uint32_t *run_cross;         /* steady-run scratch, run_cap entries */
+    uint32_t run_cap;
+} fork_mem;
+
+static void mem_free_tenants(fork_mem *m)
+{
+    for (uint32_t i = 0; m->ten && i < m->n_ten; i++) {
+        ss_free(m->ten[i].cands);
+        ss_free(m->ten[i].standby);
+    }
+    ss_free(m->ten);
+    m->ten = NULL, m->n_ten = 0;
+}
+
+/* Release what m still holds. */
+static void mem_free(fork_mem *m)
+{
+    gmg_destroy(&m->g);
+    ss_free(m->gst);
+    mem_free_tenants(m);
+    ss_free(m->cs);
+    ss_free(m->offs);
+    des_engine_destroy(&m->des);
+    ss_free(m->dec.run);
+    ss_free(m->run_cross);
+    memset(m, 0, sizeof *m);
+}
+
+/* Take f, a spare fork, apart: its reusable memory into *m, the rest released (the batching
+ * state copied per container, the checker's, the cluster state a fork never uses). f is left
+ * as bare memory. */
+static void mem_take(gsim *f, fork_mem *m)
+{
+    for (uint32_t i = 0; i < f->g->n_ctrs; i++) {
+        ss_free(f->g->ctrs[i].batch_priv);
+        f->g->ctrs[i].batch_priv = NULL;
+    }
+    *m = (fork_mem){.g = f->g, .gst = f->gst, .n_gpus = f->g->n_gpus, .ten = f->ten,
+                    .n_ten = f->n_ten, .n_ctrs = f->g->n_ctrs, .cs = f->cs, .offs = f->offs,
+                    .cap_offs = f->cap_offs, .des = f->des, .dec = f->dec,
+                    .dec_cap = f->dec_cap, .run_cross = f->run_cross, .run_cap = f->run_cap};
+    f->g = NULL, f->gst = NULL, f->ten = NULL, f->n_ten = 0, f->cs = NULL, f->offs = NULL;
+    f->des = NULL, f->dec.run = NULL, f->run_cross = NULL;
+    gs_release(f);
+}
+
+/* *p (have entries, or NULL) made to hold n entries of elem bytes: kept when large enough,
+ * else replaced (contents stale). 0 or SS_ENOMEM (*p NULL). */
+static int fit(void **p, size_t have, size_t n, size_t elem)
+{
+    if (*p && have >= n)
+        return SS_OK;
+    ss_free(*p);
+    return (*p = ss_malloc((n ? n : 1) * elem)) ? SS_OK : SS_ENOMEM;
+}
+
 /* ---- what-if forks ---------------------------------------------------------------------- */
 
-static int fork_tenants(gsim *f, const gsim *s)
+static int fork_tenants(gsim *f, const gsim *s, fork_mem *m)
 {
-    if (!(f->ten = ss_calloc(s->n_ten, sizeof *f->ten)))
+    if (m->ten && m->n_ten != s->n_ten)
+        mem_free_tenants(m);
+    /* f owns the array (and each entry's lists) from here: stale entries are released whole */
+    if (!m->ten && !(m->ten = ss_calloc(s->n_ten, sizeof *m->ten)))
         return SS_ENOMEM;
-    f->n_ten = s->n_ten;
+    f->ten = m->ten, f->n_ten = s->n_ten, m->ten = NULL, m->n_ten = 0;
+    size_t ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
     for (uint32_t i = 0; i < s->n_ten; i++) {
         tenant_state *t = &f->ten[i];
+        gmg_id *cands = t->cands, *standby = t->standby;
+        size_t have = t->cands ? (t->cap ? t->cap : 1) : 0, nc = s->ten[i].cap ? s->ten[i].cap : 1;
         *t = s->ten[i];
-        t->cands = NULL, t->standby = NULL;
+        t->cands = cands, t->standby = standby;
+        t->dcands = NULL;
         t->ceiling = (gs_ceiling){0}; /* the ceiling is the replay's record */
         t->out_lens = (ss_hist){0};   /* the predictor's too: the fork's requests have theirs */
-        size_t nc = t->cap ? t->cap : 1, ns = s->g->n_ctrs ? s->g->n_ctrs : 1;
-        if (!(t->cands = ss_calloc(nc, sizeof *t->cands)) ||
-            !(t->standby = ss_calloc(ns, sizeof *t->standby)))
+        t->out_ix = (ss_hist_index){0};
+        if (fit((void **)&t->cands, have, nc, sizeof *t->cands) ||
+            fit((void **)&t->standby, standby ? m->n_ctrs : 0, ns, sizeof *t->standby))
             return SS_ENOMEM;
         if (t->n_cands)
             memcpy(t->cands, s->ten[i].cands, t->n_cands * sizeof *t->cands);
@@ -33,7 +113,7 @@ static int fork_tenants(gsim *f, const gsim *s)
 
 /* The per-container state a fork needs: batching state, cluster bookkeeping, decision scratch
  * (views and decision arrays stay empty: forks make no cluster decisions). */
-static int fork_ctr_state(gsim *f, const gsim *s)
+static int fork_ctr_state(gsim *f, const gsim *s, fork_mem *m)
 {
     size_t sz = pol_batch_ctr_priv_size(s->batch);
     for (uint32_t i = 0; i < f->g->n_ctrs; i++)
@@ -43,7 +123,8 @@ static int fork_ctr_state(gsim *f, const gsim *s)
             return SS_ENOMEM;
         memcpy(f->g->ctrs[i].batch_priv, s->g->ctrs[i].batch_priv, sz);
     }
-    if (!(f->cs = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, sizeof *f->cs)))
+    f->cs = m->cs, m->cs = NULL;
+    if (fit((void **)&f->cs, m->n_ctrs, s->g->n_ctrs, sizeof *f->cs))
         return SS_ENOMEM;
     memcpy(f->cs, s->cs, s->g->n_ctrs * sizeof *f->cs);
     return SS_OK;
@@ -57,17 +138,22 @@ static int in_set(const gmg_id *ctrs, uint32_t n, gmg_id c)
     return 0;
 }
 
-/* The offloaded prefills in flight (their events are rescheduled by fork_events). */
-static int fork_offloads(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n)
+/* The offloaded prefills in flight (their events are rescheduled by fork_events), in m's
+ * array when it has room (a larger one only leaves the fork's own offloads room to come). */
+static int fork_offloads(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n, fork_mem *m)
 {
     f->free_off = s->free_off;
     f->max_overrun = s->max_overrun;
+    uint32_t have = m->offs ? m->cap_offs : 0;
+    f->offs = m->offs, f->cap_offs = have, m->offs = NULL;
     if (!s->n_offs)
         return SS_OK;
-    if (!(f->offs = ss_malloc(s->cap_offs * sizeof *f->offs)))
+    if (fit((void **)&f->offs, have, s->cap_offs, sizeof *f->offs)) {
+        f->cap_offs = 0;
         return SS_ENOMEM;
+    }
     memcpy(f->offs, s->offs, s->n_offs * sizeof *f->offs);
-    f->n_offs = s->n_offs, f->cap_offs = s->cap_offs;
+    f->n_offs = s->n_offs, f->cap_offs = have >= s->cap_offs ? have : s->cap_offs;
     for (uint32_t i = 0; i < f->n_offs; i++) {
         f->offs[i].ev = NULL;
         /* those of its containers run (fork_events); the others stay as they are */
@@ -82,8 +168,10 @@ static int fork_offloads(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n)
  * still running, not when it will end. */
 static void fork_predictions(gsim *f)
 {
-    for (uint32_t i = 0; i < f->g->n_slots; i++) {
-        gmg_req *q = &f->g->reqs[i];
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(f->g, &n); /* the requests it copied */
+    for (uint32_t k = 0; k < n; k++) {
+        gmg_req *q = &f->g->reqs[roster ? roster[k] : k];
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED || !q->output_pred)
             continue;
@@ -125,6 +213,89 @@ static int fork_events(gsim *f, const gmg_id *ctrs, uint32_t n)
     return rc;
 }
 
+/* A fork's own simulator: the replay's spare taken apart (its memory into *m), or a new one;
+ * its settings from s. NULL when out of memory. */
+static gsim *fork_shell(const gsim *s, gsim_sink_fn *sink, void *sink_ud, fork_mem *m,
+                        ss_errbuf *eb)
+{
+    gsim *f = s->spare && s->spare->n ? s->spare->fork[--s->spare->n] : NULL;
+    if (f) {
+        mem_take(f, m);
+        memset(f, 0, sizeof *f);
+    } else if (!(f = ss_calloc(1, sizeof *f))) {
+        return NULL;
+    }
+    f->fork = 1;
+    f->spare = s->spare;
+    f->cfg = s->cfg;
+    f->single = s->single;
+    f->tier_ordered = s->tier_ordered;
+    f->batch = s->batch;
+    f->free_mig = GMG_NONE;
+    f->cd.setup_ns = s->cd.setup_ns; /* a draining container still loads its next tenant */
+    f->cd.load_bw = s->cd.load_bw;
+    f->sink = sink;
+    f->sink_ud = sink_ud;
+    f->eb = eb;
+    /* scratch that its users size as they go */
+    f->dec = m->dec, f->dec_cap = m->dec_cap, m->dec.run = NULL;
+    f->dec.n_run = f->dec.n_preempt = f->dec.n_swap_out = f->dec.n_swap_in = 0;
+    f->dec.n_reject = 0;
+    f->run_cross = m->run_cross, f->run_cap = m->run_cap, m->run_cross = NULL;
+    return f;
+}
+
+/* The graph comes with the forked containers' requests and those of the partners of their
+ * offloads in flight, and of the partners' partners: a partner runs again in the fork when its
+ * request comes home, and then so does the guest it hosts, whose request must be there too.
+ * Every other container is frozen. */
+static int fork_graph(gsim *f, const gsim *s, const gmg_id *ctrs, uint32_t n, fork_mem *m)
+{
+    uint8_t *keep = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, 1);
+    if (!keep)
+        return SS_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        keep[ctrs[i]] = 1;
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (uint32_t i = 0; i < s->n_offs; i++) {
+            const offload *o = &s->offs[i];
+            if (o->in_use && keep[o->home] != keep[o->helper]) {
+                keep[o->home] = keep[o->helper] = 1;
+                grew = 1;
+            }
+        }
+    }
+    int rc = gmg_recopy_part(&m->g, s->g, keep);
+    ss_free(keep);
+    f->g = m->g, m->g = NULL;
+    if (rc)
+        return rc;
+    f->gst = m->gst, m->gst = NULL;
+    if (fit((void **)&f->gst, m->n_gpus, s->g->n_gpus, sizeof *f->gst))
+        return SS_ENOMEM;
+    memcpy(f->gst, s->gst, s->g->n_gpus * sizeof *f->gst);
+    return SS_OK;
+}
+
+/* Its engine (m's, emptied, or a new one) at s's present, with the handlers of what a fork
+ * runs. */
+static int fork_engine(gsim *f, const gsim *s, fork_mem *m)
+{
+    if (m->des)
+        des_engine_reset(m->des, f);
+    else if (des_engine_create(&m->des, f))
+        return SS_ENOMEM;
+    f->des = m->des, m->des = NULL;
+    des_start_at(f->des, des_now(s->des));
+    des_handler_set(f->des, EV_ITER_DONE, gs_on_iter_done);
+    des_handler_set(f->des, EV_CTR_READY, gs_on_ctr_ready);
+    des_handler_set(f->des, EV_GUEST, gs_on_guest);
+    des_handler_set(f->des, EV_OFFLOAD_DONE, gs_on_offload_done);
+    des_handler_set(f->des, EV_KV_LOADED, gs_on_kv_loaded);
+    return SS_OK;
+}
+
 int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
               gsim **out, ss_errbuf *eb)
 {
@@ -142,67 +313,27 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
         if (s->ten[i].n_dcands)
             return ss_err(eb, SS_EINVAL, "fork: tenant %s serves from separate prefill and "
                           "decode pools, which what-if forks do not model", s->ten[i].t.name);
-    gsim *f = ss_calloc(1, sizeof *f);
-    if (!f)
-        return ss_err(eb, SS_ENOMEM, "fork: out of memory");
-    f->fork = 1;
-    f->cfg = s->cfg;
-    f->single = s->single;
-    f->tier_ordered = s->tier_ordered;
-    f->batch = s->batch;
-    f->free_mig = GMG_NONE;
-    f->cd.setup_ns = s->cd.setup_ns; /* a draining container still loads its next tenant */
-    f->cd.load_bw = s->cd.load_bw;
-    f->sink = sink;
-    f->sink_ud = sink_ud;
-    f->eb = eb;
-    /* the graph comes with the forked containers' requests and those of the partners of their
-     * offloads in flight, and of the partners' partners: a partner runs again in the fork when
-     * its request comes home, and then so does the guest it hosts, whose request must be there
-     * too. Every other container is frozen. */
-    uint8_t *keep = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1, 1);
-    int rc = keep ? SS_OK : SS_ENOMEM;
-    for (uint32_t i = 0; keep && i < n; i++)
-        keep[ctrs[i]] = 1;
-    for (int grew = 1; keep && grew;) {
-        grew = 0;
-        for (uint32_t i = 0; i < s->n_offs; i++) {
-            const offload *o = &s->offs[i];
-            if (o->in_use && keep[o->home] != keep[o->helper]) {
-                keep[o->home] = keep[o->helper] = 1;
-                grew = 1;
-            }
-        }
-    }
-    if (!rc)
-        rc = gmg_clone_part(s->g, keep, &f->g);
-    ss_free(keep);
-    if (!rc && (f->gst = ss_malloc((s->g->n_gpus ? s->g->n_gpus : 1) * sizeof *f->gst)))
-        memcpy(f->gst, s->gst, s->g->n_gpus * sizeof *f->gst);
-    else if (!rc)
-        rc = SS_ENOMEM;
+    fork_mem m = {0};
+    gsim *f = fork_shell(s, sink, sink_ud, &m, eb);
+    int rc = f ? fork_graph(f, s, ctrs, n, &m) : SS_ENOMEM;
     if (!rc)
         fork_predictions(f);
     if (!rc)
-        rc = fork_tenants(f, s);
+        rc = fork_tenants(f, s, &m);
     if (!rc)
-        rc = fork_ctr_state(f, s);
+        rc = fork_ctr_state(f, s, &m);
     if (!rc)
-        rc = fork_offloads(f, s, ctrs, n);
+        rc = fork_offloads(f, s, ctrs, n, &m);
+    if (!rc) /* the idle slices and counters: a fork records no request, gap or lookup */
+        metrics_init_counters(&f->m, s->cfg.warmup);
     if (!rc)
-        rc = metrics_init(&f->m, s->n_ten, s->cfg.warmup);
+        rc = fork_engine(f, s, &m);
     if (!rc)
-        rc = des_engine_create(&f->des, f);
-    if (!rc) {
-        des_start_at(f->des, des_now(s->des));
-        des_handler_set(f->des, EV_ITER_DONE, gs_on_iter_done);
-        des_handler_set(f->des, EV_CTR_READY, gs_on_ctr_ready);
-        des_handler_set(f->des, EV_GUEST, gs_on_guest);
-        des_handler_set(f->des, EV_OFFLOAD_DONE, gs_on_offload_done);
-        des_handler_set(f->des, EV_KV_LOADED, gs_on_kv_loaded);
         rc = fork_events(f, ctrs, n);
-    }
+    mem_free(&m); /* what this fork did not take */
     if (rc) {
+        if (f)
+            f->spare = NULL; /* not kept half made */
         gsim_destroy(&f);
         return ss_err(eb, rc, "fork: out of memory");
     }

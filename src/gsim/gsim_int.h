@@ -92,6 +92,8 @@ typedef struct tenant_state {
     ss_hist out_lens;            /* output lengths of its requests finished in the replay, for
                                     the what-ifs' predictor (empty in a fork, and unless the
                                     predictor is mean or quantile) */
+    ss_hist_index out_ix;        /* their index, which the predictor asks (ss_hist_index_add
+                                    records into both) */
 } tenant_state;
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
@@ -120,6 +122,15 @@ typedef struct offload {
     gmg_id next_free;            /* free-list link; GMG_NONE also marks a job in use */
     uint8_t in_use;
 } offload;
+
+/* A replay's spare forks (gsim_fork.c): the last what-if forks destroyed whole, kept with
+ * their memory for the next gsim_fork to refill rather than allocate anew. A few: a placement
+ * tick may drop several forks before it makes new ones. */
+enum { GS_SPARES = 4 };
+typedef struct gs_spare {
+    gsim *fork[GS_SPARES];       /* owned, the first n */
+    uint32_t n;
+} gs_spare;
 
 /* Per-container engine state for cluster policies and guest work. */
 typedef struct ctr_state {
@@ -217,6 +228,8 @@ struct gsim {
                                     modulo block_tokens, run_cap entries */
     uint32_t run_cap;
     pol_place *place;            /* owned: the placement policy (NULL in a fork) */
+    gs_spare *spare;             /* owned by a replay, borrowed by its forks (and theirs): where
+                                    a destroyed fork waits for the next gsim_fork */
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
     void *whatif_ud;             /* each request that ends there */
@@ -246,6 +259,8 @@ static inline int gs_in_arrival_window(const gsim *s, ss_time now)
 
 /* gsim.c */
 void gs_fail(gsim *s, int rc);
+/* Release everything s owns but s itself (gsim_destroy without the free). */
+void gs_release(gsim *s);
 int gs_past_range(gsim *s, const des_engine *e);
 des_event *gs_sched_at(gsim *s, des_engine *e, ss_time at, uint16_t kind, uint32_t target,
                            const char *file, int line);

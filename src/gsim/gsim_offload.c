@@ -227,22 +227,11 @@ static gmg_id offload_alloc(gsim *s)
     return oid;
 }
 
-/* The job's shape: chunk durations from the home container's cost model (the helper's GPUs
- * are of the same kind and TP degree), weights and KV per GPU, the helper's buffers. */
-static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
-                          const gmg_req *q, int staged)
+/* The memory the job takes: weights and KV per GPU, the helper's buffers (all an offload
+ * check needs of its shape). */
+static void offload_memory(offload *o, const gmg_container *home, const gmg_req *q, int staged)
 {
     const cat_model *m = home->model;
-    cost_batch b = {0};
-    cost_batch_add_prefill(&b, q->prompt, 0);
-    cost_split sp;
-    gs_cost_split(s, home->cost, &b, &sp);
-    o->n_chunks = m->layers + 2;
-    o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; its host phase comes before it */
-    o->host_ns = s->cfg.guest_host_factor == 0
-                     ? 0 : (ss_time)((double)sp.host_ns * s->cfg.guest_host_factor + 0.5);
-    o->layer_ns = sp.layer_ns;
-    o->tail_ns = sp.tail_ns;
     double tp = home->tp, dt = m->dtype_bytes;
     double vocab = (double)m->vocab * m->hidden * dt / tp;
     double total = cost_weight_bytes_per_gpu(m, home->tp, 1);
@@ -257,13 +246,25 @@ static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
         o->w_head = o->w_tail = o->w_layer = 0;
         o->buffers = act + o->kv_layer;
     }
-    cost_op ops[COST_OP__COUNT + 4];
-    ss_time ns[COST_OP__COUNT + 4];
-    size_t n = cost_iteration_ops(home->cost, &b, ops, ns, COST_OP__COUNT + 4);
-    o->n_ops = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ops[i].kind != COST_OP_HOST)
-            o->n_ops += ops[i].count;
+}
+
+/* The job's shape: chunk durations from the home container's cost model (the helper's GPUs
+ * are of the same kind and TP degree), and its memory (offload_memory). */
+static void offload_shape(const gsim *s, offload *o, const gmg_container *home,
+                          const gmg_req *q, int staged)
+{
+    cost_batch b = {0};
+    cost_batch_add_prefill(&b, q->prompt, 0);
+    cost_split sp;
+    gs_cost_split(s, home->cost, &b, &sp);
+    o->n_chunks = home->model->layers + 2;
+    o->head_ns = sp.head_ns - sp.host_ns; /* the embedding; its host phase comes before it */
+    o->host_ns = s->cfg.guest_host_factor == 0
+                     ? 0 : (ss_time)((double)sp.host_ns * s->cfg.guest_host_factor + 0.5);
+    o->layer_ns = sp.layer_ns;
+    o->tail_ns = sp.tail_ns;
+    offload_memory(o, home, q, staged);
+    o->n_ops = (uint32_t)cost_iteration_kernels(home->cost, &b);
 }
 
 /* KV blocks of helper h that staging home's model weights would take. */
@@ -339,7 +340,7 @@ int gsim_offload_check(const gsim *s, gmg_id r, gmg_id helper, ss_errbuf *eb)
                       "needs %u", home->id, home->blocks_free, (unsigned long long)q->trace_id,
                       need);
     offload shape = {0};
-    offload_shape(s, &shape, home, q, can_stage(s, home, h));
+    offload_memory(&shape, home, q, can_stage(s, home, h));
     if (s->cfg.guest_weights == POL_WEIGHTS_STAGE && !can_stage(s, home, h))
         return ss_err(eb, SS_EINVAL, "offload: container %u has too few free KV blocks to stage "
                       "%s's weights", helper, home->model->name);

@@ -140,7 +140,8 @@ static uint32_t predict(const gsim *s, const gmg_req *q)
     uint64_t key = ss_fnv1a(SS_FNV1A_OFFSET, &q->trace_id, sizeof q->trace_id);
     key = ss_fnv1a(key, &q->tenant, sizeof q->tenant);
     key = ss_fnv1a(key, &q->generated, sizeof q->generated);
-    return pol_predict_output(&s->cfg.whatif_pred, &s->ten[q->tenant].out_lens, q->generated,
+    const tenant_state *t = &s->ten[q->tenant];
+    return pol_predict_output(&s->cfg.whatif_pred, &t->out_lens, &t->out_ix, q->generated,
                               q->output, cap, s->cfg.seed, key);
 }
 
@@ -160,8 +161,9 @@ void gs__pred_token(gsim *s, gmg_req *q)
 void gs_pred_finished(gsim *s, const gmg_req *q)
 {
     int kind = s->cfg.whatif_pred.kind;
+    tenant_state *t = &s->ten[q->tenant];
     if (predicting(s) && (kind == POL_PRED_MEAN || kind == POL_PRED_QUANTILE) &&
-        ss_hist_add(&s->ten[q->tenant].out_lens, q->generated))
+        ss_hist_index_add(&t->out_ix, &t->out_lens, q->generated))
         gs_fail(s, ss_err(s->eb, SS_ENOMEM, "output-length predictor: out of memory"));
 }
 

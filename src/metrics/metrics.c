@@ -10,9 +10,11 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from)
 {
     memset(m, 0, sizeof *m);
     m->tenants = ss_calloc(n_tenants ? n_tenants : 1, sizeof *m->tenants);
+    m->tiers = ss_calloc(SS_MAX_TIERS, sizeof *m->tiers);
     m->cells = ss_calloc(((size_t)n_tenants + 1) * SS_MAX_TIERS, sizeof *m->cells);
-    if (!m->tenants || !m->cells) {
+    if (!m->tenants || !m->tiers || !m->cells) {
         ss_free(m->tenants);
+        ss_free(m->tiers);
         ss_free(m->cells);
         memset(m, 0, sizeof *m);
         return SS_ENOMEM;
@@ -20,6 +22,12 @@ int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from)
     m->n_tenants = n_tenants;
     m->measure_from = measure_from;
     return SS_OK;
+}
+
+void metrics_init_counters(metrics *m, ss_time measure_from)
+{
+    memset(m, 0, sizeof *m);
+    m->measure_from = measure_from;
 }
 
 static void group_fini(metrics_group *g)
@@ -34,11 +42,12 @@ void metrics_fini(metrics *m)
     group_fini(&m->all);
     for (uint32_t i = 0; m->tenants && i < m->n_tenants; i++)
         group_fini(&m->tenants[i]);
-    for (uint32_t i = 0; i < SS_MAX_TIERS; i++)
+    for (uint32_t i = 0; m->tiers && i < SS_MAX_TIERS; i++)
         group_fini(&m->tiers[i]);
     for (size_t i = 0; m->cells && i < ((size_t)m->n_tenants + 1) * SS_MAX_TIERS; i++)
         ss_hist_fini(&m->cells[i].tbt);
     ss_free(m->cells);
+    ss_free(m->tiers);
     ss_free(m->tenants);
     memset(m, 0, sizeof *m);
 }

@@ -181,7 +181,9 @@ typedef struct metrics {
     metrics_group all;
     metrics_group *tenants;    /* owned, n_tenants entries */
     uint32_t n_tenants;
-    metrics_group tiers[SS_MAX_TIERS];
+    metrics_group *tiers;      /* owned, SS_MAX_TIERS entries (NULL with
+                                  metrics_init_counters: kept apart, so that a what-if's
+                                  metrics, inside its simulator, are small to clear) */
     uint32_t n_tiers;          /* tiers present (highest tier seen + 1) */
     /* owned, (n_tenants + 1) x SS_MAX_TIERS, tenant-major: gaps not yet in the groups; the
      * last row takes a tenant out of range, which counts in the run and its tier only */
@@ -266,6 +268,11 @@ typedef struct metrics_summary {
 /* Prepare m for n_tenants tenants, measuring requests that arrive at or after measure_from.
  * 0 or SS_ENOMEM. */
 int metrics_init(metrics *m, uint32_t n_tenants, ss_time measure_from);
+/* Prepare m to keep the run-level counters and the idle slices alone: no tenants' groups and
+ * no gap cells (n_tenants 0), for a what-if fork, which records no request, gap, lookup or
+ * transfer (metrics_add_req, metrics_add_gap(s), metrics_add_prefix, metrics_add_kvpool,
+ * metrics_add_kv and metrics_flush must not be called on m). Allocates nothing. */
+void metrics_init_counters(metrics *m, ss_time measure_from);
 /* Release everything; m is zeroed. */
 void metrics_fini(metrics *m);
 /* Fold one finished or rejected request in (when measured). Sets m->oom on failure. */

@@ -153,19 +153,22 @@ static void outcome_free(outcome *o)
     memset(o, 0, sizeof *o);
 }
 
+/* Drop b's fork; its outcome's arrays stay for the next one (outcome_size resets them). */
 static void base_drop(slice_sched *s, baseline *b)
 {
     if (b->fork)
         s->destroy(&b->fork);
-    outcome_free(&b->out);
+    b->out.n = 0;
     b->until = 0;
 }
 
 static void fini(void *priv)
 {
     slice_sched *s = priv;
-    for (uint32_t i = 0; i < s->n_base; i++)
+    for (uint32_t i = 0; i < s->n_base; i++) {
         base_drop(s, &s->base[i]);
+        outcome_free(&s->base[i].out);
+    }
     ss_free(s->base);
     ss_free(s->refused);
     outcome_free(&s->cand);
@@ -212,11 +215,17 @@ static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int reject
     o->preempted[slot] = q->preemptions;
 }
 
-/* The fates of the requests still in flight in the fork at its horizon. */
+/* The fates of the requests still in flight in the fork at its horizon (those it holds: its
+ * graph's roster). */
 static void outcome_close(const slice_sched *s, outcome *o, const pol_whatif *w, ss_time until)
 {
     const gmg *g = s->env->graph(w);
-    for (uint32_t i = 0; i < g->n_slots && i < o->n; i++) {
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(g, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = roster ? roster[k] : k;
+        if (i >= o->n)
+            break; /* the roster ascends */
         const gmg_req *q = &g->reqs[i];
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED)
@@ -292,12 +301,18 @@ static void remember_refusal(slice_sched *s, uint64_t id, gmg_id home, gmg_id he
         s->n_refused++;
 }
 
-/* Whether any request of containers a or h breaks in the candidate a bound it keeps in the
- * baselines, or is preempted more often (the work lost to a recomputation, and the home
- * container overcommitted by the returning request, count as harm too). */
-static int harms(const slice_sched *s, const gmg *g, gmg_id a, gmg_id h)
+/* Whether any request of containers a or h of g breaks in the candidate a bound it keeps in
+ * the baselines, or is preempted more often (the work lost to a recomputation, and the home
+ * container overcommitted by the returning request, count as harm too). Those requests are
+ * among the ones the candidate's fork (graph w) holds: only its roster is looked at. */
+static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg_id h)
 {
-    for (uint32_t i = 0; i < g->n_slots && i < s->cand.n; i++) {
+    uint32_t n;
+    const gmg_id *roster = gmg_req_roster(w, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = roster ? roster[k] : k;
+        if (i >= g->n_slots || i >= s->cand.n)
+            break; /* the roster ascends */
         const gmg_req *q = &g->reqs[i];
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED || (q->container != a && q->container != h))
@@ -340,13 +355,16 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     rc = env->offload(w, r, h, eb);
     if (!rc)
         rc = env->advance(w, until, eb);
-    if (!rc)
+    int harmful = 0;
+    if (!rc) {
         outcome_close(s, &s->cand, w, until);
+        harmful = harms(s, g, env->graph(w), a, h);
+    }
     env->destroy(&w);
     if (rc)
         return rc;
     *first = s->cand.first[r];
-    if (harms(s, g, a, h))
+    if (harmful)
         *v = V_SLA;
     else if (*first < 0 || home_first - *first < s->min_gain)
         *v = V_GAIN;

@@ -329,15 +329,17 @@ int pol_predictor_parse(pol_predictor *out, const char *s, const char *key, ss_e
 void pol_predictor_name(const pol_predictor *p, char *buf, size_t n);
 /* The output length p predicts for a request that has made `generated` tokens and can make at
  * most `cap` (its max_model_len-bounded length); `output` is its true length (read by oracle
- * and noisy only), `finished` the output lengths of its tenant's finished requests (borrowed),
+ * and noisy only), `finished` the output lengths of its tenant's finished requests and
+ * `finished_ix` their index (both borrowed; NULL: none, each question scans the histogram),
  * seed and key the noisy factor's stream (the run's seed; the request and its generated
  * tokens). Conditional on the request still running: always more than `generated`, at most
  * cap when cap > generated. mean and quantile take the finished lengths above `generated`;
  * when none is, twice `generated` (it has outlived all of them), and before any has finished,
  * cap (the longest it can run). noisy is generated + the true remaining length times
  * exp(N(mu, sigma^2)) of mean 1 and the CV arg, at least one token. Deterministic. */
-uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished, uint32_t generated,
-                            uint32_t output, uint32_t cap, uint64_t seed, uint64_t key);
+uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished,
+                            const ss_hist_index *finished_ix, uint32_t generated, uint32_t output,
+                            uint32_t cap, uint64_t seed, uint64_t key);
 
 /* How the offload mechanism runs the policy's moves (pol_place_ops.mechanism). */
 enum {

@@ -71,8 +71,9 @@ static uint32_t tokens(double x, uint32_t lo)
     return t < lo ? lo : t;
 }
 
-uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished, uint32_t generated,
-                            uint32_t output, uint32_t cap, uint64_t seed, uint64_t key)
+uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished,
+                            const ss_hist_index *finished_ix, uint32_t generated, uint32_t output,
+                            uint32_t cap, uint64_t seed, uint64_t key)
 {
     const uint32_t lo = generated < UINT32_MAX ? generated + 1 : UINT32_MAX;
     uint32_t t;
@@ -85,8 +86,12 @@ uint32_t pol_predict_output(const pol_predictor *p, const ss_hist *finished, uin
         uint64_t n = 0;
         double mean = 0;
         int64_t q = 0;
-        ss_hist_above(finished, generated, p->arg, &n, p->kind == POL_PRED_MEAN ? &mean : NULL,
-                      p->kind == POL_PRED_QUANTILE ? &q : NULL);
+        double *mean_out = p->kind == POL_PRED_MEAN ? &mean : NULL;
+        int64_t *q_out = p->kind == POL_PRED_QUANTILE ? &q : NULL;
+        if (finished_ix)
+            ss_hist_index_above(finished_ix, finished, generated, p->arg, &n, mean_out, q_out);
+        else
+            ss_hist_above(finished, generated, p->arg, &n, mean_out, q_out);
         if (n)
             t = tokens(p->kind == POL_PRED_MEAN ? mean : (double)q, lo);
         else if (finished->n)

@@ -169,9 +169,21 @@ static void test_iteration_is_sum_of_ops(void **state)
         ss_time ns[32], sum = 0;
         size_t n = cost_iteration_ops(cm, &b, ops, ns, 32);
         assert_true(n <= 32);
-        for (size_t i = 0; i < n; i++)
+        uint64_t kernels = 0;
+        for (size_t i = 0; i < n; i++) {
             sum += ns[i] * ops[i].count;
+            kernels += ops[i].kind != COST_OP_HOST ? ops[i].count : 0;
+        }
         assert_int_equal(sum, cost_iteration_ns(cm, &b));
+        assert_int_equal(cost_iteration_kernels(cm, &b), kernels); /* counted, not timed */
+        cost_batch one = {0};
+        assert_int_equal(cost_iteration_kernels(cm, &one), 0);
+        cost_batch_add_prefill(&one, 900, 0);
+        n = cost_iteration_ops(cm, &one, ops, ns, 32);
+        kernels = 0;
+        for (size_t i = 0; i < n; i++)
+            kernels += ops[i].kind != COST_OP_HOST ? ops[i].count : 0;
+        assert_int_equal(cost_iteration_kernels(cm, &one), kernels);
         assert_non_null(find_op(ops, n, COST_OP_HOST, NULL, ns));
         if (!strcmp(models[m], "mixtral-8x7b"))
             assert_non_null(find_op(ops, n, COST_OP_MOE_ROUTER, NULL, ns));

@@ -53,6 +53,55 @@ static void test_fifo_among_equal_times(void **state)
     tu_assert_no_leaks();
 }
 
+/* A reset engine is a new one that keeps its memory: events pending before are gone, the
+ * clock, counters and handlers start again, the same schedule dispatches in the same order at
+ * the same times, and nothing is allocated while the pool suffices. */
+static void test_reset_is_a_new_engine(void **state)
+{
+    (void)state;
+    uint64_t order[2][64];
+    ss_time times[2][64];
+    rec r[2] = {{order[0], 0, times[0]}, {order[1], 0, times[1]}};
+    des_engine *e = NULL;
+    assert_int_equal(des_engine_create(&e, &r[0]), 0);
+    des_handler_set(e, 1, on_ev);
+    des_handler_set(e, 2, on_ev);
+    for (uint64_t i = 0; i < 40; i++) /* some dispatched, the rest left pending */
+        des_schedule(e, (ss_time)(i * 7 % 13), 1 + (i % 2), 0)->data.u64[0] = 100 + i;
+    des_run(e, 5);
+    r[0].n = 0;
+    size_t pool = des_get_stats(e)->pool_events, live = ss_alloc_live_bytes();
+    for (int k = 0; k < 2; k++) {
+        if (k) { /* the same schedule on a new engine */
+            des_engine_destroy(&e);
+            assert_int_equal(des_engine_create(&e, &r[1]), 0);
+        } else {
+            des_engine_reset(e, &r[0]);
+            assert_int_equal(des_pending(e), 0);
+            assert_int_equal(des_now(e), 0);
+            assert_int_equal(des_get_stats(e)->n_events, 0);
+            assert_int_equal(des_get_stats(e)->n_scheduled, 0);
+            assert_int_equal(des_get_stats(e)->pool_events, pool);
+            assert_int_equal(des_pending_kind(e, 2), 0);
+        }
+        des_handler_set(e, 1, on_ev);
+        des_start_at(e, 3);
+        ss_time at[] = {9, 3, 9, 4, 3, 20};
+        for (uint64_t i = 0; i < 6; i++)
+            des_schedule(e, at[i], 1, 0)->data.u64[0] = i;
+        if (!k)
+            assert_int_equal(ss_alloc_live_bytes(), live); /* the pool and queue had room */
+        assert_int_equal(des_run(e, SS_TIME_MAX), 6);
+        assert_int_equal(des_get_stats(e)->n_ties, 2);
+    }
+    assert_int_equal(r[0].n, 6);
+    assert_int_equal(r[1].n, 6);
+    assert_memory_equal(order[0], order[1], 6 * sizeof order[0][0]);
+    assert_memory_equal(times[0], times[1], 6 * sizeof times[0][0]);
+    des_engine_destroy(&e);
+    tu_assert_no_leaks();
+}
+
 /* Reference: an array kept sorted by (at, seq) with insertion sort; obviously correct. */
 typedef struct ref_ent {
     ss_time at;
@@ -311,6 +360,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_among_equal_times),
+        cmocka_unit_test(test_reset_is_a_new_engine),
         cmocka_unit_test(test_heap_matches_reference_on_1m_events),
         cmocka_unit_test(test_engine_random_schedule_order),
         cmocka_unit_test(test_pool_reuses_events),

@@ -417,6 +417,110 @@ static void test_clone_part(void **state)
     must_check(f->g);
 }
 
+/* The fields a copied request carries over (gmg_req has holes: compared one by one). */
+static void assert_same_req(const gmg_req *a, const gmg_req *b)
+{
+    assert_int_equal(a->trace_id, b->trace_id);
+    assert_int_equal(a->arrival, b->arrival);
+    assert_int_equal(a->prompt, b->prompt);
+    assert_int_equal(a->output, b->output);
+    assert_int_equal(a->output_pred, b->output_pred);
+    assert_int_equal(a->tier, b->tier);
+    assert_int_equal(a->state, b->state);
+    assert_int_equal(a->container, b->container);
+    assert_int_equal(a->generated, b->generated);
+    assert_int_equal(a->computed, b->computed);
+    assert_int_equal(a->blocks, b->blocks);
+    assert_int_equal(a->n_prefix_blocks, b->n_prefix_blocks);
+    assert_ptr_equal(a->chain, b->chain);
+    assert_int_equal(a->prev, b->prev);
+    assert_int_equal(a->next, b->next);
+    assert_int_equal(a->serial, b->serial);
+}
+
+/* A partial copy lists the slots it copied (gmg_req_roster): exactly the kept containers'
+ * requests, ascending, each as it was; the others are free, on a free list that ascends. A
+ * whole copy, or a partial one that has handed out a slot since, lists none (every slot). A
+ * copy refilled in place (gmg_recopy_part) is the new copy. */
+static void test_clone_part_roster(void **state)
+{
+    fx *f = *state;
+    gmg_container *a = &f->g->ctrs[0], *b = &f->g->ctrs[1];
+    gmg_id r[24];
+    static const uint32_t ids[] = {11, 12};
+    for (int i = 0; i < 24; i++) {
+        r[i] = waiting(f, i % 3 ? a : b, 16 + (uint32_t)i, 0);
+        gmg_req *q = gmg_req_at(f->g, r[i]);
+        q->trace_id = 100 + (uint64_t)i;
+        q->n_prefix_blocks = i % 4 == 0 ? 2 : 0;
+        if (q->n_prefix_blocks)
+            assert_int_equal(gmg_pc_chain_make(q, ids, 16), 0);
+    }
+    for (int i = 5; i < 24; i += 6) { /* holes: a's and b's */
+        gmg_container *c = &f->g->ctrs[gmg_req_at(f->g, r[i])->container];
+        gmg_req_end(f->g, c, r[i], GMG_REQ_DONE, 1);
+        gmg_req_free(f->g, r[i]);
+    }
+    must_check(f->g);
+    uint8_t keep[2] = {1, 0};
+    gmg *k = NULL;
+    assert_int_equal(gmg_clone_part(f->g, keep, &k), 0);
+    must_check(k);
+    uint32_t n = 0, listed = 0;
+    const gmg_id *roster = gmg_req_roster(k, &n);
+    assert_non_null(roster);
+    assert_int_equal(n, k->in_flight);
+    for (gmg_id i = 0; i < f->g->n_slots; i++) {
+        const gmg_req *q = &f->g->reqs[i];
+        if (q->state == GMG_REQ_FREE || q->container != 0) {
+            assert_int_equal(k->reqs[i].state, GMG_REQ_FREE);
+            continue;
+        }
+        assert_true(listed < n);
+        assert_int_equal(roster[listed++], i);
+        assert_same_req(&k->reqs[i], q);
+    }
+    assert_int_equal(listed, n);
+    gmg_id prev = 0;
+    uint32_t n_free = 0;
+    for (gmg_id i = k->free_slot; i != GMG_NONE; i = k->reqs[i].next, n_free++) {
+        assert_true(n_free == 0 || i > prev);
+        prev = i;
+    }
+    assert_int_equal(n_free, k->n_slots - n);
+    gmg_id extra = gmg_req_alloc(k); /* a slot handed out: the roster no longer says it all */
+    assert_null(gmg_req_roster(k, &n));
+    assert_int_equal(n, k->n_slots);
+    k->reqs[extra].state = GMG_REQ_DONE;
+    gmg_req_free(k, extra);
+    uint8_t both[2] = {1, 1}; /* refilled in place, for both containers */
+    gmg *before = k;
+    assert_int_equal(gmg_recopy_part(&k, f->g, both), 0);
+    assert_ptr_equal(k, before);
+    must_check(k);
+    roster = gmg_req_roster(k, &n);
+    assert_non_null(roster);
+    assert_int_equal(n, f->g->in_flight);
+    for (uint32_t j = 0; j < n; j++)
+        assert_same_req(&k->reqs[roster[j]], &f->g->reqs[roster[j]]);
+    gmg_destroy(&k);
+    for (int i = 0; i < 24; i += 4) /* every hold on a chain went with the copies */
+        if (f->g->reqs[r[i]].state != GMG_REQ_FREE)
+            assert_int_equal(f->g->reqs[r[i]].chain->ref, 1);
+    assert_int_equal(gmg_clone(f->g, &k), 0);
+    assert_null(gmg_req_roster(k, &n));
+    assert_int_equal(n, k->n_slots);
+    gmg_destroy(&k);
+    for (int i = 0; i < 24; i++) {
+        gmg_req *q = gmg_req_at(f->g, r[i]);
+        if (q->state == GMG_REQ_FREE)
+            continue;
+        gmg_req_end(f->g, &f->g->ctrs[q->container], r[i], GMG_REQ_DONE, 1);
+        gmg_req_free(f->g, r[i]);
+    }
+    must_check(f->g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +534,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone_part, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clone_part_roster, setup, teardown),
     };
     return cmocka_run_group_tests_name("gmg", tests, NULL, NULL);
 }

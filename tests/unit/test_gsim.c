@@ -909,6 +909,17 @@ static trace_rec *two_bursts(ss_time *gap_from, ss_time *gap_to)
     return r;
 }
 
+/* A simulator of f's configuration started on src, its records to c (NULL: none). */
+static gsim *started(fx *f, tu_recs *src, tu_collect *c)
+{
+    ss_errbuf eb;
+    gsim *g = NULL;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    assert_int_equal(gsim_start(g, tu_recs_next, src, c ? tu_collect_req : NULL, c, &eb), 0);
+    return g;
+}
+
 static int same_outcome(const metrics_req *a, const metrics_req *b)
 {
     return a->first_token == b->first_token && a->finish == b->finish &&
@@ -926,12 +937,9 @@ static size_t check_fork(fx *f, ss_time pause, const gmg_id *ctrs, uint32_t n_ct
     size_t n = FORK_N1 + FORK_N2;
     tu_collect rc = tu_collect_new(n), wc = tu_collect_new(n);
     ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
+    gsim *g = started(f, &src, &rc), *w = NULL;
     ss_time t0 = gap_from + pause;
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &rc, &eb), 0);
     assert_int_equal(gsim_advance(g, t0, &eb), 0);
     uint64_t it0 = gsim_iterations(g);
     if (gsim_fork(g, ctrs, n_ctrs, tu_collect_req, &wc, &w, &eb))
@@ -994,12 +1002,9 @@ static void test_fork_leaves_the_replay_alone(void **state)
     tu_collect forked = tu_collect_new(n);
     run(f, r, n, &plain, NULL, NULL);
     ss_errbuf eb;
-    gsim *g = NULL, *w = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
+    gsim *g = started(f, &src, &forked), *w = NULL;
     gmg_id all[2] = {0, 1};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &forked, &eb), 0);
     for (ss_time t = ss_time_from_s(1); t < gap_to + ss_time_from_s(20); t += ss_time_from_s(3)) {
         assert_int_equal(gsim_advance(g, t, &eb), 0);
         assert_int_equal(gsim_fork(g, all, 2, NULL, NULL, &w, &eb), 0);
@@ -1026,32 +1031,90 @@ static void test_fork_allocation_failures_are_clean(void **state)
     trace_rec *r = two_bursts(&gap_from, &gap_to);
     size_t n = FORK_N1 + FORK_N2;
     ss_errbuf eb;
-    gsim *g = NULL;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    gsim *g = started(f, &src, NULL);
     assert_int_equal(gsim_advance(g, gap_from + ss_time_from_s(1), &eb), 0);
     gmg_id all[2] = {0, 1};
     size_t base = ss_alloc_live_bytes();
-    int ok = 0;
-    for (uint64_t k = 1; k < 400 && !ok; k++) {
-        gsim *w = NULL;
-        ss_alloc_fail_after(k);
-        int rc = gsim_fork(g, all, 2, NULL, NULL, &w, &eb);
-        if (!rc)
-            rc = gsim_advance(w, gap_to, &eb);
-        ss_alloc_fail_after(0);
-        assert_true(rc == SS_OK || rc == SS_ENOMEM);
-        ok = rc == SS_OK;
-        gsim_destroy(&w);
-        if (ss_alloc_live_bytes() != base)
-            fail_msg("leak of %zu bytes after failing allocation %llu",
-                     ss_alloc_live_bytes() - base, (unsigned long long)k);
+    for (int reuse = 0; reuse < 2; reuse++) { /* a new fork's memory, and the spare's */
+        int ok = 0;
+        for (uint64_t k = 1; k < 400 && !ok; k++) {
+            gsim *w = NULL;
+            if (reuse) { /* a fork before leaves its memory (gsim_fork takes it apart) */
+                assert_int_equal(gsim_fork(g, all, 1, NULL, NULL, &w, &eb), 0);
+                assert_int_equal(gsim_advance(w, gap_to, &eb), 0);
+                gsim_destroy(&w);
+            }
+            ss_alloc_fail_after(k);
+            int rc = gsim_fork(g, all, 2, NULL, NULL, &w, &eb);
+            if (!rc)
+                rc = gsim_advance(w, gap_to, &eb);
+            ss_alloc_fail_after(0);
+            assert_true(rc == SS_OK || rc == SS_ENOMEM);
+            ok = rc == SS_OK;
+            gsim_destroy(&w);
+            gsim_release_spare(g);
+            if (ss_alloc_live_bytes() != base)
+                fail_msg("leak of %zu bytes after failing allocation %llu (%s memory)",
+                         ss_alloc_live_bytes() - base, (unsigned long long)k,
+                         reuse ? "a spare's" : "new");
+        }
+        assert_true(ok);
     }
-    assert_true(ok);
     assert_int_equal(gsim_advance(g, SS_TIME_MAX, &eb), 0);
     assert_int_equal(gsim_finish(g), 0);
+    gsim_destroy(&g);
+    free(r);
+}
+
+/* A fork made in the memory another fork left (its spare) is the fork a new one is: the same
+ * requests end at the same times, the same iterations run, the GPUs are as busy; the fork
+ * before ran other containers further, and the replay went on meanwhile. */
+static void test_fork_in_a_spare_is_a_new_fork(void **state)
+{
+    fx *f = *state;
+    f->cfg.replicas = 3;
+    ss_time gap_from, gap_to;
+    trace_rec *r = two_bursts(&gap_from, &gap_to);
+    size_t n = FORK_N1 + FORK_N2;
+    ss_errbuf eb;
+    tu_recs src = {r, n, 0};
+    gsim *g = started(f, &src, NULL), *w[2] = {NULL, NULL};
+    ss_time t0 = gap_from - ss_time_from_s(2), t1 = gap_from + ss_time_from_s(1);
+    assert_int_equal(gsim_advance(g, t0, &eb), 0);
+    gmg_id third = 2, two[2] = {0, 1};
+    assert_int_equal(gsim_fork(g, &third, 1, NULL, NULL, &w[0], &eb), 0);
+    assert_int_equal(gsim_advance(w[0], gap_to, &eb), 0);
+    gsim_destroy(&w[0]); /* kept as g's spare */
+    assert_int_equal(gsim_advance(g, t1, &eb), 0);
+    tu_collect c[2] = {tu_collect_new(n), tu_collect_new(n)};
+    for (int k = 0; k < 2; k++) { /* in the spare's memory, then in new memory */
+        if (k)
+            gsim_release_spare(g);
+        assert_int_equal(gsim_fork(g, two, 2, tu_collect_req, &c[k], &w[k], &eb), 0);
+        assert_int_equal(gsim_advance(w[k], gap_to, &eb), 0);
+    }
+    assert_true(c[0].n_calls > 10);
+    assert_int_equal(c[0].n_calls, c[1].n_calls);
+    for (size_t i = 0; i < n; i++)
+        assert_true(same_outcome(&c[0].r[i], &c[1].r[i]));
+    assert_int_equal(gsim_iterations(w[0]), gsim_iterations(w[1]));
+    const gmg *a = gsim_graph(w[0]), *b = gsim_graph(w[1]);
+    assert_int_equal(a->in_flight, b->in_flight);
+    for (uint32_t i = 0; i < a->n_gpus; i++) {
+        assert_int_equal(gsim_gpu_stats_at(w[0], i)->busy_ns, gsim_gpu_stats_at(w[1], i)->busy_ns);
+        assert_true(a->gpus[i].mem.kv_used == b->gpus[i].mem.kv_used);
+    }
+    for (uint32_t i = 0; i < a->n_ctrs; i++) {
+        assert_int_equal(a->ctrs[i].blocks_free, b->ctrs[i].blocks_free);
+        assert_int_equal(a->ctrs[i].running.n, b->ctrs[i].running.n);
+        assert_int_equal(a->ctrs[i].waiting.n, b->ctrs[i].waiting.n);
+        assert_int_equal(a->ctrs[i].frozen, b->ctrs[i].frozen);
+    }
+    for (int k = 0; k < 2; k++) {
+        gsim_destroy(&w[k]);
+        free(c[k].r);
+    }
     gsim_destroy(&g);
     free(r);
 }
@@ -1086,6 +1149,7 @@ int main(void)
         T(test_fork_predicts_the_replay_exactly),
         T(test_fork_leaves_the_replay_alone),
         T(test_fork_allocation_failures_are_clean),
+        T(test_fork_in_a_spare_is_a_new_fork),
         T(test_livelock_guard_rejects_and_counts),
     };
     return cmocka_run_group_tests_name("gsim", tests, NULL, NULL);

@@ -4,6 +4,7 @@
  * and the idle-slice buckets. */
 #include "support/test_util.h"
 
+#include "core/ss_alloc.h"
 #include "core/ss_rng.h"
 #include "metrics/metrics.h"
 
@@ -212,6 +213,33 @@ static void test_arrival_window_rates(void **state)
     metrics_fini(&m);
 }
 
+/* A what-if's metrics keep counters and idle slices without allocating anything, and release
+ * cleanly. */
+static void test_counters_only(void **state)
+{
+    (void)state;
+    size_t live = ss_alloc_live_bytes();
+    metrics m;
+    metrics_init_counters(&m, 100 * MS);
+    assert_int_equal(ss_alloc_live_bytes(), live);
+    assert_int_equal(m.n_tenants, 0);
+    assert_int_equal(metrics_add_slice(&m, 50 * MS, 160 * MS, 1.0), 60 * MS); /* from 100 ms */
+    metrics_add_moved(&m, 5 * MS, 3 * MS);
+    m.offloads++;
+    uint64_t slices = 0;
+    double idle_ns = 0;
+    for (int b = 0; b < METRICS_SLICE_BUCKETS; b++) {
+        slices += m.slices.count[b];
+        idle_ns += m.slices.gpu_ns[b];
+    }
+    assert_int_equal(slices, 1);
+    assert_true(idle_ns == 60 * MS);
+    assert_int_equal(m.moved_ns[0], 3 * MS);
+    metrics_fini(&m);
+    assert_int_equal(m.offloads, 0);
+    assert_int_equal(ss_alloc_live_bytes(), live);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_gaps),
         cmocka_unit_test(test_gap_groups),
         cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_counters_only),
     };
     return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
 }

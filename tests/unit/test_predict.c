@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "core/ss_hist.h"
+#include "core/ss_rng.h"
 #include "gsim/gsim.h"
 #include "policy/policy.h"
 
@@ -26,7 +27,7 @@ static ss_hist hist_of(const uint32_t *v, size_t n)
 
 static uint32_t pred(const pol_predictor *p, const ss_hist *h, uint32_t generated, uint32_t cap)
 {
-    return pol_predict_output(p, h, generated, 1000, cap, 1, 7);
+    return pol_predict_output(p, h, NULL, generated, 1000, cap, 1, 7);
 }
 
 /* ---- the running statistics ---------------------------------------------------------- */
@@ -112,6 +113,107 @@ static void test_hist_above(void **state)
     ss_hist_fini(&h);
 }
 
+/* ---- the index: ss_hist_above to the bit ---------------------------------------------- */
+
+/* ss_hist_index_above against ss_hist_above at v and q: the same count, and the same mean and
+ * quantile to the bit, or both left untouched. */
+static void check_above(const ss_hist_index *x, const ss_hist *h, int64_t v, double q)
+{
+    uint64_t n_ref = 7, n_ix = 9;
+    double mean_ref = -1, mean_ix = -1;
+    int64_t q_ref = -1, q_ix = -1;
+    ss_hist_above(h, v, q, &n_ref, &mean_ref, &q_ref);
+    ss_hist_index_above(x, h, v, q, &n_ix, &mean_ix, &q_ix);
+    if (n_ref != n_ix || memcmp(&mean_ref, &mean_ix, sizeof mean_ref) || q_ref != q_ix)
+        fail_msg("v %lld q %g over %llu samples in [%lld, %lld]: the scan gives %llu, %.17g, "
+                 "%lld; the index %llu, %.17g, %lld", (long long)v, q,
+                 (unsigned long long)h->n, (long long)h->min, (long long)h->max,
+                 (unsigned long long)n_ref, mean_ref, (long long)q_ref,
+                 (unsigned long long)n_ix, mean_ix, (long long)q_ix);
+    double mean_only = -1;
+    ss_hist_index_above(x, h, v, q, &n_ix, &mean_only, NULL); /* either output may be NULL */
+    assert_memory_equal(&mean_only, &mean_ix, sizeof mean_ix);
+    ss_hist_index_above(x, h, v, q, &n_ix, NULL, &q_ix);
+    assert_int_equal(q_ix, q_ref);
+}
+
+/* A sample of one of several shapes: exact-range lengths, values around and far above 2048
+ * (buckets wider than 1), heavy tails, repeats, and now and then a negative value (0) or one so
+ * large that the sums leave the doubles' exact range (the index then scans). */
+static int64_t random_sample(ss_rng *r, int shape)
+{
+    switch (shape) {
+    case 0: return (int64_t)ss_rng_below(r, 60);
+    case 1: return (int64_t)ss_rng_below(r, 5000);
+    case 2: return (int64_t)(ss_rng_exp(r, 300) * (1 + ss_rng_below(r, 3)));
+    case 3: return (int64_t)ss_rng_below(r, 4) * 1000 + 2047;
+    case 4: return ss_rng_below(r, 50) ? (int64_t)ss_rng_below(r, 2000000) : -5;
+    default: return ss_rng_below(r, 4) ? (int64_t)ss_rng_below(r, 3000)
+                                       : ((int64_t)1 << 50) + (int64_t)ss_rng_below(r, 1000);
+    }
+}
+
+/* The values worth asking about: around 0, the extremes and a few samples, and random ones. */
+static void check_many(ss_rng *r, const ss_hist_index *x, const ss_hist *h, const int64_t *seen,
+                       size_t n_seen)
+{
+    static const double qs[] = {0.01, 0.1, 0.5, 0.9, 0.99, 1};
+    int64_t vs[24] = {-3, -1, 0, 1, 2047, 2048, h->min - 1, h->min, h->min + 1, h->max - 1,
+                      h->max, h->max + 1};
+    size_t nv = 12;
+    while (nv < 18)
+        vs[nv++] = seen[ss_rng_below(r, n_seen)] + (int64_t)ss_rng_below(r, 3) - 1;
+    while (nv < 24)
+        vs[nv++] = (int64_t)ss_rng_below(r, (uint64_t)h->max + 2);
+    for (size_t i = 0; i < nv; i++) {
+        check_above(x, h, vs[i], qs[ss_rng_below(r, 6)]);
+        check_above(x, h, vs[i], ss_rng_uniform(r));
+    }
+}
+
+static void test_index_matches_scan(void **state)
+{
+    (void)state;
+    ss_rng r;
+    ss_rng_seed(&r, 2024, 1);
+    int64_t seen[400];
+    for (int trial = 0; trial < 120; trial++) {
+        ss_hist h = {0};
+        ss_hist_index x = {0};
+        int shape = trial % 6;
+        size_t n = 1 + ss_rng_below(&r, 400);
+        check_above(&x, &h, 0, 0.5); /* empty */
+        for (size_t i = 0; i < n; i++) {
+            seen[i] = random_sample(&r, shape);
+            assert_int_equal(ss_hist_index_add(&x, &h, seen[i]), 0);
+            if (i < 8 || ss_rng_below(&r, 25) == 0 || i + 1 == n)
+                check_many(&r, &x, &h, seen, i + 1);
+        }
+        ss_hist_index_fini(&x);
+        ss_hist_fini(&h);
+    }
+}
+
+/* The predictor gives the same lengths with the index as with the scan. */
+static void test_predict_with_index(void **state)
+{
+    (void)state;
+    ss_rng r;
+    ss_rng_seed(&r, 7, 2);
+    ss_hist h = {0};
+    ss_hist_index x = {0};
+    pol_predictor kinds[] = {MEAN, {POL_PRED_QUANTILE, 0.5}, {POL_PRED_QUANTILE, 0.9}};
+    for (int i = 0; i < 3000; i++) {
+        assert_int_equal(ss_hist_index_add(&x, &h, (int64_t)ss_rng_exp(&r, 200)), 0);
+        uint32_t generated = (uint32_t)ss_rng_below(&r, 1500);
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(pol_predict_output(&kinds[k], &h, &x, generated, 0, 4000, 1, 7),
+                             pol_predict_output(&kinds[k], &h, NULL, generated, 0, 4000, 1, 7));
+    }
+    ss_hist_index_fini(&x);
+    ss_hist_fini(&h);
+}
+
 /* ---- the noisy predictor and the oracle ------------------------------------------------ */
 
 static void test_noisy_is_deterministic_and_spread(void **state)
@@ -124,9 +226,11 @@ static void test_noisy_is_deterministic_and_spread(void **state)
     uint32_t differ_seed = 0;
     const uint32_t n = 20000;
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t a = pol_predict_output(&p, &none, 0, out, 1u << 30, 42, (uint64_t)k);
-        assert_int_equal(pol_predict_output(&p, &none, 0, out, 1u << 30, 42, (uint64_t)k), a);
-        differ_seed += pol_predict_output(&p, &none, 0, out, 1u << 30, 43, (uint64_t)k) != a;
+        uint32_t a = pol_predict_output(&p, &none, NULL, 0, out, 1u << 30, 42, (uint64_t)k);
+        assert_int_equal(pol_predict_output(&p, &none, NULL, 0, out, 1u << 30, 42, (uint64_t)k),
+                         a);
+        differ_seed +=
+            pol_predict_output(&p, &none, NULL, 0, out, 1u << 30, 43, (uint64_t)k) != a;
         assert_true(a >= 1);
         double x = (double)a / out;
         sum += x;
@@ -139,10 +243,10 @@ static void test_noisy_is_deterministic_and_spread(void **state)
     assert_true(differ_seed > n * 9 / 10);
     /* CV 0 is the oracle; a request with tokens made gets its remaining length noised */
     pol_predictor exact = {POL_PRED_NOISY, 0}, oracle = {POL_PRED_ORACLE, 0};
-    assert_int_equal(pol_predict_output(&exact, &none, 0, 123, 1000, 42, 5), 123);
-    assert_int_equal(pol_predict_output(&oracle, &none, 0, 123, 1000, 42, 5), 123);
+    assert_int_equal(pol_predict_output(&exact, &none, NULL, 0, 123, 1000, 42, 5), 123);
+    assert_int_equal(pol_predict_output(&oracle, &none, NULL, 0, 123, 1000, 42, 5), 123);
     for (uint64_t k = 0; k < 100; k++) {
-        uint32_t a = pol_predict_output(&p, &none, 50, 100, 1000, 42, k);
+        uint32_t a = pol_predict_output(&p, &none, NULL, 50, 100, 1000, 42, k);
         assert_true(a > 50 && a <= 1000);
     }
 }
@@ -364,6 +468,8 @@ int main(void)
         T(test_mean_of_long_lengths),
         T(test_quantiles_of_finished_lengths),
         T(test_hist_above),
+        T(test_index_matches_scan),
+        T(test_predict_with_index),
         T(test_noisy_is_deterministic_and_spread),
         T(test_parse),
         TS(test_fork_runs_predicted_lengths),
