@@ -6,6 +6,10 @@ fail() {
     exit 1
 }
 
+# sanitized: true in a build under -Db_sanitize (ASan + UBSan at -O0, tens of times slower),
+# where a script may run a part of its cases: the code is the same, the sanitizers check it.
+sanitized() { [ "${SS_SANITIZE:-none}" != none ]; }
+
 # sql DB QUERY: the first column of the first row, with sqlite3 or else python3's sqlite3.
 sql() {
     if command -v sqlite3 >/dev/null; then

@@ -111,12 +111,15 @@ expect_error 2 "^slicesim: compare: --search-replays: " "$S" compare -c two.ini 
     --policies static-best --search-replays 201 --db none
 
 # slice-tuned: a knob search at each point; the chosen values are the run's and in its params
-"$S" compare -c two.ini "${short[@]}" --policies slice-tuned --db k.db >table 2>err ||
+# (under the sanitizers its searches stop at 4 candidates: SliceScheduler's replays are slow there)
+few=()
+sanitized && few=(--search-replays 4)
+"$S" compare -c two.ini "${short[@]}" "${few[@]}" --policies slice-tuned --db k.db >table 2>err ||
     fail "slice-tuned: $(cat err)"
-line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\.slice_period_ms=[0-9.]+ policy\.slice_max_whatifs=[0-9]+ policy\.slice_horizon_ms=[0-9.]+ policy\.slice_overrun_ms=[0-9.]+, worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays(, [0-9]+ stopped early)?$' err) ||
+line=$(grep -E '^slicesim: knob search: policy=slice-tuned;rate=1: chose policy\.slice_period_ms=[0-9.]+ policy\.slice_max_whatifs=[0-9]+ policy\.slice_horizon_ms=[0-9.]+ policy\.slice_overrun_ms=[0-9.]+, worst tenant SLA miss [0-9.]+%, [0-9]+ candidate replays( \(the cap\))?(, [0-9]+ stopped early)?$' err) ||
     fail "slice-tuned's stderr line: $(cat err)"
 period=$(sed -n 's/.*slice_period_ms=\([0-9.]*\) .*/\1/p' <<<"$line")
-n=$(sed -n 's/.* \([0-9]*\) candidate replays\(, [0-9]* stopped early\)\{0,1\}$/\1/p' <<<"$line")
+n=$(sed -n 's/.* \([0-9]*\) candidate replays.*$/\1/p' <<<"$line")
 [ "$n" -ge 1 ] && [ "$n" -le 12 ] || fail "slice-tuned: $n candidate replays (one pass: 12 at most)"
 [ "$(sql k.db "SELECT count(*) FROM runs WHERE scenario LIKE '%
 slice_period_ms = $period
@@ -148,7 +151,7 @@ expect_error 2 "policy\.slice_period_ms=20\|\|5.*non-empty" "$S" compare -c two.
     --policies 'k:policy.cluster=container+policy.ops=slice+policy.slice_period_ms=20||5'
 # llumnix-sized: the allocation search with Llumnix in every candidate; capacity's JSON gives
 # each probe's candidate replays for searching bundles only
-"$S" capacity -c two.ini "${short[@]}" --policies container,llumnix-sized,slice-tuned \
+"$S" capacity -c two.ini "${short[@]}" "${few[@]}" --policies container,llumnix-sized,slice-tuned \
     --max-probes 2 --db none --json >c.json 2>err || fail "llumnix-sized: $(cat err)"
 grep -q '^slicesim: static-best: policy=llumnix-sized;rate=1: chose busy=' err ||
     fail "llumnix-sized searches: $(cat err)"
