@@ -224,8 +224,10 @@ static int ensure_iter(gmg_container *c, uint32_t n)
 }
 
 /* Apply one decision; returns the number of requests in the batch (those that went to load
- * from the KV pool instead count in s->kvp_parked). */
-static uint32_t apply(gsim *s, gmg_container *c)
+ * from the KV pool instead count in s->kvp_parked). Its first `trusted` run entries are
+ * running requests the simulator put there itself, each decoding with room for its next
+ * token (mixed_batch): they join without admit's checks. */
+static uint32_t apply(gsim *s, gmg_container *c, uint32_t trusted)
 {
     const pol_batch_decision *d = &s->dec;
     uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
@@ -249,7 +251,10 @@ static uint32_t apply(gsim *s, gmg_container *c)
     for (uint32_t i = 0; i < d->n_swap_in && !s->rc; i++)
         swap_in(s, c, d->swap_in[i]);
     uint32_t n_run = 0;
-    for (uint32_t i = 0; i < d->n_run && !s->rc; i++)
+    for (uint32_t i = 0; i < trusted && !s->rc; i++)
+        gmg_req_schedule(s->g, c, d->run[i], 1, 0);
+    n_run += trusted;
+    for (uint32_t i = trusted; i < d->n_run && !s->rc; i++)
         n_run += (uint32_t)admit(s, c, d->run[i], d->q_tokens[i], d->hold[i]);
     if (n_run || !s->kvp_parked)
         cost_batch_merge(&c->iter.batch, &d->extra);
@@ -298,10 +303,41 @@ static int steady_batch(gsim *s, gmg_container *c)
     return 1;
 }
 
+/* The mixed-step fast path (pol_batch_ops.decide_rest): when no running request that decodes
+ * lacks room for its next token, the simulator makes the policy's decode pass itself (every
+ * one of them, one token each, in list order, into the decision's run list) and asks the
+ * policy for the rest only; the decodes then join the batch without admit's checks. 1 when
+ * the batch was built and runs, 0 when the policy must decide the whole of it. */
+static int mixed_batch(gsim *s, gmg_container *c)
+{
+    if (!c->running.n || s->cfg.no_steady || s->rc || !pol_batch_has_rest(s->batch))
+        return 0;
+    uint32_t n = c->waiting.n + c->running.n + c->swapped.n, n_dec = 0, need = 0;
+    if (ensure_decision(s, n) || ensure_iter(c, n))
+        return 0; /* out of memory: the long way says so */
+    for (gmg_id r = c->running.head; r != GMG_NONE; r = s->g->reqs[r].next) {
+        const gmg_req *q = &s->g->reqs[r];
+        uint64_t tokens = (uint64_t)q->prompt + q->generated;
+        if (!q->generated || (uint64_t)q->computed + 1 != tokens)
+            continue; /* a prefill's next chunk: the policy's */
+        need += !gmg_blocks_hold(c, q->blocks, tokens);
+        s->dec.run[n_dec] = r;
+        s->dec.q_tokens[n_dec] = 1;
+        s->dec.hold[n_dec++] = 0;
+    }
+    if (!n_dec || need > c->blocks_free)
+        return 0; /* its decode pass would evict (or there is none) */
+    pol_batch_decide_rest(s->batch, c->batch_priv, s->g, c, n_dec, need, &s->dec);
+    s->kvp_parked = 0;
+    return apply(s, c, n_dec) > 0;
+}
+
 /* Ask the policy until it runs something or has nothing left to change. */
 int gs_decide_batch(gsim *s, gmg_container *c)
 {
     if ((s->cs[c->id].steady_iter = (uint8_t)steady_batch(s, c)))
+        return 1;
+    if (mixed_batch(s, c))
         return 1;
     for (;;) {
         uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
@@ -315,7 +351,7 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         const pol_batch_decision *d = &s->dec;
         s->kvp_parked = 0;
         int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
-        if (apply(s, c))
+        if (apply(s, c, 0))
             return 1;
         changed |= s->kvp_parked > 0;
         /* a request loading from the KV pool, and a prefill instance's requests whose KV is in

@@ -64,6 +64,33 @@ static void admit_prefills(const sarathi_priv *v, const gmg *g, const gmg_contai
     }
 }
 
+/* Everything after the decode pass: partial prefills, swap-ins, admissions within what the
+ * budget and the pool have left. */
+static void sarathi_after_decodes(const sarathi_priv *v, const gmg *g, const gmg_container *c,
+                                  pol__pool *pool, uint32_t n_dec, pol_batch_decision *out)
+{
+    uint64_t budget = v->token_budget > n_dec ? v->token_budget - n_dec : 0;
+    continue_prefills(g, c, pool, &budget, out);
+    uint32_t before = out->n_run;
+    pol__swap_in(&v->cm, g, c, pool, out);
+    budget = budget > out->n_run - before ? budget - (out->n_run - before) : 0;
+    admit_prefills(v, g, c, pool, &budget, out);
+}
+
+/* The decode pass evicted nobody: the pool it leaves is the container's, less the decodes'
+ * new blocks, with every running request kept. */
+static void sarathi_decide_rest(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                                uint32_t n_decodes, uint32_t decode_blocks,
+                                pol_batch_decision *out)
+{
+    (void)ctr_priv;
+    const sarathi_priv *v = priv;
+    pol__pool pool;
+    pol__pool_init(&pool, &v->cm, c);
+    pool.free_blocks -= decode_blocks;
+    sarathi_after_decodes(v, g, c, &pool, n_decodes, out);
+}
+
 static void sarathi_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
                            pol_batch_decision *out)
 {
@@ -72,12 +99,7 @@ static void sarathi_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_c
     pol__pool pool;
     pol__pool_init(&pool, &v->cm, c);
     uint32_t n_dec = pol__decode_running(&v->cm, g, c, &pool, out);
-    uint64_t budget = v->token_budget > n_dec ? v->token_budget - n_dec : 0;
-    continue_prefills(g, c, &pool, &budget, out);
-    uint32_t before = out->n_run;
-    pol__swap_in(&v->cm, g, c, &pool, out);
-    budget = budget > out->n_run - before ? budget - (out->n_run - before) : 0;
-    admit_prefills(v, g, c, &pool, &budget, out);
+    sarathi_after_decodes(v, g, c, &pool, n_dec, out);
 }
 
 /* Nothing waiting or swapped and every running request's next KV slot free: the decode pass
@@ -122,4 +144,5 @@ const pol_batch_ops pol_batch_sarathi = {
     .max_seqs = sarathi_max_seqs,
     .describe = sarathi_describe,
     .steady = sarathi_steady,
+    .decide_rest = sarathi_decide_rest,
 };

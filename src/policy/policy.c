@@ -171,6 +171,17 @@ int pol_batch_steady(const pol_batch *p, const void *ctr_priv, const gmg_contain
     return p->ops->steady ? p->ops->steady(p->priv, ctr_priv, c) : 0;
 }
 
+int pol_batch_has_rest(const pol_batch *p) { return p->ops->decide_rest != NULL; }
+
+void pol_batch_decide_rest(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_container *c,
+                           uint32_t n_decodes, uint32_t decode_blocks, pol_batch_decision *out)
+{
+    out->n_run = n_decodes;
+    out->n_preempt = out->n_swap_out = out->n_swap_in = out->n_reject = 0;
+    memset(&out->extra, 0, sizeof out->extra);
+    p->ops->decide_rest(p->priv, ctr_priv, g, c, n_decodes, decode_blocks, out);
+}
+
 const char *pol_batch_name(const pol_batch *p) { return p->ops->name; }
 
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud)

@@ -20,7 +20,7 @@
 #include "cost/cost.h"
 #include "gmg/gmg.h"
 
-#define POL_ABI_VERSION 2
+#define POL_ABI_VERSION 3
 
 /* Engine-wide limits every batching policy must respect, fixed per run. */
 typedef struct pol_engine_cfg {
@@ -138,6 +138,17 @@ typedef struct pol_batch_ops {
      * policy's state (priv, ctr_priv): the simulator may then build that batch itself without
      * calling decide() (gsim's steady-state fast path; SLICESIM_NO_STEADY=1 turns it off). */
     int (*steady)(const void *priv, const void *ctr_priv, const gmg_container *c);
+    /* Optional: the rest of a decision whose decode pass the simulator made (NULL: none). The
+     * simulator calls it only when no running request that decodes lacks room for its next
+     * token: the n_decodes of them, taking decode_blocks new KV blocks together, are out's
+     * first n_run entries already (one token each, hold 0, in list order), the other lists are
+     * empty. Implementing it promises that decide() would begin with exactly those entries,
+     * evicting nobody, and would then add what this adds to out (prefill chunks, swap-ins,
+     * admissions, rejections) from the state they leave, without changing the policy's state
+     * otherwise; the simulator may then ask it instead of decide() (gsim's mixed-step fast
+     * path; SLICESIM_NO_STEADY=1 turns it off). */
+    void (*decide_rest)(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
+                        uint32_t n_decodes, uint32_t decode_blocks, pol_batch_decision *out);
 } pol_batch_ops;
 
 #define POL_NO_OFFLOAD UINT32_MAX
@@ -159,6 +170,12 @@ uint32_t pol_batch_max_seqs(const pol_batch *p);
 uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, const gmg_req *q);
 /* The policy's steady hook for c (0 when it has none). */
 int pol_batch_steady(const pol_batch *p, const void *ctr_priv, const gmg_container *c);
+/* Whether the policy has a decide_rest hook. */
+int pol_batch_has_rest(const pol_batch *p);
+/* Its decide_rest: out holds the n_decodes decode entries in run (the other counts and the
+ * extra work are reset here). */
+void pol_batch_decide_rest(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_container *c,
+                           uint32_t n_decodes, uint32_t decode_blocks, pol_batch_decision *out);
 const char *pol_batch_name(const pol_batch *p);
 void pol_batch_describe(const pol_batch *p, ss_kv_emit_fn *emit, void *ud);
 

@@ -544,6 +544,128 @@ static void test_steady_hook_matches_decide(void **state)
     }
 }
 
+/* The decide_rest hook's contract (pol_batch_ops.decide_rest): on random containers (running
+ * decodes, some at a block boundary, running partial prefills, waiting and swapped requests,
+ * token budgets from 16 to 2048) whose decodes all have room for their next token, decide() is
+ * exactly "every decode, in list order, one token, hold 0" followed by what decide_rest adds
+ * from that state: the same lists, reasons and extra work. Checked for every built-in policy
+ * that has the hook (Sarathi has). */
+static uint64_t lcg(uint64_t *x, uint64_t n)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (*x >> 33) % n;
+}
+
+static void assert_same_decision(const pol_batch_decision *a, const pol_batch_decision *b)
+{
+    assert_int_equal(a->n_run, b->n_run);
+    for (uint32_t i = 0; i < a->n_run; i++) {
+        assert_int_equal(a->run[i], b->run[i]);
+        assert_int_equal(a->q_tokens[i], b->q_tokens[i]);
+        assert_int_equal(a->hold[i], b->hold[i]);
+    }
+    assert_int_equal(a->n_preempt, b->n_preempt);
+    assert_int_equal(a->n_swap_out, b->n_swap_out);
+    assert_int_equal(a->n_swap_in, b->n_swap_in);
+    for (uint32_t i = 0; i < a->n_swap_in; i++)
+        assert_int_equal(a->swap_in[i], b->swap_in[i]);
+    assert_int_equal(a->n_reject, b->n_reject);
+    for (uint32_t i = 0; i < a->n_reject; i++) {
+        assert_int_equal(a->reject[i], b->reject[i]);
+        assert_int_equal(a->reject_why[i], b->reject_why[i]);
+    }
+    assert_memory_equal(&a->extra, &b->extra, sizeof a->extra);
+}
+
+static void test_decide_rest_matches_decide(void **state)
+{
+    fx *f = *state;
+    static const char *const names[] = {"vllm", "sarathi", "orca", "static"};
+    static const char *const budgets[] = {"16", "256", "512", "2048"};
+    gmg_id b2[5][64];
+    uint32_t q2[64], h2[64], w2[64];
+    pol_batch_decision d2 = {.run = b2[0], .q_tokens = q2, .hold = h2, .preempt = b2[1],
+                             .reject = b2[2], .reject_why = w2, .swap_out = b2[3],
+                             .swap_in = b2[4]};
+    uint64_t x = 1;
+    int with_rest = 0, partial_seen = 0, swap_in_seen = 0, admitted_seen = 0;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        for (int trial = 0; trial < 300; trial++) {
+            ss_params_destroy(&f->params);
+            assert_int_equal(ss_params_create(&f->params), 0);
+            if (!strcmp(names[k], "sarathi"))
+                assert_int_equal(
+                    ss_params_set(f->params, "token_budget", budgets[trial % 4]), 0);
+            make_batch(f, names[k], 16384);
+            if (!pol_batch_has_rest(f->vllm))
+                break;
+            with_rest |= !strcmp(names[k], "sarathi");
+            gmg_container *c = small_pool(f, 400);
+            gmg_id ids[40];
+            uint32_t n = 0, n_dec = 0, need = 0;
+            for (uint32_t i = (uint32_t)lcg(&x, 12); i > 0; i--) { /* decodes */
+                uint32_t prompt = 1 + (uint32_t)lcg(&x, 200), gen = 1 + (uint32_t)lcg(&x, 40);
+                if (lcg(&x, 3) == 0) /* its next token starts a block */
+                    gen += 16 - (prompt + gen - 1) % 16;
+                gmg_id r = ids[n++] = add_running(f, c, prompt, gen);
+                need += !gmg_blocks_hold(c, gmg_req_at(f->g, r)->blocks, prompt + gen);
+                b2[0][n_dec++] = r;
+            }
+            for (uint32_t i = (uint32_t)lcg(&x, 3); i > 0; i--) { /* partial prefills */
+                gmg_id r = ids[n++] = add_waiting(f, c, 64 + (uint32_t)lcg(&x, 600), 50);
+                gmg_req *q = gmg_req_at(f->g, r);
+                gmg_list_remove(f->g, &c->waiting, r);
+                q->state = GMG_REQ_RUNNING;
+                q->computed = 1 + (uint32_t)lcg(&x, q->prompt - 1);
+                gmg_list_push_back(f->g, &c->running, r);
+                gmg_req_set_blocks(f->g, c, q, gmg_blocks_for(c, q->computed));
+            }
+            for (uint32_t i = (uint32_t)lcg(&x, 3); i > 0; i--) { /* swapped out */
+                gmg_id r = ids[n++] = add_waiting(f, c, 1 + (uint32_t)lcg(&x, 300), 50);
+                gmg_req *q = gmg_req_at(f->g, r);
+                gmg_list_remove(f->g, &c->waiting, r);
+                q->state = GMG_REQ_SWAPPED;
+                q->generated = 1 + (uint32_t)lcg(&x, 20);
+                q->computed = q->prompt + q->generated - 1;
+                q->swapped_blocks = gmg_blocks_for(c, q->computed);
+                gmg_list_push_back(f->g, &c->swapped, r);
+            }
+            for (uint32_t i = (uint32_t)lcg(&x, 6); i > 0; i--) /* waiting, some never fitting */
+                ids[n++] = add_waiting(f, c, 1 + (uint32_t)lcg(&x, i == 1 ? 20000 : 900), 50);
+            c->blocks_free = need + (uint32_t)lcg(&x, 120); /* every decode has room */
+            size_t sz = pol_batch_ctr_priv_size(f->vllm);
+            void *cp = sz ? calloc(1, sz) : NULL;
+            pol_batch_decide(f->vllm, cp, f->g, c, &f->d);
+            for (uint32_t i = 0; i < n_dec; i++) {
+                q2[i] = 1;
+                h2[i] = 0;
+            }
+            pol_batch_decide_rest(f->vllm, cp, f->g, c, n_dec, need, &d2);
+            assert_same_decision(&f->d, &d2);
+            swap_in_seen |= f->d.n_swap_in > 0;
+            for (uint32_t i = n_dec; i < f->d.n_run; i++) {
+                gmg_req_state st = gmg_req_at(f->g, f->d.run[i])->state;
+                partial_seen |= st == GMG_REQ_RUNNING;
+                admitted_seen |= st == GMG_REQ_WAITING;
+            }
+            free(cp);
+            for (uint32_t i = 0; i < n; i++) {
+                gmg_req *q = gmg_req_at(f->g, ids[i]);
+                gmg_list *l = q->state == GMG_REQ_RUNNING   ? &c->running
+                              : q->state == GMG_REQ_SWAPPED ? &c->swapped
+                                                             : &c->waiting;
+                gmg_list_remove(f->g, l, ids[i]);
+                if (q->state == GMG_REQ_RUNNING)
+                    gmg_req_set_blocks(f->g, c, q, 0);
+                q->blocks = 0;
+                q->swapped_blocks = 0;
+                gmg_req_drop(f->g, ids[i]);
+            }
+        }
+    assert_true(with_rest);
+    assert_true(partial_seen && swap_in_seen && admitted_seen);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 int main(void)
 {
@@ -557,7 +679,7 @@ int main(void)
         T(test_llumnix_dispatch_and_migration_pick_differently),
         T(test_eviction_frees_only_unshared_blocks),
         T(test_sarathi_admits_into_what_an_eviction_frees),
-        T(test_steady_hook_matches_decide),
+        T(test_steady_hook_matches_decide),       T(test_decide_rest_matches_decide),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
