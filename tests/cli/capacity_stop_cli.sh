@@ -6,7 +6,8 @@
 # reuses it as a complete run, and a probe whose point the database holds from other inputs
 # runs to its end to replace it; --jobs 2 gives the table, JSON, stderr and database of
 # --jobs 1 (but for wall-clock columns), also when a worker meets a point to replace. Under the
-# sanitizers the first part checks two of the four criteria (worst and a tenant's).
+# sanitizers every capacity makes at most 4 probes, not 6, and the first part checks two of the
+# four criteria (worst and a tenant's).
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -15,7 +16,9 @@ trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 capacity_tiny_ini >tiny.ini
 POLICIES="container,static-best,knob:policy.batching=sarathi|vllm"
-cap() { "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 --jobs 1 "$@"; }
+PROBES=6
+sanitized && PROBES=4
+cap() { "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes $PROBES --seeds 2 --jobs 1 "$@"; }
 STOPPED=', stopped at [0-9.]* s simulated, certain to fail: fail'
 
 # ---- the same answer as --full-probes ---------------------------------------------------------
@@ -123,9 +126,9 @@ export TMPDIR=$T/tmp # where the workers' databases go
 for j in 1 2; do
     cp tiny.ini "j$j/"
     (cd "j$j" && for r in 1 2; do
-        "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 --db c.db \
+        "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes $PROBES --seeds 2 --db c.db \
             --jobs "$j" >"t$r" 2>"e$r" || exit 1
-    done && "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes 6 --seeds 2 \
+    done && "$S" capacity -c tiny.ini --policies "$POLICIES" --max-probes $PROBES --seeds 2 \
         --criterion pooled --db none --json --jobs "$j" >json 2>jerr) ||
         fail "--jobs $j: $(cat "j$j"/e* "j$j/jerr")"
 done
