@@ -28,10 +28,12 @@
 # (The ranges reach past the ends an earlier run chose with 10 candidates: a 5 ms tick, a 4 ms
 # overrun, 1 s auto-scaling, 10 s and 300 s re-allocation. WIDE=0 keeps those ranges, 10.)
 #   slice-sized    SliceScheduler on the allocation searched for it
-# Prints the tuning table, then per regime each bundle's capacity [95 %] and SliceScheduler's
+# Prints the tuning table, what each search chose most often (from the runs' stderr), then per
+# regime each bundle's capacity [95 %] and SliceScheduler's
 # (slice, slice-tuned, slice-sized) ratio to the best tuned baseline of the same seed (the
 # highest of the first four) with its interval paired by seed and a verdict (higher, lower, or
-# no difference when the interval holds 1). 10 to 45 minutes a regime on one core.
+# no difference when the interval holds 1). 4 to 46 minutes a regime on one core, about
+# 3 hours for the eight.
 # MODE=eager: the earlier tables (docs/slice-capacity.md, "On a 2023 eager engine") as they
 # were made: the eager engine, chat on the trace file, the oracle what-if, copies at full
 # bandwidth, the SLA pooled, bundles static-best, realloc-hr, llumnix-hr (slice-baselines.sh),
@@ -162,7 +164,7 @@ elapsed="$(( $(date +%s) - start )) s"
 if [ "$MODE" = today ]; then
 PYTHONPATH=experiments python3 - "$T" "$elapsed" "$DB" "$RT_PERIODS" "$LT_PERIODS" "${WIDE:-1}" \
     $REGIMES <<'PY'
-import json, sys
+import collections, glob, json, re, sys
 from capacity_tables import cap, ci95, verdict
 d, elapsed, db, rt, lt, wide, regimes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], \
     sys.argv[5], sys.argv[6], sys.argv[7:]
@@ -192,6 +194,36 @@ for p0 in r0["policies"]:
           if p["policy"] == name for run in p["runs"] for q in run["probes"]]
     cnt = f"{sum(ns) / len(ns):.1f} ({max(ns)})" if max(ns) else "0 (not searched)"
     print(f"| {name} | {knobs.get(name, '')} | {cnt} |")
+# what each knob search chose, from the capacity runs' stderr (one line per probe)
+chose = re.compile(r"^slicesim: knob search: policy=([^;]+);.*: chose (.*?), (?:worst|pooled|tenant)")
+cols = [("slice-tuned", "slice_period_ms", "tick, ms"),
+        ("slice-tuned", "slice_max_whatifs", "what-ifs per tick"),
+        ("slice-tuned", "slice_horizon_ms", "horizon, ms"),
+        ("slice-tuned", "slice_overrun_ms", "overrun, ms"),
+        ("realloc-tuned", "realloc_period_s", "re-allocation, s"),
+        ("llumnix-tuned", "scale_period_s", "auto-scaling, s")]
+print("\nWhat each search chose: the two values it chose most often over the probes of every "
+      "seed (how many probes), SliceScheduler's four knobs and the two periods.\n")
+print("| regime | " + " | ".join(c[2] for c in cols) + " | slice-tuned's probes |")
+print("|---|" + "---|" * len(cols) + "---:|")
+for r in regimes:
+    seen = {c: collections.Counter() for c in cols}
+    n = 0
+    for f in sorted(glob.glob(f"{d}/{r}.*.err")):
+        for line in open(f):
+            m = chose.match(line)
+            if not m:
+                continue
+            n += m.group(1) == "slice-tuned"
+            kv = dict(a.split("=", 1) for a in m.group(2).split())
+            for c in cols:
+                v = kv.get(f"policy.{c[1]}")
+                if m.group(1) == c[0] and v is not None:
+                    seen[c][v] += 1
+    cells = [", ".join(f"{v} ({k})" for v, k in sorted(seen[c].items(),
+                                                          key=lambda x: (-x[1], float(x[0])))[:2])
+             for c in cols]
+    print(f"| {r} | " + " | ".join(cells) + f" | {n} |")
 print(f"\nCapacity at <= {100 * r0['sla_miss_bound']:.0f} % SLA misses for every tenant: the "
       "mean over the seeds [95 % Student-t interval]; ≥ n: at n seeds a lower bound (the load "
       "above passed but a tenant's arrivals ended early). SliceScheduler's ratios divide by "
