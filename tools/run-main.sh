@@ -18,11 +18,11 @@ bash tools/deps.sh
 bash tools/build-release.sh
 S=./build-release/src/slicesim
 rm -f results/main.db results/main.db-wal results/main.db-shm
-echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 40 s)"
+echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 5 s)"
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
     --rates 0.5,0.75,1 --seeds 5 --db results/main.db --name main "$@"
 echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned baseline," \
-     "static-best, seeds 1-5, bisection to 1 % (about 2 min)"
+     "static-best, seeds 1-5, bisection to 1 % (about 25 s on 2 cores)"
 "$S" capacity -c experiments/slice-vs-container.ini \
     --policies static-best,container,slice,slice-oracle:policy.ops=slice+policy.slice_output_predictor=oracle \
     --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --no-progress
