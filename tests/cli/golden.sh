@@ -13,7 +13,7 @@ ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
-if [ "${SS_SANITIZE:-none}" != none ]; then
+if sanitized; then
     # 40x slower under the sanitizers (six minutes): the golden results are a behaviour check,
     # which the optimised builds make; the sanitized suite runs the same code in the other tests
     echo "golden: skipped under -Db_sanitize=$SS_SANITIZE (run in the optimised builds)"

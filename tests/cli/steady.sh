@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 # Under the sanitizers (40x slower; a debug build checks every invariant after every event
 # unless told not to, which takes steady runs off) a small part runs, with --no-check.
 small=0
-[ "${SS_SANITIZE:-none}" = none ] || small=1
+if sanitized; then small=1; fi
 
 both() { # both NAME ARGS...: the replay's JSON with the fast path on and off is the same
     local name=$1
