@@ -51,6 +51,8 @@ void ss_ci95(const double *x, size_t n, ss_ci *out)
 void ss_ci_text(char *buf, size_t n, const ss_ci *ci, double scale, const char *fmt)
 {
     char m[64], lo[64], hi[64];
+    if (!fmt) /* and GCC's -O1 sanitizer builds see no null format below */
+        fmt = "%g";
     snprintf(m, sizeof m, fmt, scale * ci->mean);
     snprintf(lo, sizeof lo, fmt, scale * ci->lo);
     snprintf(hi, sizeof hi, fmt, scale * ci->hi);

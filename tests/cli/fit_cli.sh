@@ -212,12 +212,16 @@ grep -Eq '^rec +' list || fail "the fitted profile is not listed: $(cat list)"
 "$S" fit data --profiles cat --evaluate --engine rec --json >again.json 2>err || fail "evaluate rec"
 python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["objective"]==b["objective"], (a["objective"], b["objective"])' \
     rec.json again.json || fail "the profile does not reproduce the fit's objective"
-# deterministic: the same command writes the same bytes
+# deterministic: the same command writes the same bytes (under the sanitizers a fit of 15
+# iterations only adds the second fit that db merge counts below: the two 15-iteration fits
+# after it, whose profiles must agree byte for byte, check the same there)
 rm cat/engines/rec.ini && mv rec.ini rec1.ini
+again=()
+sanitized && again=(--iterations 15)
 "$S" fit data --profiles cat --engine start --fit iter_fixed_us,hop_latency_us,frontend_ms \
-    --name rec -o rec.ini --json --db f.db --no-progress >rec2.json 2>err ||
+    --name rec -o rec.ini --json --db f.db --no-progress ${again[@]+"${again[@]}"} >rec2.json 2>err ||
     fail "fit again: $(cat err)"
-cmp -s rec.ini rec1.ini || fail "two fits differ: $(diff rec.ini rec1.ini)"
+sanitized || cmp -s rec.ini rec1.ini || fail "two fits differ: $(diff rec.ini rec1.ini)"
 # evaluations stopped between runs (once the runs replayed make the objective at least what
 # Nelder-Mead compares it with) leave the fit as it is: the same profile, byte for byte, and
 # the same JSON as replaying every run, one run at a time or two at once (one at a time only

@@ -6,7 +6,7 @@ fail() {
     exit 1
 }
 
-# sanitized: true in a build under -Db_sanitize (ASan + UBSan at -O0, tens of times slower),
+# sanitized: true in a build under -Db_sanitize (ASan + UBSan at -O1, several times slower),
 # where a script may run a part of its cases: the code is the same, the sanitizers check it.
 sanitized() { [ "${SS_SANITIZE:-none}" != none ]; }
 

@@ -257,7 +257,7 @@ static void test_each_step_of_a_merge_fails(void **state)
     ss_errbuf eb;
     snprintf(in, sizeof in, "%s/in.db", tu_tmpdir());
     for (int i = 0; i < 3; i++) {
-        char p[8];
+        char p[16];
         snprintf(p, sizeof p, "m%d", i);
         assert_int_equal(write_run(in, 3 + i, p, &eb), 0);
     }

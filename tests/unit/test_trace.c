@@ -1304,7 +1304,7 @@ static size_t read_spread(const char *text, const char *format, trace_rec *out, 
     trace_reader *r = NULL;
     ss_errbuf eb = {""};
     size_t n = 0, nb = 0;
-    int rc;
+    int rc = 0;
     assert_int_equal(trace_reader_open(&r, path, format, &eb), 0);
     assert_int_equal(trace_reader_set_spread(r, 1), 0);
     while (n < cap && (rc = trace_reader_next(r, &out[n], &eb)) == 1) {
