@@ -96,6 +96,11 @@ typedef struct gmg_req {
     gmg_id prev, next;     /* links in the waiting queue or running list */
     uint64_t serial;       /* which allocation of the slot this is (gmg.n_allocs then): tells a
                               recycled slot's new request from the one before (--check) */
+    uint64_t run_seq;      /* when it last joined its container's running list (gmg.n_run_seq
+                              then): every join is at the list's back, so the running list is
+                              in run_seq order */
+    uint32_t lz_base;      /* a member of its container's decode cohort (gsim_cohort.c): the */
+    uint8_t lz;            /* cohort's steps its fields stand at (lz: a member) */
 } gmg_req;
 
 /* Intrusive doubly linked list of request ids. */
@@ -288,6 +293,7 @@ typedef struct gmg {
     uint32_t in_flight;     /* slots in use */
     uint32_t peak_in_flight;
     uint64_t n_allocs;      /* request slots handed out so far (the last one's serial) */
+    uint64_t n_run_seq;     /* joins of running lists so far (the last one's gmg_req.run_seq) */
     int borrowed_costs;     /* a clone: its containers' cost models belong to the original */
     int prefix_cache;       /* containers get a prefix cache (gmg_add_containers) */
     struct gmg_kvpool *kvp; /* the KV pool below the prefix caches (owned); NULL when off */

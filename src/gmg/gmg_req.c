@@ -267,6 +267,13 @@ double gmg_swap_bytes_per_gpu(const gmg *g, const gmg_container *c, uint32_t blo
 
 /* ---- state transitions ------------------------------------------------------------------- */
 
+/* r joins c's running list, at its back (its run_seq orders the list). */
+static void push_running(gmg *g, gmg_container *c, gmg_id r)
+{
+    g->reqs[r].run_seq = ++g->n_run_seq;
+    gmg_list_push_back(g, &c->running, r);
+}
+
 void gmg_req_enqueue(gmg *g, gmg_container *c, gmg_id r, gmg_enqueue where)
 {
     gmg_req *q = &g->reqs[r];
@@ -303,7 +310,7 @@ void gmg_req_reroute(gmg *g, gmg_container *to, gmg_id r, gmg_enqueue where)
 void gmg_req_admit(gmg *g, gmg_container *c, gmg_id r)
 {
     gmg_req_dequeue(g, c, r);
-    gmg_list_push_back(g, &c->running, r);
+    push_running(g, c, r);
     g->reqs[r].state = GMG_REQ_RUNNING;
 }
 
@@ -337,7 +344,7 @@ void gmg_req_from_swap(gmg *g, gmg_container *c, gmg_id r)
     c->iter.swap_blocks += q->swapped_blocks;
     gmg_req_swap_in(g, c, q);
     q->state = GMG_REQ_RUNNING;
-    gmg_list_push_back(g, &c->running, r);
+    push_running(g, c, r);
 }
 
 
@@ -382,7 +389,7 @@ void gmg_req_offload_back(gmg *g, gmg_container *home, gmg_id r, ss_time now)
     q->first_token = now;
     q->last_token = now;
     q->state = GMG_REQ_RUNNING;
-    gmg_list_push_back(g, &home->running, r);
+    push_running(g, home, r);
 }
 
 void gmg_req_load(gmg *g, gmg_container *c, gmg_id r, uint32_t blocks, ss_time ready)
@@ -433,7 +440,7 @@ void gmg_req_migrate_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r
     q->state = GMG_REQ_RUNNING;
     q->container = to->id;
     q->migrations++;
-    gmg_list_push_back(g, &to->running, r);
+    push_running(g, to, r);
 }
 
 void gmg_req_kv_out(gmg *g, gmg_container *c, gmg_id r)
@@ -461,5 +468,5 @@ void gmg_req_kv_in(gmg *g, gmg_container *from, gmg_container *to, gmg_id r, uin
     gmg_req_set_blocks(g, to, q, reserved);
     q->state = GMG_REQ_RUNNING;
     q->container = to->id;
-    gmg_list_push_back(g, &to->running, r);
+    push_running(g, to, r);
 }

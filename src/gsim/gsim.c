@@ -305,6 +305,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
                 !(s->starts_now = ss_calloc(s->g->n_ctrs ? s->g->n_ctrs : 1,
                                             sizeof *s->starts_now))))
         rc = ss_err(eb, SS_ENOMEM, "out of memory");
+    if (!rc && gs_coh_alloc(s))
+        rc = ss_err(eb, SS_ENOMEM, "out of memory");
     if (!rc)
         rc = gs_alloc_cluster_state(s, eb);
     if (!rc)
@@ -386,6 +388,7 @@ void gs_release(gsim *s)
     ss_free(s->gst);
     ss_free(s->gsl);
     ss_free(s->run_cross);
+    gs_coh_free(s);
     ss_free(s->starts);
     ss_free(s->starts_now);
     if (!s->fork)
@@ -411,10 +414,12 @@ void gsim_set_progress(gsim *s, gsim_progress_fn *fn, void *ud)
 
 void gsim_set_observer(gsim *s, const gsim_observer *obs)
 {
+    gs_coh_dissolve_all(s); /* an observer sees every request's every step */
     if (obs)
         s->obs = *obs;
     else
         memset(&s->obs, 0, sizeof s->obs);
+    gs_coh_refresh(s);
 }
 
 static gsim_check_counts check_counts(const gsim *s)
@@ -467,6 +472,7 @@ int gsim_start(gsim *s, gsim_source_fn *src, void *src_ud, gsim_sink_fn *sink, v
     s->rc = SS_OK;
     if (gs_read_next(s) && !gs_sched(s, s->des, s->next.arrival_ns, EV_ARRIVAL, 0))
         return s->rc;
+    gs_coh_refresh(s);
     ss_time period = pol_cluster_period(s->cluster);
     if (period > 0 && s->have_next && !gs_sched(s, s->des, period, EV_CLUSTER_TICK, 0))
         return s->rc;
@@ -482,6 +488,7 @@ int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
     if (s->cfg.check)
         return run_checked(s, until);
     des_run(s->des, until);
+    gs_coh_dissolve_all(s); /* what the caller reads between advances is up to date */
     return s->rc;
 }
 
@@ -499,6 +506,7 @@ static void close_slices(gsim *s)
 
 int gsim_finish(gsim *s)
 {
+    gs_coh_dissolve_all(s);
     close_slices(s);
     for (uint32_t i = 0; s->gsl && i < s->g->n_gpus; i++) {
         metrics_slices_fold(&s->m.slices, &s->gsl[i]);
@@ -558,6 +566,7 @@ const gmg *gsim_graph(const gsim *s) { return s->g; }
 const des_stats *gsim_des_stats(const gsim *s) { return des_get_stats(s->des); }
 ss_time gsim_end_time(const gsim *s) { return des_now(s->des); }
 uint64_t gsim_iterations(const gsim *s) { return s->iterations; }
+uint64_t gsim_cohort_steps(const gsim *s) { return s->coh_steps; }
 uint64_t gsim_max_model_len(const gsim *s) { return s->cfg.max_model_len; }
 uint64_t gsim_max_batch_tokens(const gsim *s) { return pol_batch_max_tokens(s->batch); }
 

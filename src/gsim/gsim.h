@@ -267,6 +267,9 @@ const des_stats *gsim_des_stats(const gsim *g);
 /* Simulated time of the last event. */
 ss_time gsim_end_time(const gsim *g);
 uint64_t gsim_iterations(const gsim *g);
+/* Of them, the steps whose decodes a decode cohort advanced without touching them (gsim's
+ * fast path for mixed steps; a measure of the path taken, never part of a result). */
+uint64_t gsim_cohort_steps(const gsim *g);
 /* The limits a prompt is rejected against: the engine's max_model_len (METRICS_REJ_TOO_LONG)
  * and the most tokens one iteration of the batching policy holds (METRICS_REJ_BATCH_TOKENS). */
 uint64_t gsim_max_model_len(const gsim *g);

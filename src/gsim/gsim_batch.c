@@ -226,8 +226,11 @@ static int ensure_iter(gmg_container *c, uint32_t n)
 /* Apply one decision; returns the number of requests in the batch (those that went to load
  * from the KV pool instead count in s->kvp_parked). Its first `trusted` run entries are
  * running requests the simulator put there itself, each decoding with room for its next
- * token (mixed_batch): they join without admit's checks. */
-static uint32_t apply(gsim *s, gmg_container *c, uint32_t trusted)
+ * token (mixed_batch): they join without admit's checks; with `cohort`, they are the members
+ * of c's decode cohort, which join as one, taking the cohort_blocks their next tokens cross
+ * into (cohort_batch). */
+static uint32_t apply(gsim *s, gmg_container *c, uint32_t trusted, uint32_t cohort_blocks,
+                      int cohort)
 {
     const pol_batch_decision *d = &s->dec;
     uint32_t n = c->waiting.n + c->running.n + c->swapped.n;
@@ -251,7 +254,14 @@ static uint32_t apply(gsim *s, gmg_container *c, uint32_t trusted)
     for (uint32_t i = 0; i < d->n_swap_in && !s->rc; i++)
         swap_in(s, c, d->swap_in[i]);
     uint32_t n_run = 0;
-    for (uint32_t i = 0; i < trusted && !s->rc; i++)
+    if (cohort && !s->rc) {
+        if (gs_coh_begin(s, c, &c->iter.batch)) {
+            gs_fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
+            return 0;
+        }
+        gs_coh_take_blocks(s, c, cohort_blocks);
+    }
+    for (uint32_t i = 0; !cohort && i < trusted && !s->rc; i++)
         gmg_req_schedule(s->g, c, d->run[i], 1, 0);
     n_run += trusted;
     for (uint32_t i = trusted; i < d->n_run && !s->rc; i++)
@@ -329,13 +339,75 @@ static int mixed_batch(gsim *s, gmg_container *c)
         return 0; /* its decode pass would evict (or there is none) */
     pol_batch_decide_rest(s->batch, c->batch_priv, s->g, c, n_dec, need, &s->dec);
     s->kvp_parked = 0;
-    return apply(s, c, n_dec) > 0;
+    return apply(s, c, n_dec, 0, 0) > 0;
+}
+
+/* Whether the policy's decision for the rest of a cohort step reaches a member: evicts a
+ * running request, or schedules a member again (a malfunction, which apply then names). */
+static int touches_members(const gsim *s, uint32_t n_dec)
+{
+    const pol_batch_decision *d = &s->dec;
+    if (d->n_preempt || d->n_swap_out)
+        return 1;
+    for (uint32_t i = 0; i < d->n_reject; i++)
+        if (d->reject[i] < s->g->n_slots && s->g->reqs[d->reject[i]].state == GMG_REQ_RUNNING)
+            return 1;
+    for (uint32_t i = n_dec; i < d->n_run; i++)
+        if (d->run[i] < s->g->n_slots && s->g->reqs[d->run[i]].lz)
+            return 1;
+    return 0;
+}
+
+/* mixed_batch for a container with a decode cohort (gsim_cohort.c): its running decodes are
+ * the cohort's members, whose next tokens' blocks the cohort counts, so the step's decode pass
+ * costs nothing per member. When the policy's rest reaches a member, the cohort dissolves and
+ * the step is mixed_batch's. 1 when the batch was built and runs; 0 with no cohort. */
+static int cohort_batch(gsim *s, gmg_container *c)
+{
+    if (!c->running.n || s->rc || !pol_batch_has_rest(s->batch) || !gs_coh_allowed(s, c)) {
+        gs_coh_dissolve(s, c);
+        return 0;
+    }
+    uint32_t need, n = c->waiting.n + c->running.n + c->swapped.n;
+    if (!gs_coh_prepare(s, c, &need))
+        return 0;
+    if (need > c->blocks_free || ensure_decision(s, n) || ensure_iter(c, n)) {
+        gs_coh_dissolve(s, c); /* its decode pass would evict: the policy's */
+        return 0;
+    }
+    uint32_t n_dec = gs_coh_members(s, c);
+    gs_coh_members_to(s, c, s->dec.run);
+    for (uint32_t i = 0; i < n_dec; i++) {
+        s->dec.q_tokens[i] = 1;
+        s->dec.hold[i] = 0;
+    }
+    if (!c->waiting.n && !c->swapped.n && n_dec == c->running.n &&
+        pol_batch_steady(s->batch, c->batch_priv, c)) {
+        /* a steady step: the policy would run the decodes and nothing else (steady_batch) */
+        pol_batch_decision *d = &s->dec;
+        d->n_run = n_dec;
+        d->n_preempt = d->n_swap_out = d->n_swap_in = d->n_reject = 0;
+        memset(&d->extra, 0, sizeof d->extra);
+    } else {
+        pol_batch_decide_rest(s->batch, c->batch_priv, s->g, c, n_dec, need, &s->dec);
+    }
+    s->kvp_parked = 0;
+    if (touches_members(s, n_dec)) {
+        gs_coh_dissolve(s, c);
+        return apply(s, c, n_dec, 0, 0) > 0;
+    }
+    return apply(s, c, n_dec, need, 1) > 0;
 }
 
 /* Ask the policy until it runs something or has nothing left to change. */
 int gs_decide_batch(gsim *s, gmg_container *c)
 {
+    s->cs[c->id].steady_iter = 0;
+    if (gs_coh_on(s, c) && cohort_batch(s, c)) /* a cohort lives on through steady steps */
+        return 1;
     if ((s->cs[c->id].steady_iter = (uint8_t)steady_batch(s, c)))
+        return 1;
+    if (cohort_batch(s, c))
         return 1;
     if (mixed_batch(s, c))
         return 1;
@@ -351,7 +423,7 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         const pol_batch_decision *d = &s->dec;
         s->kvp_parked = 0;
         int changed = d->n_reject || d->n_preempt || d->n_swap_out || d->n_swap_in;
-        if (apply(s, c, 0))
+        if (apply(s, c, 0, 0, 0))
             return 1;
         changed |= s->kvp_parked > 0;
         /* a request loading from the KV pool, and a prefill instance's requests whose KV is in

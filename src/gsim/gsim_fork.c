@@ -307,6 +307,10 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
             return ss_err(eb, SS_EINVAL, "fork: container %u has a live migration in flight",
                           c->id);
     }
+    /* Between events of the replay (and at a placement tick, where no cohort forms) every
+     * request is up to date: no decode cohort holds any back (gsim_cohort.c). */
+    if (SS_NEVER(s->n_coh_on))
+        return ss_err(eb, SS_EINVAL, "fork: decode cohorts in flight");
     /* A fork copies neither the KV hand-offs between a disaggregated tenant's pools nor their
      * list of decode instances (SliceScheduler, the forks' one user, refuses such tenants). */
     for (uint32_t i = 0; i < s->n_ten; i++)

@@ -241,6 +241,12 @@ struct gsim {
     gmg_id *kv_cands;            /* owned scratch: decode instances with room, per pick */
     uint32_t kvp_parked;         /* requests of the decision being applied that went to load
                                     from the KV pool instead of joining its batch */
+    struct gs_cohort **coh;      /* owned (NULL in a fork): each container's decode cohort
+                                    (gsim_cohort.c), made when it first forms; n_coh entries */
+    uint32_t n_coh;
+    uint32_t n_coh_on;           /* of them, formed now */
+    int coh_ok;                  /* the run allows cohorts at all (gs_coh_refresh) */
+    uint64_t coh_steps;          /* steps a cohort took (gsim_cohort_steps) */
 };
 
 /* ---- shared between the modules --------------------------------------------------------- */
@@ -267,6 +273,37 @@ des_event *gs_sched_at(gsim *s, des_engine *e, ss_time at, uint16_t kind, uint32
 /* gsim_batch.c */
 ss_time gs_swap_time(const gsim *s, const gmg_container *c);
 int gs_decide_batch(gsim *s, gmg_container *c);
+/* gsim_cohort.c: decode cohorts (see there) */
+typedef struct gs_cohort gs_cohort;
+/* Whether the run allows cohorts (no observer, no invariant checks, no cluster or placement
+ * ticks, no predictor to feed, a policy with decide_rest, no KV pool): gsim_start and
+ * gsim_set_observer ask, into gsim.coh_ok. */
+void gs_coh_refresh(gsim *s);
+/* Whether c may keep a cohort: nothing but its own steps reads its running requests. */
+int gs_coh_allowed(const gsim *s, const gmg_container *c);
+int gs_coh_on(const gsim *s, const gmg_container *c);
+uint32_t gs_coh_members(const gsim *s, const gmg_container *c);
+int gs_coh_alloc(gsim *s);
+void gs_coh_free(gsim *s);
+/* Bring every member of c's cohort up to date (those of a step in flight as scheduled into it)
+ * and end the cohort; nothing when c has none. */
+void gs_coh_dissolve(gsim *s, gmg_container *c);
+void gs_coh_dissolve_all(gsim *s);
+/* Before c's next step: its cohort (formed now from its running decodes when it has none);
+ * 1 with *need the KV blocks its members' next tokens take, 0 when none could form. */
+int gs_coh_prepare(gsim *s, gmg_container *c, uint32_t *need);
+/* The members, in running-list order, into out. */
+void gs_coh_members_to(const gsim *s, const gmg_container *c, gmg_id *out);
+/* c's next step begins with every member decoding: b and c->iter.reqs get them. */
+int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b);
+/* n new KV blocks from c's free pool, one at a time (the members' crossings). */
+void gs_coh_take_blocks(gsim *s, gmg_container *c, uint32_t n);
+/* c's cohort step ends at `now`: the step's tables, the gaps, the members that finish (in
+ * running-list order). Returns how many of c->iter.reqs were members. */
+uint32_t gs_coh_step_end(gsim *s, gmg_container *c, ss_time now);
+/* After a cohort step's end, those of reqs[n] that now decode join (a request that cannot
+ * ends the cohort). */
+void gs_coh_joined(gsim *s, gmg_container *c, const gmg_id *reqs, uint32_t n);
 /* gsim_req.c */
 void gs_notify(gsim *s, const gmg_container *c, const gmg_req *q, gsim_req_event what);
 const cat_engine *gs_tenant_engine(const gsim *s, uint16_t t);

@@ -67,10 +67,12 @@ static void admit_prefills(const sarathi_priv *v, const gmg *g, const gmg_contai
 /* Everything after the decode pass: partial prefills, swap-ins, admissions within what the
  * budget and the pool have left. */
 static void sarathi_after_decodes(const sarathi_priv *v, const gmg *g, const gmg_container *c,
-                                  pol__pool *pool, uint32_t n_dec, pol_batch_decision *out)
+                                  pol__pool *pool, uint32_t n_dec, int prefills,
+                                  pol_batch_decision *out)
 {
     uint64_t budget = v->token_budget > n_dec ? v->token_budget - n_dec : 0;
-    continue_prefills(g, c, pool, &budget, out);
+    if (prefills)
+        continue_prefills(g, c, pool, &budget, out);
     uint32_t before = out->n_run;
     pol__swap_in(&v->cm, g, c, pool, out);
     budget = budget > out->n_run - before ? budget - (out->n_run - before) : 0;
@@ -88,7 +90,8 @@ static void sarathi_decide_rest(void *priv, void *ctr_priv, const gmg *g, const 
     pol__pool pool;
     pol__pool_init(&pool, &v->cm, c);
     pool.free_blocks -= decode_blocks;
-    sarathi_after_decodes(v, g, c, &pool, n_decodes, out);
+    /* the n_decodes are every running request that decodes: the others continue prefills */
+    sarathi_after_decodes(v, g, c, &pool, n_decodes, n_decodes < c->running.n, out);
 }
 
 static void sarathi_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
@@ -99,7 +102,7 @@ static void sarathi_decide(void *priv, void *ctr_priv, const gmg *g, const gmg_c
     pol__pool pool;
     pol__pool_init(&pool, &v->cm, c);
     uint32_t n_dec = pol__decode_running(&v->cm, g, c, &pool, out);
-    sarathi_after_decodes(v, g, c, &pool, n_dec, out);
+    sarathi_after_decodes(v, g, c, &pool, n_dec, 1, out);
 }
 
 /* Nothing waiting or swapped and every running request's next KV slot free: the decode pass

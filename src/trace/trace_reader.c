@@ -578,7 +578,11 @@ static int load_sorted(trace_reader *r)
             return rc;
     if (rc < 0)
         return rc;
-    qsort(r->sorted, r->n_sorted, sizeof *r->sorted, cmp_arrival);
+    size_t k = 1; /* most traces are in order already: then the sort has nothing to do */
+    while (k < r->n_sorted && cmp_arrival(&r->sorted[k - 1], &r->sorted[k]) < 0)
+        k++;
+    if (k < r->n_sorted)
+        qsort(r->sorted, r->n_sorted, sizeof *r->sorted, cmp_arrival);
     /* Formats that rebase times on the first row (Azure) can start below 0 once sorted:
      * rebase on the earliest request instead. */
     ss_time first = r->n_sorted ? r->sorted[0].arrival_ns : 0;
