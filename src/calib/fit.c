@@ -327,6 +327,7 @@ int calib_fit(const calib_fit_opts *o, const char *command, FILE *out, ss_errbuf
     x.ro.catalog = cat; /* read once: profiles edited during a long fit do not change it */
     if (!rc)
         rc = compute(&x, cat, &r);
+    calib__fit_workers_end();
     r.wall_s = wall_now() - x.wall0;
     if (!rc)
         rc = calib__fit_emit(&x, &r, command);

@@ -125,16 +125,19 @@ typedef struct calib__fit_ctx {
 } calib__fit_ctx;
 
 /* Replay every run (all = 1) or only those with fitted stages under x->cand: one at a time in
- * this process, or up to o->jobs at once, each in a child process (the runs are independent,
+ * this process, or up to o->jobs at once, each in a worker process (the runs are independent,
  * so the figures are the same either way; the first failing run in runs.csv order is
  * reported). A SIGINT, SIGTERM or SIGHUP while children run is sent on to each, which is
  * reaped before the fit dies of the signal. 0 or the error with x->eb set. */
 int calib__fit_replay_all(calib__fit_ctx *x, int all);
-/* calib__fit_replay_all of the runs with fitted stages, in runs.csv order, that stops between
- * runs (between batches of o->jobs children) once those replayed make the objective certain to
- * be at least stop_at (calib__fit_objective_upto; +INFINITY: never); *n_done gets the count of
- * leading runs replayed (every run: x->d.n_runs). 0 or the error with x->eb set. */
+/* calib__fit_replay_all of the runs with fitted stages, in runs.csv order, that starts no
+ * further run once the leading runs replayed make the objective certain to be at least stop_at
+ * (calib__fit_objective_upto; +INFINITY: never); *n_done gets the count of leading runs
+ * replayed (every run: x->d.n_runs). 0 or the error with x->eb set. */
 int calib__fit_replay_until(calib__fit_ctx *x, double stop_at, size_t *n_done);
+/* The worker processes that replay runs in parallel (o->jobs > 1) live from the first such
+ * replay to this call, which ends and reaps them (nothing when there are none). */
+void calib__fit_workers_end(void);
 
 /* The stages of d in the objective. */
 size_t calib__fit_n_fitted(const calib_fit_data *d);

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,8 +304,15 @@ static int read_all(int fd, void *buf, size_t n)
     return 0;
 }
 
-/* In a child: replay run i and send the result down fd; never returns. */
-static void child_replay(calib__fit_ctx *x, size_t i, int fd)
+/* What a worker is sent: a run to replay under an engine. */
+typedef struct worker_job {
+    size_t run;
+    cat_engine cand;          /* path NULL: nothing in it points outside it */
+} worker_job;
+
+/* In a worker: replay run i under x->cand and send the result down fd; 0, or -1 when fd is
+ * gone. */
+static int send_result(calib__fit_ctx *x, size_t i, int fd)
 {
     child_head h = {0};
     h.rc = calib__fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
@@ -320,14 +328,29 @@ static void child_replay(calib__fit_ctx *x, size_t i, int fd)
         memcpy(c.sim, s->sim, sizeof c.sim);
         bad = write_all(fd, &c, sizeof c);
     }
-    _exit(bad ? 1 : 0); /* no stdio flush, no atexit: the parent owns the outputs */
+    return bad;
 }
 
-/* A replay running in a child process. */
+/* A worker's life: replay each job read from cmd, answer on res, until cmd ends; never
+ * returns. */
+static void worker_main(calib__fit_ctx *x, int cmd, int res)
+{
+    worker_job j;
+    while (!read_all(cmd, &j, sizeof j)) {
+        x->cand = j.cand;
+        if (j.run >= x->d.n_runs || send_result(x, j.run, res))
+            _exit(1);
+    }
+    _exit(0); /* no stdio flush, no atexit: the parent owns the outputs */
+}
+
+/* A worker process: it replays one run at a time, for the whole fit. */
 typedef struct child {
-    size_t run;
+    size_t run;               /* the run it replays while busy */
     pid_t pid;                /* 0 once reaped */
-    int fd;                   /* the read end of its pipe */
+    int fd;                   /* the read end of its result pipe */
+    int cmd;                  /* the write end of its job pipe (-1: closed) */
+    int busy;
 } child;
 
 /* {======================================================================
@@ -447,9 +470,8 @@ static int collect_child(calib__fit_ctx *x, child *kid, int *rc_run)
         s->arrived = c.arrived;
         s->reject_why = c.reject_why;
     }
-    close(fd);
-    int status = reap_child(kid);
-    if (bad || !WIFEXITED(status) || WEXITSTATUS(status))
+    kid->busy = 0;
+    if (bad)
         return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
                       x->d.runs[i].name);
     *rc_run = h.rc;
@@ -465,62 +487,130 @@ static int wanted(const calib_fit_run *r, int all)
     return r->n_stages && (all || r->n_fitted);
 }
 
-/* Start a child that replays run i, as live_kids[n_live]. */
-static int start_child(calib__fit_ctx *x, size_t i)
+/* The workers: pool_n processes, forked once, at the first replay that runs in parallel,
+ * from this process as it is then (the runs read, the catalog loaded), each replaying the runs
+ * it is sent under the candidate sent with each, until calib__fit_workers_end. They are
+ * live_kids while they live. (A fork for every replay cost as much as the replay.) */
+static child *pool;
+static size_t pool_n;
+
+void calib__fit_workers_end(void)
 {
-    int p[2];
-    if (pipe(p))
-        return ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
-    sigset_t old;
-    fwd_mask(SIG_BLOCK, &old); /* a signal now finds the child on the list */
-    child *c = &live_kids[n_live];
-    c->run = i;
-    pid_t parent = getpid();
-    c->pid = fork();
-    if (c->pid == 0) {
+    if (!pool)
+        return;
+    for (size_t k = 0; k < pool_n; k++)
+        if (pool[k].cmd >= 0) { /* its job pipe ends: it exits */
+            close(pool[k].cmd);
+            pool[k].cmd = -1;
+        }
+    for (size_t k = 0; k < pool_n; k++) {
+        if (pool[k].pid > 0)
+            reap_child(&pool[k]);
+        if (pool[k].fd >= 0)
+            close(pool[k].fd);
+    }
+    forward_end();
+    ss_free(pool);
+    pool = NULL;
+    pool_n = 0;
+}
+
+/* Start `jobs` workers. 0, or the error with x->eb set (none is left running). */
+static int pool_start(calib__fit_ctx *x, size_t jobs)
+{
+    if (!(pool = ss_calloc(jobs, sizeof *pool)))
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    for (size_t k = 0; k < jobs; k++)
+        pool[k].fd = pool[k].cmd = -1;
+    fflush(NULL); /* nothing buffered is written twice */
+    forward_begin(pool);
+    int rc = SS_OK;
+    for (size_t k = 0; k < jobs && !rc; k++) {
+        int jp[2], rp[2];
+        if (pipe(jp)) {
+            rc = ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+            break;
+        }
+        if (pipe(rp)) {
+            rc = ss_err(&x->eb, SS_EIO, "replays: pipe: %s", strerror(errno));
+            close(jp[0]);
+            close(jp[1]);
+            break;
+        }
+        sigset_t old;
+        fwd_mask(SIG_BLOCK, &old); /* a signal now finds the worker on the list */
+        pid_t parent = getpid(), pid = fork();
+        if (pid == 0) {
 #if defined(__linux__)
-        /* A fit killed outright (SIGKILL: nothing to forward) takes its replays with it; one
-         * that died before this call is no longer the parent. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
+            /* A fit killed outright (SIGKILL: nothing to forward) takes its workers with it;
+             * one that died before this call is no longer the parent. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(1);
 #endif
-        forward_child(&old);
-        close(p[0]);
-        child_replay(x, i, p[1]);
+            forward_child(&old);
+            close(jp[1]);
+            close(rp[0]);
+            for (size_t m = 0; m < k; m++) { /* the other workers' pipes: theirs to end */
+                close(pool[m].fd);
+                close(pool[m].cmd);
+            }
+            worker_main(x, jp[0], rp[1]);
+        }
+        if (pid > 0) {
+            pool[k] = (child){.pid = pid, .fd = rp[0], .cmd = jp[1]};
+            pool_n = k + 1;
+            n_live = (sig_atomic_t)pool_n;
+        }
+        fwd_mask(SIG_SETMASK, &old);
+        close(jp[0]);
+        close(rp[1]);
+        if (pid < 0) {
+            close(jp[1]);
+            close(rp[0]);
+            rc = ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
+        }
     }
-    if (c->pid > 0) {
-        c->fd = p[0];
-        n_live++;
-    }
-    fwd_mask(SIG_SETMASK, &old);
-    close(p[1]);
-    if (c->pid < 0) {
-        close(p[0]);
-        return ss_err(&x->eb, SS_EIO, "replays: fork: %s", strerror(errno));
-    }
+    if (rc)
+        calib__fit_workers_end();
+    return rc;
+}
+
+/* Send run i under x->cand to idle worker w. */
+static int dispatch(calib__fit_ctx *x, child *w, size_t i)
+{
+    worker_job j;
+    memset(&j, 0, sizeof j);
+    j.run = i;
+    j.cand = x->cand;
+    j.cand.path = NULL;
+    w->run = i;
+    w->busy = 1;
+    if (write_all(w->cmd, &j, sizeof j))
+        return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
+                      x->d.runs[i].name);
     return SS_OK;
 }
 
-/* Collect the children of live_kids, all of them; the error kept is rc (a child that could not
- * start), else the first child's in runs.csv order. */
-static int collect_batch(calib__fit_ctx *x, int rc)
+/* A busy worker whose result has come (waiting for one); NULL when none is busy. */
+static child *ready_worker(void)
 {
-    char first_msg[SS_ERRBUF_LEN];
-    memcpy(first_msg, x->eb.msg, sizeof first_msg);
-    for (sig_atomic_t k = 0; k < n_live; k++) {
-        int rc_run = SS_OK;
-        int got = collect_child(x, &live_kids[k], &rc_run);
-        if (!got)
-            got = rc_run;
-        if (got && !rc) {
-            rc = got;
-            memcpy(first_msg, x->eb.msg, sizeof first_msg);
+    struct pollfd fds[64];
+    size_t who[64], n = 0;
+    for (size_t k = 0; k < pool_n && n < 64; k++)
+        if (pool[k].busy) {
+            fds[n] = (struct pollfd){.fd = pool[k].fd, .events = POLLIN};
+            who[n++] = k;
         }
-    }
-    memcpy(x->eb.msg, first_msg, sizeof first_msg);
-    n_live = 0; /* every one is reaped */
-    return rc;
+    if (!n)
+        return NULL;
+    int got;
+    while ((got = poll(fds, n, -1)) < 0 && errno == EINTR)
+        ;
+    for (size_t m = 0; got > 0 && m < n; m++)
+        if (fds[m].revents)
+            return &pool[who[m]];
+    return &pool[who[0]]; /* poll failed: the read says so */
 }
 
 /* Whether the runs before `done` (replayed) already make the objective at least stop_at. */
@@ -530,8 +620,10 @@ static int decided(const calib__fit_ctx *x, size_t done, double stop_at)
            calib__fit_objective_upto(&x->d, done) >= stop_at;
 }
 
-/* Replay the wanted runs in runs.csv order, stopping between runs (between batches of
- * children) once decided; *done gets the runs before which every wanted one was replayed. */
+/* Replay the wanted runs in runs.csv order, stopping once decided: in this process one at a
+ * time, or on the workers, each given the next run as soon as it is free (the runs under way
+ * when it is decided end first); *done gets the runs before which every wanted one was
+ * replayed. The error kept is the first in runs.csv order. */
 static int replay(calib__fit_ctx *x, int all, double stop_at, size_t *done)
 {
     size_t n = 0, jobs = x->o->jobs > 1 ? (size_t)x->o->jobs : 1;
@@ -548,23 +640,60 @@ static int replay(calib__fit_ctx *x, int all, double stop_at, size_t *done)
         }
         return SS_OK;
     }
-    jobs = jobs < n ? jobs : n;
-    child *kids = ss_malloc(jobs * sizeof *kids);
-    if (!kids)
+    jobs = jobs < 64 ? jobs : 64;
+    int rc = pool ? SS_OK : pool_start(x, jobs < n ? jobs : n);
+    if (rc)
+        return rc;
+    uint8_t *fin = ss_calloc(x->d.n_runs, 1);
+    if (!fin)
         return ss_err(&x->eb, SS_ENOMEM, "out of memory");
-    fflush(NULL); /* nothing buffered is written twice */
-    forward_begin(kids);
-    int rc = SS_OK;
-    for (size_t i = 0; !rc && i < x->d.n_runs && !decided(x, i, stop_at);) {
-        for (; !rc && i < x->d.n_runs && (size_t)n_live < jobs; i++)
-            if (wanted(&x->d.runs[i], all))
-                rc = start_child(x, i);
-        rc = collect_batch(x, rc);
-        *done = i;
+    size_t next = 0, prefix = 0, failed = SIZE_MAX;
+    char msg[SS_ERRBUF_LEN] = "";
+    for (;;) {
+        for (; next < x->d.n_runs && !wanted(&x->d.runs[next], all); next++)
+            fin[next] = 1;
+        while (prefix < next && fin[prefix])
+            prefix++;
+        for (size_t k = 0; k < pool_n && failed == SIZE_MAX && next < x->d.n_runs &&
+                           !decided(x, prefix, stop_at); k++) {
+            if (pool[k].busy)
+                continue;
+            if ((rc = dispatch(x, &pool[k], next)) != SS_OK) {
+                failed = next;
+                memcpy(msg, x->eb.msg, sizeof msg);
+            }
+            for (next++; next < x->d.n_runs && !wanted(&x->d.runs[next], all); next++)
+                fin[next] = 1;
+        }
+        child *w = ready_worker();
+        if (!w)
+            break;
+        int rc_run = SS_OK, got = collect_child(x, w, &rc_run);
+        int gone = got != SS_OK;
+        if (!got)
+            got = rc_run;
+        fin[w->run] = 1;
+        if (got && w->run < failed) {
+            failed = w->run;
+            rc = got;
+            memcpy(msg, x->eb.msg, sizeof msg);
+        }
+        if (gone) { /* a worker is gone: wait for no more results */
+            for (size_t k = 0; k < pool_n; k++)
+                pool[k].busy = 0;
+            break;
+        }
     }
-    forward_end();
-    ss_free(kids);
-    return rc;
+    while (prefix < x->d.n_runs && fin[prefix])
+        prefix++;
+    ss_free(fin);
+    if (failed != SIZE_MAX) {
+        memcpy(x->eb.msg, msg, sizeof msg);
+        calib__fit_workers_end(); /* a worker may be gone: start afresh if asked again */
+        return rc;
+    }
+    *done = prefix;
+    return SS_OK;
 }
 
 int calib__fit_replay_all(calib__fit_ctx *x, int all)
