@@ -407,7 +407,7 @@ int gs_decide_batch(gsim *s, gmg_container *c)
         return 1;
     if ((s->cs[c->id].steady_iter = (uint8_t)steady_batch(s, c)))
         return 1;
-    if (cohort_batch(s, c))
+    if (s->coh_ok && cohort_batch(s, c))
         return 1;
     if (mixed_batch(s, c))
         return 1;

@@ -92,11 +92,6 @@ int gs_coh_allowed(const gsim *s, const gmg_container *c)
            !cs->staged && !s->n_offs_live && !c->blocks_reserved && !c->migrating_out;
 }
 
-int gs_coh_on(const gsim *s, const gmg_container *c)
-{
-    return c->id < s->n_coh && s->coh[c->id] && s->coh[c->id]->on;
-}
-
 uint32_t gs_coh_members(const gsim *s, const gmg_container *c)
 {
     return gs_coh_on(s, c) ? s->coh[c->id]->n : 0;
@@ -394,6 +389,7 @@ void gs_coh_dissolve(gsim *s, gmg_container *c)
     for (uint32_t i = 0; i < h->n; i++)
         sync(h, c, &s->g->reqs[h->mem[i]], h->in_flight);
     reset(h);
+    s->cs[c->id].coh_on = 0;
     s->n_coh_on--;
 }
 
@@ -436,6 +432,7 @@ static int form(gsim *s, gmg_container *c, ss_time now)
     if (!h->n)
         return 1;
     h->on = 1;
+    s->cs[c->id].coh_on = 1;
     s->n_coh_on++;
     return 0;
 }
@@ -573,6 +570,7 @@ void gs_coh_joined(gsim *s, gmg_container *c, const gmg_id *reqs, uint32_t n)
     }
     if (h->on && !h->n) {
         reset(h);
+        s->cs[c->id].coh_on = 0;
         s->n_coh_on--;
     }
 }

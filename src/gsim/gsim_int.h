@@ -163,6 +163,7 @@ typedef struct ctr_state {
                                     has every request's prompt in the prefix cache (if any):
                                     its end may be taken by steady_step (gsim_iter.c) */
     uint32_t look_need;          /* then the KV blocks the step after it takes */
+    uint8_t coh_on;              /* its decode cohort is formed (gsim_cohort.c) */
 } ctr_state;
 
 struct gsim {
@@ -281,7 +282,10 @@ typedef struct gs_cohort gs_cohort;
 void gs_coh_refresh(gsim *s);
 /* Whether c may keep a cohort: nothing but its own steps reads its running requests. */
 int gs_coh_allowed(const gsim *s, const gmg_container *c);
-int gs_coh_on(const gsim *s, const gmg_container *c);
+static inline int gs_coh_on(const gsim *s, const gmg_container *c)
+{
+    return s->cs[c->id].coh_on;
+}
 uint32_t gs_coh_members(const gsim *s, const gmg_container *c);
 int gs_coh_alloc(gsim *s);
 void gs_coh_free(gsim *s);
