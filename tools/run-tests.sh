@@ -45,10 +45,10 @@ stage "release build compiles warning-free"
 [ -f build-release-check/build.ninja ] ||
     bash tools/quiet.sh meson setup build-release-check --buildtype=release -Dwerror=true
 ninja -C build-release-check
-stage "fuzzing: each parser's libFuzzer target, ASan + UBSan, ${SS_FUZZ_SECONDS:-15} s each"
+stage "fuzzing: each parser's libFuzzer target, ASan + UBSan, ${SS_FUZZ_SECONDS:-10} s each"
 # Replays fuzz/corpus, then fuzzes; any crash, leak, UBSan report or hang fails the run (inputs
 # in build-fuzz/artifacts). SS_FUZZ_SECONDS=0 replays only.
-bash tools/fuzz.sh --jobs "$(nproc)" all "${SS_FUZZ_SECONDS:-15}"
+bash tools/fuzz.sh --jobs "$(nproc)" all "${SS_FUZZ_SECONDS:-10}"
 stage "determinism across the three builds; a full replay under valgrind"
 # The same scenarios and seeds give the same result rows from the debug (ASan, every invariant
 # checked), optimised and release builds; the release build's replay is memcheck-clean.

@@ -57,6 +57,14 @@ typedef struct calib_fit_run {
     calib_fit_req *reqs;      /* the last replay's requests, completed or rejected, in the
                                  order they ended */
     size_t n_reqs, cap_reqs;
+    /* its trace's requests as the first complete replay read them, which later replays take
+     * instead of reading and sorting the file again (owned; prefix_blocks NULL in trace, the
+     * blocks of request i at blocks + block_at[i]) */
+    struct trace_rec *trace_cache;
+    size_t *block_at;
+    uint32_t *blocks;
+    size_t n_cache, cap_cache, cap_block_at, n_blocks, cap_blocks;
+    int cached;               /* trace_cache holds the whole trace */
 } calib_fit_run;
 
 /* One row of stages.csv of a replayed run. */

@@ -489,6 +489,9 @@ void calib__fit_data_fini(calib_fit_data *d)
         ss_free(d->runs[i].trace);
         ss_free(d->runs[i].starts);
         ss_free(d->runs[i].reqs);
+        ss_free(d->runs[i].trace_cache);
+        ss_free(d->runs[i].block_at);
+        ss_free(d->runs[i].blocks);
     }
     for (size_t i = 0; i < d->n_notes; i++)
         ss_free(d->notes[i]);

@@ -125,9 +125,50 @@ static int collect(void *ud, const metrics_req *m, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* The requests of a run's replay: its trace_cache once complete, else from the file (each
+ * kept in the cache as it comes). */
+typedef struct cached_source {
+    wl_source *ws;
+    calib_fit_run *r;
+    size_t next;
+    int keep;                 /* still filling the cache */
+} cached_source;
+
+/* Keep *t in r's cache; 0, or -1 out of memory (the cache is then dropped). */
+static int cache_keep(calib_fit_run *r, const trace_rec *t)
+{
+    if (ss_grow((void **)&r->trace_cache, &r->cap_cache, r->n_cache + 1, sizeof *r->trace_cache) ||
+        ss_grow((void **)&r->block_at, &r->cap_block_at, r->n_cache + 1, sizeof *r->block_at) ||
+        ss_grow((void **)&r->blocks, &r->cap_blocks, r->n_blocks + t->n_prefix_blocks + 1,
+                sizeof *r->blocks))
+        return -1;
+    if (t->n_prefix_blocks)
+        memcpy(r->blocks + r->n_blocks, t->prefix_blocks, t->n_prefix_blocks * sizeof *r->blocks);
+    r->block_at[r->n_cache] = r->n_blocks;
+    r->n_blocks += t->n_prefix_blocks;
+    r->trace_cache[r->n_cache] = *t;
+    r->trace_cache[r->n_cache++].prefix_blocks = NULL;
+    return 0;
+}
+
 static int next_request(void *ud, trace_rec *out, ss_errbuf *eb)
 {
-    return wl_source_next(ud, out, eb);
+    cached_source *src = ud;
+    calib_fit_run *r = src->r;
+    if (r->cached) {
+        if (src->next == r->n_cache)
+            return 0;
+        size_t i = src->next++;
+        *out = r->trace_cache[i];
+        out->prefix_blocks = out->n_prefix_blocks ? r->blocks + r->block_at[i] : NULL;
+        return 1;
+    }
+    int rc = wl_source_next(src->ws, out, eb);
+    if (rc == 1 && src->keep && cache_keep(r, out))
+        src->keep = 0;
+    if (rc == 0 && src->keep)
+        r->cached = 1;
+    return rc;
 }
 
 /* The scenario replay would build from fidelity.sh's options for run r under engine `engine`. */
@@ -173,8 +214,11 @@ int calib__fit_replay_run(calib_fit_data *d, size_t i, const cat_engine *e,
         rc = build_scenario(sc, r, e->name, o->cost, &x.eb);
     if (!rc)
         rc = runner_run_setup(&x, sc, &ro);
+    if (!r->cached)
+        r->n_cache = r->n_blocks = 0; /* a replay that ended early left part of it */
+    cached_source src = {.ws = x.ws, .r = r, .keep = 1};
     if (!rc)
-        rc = gsim_run(x.g, next_request, x.ws, collect, r, &x.eb);
+        rc = gsim_run(x.g, next_request, &src, collect, r, &x.eb);
     if (!rc)
         rc = fill_stages(d, i, &x.eb);
     if (rc) {

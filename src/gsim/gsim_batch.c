@@ -376,26 +376,28 @@ static int cohort_batch(gsim *s, gmg_container *c)
         return 0;
     }
     uint32_t n_dec = gs_coh_members(s, c);
-    gs_coh_members_to(s, c, s->dec.run);
-    for (uint32_t i = 0; i < n_dec; i++) {
-        s->dec.q_tokens[i] = 1;
-        s->dec.hold[i] = 0;
-    }
+    pol_batch_decision *d = &s->dec;
     if (!c->waiting.n && !c->swapped.n && n_dec == c->running.n &&
         pol_batch_steady(s->batch, c->batch_priv, c)) {
-        /* a steady step: the policy would run the decodes and nothing else (steady_batch) */
-        pol_batch_decision *d = &s->dec;
+        /* a steady step: the policy would run the decodes and nothing else (steady_batch); the
+         * run list's first n_dec entries, the members', are apply's to skip */
         d->n_run = n_dec;
         d->n_preempt = d->n_swap_out = d->n_swap_in = d->n_reject = 0;
         memset(&d->extra, 0, sizeof d->extra);
     } else {
-        pol_batch_decide_rest(s->batch, c->batch_priv, s->g, c, n_dec, need, &s->dec);
+        gs_coh_members_to(s, c, d->run); /* what decide_rest is promised */
+        for (uint32_t i = 0; i < n_dec; i++) {
+            d->q_tokens[i] = 1;
+            d->hold[i] = 0;
+        }
+        pol_batch_decide_rest(s->batch, c->batch_priv, s->g, c, n_dec, need, d);
+        s->kvp_parked = 0;
+        if (touches_members(s, n_dec)) {
+            gs_coh_dissolve(s, c);
+            return apply(s, c, n_dec, 0, 0) > 0;
+        }
     }
     s->kvp_parked = 0;
-    if (touches_members(s, n_dec)) {
-        gs_coh_dissolve(s, c);
-        return apply(s, c, n_dec, 0, 0) > 0;
-    }
     return apply(s, c, n_dec, need, 1) > 0;
 }
 

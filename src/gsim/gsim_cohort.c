@@ -46,7 +46,8 @@ struct gs_cohort {
     uint8_t in_flight;           /* step J has begun and not ended (K = J - 1) */
     uint32_t J, K;               /* steps begun, ended */
     uint32_t n;                  /* members */
-    uint32_t n_step;             /* members in the step in flight: c->iter.reqs[0, n_step) */
+    uint32_t n_step;             /* members in the step in flight (c->iter.reqs holds the
+                                    others: the members go in front only if it dissolves) */
     int64_t ctx_base;            /* sum over members of computed - lz_base: the decodes of step
                                     j read ctx_base + n * j tokens */
     uint32_t bt;                 /* the container's block_tokens */
@@ -388,6 +389,11 @@ void gs_coh_dissolve(gsim *s, gmg_container *c)
         return;
     for (uint32_t i = 0; i < h->n; i++)
         sync(h, c, &s->g->reqs[h->mem[i]], h->in_flight);
+    if (h->in_flight) { /* the batch in flight, as the long way lists it: the decodes first */
+        memmove(c->iter.reqs + h->n, c->iter.reqs, c->iter.n_reqs * sizeof *c->iter.reqs);
+        memcpy(c->iter.reqs, h->mem, h->n * sizeof *h->mem);
+        c->iter.n_reqs += h->n;
+    }
     reset(h);
     s->cs[c->id].coh_on = 0;
     s->n_coh_on--;
@@ -504,15 +510,14 @@ int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b)
     s->coh_steps++;
     b->n_decode += h->n;
     b->decode_ctx_tokens += (uint64_t)(h->ctx_base + (int64_t)h->n * j);
-    memcpy(c->iter.reqs + c->iter.n_reqs, h->mem, h->n * sizeof *h->mem);
-    c->iter.n_reqs += h->n;
+    (void)c;
     return SS_OK;
 }
 
-uint32_t gs_coh_step_end(gsim *s, gmg_container *c, ss_time now)
+void gs_coh_step_end(gsim *s, gmg_container *c, ss_time now)
 {
     gs_cohort *h = s->coh[c->id];
-    uint32_t K = h->J, n_step = h->n_step;
+    uint32_t K = h->J;
     h->K = K;
     h->in_flight = 0;
     h->n_step = 0;
@@ -553,7 +558,6 @@ uint32_t gs_coh_step_end(gsim *s, gmg_container *c, ss_time now)
         sync(h, c, q, 0);
         gs_finish(s, c, r);
     }
-    return n_step;
 }
 
 void gs_coh_joined(gsim *s, gmg_container *c, const gmg_id *reqs, uint32_t n)

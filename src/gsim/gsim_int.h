@@ -298,13 +298,14 @@ void gs_coh_dissolve_all(gsim *s);
 int gs_coh_prepare(gsim *s, gmg_container *c, uint32_t *need);
 /* The members, in running-list order, into out. */
 void gs_coh_members_to(const gsim *s, const gmg_container *c, gmg_id *out);
-/* c's next step begins with every member decoding: b and c->iter.reqs get them. */
+/* c's next step begins with every member decoding: b gets them (c->iter.reqs does not: it
+ * lists the others, and the members in front only if the cohort dissolves in flight). */
 int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b);
 /* n new KV blocks from c's free pool, one at a time (the members' crossings). */
 void gs_coh_take_blocks(gsim *s, gmg_container *c, uint32_t n);
 /* c's cohort step ends at `now`: the step's tables, the gaps, the members that finish (in
- * running-list order). Returns how many of c->iter.reqs were members. */
-uint32_t gs_coh_step_end(gsim *s, gmg_container *c, ss_time now);
+ * running-list order), before the batch's other requests (c->iter.reqs). */
+void gs_coh_step_end(gsim *s, gmg_container *c, ss_time now);
 /* After a cohort step's end, those of reqs[n] that now decode join (a request that cannot
  * ends the cohort). */
 void gs_coh_joined(gsim *s, gmg_container *c, const gmg_id *reqs, uint32_t n);

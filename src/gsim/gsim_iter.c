@@ -217,7 +217,7 @@ static void end_iteration(gsim *s, gmg_container *c, ss_time now)
     int steady = c->role != GMG_ROLE_PREFILL, cohort = gs_coh_on(s, c);
     uint32_t need = 0, n = c->iter.n_reqs, i0 = 0;
     if (cohort) { /* its members' step: the cohort's; the others' below */
-        i0 = gs_coh_step_end(s, c, now);
+        gs_coh_step_end(s, c, now);
         steady = 0;
     }
     for (uint32_t i = i0; i < n; i++) {

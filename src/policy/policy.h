@@ -20,7 +20,7 @@
 #include "cost/cost.h"
 #include "gmg/gmg.h"
 
-#define POL_ABI_VERSION 3
+#define POL_ABI_VERSION 4
 
 /* Engine-wide limits every batching policy must respect, fixed per run. */
 typedef struct pol_engine_cfg {
@@ -146,7 +146,10 @@ typedef struct pol_batch_ops {
      * evicting nobody, and would then add what this adds to out (prefill chunks, swap-ins,
      * admissions, rejections) from the state they leave, without changing the policy's state
      * otherwise; the simulator may then ask it instead of decide() (gsim's mixed-step fast
-     * path; SLICESIM_NO_STEADY=1 turns it off). */
+     * path; SLICESIM_NO_STEADY=1 turns it off). It must read no more of those decodes than
+     * their pending tokens (prompt + generated - computed, which is 1): while they form a
+     * decode cohort the simulator brings their other fields (generated, computed, blocks,
+     * times) up to date only when something else reads them. */
     void (*decide_rest)(void *priv, void *ctr_priv, const gmg *g, const gmg_container *c,
                         uint32_t n_decodes, uint32_t decode_blocks, pol_batch_decision *out);
 } pol_batch_ops;
