@@ -10,10 +10,13 @@
 #  - CPU seconds (user + system) of `capacity` of four bundles including SliceScheduler on the
 #    main scenario (one seed, --jobs 1, no database) and of tools/run-main.sh's two commands
 #    (compare and capacity, --jobs 1);
-#  - peak RSS of a 64-tenant scenario that ends before its first request.
+#  - peak RSS of a 64-tenant scenario that ends before its first request;
+#  - with $SLICESIM_DATA, `fit --evaluate` of the training runs (instructions, --jobs 1) and a
+#    default fit of them on 2 workers (wall seconds: the aim is a fit inside a minute on 2
+#    cores; a busy machine stretches it).
 # The steady-state fast path is on in both; SLICESIM_NO_STEADY=1 in the environment turns it off
 # (the results stay the same, tests/cli/steady.sh). Speed is measured here only, never in a test.
-# About 10 minutes a binary on one core. Usage: [BASE=PATH] bench/speed-bench.sh
+# About 12 minutes a binary on one core (the fit on both). Usage: [BASE=PATH] bench/speed-bench.sh
 set -eu
 cd "$(dirname "$0")/.."
 bash tools/build-release.sh
@@ -24,6 +27,7 @@ command -v valgrind >/dev/null || { echo "speed-bench: needs valgrind" >&2; exit
 bins=("$S")
 [ -z "${BASE:-}" ] || bins=("$(readlink -f "$BASE")" "$S")
 AZ=${SLICESIM_DATA:-../shared/data}/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+FD=${SLICESIM_DATA:-../shared/data}/serving/vllm-0.15-h100-blis
 SC=experiments/slice-vs-container.ini
 
 "$S" trace gen --rate 5.5 --requests 100000 --seed 2 -o "$T/100k.csv" 2>/dev/null
@@ -52,6 +56,14 @@ cpu() {
         { cat "$T/err" >&2; exit 1; }
     awk '{ printf "%.1f", $1 + $2 }' "$T/time"
 }
+# wall BIN ARGS...: elapsed seconds of `BIN ARGS...`
+wall() {
+    local bin=$1
+    shift
+    /usr/bin/time -f '%e' -o "$T/wall" "$bin" "$@" >/dev/null 2>"$T/err" ||
+        { cat "$T/err" >&2; exit 1; }
+    awk '{ printf "%.1f", $1 }' "$T/wall"
+}
 rss() {
     /usr/bin/time -f '%M' -o "$T/rss" "$@" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
     awk '{ printf "%.1f", $1 / 1024 }' "$T/rss"
@@ -67,7 +79,9 @@ rows=("default replay (--db none), 10^9 instructions|<= 1.0"
       "1,024 replicas / 4 replicas|<= 1.5"
       "capacity, 4 bundles with slice, CPU s|<= 10"
       "run-main's compare + capacity, CPU s|<= 30"
-      "64 tenants before the first request, peak RSS MiB|<= 10")
+      "64 tenants before the first request, peak RSS MiB|<= 10"
+      "fit --evaluate of the training runs, 10^9 instructions|"
+      "a default fit of the training runs, --jobs 2, wall s|<= 60")
 for k in "${!bins[@]}"; do
     b=${bins[$k]}
     echo "speed-bench: measuring $b" >&2
@@ -95,6 +109,12 @@ for k in "${!bins[@]}"; do
         --seeds 5 --tol 0.01 --db none --no-progress ${jobs[@]+"${jobs[@]}"})
     v+=("$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.1f", a + b }')")
     v+=("$(rss "$b" replay -c "$T/t64.ini" --db none --no-progress)")
+    if [ -r "$FD/runs.csv" ]; then
+        v+=("$(instr "$b" fit "$FD" --evaluate --jobs 1)")
+        v+=("$(wall "$b" fit "$FD" --jobs 2 -o "$T/fit.ini" --no-progress)")
+    else
+        v+=("(no data)" "(no data)")
+    fi
     printf '%s\n' "${v[@]}" >"$T/col$k"
 done
 
