@@ -48,26 +48,16 @@ instr() {
         { cat "$T/cg.err" >&2; exit 1; }
     grep -o 'Collected : [0-9]*' "$T/cg.err" | awk '{ printf "%.3f", $3 / 1e9 }'
 }
-# cpu BIN ARGS...: user + system seconds of `BIN ARGS...`
-cpu() {
-    local bin=$1
-    shift
-    /usr/bin/time -f '%U %S' -o "$T/time" "$bin" "$@" >/dev/null 2>"$T/err" ||
-        { cat "$T/err" >&2; exit 1; }
-    awk '{ printf "%.1f", $1 + $2 }' "$T/time"
+# timed FORMAT AWK CMD...: /usr/bin/time's FORMAT of `CMD...`, as the awk program AWK prints it
+timed() {
+    local fmt=$1 prog=$2
+    shift 2
+    /usr/bin/time -f "$fmt" -o "$T/time" "$@" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
+    awk "$prog" "$T/time"
 }
-# wall BIN ARGS...: elapsed seconds of `BIN ARGS...`
-wall() {
-    local bin=$1
-    shift
-    /usr/bin/time -f '%e' -o "$T/wall" "$bin" "$@" >/dev/null 2>"$T/err" ||
-        { cat "$T/err" >&2; exit 1; }
-    awk '{ printf "%.1f", $1 }' "$T/wall"
-}
-rss() {
-    /usr/bin/time -f '%M' -o "$T/rss" "$@" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
-    awk '{ printf "%.1f", $1 / 1024 }' "$T/rss"
-}
+cpu() { timed '%U %S' '{ printf "%.1f", $1 + $2 }' "$@"; }  # user + system seconds
+wall() { timed '%e' '{ printf "%.1f", $1 }' "$@"; }         # elapsed seconds
+rss() { timed '%M' '{ printf "%.1f", $1 / 1024 }' "$@"; }   # peak RSS, MiB
 
 rows=("default replay (--db none), 10^9 instructions|<= 1.0"
       "Azure conversation trace, 10^9 instructions|<= 1.2"
