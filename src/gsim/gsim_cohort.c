@@ -36,11 +36,6 @@ typedef struct coh_fin {
     gmg_id r;
 } coh_fin;
 
-typedef struct coh_delay {
-    uint32_t step;               /* its first crossing, more than block_tokens steps on */
-    gmg_id r;
-} coh_delay;
-
 struct gs_cohort {
     uint8_t on;
     uint8_t in_flight;           /* step J has begun and not ended (K = J - 1) */
@@ -56,8 +51,6 @@ struct gs_cohort {
     uint32_t cap_mem;
     coh_fin *fin;                /* a heap by (step, seq) */
     uint32_t n_fin, cap_fin;
-    coh_delay *delay;
-    uint32_t n_delay, cap_delay;
     gmg_id *fresh;               /* members whose base is K: their first gap is their own */
     uint32_t n_fresh, cap_fresh;
     ss_time thr[COH_THR];        /* the members' distinct TBT bounds */
@@ -105,7 +98,6 @@ static void coh_free(gs_cohort *h)
     ss_free(h->cross);
     ss_free(h->mem);
     ss_free(h->fin);
-    ss_free(h->delay);
     ss_free(h->fresh);
     ss_free(h->T);
     ss_free(h->W);
@@ -240,17 +232,12 @@ static uint32_t first_cross(const gs_cohort *h, const gmg_req *q)
     return q->lz_base + (uint32_t)((uint64_t)q->blocks * h->bt - q->computed) + 1;
 }
 
-/* Whether that crossing is counted in h->cross (else it waits in h->delay). */
-static int crossing_counted(const gs_cohort *h, const gmg_req *q, uint32_t x)
-{
-    return x - q->lz_base <= h->bt || x <= h->J;
-}
-
 /* ---- members ------------------------------------------------------------------------------ */
 
 /* q (running, a decode: its next step schedules one token, its blocks hold what it computed)
  * joins h after step h->K; 0, or 1 when h cannot take it (its tier or TBT bound would be one
- * too many, or out of memory): nothing changed. */
+ * too many, it holds blocks for more than block_tokens steps to come, a reservation none of
+ * the built-in policies makes, or out of memory): nothing changed. */
 static int join(gsim *s, gs_cohort *h, gmg_id r)
 {
     gmg_req *q = &s->g->reqs[r];
@@ -267,10 +254,11 @@ static int join(gsim *s, gs_cohort *h, gmg_id r)
         if (k == COH_TIERS)
             return 1;
     }
+    if ((uint64_t)q->blocks * h->bt - q->computed >= h->bt) /* its first crossing: first_cross */
+        return 1;
     if (room(&h->mem, &h->cap_mem, h->n + 1, sizeof *h->mem) ||
         room(&h->fin, &h->cap_fin, h->n + 1, sizeof *h->fin) ||
-        room(&h->fresh, &h->cap_fresh, h->n_fresh + 1, sizeof *h->fresh) ||
-        room(&h->delay, &h->cap_delay, h->n_delay + 1, sizeof *h->delay))
+        room(&h->fresh, &h->cap_fresh, h->n_fresh + 1, sizeof *h->fresh))
         return 1;
     if (q->sla_tbt && t == h->n_thr) {
         h->thr[h->n_thr++] = q->sla_tbt;
@@ -289,11 +277,7 @@ static int join(gsim *s, gs_cohort *h, gmg_id r)
     h->mem[at] = r;
     h->n++;
     h->ctx_base += (int64_t)q->computed - (int64_t)h->K;
-    uint32_t x = first_cross(h, q);
-    if (crossing_counted(h, q, x))
-        h->cross[x % h->bt]++;
-    else
-        h->delay[h->n_delay++] = (coh_delay){x, r};
+    h->cross[first_cross(h, q) % h->bt]++; /* then every block_tokens steps */
     fin_push(h, (coh_fin){h->K + (q->output - q->generated), q->run_seq, r});
     h->fresh[h->n_fresh++] = r;
     return 0;
@@ -355,15 +339,7 @@ static void leave(gsim *s, gs_cohort *h, gmg_id r)
     memmove(h->mem + at, h->mem + at + 1, (h->n - at - 1) * sizeof *h->mem);
     h->n--;
     h->ctx_base -= (int64_t)q->computed - (int64_t)q->lz_base;
-    uint32_t x = first_cross(h, q);
-    if (crossing_counted(h, q, x)) {
-        h->cross[x % h->bt]--;
-    } else {
-        uint32_t i = 0;
-        while (h->delay[i].r != r)
-            i++;
-        h->delay[i] = h->delay[--h->n_delay];
-    }
+    h->cross[first_cross(h, q) % h->bt]--;
     if (q->measured) {
         uint32_t k = 0;
         while (h->tier[k] != q->tier)
@@ -379,7 +355,7 @@ static void reset(gs_cohort *h)
     h->on = h->in_flight = 0;
     h->J = h->K = h->n = h->n_step = 0;
     h->ctx_base = 0;
-    h->n_fin = h->n_delay = h->n_fresh = h->n_thr = h->n_tiers = h->n_st = 0;
+    h->n_fin = h->n_fresh = h->n_thr = h->n_tiers = h->n_st = 0;
 }
 
 void gs_coh_dissolve(gsim *s, gmg_container *c)
@@ -453,10 +429,7 @@ int gs_coh_prepare(gsim *s, gmg_container *c, uint32_t *need)
     if ((!h || !h->on) && form(s, c, des_now(s->des)))
         return 0;
     h = s->coh[c->id];
-    uint32_t j = h->K + 1, n = h->cross[j % h->bt];
-    for (uint32_t i = 0; i < h->n_delay; i++)
-        n += h->delay[i].step == j;
-    *need = n;
+    *need = h->cross[(h->K + 1) % h->bt];
     return 1;
 }
 
@@ -497,14 +470,6 @@ int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b)
     if (hist_room(h, j))
         return SS_ENOMEM;
     h->J = j;
-    for (uint32_t i = 0; i < h->n_delay;) { /* first crossings from now on counted by residue */
-        if (h->delay[i].step == j) {
-            h->cross[j % h->bt]++;
-            h->delay[i] = h->delay[--h->n_delay];
-        } else {
-            i++;
-        }
-    }
     h->in_flight = 1;
     h->n_step = h->n;
     s->coh_steps++;
