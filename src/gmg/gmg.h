@@ -407,6 +407,11 @@ static inline int gmg_blocks_hold(const gmg_container *c, uint32_t blocks, uint6
  * (blocks = 0). Over-allocation or a negative pool is corrupted state: fatal. Updates the
  * GPUs' ledgers. */
 void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks);
+/* n new KV blocks from c's free pool for requests whose blocks the caller counts itself (the
+ * simulator's steady runs and decode cohorts), one at a time as gmg_req_set_blocks takes each
+ * request's next block: the prefix cache evicts as it must, the peaks and the GPUs' ledgers
+ * follow. More than the free pool is corrupted state: fatal. */
+void gmg_take_blocks_each(gmg *g, gmg_container *c, uint32_t n);
 
 /* Move r's KV blocks to host swap space (swap out) or back (swap in), updating both pools and
  * the GPU ledgers. Over-allocation is corrupted state: fatal. */

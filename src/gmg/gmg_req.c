@@ -159,6 +159,30 @@ void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
     gmg__ledger_kv(g, c, delta); /* every GPU of the replica holds its layers' share of a block */
 }
 
+void gmg_take_blocks_each(gmg *g, gmg_container *c, uint32_t n)
+{
+    if (!n)
+        return;
+    if (n > c->blocks_free)
+        ss_fatal(SS_LOC, "container %u: %u more KV blocks with %u free", c->id, n,
+                 c->blocks_free);
+    for (uint32_t i = 0; i < n; i++) {
+        if (c->pc)
+            gmg__pc_make_room(g, c, 1);
+        c->blocks_free--;
+    }
+    uint32_t used = c->blocks_total - c->blocks_free; /* used only grows here */
+    if (used > c->blocks_peak)
+        c->blocks_peak = used;
+    for (uint32_t k = 0; k < c->tp * c->pp; k++) { /* gmg__ledger_kv, a block at a time */
+        gmg_gpu *u = &g->gpus[c->gpu0 + k];
+        for (uint32_t i = 0; i < n; i++)
+            u->mem.kv_used += c->block_bytes;
+        if (u->mem.kv_used > u->kv_used_peak)
+            u->kv_used_peak = u->mem.kv_used;
+    }
+}
+
 /* Move n blocks between c's free pool and one of its holders (`held`: reserved for a migration,
  * lent to staged weights), with the ledger; `what` names the holder in the fatal message. */
 static void take_blocks(gmg *g, gmg_container *c, uint32_t *held, uint32_t n, const char *what)

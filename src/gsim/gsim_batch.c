@@ -259,7 +259,7 @@ static uint32_t apply(gsim *s, gmg_container *c, uint32_t trusted, uint32_t coho
             gs_fail(s, ss_err(s->eb, SS_ENOMEM, "scheduler: out of memory"));
             return 0;
         }
-        gs_coh_take_blocks(s, c, cohort_blocks);
+        gmg_take_blocks_each(s->g, c, cohort_blocks); /* the members' crossings */
     }
     for (uint32_t i = 0; !cohort && i < trusted && !s->rc; i++)
         gmg_req_schedule(s->g, c, d->run[i], 1, 0);
@@ -364,7 +364,7 @@ static int touches_members(const gsim *s, uint32_t n_dec)
  * the step is mixed_batch's. 1 when the batch was built and runs; 0 with no cohort. */
 static int cohort_batch(gsim *s, gmg_container *c)
 {
-    if (!c->running.n || s->rc || !pol_batch_has_rest(s->batch) || !gs_coh_allowed(s, c)) {
+    if (!c->running.n || s->rc || !gs_coh_allowed(s, c)) { /* coh_ok: the policy has a rest */
         gs_coh_dissolve(s, c);
         return 0;
     }

@@ -41,8 +41,6 @@ struct gs_cohort {
     uint8_t in_flight;           /* step J has begun and not ended (K = J - 1) */
     uint32_t J, K;               /* steps begun, ended */
     uint32_t n;                  /* members */
-    uint32_t n_step;             /* members in the step in flight (c->iter.reqs holds the
-                                    others: the members go in front only if it dissolves) */
     int64_t ctx_base;            /* sum over members of computed - lz_base: the decodes of step
                                     j read ctx_base + n * j tokens */
     uint32_t bt;                 /* the container's block_tokens */
@@ -353,7 +351,7 @@ static void reset(gs_cohort *h)
     if (h->cross)
         memset(h->cross, 0, h->bt * sizeof *h->cross);
     h->on = h->in_flight = 0;
-    h->J = h->K = h->n = h->n_step = 0;
+    h->J = h->K = h->n = 0;
     h->ctx_base = 0;
     h->n_fin = h->n_fresh = h->n_thr = h->n_tiers = h->n_st = 0;
 }
@@ -433,30 +431,6 @@ int gs_coh_prepare(gsim *s, gmg_container *c, uint32_t *need)
     return 1;
 }
 
-void gs_coh_take_blocks(gsim *s, gmg_container *c, uint32_t n)
-{
-    if (!n)
-        return;
-    /* one at a time, as gmg_req_set_blocks takes each member's next block: the cache evicts
-     * when its idle blocks are all that is free (gmg__pc_make_room's own test) */
-    for (uint32_t i = 0; i < n; i++) {
-        const gmg_pcache *pc = c->pc;
-        if (pc && pc->n_idle && c->blocks_free - pc->n_idle < 1)
-            gmg__pc_make_room(s->g, c, 1);
-        c->blocks_free--;
-    }
-    uint32_t used = c->blocks_total - c->blocks_free; /* used only grows here */
-    if (used > c->blocks_peak)
-        c->blocks_peak = used;
-    for (uint32_t k = 0; k < c->tp * c->pp; k++) { /* gmg__ledger_kv, a block at a time */
-        gmg_gpu *u = &s->g->gpus[c->gpu0 + k];
-        for (uint32_t i = 0; i < n; i++)
-            u->mem.kv_used += c->block_bytes;
-        if (u->mem.kv_used > u->kv_used_peak)
-            u->kv_used_peak = u->mem.kv_used;
-    }
-}
-
 void gs_coh_members_to(const gsim *s, const gmg_container *c, gmg_id *out)
 {
     const gs_cohort *h = s->coh[c->id];
@@ -471,11 +445,9 @@ int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b)
         return SS_ENOMEM;
     h->J = j;
     h->in_flight = 1;
-    h->n_step = h->n;
     s->coh_steps++;
     b->n_decode += h->n;
     b->decode_ctx_tokens += (uint64_t)(h->ctx_base + (int64_t)h->n * j);
-    (void)c;
     return SS_OK;
 }
 
@@ -485,7 +457,6 @@ void gs_coh_step_end(gsim *s, gmg_container *c, ss_time now)
     uint32_t K = h->J;
     h->K = K;
     h->in_flight = 0;
-    h->n_step = 0;
     h->T[K] = now;
     h->W[K] = h->W[K - 1] + (uint32_t)gs_in_arrival_window(s, now);
     ss_time gap = now - h->T[K - 1];

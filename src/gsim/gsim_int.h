@@ -301,8 +301,6 @@ void gs_coh_members_to(const gsim *s, const gmg_container *c, gmg_id *out);
 /* c's next step begins with every member decoding: b gets them (c->iter.reqs does not: it
  * lists the others, and the members in front only if the cohort dissolves in flight). */
 int gs_coh_begin(gsim *s, gmg_container *c, cost_batch *b);
-/* n new KV blocks from c's free pool, one at a time (the members' crossings). */
-void gs_coh_take_blocks(gsim *s, gmg_container *c, uint32_t n);
 /* c's cohort step ends at `now`: the step's tables, the gaps, the members that finish (in
  * running-list order), before the batch's other requests (c->iter.reqs). */
 void gs_coh_step_end(gsim *s, gmg_container *c, ss_time now);

@@ -533,13 +533,9 @@ static int lazy_step(gsim *s, gmg_container *c, lazy_run *r)
     r->win += gs_in_arrival_window(s, now);
     for (uint32_t k = 0; k < r->n_tiers; k++)
         metrics_add_gaps(&s->m, c->tenant, r->tier[k], gap, r->n_tier[k]);
-    for (uint32_t b = s->run_cross[r->steps % c->block_tokens]; b; b--) { /* gmg_req_set_blocks */
-        c->blocks_free--;
-        uint32_t used = c->blocks_total - c->blocks_free;
-        if (used > c->blocks_peak)
-            c->blocks_peak = used;
-        gmg__ledger_kv(s->g, c, 1);
-    }
+    uint32_t cross = s->run_cross[r->steps % c->block_tokens]; /* most steps cross none */
+    if (cross)
+        gmg_take_blocks_each(s->g, c, cross);
     c->iterations++;
     s->iterations++;
     c->prev_step_ns = c->iter.end - c->iter.start;

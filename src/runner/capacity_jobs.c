@@ -266,7 +266,7 @@ int runner__capacity_parallel(capacity *c, int jobs, ss_errbuf *eb)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     }
     const char *tmp = getenv("TMPDIR");
-    if (c->st) { /* a private folder: mkdtemp replaces the template's trailing XXXXXX */
+    if (c->st) { /* a private folder: mkdtemp fills in the template's last six characters */
         snprintf(pl.dir, sizeof pl.dir, "%s/slicesim-capacity-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(pl.dir)) {
             int e = errno;
