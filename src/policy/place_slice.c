@@ -16,6 +16,9 @@
  *      often (r returns to A with its KV and may overcommit A's pool);
  *  (c) gain: r's first token comes at least slice_min_gain_ms earlier than at home (a home
  *      first token beyond the horizon counts as just after it).
+ * (c) is judged before (b): a candidate fork stops, refused for gain, as soon as r's first
+ * token can no longer come in time, and (b) reads the baselines' requests only for the
+ * candidates that pass (c).
  * The feasible candidate with the largest gain is offloaded, with the fork's first-token time as
  * its prediction (the report compares it with what happens). At most slice_max_whatifs
  * candidates are judged per decision.
@@ -37,11 +40,14 @@ static const char *const params[] = {"slice_period_ms", "slice_horizon_ms", "sli
                                      "slice_interference", "slice_output_predictor",
                                      "slice_cost_error", NULL};
 
-/* What a fork predicts for the requests of its containers, by request slot. */
+/* The fates of the requests that ended in a fork, by request slot, as its callback saw them
+ * (the others are read from the fork's graph when asked: fate). */
 typedef struct outcome {
-    uint8_t *broken;      /* SLA bits broken by the horizon; per slot */
-    ss_time *first;       /* first-token time (-1: none by the horizon); per slot */
-    uint32_t *preempted;  /* preemptions by the horizon; per slot */
+    uint8_t *broken;      /* SLA bits broken when it ended; per slot */
+    ss_time *first;       /* first-token time (-1: none); per slot */
+    uint32_t *preempted;  /* preemptions; per slot */
+    uint32_t *stamp;      /* gen when the slot's entries were written; per slot */
+    uint32_t gen;         /* the fork's: entries with another stamp are not its */
     uint32_t n;           /* slots covered */
     uint32_t cap;         /* slots the arrays hold */
     uint8_t (*sla_so_far)(const gmg_req *q, ss_time now); /* the simulator's judge */
@@ -150,10 +156,11 @@ static void outcome_free(outcome *o)
     ss_free(o->broken);
     ss_free(o->first);
     ss_free(o->preempted);
+    ss_free(o->stamp);
     memset(o, 0, sizeof *o);
 }
 
-/* Drop b's fork; its outcome's arrays stay for the next one (outcome_size resets them). */
+/* Drop b's fork; its outcome's arrays stay for the next one (outcome_size starts them anew). */
 static void base_drop(slice_sched *s, baseline *b)
 {
     if (b->fork)
@@ -184,22 +191,24 @@ static void mechanism(const void *priv, pol_place_mechanism *out)
 
 /* ---- forks and their outcomes ------------------------------------------------------------ */
 
-/* Room for n slots, reset. A what-if makes no new requests, so the slots in use when it is
- * forked (n_slots, not the array's capacity) are all it can report on. */
+/* Room for n slots, for a new fork: no entry is its yet (a new generation, so that nothing
+ * is cleared). A what-if makes no new requests, so the slots in use when it is forked
+ * (n_slots, not the array's capacity) are all it can report on. */
 static int outcome_size(outcome *o, uint32_t n)
 {
     if (o->cap < n) {
         outcome_free(o);
         if (!(o->broken = ss_calloc(n, 1)) || !(o->first = ss_calloc(n, sizeof *o->first)) ||
-            !(o->preempted = ss_calloc(n, sizeof *o->preempted)))
+            !(o->preempted = ss_calloc(n, sizeof *o->preempted)) ||
+            !(o->stamp = ss_calloc(n, sizeof *o->stamp)))
             return SS_ENOMEM;
         o->cap = n;
     }
     o->n = n;
-    memset(o->broken, 0, o->n);
-    memset(o->preempted, 0, o->n * sizeof *o->preempted);
-    for (uint32_t i = 0; i < o->n; i++)
-        o->first[i] = -1;
+    if (++o->gen == 0) { /* wrapped: every stamp could be taken for the new generation's */
+        memset(o->stamp, 0, o->cap * sizeof *o->stamp);
+        o->gen = 1;
+    }
     return SS_OK;
 }
 
@@ -213,27 +222,38 @@ static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int reject
     o->broken[slot] = o->sla_so_far(q, now) | (rejected ? METRICS_SLA_REJECTED : 0);
     o->first[slot] = q->first_token;
     o->preempted[slot] = q->preemptions;
+    o->stamp[slot] = o->gen;
 }
 
-/* The fates of the requests still in flight in the fork at its horizon (those it holds: its
- * graph's roster). */
-static void outcome_close(const slice_sched *s, outcome *o, const pol_whatif *w, ss_time until)
+/* Request slot i's fate in the fork whose outcome is o and graph w, simulated to `until`: as
+ * its callback saw it if it ended there, as it stands if it is still in flight, and none (no
+ * bound broken, no first token, no preemption) if the fork never held it. Read only when
+ * asked: most candidates are settled without the baselines' other requests. */
+static void fate(const outcome *o, const gmg *w, uint32_t i, ss_time until, uint8_t *broken,
+                 ss_time *first, uint32_t *preempted)
 {
-    const gmg *g = s->env->graph(w);
-    uint32_t n;
-    const gmg_id *roster = gmg_req_roster(g, &n);
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t i = roster ? roster[k] : k;
-        if (i >= o->n)
-            break; /* the roster ascends */
-        const gmg_req *q = &g->reqs[i];
-        if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
-            q->state == GMG_REQ_REJECTED)
-            continue;
-        o->broken[i] = o->sla_so_far(q, until);
-        o->first[i] = q->first_token;
-        o->preempted[i] = q->preemptions;
+    const gmg_req *q = &w->reqs[i];
+    if (q->state != GMG_REQ_FREE && q->state != GMG_REQ_DONE && q->state != GMG_REQ_REJECTED) {
+        *broken = o->sla_so_far(q, until);
+        *first = q->first_token;
+        *preempted = q->preemptions;
+    } else if (o->stamp[i] == o->gen) {
+        *broken = o->broken[i];
+        *first = o->first[i];
+        *preempted = o->preempted[i];
+    } else {
+        *broken = 0, *first = -1, *preempted = 0;
     }
+}
+
+/* Request slot r's first-token time in that fork so far (-1: none). */
+static ss_time fate_first(const outcome *o, const gmg *w, uint32_t r, ss_time until)
+{
+    uint8_t broken;
+    uint32_t preempted;
+    ss_time first;
+    fate(o, w, r, until, &broken, &first, &preempted);
+    return first;
 }
 
 /* Bring the baseline of container c up to `until`: reuse the live fork when c has not changed
@@ -266,7 +286,6 @@ static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_er
         }
         b->until = until;
     }
-    outcome_close(s, &b->out, b->fork, until);
     return SS_OK;
 }
 
@@ -305,7 +324,8 @@ static void remember_refusal(slice_sched *s, uint64_t id, gmg_id home, gmg_id he
  * the baselines, or is preempted more often (the work lost to a recomputation, and the home
  * container overcommitted by the returning request, count as harm too). Those requests are
  * among the ones the candidate's fork (graph w) holds: only its roster is looked at. */
-static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg_id h)
+static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg_id h,
+                 ss_time until)
 {
     uint32_t n;
     const gmg_id *roster = gmg_req_roster(w, &n);
@@ -317,10 +337,15 @@ static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg
         if (q->state == GMG_REQ_FREE || q->state == GMG_REQ_DONE ||
             q->state == GMG_REQ_REJECTED || (q->container != a && q->container != h))
             continue;
-        const outcome *b = &s->base[q->container].out;
-        if (i >= b->n) /* not in the baseline: cannot happen (its arrival changed the epoch) */
+        const baseline *b = &s->base[q->container];
+        if (i >= b->out.n) /* not in the baseline: cannot happen (its arrival changed the epoch) */
             return 1;
-        if ((s->cand.broken[i] & ~b->broken[i]) || s->cand.preempted[i] > b->preempted[i])
+        uint8_t cb, bb;
+        ss_time cf, bf;
+        uint32_t cp, bp;
+        fate(&s->cand, w, i, until, &cb, &cf, &cp);
+        fate(&b->out, s->env->graph(b->fork), i, until, &bb, &bf, &bp);
+        if ((cb & ~bb) || cp > bp)
             return 1;
     }
     return 0;
@@ -353,21 +378,30 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     s->st->whatifs++;
     s->st->candidates++;
     rc = env->offload(w, r, h, eb);
-    if (!rc)
+    /* (c) before (b): r's first token must come by `due`, so a fork in which it has not come
+     * by then is refused for gain there, without simulating the rest of the horizon. */
+    ss_time due = home_first - s->min_gain;
+    int gainless = 0;
+    if (!rc && due < until) {
+        if (due >= env->now) /* (else r, fresh in the queue, cannot make it) */
+            rc = env->advance(w, due, eb);
+        ss_time f = rc ? -1 : fate_first(&s->cand, env->graph(w), r, due);
+        gainless = f < 0 || f > due;
+    }
+    if (!rc && !gainless)
         rc = env->advance(w, until, eb);
     int harmful = 0;
-    if (!rc) {
-        outcome_close(s, &s->cand, w, until);
-        harmful = harms(s, g, env->graph(w), a, h);
+    if (!rc && !gainless) {
+        *first = fate_first(&s->cand, env->graph(w), r, until);
+        harmful = harms(s, g, env->graph(w), a, h, until);
     }
     env->destroy(&w);
     if (rc)
         return rc;
-    *first = s->cand.first[r];
-    if (harmful)
-        *v = V_SLA;
-    else if (*first < 0 || home_first - *first < s->min_gain)
+    if (gainless || *first < 0 || home_first - *first < s->min_gain)
         *v = V_GAIN;
+    else if (harmful)
+        *v = V_SLA;
     else
         *v = V_OK;
     return SS_OK;
@@ -453,7 +487,8 @@ static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_de
                 rc = base_get(s, G, h, until, eb);
             if (rc)
                 return rc;
-            ss_time home_first = s->base[a->id].out.first[r];
+            const baseline *home = &s->base[a->id];
+            ss_time home_first = fate_first(&home->out, env->graph(home->fork), r, until);
             if (home_first < 0)
                 home_first = until + 1;
             verdict v;

@@ -798,6 +798,10 @@ static void test_scheduler_refuses_what_breaks_an_sla(void **state)
 {
     fx *f = *state;
     ss_params_set(f->params, "slice_overrun_ms", "50");
+    /* gain is judged first: with no minimum gain and a horizon long enough for the moved
+     * prefills to finish, the candidates that break the cold tenant's bound are gainful ones */
+    ss_params_set(f->params, "slice_min_gain_ms", "0");
+    ss_params_set(f->params, "slice_horizon_ms", "2000");
     size_t n;
     trace_rec *r = workload(120, 2000, 4, &n);
     tu_collect base = tu_collect_new(n), tight = tu_collect_new(n),
