@@ -256,9 +256,27 @@ static ss_time fate_first(const outcome *o, const gmg *w, uint32_t r, ss_time un
     return first;
 }
 
-/* Bring the baseline of container c up to `until`: reuse the live fork when c has not changed
- * since it was taken, else fork afresh. */
-static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_errbuf *eb)
+/* Bring the baseline of container c up to `until` (a fork of it taken by base_get). */
+static int base_advance(slice_sched *s, gmg_id c, ss_time until, ss_errbuf *eb)
+{
+    baseline *b = &s->base[c];
+    if (b->until >= until)
+        return SS_OK;
+    int rc = s->env->advance(b->fork, until, eb);
+    if (rc) {
+        base_drop(s, b);
+        return rc;
+    }
+    b->until = until;
+    return SS_OK;
+}
+
+/* The baseline of container c: the live fork when c has not changed since it was taken, else
+ * a fork afresh; brought up to `until` now if `now`, else when a candidate's judge needs it
+ * (a fork is a copy of the present, taken this tick either way; simulating it in two steps or
+ * one comes to the same, so what is never read is never simulated). */
+static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, int now,
+                    ss_errbuf *eb)
 {
     const pol_place_env *env = s->env;
     baseline *b = &s->base[c];
@@ -278,15 +296,7 @@ static int base_get(slice_sched *s, const gmg *g, gmg_id c, ss_time until, ss_er
         b->until = 0;
         s->st->whatifs++;
     }
-    if (b->until < until) {
-        int rc = env->advance(b->fork, until, eb);
-        if (rc) {
-            base_drop(s, b);
-            return rc;
-        }
-        b->until = until;
-    }
-    return SS_OK;
+    return now ? base_advance(s, c, until, eb) : SS_OK;
 }
 
 /* ---- candidates ------------------------------------------------------------------------- */
@@ -391,6 +401,8 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     if (!rc && !gainless)
         rc = env->advance(w, until, eb);
     int harmful = 0;
+    if (!rc && !gainless)
+        rc = base_advance(s, h, until, eb); /* a's is there: home_first came from it */
     if (!rc && !gainless) {
         *first = fate_first(&s->cand, env->graph(w), r, until);
         harmful = harms(s, g, env->graph(w), a, h, until);
@@ -480,11 +492,11 @@ static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_de
                 counted = 1;
             }
             if (!have_base) {
-                rc = base_get(s, G, a->id, until, eb);
+                rc = base_get(s, G, a->id, until, 1, eb);
                 have_base = 1;
             }
             if (!rc)
-                rc = base_get(s, G, h, until, eb);
+                rc = base_get(s, G, h, until, 0, eb);
             if (rc)
                 return rc;
             const baseline *home = &s->base[a->id];
