@@ -488,7 +488,8 @@ int gsim_advance(gsim *s, ss_time until, ss_errbuf *eb)
     if (s->cfg.check)
         return run_checked(s, until);
     des_run(s->des, until);
-    gs_coh_dissolve_all(s); /* what the caller reads between advances is up to date */
+    if (!s->keep_cohorts) /* what the caller reads between advances is up to date */
+        gs_coh_dissolve_all(s);
     return s->rc;
 }
 

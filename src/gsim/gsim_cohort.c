@@ -18,9 +18,13 @@
  * lists them), the equal gaps into the metrics (one add per tier), the context the decodes
  * read (their sum grows by the member count each step). A member is brought up to date when it
  * finishes, and every member when the cohort dissolves: before the policy decides a step on
- * its own (an eviction, no queue left: the steady path's), at the end of gsim_advance, and
- * every COH_HIST steps (the tables restart). Only where nothing else reads the members
- * between steps (gs_coh_allowed). The results are the same, byte for byte, as without. */
+ * its own (an eviction, no queue left: the steady path's), at the end of gsim_advance (a
+ * placement policy's what-if forks keep theirs until the policy reads the fork's graph,
+ * gsim_place.c), when an offloaded prefill's request comes home (it rejoins the running list
+ * outside the cohort's counts), and every COH_HIST steps (the tables restart). Only where
+ * nothing else reads the members between steps (gs_coh_allowed): a container hosting guest
+ * work does not keep one. What-if forks keep cohorts too, in tables a spare fork hands on.
+ * The results are the same, byte for byte, as without. */
 #include "gsim/gsim_int.h"
 
 #include "core/ss_alloc.h"
@@ -70,8 +74,8 @@ void gs_coh_refresh(gsim *s)
 {
     const gsim_observer *o = &s->obs;
     s->coh_ok = !s->cfg.no_steady && !s->cfg.check && !o->on_iter && !o->on_request &&
-                !s->fork && s->n_coh && s->cfg.whatif_pred.kind == POL_PRED_ORACLE &&
-                pol_cluster_period(s->cluster) <= 0 &&
+                s->n_coh && (s->fork || s->cfg.whatif_pred.kind == POL_PRED_ORACLE) &&
+                (!s->cluster || pol_cluster_period(s->cluster) <= 0) &&
                 (!s->place || pol_place_period(s->place) <= 0) && pol_batch_has_rest(s->batch) &&
                 !s->g->kvp;
 }
@@ -81,7 +85,7 @@ int gs_coh_allowed(const gsim *s, const gmg_container *c)
     const ctr_state *cs = &s->cs[c->id];
     return s->coh_ok && c->id < s->n_coh && c->role == GMG_ROLE_BOTH && c->pp == 1 &&
            c->status == GMG_CTR_ACTIVE && c->block_tokens && cs->guest == GMG_NONE &&
-           !cs->staged && !s->n_offs_live && !c->blocks_reserved && !c->migrating_out;
+           !cs->staged && !c->blocks_reserved && !c->migrating_out;
 }
 
 uint32_t gs_coh_members(const gsim *s, const gmg_container *c)
@@ -105,9 +109,19 @@ static void coh_free(gs_cohort *h)
     ss_free(h);
 }
 
+static void reset(gs_cohort *h);
+
 int gs_coh_alloc(gsim *s)
 {
-    if (s->fork || !s->g->n_ctrs)
+    s->n_coh_on = 0;
+    if (s->coh && s->n_coh == s->g->n_ctrs) { /* a spare fork's: what its members were goes */
+        for (uint32_t i = 0; i < s->n_coh; i++)
+            if (s->coh[i])
+                reset(s->coh[i]);
+        return SS_OK;
+    }
+    gs_coh_free(s);
+    if (!s->g->n_ctrs)
         return SS_OK;
     if (!(s->coh = ss_calloc(s->g->n_ctrs, sizeof *s->coh)))
         return SS_ENOMEM;
@@ -115,11 +129,16 @@ int gs_coh_alloc(gsim *s)
     return SS_OK;
 }
 
+void gs_coh_release(gs_cohort **coh, uint32_t n)
+{
+    for (uint32_t i = 0; coh && i < n; i++)
+        coh_free(coh[i]);
+    ss_free(coh);
+}
+
 void gs_coh_free(gsim *s)
 {
-    for (uint32_t i = 0; i < s->n_coh; i++)
-        coh_free(s->coh[i]);
-    ss_free(s->coh);
+    gs_coh_release(s->coh, s->n_coh);
     s->coh = NULL;
     s->n_coh = s->n_coh_on = 0;
 }
@@ -213,6 +232,8 @@ static coh_fin fin_pop(gs_cohort *h)
 static uint32_t mem_pos(const gsim *s, const gs_cohort *h, uint64_t seq)
 {
     uint32_t lo = 0, hi = h->n;
+    if (!hi || s->g->reqs[h->mem[hi - 1]].run_seq < seq)
+        return hi; /* after every member: as a cohort forms, in running-list order */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (s->g->reqs[h->mem[mid]].run_seq < seq)
@@ -476,14 +497,15 @@ void gs_coh_step_end(gsim *s, gmg_container *c, ss_time now)
         const gmg_req *q = &s->g->reqs[h->fresh[i]];
         if (!q->measured)
             continue;
-        metrics_add_gap(&s->m, c->tenant, q->tier, now - q->last_token);
+        if (!s->fork) /* a fork counts no gaps */
+            metrics_add_gap(&s->m, c->tenant, q->tier, now - q->last_token);
         uint32_t k = 0;
         while (h->tier[k] != q->tier)
             k++;
         fresh[k]++;
     }
     h->n_fresh = 0;
-    for (uint32_t k = 0; k < h->n_tiers; k++)
+    for (uint32_t k = 0; k < h->n_tiers && !s->fork; k++)
         if (h->n_tier[k] > fresh[k])
             metrics_add_gaps(&s->m, c->tenant, h->tier[k], gap, h->n_tier[k] - fresh[k]);
     /* the members whose last token this was, in running-list order */

@@ -25,6 +25,8 @@ typedef struct fork_mem {
     size_t dec_cap;
     uint32_t *run_cross;         /* steady-run scratch, run_cap entries */
     uint32_t run_cap;
+    gs_cohort **coh;             /* its decode cohorts' tables, n_coh of them (gs_coh_alloc) */
+    uint32_t n_coh;
 } fork_mem;
 
 static void mem_free_tenants(fork_mem *m)
@@ -48,6 +50,7 @@ static void mem_free(fork_mem *m)
     des_engine_destroy(&m->des);
     ss_free(m->dec.run);
     ss_free(m->run_cross);
+    gs_coh_release(m->coh, m->n_coh);
     memset(m, 0, sizeof *m);
 }
 
@@ -63,9 +66,11 @@ static void mem_take(gsim *f, fork_mem *m)
     *m = (fork_mem){.g = f->g, .gst = f->gst, .n_gpus = f->g->n_gpus, .ten = f->ten,
                     .n_ten = f->n_ten, .n_ctrs = f->g->n_ctrs, .cs = f->cs, .offs = f->offs,
                     .cap_offs = f->cap_offs, .des = f->des, .dec = f->dec,
-                    .dec_cap = f->dec_cap, .run_cross = f->run_cross, .run_cap = f->run_cap};
+                    .dec_cap = f->dec_cap, .run_cross = f->run_cross, .run_cap = f->run_cap,
+                    .coh = f->coh, .n_coh = f->n_coh};
     f->g = NULL, f->gst = NULL, f->ten = NULL, f->n_ten = 0, f->cs = NULL, f->offs = NULL;
     f->des = NULL, f->dec.run = NULL, f->run_cross = NULL;
+    f->coh = NULL, f->n_coh = f->n_coh_on = 0;
     gs_release(f);
 }
 
@@ -334,6 +339,12 @@ int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink,
         rc = fork_engine(f, s, &m);
     if (!rc)
         rc = fork_events(f, ctrs, n);
+    if (!rc) { /* the cohorts' tables too, as they were */
+        f->coh = m.coh, f->n_coh = m.n_coh, m.coh = NULL, m.n_coh = 0;
+        rc = gs_coh_alloc(f);
+    }
+    if (!rc)
+        gs_coh_refresh(f);
     mem_free(&m); /* what this fork did not take */
     if (rc) {
         if (f)

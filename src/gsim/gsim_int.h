@@ -234,6 +234,8 @@ struct gsim {
     pol_place_decision pd;       /* owned scratch for its decisions */
     pol_whatif_done_fn *whatif_done; /* a fork made for a placement policy: its callback for */
     void *whatif_ud;             /* each request that ends there */
+    uint8_t keep_cohorts;        /* such a fork: gsim_advance leaves its decode cohorts formed,
+                                    the policy's graph callback dissolves them (gsim_place.c) */
     /* disaggregated tenants (gsim_disagg.c); all NULL when every tenant is co-located */
     pol_route *proute, *droute;  /* owned: prefill pick, decode pick */
     kv_xfer *kvx;                /* owned: hand-offs, recycled through free_kvx */
@@ -242,8 +244,8 @@ struct gsim {
     gmg_id *kv_cands;            /* owned scratch: decode instances with room, per pick */
     uint32_t kvp_parked;         /* requests of the decision being applied that went to load
                                     from the KV pool instead of joining its batch */
-    struct gs_cohort **coh;      /* owned (NULL in a fork): each container's decode cohort
-                                    (gsim_cohort.c), made when it first forms; n_coh entries */
+    struct gs_cohort **coh;      /* owned: each container's decode cohort (gsim_cohort.c),
+                                    made when it first forms; n_coh entries */
     uint32_t n_coh;
     uint32_t n_coh_on;           /* of them, formed now */
     int coh_ok;                  /* the run allows cohorts at all (gs_coh_refresh) */
@@ -287,8 +289,12 @@ static inline int gs_coh_on(const gsim *s, const gmg_container *c)
     return s->cs[c->id].coh_on;
 }
 uint32_t gs_coh_members(const gsim *s, const gmg_container *c);
+/* s->coh for its containers: a new array, or the one there (a spare fork's, gsim_fork.c) with
+ * its tables kept and every cohort off. 0 or SS_ENOMEM. */
 int gs_coh_alloc(gsim *s);
 void gs_coh_free(gsim *s);
+/* Free n cohorts' tables and the array. */
+void gs_coh_release(gs_cohort **coh, uint32_t n);
 /* Bring every member of c's cohort up to date (those of a step in flight as scheduled into it)
  * and end the cohort; nothing when c has none. */
 void gs_coh_dissolve(gsim *s, gmg_container *c);

@@ -197,6 +197,7 @@ void gs_on_offload_done(des_engine *e, des_event *ev, void *ctx)
         s->m.offload_predicted++;
     }
     gmg_id r = o->req;
+    gs_coh_dissolve(s, home); /* r rejoins its running list, outside the cohort's count */
     gmg_req_offload_back(s->g, home, r, now);
     q->win_tokens += gs_in_arrival_window(s, now); /* its first token */
     offload_free(s, oid);

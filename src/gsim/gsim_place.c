@@ -32,6 +32,7 @@ static int env_fork(const void *sim, const gmg_id *ctrs, uint32_t n, pol_whatif_
         return rc;
     f->whatif_done = done;
     f->whatif_ud = ud;
+    f->keep_cohorts = 1; /* from one advance to the next, until env_graph is asked */
     /* an offload in this fork (a candidate's) starts after the decision latency of the what-ifs
      * the tick has run so far, this one included: the decision's own, if it is chosen and is
      * the tick's last what-if (README, "What a move costs") */
@@ -51,7 +52,18 @@ static int env_advance(pol_whatif *w, ss_time until, ss_errbuf *eb)
     return gsim_advance((gsim *)w, until, eb);
 }
 
-static const gmg *env_graph(const pol_whatif *w) { return gsim_graph((const gsim *)w); }
+/* The fork's graph with every request up to date: its decode cohorts dissolve (they form
+ * again at its next step), so that their members' counts, gaps and blocks are current. */
+static const gmg *env_graph(pol_whatif *w)
+{
+    gsim *f = (gsim *)w;
+    gs_coh_dissolve_all(f);
+    return gsim_graph(f);
+}
+
+/* The same without bringing cohort members up to date: their states and first tokens are
+ * current (a member is running and has made its first token), not their other counts. */
+static const gmg *env_peek(const pol_whatif *w) { return gsim_graph((const gsim *)w); }
 
 static void env_destroy(pol_whatif **w)
 {
@@ -124,7 +136,7 @@ void gs_on_place_tick(des_engine *e, des_event *ev, void *ctx)
         .sim = s, .now = des_now(e), .offload_check = env_offload_check,
         .offload_allowed = env_offload_allowed, .has_guest = env_has_guest, .epoch = env_epoch,
         .sla_so_far = gsim_req_sla_so_far, .fork = env_fork, .offload = env_offload,
-        .advance = env_advance, .graph = env_graph, .destroy = env_destroy,
+        .advance = env_advance, .graph = env_graph, .peek = env_peek, .destroy = env_destroy,
     };
     s->tick_whatifs0 = pol_place_get_stats(s->place)->whatifs;
     int rc = pol_place_tick(s->place, &env, s->g, &s->pd, s->eb);

@@ -229,11 +229,16 @@ static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int reject
  * its callback saw it if it ended there, as it stands if it is still in flight, and none (no
  * bound broken, no first token, no preemption) if the fork never held it. Read only when
  * asked: most candidates are settled without the baselines' other requests. */
+static int in_flight(const gmg_req *q)
+{
+    return q->state != GMG_REQ_FREE && q->state != GMG_REQ_DONE && q->state != GMG_REQ_REJECTED;
+}
+
 static void fate(const outcome *o, const gmg *w, uint32_t i, ss_time until, uint8_t *broken,
                  ss_time *first, uint32_t *preempted)
 {
     const gmg_req *q = &w->reqs[i];
-    if (q->state != GMG_REQ_FREE && q->state != GMG_REQ_DONE && q->state != GMG_REQ_REJECTED) {
+    if (in_flight(q)) {
         *broken = o->sla_so_far(q, until);
         *first = q->first_token;
         *preempted = q->preemptions;
@@ -246,14 +251,13 @@ static void fate(const outcome *o, const gmg *w, uint32_t i, ss_time until, uint
     }
 }
 
-/* Request slot r's first-token time in that fork so far (-1: none). */
-static ss_time fate_first(const outcome *o, const gmg *w, uint32_t r, ss_time until)
+/* Request slot r's first-token time in that fork so far (-1: none), as fate gives it; w may
+ * be the fork's graph as it stands (env->peek). */
+static ss_time fate_first(const outcome *o, const gmg *w, uint32_t r)
 {
-    uint8_t broken;
-    uint32_t preempted;
-    ss_time first;
-    fate(o, w, r, until, &broken, &first, &preempted);
-    return first;
+    if (in_flight(&w->reqs[r]))
+        return w->reqs[r].first_token;
+    return o->stamp[r] == o->gen ? o->first[r] : -1;
 }
 
 /* Bring the baseline of container c up to `until` (a fork of it taken by base_get). */
@@ -339,6 +343,7 @@ static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg
 {
     uint32_t n;
     const gmg_id *roster = gmg_req_roster(w, &n);
+    const gmg *ga = s->env->graph(s->base[a].fork), *gh = s->env->graph(s->base[h].fork);
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = roster ? roster[k] : k;
         if (i >= g->n_slots || i >= s->cand.n)
@@ -354,7 +359,7 @@ static int harms(const slice_sched *s, const gmg *g, const gmg *w, gmg_id a, gmg
         ss_time cf, bf;
         uint32_t cp, bp;
         fate(&s->cand, w, i, until, &cb, &cf, &cp);
-        fate(&b->out, s->env->graph(b->fork), i, until, &bb, &bf, &bp);
+        fate(&b->out, q->container == a ? ga : gh, i, until, &bb, &bf, &bp);
         if ((cb & ~bb) || cp > bp)
             return 1;
     }
@@ -395,7 +400,7 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     if (!rc && due < until) {
         if (due >= env->now) /* (else r, fresh in the queue, cannot make it) */
             rc = env->advance(w, due, eb);
-        ss_time f = rc ? -1 : fate_first(&s->cand, env->graph(w), r, due);
+        ss_time f = rc ? -1 : fate_first(&s->cand, env->peek(w), r);
         gainless = f < 0 || f > due;
     }
     if (!rc && !gainless)
@@ -404,7 +409,7 @@ static int judge(slice_sched *s, const gmg *g, gmg_id a, gmg_id r, gmg_id h, ss_
     if (!rc && !gainless)
         rc = base_advance(s, h, until, eb); /* a's is there: home_first came from it */
     if (!rc && !gainless) {
-        *first = fate_first(&s->cand, env->graph(w), r, until);
+        *first = fate_first(&s->cand, env->peek(w), r);
         harmful = harms(s, g, env->graph(w), a, h, until);
     }
     env->destroy(&w);
@@ -500,7 +505,7 @@ static int tick(void *priv, const pol_place_env *env, const gmg *G, pol_place_de
             if (rc)
                 return rc;
             const baseline *home = &s->base[a->id];
-            ss_time home_first = fate_first(&home->out, env->graph(home->fork), r, until);
+            ss_time home_first = fate_first(&home->out, env->peek(home->fork), r);
             if (home_first < 0)
                 home_first = until + 1;
             verdict v;

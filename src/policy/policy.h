@@ -20,7 +20,7 @@
 #include "cost/cost.h"
 #include "gmg/gmg.h"
 
-#define POL_ABI_VERSION 4
+#define POL_ABI_VERSION 5
 
 /* Engine-wide limits every batching policy must respect, fixed per run. */
 typedef struct pol_engine_cfg {
@@ -307,8 +307,12 @@ typedef struct pol_place_env {
     int (*offload)(pol_whatif *w, gmg_id r, gmg_id helper, ss_errbuf *eb);
     /* Simulate w up to `until`. */
     int (*advance)(pol_whatif *w, ss_time until, ss_errbuf *eb);
-    /* w's present state, and its end. */
-    const gmg *(*graph)(const pol_whatif *w);
+    /* w's present state, and its end, every request up to date. */
+    const gmg *(*graph)(pol_whatif *w);
+    /* The same as it stands: requests' states, slots and first-token times are current, but a
+     * running decode's tokens, gaps and blocks may lag (the simulator's decode cohorts keep
+     * them between steps); cheaper than graph when those are not read. */
+    const gmg *(*peek)(const pol_whatif *w);
     void (*destroy)(pol_whatif **w);
 } pol_place_env;
 

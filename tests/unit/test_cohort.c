@@ -5,7 +5,8 @@
  * preemptions: cohorts dissolve and form again), with TBT bounds and tiers (more distinct
  * bounds than a cohort keeps: it refuses the request and dissolves), advanced in short slices
  * (cohorts dissolve mid-step at every gsim_advance), and over cohorts longer than their tables
- * (which restart). Each case also checks that cohorts took most of its steps. */
+ * (which restart), and in what-if forks. Each case also checks that cohorts took most of its
+ * steps. */
 #include "support/test_util.h"
 
 #include "catalog/catalog.h"
@@ -219,6 +220,114 @@ static void test_long_cohorts(void **state)
     free(r);
 }
 
+/* What a fork of every container predicts, to compare: the requests it holds as they stand at
+ * each of its returns from gsim_advance. */
+typedef struct fork_view {
+    uint32_t n;
+    gmg_req q[4096];
+    uint64_t steps, cohort_steps;
+} fork_view;
+
+/* Replay r to t0 with cohorts or without, then take three forks of every container in turn
+ * (each in the memory the one before left, its cohort tables included), an offloaded prefill
+ * in the last (a request back home joins its container's running list mid-run), each advanced
+ * in slices of 0.3 s to t0 + 3 s, into v[0..3) (the roster's requests at every return) and
+ * their finished requests into c[0..3). */
+static void forks(fx *f, const trace_rec *r, size_t n, int no_steady, ss_time t0,
+                  fork_view *v, tu_collect *c)
+{
+    f->cfg.no_steady = no_steady;
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    tu_recs src = {r, n, 0};
+    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    if (gsim_advance(g, t0, &eb))
+        fail_msg("replay: %s", eb.msg);
+    const gmg *G = gsim_graph(g);
+    gmg_id all[8];
+    for (uint32_t i = 0; i < G->n_ctrs && i < 8; i++)
+        all[i] = i;
+    for (int k = 0; k < 3; k++) {
+        gsim *w = NULL;
+        c[k] = tu_collect_new(n);
+        if (gsim_fork(g, all, G->n_ctrs, tu_collect_req, &c[k], &w, &eb))
+            fail_msg("gsim_fork: %s", eb.msg);
+        if (k == 2) { /* the last fresh request waiting at container 0, to container 1 */
+            gmg_id last = GMG_NONE;
+            for (gmg_id q = G->ctrs[0].waiting.head; q != GMG_NONE; q = G->reqs[q].next)
+                if (!G->reqs[q].computed && !G->reqs[q].preemptions)
+                    last = q;
+            assert_true(last != GMG_NONE);
+            if (gsim_offload(w, last, 1, 0, &eb))
+                fail_msg("gsim_offload: %s", eb.msg);
+        }
+        v[k].n = 0;
+        for (ss_time t = t0 + ss_time_from_s(0.3); t <= t0 + ss_time_from_s(3);
+             t += ss_time_from_s(0.3)) {
+            if (gsim_advance(w, t, &eb))
+                fail_msg("fork: %s", eb.msg);
+            const gmg *W = gsim_graph(w);
+            uint32_t m;
+            const gmg_id *roster = gmg_req_roster(W, &m);
+            for (uint32_t i = 0; i < m && v[k].n < 4096; i++)
+                v[k].q[v[k].n++] = W->reqs[roster ? roster[i] : i];
+        }
+        v[k].steps = gsim_iterations(w);
+        v[k].cohort_steps = gsim_cohort_steps(w);
+        gsim_destroy(&w);
+    }
+    gsim_destroy(&g);
+}
+
+/* What-if forks keep decode cohorts too: three forks of a loaded replay taken with cohorts
+ * predict, request by request and at every return from gsim_advance, what the same forks
+ * predict without them, and cohorts took most of their steps. */
+static void test_forks(void **state)
+{
+    fx *f = *state;
+    enum { N = 2500 };
+    trace_rec *r = tu_synth_conv(N, 14, 9, 2);
+    assert_int_equal(ss_params_set(f->params, "token_budget", "512"), 0);
+    f->cfg.ops = "slice"; /* the offload mechanism; its ticks do not run in a fork */
+    static fork_view a[3], b[3];
+    tu_collect ca[3], cb[3];
+    forks(f, r, N, 0, ss_time_from_s(60), a, ca);
+    forks(f, r, N, 1, ss_time_from_s(60), b, cb);
+    for (int k = 0; k < 3; k++) {
+        if (a[k].n != b[k].n || a[k].n < 200)
+            fail_msg("fork %d: %u and %u requests seen", k, a[k].n, b[k].n);
+        for (uint32_t i = 0; i < a[k].n; i++) {
+            const gmg_req *x = &a[k].q[i], *y = &b[k].q[i];
+#define F(field)                                                                               \
+    if (x->field != y->field)                                                                  \
+        fail_msg("fork %d, view %u: " #field " %lld with cohorts, %lld without", k, i,        \
+                 (long long)x->field, (long long)y->field);
+            F(state) F(container) F(computed) F(generated) F(blocks) F(first_token)
+            F(last_token) F(finish) F(tbt_sum) F(tbt_max) F(tbt_over) F(win_tokens)
+            F(preemptions)
+#undef F
+        }
+        if (ca[k].n_calls != cb[k].n_calls || !ca[k].n_calls)
+            fail_msg("fork %d: %zu and %zu requests finished", k, ca[k].n_calls, cb[k].n_calls);
+        for (size_t i = 0; i < N; i++)
+            if (ca[k].r[i].finish != cb[k].r[i].finish || ca[k].r[i].sla != cb[k].r[i].sla ||
+                ca[k].r[i].tbt_max != cb[k].r[i].tbt_max)
+                fail_msg("fork %d: request %zu ends differently", k, i);
+        if (b[k].cohort_steps || (double)a[k].cohort_steps < 0.5 * (double)a[k].steps)
+            fail_msg("fork %d: cohorts took %llu of %llu steps (%llu without)", k,
+                     (unsigned long long)a[k].cohort_steps, (unsigned long long)a[k].steps,
+                     (unsigned long long)b[k].cohort_steps);
+        printf("# fork %d: %u request views, %zu finished, cohorts took %llu of %llu steps\n",
+               k, a[k].n, ca[k].n_calls, (unsigned long long)a[k].cohort_steps,
+               (unsigned long long)a[k].steps);
+        free(ca[k].r);
+        free(cb[k].r);
+    }
+    free(r);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, tu_sim_fixture_teardown)
@@ -227,6 +336,7 @@ int main(void)
         T(test_tbt_bounds_and_tiers),
         T(test_advance_in_slices),
         T(test_long_cohorts),
+        T(test_forks),
     };
 #undef T
     return cmocka_run_group_tests_name("cohort", tests, NULL, NULL);
