@@ -292,7 +292,8 @@ static int join(gsim *s, gs_cohort *h, gmg_id r)
     q->lz = 1;
     q->lz_base = h->K;
     uint32_t at = mem_pos(s, h, q->run_seq);
-    memmove(h->mem + at + 1, h->mem + at, (h->n - at) * sizeof *h->mem);
+    if (at < h->n) /* (as a cohort forms, each joins after every other) */
+        memmove(h->mem + at + 1, h->mem + at, (h->n - at) * sizeof *h->mem);
     h->mem[at] = r;
     h->n++;
     h->ctx_base += (int64_t)q->computed - (int64_t)h->K;
