@@ -288,10 +288,9 @@ ss_time gs_swap_time(const gsim *s, const gmg_container *c)
  * would run them all for one token, in list order; build that batch without asking it (what
  * apply would do with that decision, minus the checks it would pass). 1 when the batch was
  * built, 0 when the policy must decide. */
-static int steady_batch(gsim *s, gmg_container *c)
+static int steady_batch(gsim *s, gmg_container *c, uint32_t hint)
 {
-    uint32_t hint = s->cs[c->id].steady_need, need = 0;
-    s->cs[c->id].steady_need = 0;
+    uint32_t need = 0;
     if (c->waiting.n || c->swapped.n || !c->running.n || s->cfg.no_steady || s->rc)
         return 0;
     if (hint) /* gs_on_iter_done saw every running request decode next */
@@ -404,10 +403,15 @@ static int cohort_batch(gsim *s, gmg_container *c)
 /* Ask the policy until it runs something or has nothing left to change. */
 int gs_decide_batch(gsim *s, gmg_container *c)
 {
-    s->cs[c->id].steady_iter = 0;
+    ctr_state *cs = &s->cs[c->id];
+    uint32_t hint = cs->steady_need; /* for this decision only (steady_batch) */
+    cs->steady_need = 0;
+    cs->steady_iter = 0;
     if (gs_coh_on(s, c) && cohort_batch(s, c)) /* a cohort lives on through steady steps */
         return 1;
-    if ((s->cs[c->id].steady_iter = (uint8_t)steady_batch(s, c)))
+    if (s->n_offs_live && s->coh_ok && cohort_batch(s, c))
+        return 1;
+    if ((cs->steady_iter = (uint8_t)steady_batch(s, c, hint)))
         return 1;
     if (s->coh_ok && cohort_batch(s, c))
         return 1;

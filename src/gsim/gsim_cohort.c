@@ -22,8 +22,10 @@
  * placement policy's what-if forks keep theirs until the policy reads the fork's graph,
  * gsim_place.c), when an offloaded prefill's request comes home (it rejoins the running list
  * outside the cohort's counts), and every COH_HIST steps (the tables restart). Only where
- * nothing else reads the members between steps (gs_coh_allowed): a container hosting guest
- * work does not keep one. What-if forks keep cohorts too, in tables a spare fork hands on.
+ * nothing else reads the members between steps (gs_coh_allowed; guest work on a container's
+ * GPUs reads its iterations' times, not its requests). What-if forks keep cohorts too, in
+ * tables a spare fork hands on; where an offloaded prefill is in flight (a what-if judging a
+ * move), steady runs cannot take steady steps, and a cohort forms at those too.
  * The results are the same, byte for byte, as without. */
 #include "gsim/gsim_int.h"
 
@@ -82,10 +84,9 @@ void gs_coh_refresh(gsim *s)
 
 int gs_coh_allowed(const gsim *s, const gmg_container *c)
 {
-    const ctr_state *cs = &s->cs[c->id];
     return s->coh_ok && c->id < s->n_coh && c->role == GMG_ROLE_BOTH && c->pp == 1 &&
-           c->status == GMG_CTR_ACTIVE && c->block_tokens && cs->guest == GMG_NONE &&
-           !cs->staged && !c->blocks_reserved && !c->migrating_out;
+           c->status == GMG_CTR_ACTIVE && c->block_tokens && !c->blocks_reserved &&
+           !c->migrating_out;
 }
 
 uint32_t gs_coh_members(const gsim *s, const gmg_container *c)
