@@ -209,10 +209,11 @@ static void fin_push(gs_cohort *h, coh_fin e)
     h->fin[i] = e;
 }
 
-static coh_fin fin_pop(gs_cohort *h)
+/* The heap's entry at i sinks to its place below. */
+static void sift_down(gs_cohort *h, uint32_t i)
 {
-    coh_fin top = h->fin[0], e = h->fin[--h->n_fin];
-    uint32_t i = 0, n = h->n_fin;
+    coh_fin e = h->fin[i];
+    uint32_t n = h->n_fin;
     for (;;) {
         uint32_t k = 2 * i + 1;
         if (k >= n)
@@ -224,8 +225,15 @@ static coh_fin fin_pop(gs_cohort *h)
         h->fin[i] = h->fin[k];
         i = k;
     }
-    if (n)
-        h->fin[i] = e;
+    h->fin[i] = e;
+}
+
+static coh_fin fin_pop(gs_cohort *h)
+{
+    coh_fin top = h->fin[0];
+    h->fin[0] = h->fin[--h->n_fin];
+    if (h->n_fin)
+        sift_down(h, 0);
     return top;
 }
 
@@ -254,32 +262,31 @@ static uint32_t first_cross(const gs_cohort *h, const gmg_req *q)
 
 /* ---- members ------------------------------------------------------------------------------ */
 
-/* q (running, a decode: its next step schedules one token, its blocks hold what it computed)
- * joins h after step h->K; 0, or 1 when h cannot take it (its tier or TBT bound would be one
- * too many, it holds blocks for more than block_tokens steps to come, a reservation none of
- * the built-in policies makes, or out of memory): nothing changed. */
-static int join(gsim *s, gs_cohort *h, gmg_id r)
+/* join's checks: q's TBT bound's index in h->thr (*t) and its tier's in h->tier (*k), new ones
+ * at the ends; 1 when h cannot take q. */
+static inline int joinable(const gs_cohort *h, const gmg_req *q, uint32_t *t, uint32_t *k)
 {
-    gmg_req *q = &s->g->reqs[r];
-    uint32_t t = 0, k = 0;
+    *t = 0, *k = 0;
     if (q->sla_tbt) {
-        while (t < h->n_thr && h->thr[t] != q->sla_tbt)
-            t++;
-        if (t == COH_THR)
+        while (*t < h->n_thr && h->thr[*t] != q->sla_tbt)
+            ++*t;
+        if (*t == COH_THR)
             return 1;
     }
     if (q->measured) {
-        while (k < h->n_tiers && h->tier[k] != q->tier)
-            k++;
-        if (k == COH_TIERS)
+        while (*k < h->n_tiers && h->tier[*k] != q->tier)
+            ++*k;
+        if (*k == COH_TIERS)
             return 1;
     }
-    if ((uint64_t)q->blocks * h->bt - q->computed >= h->bt) /* its first crossing: first_cross */
-        return 1;
-    if (room(&h->mem, &h->cap_mem, h->n + 1, sizeof *h->mem) ||
-        room(&h->fin, &h->cap_fin, h->n + 1, sizeof *h->fin) ||
-        room(&h->fresh, &h->cap_fresh, h->n_fresh + 1, sizeof *h->fresh))
-        return 1;
+    return (uint64_t)q->blocks * h->bt - q->computed >= h->bt; /* its first crossing */
+}
+
+/* What q joining h after step h->K counts (joinable gave t and k): its bound and tier, its
+ * base, its context, its first block crossing; its place in the member list, the finishing
+ * heap and the fresh list is the caller's. */
+static inline void enlist(gs_cohort *h, gmg_req *q, uint32_t t, uint32_t k)
+{
     if (q->sla_tbt && t == h->n_thr) {
         h->thr[h->n_thr++] = q->sla_tbt;
         memset(h->O + (size_t)t * h->cap_hist, 0, (h->K + 1) * sizeof *h->O);
@@ -292,13 +299,30 @@ static int join(gsim *s, gs_cohort *h, gmg_id r)
         h->n_tier[k]++;
     q->lz = 1;
     q->lz_base = h->K;
+    h->ctx_base += (int64_t)q->computed - (int64_t)h->K;
+    h->cross[first_cross(h, q) % h->bt]++; /* then every block_tokens steps */
+}
+
+/* q (running, a decode: its next step schedules one token, its blocks hold what it computed)
+ * joins h after step h->K; 0, or 1 when h cannot take it (its tier or TBT bound would be one
+ * too many, it holds blocks for more than block_tokens steps to come, a reservation none of
+ * the built-in policies makes, or out of memory): nothing changed. */
+static int join(gsim *s, gs_cohort *h, gmg_id r)
+{
+    gmg_req *q = &s->g->reqs[r];
+    uint32_t t, k;
+    if (joinable(h, q, &t, &k))
+        return 1;
+    if (room(&h->mem, &h->cap_mem, h->n + 1, sizeof *h->mem) ||
+        room(&h->fin, &h->cap_fin, h->n + 1, sizeof *h->fin) ||
+        room(&h->fresh, &h->cap_fresh, h->n_fresh + 1, sizeof *h->fresh))
+        return 1;
+    enlist(h, q, t, k);
     uint32_t at = mem_pos(s, h, q->run_seq);
-    if (at < h->n) /* (as a cohort forms, each joins after every other) */
+    if (at < h->n)
         memmove(h->mem + at + 1, h->mem + at, (h->n - at) * sizeof *h->mem);
     h->mem[at] = r;
     h->n++;
-    h->ctx_base += (int64_t)q->computed - (int64_t)h->K;
-    h->cross[first_cross(h, q) % h->bt]++; /* then every block_tokens steps */
     fin_push(h, (coh_fin){h->K + (q->output - q->generated), q->run_seq, r});
     h->fresh[h->n_fresh++] = r;
     return 0;
@@ -415,25 +439,37 @@ static int form(gsim *s, gmg_container *c, ss_time now)
             return 1;
         h->bt = c->block_tokens;
     }
-    if (hist_room(h, 1))
+    uint32_t n = c->running.n;
+    if (hist_room(h, 1) || room(&h->mem, &h->cap_mem, n, sizeof *h->mem) ||
+        room(&h->fin, &h->cap_fin, n, sizeof *h->fin) ||
+        room(&h->fresh, &h->cap_fresh, n, sizeof *h->fresh))
         return 1;
     reset(h);
     h->T[0] = now;
     h->W[0] = 0;
+    /* join's, each member after every other (running-list order is run_seq's), into the
+     * finishing heap's array as they come (made a heap below) */
     for (gmg_id r = c->running.head; r != GMG_NONE; r = s->g->reqs[r].next) {
-        const gmg_req *q = &s->g->reqs[r];
+        gmg_req *q = &s->g->reqs[r];
         uint64_t tokens = (uint64_t)q->prompt + q->generated;
+        uint32_t t, k;
         if (!q->generated || (uint64_t)q->computed + 1 != tokens)
             continue; /* a prefill's next chunk: the policy's */
-        if (q->mig != GMG_NONE || (c->pc && !q->pc_registered) || join(s, h, r)) {
+        if (q->mig != GMG_NONE || (c->pc && !q->pc_registered) || joinable(h, q, &t, &k)) {
             for (uint32_t i = 0; i < h->n; i++)
                 s->g->reqs[h->mem[i]].lz = 0;
             reset(h);
             return 1;
         }
+        enlist(h, q, t, k);
+        h->mem[h->n++] = r;
+        h->fin[h->n_fin++] = (coh_fin){q->output - q->generated, q->run_seq, r};
+        h->fresh[h->n_fresh++] = r;
     }
     if (!h->n)
         return 1;
+    for (uint32_t i = h->n_fin / 2; i-- > 0;)
+        sift_down(h, i);
     h->on = 1;
     s->cs[c->id].coh_on = 1;
     s->n_coh_on++;
