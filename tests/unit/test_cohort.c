@@ -39,6 +39,19 @@ typedef struct outcome {
     uint32_t blocks_peak[8];
 } outcome;
 
+/* A replay of src's requests with cohorts or without, started; its finished requests into c
+ * when set. */
+static gsim *started(fx *f, tu_recs *src, int no_steady, tu_collect *c)
+{
+    f->cfg.no_steady = no_steady;
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("gsim_create: %s", eb.msg);
+    assert_int_equal(gsim_start(g, tu_recs_next, src, c ? tu_collect_req : NULL, c, &eb), 0);
+    return g;
+}
+
 /* Replay r[0..n) with cohorts or without, to the end in one gsim_advance or in slices of
  * `slice_s` simulated seconds. */
 static void replay(fx *f, const trace_rec *r, size_t n, int no_steady, double slice_s,
@@ -46,13 +59,9 @@ static void replay(fx *f, const trace_rec *r, size_t n, int no_steady, double sl
 {
     memset(o, 0, sizeof *o);
     o->c = tu_collect_new(n);
-    f->cfg.no_steady = no_steady;
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, tu_collect_req, &o->c, &eb), 0);
+    gsim *g = started(f, &src, no_steady, &o->c);
+    ss_errbuf eb;
     if (slice_s > 0)
         for (double t = slice_s; t < 4000; t += slice_s)
             if (gsim_advance(g, ss_time_from_s(t), &eb))
@@ -236,13 +245,9 @@ typedef struct fork_view {
 static void forks(fx *f, const trace_rec *r, size_t n, int no_steady, ss_time t0,
                   fork_view *v, tu_collect *c)
 {
-    f->cfg.no_steady = no_steady;
-    gsim *g = NULL;
-    ss_errbuf eb;
-    if (gsim_create(&g, &f->cfg, &eb))
-        fail_msg("gsim_create: %s", eb.msg);
     tu_recs src = {r, n, 0};
-    assert_int_equal(gsim_start(g, tu_recs_next, &src, NULL, NULL, &eb), 0);
+    gsim *g = started(f, &src, no_steady, NULL);
+    ss_errbuf eb;
     if (gsim_advance(g, t0, &eb))
         fail_msg("replay: %s", eb.msg);
     const gmg *G = gsim_graph(g);
