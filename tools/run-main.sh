@@ -22,7 +22,7 @@ echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 5 
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
     --rates 0.5,0.75,1 --seeds 5 --db results/main.db --name main "$@"
 echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned baseline," \
-     "static-best, seeds 1-5, bisection to 1 % (about 25 s on 2 cores)"
+     "static-best, seeds 1-5, bisection to 1 % (about 20 s on 2 cores)"
 "$S" capacity -c experiments/slice-vs-container.ini \
     --policies static-best,container,slice,slice-oracle:policy.ops=slice+policy.slice_output_predictor=oracle \
     --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --no-progress
