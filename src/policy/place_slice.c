@@ -225,15 +225,15 @@ static void on_fork_request(void *ud, const gmg *g, const gmg_req *q, int reject
     o->stamp[slot] = o->gen;
 }
 
-/* Request slot i's fate in the fork whose outcome is o and graph w, simulated to `until`: as
- * its callback saw it if it ended there, as it stands if it is still in flight, and none (no
- * bound broken, no first token, no preemption) if the fork never held it. Read only when
- * asked: most candidates are settled without the baselines' other requests. */
 static int in_flight(const gmg_req *q)
 {
     return q->state != GMG_REQ_FREE && q->state != GMG_REQ_DONE && q->state != GMG_REQ_REJECTED;
 }
 
+/* Request slot i's fate in the fork whose outcome is o and graph w, simulated to `until`: as
+ * its callback saw it if it ended there, as it stands if it is still in flight, and none (no
+ * bound broken, no first token, no preemption) if the fork never held it. Read only when
+ * asked: most candidates are settled without the baselines' other requests. */
 static void fate(const outcome *o, const gmg *w, uint32_t i, ss_time until, uint8_t *broken,
                  ss_time *first, uint32_t *preempted)
 {
