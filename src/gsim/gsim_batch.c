@@ -407,13 +407,15 @@ int gs_decide_batch(gsim *s, gmg_container *c)
     uint32_t hint = cs->steady_need; /* for this decision only (steady_batch) */
     cs->steady_need = 0;
     cs->steady_iter = 0;
-    if (gs_coh_on(s, c) && cohort_batch(s, c)) /* a cohort lives on through steady steps */
-        return 1;
-    if (s->n_offs_live && s->coh_ok && cohort_batch(s, c))
+    /* a cohort lives on through steady steps; where an offloaded prefill is in flight (a
+     * what-if judging a move), steady runs cannot take steady steps, and one forms at those too
+     * (a cohort that cannot take this step will not form again for it: one try) */
+    int first = s->coh_ok && s->n_offs_live;
+    if ((gs_coh_on(s, c) || first) && cohort_batch(s, c))
         return 1;
     if ((cs->steady_iter = (uint8_t)steady_batch(s, c, hint)))
         return 1;
-    if (s->coh_ok && cohort_batch(s, c))
+    if (s->coh_ok && !first && cohort_batch(s, c))
         return 1;
     if (mixed_batch(s, c))
         return 1;

@@ -110,7 +110,15 @@ static void coh_free(gs_cohort *h)
     ss_free(h);
 }
 
-static void reset(gs_cohort *h);
+static void reset(gs_cohort *h)
+{
+    if (h->cross)
+        memset(h->cross, 0, h->bt * sizeof *h->cross);
+    h->on = h->in_flight = 0;
+    h->J = h->K = h->n = 0;
+    h->ctx_base = 0;
+    h->n_fin = h->n_fresh = h->n_thr = h->n_tiers = h->n_st = 0;
+}
 
 int gs_coh_alloc(gsim *s)
 {
@@ -393,15 +401,6 @@ static void leave(gsim *s, gs_cohort *h, gmg_id r)
     }
 }
 
-static void reset(gs_cohort *h)
-{
-    if (h->cross)
-        memset(h->cross, 0, h->bt * sizeof *h->cross);
-    h->on = h->in_flight = 0;
-    h->J = h->K = h->n = 0;
-    h->ctx_base = 0;
-    h->n_fin = h->n_fresh = h->n_thr = h->n_tiers = h->n_st = 0;
-}
 
 void gs_coh_dissolve(gsim *s, gmg_container *c)
 {

@@ -215,12 +215,12 @@ static void end_iteration(gsim *s, gmg_container *c, ss_time now)
 {
     /* steady: every request of the batch goes on decoding (need: the new KV blocks they take) */
     int steady = c->role != GMG_ROLE_PREFILL, cohort = gs_coh_on(s, c);
-    uint32_t need = 0, n = c->iter.n_reqs, i0 = 0;
-    if (cohort) { /* its members' step: the cohort's; the others' below */
+    uint32_t need = 0, n = c->iter.n_reqs;
+    if (cohort) { /* its members' step: the cohort's; the others' (the batch's list) below */
         gs_coh_step_end(s, c, now);
         steady = 0;
     }
-    for (uint32_t i = i0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         gmg_id r = c->iter.reqs[i];
         gmg_req *q = gmg_req_at(s->g, r);
         int token = advance(s, c, q, now);
@@ -242,7 +242,7 @@ static void end_iteration(gsim *s, gmg_container *c, ss_time now)
     if (steady && c->running.n == n)
         s->cs[c->id].steady_need = need + 1;
     if (cohort && gs_coh_on(s, c)) /* those that now decode join */
-        gs_coh_joined(s, c, c->iter.reqs + i0, n - i0);
+        gs_coh_joined(s, c, c->iter.reqs, n);
     c->iter.n_reqs = 0;
     c->busy = 0;
     c->iterations++;
