@@ -42,6 +42,13 @@ is_png plain/throughput-vs-load.png || fail "plain throughput-vs-load.png"
     --name '"; system("touch PWNED0"); print "' >/dev/null 2>err || fail "compare --name: $(cat err)"
 "$S" plot n.db --kind throughput-vs-load -o named >/dev/null 2>err || fail "plot n.db: $(cat err)"
 [ ! -e PWNED0 ] || fail "plot ran the command in a sweep's name"
+# -o makes the folders above the output folder too (the README's tour writes plots/out/tour
+# before any plots/out exists); a file where a folder should be is a one-line error
+"$S" plot n.db --kind throughput-vs-load -o deep/er//out/ >/dev/null 2>err ||
+    fail "plot -o deep/er//out/: $(cat err)"
+[ -s deep/er/out/throughput-vs-load.svg ] || fail "plot -o deep/er//out/ drew nothing"
+touch afile
+expect_error 1 'afile/x: cannot create: Not a directory' "$S" plot n.db -o afile/x
 grep -qF 'system("touch PWNED0")' named/throughput-vs-load.svg ||
     fail "the sweep's name is not the title"
 # Each text value gains gnuplot code that runs a shell command if spliced into the program or
