@@ -1,5 +1,5 @@
 # Sourced by slice-capacity.sh, slice-regimes.sh and slice-compare.sh: the settings their
-# shipped results (docs/slice-capacity.md, the README's rows that cite them) were made with,
+# shipped results (docs/slice-capacity.md, the rows of docs/claims.md that cite them) were made with,
 # before slice-vs-container.ini moved to today's engine and a 600 s window. ENGINE puts every
 # tenant on the 2023 eager engine (vllm-eager) with Sarathi's own 512-token budget (the
 # "on a 2023 eager engine" sensitivity row); WINDOW is the 1200 s window (after 120 s of

@@ -1,4 +1,4 @@
-# Sourced by the experiment scripts whose shipped results (the README's tables, docs/
+# Sourced by the experiment scripts whose shipped results (docs/claims.md and the guide's tables, docs/
 # slice-capacity.md) were made before copies ran at the hardware profile's link efficiency
 # (profiles/hardware/*.ini [links]) and before the KV pool's copies out of the GPU held the host
 # link: live migrations, KV hand-offs, KV-pool loads and KV swaps then moved bytes at the link's

@@ -98,7 +98,7 @@ static void usage(FILE *f)
         "                          micro-batches in flight, one per virtual engine, each with\n"
         "                          1/N of the KV cache, as vLLM does\n"
         "  --profiles DIR          catalog directory (default: ./profiles or the source tree's)\n"
-        "Policies (README.md lists every policy and parameter):\n"
+        "Policies (docs/guide/policies.md lists every policy and parameter):\n"
         "  --batching NAME         vllm (default) | sarathi | orca | static\n"
         "  --routing NAME, --route NAME\n"
         "                          rr (round-robin) | lor (least outstanding requests) | random |\n"

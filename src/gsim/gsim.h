@@ -59,7 +59,7 @@ static inline int gsim_tenant_disagg(const gsim_tenant *t)
     return t->prefill_replicas > 0 && t->decode_replicas > 0;
 }
 
-/* The KV pool below the prefix caches (gsim_kvpool.c; README "Prefix caching"): a block a
+/* The KV pool below the prefix caches (gsim_kvpool.c; docs/guide/prefix-caching.md): a block a
  * GPU cache evicts goes to its node's CPU tier, then its SSD tier; a request whose chain goes
  * on past its GPU-cache match loads the blocks found there when that is quicker than computing
  * them. Off (every field 0) by default. */

@@ -35,7 +35,7 @@ static int env_fork(const void *sim, const gmg_id *ctrs, uint32_t n, pol_whatif_
     f->keep_cohorts = 1; /* from one advance to the next, until env_graph is asked */
     /* an offload in this fork (a candidate's) starts after the decision latency of the what-ifs
      * the tick has run so far, this one included: the decision's own, if it is chosen and is
-     * the tick's last what-if (README, "What a move costs") */
+     * the tick's last what-if (docs/guide/slicescheduler.md, "What a move costs") */
     const gsim *s = sim;
     f->move_delay = s->cfg.whatif_ns * (ss_time)(tick_whatifs(s) + 1);
     *out = (pol_whatif *)f;

@@ -86,10 +86,10 @@ typedef struct slice_sched {
 enum { REFUSALS = 64 };
 
 /* Default decision latency per what-if, ms: bench/bench_whatif's cost of one what-if in a
- * release build (README, "What a move costs", gives the command). */
+ * release build (docs/guide/slicescheduler.md, "What a move costs", gives the command). */
 #define SLICE_WHATIF_MS 0.08
 
-/* What its what-ifs know (README, "What a what-if knows"): the output lengths they give the
+/* What its what-ifs know (docs/guide/slicescheduler.md, "What a what-if knows"): the output lengths they give the
  * requests in flight (slice_output_predictor, default mean) and the error of their costs
  * (slice_cost_error, default 0). */
 static int whatif_knowledge(ss_params *p, pol_place_mechanism *m, ss_errbuf *eb)
@@ -120,7 +120,7 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_overrun_ms", POL_PLACE_OVERRUN_MS, 0, 1e5,
                                   &overrun_ms, eb);
-    /* The costs of a move (README, "What a move costs"): defaults and their sources there. */
+    /* The costs of a move (docs/guide/slicescheduler.md, "What a move costs"): defaults and their sources there. */
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_whatif_ms", SLICE_WHATIF_MS, 0, 1e4,
                                   &whatif_ms, eb);

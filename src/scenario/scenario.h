@@ -69,7 +69,7 @@ typedef struct scn_tenant {
                                     entries from K on are then 0) */
 } scn_tenant;
 
-/* [kvpool]: the KV pool below the prefix caches (README "Prefix caching"; off by default). */
+/* [kvpool]: the KV pool below the prefix caches (docs/guide/prefix-caching.md; off by default). */
 typedef struct scn_kvpool {
     double cpu_gib;              /* cpu_gib: CPU DRAM tier per node (default 0: no pool) */
     double cpu_gbps;             /* cpu_gbps: host link per GPU and direction (0, the default:

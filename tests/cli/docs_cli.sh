@@ -1,8 +1,10 @@
 #!/bin/bash
 # What a newcomer reads stands alone: the README and docs/ point at no file a clone lacks
 # (../shared/DESIGN.md was one), every tools/, experiments/, docs/, bench/ and tests/ path the
-# README names exists, tools/get-data.sh says where the public data comes from, and
-# tools/skipped.py reports skipped tests with their reasons.
+# README and docs/ name exists, the README stays at most 300 lines, every relative link in the
+# project's Markdown resolves to a file and heading (tools/check-links.py), tools/get-data.sh
+# says where the public data comes from, and tools/skipped.py reports skipped tests with their
+# reasons.
 set -u
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
 T=$(mktemp -d)
@@ -10,14 +12,37 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$ROOT" || exit 1
 
-bad=$(grep -n '\.\./shared/[A-Za-z]*\.md' README.md docs/*.md traces/README.md \
+bad=$(grep -n '\.\./shared/[A-Za-z]*\.md' README.md $(find docs -name '*.md') traces/README.md \
       profiles/*.md experiments/README.md 2>/dev/null)
 [ -z "$bad" ] || fail "docs name files outside the project: $bad"
-# paths that start a word (not build-release/bench/..., a build output)
-for p in $(grep -oE '(^|[^A-Za-z0-9_./-])(tools|experiments|docs|bench|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_]' \
-           README.md | sed 's/^[^a-z]//' | sort -u); do
-    [ -e "$p" ] || fail "README names $p, which does not exist"
+# paths that start a word (not build-release/bench/..., a build output), in the README and
+# the guide, whose commands run from the checkout's root
+for f in README.md $(find docs -name '*.md' | sort); do
+    for p in $(grep -oE '(^|[^A-Za-z0-9_./-])(tools|experiments|docs|bench|tests)/[A-Za-z0-9_./-]*[A-Za-z0-9_]' \
+               "$f" | sed 's/^[^a-z]//' | sort -u); do
+        [ -e "$p" ] || fail "$f names $p, which does not exist"
+    done
 done
+
+# the README fits on a few screens; the rest is in docs/
+n=$(wc -l <README.md)
+[ "$n" -le 300 ] || fail "README.md has $n lines: at most 300 (move the detail to docs/)"
+
+# every relative link names a file that exists and a heading that is there
+if command -v python3 >/dev/null; then
+    python3 tools/check-links.py "$ROOT" >"$T/links" || fail "broken links: $(cat "$T/links")"
+    mkdir -p "$T/l/docs"
+    printf '# Top\n\n## A part\n\n[ok](docs/x.md#b) [ok](#a-part) [gone](docs/y.md) [bad](#c)\n' \
+        >"$T/l/README.md"
+    printf '# X\n\n## B\n\n```\n# not a heading\n[in code](nowhere.md)\n```\n[up](../README.md#not-a-heading)\n' \
+        >"$T/l/docs/x.md"
+    python3 tools/check-links.py "$T/l" >"$T/lo"
+    [ $? -eq 1 ] || fail "check-links.py: want exit 1 on broken links"
+    [ "$(cat "$T/lo")" = "README.md:5: docs/y.md: no such file
+README.md:5: #c: no heading with that anchor in README.md
+docs/x.md:9: ../README.md#not-a-heading: no heading with that anchor in README.md" ] ||
+        fail "check-links.py: $(cat "$T/lo")"
+fi
 
 # the experiment scripts at least parse (running them takes minutes)
 for f in experiments/*.sh; do

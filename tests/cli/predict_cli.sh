@@ -1,5 +1,5 @@
 #!/bin/bash
-# CLI tests of what SliceScheduler's what-ifs know (README, "What a what-if knows"): the keys
+# CLI tests of what SliceScheduler's what-ifs know (docs/guide/slicescheduler.md, "What a what-if knows"): the keys
 # policy.slice_output_predictor and policy.slice_cost_error, from --set and from a scenario
 # file; a bad value is one stderr line naming the key, exit status 2; the run's JSON names the
 # predictor and the cost error in its "slice" object; a noisy predictor gives the same results

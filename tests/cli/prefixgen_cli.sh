@@ -72,7 +72,7 @@ grep -q '"hit_tokens": [1-9]' a.json || fail "the synthetic run hit nothing"
 # ---- the shipped example -------------------------------------------------------------------------
 "$S" replay -c "$ROOT/experiments/chat-sessions.ini" --db none >ex.out || fail "chat-sessions.ini"
 grep -q "prefix cache: hit rate 62.8 % of prompt tokens" ex.out ||
-    fail "chat-sessions.ini no longer gives the README's hit rate: $(grep prefix ex.out)"
+    fail "chat-sessions.ini no longer gives the hit rate docs/guide/prefix-caching.md shows: $(grep prefix ex.out)"
 "$S" trace stats c.csv >st.out || fail "trace stats of a generated trace with hash_ids"
 grep -q "format *native" st.out || fail "trace stats: $(cat st.out)"
 

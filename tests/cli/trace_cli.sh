@@ -74,7 +74,7 @@ gen_default() {
 gen_default "$T/g1.csv" || fail "gen exit $?"
 gen_default "$T/g2.csv" || fail "gen exit $?"
 cmp "$T/g1.csv" "$T/g2.csv" || fail "gen twice: files differ"
-cmp "$T/g1.csv" "$DEF" || fail "the README command no longer reproduces $DEF"
+cmp "$T/g1.csv" "$DEF" || fail "the command traces/README.md gives no longer reproduces $DEF"
 [ -z "$(tmp_of "$T/g1.csv")" ] || fail "gen left $(tmp_of "$T/g1.csv") behind"
 "$S" trace gen --requests 100 --seed 9 -o - >"$T/g3.csv" || fail "gen -o - exit $?"
 [ "$(wc -l <"$T/g3.csv")" -eq 101 ] || fail "gen --requests 100: want 101 lines"
@@ -144,7 +144,7 @@ expect_error 2 "^slicesim: $T/mcbad1.jsonl:2: hash_ids: must be >= 0, got -1\$" 
 expect_error 2 "^slicesim: $T/mcbad2.jsonl:2: json: expected ',' or '}' \\(column 55\\)\$" \
     "$S" trace stats --spread "$T/mcbad2.jsonl"
 # at most the blocks the prompt fills, and traces/README.md quotes the message word for word
-mkdir -p "$T/doc" # six blank lines, then the bad one: line 7, as in the README's example
+mkdir -p "$T/doc" # six blank lines, then the bad one: line 7, as in traces/README.md's example
 { printf '\n\n\n\n\n\n'; mc 5 1024 1 '1, 2, 3'; } >"$T/doc/t.jsonl"
 (cd "$T/doc" && "$S" trace stats t.jsonl) 2>"$T/doc/err" && fail "3 ids for 1024 tokens accepted"
 msg=$(sed 's/^slicesim: //' "$T/doc/err")

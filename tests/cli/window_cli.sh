@@ -1,6 +1,6 @@
 #!/bin/bash
-# The measurement window ends at the last completion, as the README defines it, for every
-# cluster policy: periodic work after the last request (re-allocation, migration and
+# The measurement window ends at the last completion, as docs/reference/database.md defines it, for
+# every cluster policy: periodic work after the last request (re-allocation, migration and
 # SliceScheduler ticks) must not stretch it, nor the throughput divided by it, nor the idle GPU
 # time that tiles it (issue 13, item 11). Unfixed, a re-allocation run's window ran to its next
 # 60 s tick.
