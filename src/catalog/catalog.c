@@ -381,6 +381,49 @@ int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* Whether paths a and b name the same file (both exist). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    if (!strcmp(a, b))
+        return 1;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+int catalog_engine_load(catalog *c, const char *path, ss_errbuf *eb)
+{
+    if (!c || !path)
+        return ss_err(eb, SS_EINVAL, "catalog_engine_load: NULL argument");
+    cat_engine e;
+    unsigned name_line = 0;
+    int rc = cat__engine_read(&e, path, &name_line, eb);
+    if (rc)
+        return rc;
+    const cat_engine *had = catalog_engine(c, e.name);
+    if (had && had->path && same_file(had->path, path))
+        return SS_OK; /* read already, perhaps by another name of the same file */
+    if (had)
+        return ss_err(eb, SS_EINVAL, "%s:%u: engine.name: engine '%s' is already defined in %s",
+                      path, name_line, e.name, had->path ? had->path : "the catalog");
+    e.path = path;
+    return catalog_engine_put(c, &e, eb);
+}
+
+const cat_engine *catalog_engine_from(const catalog *c, const char *path)
+{
+    for (size_t i = 0; c && path && i < c->engines.n; i++) {
+        const cat_engine *e = item_at(&c->engines, &kind_engine, i);
+        if (e->path && !strcmp(e->path, path))
+            return e;
+    }
+    for (size_t i = 0; c && path && i < c->engines.n; i++) { /* another name of the file */
+        const cat_engine *e = item_at(&c->engines, &kind_engine, i);
+        if (e->path && same_file(e->path, path))
+            return e;
+    }
+    return NULL;
+}
+
 size_t catalog_n_engines(const catalog *c) { return c ? c->engines.n : 0; }
 
 const cat_engine *catalog_engine_at(const catalog *c, size_t i)

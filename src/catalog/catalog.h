@@ -171,6 +171,16 @@ const cat_engine *catalog_engine_at(const catalog *c, size_t i);
  * when e's name is not a catalog name; SS_ENOMEM, with the catalog unchanged. For candidate
  * engines that are tried without writing a profile (slicesim fit). */
 int catalog_engine_put(catalog *c, const cat_engine *e, ss_errbuf *eb);
+/* Read the engine profile at path (the profiles/engines/NAME.ini format) into the catalog, as
+ * if it were in its engines folder. A file the catalog holds already (the shipped profile
+ * named by its path, say) is not added again; an engine of the same name from another file is
+ * an error, "PATH:LINE: engine.name: engine 'x' is already defined in OTHER" (SS_EINVAL), as
+ * are the file's own errors (SS_EPARSE, SS_EIO). Pointers to the catalog's engines obtained
+ * earlier are invalidated. */
+int catalog_engine_load(catalog *c, const char *path, ss_errbuf *eb);
+/* The engine the catalog read from path (the same string catalog_engine_load was given or its
+ * engines folder's listing made, else the same file by another name), or NULL. */
+const cat_engine *catalog_engine_from(const catalog *c, const char *path);
 /* Write e as a profile file (profiles/engines/NAME.ini format, every key, each [gpu.NAME]
  * section with all of its keys) that loads back to the same values: numbers are written in
  * the shortest text that reads back exactly. header_comment (NULL: none; may hold several

@@ -82,8 +82,9 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
         metrics_summarize_window(m, &m->tenants[i], &s);
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
         ss_json_fputs(f, t->name);
-        fprintf(f, ", \"model\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, \"tiers\": %u",
-                t->model->name, t->replicas, t->tp, t->pp, t->tiers);
+        fprintf(f, ", \"model\": \"%s\", \"engine\": \"%s\", \"replicas\": %u, \"tp\": %u, "
+                   "\"pp\": %u, \"tiers\": %u",
+                t->model->name, t->engine->name, t->replicas, t->tp, t->pp, t->tiers);
         json_group(f, &s);
         json_disagg(f, t, &s);
         if (gsim_graph(g)->prefix_cache) {
@@ -305,9 +306,9 @@ void runner_report_json(FILE *f, const runner_report *r, const gsim *g,
     json_prefix(f, g, m);
     fprintf(f, ", \"model\": \"%s\", \"gpu\": \"%s\", \"replicas\": %u, \"tp\": %u, \"pp\": %u, "
                "\"batching\": \"%s\", \"routing\": \"%s\", \"cluster\": \"%s\", "
-               "\"cost_model\": \"%s\", \"seed\": %" PRIu64 "}\n",
+               "\"cost_model\": \"%s\", \"engine\": \"%s\", \"seed\": %" PRIu64 "}\n",
             t0->model->name, r->gpu, t0->replicas, t0->tp, t0->pp, r->batching, r->routing,
-            r->cluster, r->cost, r->seed);
+            r->cluster, r->cost, t0->engine->name, r->seed);
 }
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -441,25 +442,47 @@ static void table_prefix(FILE *f, const gsim *g, const metrics_summary *m)
     }
 }
 
+/* "engine NAME", or "engines A + B" when the tenants run several, into buf (n bytes). */
+static void engines_text(const gsim *g, char *buf, size_t n)
+{
+    char list[512] = "";
+    size_t used = 0;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < gsim_n_tenants(g); i++) {
+        const char *name = gsim_tenant_at(g, i)->engine->name;
+        int seen = 0;
+        for (uint32_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(gsim_tenant_at(g, j)->engine->name, name);
+        if (seen)
+            continue;
+        int w = snprintf(list + used, sizeof list - used, "%s%s", k++ ? " + " : "", name);
+        used += w > 0 && (size_t)w < sizeof list - used ? (size_t)w : 0;
+    }
+    snprintf(buf, n, "%s %s", k > 1 ? "engines" : "engine", list);
+}
+
 void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
                          const metrics_summary *m)
 {
     const des_stats *d = gsim_des_stats(g);
     const metrics_group_summary *a = &m->all;
     const gsim_tenant *t0 = gsim_tenant_at(g, 0);
+    char eng[600];
+    engines_text(g, eng, sizeof eng);
     if (gsim_n_tenants(g) == 1 && gsim_tenant_disagg(t0))
         fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, disaggregated; %s batching, "
-                   "prefill-affinity and decode-load routing, %s costs\n", r->source, r->format,
-                gsim_graph(g)->n_gpus, r->gpu, t0->model->name, r->batching, r->cost);
+                   "prefill-affinity and decode-load routing, %s costs, %s\n", r->source,
+                r->format, gsim_graph(g)->n_gpus, r->gpu, t0->model->name, r->batching, r->cost,
+                eng);
     else if (gsim_n_tenants(g) == 1)
         fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s "
-                   "routing, %s costs\n", r->source, r->format,
+                   "routing, %s costs, %s\n", r->source, r->format,
                 t0->replicas * t0->tp * t0->pp, r->gpu, t0->model->name, t0->tp, t0->pp,
-                r->batching, r->routing, r->cost);
+                r->batching, r->routing, r->cost, eng);
     else
         fprintf(f, "slicesim replay: %s, %u tenants on %u x %s; %s batching, %s routing, %s "
-                   "cluster, %s costs\n", r->source, gsim_n_tenants(g), gsim_graph(g)->n_gpus,
-                r->gpu, r->batching, r->routing, r->cluster, r->cost);
+                   "cluster, %s costs, %s\n", r->source, gsim_n_tenants(g),
+                gsim_graph(g)->n_gpus, r->gpu, r->batching, r->routing, r->cluster, r->cost, eng);
     fprintf(f, "  requests %" PRIu64 ": completed %" PRIu64 ", rejected %" PRIu64
                ", truncated %" PRIu64 "; preemptions %" PRIu64 " (%" PRIu64 " by swap; %" PRIu64
                " requests abandoned)\n",

@@ -193,6 +193,8 @@ int runner_run_setup(runner_run *x, const scn_scenario *sc, const runner_run_opt
     if (!rc && o->engine)
         rc = catalog_engine_put(x->cat, o->engine, &x->eb);
     if (!rc)
+        rc = runner_engine_files(x->cat, sc, &x->eb);
+    if (!rc)
         rc = runner__config_make(x->run, sc, x->cat, &x->eb);
     for (uint32_t i = 0; !rc && o->past_duration && i < sc->n_tenants; i++)
         x->run->specs[i].duration_s = sc->tenants[i].duration_s; /* not cut at the run's */
@@ -244,7 +246,7 @@ static int begin_store(runner_run *x)
         .cost_model = x->sc->cost, .params_json = ss_strbuf_str(&pj), .seed = x->sc->seed,
         .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
         .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops, .sweep = x->o->sweep,
-        .point = x->o->point, .load = x->o->load, .engine = t0->engine,
+        .point = x->o->point, .load = x->o->load, .engine = x->run->tenants[0].engine->name,
     };
     int64_t run_id;
     int rc = ss_strbuf_ok(&pj) ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");

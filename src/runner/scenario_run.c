@@ -223,6 +223,25 @@ static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu
     return SS_OK;
 }
 
+int runner_engine_files(catalog *cat, const scn_scenario *sc, ss_errbuf *eb)
+{
+    for (uint32_t i = 0; i < sc->n_tenants; i++) {
+        const scn_tenant *st = &sc->tenants[i];
+        if (!scn_profile_is_path(st->engine) || catalog_engine_from(cat, st->engine))
+            continue;
+        int rc = catalog_engine_load(cat, st->engine, eb);
+        if (rc == SS_EIO)
+            rc = SS_EPARSE; /* an unreadable profile is bad input, as an unreadable trace */
+        if (rc) {
+            char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
+            snprintf(key, sizeof key, "tenant.%s.engine", st->name);
+            scn_key_where(sc, key, w, sizeof w);
+            return ss_err_prefix(eb, rc, "%s", w);
+        }
+    }
+    return SS_OK;
+}
+
 static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
@@ -236,8 +255,14 @@ static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog 
         scn_key_where(sc, key, w, sizeof w);
         return ss_err_prefix(eb, rc, "%s", w);
     }
-    const cat_engine *e;
-    if ((rc = catalog_engine_find(cat, st->engine, &e, eb))) {
+    const cat_engine *e = NULL;
+    if (scn_profile_is_path(st->engine)) { /* read by runner_engine_files */
+        if (!(e = catalog_engine_from(cat, st->engine)))
+            rc = ss_err(eb, SS_EINVAL, "engine profile %s was not read", st->engine);
+    } else {
+        rc = catalog_engine_find(cat, st->engine, &e, eb);
+    }
+    if (rc) {
         char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
         snprintf(key, sizeof key, "tenant.%s.engine", st->name);
         scn_key_where(sc, key, w, sizeof w);

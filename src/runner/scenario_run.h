@@ -22,5 +22,10 @@ typedef struct runner__config {
  * "tenant NAME: ..." in eb. */
 int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog *cat,
                         ss_errbuf *eb);
+/* Read into cat the engine profiles that sc's tenants name by path (tenant.NAME.engine =
+ * FILE.ini, or --engine FILE.ini), each once, before runner__config_make looks them up. An
+ * unreadable or invalid file, or one whose engine's name another engine has, is an error that
+ * names the file and line, prefixed with where the scenario got the key. */
+int runner_engine_files(catalog *cat, const scn_scenario *sc, ss_errbuf *eb);
 
 #endif

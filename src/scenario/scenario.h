@@ -31,7 +31,9 @@ typedef struct scn_tenant {
     unsigned line;               /* line of the section header (0: made by --set or the CLI) */
     /* serving */
     char model[SCN_NAME_MAX];    /* catalog model (model) */
-    char engine[SCN_NAME_MAX];   /* catalog serving engine (engine, default vllm-0.15) */
+    char engine[SCN_PATH_MAX];   /* serving engine (engine, default vllm-0.15): a catalog name,
+                                    or the path of an engine profile file (scn_profile_is_path;
+                                    relative paths as for trace) */
     uint32_t tp, pp;             /* tp, pp (default 1, 1) */
     uint32_t replicas;           /* replicas: containers it starts with (default 1) */
     uint32_t max_replicas;       /* max_replicas: most it may own under auto-scaling or
@@ -127,6 +129,10 @@ typedef struct scn_scenario {
 } scn_scenario;
 
 /* A scenario with every default and no tenant. Caller frees with scn_destroy. 0 or SS_ENOMEM. */
+/* Whether a profile value (a tenant's engine) names a file rather than a catalog entry: it has
+ * a '/' or ends in ".ini". */
+int scn_profile_is_path(const char *v);
+
 int scn_create(scn_scenario **s_out);
 void scn_destroy(scn_scenario **s);
 /* Read an INI file into s (keys it sets replace earlier values; a [tenant.NAME] section adds

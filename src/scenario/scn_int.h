@@ -25,6 +25,8 @@ typedef enum scn__kind {
     SCN__TEXT,  /* char[size]: non-empty text */
     SCN__OPT,   /* char[size]: text, "" = not set */
     SCN__PATH,  /* char[size]: as SCN__OPT; relative paths from a file: from its folder */
+    SCN__PROFILE, /* char[size]: a catalog name as SCN__NAME (at most SCN_NAME_MAX - 1
+                     characters), or a profile file's path (scn_profile_is_path) as SCN__PATH */
     SCN__ENUM,  /* char[size]: one of choices */
     SCN__U32,   /* uint32_t in [lo, hi] */
     SCN__U64,   /* uint64_t in [lo, hi] */

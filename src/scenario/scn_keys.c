@@ -74,7 +74,7 @@ const scn__key scn__keys[] = {
     {.sect = SCN__KVPOOL, .name = "offload", .kind = SCN__ENUM, SF(kvpool.offload),
      .choices = "link, free"},
     {.sect = SCN__TENANT, .name = "model", .kind = SCN__NAME, TF(model)},
-    {.sect = SCN__TENANT, .name = "engine", .kind = SCN__NAME, TF(engine)},
+    {.sect = SCN__TENANT, .name = "engine", .kind = SCN__PROFILE, TF(engine)},
     {.sect = SCN__TENANT, .name = "tp", .kind = SCN__U32, TF(tp), .lo = 1, .hi = 64},
     {.sect = SCN__TENANT, .name = "pp", .kind = SCN__U32, TF(pp), .lo = 1, .hi = 16},
     {.sect = SCN__TENANT, .name = "replicas", .kind = SCN__U32, TF(replicas), .lo = 1, .hi = 4096},
@@ -282,12 +282,22 @@ static int join_path(const char *dir, const char *rel, char *out, size_t size)
     return w < 0 || (size_t)w >= size - n ? SS_EPARSE : SS_OK;
 }
 
+int scn_profile_is_path(const char *v)
+{
+    size_t n = strlen(v);
+    return strchr(v, '/') || (n > 4 && !strcmp(v + n - 4, ".ini"));
+}
+
 /* What is wrong with text value v for key k, or NULL. */
 static const char *text_problem(const scn__key *k, const char *v, char *buf, size_t n)
 {
     size_t len = strlen(v);
+    int path = k->kind == SCN__PATH || (k->kind == SCN__PROFILE && scn_profile_is_path(v));
     if (k->kind == SCN__NAME && !scn__name_ok(v, k->size))
         snprintf(buf, n, "expected a name of 1 to %zu characters from [a-z0-9._-]", k->size - 1);
+    else if (k->kind == SCN__PROFILE && !path && !scn__name_ok(v, SCN_NAME_MAX))
+        snprintf(buf, n, "expected a name of 1 to %d characters from [a-z0-9._-], or a profile "
+                 "file's path (with a '/' or ending in .ini)", SCN_NAME_MAX - 1);
     else if (k->kind == SCN__ENUM && !enum_ok(v, key_choices(k)))
         snprintf(buf, n, "expected one of %s", key_choices(k));
     else if (k->kind == SCN__TEXT && len == 0)
@@ -296,10 +306,10 @@ static const char *text_problem(const scn__key *k, const char *v, char *buf, siz
         snprintf(buf, n, "expected at most %zu characters", k->size - 1);
     else if (!scn__text_ok(v))
         snprintf(buf, n, "expected text without '\"', control characters or ';' after a blank");
-    else if (!scn__line_fits(k->name, v, k->kind == SCN__PATH && v[0] && v[0] != '/'))
+    else if (!scn__line_fits(k->name, v, path && v[0] && v[0] != '/'))
         snprintf(buf, n, "too long: '%s = ...' must fit on one line of %d characters (the "
                  "scenario is stored with each run%s)", k->name, SS_INI_LINE_MAX,
-                 k->kind == SCN__PATH && v[0] != '/' ? ", its paths made absolute" : "");
+                 path && v[0] != '/' ? ", its paths made absolute" : "");
     else
         return NULL;
     return buf;
@@ -309,7 +319,8 @@ static int store_text(char *field, const scn__key *k, const char *v, const char 
                       size_t n)
 {
     char path[SCN_PATH_MAX];
-    if (k->kind == SCN__PATH && dir && v[0] && v[0] != '/') {
+    int is_path = k->kind == SCN__PATH || (k->kind == SCN__PROFILE && scn_profile_is_path(v));
+    if (is_path && dir && v[0] && v[0] != '/') {
         if (join_path(dir, v, path, sizeof path)) {
             snprintf(why, n, "path longer than %zu characters from %s", sizeof path - 1, dir);
             return SS_EPARSE;
@@ -375,6 +386,7 @@ int scn__key_store(void *base, const scn__key *k, const char *value, const char 
     case SCN__TEXT:
     case SCN__OPT:
     case SCN__PATH:
+    case SCN__PROFILE:
     case SCN__ENUM: rc = store_text(field, k, value, dir, why, why_size); break;
     case SCN__U32:
     case SCN__U64:
@@ -465,6 +477,7 @@ void scn__key_format(const scn_scenario *s, const void *base, const scn__key *k,
     case SCN__TEXT:
     case SCN__OPT:
     case SCN__PATH:
+    case SCN__PROFILE:
     case SCN__ENUM: snprintf(buf, size, "%s", field); break;
     case SCN__U32:
     case SCN__U64:
@@ -486,6 +499,7 @@ static int key_size_ok(const scn__key *k)
     case SCN__TEXT:
     case SCN__OPT:
     case SCN__PATH:
+    case SCN__PROFILE:
     case SCN__ENUM: return k->size > 1;
     case SCN__U32: return k->size == sizeof(uint32_t);
     case SCN__U64: return k->size == sizeof(uint64_t);

@@ -26,7 +26,8 @@ static void write_key(FILE *f, const scn_scenario *s, const void *base, const sc
 {
     char buf[SCN_PATH_MAX], cwd[PATH_MAX], abs[PATH_MAX + SCN_PATH_MAX + 1];
     scn__key_format(s, base, k, buf, sizeof buf);
-    if (k->kind == SCN__PATH && buf[0] && buf[0] != '/' && getcwd(cwd, sizeof cwd)) {
+    int path = k->kind == SCN__PATH || (k->kind == SCN__PROFILE && scn_profile_is_path(buf));
+    if (path && buf[0] && buf[0] != '/' && getcwd(cwd, sizeof cwd)) {
         snprintf(abs, sizeof abs, "%s/%s", cwd, buf);
         write_kv(f, k->name, abs);
         return;

@@ -1,10 +1,10 @@
 #!/bin/bash
 # CLI tests of engine profiles: `slicesim list engines` (table and JSON), selecting an engine
 # (replay --engine, a scenario's [tenant.X] engine, --set, compare bundles and --set, a sweep
-# grid), the engine stored with each run (runs.engine), that a different engine changes the
-# results and the default one does not, and the error contract: an unknown engine exits 2 with
-# one line naming FILE:LINE: field or the option, and an old hardware file with engine terms
-# names the key.
+# grid, a profile file by its path), the engine stored with each run (runs.engine) and named in
+# the banner and --json, that a different engine changes the results and the default one does
+# not, and the error contract: an unknown engine exits 2 with one line naming FILE:LINE: field
+# or the option, and an old hardware file with engine terms names the key.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 ROOT=${SS_SOURCE_ROOT:?SS_SOURCE_ROOT not set}
@@ -158,6 +158,67 @@ assert 1000 < a < 1e9 and 500 < b < a, (a, b)
 assert j["host-max"]["completed"] == 40
 PY
 
+# An engine profile by its path (what fit writes; issue 26): from --engine, from a scenario
+# (relative to the scenario's folder, run from elsewhere) and from --set; the engine runs as the
+# same engine in the catalog does, under its own name, which the banner, --json (top level and
+# per tenant) and runs.engine give; the shipped file by its path is the shipped engine.
+mkdir mine sub elsewhere
+sed 's/^name = test-graphs/name = my-graphs/' cat/engines/test-graphs.ini >mine/my-graphs.ini
+"$S" replay --trace "$TRACE" --limit 300 --profiles cat --db none --json \
+    --engine ./mine/my-graphs.ini >file.json 2>err || fail "--engine FILE: $(cat err)"
+python3 - <<'PY' || fail "--engine FILE: not the same engine by another name"
+import json, re
+a, b = (open(f).read() for f in ("file.json", "graphs.json"))
+j = json.loads(a)
+assert j["engine"] == "my-graphs" and j["tenants"][0]["engine"] == "my-graphs", (j["engine"],)
+assert json.loads(b)["engine"] == "test-graphs"
+norm = lambda t: re.sub(r'"wall_s": [0-9.e+-]*', "", t).replace("my-graphs", "test-graphs")
+assert norm(a) == norm(b), "results differ"
+PY
+"$S" replay --trace "$TRACE" --limit 20 --profiles cat --db none --engine mine/my-graphs.ini \
+    >out 2>err || fail "--engine FILE (table): $(cat err)"
+head -n 1 out | grep -q 'roofline costs, engine my-graphs$' || fail "banner: $(head -n 1 out)"
+cp mine/my-graphs.ini sub/
+cat >sub/s2.ini <<INI
+[tenant.a]
+model = llama-2-7b
+engine = ../mine/my-graphs.ini
+trace = $TRACE
+limit = 50
+[tenant.b]
+model = llama-2-7b
+engine = vllm-eager
+trace = $TRACE
+limit = 50
+INI
+(cd elsewhere && "$S" replay -c ../sub/s2.ini --profiles ../cat --db ../f.db >out 2>err) ||
+    fail "scenario engine file: $(cat elsewhere/err)"
+head -n 1 elsewhere/out | grep -q 'roofline costs, engines my-graphs + vllm-eager$' ||
+    fail "banner of two engines: $(head -n 1 elsewhere/out)"
+[ "$(sql f.db 'SELECT engine FROM runs')" = my-graphs ] || fail "runs.engine of a file"
+grep -q "^engine = $T/mine/my-graphs.ini\$" <(sql f.db 'SELECT scenario FROM runs') ||
+    fail "the stored scenario lacks the engine file's path: $(sql f.db 'SELECT scenario FROM runs')"
+"$S" replay -c sub/s2.ini --profiles cat --db none --set tenant.b.engine=mine/my-graphs.ini \
+    --json >two.json 2>err || fail "--set engine FILE: $(cat err)"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tenants"]; assert [x["engine"] for x in t]==["my-graphs","my-graphs"], t' \
+    two.json || fail "--set tenant.b.engine=mine/my-graphs.ini: the same file by two names"
+(cd mine && "$S" replay --trace "$TRACE" --limit 20 --profiles ../cat --db none \
+    --engine my-graphs.ini >../out 2>../err) || fail "--engine FILE.ini (no slash): $(cat err)"
+head -n 1 out | grep -q ', engine my-graphs$' || fail "--engine FILE.ini: $(head -n 1 out)"
+"$S" replay --trace "$TRACE" --limit 300 --db none --json --engine "$ROOT/profiles/engines/vllm-0.15.ini" \
+    >shipped.json 2>err || fail "the shipped profile by its path: $(cat err)"
+diff <(sed 's/"wall_s": [0-9.e+-]*//' default.json) <(sed 's/"wall_s": [0-9.e+-]*//' shipped.json) \
+    >/dev/null || fail "the shipped profile by its path differs from the default"
+# its errors: one line naming the file (and line), and where the path came from
+expect_error 2 "^slicesim: replay: --engine: mine/none\.ini: " \
+    "$S" replay --limit 5 --profiles cat --engine mine/none.ini --db none
+cp cat/engines/vllm-eager.ini mine/eager-copy.ini
+expect_error 2 "^slicesim: replay: --engine: mine/eager-copy\.ini:[0-9]+: engine\.name: engine 'vllm-eager' is already defined in cat/engines/vllm-eager\.ini$" \
+    "$S" replay --limit 5 --profiles cat --engine mine/eager-copy.ini --db none
+printf '[engine]\nname = broken\n' >mine/broken.ini
+sed 's|^engine = ../mine/my-graphs.ini|engine = ../mine/broken.ini|' sub/s2.ini >sub/s3.ini
+expect_error 2 "^slicesim: replay: sub/s3\.ini:3: tenant\.a\.engine: .*mine/broken\.ini" \
+    "$S" replay -c sub/s3.ini --profiles cat --db none
 # Errors: one line naming where the engine came from
 expect_error 2 "^slicesim: replay: --engine: unknown engine 'nope' \\(known: test-graphs, vllm-0.15, vllm-0.2, vllm-eager\\)$" \
     "$S" replay --limit 5 --profiles cat --engine nope --db none
