@@ -3,7 +3,8 @@
 # serving Llama-2-7B with vLLM batching at growing arrival rates (--rate-scale), store every
 # run in results/load-sweep.db, print throughput and latency per load, and draw
 # plots/out/load-sweep.png with gnuplot when it is installed. This is the experiment behind
-# the load table in docs/guide/worked-example.md. Extra arguments go to every `slicesim replay`.
+# the load table in docs/guide/worked-example.md. Extra arguments go to every `slicesim
+# replay`.
 set -eu
 cd "$(dirname "$0")/.."
 S=${SLICESIM:-./build-release/src/slicesim}

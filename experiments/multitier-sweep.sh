@@ -17,9 +17,9 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . experiments/multitier-bounds.sh
 . experiments/links-peak.sh
-# The tables of docs/multi-tenant.md were made on the eager 2023 engine with prefill-first batching, as
-# multitier-llama2-7b.ini then set them; EAGER pins that so they reproduce (EAGER="" runs
-# today's engine with chunked prefill; multitier-load.sh sweeps the load on it).
+# The tables of docs/multi-tenant.md were made on the eager 2023 engine with prefill-first
+# batching, as multitier-llama2-7b.ini then set them; EAGER pins that so they reproduce
+# (EAGER="" runs today's engine with chunked prefill; multitier-load.sh sweeps the load on it).
 EAGER=${EAGER-"--set tenant.chat.engine=vllm-eager --set policy.batching=vllm"}
 run() { # run OUT MIX K CLUSTER ROUTING [args]
     local out=$1 mix=$2 k=$3 cluster=$4 routing=$5

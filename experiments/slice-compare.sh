@@ -17,8 +17,8 @@ SC=experiments/slice-vs-container.ini
 . experiments/links-peak.sh
 # shellcheck disable=SC2206
 PIN=($ENGINE $WINDOW $TRACE $LINKS $SLICE_LINK)
-# The shipped rows in docs/guide/slicescheduler.md were made when SliceScheduler's what-ifs knew every
-# request's true output length: with the oracle what-if, which PREDICTOR pins so that they
+# The shipped rows in docs/guide/slicescheduler.md were made when SliceScheduler's what-ifs knew
+# every request's true output length: with the oracle what-if, which PREDICTOR pins so that they
 # reproduce (the docs label them so). PREDICTOR="" runs the default instead, the mean predictor
 # that a deployed scheduler could have (docs/guide/slicescheduler.md, "What a what-if knows").
 PREDICTOR=${PREDICTOR---set policy.slice_output_predictor=oracle}

@@ -7,6 +7,7 @@
 #include "catalog/catalog.h"
 #include "core/ss_file.h"
 #include "core/ss_nm.h"
+#include "runner/run.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -284,7 +285,7 @@ static int compute(calib__fit_ctx *x, catalog *cat, calib__fit_result *r)
 {
     const calib_fit_opts *o = x->o;
     const cat_engine *found = NULL;
-    int rc = catalog_engine_find(cat, o->engine, &found, &x->eb);
+    int rc = runner_engine_resolve(cat, o->engine, &found, &x->eb);
     if (rc)
         ss_err_prefix(&x->eb, rc, "--engine");
     else {

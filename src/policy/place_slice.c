@@ -89,9 +89,9 @@ enum { REFUSALS = 64 };
  * release build (docs/guide/slicescheduler.md, "What a move costs", gives the command). */
 #define SLICE_WHATIF_MS 0.08
 
-/* What its what-ifs know (docs/guide/slicescheduler.md, "What a what-if knows"): the output lengths they give the
- * requests in flight (slice_output_predictor, default mean) and the error of their costs
- * (slice_cost_error, default 0). */
+/* What its what-ifs know (docs/guide/slicescheduler.md, "What a what-if knows"): the output
+ * lengths they give the requests in flight (slice_output_predictor, default mean) and the
+ * error of their costs (slice_cost_error, default 0). */
 static int whatif_knowledge(ss_params *p, pol_place_mechanism *m, ss_errbuf *eb)
 {
     const char *pred = ss_params_get(p, "slice_output_predictor");
@@ -120,7 +120,8 @@ static int init(void *priv, ss_params *p, ss_errbuf *eb)
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_overrun_ms", POL_PLACE_OVERRUN_MS, 0, 1e5,
                                   &overrun_ms, eb);
-    /* The costs of a move (docs/guide/slicescheduler.md, "What a move costs"): defaults and their sources there. */
+    /* The costs of a move (docs/guide/slicescheduler.md, "What a move costs"): defaults and
+     * their sources there. */
     if (!rc)
         rc = ss_params_get_double(p, "slice", "slice_whatif_ms", SLICE_WHATIF_MS, 0, 1e4,
                                   &whatif_ms, eb);

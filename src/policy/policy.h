@@ -393,8 +393,9 @@ typedef struct pol_place_mechanism {
 /* The costs every move of an operator-placing policy is charged, whatever decided it: the
  * parameters slice_host_factor (default 1), slice_link_eff (default 0: the link's own
  * efficiency, from the GPU profile; set, it overrides that for moves alone, an ablation) and
- * slice_interference (1.2) into m's host_factor, link_eff and interference (docs/guide/slicescheduler.md, "What a move
- * costs", names their sources); who names the policy in messages. 0, or SS_EINVAL with the parameter's error. */
+ * slice_interference (1.2) into m's host_factor, link_eff and interference
+ * (docs/guide/slicescheduler.md, "What a move costs", names their sources); who names the
+ * policy in messages. 0, or SS_EINVAL with the parameter's error. */
 int pol_place_move_costs(ss_params *p, const char *who, pol_place_mechanism *m, ss_errbuf *eb);
 
 /* What a placement policy did in a run. */

@@ -162,6 +162,10 @@ int runner_stop_init(runner_stop *out, const scn_scenario *sc, const runner_run_
 
 /* The name of criterion c for output: "worst", "pooled", "tenant". */
 const char *runner_criterion_name(runner_criterion c);
+/* The engine v names: a catalog name, or a profile file's path (scn_profile_is_path), which is
+ * read into cat first (catalog_engine_load; an unreadable file is SS_EPARSE, bad input, as an
+ * unreadable trace is). Pointers to cat's engines obtained earlier are invalidated. */
+int runner_engine_resolve(catalog *cat, const char *v, const cat_engine **out, ss_errbuf *eb);
 
 /* The caller's check of a command's files, called by the commands that run several points
  * (runner/compare.h, runner/sweep.h) before they write anything, so that app/ can refuse an

@@ -1,5 +1,6 @@
 /* From a scenario to a run: catalog lookups, SLAs in nanoseconds, workload specs. */
 #include "runner/scenario_run.h"
+#include "runner/run.h"
 
 #include "core/ss_parse.h"
 #include "cost/cost.h"
@@ -223,15 +224,25 @@ static int make_kvpool(gsim_kvpool_cfg *k, const scn_scenario *sc, const cat_gpu
     return SS_OK;
 }
 
+int runner_engine_resolve(catalog *cat, const char *v, const cat_engine **out, ss_errbuf *eb)
+{
+    if (!scn_profile_is_path(v))
+        return catalog_engine_find(cat, v, out, eb);
+    int rc = catalog_engine_load(cat, v, eb);
+    if (rc)
+        return rc == SS_EIO ? SS_EPARSE : rc; /* an unreadable profile is bad input */
+    *out = catalog_engine_from(cat, v);
+    return *out ? SS_OK : ss_err(eb, SS_EINVAL, "%s: engine profile not read", v);
+}
+
 int runner_engine_files(catalog *cat, const scn_scenario *sc, ss_errbuf *eb)
 {
     for (uint32_t i = 0; i < sc->n_tenants; i++) {
         const scn_tenant *st = &sc->tenants[i];
         if (!scn_profile_is_path(st->engine) || catalog_engine_from(cat, st->engine))
             continue;
-        int rc = catalog_engine_load(cat, st->engine, eb);
-        if (rc == SS_EIO)
-            rc = SS_EPARSE; /* an unreadable profile is bad input, as an unreadable trace */
+        const cat_engine *e;
+        int rc = runner_engine_resolve(cat, st->engine, &e, eb);
         if (rc) {
             char key[SCN_NAME_MAX + 16], w[SCN_PATH_MAX + 64];
             snprintf(key, sizeof key, "tenant.%s.engine", st->name);

@@ -1,6 +1,6 @@
 /* The results store: one SQLite database file holding every run (runs, requests, summary,
- * gpus; schema in store_open.c, documented in docs/reference/database.md, versioned by PRAGMA user_version).
- * A run is one transaction: it appears whole or not at all, so a killed or failed run leaves
+ * gpus; schema in store_open.c, documented in docs/reference/database.md, versioned by PRAGMA
+ * user_version). A run is one transaction: it appears whole or not at all, so a killed or failed run leaves
  * the earlier runs intact. The only module that talks to SQLite. */
 #ifndef SS_STORE_STORE_H
 #define SS_STORE_STORE_H

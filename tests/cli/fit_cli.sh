@@ -76,6 +76,14 @@ j = json.load(open(sys.argv[1]))
 assert j["objective"] == 0 and j["n_fitted"] == 4 and j["mode"] == "evaluate", j
 assert all(m["mape_pct"] == 0 for m in j["metrics"].values()), j["metrics"]
 PY
+# The engine by its file's path (what an earlier fit wrote) evaluates as the catalog's does.
+engine truth 1500 8 12 >truth-file.ini
+"$S" fit data --profiles "$ROOT/profiles" --evaluate --engine ./truth-file.ini --json \
+    >truth-file.json 2>err || fail "evaluate --engine FILE: $(cat err)"
+[ "$(sed 's/"wall_s": [0-9.]*//' truth.json)" = "$(sed 's/"wall_s": [0-9.]*//' truth-file.json)" ] ||
+    fail "--engine FILE: $(diff truth.json truth-file.json | head -5)"
+expect_error 2 "^slicesim: fit: --engine: \./none\.ini: " \
+    "$S" fit data --profiles cat --evaluate --engine ./none.ini
 
 # ---- (a) the error contract ------------------------------------------------------------------
 # bad DIR EDIT...: a copy of data with one file edited by sed; the fit must exit 2 with one
