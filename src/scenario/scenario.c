@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SECTIONS_KNOWN "cluster, policy, run, engine, tenant.NAME"
+#define SECTIONS_KNOWN "cluster, policy, run, engine, kvpool, tenant.NAME"
 #define N_KEYS_MAX 64
 #define VALUE_MAX 2048
 
@@ -140,9 +140,10 @@ static int parse_section(const char *section, const char *where, scn__sect *sect
                          const char **tname, ss_errbuf *eb)
 {
     int i = scn__sect_find(section, tname);
+    char hint[SCN_NAME_MAX + 32];
     if (i < 0)
-        return ss_err(eb, SS_EPARSE, "%s: section [%s]: unknown section (known: %s)", where,
-                      section, SECTIONS_KNOWN);
+        return ss_err(eb, SS_EPARSE, "%s: section [%s]: unknown section%s (known: %s)", where,
+                      section, scn__suggest(-1, section, hint, sizeof hint), SECTIONS_KNOWN);
     if (i == SCN__TENANT && !scn__name_ok(*tname, SCN_NAME_MAX))
         return ss_err(eb, SS_EPARSE,
                       "%s: section [%s]: expected [tenant.NAME], NAME of 1 to %d characters "
@@ -259,8 +260,10 @@ static int apply_key(scn_scenario *s, scn__sect sect, scn_tenant *t, const char 
     const scn__key *k = scn__key_find(sect, key);
     char wk[SCN_PATH_MAX + 2 * SCN_NAME_MAX + 32];
     where_key(o->where, o->implied, section, key, wk, sizeof wk);
+    char hint[SCN_NAME_MAX + 32];
     if (!k && sect != SCN__POLICY)
-        return ss_err(eb, SS_EPARSE, "%s: unknown key", wk);
+        return ss_err(eb, SS_EPARSE, "%s: unknown key%s", wk,
+                      scn__suggest((int)sect, key, hint, sizeof hint));
     char buf[VALUE_MAX], why[SS_ERRBUF_LEN];
     const char *value = clean_value(raw, buf, sizeof buf);
     if (!value)
@@ -324,8 +327,10 @@ static int set_assignment(scn_scenario *s, const char *assignment, const char *w
     int rc = parse_section(lhs, o.where, &sect, &tname, eb);
     if (rc)
         return rc;
+    char hint[SCN_NAME_MAX + 32];
     if (!scn__key_find(sect, key) && sect != SCN__POLICY)
-        return ss_err(eb, SS_EPARSE, "%s: %s.%s: unknown key", where, lhs, key);
+        return ss_err(eb, SS_EPARSE, "%s: %s.%s: unknown key%s", where, lhs, key,
+                      scn__suggest((int)sect, key, hint, sizeof hint));
     scn_tenant *t = NULL;
     int created = 0;
     if (sect == SCN__TENANT && (rc = tenant_get(s, tname, 0, o.where, &t, &created, eb)))

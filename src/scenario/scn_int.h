@@ -71,6 +71,11 @@ typedef struct scn__priv {
 int scn__sect_find(const char *section, const char **tenant);
 /* Key of section sect, or NULL. */
 const scn__key *scn__key_find(scn__sect sect, const char *name);
+/* For a misspelt key or section: " (did you mean X?)", naming the key of section sect (or,
+ * with sect -1, the section) nearest to name, when one is within two edits (a letter changed,
+ * added, dropped, or two swapped) and fewer than half of name's letters; else "". Into buf
+ * (n bytes). */
+const char *scn__suggest(int sect, const char *name, char *buf, size_t n);
 /* Parse value (already trimmed and unquoted) into the field of k at base (scn_scenario or
  * scn_tenant). dir: folder for relative SCN__PATH values, NULL to keep them as given.
  * 0, or SS_EPARSE with "expected ..., got '...'" in why; the field is unchanged on error. */

@@ -138,6 +138,70 @@ int scn__sect_find(const char *section, const char **tenant)
     return -1;
 }
 
+/* Edits between a and b: letters changed, added or dropped, or two neighbours swapped
+ * (optimal string alignment); more than 3 reads as 3. Names of at most 63 letters. */
+static unsigned edits(const char *a, const char *b)
+{
+    enum { MAXLEN = 64 };
+    size_t m = strlen(a), n = strlen(b);
+    if (m >= MAXLEN || n >= MAXLEN || (m > n ? m - n : n - m) > 3)
+        return 3;
+    unsigned d[MAXLEN][MAXLEN];
+    for (size_t i = 0; i <= m; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= n; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= m; i++)
+        for (size_t j = 1; j <= n; j++) {
+            unsigned best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[m][n] > 3 ? 3 : d[m][n];
+}
+
+const char *scn__suggest(int sect, const char *name, char *buf, size_t n)
+{
+    const char *best = NULL;
+    unsigned best_d = 3, limit = (unsigned)((strlen(name) + 1) / 2);
+    if (sect < 0) {
+        for (size_t i = 0; i < sizeof sect_names / sizeof *sect_names; i++) {
+            unsigned d = sect_names[i] ? edits(name, sect_names[i]) : 3;
+            if (d < best_d && d < limit)
+                best = sect_names[i], best_d = d;
+        }
+    } else {
+        for (size_t i = 0; i < scn__n_keys; i++) {
+            if ((int)scn__keys[i].sect != sect)
+                continue;
+            unsigned d = edits(name, scn__keys[i].name);
+            if (d < best_d && d < limit)
+                best = scn__keys[i].name, best_d = d;
+        }
+    }
+    char head[SCN_NAME_MAX];
+    size_t dot = strcspn(name, ".");
+    if (sect < 0 && !best && dot < sizeof head) { /* [tenants.chat], [tennant.chat] */
+        memcpy(head, name, dot);
+        head[dot] = '\0';
+        if (edits(head, "tenant") < (unsigned)((dot + 1) / 2) && edits(head, "tenant") < 3)
+            best = "tenant.NAME";
+    }
+    if (!best)
+        snprintf(buf, n, "%s", "");
+    else if (sect < 0)
+        snprintf(buf, n, " (did you mean [%s]?)", best);
+    else
+        snprintf(buf, n, " (did you mean %s?)", best);
+    return buf;
+}
+
 const scn__key *scn__key_find(scn__sect sect, const char *name)
 {
     for (size_t i = 0; i < scn__n_keys; i++)

@@ -97,7 +97,7 @@ grep -q "grid.ini:5: grid: policy.cost: unknown cost model 'nope' " err || fail 
 
 # ---- bytes that are not text are escaped, never written raw --------------------------------
 printf '[tenant.a]\nmod\xff\xfe = 1\n' >bin.ini
-expect_error 2 "^slicesim: replay: bin.ini:2: tenant.a.mod\\\\xff\\\\xfe: unknown key$" \
+expect_error 2 "^slicesim: replay: bin.ini:2: tenant.a.mod\\\\xff\\\\xfe: unknown key \\(did you mean model\\?\\)$" \
     "$S" replay -c bin.ini --db none
 LC_ALL=C grep -q $'[\x80-\xff]' "$T/err" && fail "raw bytes on stderr: $(od -c "$T/err" | head -3)"
 

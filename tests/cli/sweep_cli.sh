@@ -110,7 +110,7 @@ printf '[sweep]\nscenario = %s\n[grid]\npolicy = container, magic\n' \
 expect_error 2 "pol.ini:4: grid.policy: policy 'magic': not a built-in bundle" "$S" sweep pol.ini
 printf '[sweep]\nscenario = %s\n[grid]\nrun.sed = 1, 2\n' \
     "$ROOT/experiments/slice-vs-container.ini" >key.ini
-expect_error 2 "key.ini:4: grid: run.sed: unknown key$" "$S" sweep key.ini
+expect_error 2 "key.ini:4: grid: run.sed: unknown key \\(did you mean seed\\?\\)$" "$S" sweep key.ini
 printf '[sweep]\nscenrio = x.ini\n' >typo.ini
 expect_error 2 "typo.ini:2: sweep.scenrio: unknown key" "$S" sweep typo.ini
 printf '[swep]\n' >sect.ini

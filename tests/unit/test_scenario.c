@@ -370,7 +370,8 @@ static void test_syntax_details(void **state)
     ss_errbuf eb = {""};
     assert_int_equal(scn_load(s, path, &eb), SS_EPARSE);
     assert_string_equal(strstr(eb.msg, ":5:"), ":5: section [ tenant.x ]: unknown section "
-                        "(known: cluster, policy, run, engine, tenant.NAME)");
+                        "(did you mean [tenant.NAME]?) (known: cluster, policy, run, engine, "
+                        "kvpool, tenant.NAME)");
     assert_int_equal(s->seed, 7);
     assert_string_equal(s->db, "a b.db");
     scn_destroy(&s);
@@ -401,11 +402,26 @@ static void test_structure_errors(void **state)
 {
     (void)state;
     expect_load("[run]\nseed = 1\n\n[polcy]\n", SS_EPARSE,
-                ":4: section [polcy]: unknown section (known: cluster, policy, run, engine, "
-                "tenant.NAME)");
-    expect_load("[run]\nsed = 1\n", SS_EPARSE, ":2: run.sed: unknown key");
+                ":4: section [polcy]: unknown section (did you mean [policy]?) (known: cluster, "
+                "policy, run, engine, kvpool, tenant.NAME)");
+    expect_load("[run]\nsed = 1\n", SS_EPARSE, ":2: run.sed: unknown key (did you mean seed?)");
     expect_load("[tenant.chat]\nrate_scal = 2\n", SS_EPARSE,
-                ":2: tenant.chat.rate_scal: unknown key");
+                ":2: tenant.chat.rate_scal: unknown key (did you mean rate_scale?)");
+    /* a hint only where one key is near: within two edits and fewer than half the letters */
+    expect_load("[run]\nduration = 60\n", SS_EPARSE,
+                ":2: run.duration: unknown key (did you mean duration_s?)");
+    expect_load("[tenant.chat]\nmodle = x\n", SS_EPARSE,
+                ":2: tenant.chat.modle: unknown key (did you mean model?)");
+    expect_load("[run]\nxy = 1\n", SS_EPARSE, ":2: run.xy: unknown key");
+    expect_load("[tenants.chat]\n", SS_EPARSE,
+                ":1: section [tenants.chat]: unknown section (did you mean [tenant.NAME]?) "
+                "(known: cluster, policy, run, engine, kvpool, tenant.NAME)");
+    expect_load("[kvpol]\n", SS_EPARSE,
+                ":1: section [kvpol]: unknown section (did you mean [kvpool]?) (known: cluster, "
+                "policy, run, engine, kvpool, tenant.NAME)");
+    expect_load("[zz]\n", SS_EPARSE,
+                ":1: section [zz]: unknown section (known: cluster, policy, run, engine, kvpool, "
+                "tenant.NAME)");
     expect_load("[cluster]\nsplit = rr\n", SS_EPARSE, ":2: cluster.split: unknown key");
     expect_load("[run]\nseed = 1\nseed = 2\n", SS_EPARSE,
                 ":3: run.seed: set twice (first on line 2)");
@@ -667,13 +683,16 @@ static void test_set_errors(void **state)
         snprintf(want, sizeof want, form, bad_forms[i]);
         expect_set(s, bad_forms[i], want);
     }
-    expect_set(s, "tenant.chat.rate_scal=2", "--set: tenant.chat.rate_scal: unknown key");
-    expect_set(s, "tenant.fresh.rate_scal=2", "--set: tenant.fresh.rate_scal: unknown key");
+    expect_set(s, "tenant.chat.rate_scal=2",
+               "--set: tenant.chat.rate_scal: unknown key (did you mean rate_scale?)");
+    expect_set(s, "tenant.fresh.rate_scal=2",
+               "--set: tenant.fresh.rate_scal: unknown key (did you mean rate_scale?)");
     expect_set(s, "tenant.fresh.tp=x",
                "--set: tenant.fresh.tp: expected an integer from 1 to 64, got 'x'");
     assert_null(scn_tenant_find(s, "fresh"));
-    expect_set(s, "polcy.x=1", "--set: section [polcy]: unknown section (known: cluster, "
-                               "policy, run, engine, tenant.NAME)");
+    expect_set(s, "polcy.x=1", "--set: section [polcy]: unknown section (did you mean "
+                               "[policy]?) (known: cluster, policy, run, engine, kvpool, "
+                               "tenant.NAME)");
     expect_set(s, "tenant.Fresh.tp=1", "--set: section [tenant.Fresh]: expected [tenant.NAME], "
                                        "NAME of 1 to 47 characters from [a-z0-9._-]");
     expect_set(s, "policy.cluster=x", "--set: policy.cluster: expected one of container, "
