@@ -31,7 +31,7 @@ static void round_trip(const trace_gen_spec *spec)
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
     FZ_ASSERT(mem != NULL);
-    FZ_ASSERT(trace_gen_write_csv(spec, mem, &eb) == SS_OK);
+    FZ_ASSERT(trace_gen_write_csv(spec, mem, NULL, &eb) == SS_OK);
     FZ_ASSERT(fclose(mem) == 0);
     FILE *f = fmemopen(buf, len, "rb");
     FZ_ASSERT(f != NULL);

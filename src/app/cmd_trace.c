@@ -414,14 +414,18 @@ static int write_file(const trace_gen_spec *spec, const char *path)
     ss_errbuf eb = {""};
     ss_outfile *out = NULL;
     FILE *f;
+    trace_gen_written w = {0};
     int rc = ss_outfile_open(&out, &f, path, 1, &eb);
-    if (!rc && (rc = trace_gen_write_csv(spec, f, &eb)))
+    if (!rc && (rc = trace_gen_write_csv(spec, f, &w, &eb)))
         ss_err_prefix(&eb, rc, "%s", path);
     if (!rc)
         rc = ss_outfile_commit(&out, &eb);
     ss_outfile_abort(&out);
     if (rc)
         fprintf(stderr, "slicesim: trace gen: %s\n", eb.msg);
+    else /* what a file holds is not on the screen: say what was written */
+        fprintf(stderr, "slicesim: trace gen: wrote %" PRIu64 " requests, arrivals over %.1f s, "
+                "to %s\n", w.requests, ss_time_to_s(w.last_ns), path);
     return cli_status_of(rc);
 }
 
@@ -444,7 +448,7 @@ static int cmd_gen(int argc, char **argv)
     if (strcmp(o.out, "-"))
         return write_file(&o.spec, o.out);
     ss_errbuf eb = {""};
-    rc = trace_gen_write_csv(&o.spec, stdout, &eb);
+    rc = trace_gen_write_csv(&o.spec, stdout, NULL, &eb);
     if (rc)
         fprintf(stderr, "slicesim: trace gen: %s\n", eb.msg);
     return cli_status_of(rc);

@@ -216,9 +216,16 @@ int trace_gen_create(trace_gen **g_out, const trace_gen_spec *spec, ss_errbuf *e
 int trace_gen_next(trace_gen *g, trace_rec *out, ss_errbuf *eb);
 /* Free a generator; NULL-safe, sets *g to NULL. */
 void trace_gen_destroy(trace_gen **g);
+/* What trace_gen_write_csv wrote: its requests and the last one's arrival. */
+typedef struct trace_gen_written {
+    uint64_t requests;
+    ss_time last_ns;
+} trace_gen_written;
 /* Write the whole generated trace as native CSV to f (header included; session_id and
- * hash_ids columns with prefix identity). 0, SS_EIO, or trace_gen_next's error. */
-int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb);
+ * hash_ids columns with prefix identity), and what it wrote into *out (may be NULL). 0, SS_EIO,
+ * or trace_gen_next's error. */
+int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, trace_gen_written *out,
+                        ss_errbuf *eb);
 
 /* ---- statistics ---------------------------------------------------------------------- */
 

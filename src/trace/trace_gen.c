@@ -588,10 +588,12 @@ static void write_row(FILE *f, const trace_rec *r, const char *tenant, int prefi
     fputc('\n', f);
 }
 
-int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb)
+int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, trace_gen_written *out,
+                        ss_errbuf *eb)
 {
     trace_gen *g = NULL;
     trace_rec rec;
+    trace_gen_written w = {0};
     int rc = trace_gen_create(&g, spec, eb);
     if (rc)
         return rc;
@@ -599,12 +601,17 @@ int trace_gen_write_csv(const trace_gen_spec *spec, FILE *f, ss_errbuf *eb)
     int prefix = g->conv != NULL;
     fputs(prefix ? "request_id,arrival_s,tenant,prompt_tokens,output_tokens,session_id,hash_ids\n"
                  : "request_id,arrival_s,tenant,prompt_tokens,output_tokens\n", f);
-    while ((rc = trace_gen_next(g, &rec, eb)) == 1 && !ferror(f))
+    while ((rc = trace_gen_next(g, &rec, eb)) == 1 && !ferror(f)) {
         write_row(f, &rec, tenant, prefix);
+        w.requests++;
+        w.last_ns = rec.arrival_ns;
+    }
     trace_gen_destroy(&g);
     if (rc < 0)
         return rc;
     if (fflush(f) || ferror(f))
         return ss_err(eb, SS_EIO, "write failed: %s", strerror(errno));
+    if (out)
+        *out = w;
     return SS_OK;
 }

@@ -76,7 +76,14 @@ gen_default "$T/g2.csv" || fail "gen exit $?"
 cmp "$T/g1.csv" "$T/g2.csv" || fail "gen twice: files differ"
 cmp "$T/g1.csv" "$DEF" || fail "the command traces/README.md gives no longer reproduces $DEF"
 [ -z "$(tmp_of "$T/g1.csv")" ] || fail "gen left $(tmp_of "$T/g1.csv") behind"
-"$S" trace gen --requests 100 --seed 9 -o - >"$T/g3.csv" || fail "gen -o - exit $?"
+"$S" trace gen --requests 100 --seed 9 -o - >"$T/g3.csv" 2>"$T/g3.err" || fail "gen -o - exit $?"
+[ ! -s "$T/g3.err" ] || fail "gen -o - wrote to stderr: $(cat "$T/g3.err")"
+# into a file, a line says what it wrote (before, nothing did)
+"$S" trace gen --requests 100 --seed 9 -o "$T/g4.csv" 2>"$T/g4.err" || fail "gen -o FILE exit $?"
+cmp -s "$T/g3.csv" "$T/g4.csv" || fail "gen -o FILE and -o - differ"
+last=$(tail -n 1 "$T/g4.csv" | cut -d, -f2)
+[ "$(cat "$T/g4.err")" = "slicesim: trace gen: wrote 100 requests, arrivals over $(printf '%.1f' "$last") s, to $T/g4.csv" ] ||
+    fail "gen -o FILE: $(cat "$T/g4.err") (last arrival $last)"
 [ "$(wc -l <"$T/g3.csv")" -eq 101 ] || fail "gen --requests 100: want 101 lines"
 "$S" trace gen --requests 100 --seed 9 -o "$T/g4.csv" || fail "gen exit $?"
 cmp "$T/g3.csv" "$T/g4.csv" || fail "gen to stdout and to a file differ"

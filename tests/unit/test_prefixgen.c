@@ -430,7 +430,7 @@ static void test_determinism_and_csv(void **state)
     ss_errbuf eb = {""};
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(trace_gen_write_csv(&s, f, &eb), 0);
+    assert_int_equal(trace_gen_write_csv(&s, f, NULL, &eb), 0);
     assert_int_equal(fclose(f), 0);
     assert_int_equal(strncmp(buf, "request_id,arrival_s,tenant,prompt_tokens,output_tokens,"
                              "session_id,hash_ids\n", 76), 0);

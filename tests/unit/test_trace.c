@@ -559,7 +559,7 @@ static void test_constant_memory(void **state)
     snprintf(path, sizeof path, "%s/long.csv", tu_tmpdir());
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
-    assert_int_equal(trace_gen_write_csv(&s, f, &eb), 0);
+    assert_int_equal(trace_gen_write_csv(&s, f, NULL, &eb), 0);
     assert_int_equal(fclose(f), 0);
     trace_reader *r = NULL;
     trace_rec rec;
@@ -1754,7 +1754,7 @@ static void test_gen_csv_round_trip(void **state)
     for (int k = 0; k < 2; k++) {
         FILE *f = open_memstream(&bufs[k], &lens[k]);
         assert_non_null(f);
-        assert_int_equal(trace_gen_write_csv(&s, f, &eb), 0);
+        assert_int_equal(trace_gen_write_csv(&s, f, NULL, &eb), 0);
         assert_int_equal(fclose(f), 0);
     }
     assert_int_equal(lens[0], lens[1]);
