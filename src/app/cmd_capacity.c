@@ -112,7 +112,10 @@ static void usage(FILE *f)
         "                          beside them, the verdict and each seed's search in runs\n"
         "  --profiles DIR          catalog directory\n"
         CLI_RUNS_REPLAYS_HELP
-        "  --no-progress           no line per probe on stderr\n"
+        "  --progress MODE         what stderr shows as it goes: probes (a line per probe, the\n"
+        "                          default), searches (a line per search as it ends, \"k of N\n"
+        "                          searches done\", with its capacity) or none\n"
+        "  --no-progress           --progress none\n"
         "  -h, --help              this help\n"
         "\n"
         "Exit status: 0 success, 1 a run failed (I/O, database), 2 bad input or usage.\n",
@@ -124,7 +127,8 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("capacity", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_FULL, O_JOBS };
+enum { O_SLA = CLI_RUNS_O__NEXT, O_TENANT, O_TOL, O_PROBES, O_CRITERION, O_FULL, O_JOBS,
+       O_PROGRESS };
 
 /* --criterion worst|pooled|tenant:NAME, and --tenant NAME (is_tenant): one criterion. */
 static int parse_criterion(capacity_opts *o, const char *arg, int is_tenant)
@@ -189,6 +193,16 @@ static int parse_opt(capacity_opts *o, int c, char **argv)
             return CLI_EUSAGE;
         o->jobs = (int)n;
         return CLI_OK;
+    case O_PROGRESS:
+        if (!strcmp(optarg, "probes"))
+            o->r.progress = RUNNER_PROGRESS_PROBES;
+        else if (!strcmp(optarg, "searches"))
+            o->r.progress = RUNNER_PROGRESS_SEARCHES;
+        else if (!strcmp(optarg, "none"))
+            o->r.progress = RUNNER_PROGRESS_NONE;
+        else
+            return usage_error("--progress: expected probes, searches or none, got '", optarg);
+        return CLI_OK;
     case O_PROBES:
         if (cli_parse_long("capacity: --max-probes", optarg, 1, RUNNER_CAPACITY_MAX_PROBES, &n))
             return CLI_EUSAGE;
@@ -211,6 +225,7 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         {"max-probes", required_argument, NULL, O_PROBES},
         {"full-probes", no_argument, NULL, O_FULL},
         {"jobs", required_argument, NULL, O_JOBS},
+        {"progress", required_argument, NULL, O_PROGRESS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;

@@ -85,6 +85,9 @@ int runner_capacity_search(const runner_capacity_search_opts *s, runner_capacity
 /* The name of a status for output: "found", "below", "above". */
 const char *runner_capacity_status_name(runner_capacity_status st);
 
+/* What `capacity` says on stderr as it goes (runner_capacity_opts.progress). */
+enum { RUNNER_PROGRESS_NONE = 0, RUNNER_PROGRESS_PROBES = 1, RUNNER_PROGRESS_SEARCHES = 2 };
+
 typedef struct runner_capacity_opts {
     const char *config;        /* the scenario file (required) */
     const char *profiles;      /* catalog directory (NULL: catalog_default_dir) */
@@ -104,7 +107,9 @@ typedef struct runner_capacity_opts {
                                   run.seed + 1, ... (0 or 1: one, at run.seed; at most
                                   RUNNER_CAPACITY_MAX_SEEDS) */
     int json;                  /* one JSON object instead of the table */
-    int progress;              /* a line per probe on stderr */
+    int progress;              /* on stderr: RUNNER_PROGRESS_PROBES a line per probe,
+                                  RUNNER_PROGRESS_SEARCHES a line per search as it ends ("k of
+                                  N searches done"), 0 none */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
                                   default, RUNNER_STATIC_BEST_REPLAYS) */
     int full_probes;           /* run every probe and every search candidate to its end (0:

@@ -46,6 +46,7 @@ typedef struct pool {
     job *job;                  /* n (owned) */
     char dir[4096];            /* the workers' databases (with a database; else "") */
     int n_running, next, next_shown;
+    int n_done;                /* searches ended (RUNNER_PROGRESS_SEARCHES counts them) */
     int stop;                  /* a search failed: start no more */
 } pool;
 
@@ -159,6 +160,10 @@ static int reap(pool *pl, ss_errbuf *eb)
             return ss_err(eb, SS_ENOMEM, "capacity: reading a worker's messages failed");
         if (j->failed || (pl->slots[i].rc && !pl->slots[i].redo))
             pl->stop = 1; /* the searches after it are not wanted */
+        else if (!pl->slots[i].redo) { /* as it ends, whichever it is */
+            pl->c->res[i] = pl->slots[i].res;
+            runner__capacity_search_done(pl->c, i, ++pl->n_done);
+        }
         return SS_OK;
     }
     return SS_OK; /* not one of ours */
@@ -212,7 +217,10 @@ static int take(pool *pl, int i, ss_errbuf *eb)
     if (sl->redo) { /* here, in order: the database now holds what came before it */
         c->p = i / c->n_seeds;
         c->k = i % c->n_seeds;
-        return runner__capacity_search_one(c, eb);
+        int rc = runner__capacity_search_one(c, eb);
+        if (!rc)
+            runner__capacity_search_done(c, i, ++pl->n_done);
+        return rc;
     }
     if (!j->shown)
         fwrite(j->text, 1, j->n_text, stderr);

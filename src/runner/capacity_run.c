@@ -256,7 +256,7 @@ static int stored_probe(capacity *c, const scn_scenario *sc, const char *point, 
     }
     pr->sla_miss = judged_miss(c, pr);
     c->n_reused++;
-    if (c->o->progress)
+    if (c->o->progress == RUNNER_PROGRESS_PROBES)
         progress_line(c, pr, why, row.run_id);
     return 1;
 }
@@ -304,7 +304,9 @@ static int run_probe(capacity *c, scn_scenario *sc, runner_run_opts *ro, int ful
     if (runner_bundle_searches(o->policy[c->p])) {
         char *search = c->search[cur(c)->n_probes];
         runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
-                                      .point = ro->point, .progress = o->progress,
+                                      .point = ro->point,
+                                      .progress = o->progress == RUNNER_PROGRESS_PROBES,
+                                      .quiet = o->progress == RUNNER_PROGRESS_SEARCHES,
                                       .max_replays = o->search_replays,
                                       .criterion = o->criterion, .tenant = o->tenant,
                                       .full = o->full_probes};
@@ -372,7 +374,7 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     }
     runner_run_fini(&x);
     scn_destroy(&sc);
-    if (!rc && o->progress)
+    if (!rc && o->progress == RUNNER_PROGRESS_PROBES)
         progress_line(c, pr, why, 0);
     return rc;
 }
@@ -780,6 +782,21 @@ static void print_json(const capacity *c, FILE *f)
     fputs("  ]}\n", f);
 }
 
+void runner__capacity_search_done(const capacity *c, int i, int done)
+{
+    if (c->o->progress != RUNNER_PROGRESS_SEARCHES)
+        return;
+    int n = c->o->n_policies * c->n_seeds;
+    const runner_capacity_result *r = &c->res[i];
+    fprintf(stderr, "slicesim: capacity: %d of %d searches done: %s, seed %llu: ", done, n,
+            c->label[i / c->n_seeds], (unsigned long long)c->seed[i % c->n_seeds]);
+    if (r->status == RUNNER_CAP_FOUND)
+        fprintf(stderr, "capacity %.4g", r->capacity);
+    else
+        fprintf(stderr, "%s", runner_capacity_status_name(r->status));
+    fprintf(stderr, " (%d probes)\n", r->n_probes);
+}
+
 int runner__capacity_search_one(capacity *c, ss_errbuf *eb)
 {
     runner_capacity_result *r = cur(c);
@@ -803,6 +820,8 @@ static int search_all(capacity *c, ss_errbuf *eb)
         c->p = i / c->n_seeds;
         c->k = i % c->n_seeds;
         rc = runner__capacity_search_one(c, eb);
+        if (!rc)
+            runner__capacity_search_done(c, i, i + 1);
     }
     return rc;
 }

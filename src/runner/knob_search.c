@@ -167,6 +167,8 @@ static int knob_search_run(scn_scenario *sc, const char *spec, const runner_stat
     choice_text(&k, r.choice, chose, sizeof chose);
     snprintf(note, n, "%s, %d candidate replays%s", chose, r.n_replays,
              r.capped ? " (capped)" : "");
+    if (o->quiet)
+        return SS_OK;
     fprintf(stderr, "slicesim: knob search: %s: chose %s, %s%s SLA miss %.2f%%, %d candidate "
             "replays%s", o->point ? o->point : "run", chose,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT

@@ -97,6 +97,8 @@ typedef struct runner_static_best_opts {
     const char *config;        /* the scenario file, for labels (NULL: none) */
     const char *point;         /* the point searched, for stderr ("policy=static-best;rate=1") */
     int progress;              /* a line per candidate on a terminal */
+    int quiet;                 /* no "chose ..." line when the search ends (its caller says
+                                  what it found its own way: capacity --progress searches) */
     int max_replays;           /* candidate replays at most (0: RUNNER_STATIC_BEST_REPLAYS) */
     runner_criterion criterion; /* what the chosen allocation is best by (0: the worst
                                    tenant's miss) */

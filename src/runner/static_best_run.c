@@ -236,6 +236,8 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
         used += out->containers[t] * p.unit[t];
     snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
              out->capped ? " (capped)" : "");
+    if (o->quiet)
+        return SS_OK;
     fprintf(stderr, "slicesim: static-best: %s: chose %s containers (%u of %u GPUs; start %s), "
             "%s%s SLA miss %.2f%%, %d candidate replays%s",
             o->point ? o->point : "run", chose, used, p.gpus, start,

@@ -412,6 +412,31 @@ expect_error 2 "capacity: tenant 'chatt' .*: no such tenant in .*tiny.ini \(its 
 expect_error 2 "capacity: --tol: expected a number > 0 and < 1, got '0'" "$S" capacity -c tiny.ini --policies slice --tol 0
 expect_error 2 "capacity: --max-probes: expected an integer in \[1, 64\], got '0'" \
     "$S" capacity -c tiny.ini --policies slice --max-probes 0
+# --progress searches: a line per search as it ends, "k of N searches done", with its capacity
+# (the table's), whatever --jobs; no probe lines; other modes refused in one line
+for jobs in 1 2; do
+    cap --db none --seeds 3 --criterion pooled --json --progress searches --jobs $jobs \
+        >prog$jobs.json 2>prog$jobs.err || fail "--progress searches --jobs $jobs: $(cat prog$jobs.err)"
+    python3 - prog$jobs.json prog$jobs.err seeds.json <<'PY' || fail "--progress searches --jobs $jobs: $(cat prog$jobs.err)"
+import json, re, sys
+o, lines, ref = json.load(open(sys.argv[1])), open(sys.argv[2]).read().splitlines(), json.load(open(sys.argv[3]))
+assert [p["capacity"] for p in o["policies"]] == [p["capacity"] for p in ref["policies"]]
+want = {}
+for p in o["policies"]:
+    for r in p["runs"]:
+        cap = "capacity %.4g" % r["capacity"] if r["status"] == "found" else r["status"]
+        want[(p["policy"], r["seed"])] = "%s (%d probes)" % (cap, r["n_probes"])
+assert len(lines) == len(want) == 6, lines
+seen = {}
+for k, line in enumerate(lines, 1):
+    m = re.fullmatch(r"slicesim: capacity: (\d+) of 6 searches done: (\S+), seed (\d+): (.*)", line)
+    assert m and int(m.group(1)) == k, line
+    seen[(m.group(2), int(m.group(3)))] = m.group(4)
+assert seen == want, (seen, want)
+PY
+done
+expect_error 2 "^slicesim: capacity: --progress: expected probes, searches or none, got 'all'\$" \
+    "$S" capacity -c tiny.ini --policies slice --progress all
 expect_error 2 "unknown option '--rates'" "$S" capacity -c tiny.ini --policies slice --rates 1
 "$S" capacity --help | grep -q "^usage: slicesim capacity -c SCENARIO.ini --policies" || fail "--help"
 "$S" --help | grep -q "^  capacity " || fail "capacity in the command list"
