@@ -17,15 +17,18 @@ echo "slicesim: checking the build dependencies (apt installs what is missing)"
 bash tools/deps.sh
 bash tools/build-release.sh
 S=./build-release/src/slicesim
-rm -f results/main.db results/main.db-wal results/main.db-shm
+if [ -e results/main.db ]; then
+    echo "slicesim: replacing results/main.db, the last main job's (copy it elsewhere to keep it)"
+    rm -f results/main.db results/main.db-wal results/main.db-shm
+fi
 echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 5 s)"
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
     --rates 0.5,0.75,1 --seeds 5 --db results/main.db --name main "$@"
 echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned baseline," \
-     "static-best, seeds 1-5, bisection to 1 % (about 20 s on 2 cores)"
+     "static-best, seeds 1-5, bisection to 1 %: 20 searches (about 20 s on 2 cores)"
 "$S" capacity -c experiments/slice-vs-container.ini \
     --policies static-best,container,slice,slice-oracle:policy.ops=slice+policy.slice_output_predictor=oracle \
-    --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --no-progress
+    --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --progress searches
 if command -v gnuplot >/dev/null; then
     echo "slicesim: drawing the figures into plots/out/"
     "$S" plot results/main.db --sweep main -o plots/out
