@@ -6,9 +6,12 @@ A block is runnable when its info string has the word `runnable` after the langu
 ```sh runnable
 or ```console runnable. In a `sh` block every line is a command (a line ending in a
 backslash continues on the next). In a `console` block a command line starts with "$ " and
-the lines after it, up to the next command, are the output it shows: each must be a line of
-what the command prints (stdout and stderr together, trailing blanks ignored), in that order;
-a line "..." (indented or not) stands for any number of lines. A command that exits non-zero fails the block.
+the lines after it, up to the next command, are the output it shows: what the command prints
+(stdout and stderr together, trailing blanks ignored) from its first line on, line for line,
+but that a line "..." (indented or not) stands for any number of lines; what it prints after
+the last line shown is not checked. A command that exits non-zero fails the block. Each
+command runs in a shell of its own (bash -c): a variable one line sets is not seen by the
+next, so a runnable block spells its commands out.
 
 The blocks of one file run in order in one scratch directory, in which the checkout's
 experiments/, traces/ and profiles/ are linked, so that what one block writes (a database)
