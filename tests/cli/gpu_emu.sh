@@ -61,6 +61,9 @@ grep -q 'warning: CUPTI unavailable' st2.err || fail "no CUPTI warning: $(cat st
 # no GPU: one clear line, exit 1
 CUEMU_DEVICES=0 expect_error 1 'no CUDA GPU found' \
     "$S" calibrate --model tiny-test --gpu h200 --profiles cat -o none -q
+# no NVIDIA driver at all (the runtime says "insufficient driver"): said so, not a driver upgrade
+CUEMU_DRIVER=0 expect_error 1 '^slicesim: calibrate: nothing measured: no CUDA GPU found: this machine has no NVIDIA driver \(cudaDriverGetVersion gives 0\)' \
+    "$S" calibrate --model tiny-test --gpu h200 --profiles cat -o none -q
 
 # a calibration of the non-attention operators (the validation below runs every kind; o_proj
 # and the MLP GEMMs take qkv's path, and cost the sanitizer build most)

@@ -201,6 +201,11 @@ static int cuda_init(void *priv, const exec_config *cfg, exec_device *d, ss_errb
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         cudaGetLastError();
+        int drv = -1; /* 0: no driver installed (the runtime's "insufficient driver" then) */
+        if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&drv) == cudaSuccess &&
+            drv == 0)
+            return ss_err(eb, SS_ENOTFOUND, "no CUDA GPU found: this machine has no NVIDIA "
+                          "driver (cudaDriverGetVersion gives 0)");
         return ss_err(eb, SS_ENOTFOUND, "no CUDA GPU found (%s)",
                       e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount: 0 devices");
     }

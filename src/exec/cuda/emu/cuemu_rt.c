@@ -14,7 +14,9 @@
  * with the work; they say nothing about any GPU.
  *
  * Environment: CUEMU_DEVICES (0, 1 or 2; default 1), CUEMU_CUPTI=0 (CUPTI refuses, as without
- * permission, so the timer falls back to events). */
+ * permission, so the timer falls back to events), CUEMU_DRIVER=0 (no driver installed: the
+ * runtime's device count fails with cudaErrorInsufficientDriver and the driver version is 0, as
+ * the CUDA runtime does on a machine without the NVIDIA driver). */
 #include "exec/cuda/emu/cuemu.h"
 #include "exec/exec.h"
 
@@ -55,6 +57,12 @@ static _Noreturn void die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     abort();
+}
+
+static int no_driver(void)
+{
+    const char *s = getenv("CUEMU_DRIVER");
+    return s && !strcmp(s, "0");
 }
 
 static int n_devices(void)
@@ -354,6 +362,8 @@ static int check_dev(int d) { return d >= 0 && d < n_devices(); }
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
 {
+    if (no_driver())
+        return fail(cudaErrorInsufficientDriver);
     *count = n_devices();
     return *count ? cudaSuccess : fail(cudaErrorNoDevice);
 }
@@ -396,7 +406,7 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
 
 cudaError_t CUDARTAPI cudaDriverGetVersion(int *v)
 {
-    *v = 13000;
+    *v = no_driver() ? 0 : 13000;
     return cudaSuccess;
 }
 
