@@ -60,9 +60,10 @@ typedef struct capacity {
                                   no digest, a searching bundle's) */
 } capacity;
 
-/* Search i (bundle i / n_seeds at seed i % n_seeds) has ended, the done-th to: its line
- * under RUNNER_PROGRESS_SEARCHES (c->res[i] holds its result). */
-void runner__capacity_search_done(const capacity *c, int i, int done);
+/* Search i (bundle i / n_seeds at seed i % n_seeds) has ended with result r, the done-th to:
+ * its line under RUNNER_PROGRESS_SEARCHES. */
+void runner__capacity_search_done(const capacity *c, int i, int done,
+                                  const runner_capacity_result *r);
 /* Search bundle c->p at seed c->seed[c->k] into c->res (and what a searching bundle chose at
  * its capacity into c->best_search). 0, or the first probe's error with eb set (the probes
  * before it stored). */

@@ -160,10 +160,8 @@ static int reap(pool *pl, ss_errbuf *eb)
             return ss_err(eb, SS_ENOMEM, "capacity: reading a worker's messages failed");
         if (j->failed || (pl->slots[i].rc && !pl->slots[i].redo))
             pl->stop = 1; /* the searches after it are not wanted */
-        else if (!pl->slots[i].redo) { /* as it ends, whichever it is */
-            pl->c->res[i] = pl->slots[i].res;
-            runner__capacity_search_done(pl->c, i, ++pl->n_done);
-        }
+        else if (!pl->slots[i].redo) /* as it ends, whichever it is (take copies it later) */
+            runner__capacity_search_done(pl->c, i, ++pl->n_done, &pl->slots[i].res);
         return SS_OK;
     }
     return SS_OK; /* not one of ours */
@@ -219,7 +217,7 @@ static int take(pool *pl, int i, ss_errbuf *eb)
         c->k = i % c->n_seeds;
         int rc = runner__capacity_search_one(c, eb);
         if (!rc)
-            runner__capacity_search_done(c, i, ++pl->n_done);
+            runner__capacity_search_done(c, i, ++pl->n_done, &c->res[i]);
         return rc;
     }
     if (!j->shown)

@@ -782,12 +782,12 @@ static void print_json(const capacity *c, FILE *f)
     fputs("  ]}\n", f);
 }
 
-void runner__capacity_search_done(const capacity *c, int i, int done)
+void runner__capacity_search_done(const capacity *c, int i, int done,
+                                  const runner_capacity_result *r)
 {
     if (c->o->progress != RUNNER_PROGRESS_SEARCHES)
         return;
     int n = c->o->n_policies * c->n_seeds;
-    const runner_capacity_result *r = &c->res[i];
     fprintf(stderr, "slicesim: capacity: %d of %d searches done: %s, seed %llu: ", done, n,
             c->label[i / c->n_seeds], (unsigned long long)c->seed[i % c->n_seeds]);
     if (r->status == RUNNER_CAP_FOUND)
@@ -821,7 +821,7 @@ static int search_all(capacity *c, ss_errbuf *eb)
         c->k = i % c->n_seeds;
         rc = runner__capacity_search_one(c, eb);
         if (!rc)
-            runner__capacity_search_done(c, i, i + 1);
+            runner__capacity_search_done(c, i, i + 1, &c->res[i]);
     }
     return rc;
 }

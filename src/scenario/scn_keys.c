@@ -190,7 +190,8 @@ const char *scn__suggest(int sect, const char *name, char *buf, size_t n)
     if (sect < 0 && !best && dot < sizeof head) { /* [tenants.chat], [tennant.chat] */
         memcpy(head, name, dot);
         head[dot] = '\0';
-        if (edits(head, "tenant") < (unsigned)((dot + 1) / 2) && edits(head, "tenant") < 3)
+        unsigned d = edits(head, "tenant");
+        if (d < 3 && d < (unsigned)((dot + 1) / 2))
             best = "tenant.NAME";
     }
     if (!best)
