@@ -52,6 +52,12 @@ int cli_runs_opt(cli_runs_opts *o, int c, const char *arg)
         return count_opt(o, "--search-replays", arg, RUNNER_STATIC_BEST_MAX_REPLAYS,
                          &o->search_replays);
     case CLI_RUNS_O_SEEDS: return count_opt(o, "--seeds", arg, CLI_RUNS_MAX_SEEDS, &o->n_seeds);
+    case CLI_RUNS_O_STORE: {
+        ss_errbuf eb = {""};
+        if (store_keep_parse(arg, &o->keep, &eb))
+            return cli_usage_error(o->cmd, "%s", eb.msg);
+        return CLI_OK;
+    }
     default: return 1;
     }
 }

@@ -8,6 +8,7 @@
 #include "app/cli.h"
 #include "runner/bundle.h"
 #include "runner/static_best.h"
+#include "store/store.h"
 
 #include <getopt.h>
 #include <stddef.h>
@@ -27,12 +28,14 @@ typedef struct cli_runs_opts {
     int json, progress;
     int search_replays;               /* --search-replays (0: the search's default) */
     int n_seeds;                      /* --seeds (0: not given, one seed) */
+    store_keep keep;                  /* --store (default requests) */
 } cli_runs_opts;
 
 /* getopt_long values of the shared options; a command's own start at CLI_RUNS_O__NEXT. */
 enum {
     CLI_RUNS_O_POLICIES = 256, CLI_RUNS_O_SET, CLI_RUNS_O_DB, CLI_RUNS_O_NAME, CLI_RUNS_O_JSON,
-    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O_REPLAYS, CLI_RUNS_O_SEEDS, CLI_RUNS_O__NEXT
+    CLI_RUNS_O_PROFILES, CLI_RUNS_O_NOPROG, CLI_RUNS_O_REPLAYS, CLI_RUNS_O_SEEDS, CLI_RUNS_O_STORE,
+    CLI_RUNS_O__NEXT
 };
 
 /* The struct option entries of the shared options (and -c/--config, --help), for a command's
@@ -48,6 +51,11 @@ enum {
     "  --seeds N               run everything once per seed, run.seed, run.seed + 1, ..., 1\n"    \
     "                          to " CLI_RUNS_STR(CLI_RUNS_MAX_SEEDS) " (default 1); means over the seeds with two-sided 95 %%\n" \
     "                          Student-t intervals, ratios paired by seed\n"
+/* --help's lines for --store, the same in every command. */
+#define CLI_RUNS_STORE_HELP                                                                       \
+    "  --store WHAT            what the database keeps of each run: summary (no per-request\n"  \
+    "                          rows), requests (the default) or iterations (also each\n"        \
+    "                          container's every iteration)\n"
 #define CLI_RUNS_STR_(x) #x
 #define CLI_RUNS_STR(x) CLI_RUNS_STR_(x)
 #define CLI_RUNS_LONGOPTS                                                                         \
@@ -61,6 +69,7 @@ enum {
     {"no-progress", no_argument, NULL, CLI_RUNS_O_NOPROG},                                        \
     {"search-replays", required_argument, NULL, CLI_RUNS_O_REPLAYS},                              \
     {"seeds", required_argument, NULL, CLI_RUNS_O_SEEDS},                                         \
+    {"store", required_argument, NULL, CLI_RUNS_O_STORE},                                         \
     {"help", no_argument, NULL, 'h'}
 
 /* Parse a --policies list into o (bundles checked and labelled). CLI_OK, CLI_EUSAGE with the

@@ -96,6 +96,7 @@ static void usage(FILE *f)
         "  --tol F                 relative width of the final bracket, > 0 (default 0.02)\n"
         "  --max-probes N          most replays per bundle and seed, 1 to %d (default 12)\n"
         CLI_RUNS_SEEDS_HELP
+        CLI_RUNS_STORE_HELP
         "  --jobs N                searches (bundles x seeds) at once, each in a process of its\n"
         "                          own with a database of its own merged in at the end, 1 to\n"
         "                          %d (default: the online CPUs); the table, JSON, stderr and\n"
@@ -273,6 +274,7 @@ int cmd_capacity(int argc, char **argv)
         .sets = o.r.sets, .n_sets = o.r.n_sets, .criterion = o.criterion, .tenant = o.tenant,
         .search = o.search, .n_seeds = o.r.n_seeds,
         .json = o.r.json, .progress = o.r.progress, .search_replays = o.r.search_replays,
+        .keep = o.r.keep,
         .full_probes = o.full_probes, .jobs = o.jobs ? o.jobs : default_jobs(),
         .check_files = cli_runs_files,
     };

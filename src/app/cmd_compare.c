@@ -56,6 +56,7 @@ static void usage(FILE *f)
         "  --profiles DIR          catalog directory\n"
         CLI_RUNS_REPLAYS_HELP
         CLI_RUNS_SEEDS_HELP
+        CLI_RUNS_STORE_HELP
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
@@ -150,7 +151,7 @@ int cmd_compare(int argc, char **argv)
         .command = cmdline, .policy = o.r.policy, .n_policies = o.r.n_policies, .rate = o.rate,
         .n_rates = o.n_rates, .sets = o.r.sets, .n_sets = o.r.n_sets, .n_seeds = o.r.n_seeds,
         .json = o.r.json,
-        .progress = o.r.progress, .search_replays = o.r.search_replays,
+        .progress = o.r.progress, .search_replays = o.r.search_replays, .keep = o.r.keep,
         .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};

@@ -4,6 +4,7 @@
 #include "app/cli.h"
 
 #include "core/ss_parse.h"
+#include "core/ss_file.h"
 #include "plot/plot.h"
 
 #include <getopt.h>
@@ -101,7 +102,7 @@ int cmd_plot(int argc, char **argv)
     if (!rc)
         rc = plot_data_load(&d, argv[optind], sweep, load, &eb);
     if (!rc)
-        rc = plot_dir_create(dir, &eb);
+        rc = ss_dir_create(dir, &eb);
     for (int k = 0; !rc && k < PLOT_N_KINDS; k++) {
         if (!want[k])
             continue;

@@ -46,6 +46,7 @@ typedef struct replay_opts {
     const char *timeline;    /* Chrome trace-event JSON output, NULL = none */
     tl_opts tl;
     int json, progress, check;
+    store_keep keep;         /* --store */
     const char *tenant[T__N]; /* tenant options given, NULL otherwise */
     char **assign;           /* owned "SECTION.KEY=VALUE" from options, in order */
     const char **assign_opt; /* the option each came from, without its "--" (static) */
@@ -155,6 +156,9 @@ static void usage(FILE *f)
         "  --duration S            no arrivals after S seconds\n"
         "  --nodes N               cluster size in nodes (default: what the containers need)\n"
         "  --db FILE               results database (default results/slicesim.db; 'none' to skip)\n"
+        "  --store WHAT            what the database keeps: summary (no per-request rows),\n"
+        "                          requests (also each request: the default) or iterations\n"
+        "                          (also each container's every iteration, table iterations)\n"
         "  --json                  print one JSON object instead of the table\n"
         "  --check, --no-check     verify every invariant after every event (slower; on by\n"
         "                          default in debug builds)\n"
@@ -173,7 +177,7 @@ static void usage(FILE *f)
 enum {
     OPT_CONFIG = 'c', OPT_HELP = 'h',
     OPT_SET = 256, OPT_PROFILES, OPT_JSON, OPT_CHECK, OPT_NOCHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
-    OPT_TL_OPS, OPT_PARAM,
+    OPT_TL_OPS, OPT_PARAM, OPT_STORE,
     OPT_TENANT = 512,  /* + T_* */
     OPT_KEY = 768,     /* + index into key_opts */
 };
@@ -222,6 +226,7 @@ static const struct option base_opts[] = {
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"timeline-window", required_argument, NULL, OPT_TL_WINDOW},
     {"timeline-ops", no_argument, NULL, OPT_TL_OPS},
+    {"store", required_argument, NULL, OPT_STORE},
     {"model", required_argument, NULL, OPT_TENANT + T_MODEL},
     {"tp", required_argument, NULL, OPT_TENANT + T_TP},
     {"pp", required_argument, NULL, OPT_TENANT + T_PP},
@@ -349,6 +354,10 @@ static int parse_one(replay_opts *o, int c, const char *arg)
             return usage_error("%s%s", eb.msg, "");
         return CLI_OK;
     case OPT_TL_OPS: o->tl.ops = 1; return CLI_OK;
+    case OPT_STORE:
+        if (store_keep_parse(arg, &o->keep, &eb))
+            return usage_error("%s%s", eb.msg, "");
+        return CLI_OK;
     default:
         if (c >= OPT_TENANT && c < OPT_TENANT + T__N)
             return parse_tenant_opt(o, c - OPT_TENANT, arg);
@@ -500,7 +509,7 @@ int cmd_replay(int argc, char **argv)
     }
     char *cmdline = cli_join_args(argc, argv);
     runner_run_opts ro = {.profiles = o.profiles, .config = o.config, .command = cmdline,
-                          .check = o.check, .progress = o.progress};
+                          .check = o.check, .progress = o.progress, .keep = o.keep};
     runner_run x = {0};
     scn_scenario *sc = NULL;
     tl_writer *tl = NULL;

@@ -98,6 +98,8 @@ static void usage(FILE *f)
         "  mpirun -n N slicesim sweep ...  rank r runs shard r+1/N into DB.rank<r+1>\n"
         "                  (%s)\n"
         "  --db FILE       results database (overrides the experiment's)\n"
+        "  --store WHAT    what the database keeps of each point's run: summary (no\n"
+        "                  per-request rows), requests (the default) or iterations\n"
         "  --json          print a JSON array: per point {point: {KEY: VALUE}, run_id, and what\n"
         "                  `replay --json` prints}\n"
         "  --dry-run       list the points and whether they are done; run nothing\n"
@@ -115,7 +117,7 @@ static int usage_error(const char *msg, const char *arg)
     return cli_usage_error("sweep", "%s%s%s", msg, arg ? arg : "", arg ? "'" : "");
 }
 
-enum { O_JOBS = 256, O_SHARD, O_DB, O_JSON, O_PROFILES, O_NOPROG, O_DRY };
+enum { O_JOBS = 256, O_SHARD, O_DB, O_JSON, O_PROFILES, O_NOPROG, O_DRY, O_STORE };
 
 /* What the options say: the file, and how runner_sweep runs it. */
 typedef struct sweep_opts {
@@ -130,6 +132,7 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
         {"db", required_argument, NULL, O_DB},         {"json", no_argument, NULL, O_JSON},
         {"profiles", required_argument, NULL, O_PROFILES},
         {"no-progress", no_argument, NULL, O_NOPROG},  {"dry-run", no_argument, NULL, O_DRY},
+        {"store", required_argument, NULL, O_STORE},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -154,6 +157,12 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
             break;
         }
         case O_DB: o->r.db = optarg; break;
+        case O_STORE: {
+            ss_errbuf eb = {""};
+            if (store_keep_parse(optarg, &o->r.keep, &eb))
+                return cli_usage_error("sweep", "%s", eb.msg);
+            break;
+        }
         case O_JSON: o->r.json = 1; break;
         case O_PROFILES: o->r.profiles = optarg; break;
         case O_NOPROG: o->r.progress = 0; break;

@@ -18,7 +18,7 @@ static const command commands[] = {
     {"capacity", cmd_capacity, "each policy's highest load within an SLA-miss bound, by bisection"},
     {"sweep", cmd_sweep, "a grid of scenario keys, policies and loads; parallel, resumable"},
     {"plot", cmd_plot, "figures from a results database, drawn by gnuplot"},
-    {"db", cmd_db, "results databases: merge"},
+    {"db", cmd_db, "results databases: merge, export as CSV"},
     {"trace", cmd_trace, "trace statistics (stats) and synthetic traces (gen)"},
     {"list", cmd_list, "list the catalog's models or GPUs"},
     {"profile", cmd_profile, "import measured operator profiles; roofline fidelity report"},

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,4 +359,27 @@ int ss_file_id_same(const ss_file_id *a, const ss_file_id *b)
     if (a->exists)
         return !a->shareable && !b->shareable && a->dev == b->dev && a->ino == b->ino;
     return !strcmp(a->canon, b->canon);
+}
+
+/* dir and the folders above it that are missing, as `mkdir -p` makes them. */
+int ss_dir_create(const char *dir, ss_errbuf *eb)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n >= sizeof path)
+        return ss_err(eb, SS_EINVAL, "%.200s...: the folder's name is too long", dir);
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        if (path[i - 1] == '/')
+            continue; /* a doubled slash */
+        char c = path[i];
+        path[i] = '\0';
+        int rc = mkdir(path, 0777) != 0 && errno != EEXIST ? errno : 0;
+        path[i] = c;
+        if (rc)
+            return ss_err(eb, SS_EIO, "%s: cannot create: %s", dir, strerror(rc));
+    }
+    return SS_OK;
 }

@@ -63,4 +63,8 @@ void ss_file_id_of(ss_file_id *id, const char *path);
  * path), 0 otherwise. Character devices and FIFOs never clash. */
 int ss_file_id_same(const ss_file_id *a, const ss_file_id *b);
 
+/* dir and the folders above it that are missing, as `mkdir -p` makes them (mode 0777 less the
+ * umask). 0, or SS_EIO (SS_EINVAL for a name too long) with eb naming dir. */
+int ss_dir_create(const char *dir, ss_errbuf *eb);
+
 #endif

@@ -422,6 +422,8 @@ void gsim_set_observer(gsim *s, const gsim_observer *obs)
     gs_coh_refresh(s);
 }
 
+gsim_observer gsim_get_observer(const gsim *s) { return s->obs; }
+
 static gsim_check_counts check_counts(const gsim *s)
 {
     gsim_check_counts n = {.conserve = !s->fork, .arrived = s->m.arrived,

@@ -337,5 +337,8 @@ int gsim_ceiling_kept(const gsim *g);
 
 /* Install observer callbacks (copied); NULL removes them. */
 void gsim_set_observer(gsim *g, const gsim_observer *obs);
+/* The observer callbacks installed (all NULL when none), so that a second observer may wrap
+ * them and call them in turn. */
+gsim_observer gsim_get_observer(const gsim *g);
 
 #endif

@@ -85,29 +85,6 @@ void plot_backend_destroy(plot_backend **b)
 
 /* ---- one figure -------------------------------------------------------------------------- */
 
-/* dir and the folders above it that are missing, as `mkdir -p` makes them. */
-int plot_dir_create(const char *dir, ss_errbuf *eb)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n >= sizeof path)
-        return ss_err(eb, SS_EINVAL, "%.200s...: the folder's name is too long", dir);
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        if (path[i - 1] == '/')
-            continue; /* a doubled slash */
-        char c = path[i];
-        path[i] = '\0';
-        int rc = mkdir(path, 0777) != 0 && errno != EEXIST ? errno : 0;
-        path[i] = c;
-        if (rc)
-            return ss_err(eb, SS_EIO, "%s: cannot create: %s", dir, strerror(rc));
-    }
-    return SS_OK;
-}
-
 /* The folder of the scripts: SLICESIM_PLOTS, else ./plots when it has them (a source tree),
  * else the source tree's. */
 static const char *plots_dir(void)

@@ -55,10 +55,6 @@ int plot_backend_create(plot_backend **b_out, const char *name, ss_errbuf *eb);
 /* NULL-safe; sets *b to NULL. */
 void plot_backend_destroy(plot_backend **b);
 
-/* Create the output folder dir, and the folders above it that are missing (as mkdir -p), unless
- * it exists. 0, or SS_EIO (SS_EINVAL for a name over 4095 bytes) with eb set. */
-int plot_dir_create(const char *dir, ss_errbuf *eb);
-
 /* Draw figure `kind` of d into DIR/KIND.FMT (fmt "png" or "svg") with backend b, from the
  * script plots/KIND.gp (SLICESIM_PLOTS names another folder). 0; SS_EIO (no script, the
  * backend failed or timed out), SS_EDB or SS_ENOMEM with eb set. */

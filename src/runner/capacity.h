@@ -112,6 +112,7 @@ typedef struct runner_capacity_opts {
                                   N searches done"), 0 none */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
                                   default, RUNNER_STATIC_BEST_REPLAYS) */
+    store_keep keep;           /* what the database keeps of each probe's run (--store) */
     int full_probes;           /* run every probe and every search candidate to its end (0:
                                   stop each as soon as its verdict is certain) */
     int jobs;                  /* searches (bundles x seeds) at once, each in a process of its

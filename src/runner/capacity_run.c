@@ -13,6 +13,7 @@
 #include "core/ss_stats.h"
 #include "core/ss_strbuf.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A probe in which a tenant stops arriving more than this share of the window before its
@@ -283,14 +284,20 @@ static void judge_stopped(const capacity *c, const runner_run *x, runner_capacit
     pr->stopped_s = ss_time_to_s(x->stopped_ns);
 }
 
-/* Point key of the probe at load of the search under way into out (n bytes). */
-static void point_of(const capacity *c, double load, char *out, size_t n)
+/* Point key of the probe at load of bundle p's search at seed k into out (n bytes). */
+static void point_at(const capacity *c, int p, int k, double load, char *out, size_t n)
 {
     if (c->n_seeds > 1)
-        snprintf(out, n, "policy=%s;rate=%g;run.seed=%llu", c->label[c->p], load,
-                 (unsigned long long)c->seed[c->k]);
+        snprintf(out, n, "policy=%s;rate=%g;run.seed=%llu", c->label[p], load,
+                 (unsigned long long)c->seed[k]);
     else
-        snprintf(out, n, "policy=%s;rate=%g", c->label[c->p], load);
+        snprintf(out, n, "policy=%s;rate=%g", c->label[p], load);
+}
+
+/* ... of the search under way. */
+static void point_of(const capacity *c, double load, char *out, size_t n)
+{
+    point_at(c, c->p, c->k, load, out, n);
 }
 
 /* Run a searching bundle's search on sc (its choice into the probe's search note, its
@@ -345,7 +352,7 @@ static int probe_replay(void *ud, runner_capacity_probe *pr, ss_errbuf *eb)
     point_of(c, pr->load, point, sizeof point);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = pr->load, .st = c->st,
-                          .arrivals_checked = 1};
+                          .arrivals_checked = 1, .bundle = c->label[c->p], .keep = o->keep};
     runner_run_opts check_opts = {.profiles = o->profiles, .config = o->config};
     runner_run x = {0};
     scn_scenario *sc = NULL;
@@ -782,6 +789,66 @@ static void print_json(const capacity *c, FILE *f)
     fputs("  ]}\n", f);
 }
 
+/* ==================================================================================== */
+
+/* A side of a bracket as stored: NaN for a side never probed (the search keeps 0). */
+static double side(double v) { return v > 0 ? v : NAN; }
+
+/* Every bundle's answer into the capacities and capacity_seeds tables, in one transaction:
+ * what the table or JSON shows, so that a notebook reads it instead of parsing output. */
+static int store_answers(const capacity *c, ss_errbuf *eb)
+{
+    const runner_capacity_opts *o = c->o;
+    int rc = store_capacities_begin(c->st, eb);
+    for (int p = 0; !rc && p < o->n_policies; p++) {
+        summary s;
+        summarize(c, p, &s);
+        const runner_capacity_result *r0 = res_of(c, p, 0);
+        int one = c->n_seeds == 1;
+        double r0ratio = ratio_of(c, p, 0);
+        store_capacity row = {
+            .command = o->command ? o->command : "", .scenario = o->config, .sweep = c->name,
+            .bundle = c->label[p], .reference = c->label[0],
+            .criterion = runner_criterion_name(o->criterion), .tenant = o->tenant,
+            .sla_miss_bound = o->search.sla_miss, .tol = o->search.tol,
+            .seeds = (uint32_t)c->n_seeds, .status = runner_capacity_status_name(s.status),
+            .verdict = verdict(p, &s), .converged = s.converged, .censored = s.n_censored > 0,
+            .capacity = s.cap.mean, .capacity_lo = s.cap.lo, .capacity_hi = s.cap.hi,
+            .ratio = s.ratio.n ? s.ratio.mean : NAN, .ratio_lo = s.ratio.n ? s.ratio.lo : NAN,
+            .ratio_hi = s.ratio.n ? s.ratio.hi : NAN,
+            .bracket_lo = one ? side(r0->lo) : NAN, .bracket_hi = one ? side(r0->hi) : NAN,
+            .goodput_tokens_per_s = s.good.mean, .sla_miss = s.miss.mean,
+            .pooled_sla_miss = s.pooled.mean, .probes = (uint32_t)s.n_probes,
+        };
+        if (one && r0ratio <= 0)
+            row.ratio = row.ratio_lo = row.ratio_hi = NAN;
+        int64_t id = 0;
+        rc = store_capacity_add(c->st, &row, &id, eb);
+        for (int k = 0; !rc && k < c->n_seeds; k++) {
+            const runner_capacity_result *r = res_of(c, p, k);
+            const runner_capacity_probe *b = shown(r);
+            char point[RUNNER_LABEL_MAX + 96];
+            if (r->i_best >= 0)
+                point_at(c, p, k, r->probe[r->i_best].load, point, sizeof point);
+            double ratio = ratio_of(c, p, k);
+            store_capacity_seed sr = {
+                .seed = c->seed[k], .status = runner_capacity_status_name(r->status),
+                .converged = r->converged, .censored = r->censored, .capacity = r->capacity,
+                .ratio = ratio > 0 ? ratio : NAN, .bracket_lo = side(r->lo),
+                .bracket_hi = side(r->hi), .goodput_tokens_per_s = b ? b->goodput_tok_per_s : NAN,
+                .sla_miss = b ? b->sla_miss : NAN, .pooled_sla_miss = b ? b->pooled_miss : NAN,
+                .probes = (uint32_t)r->n_probes, .point = r->i_best >= 0 ? point : NULL,
+            };
+            rc = store_capacity_add_seed(c->st, id, &sr, eb);
+        }
+    }
+    if (!rc)
+        rc = store_capacities_commit(c->st, eb);
+    else
+        store_run_abort(c->st);
+    return rc;
+}
+
 void runner__capacity_search_done(const capacity *c, int i, int done,
                                   const runner_capacity_result *r)
 {
@@ -867,6 +934,8 @@ int runner_capacity(const runner_capacity_opts *o, FILE *out, ss_errbuf *eb)
                         "were run again: their points now name the new runs; the old runs stay "
                         "in the database\n",
                 c.n_rerun, store_path(c.st), c.name);
+    if (!rc && c.st)
+        rc = store_answers(&c, eb);
     if (!rc && o->json)
         print_json(&c, out);
     else if (!rc && c.n_seeds > 1)

@@ -302,7 +302,8 @@ static int run_point(compare *c, int i, int k, ss_errbuf *eb)
                 c->n * c->n_seeds, point);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = rate,
-                          .progress = o->progress, .st = c->st, .arrivals_checked = 1};
+                          .progress = o->progress, .st = c->st, .arrivals_checked = 1,
+                          .bundle = c->label[p], .keep = o->keep};
     runner_run x = {0};
     scn_scenario *sc = NULL;
     int rc = build(o, p, rate, &c->seed[k], &sc, &x.eb);

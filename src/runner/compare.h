@@ -34,6 +34,7 @@ typedef struct runner_compare_opts {
                                   (0 or 1: one, at run.seed; at most RUNNER_COMPARE_MAX_SEEDS) */
     int json;                  /* a JSON array instead of the table */
     int progress;              /* a line per run and the run's progress line on a terminal */
+    store_keep keep;           /* what the database keeps of each run (--store) */
     int search_replays;        /* an allocation search's candidate replays at most (0: the
                                   default, RUNNER_STATIC_BEST_REPLAYS) */
     runner_files_fn *check_files; /* called with the first point's scenario and the database

@@ -106,6 +106,76 @@ static int sink_req(void *ud, const metrics_req *m, ss_errbuf *eb)
     return k->x->o->stop && m->measured ? stop_check(k->x, m) : 0;
 }
 
+/* ---- iterations kept (--store iterations) ------------------------------------------------ */
+
+/* An observer that stores each iteration as it begins (its end is known then), and calls the
+ * observer installed before it (the timeline's) in turn. The first failure to store one is
+ * kept and ends the run after the simulation. */
+typedef struct runner__iter_keeper {
+    runner_run *x;
+    gsim_observer next;
+    int rc;
+    ss_errbuf eb;
+} iter_keeper; /* runner_run.keeper */
+
+static void keep_iter(void *ud, const gmg *g, const gmg_container *c)
+{
+    iter_keeper *k = ud;
+    if (k->next.on_iter)
+        k->next.on_iter(k->next.ud, g, c);
+    if (k->rc)
+        return;
+    const cost_batch *b = &c->iter.batch;
+    store_iter_row row = {
+        .container = c->id, .iteration = c->iter.seq,
+        .tenant = gsim_tenant_name(k->x->g, c->tenant),
+        .start_s = ss_time_to_s(c->iter.start), .end_s = ss_time_to_s(c->iter.end),
+        .prefill_seqs = b->n_prefill, .decode_seqs = b->n_decode,
+        .swap_blocks = c->iter.swap_blocks, .prefill_tokens = b->prefill_tokens,
+        .decode_ctx_tokens = b->decode_ctx_tokens,
+    };
+    k->rc = store_run_iteration(k->x->st, &row, &k->eb);
+}
+
+static void keep_request(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,
+                         gsim_req_event what, ss_time now)
+{
+    iter_keeper *k = ud;
+    k->next.on_request(k->next.ud, g, c, r, what, now);
+}
+
+static void keep_guest(void *ud, const gmg *g, const gmg_container *helper, const gmg_req *r,
+                       uint32_t chunk, uint32_t n, ss_time start, ss_time end, ss_time weights_at)
+{
+    iter_keeper *k = ud;
+    k->next.on_guest(k->next.ud, g, helper, r, chunk, n, start, end, weights_at);
+}
+
+static void keep_kv(void *ud, const gmg *g, const gmg_container *from, const gmg_container *to,
+                    const gmg_req *r, double bytes, ss_time start, ss_time end)
+{
+    iter_keeper *k = ud;
+    k->next.on_kv_transfer(k->next.ud, g, from, to, r, bytes, start, end);
+}
+
+/* Wrap the installed observer in a keeper of x's (x->keeper, freed by runner_run_fini). */
+static int keep_iterations(runner_run *x)
+{
+    iter_keeper *k = x->keeper = ss_malloc(sizeof *k);
+    if (!k)
+        return ss_err(&x->eb, SS_ENOMEM, "out of memory");
+    *k = (iter_keeper){.x = x, .next = gsim_get_observer(x->g)};
+    gsim_observer obs = {
+        .on_iter = keep_iter,
+        .on_request = k->next.on_request ? keep_request : NULL,
+        .on_guest = k->next.on_guest ? keep_guest : NULL,
+        .on_kv_transfer = k->next.on_kv_transfer ? keep_kv : NULL,
+        .ud = k,
+    };
+    gsim_set_observer(x->g, &obs);
+    return SS_OK;
+}
+
 /* ---- progress line ---------------------------------------------------------------------- */
 
 static double wall_now(void)
@@ -247,6 +317,7 @@ static int begin_store(runner_run *x)
         .rate_scale = t0->rate_scale, .limit = t0->limit, .warmup_s = x->sc->warmup_s,
         .scenario_ini = x->ini ? x->ini : "", .ops = x->sc->ops, .sweep = x->o->sweep,
         .point = x->o->point, .load = x->o->load, .engine = x->run->tenants[0].engine->name,
+        .bundle = x->o->bundle, .keep = x->o->keep,
     };
     int64_t run_id;
     int rc = ss_strbuf_ok(&pj) ? SS_OK : ss_err(&x->eb, SS_ENOMEM, "out of memory");
@@ -270,6 +341,11 @@ int runner_run_exec(runner_run *x)
     if (rc)
         return rc;
     sink snk = {x->st, x};
+    if (!x->keeper && x->st && x->o->keep == STORE_KEEP_ITERATIONS &&
+        (rc = keep_iterations(x))) {
+        store_run_abort(x->st);
+        return rc;
+    }
     progress prog = {wall_now(), wall_now(), 0};
     if (x->o->progress && isatty(STDERR_FILENO))
         gsim_set_progress(x->g, on_progress, &prog);
@@ -277,6 +353,10 @@ int runner_run_exec(runner_run *x)
     rc = gsim_run(x->g, source_next, x->ws, x->st || x->o->stop ? sink_req : NULL, &snk,
                   &x->eb);
     x->wall_s = wall_now() - t0;
+    if (!rc && x->keeper && x->keeper->rc) {
+        rc = x->keeper->rc;
+        x->eb = x->keeper->eb;
+    }
     if (prog.shown)
         fprintf(stderr, "\r%*s\r", 100, "");
     if (rc == STOP_RUN) {
@@ -325,6 +405,8 @@ void runner_run_fini(runner_run *x)
         store_run_abort(x->st); /* an unfinished run leaves nothing */
     x->st = NULL;
     gsim_destroy(&x->g);
+    ss_free(x->keeper);
+    x->keeper = NULL;
     wl_source_destroy(&x->ws);
     if (x->own_cat)
         catalog_destroy(&x->cat);

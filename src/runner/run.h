@@ -74,6 +74,10 @@ typedef struct runner_run_opts {
     const runner_stop *stop;  /* stop the run once its judged miss is certain to exceed
                                  stop->above (runner_run.stopped; borrowed); NULL: run it to
                                  its end */
+    const char *bundle;       /* the bundle's label, stored as runs.bundle (borrowed; NULL:
+                                 none, a plain replay) */
+    store_keep keep;          /* what of the run the database keeps (--store): its summary,
+                                 also its requests (the default), also its iterations */
 } runner_run_opts;
 
 /* The simulator's configuration and workload specs made from the scenario (private to
@@ -105,6 +109,7 @@ typedef struct runner_run {
         int bad;              /* a tenant ended more than o->stop counted (cannot happen):
                                  nothing is stopped */
     } so_far;
+    struct runner__iter_keeper *keeper; /* stores iterations (o->keep; owned), or NULL */
     ss_errbuf eb;
 } runner_run;
 

@@ -55,6 +55,16 @@ static void point_key(const runner_sweep_exp *x, size_t p, char *out, size_t siz
     }
 }
 
+/* Point p's bundle label (runs.bundle) into label; NULL when the grid has no policy key. */
+static const char *point_bundle(const runner_sweep_exp *x, size_t p,
+                                char label[RUNNER_LABEL_MAX])
+{
+    for (int k = 0; k < x->n_keys; k++)
+        if (!strcmp(x->keys[k].name, "policy"))
+            return point_value(x, p, k, label);
+    return NULL;
+}
+
 /* Point p's load multiplier: its `rate`, 1 when the grid has none. */
 static double point_load(const runner_sweep_exp *x, size_t p)
 {
@@ -134,10 +144,12 @@ static int run_points(const runner_sweep_exp *x, const runner_sweep_opts *o,
         if (o->progress && isatty(STDERR_FILENO))
             fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
         scn_scenario *sc = NULL;
+        char label[RUNNER_LABEL_MAX];
         runner_run_opts ro = {.profiles = o->profiles, .config = x->scenario,
                               .command = o->command ? o->command : "", .sweep = x->name,
                               .point = key, .load = point_load(x, pending[i]),
-                              .progress = o->progress, .st = st, .arrivals_checked = 1};
+                              .progress = o->progress, .st = st, .arrivals_checked = 1,
+                              .bundle = point_bundle(x, pending[i], label), .keep = o->keep};
         runner_run r = {0};
         rc = build_point(x, pending[i], &sc, &r.eb);
         if (!rc)

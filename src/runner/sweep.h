@@ -73,6 +73,7 @@ typedef struct runner_sweep_opts {
                                  merge the ranks' databases */
     int json;                 /* the report as a JSON array instead of the table */
     int progress;             /* a line per point on a terminal, and the run's progress line */
+    store_keep keep;          /* what the database keeps of each point's run (--store) */
     int dry_run;              /* list the points and whether they are done; run nothing */
     runner_files_fn *check_files; /* called with the first point's scenario and the database
                                      once that point passed its check (NULL: none) */

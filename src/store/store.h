@@ -11,9 +11,22 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 
 typedef struct store store;
+
+/* What a run keeps in the database (--store): its summary only (the runs, summary, tenants,
+ * tiers, gpus, idle_slices and instances rows), also each request (the requests table: the
+ * default), or also each iteration of every container (the iterations table). */
+typedef enum store_keep {
+    STORE_KEEP_REQUESTS = 0,
+    STORE_KEEP_SUMMARY,
+    STORE_KEEP_ITERATIONS,
+} store_keep;
+/* The level's name ("summary", "requests", "iterations"), as runs.stored holds it. */
+const char *store_keep_name(store_keep k);
+/* The level named name: 0 with *out set, or SS_EPARSE with eb naming the choices. */
+int store_keep_parse(const char *name, store_keep *out, ss_errbuf *eb);
 
 /* What identifies a run (all strings borrowed for the call). */
 typedef struct store_run_info {
@@ -38,7 +51,20 @@ typedef struct store_run_info {
     double load;              /* compare's or a sweep's load multiplier; 0: none (a replay) */
     const char *engine;       /* serving-engine profile (tenant 0's, like model; every
                                  tenant's is in the scenario); NULL: vllm-eager */
+    const char *bundle;       /* the policy bundle compare, capacity or a sweep ran it under
+                                 (its label); NULL: none (a plain replay) */
+    store_keep keep;          /* what of the run is kept (runs.stored) */
 } store_run_info;
+
+/* One iteration of a container (the iterations table), kept under STORE_KEEP_ITERATIONS. */
+typedef struct store_iter_row {
+    uint32_t container;
+    uint64_t iteration;             /* the container's own iteration number */
+    const char *tenant;             /* the container's tenant (borrowed; NULL: none) */
+    double start_s, end_s;          /* simulated time, host phases included */
+    uint32_t prefill_seqs, decode_seqs, swap_blocks;
+    uint64_t prefill_tokens, decode_ctx_tokens;
+} store_iter_row;
 
 /* Per-GPU outcome of a run. */
 typedef struct store_gpu_row {
@@ -95,8 +121,8 @@ void store_remove(const char *path);
 int store_has_point(store *s, const char *sweep, const char *point, int64_t *run_id,
                     ss_errbuf *eb);
 /* Copy every run of the database at in_path (its rows in every table, under new run ids) into
- * s, in one transaction. A run that is a sweep point s already has is skipped and counted in
- * *skipped; *copied counts the others. in_path must exist and be a slicesim database; it is
+ * s, in one transaction. A run that is a sweep point s already has, or that equals a run s
+ * holds (store_merge_counted), is skipped and counted in *skipped; *copied counts the others. in_path must exist and be a slicesim database; it is
  * only read (store_open_readonly; an older schema's missing columns take their defaults).
  * 0, SS_EIO, SS_EPARSE (bad input, as store_open_readonly has it; also an input found damaged
  * while it is copied, by PRAGMA integrity_check, "IN: damaged: ..."), SS_EDB or SS_ENOMEM
@@ -104,12 +130,18 @@ int store_has_point(store *s, const char *sweep, const char *point, int64_t *run
 int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipped,
                 ss_errbuf *eb);
 /* store_merge with every count. Both also copy the input's validations (slicesim validate)
- * with their operator and iteration rows, and its fits (slicesim fit) with their stages, under
- * new ids, in the same transaction: one that s holds already (equal in every column but the
- * id) is skipped, so merging twice adds none. */
+ * with their operator and iteration rows, its fits (slicesim fit) with their stages and its
+ * capacities (slicesim capacity) with their seeds, under new ids, in the same transaction: one
+ * that s holds already (equal in every column but the id) is skipped, so merging twice adds
+ * none. A run that is not a sweep point but equals one s holds (in every runs column but the
+ * id: the same run, merged before) is skipped too, and counted in runs_same. */
 typedef struct store_merge_counts {
     uint64_t runs_copied, runs_skipped, validations_copied, validations_skipped;
     uint64_t fits_copied, fits_skipped; /* slicesim fit's records, like validations */
+    uint64_t runs_same;       /* runs s holds already (equal in every column but the id: the
+                                 same run, merged before), skipped */
+    uint64_t capacities_copied, capacities_skipped; /* slicesim capacity's answers, like
+                                                       validations */
 } store_merge_counts;
 int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss_errbuf *eb);
 /* A digest of the inputs a run was made from (runs.inputs_digest), at most this long. */
@@ -158,11 +190,16 @@ void store_close(store **s);
 void store_close_discard(store **s);
 /* Start a run: BEGIN IMMEDIATE and insert its runs row. *run_id_out gets its id. */
 int store_run_begin(store *s, const store_run_info *info, int64_t *run_id_out, ss_errbuf *eb);
-/* Append one request row to the open run. tenant is the tenant's name (borrowed). Rows are
+/* Append one request row to the open run (ignored when the run keeps only its summary,
+ * STORE_KEEP_SUMMARY). tenant is the tenant's name (borrowed). Rows are
  * inserted in chunks, when a chunk fills and at store_run_commit, so a failure to insert one
  * may be reported by a later call or by the commit. 0, or SS_EINVAL (no run is open),
  * SS_ENOMEM or SS_EDB with eb set. */
 int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_errbuf *eb);
+/* Append one iteration row to the open run: stored when the run keeps iterations
+ * (STORE_KEEP_ITERATIONS), ignored otherwise. 0, or SS_EINVAL (no run is open) or SS_EDB with
+ * eb set. */
+int store_run_iteration(store *s, const store_iter_row *row, ss_errbuf *eb);
 /* Append the results of one tenant / one tier to the open run. A disaggregated tenant gives
  * its pools' sizes (prefill, decode; 0, 0 for a co-located one), and its KV transfers come
  * from g->kv. */
@@ -359,6 +396,71 @@ int store_fit_begin(store *s, const store_fit *f, int64_t *id_out, ss_errbuf *eb
 int store_fit_add_stage(store *s, const store_fit_stage *row, ss_errbuf *eb);
 /* COMMIT; on failure the fit is rolled back (store_close does the same). */
 int store_fit_commit(store *s, ss_errbuf *eb);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Capacities (`slicesim capacity`): each bundle's answer over its seeds (capacities) and each
+ * seed's search (capacity_seeds), all of one command in one transaction. A NaN is stored as
+ * NULL ("none": no ratio, no bracket side).
+ * ======================================================================= */
+
+typedef struct store_capacity {
+    const char *command, *scenario; /* command line; the scenario file */
+    const char *sweep;         /* the sweep its probes' runs are points of */
+    const char *bundle;        /* the bundle's label */
+    const char *reference;     /* the first bundle's label: what ratio is against */
+    const char *criterion;     /* "worst", "pooled" or "tenant" */
+    const char *tenant;        /* the judged tenant under "tenant" (NULL: none) */
+    double sla_miss_bound, tol;
+    uint32_t seeds;
+    const char *status;        /* "found", "below" or "above" (below if a seed's is, ...) */
+    const char *verdict;       /* what the ratio's interval says; "reference" for the first */
+    int converged, censored;   /* every seed's search converged; a seed's was censored */
+    double capacity, capacity_lo, capacity_hi; /* mean over seeds, 95 % interval */
+    double ratio, ratio_lo, ratio_hi;          /* to the reference, paired by seed (NaN: none) */
+    double bracket_lo, bracket_hi; /* one seed: its bracket (NaN with several, and a side
+                                      that was never probed) */
+    double goodput_tokens_per_s, sla_miss, pooled_sla_miss; /* at capacity, mean over seeds */
+    uint32_t probes;           /* over every seed */
+} store_capacity;
+
+typedef struct store_capacity_seed {
+    uint64_t seed;
+    const char *status;
+    int converged, censored;
+    double capacity, ratio;    /* ratio NaN: none */
+    double bracket_lo, bracket_hi; /* NaN: that side was never probed */
+    double goodput_tokens_per_s, sla_miss, pooled_sla_miss; /* at capacity */
+    uint32_t probes;
+    const char *point;         /* the sweep point of its probe at capacity (NULL: none) */
+} store_capacity_seed;
+
+/* BEGIN IMMEDIATE: the capacities that follow are one transaction. */
+int store_capacities_begin(store *s, ss_errbuf *eb);
+/* One bundle's row; *id_out (may be NULL) gets its capacity_id. Strings borrowed. */
+int store_capacity_add(store *s, const store_capacity *row, int64_t *id_out, ss_errbuf *eb);
+/* One seed's search of the bundle whose row has id capacity_id. */
+int store_capacity_add_seed(store *s, int64_t capacity_id, const store_capacity_seed *row,
+                            ss_errbuf *eb);
+/* COMMIT; on failure everything since store_capacities_begin is rolled back. */
+int store_capacities_commit(store *s, ss_errbuf *eb);
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * Whole tables, for export (store_export.c)
+ * ======================================================================= */
+
+/* Each table of the database by name (ascending), borrowed for the call. */
+typedef int store_table_fn(void *ud, const char *table, ss_errbuf *eb);
+int store_tables(store *s, store_table_fn *fn, void *ud, ss_errbuf *eb);
+/* Table `table`'s column names (one call), then each row in the table's order (a call each):
+ * n cells as text, borrowed for the call: an integer in decimal, a real with the fewest
+ * significant digits (15 to 17) that read back as the stored value, text as stored, NULL for
+ * an SQL NULL. */
+typedef int store_row_fn(void *ud, int n, const char *const *cells, ss_errbuf *eb);
+int store_table_rows(store *s, const char *table, store_row_fn *fn, void *ud, ss_errbuf *eb);
 
 /* }====================================================================== */
 

@@ -13,7 +13,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define STORE__N_STMTS 11 /* statements prepared once per handle (store_run.c's table) */
+#define STORE__N_STMTS 12 /* statements prepared once per handle (store_run.c's table) */
 #define STORE__REQ_CHUNK 32 /* request rows per multi-row INSERT: 32 x 18 parameters stay
                                under 999, the most an SQLite before 3.32 binds */
 
@@ -35,6 +35,7 @@ struct store {
     int injected;    /* SQLite code of an injected step failure not yet reported, 0: none */
     int in_run;      /* a transaction is open */
     int64_t run_id;  /* of the open run */
+    store_keep keep; /* what the open run keeps */
     char *path;      /* owned */
     int created;     /* this handle made the file (O_EXCL): only then may it remove it */
     int failed;      /* opening or a step failed, or a write was rolled back */

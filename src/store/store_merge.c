@@ -1,6 +1,6 @@
 /* `slicesim db merge`: copy every run of another database (its rows in every table, under new
- * run ids) and its validations and fits into this one, in one transaction, skipping the sweep
- * points and records it holds already. The input is attached read-only. */
+ * run ids) and its validations, fits and capacities into this one, in one transaction, skipping
+ * the sweep points, runs and records it holds already. The input is attached read-only. */
 #include "store/store_int.h"
 
 #include "core/ss_alloc.h"
@@ -14,13 +14,15 @@
 
 /* The tables that hang off runs, in the order they are copied. */
 static const char *const run_tables[] = {"requests", "summary", "gpus", "tenants", "tiers",
-                                         "idle_slices", "instances", "sweep_points"};
+                                         "idle_slices", "instances", "sweep_points",
+                                         "iterations"};
 
 /* The columns of table that main and src both have but `skip` (the key a copy renumbers),
- * comma-separated; with cmp, as "m.c IS v.c AND ..." instead (rows equal in every other
- * column). NULL on error (eb set). */
-static char *column_list_of(store *s, const char *table, const char *skip, int cmp,
-                            ss_errbuf *eb)
+ * comma-separated; with cmp, as "M.c IS V.c AND ..." instead (rows equal in every other
+ * column), M and V the aliases of main's and src's rows (m and v unless given). NULL on error
+ * (eb set). */
+static char *column_list_as(store *s, const char *table, const char *skip, int cmp,
+                            const char *ma, const char *va, ss_errbuf *eb)
 {
     /* the columns both have: an input of an older schema lacks the newer ones, which then
      * take their defaults, as an upgrade in place would have given them */
@@ -39,7 +41,7 @@ static char *column_list_of(store *s, const char *table, const char *skip, int c
         if (!strcmp(name, skip))
             continue;
         if (cmp)
-            ss_strbuf_printf(&b, "%sm.%s IS v.%s", n++ ? " AND " : "", name, name);
+            ss_strbuf_printf(&b, "%s%s.%s IS %s.%s", n++ ? " AND " : "", ma, name, va, name);
         else
             ss_strbuf_printf(&b, "%s%s", n++ ? ", " : "", name);
     }
@@ -52,6 +54,12 @@ static char *column_list_of(store *s, const char *table, const char *skip, int c
     sqlite3_finalize(st);
     ss_strbuf_fini(&b);
     return out;
+}
+
+static char *column_list_of(store *s, const char *table, const char *skip, int cmp,
+                            ss_errbuf *eb)
+{
+    return column_list_as(s, table, skip, cmp, "m", "v", eb);
 }
 
 /* 1 when the attached input has table (an older schema may not), 0 when not, <0 on error. */
@@ -74,13 +82,14 @@ static char *column_list(store *s, const char *table, ss_errbuf *eb)
 }
 
 typedef struct merger {
-    sqlite3_stmt *runs, *dup, *copy_run, *copy[sizeof run_tables / sizeof *run_tables];
+    sqlite3_stmt *runs, *dup, *same, *copy_run, *copy[sizeof run_tables / sizeof *run_tables];
 } merger;
 
 static void merger_free(merger *m)
 {
     sqlite3_finalize(m->runs);
     sqlite3_finalize(m->dup);
+    sqlite3_finalize(m->same);
     sqlite3_finalize(m->copy_run);
     for (size_t i = 0; i < sizeof m->copy / sizeof *m->copy; i++)
         sqlite3_finalize(m->copy[i]);
@@ -104,6 +113,33 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
         rc = prep(s, "SELECT count(*) FROM src.sweep_points p JOIN main.sweep_points q"
                      " ON p.sweep = q.sweep AND p.point = q.point WHERE p.run_id = ?",
                   &m->dup, eb);
+    /* a run main holds already: equal in every runs and summary column both have but its id
+     * (the same run, merged before: its wall-clock start, command, settings and figures); a
+     * sweep point is not looked up so: its point is what it is (two points may well have
+     * equal runs) */
+    char *same = rc ? NULL : column_list_of(s, "runs", "run_id", 1, eb);
+    char *same_sum = same ? column_list_as(s, "summary", "run_id", 1, "ms", "vs", eb) : NULL;
+    if (!rc && (!same || !same_sum))
+        rc = SS_EDB;
+    if (!rc) {
+        size_t n = strlen(same) + strlen(same_sum) + 512;
+        char *q = ss_malloc(n);
+        if (!q)
+            rc = ss_err(eb, SS_ENOMEM, "out of memory");
+        else {
+            snprintf(q, n, "SELECT count(*) FROM main.runs m, src.runs v WHERE v.run_id = ?1"
+                           " AND %s AND (SELECT count(*) FROM main.summary ms, src.summary vs"
+                           " WHERE ms.run_id = m.run_id AND vs.run_id = ?1 AND %s) ="
+                           " (SELECT count(*) FROM src.summary WHERE run_id = ?1)%s",
+                     same, same_sum,
+                     has_points ? " AND NOT EXISTS (SELECT 1 FROM src.sweep_points"
+                                  " WHERE run_id = ?1)" : "");
+            rc = prep(s, q, &m->same, eb);
+            ss_free(q);
+        }
+    }
+    ss_free(same);
+    ss_free(same_sum);
     char *cols = rc ? NULL : column_list(s, "runs", eb);
     if (!rc && !cols)
         rc = SS_EDB;
@@ -163,6 +199,8 @@ typedef struct record_kind {
 static const record_kind kind_validations = {
     "validations", "validation_id", {"validation_ops", "validation_iters"}, "validation"};
 static const record_kind kind_fits = {"fits", "fit_id", {"fit_stages", "fit_stages"}, "fit"};
+static const record_kind kind_capacities = {
+    "capacities", "capacity_id", {"capacity_seeds", "capacity_seeds"}, "capacity"};
 
 /* Copy every record of kind k in src (with its child rows, under a new id) that main does not
  * hold already (one equal in every column but the id). A kind with one child table names it
@@ -251,7 +289,7 @@ int store_merge(store *s, const char *in_path, uint64_t *copied, uint64_t *skipp
     store_merge_counts c;
     int rc = store_merge_counted(s, in_path, &c, eb);
     *copied = c.runs_copied;
-    *skipped = c.runs_skipped;
+    *skipped = c.runs_skipped + c.runs_same;
     return rc;
 }
 
@@ -349,6 +387,17 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
             (*skipped)++;
             continue;
         }
+        sqlite3_bind_int64(m.same, 1, old);
+        if (store__step(s, m.same) != SQLITE_ROW) {
+            rc = store__db_err(s, eb, "looking up a run");
+            break;
+        }
+        int same = sqlite3_column_int64(m.same, 0) > 0;
+        sqlite3_reset(m.same);
+        if (same) {
+            c->runs_same++;
+            continue;
+        }
         rc = merge_run(s, &m, old, eb);
         *copied += !rc;
     }
@@ -364,6 +413,12 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
         rc = src_err(s, in_path, eb, "reading the schema");
     if (!rc && has_fits)
         rc = merge_records(s, &kind_fits, &c->fits_copied, &c->fits_skipped, eb);
+    int has_caps = rc ? 0 : src_has(s, "capacities");
+    if (has_caps < 0)
+        rc = src_err(s, in_path, eb, "reading the schema");
+    if (!rc && has_caps)
+        rc = merge_records(s, &kind_capacities, &c->capacities_copied, &c->capacities_skipped,
+                           eb);
     if (!rc)
         rc = store__exec(s, "COMMIT", eb, "committing the merge");
     int damaged = rc == SS_EDB && (s->last_code & 0xff) == SQLITE_CORRUPT;

@@ -92,6 +92,31 @@
     " prefix_hit_blocks INTEGER, prefix_saved_tokens INTEGER, prefix_evictions INTEGER,"           \
     " prefix_hit_rate REAL, PRIMARY KEY (run_id, container));"
 
+/* Version 17's tables: each iteration of a run stored with --store iterations; what `slicesim
+ * capacity` found for each bundle (over its seeds) and each search (one seed), the search's
+ * probe at capacity named by its sweep point so that a merge, which renumbers runs, keeps it;
+ * and the index that finds a run equal to a merged one. */
+#define RESULTS_SQL                                                                                \
+    "CREATE TABLE iterations (run_id INTEGER NOT NULL REFERENCES runs(run_id),"                    \
+    " container INTEGER NOT NULL, iteration INTEGER NOT NULL, tenant TEXT, start_s REAL NOT NULL," \
+    " end_s REAL NOT NULL, kind TEXT NOT NULL, prefill_seqs INTEGER, prefill_tokens INTEGER,"      \
+    " decode_seqs INTEGER, decode_ctx_tokens INTEGER, swap_blocks INTEGER,"                        \
+    " PRIMARY KEY (run_id, container, iteration));"                                                \
+    "CREATE TABLE capacities (capacity_id INTEGER PRIMARY KEY, created_utc TEXT NOT NULL,"         \
+    " version TEXT NOT NULL, command TEXT, scenario TEXT NOT NULL, sweep TEXT NOT NULL,"           \
+    " bundle TEXT NOT NULL, reference TEXT NOT NULL, criterion TEXT NOT NULL, tenant TEXT,"        \
+    " sla_miss_bound REAL NOT NULL, tol REAL, seeds INTEGER NOT NULL, status TEXT NOT NULL,"       \
+    " converged INTEGER, censored INTEGER, capacity REAL, capacity_ci95_lo REAL,"                  \
+    " capacity_ci95_hi REAL, ratio REAL, ratio_ci95_lo REAL, ratio_ci95_hi REAL, verdict TEXT,"    \
+    " bracket_lo REAL, bracket_hi REAL, goodput_tokens_per_s REAL, sla_miss REAL,"                \
+    " pooled_sla_miss REAL, probes INTEGER);"                                                      \
+    "CREATE TABLE capacity_seeds (capacity_id INTEGER NOT NULL"                                    \
+    " REFERENCES capacities(capacity_id), seed INTEGER NOT NULL, status TEXT NOT NULL,"            \
+    " converged INTEGER, censored INTEGER, capacity REAL, ratio REAL, bracket_lo REAL,"            \
+    " bracket_hi REAL, goodput_tokens_per_s REAL, sla_miss REAL, pooled_sla_miss REAL,"           \
+    " probes INTEGER, point TEXT, PRIMARY KEY (capacity_id, seed));"                               \
+    "CREATE INDEX runs_by_created ON runs(created_utc);"
+
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -120,7 +145,9 @@
  * 0 with the pool off);
  * version 15 disaggregated prefill and decode (the tenants' pool sizes and kv_* columns);
  * version 16 runs.inputs_digest (what a capacity probe was run from, so that a rerun may reuse
- * it). */
+ * it);
+ * version 17 runs.bundle and runs.stored, the iterations table, capacity's answers (the
+ * capacities and capacity_seeds tables). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -140,7 +167,8 @@ static const char schema_sql[] =
     " result_json TEXT,"                                                            /* 7 */
     " load REAL,"                                                                   /* 9 */
     " engine TEXT DEFAULT 'vllm-eager',"                                            /* 10 */
-    " inputs_digest TEXT);"                                                         /* 16 */
+    " inputs_digest TEXT,"                                                          /* 16 */
+    " bundle TEXT, stored TEXT DEFAULT 'requests');"                                /* 17 */
     "CREATE TABLE requests ("
     " run_id INTEGER NOT NULL REFERENCES runs(run_id),"
     " req_id INTEGER NOT NULL, tenant TEXT NOT NULL, tier INTEGER NOT NULL,"
@@ -208,6 +236,7 @@ static const char schema_sql[] =
     VALIDATIONS_SQL                                                                 /* 8 */
     FITS_SQL                                                                        /* 11 */
     INSTANCES_SQL                                                                   /* 13 */
+    RESULTS_SQL                                                                     /* 17 */
     "PRAGMA user_version = " STR(STORE_SCHEMA_VERSION) ";";
 
 /* Upgrades: migrations[v] takes a version-v database to v + 1. */
@@ -366,6 +395,13 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
      * traces, profiles, the code that ran; runner/capacity_inputs.c), NULL for other runs */
     [15] = "ALTER TABLE runs ADD COLUMN inputs_digest TEXT;"
            "PRAGMA user_version = 16;",
+    /* version 17: results a notebook can use: the bundle a run was made under and what of it
+     * was kept (runs.bundle, runs.stored), each iteration of runs stored with --store
+     * iterations, and capacity's answers (capacities, capacity_seeds) */
+    [16] = "ALTER TABLE runs ADD COLUMN bundle TEXT;"
+           "ALTER TABLE runs ADD COLUMN stored TEXT DEFAULT 'requests';"
+           RESULTS_SQL
+           "PRAGMA user_version = 17;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

@@ -1,6 +1,7 @@
 /* Writing validations (`slicesim validate`: predicted vs measured operator times, per operator
  * and per iteration) and fits (`slicesim fit`: a fitted engine and its per-stage comparison),
- * one transaction each, like a run. */
+ * and capacities (`slicesim capacity`: each bundle's answer and each seed's search), one
+ * transaction each, like a run. */
 #include "store/store_int.h"
 
 #include "version.h"
@@ -240,6 +241,136 @@ int store_fit_commit(store *s, ss_errbuf *eb)
     if (!s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: no fit is open", s->path);
     int rc = store__exec(s, "COMMIT", eb, "committing the fit");
+    if (rc) {
+        store_run_abort(s);
+        return rc;
+    }
+    s->in_run = 0;
+    return SS_OK;
+}
+
+/* ---- capacities --------------------------------------------------------------------------- */
+
+int store_capacities_begin(store *s, ss_errbuf *eb)
+{
+    if (s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: a run is already open", s->path);
+    int rc = store__exec(s, "BEGIN IMMEDIATE", eb, "starting the capacities' transaction");
+    if (!rc)
+        s->in_run = 1;
+    return rc;
+}
+
+static void b_text_or_null(store__binder *b, const char *v)
+{
+    if (v)
+        store__b_text(b, v);
+    else
+        store__b_null(b);
+}
+
+typedef struct cap_head {
+    const store_capacity *c;
+    const char *now;
+} cap_head;
+
+static void fill_capacity(store__binder *b, const void *p)
+{
+    const cap_head *h = p;
+    const store_capacity *c = h->c;
+    store__b_text(b, h->now);
+    store__b_text(b, SS_VERSION);
+    store__b_text(b, c->command);
+    store__b_text(b, c->scenario);
+    store__b_text(b, c->sweep);
+    store__b_text(b, c->bundle);
+    store__b_text(b, c->reference);
+    store__b_text(b, c->criterion);
+    b_text_or_null(b, c->tenant);
+    store__b_real(b, c->sla_miss_bound);
+    store__b_real(b, c->tol);
+    store__b_int(b, c->seeds);
+    store__b_text(b, c->status);
+    store__b_int(b, c->converged);
+    store__b_int(b, c->censored);
+    store__b_real(b, c->capacity);
+    store__b_real(b, c->capacity_lo);
+    store__b_real(b, c->capacity_hi);
+    store__b_real(b, c->ratio);
+    store__b_real(b, c->ratio_lo);
+    store__b_real(b, c->ratio_hi);
+    b_text_or_null(b, c->verdict);
+    store__b_real(b, c->bracket_lo);
+    store__b_real(b, c->bracket_hi);
+    store__b_real(b, c->goodput_tokens_per_s);
+    store__b_real(b, c->sla_miss);
+    store__b_real(b, c->pooled_sla_miss);
+    store__b_int(b, c->probes);
+}
+
+int store_capacity_add(store *s, const store_capacity *row, int64_t *id_out, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no capacities are open", s->path);
+    char now[32];
+    store__utc_now(now);
+    cap_head h = {row, now};
+    int rc = one_row(s, "INSERT INTO capacities (created_utc, version, command, scenario, sweep,"
+                        " bundle, reference, criterion, tenant, sla_miss_bound, tol, seeds,"
+                        " status, converged, censored, capacity, capacity_ci95_lo,"
+                        " capacity_ci95_hi, ratio, ratio_ci95_lo, ratio_ci95_hi, verdict,"
+                        " bracket_lo, bracket_hi, goodput_tokens_per_s, sla_miss,"
+                        " pooled_sla_miss, probes)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     fill_capacity, &h, eb, "storing a capacity");
+    if (!rc && id_out)
+        *id_out = sqlite3_last_insert_rowid(s->db);
+    return rc;
+}
+
+typedef struct cap_seed_row {
+    int64_t id;
+    const store_capacity_seed *r;
+} cap_seed_row;
+
+static void fill_capacity_seed(store__binder *b, const void *p)
+{
+    const cap_seed_row *x = p;
+    const store_capacity_seed *r = x->r;
+    store__b_int(b, x->id);
+    store__b_int(b, (int64_t)r->seed);
+    store__b_text(b, r->status);
+    store__b_int(b, r->converged);
+    store__b_int(b, r->censored);
+    store__b_real(b, r->capacity);
+    store__b_real(b, r->ratio);
+    store__b_real(b, r->bracket_lo);
+    store__b_real(b, r->bracket_hi);
+    store__b_real(b, r->goodput_tokens_per_s);
+    store__b_real(b, r->sla_miss);
+    store__b_real(b, r->pooled_sla_miss);
+    store__b_int(b, r->probes);
+    b_text_or_null(b, r->point);
+}
+
+int store_capacity_add_seed(store *s, int64_t capacity_id, const store_capacity_seed *row,
+                            ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no capacities are open", s->path);
+    cap_seed_row r = {capacity_id, row};
+    return one_row(s, "INSERT INTO capacity_seeds (capacity_id, seed, status, converged,"
+                      " censored, capacity, ratio, bracket_lo, bracket_hi, goodput_tokens_per_s,"
+                      " sla_miss, pooled_sla_miss, probes, point)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   fill_capacity_seed, &r, eb, "storing a capacity's seed");
+}
+
+int store_capacities_commit(store *s, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no capacities are open", s->path);
+    int rc = store__exec(s, "COMMIT", eb, "committing the capacities");
     if (rc) {
         store_run_abort(s);
         return rc;

@@ -52,14 +52,14 @@
 #define REQ_VALUES "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 enum { ST_RUN, ST_REQ, ST_GPU, ST_SUM, ST_END, ST_TENANT, ST_TIER, ST_SLICE, ST_POINT, ST_HAS,
-       ST_INST, ST__N };
+       ST_INST, ST_ITER, ST__N };
 
 static const char *const stmt_sql[ST__N] = {
     [ST_RUN] = "INSERT INTO runs (created_utc, version, build, command, trace, trace_format,"
                " trace_digest, model, gpu, replicas, tp, batching, routing, cost_model, params,"
                " seed, rate_scale, limit_requests, pp, cluster_policy, warmup_s, scenario, ops,"
-               " load, engine)"
-               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " load, engine, bundle, stored)"
+               " VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REQ] = REQ_INSERT REQ_VALUES,
     [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
                " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib,"
@@ -88,6 +88,9 @@ static const char *const stmt_sql[ST__N] = {
                 " prefix_query_tokens, prefix_hit_tokens, prefix_query_blocks, prefix_hit_blocks,"
                 " prefix_saved_tokens, prefix_evictions, prefix_hit_rate)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_ITER] = "INSERT INTO iterations (run_id, container, iteration, tenant, start_s, end_s,"
+                " kind, prefill_seqs, prefill_tokens, decode_seqs, decode_ctx_tokens, swap_blocks)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_END] = "UPDATE runs SET wall_s = ?, events = ?, sim_s = ?, trace_digest = ?,"
                " result_json = ? WHERE run_id = ?",
 };
@@ -154,6 +157,7 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
         return rc;
     s->in_run = 1;
     s->n_reqs = 0;
+    s->keep = in->keep;
     char now[32];
     store__utc_now(now);
     store__binder b = {s->st[ST_RUN], 0, 0};
@@ -184,6 +188,11 @@ int store_run_begin(store *s, const store_run_info *in, int64_t *run_id_out, ss_
     else
         store__b_null(&b);
     store__b_text(&b, in->engine ? in->engine : "vllm-eager");
+    if (in->bundle)
+        store__b_text(&b, in->bundle);
+    else
+        store__b_null(&b);
+    store__b_text(&b, store_keep_name(in->keep));
     if ((rc = store__run_stmt(s, &b, eb, "inserting the run"))) {
         store_run_abort(s);
         return rc;
@@ -369,11 +378,58 @@ int store_run_request(store *s, const metrics_req *r, const char *tenant, ss_err
 {
     if (!s->in_run)
         return ss_err(eb, SS_EINVAL, "%s: no run is open", s->path);
+    if (s->keep == STORE_KEEP_SUMMARY)
+        return SS_OK;
     const char *name = tenant_name(s, tenant ? tenant : "");
     if (!name)
         return ss_err(eb, SS_ENOMEM, "out of memory");
     s->reqs[s->n_reqs++] = (store__req_row){.r = *r, .tenant = name};
     return s->n_reqs == STORE__REQ_CHUNK ? flush_requests(s, eb) : SS_OK;
+}
+
+int store_run_iteration(store *s, const store_iter_row *r, ss_errbuf *eb)
+{
+    if (!s->in_run)
+        return ss_err(eb, SS_EINVAL, "%s: no run is open", s->path);
+    if (s->keep != STORE_KEEP_ITERATIONS)
+        return SS_OK;
+    store__binder b = {s->st[ST_ITER], 0, 0};
+    store__b_int(&b, s->run_id);
+    store__b_int(&b, r->container);
+    store__b_int(&b, (int64_t)r->iteration);
+    if (r->tenant)
+        store__b_text(&b, r->tenant);
+    else
+        store__b_null(&b);
+    store__b_real(&b, r->start_s);
+    store__b_real(&b, r->end_s);
+    store__b_text(&b, r->prefill_seqs ? (r->decode_seqs ? "mixed" : "prefill") : "decode");
+    store__b_int(&b, r->prefill_seqs);
+    store__b_int(&b, (int64_t)r->prefill_tokens);
+    store__b_int(&b, r->decode_seqs);
+    store__b_int(&b, (int64_t)r->decode_ctx_tokens);
+    store__b_int(&b, r->swap_blocks);
+    return store__run_stmt(s, &b, eb, "inserting an iteration");
+}
+
+static const char *const keep_names[] = {[STORE_KEEP_REQUESTS] = "requests",
+                                         [STORE_KEEP_SUMMARY] = "summary",
+                                         [STORE_KEEP_ITERATIONS] = "iterations"};
+
+const char *store_keep_name(store_keep k)
+{
+    return (unsigned)k < sizeof keep_names / sizeof *keep_names ? keep_names[k] : "requests";
+}
+
+int store_keep_parse(const char *name, store_keep *out, ss_errbuf *eb)
+{
+    for (size_t i = 0; i < sizeof keep_names / sizeof *keep_names; i++)
+        if (!strcmp(name, keep_names[i])) {
+            *out = (store_keep)i;
+            return SS_OK;
+        }
+    return ss_err(eb, SS_EPARSE, "--store: '%s': expected summary, requests or iterations",
+                  name);
 }
 
 int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)

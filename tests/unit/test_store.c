@@ -175,6 +175,12 @@ static void test_refuses_foreign_and_newer(void **state)
 /* What version 16 added: runs.inputs_digest. */
 #define V16_DOWN "ALTER TABLE runs DROP COLUMN inputs_digest;"
 
+/* What version 17 added: the bundle and what was kept of a run, iterations, capacities. */
+#define V17_DOWN                                                                                   \
+    "DROP INDEX runs_by_created; DROP TABLE capacity_seeds; DROP TABLE capacities;"                \
+    "DROP TABLE iterations; ALTER TABLE runs DROP COLUMN stored;"                                  \
+    "ALTER TABLE runs DROP COLUMN bundle;"
+
 /* What version 15 added: disaggregated serving's columns of tenants. */
 #define V15_DOWN \
     "ALTER TABLE tenants DROP COLUMN prefill_replicas;" \
@@ -248,7 +254,7 @@ static void test_upgrades_schema_12(void **state)
         store_close(&s);
         sqlite3 *db;
         assert_int_equal(sqlite3_open(k ? ro : path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db, V16_DOWN V15_DOWN V14_DOWN V13_DOWN
+        assert_int_equal(sqlite3_exec(db, V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
                                           "PRAGMA journal_mode = DELETE;"
                                           "PRAGMA user_version = 12;", NULL, NULL, NULL),
                          SQLITE_OK);
@@ -277,7 +283,7 @@ static void test_upgrades_schema_12(void **state)
     write_run(s, 2, 1);
     store_close(&s);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 16);
+    assert_int_equal(STORE_SCHEMA_VERSION, 17);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 1 AND"
                                       " prefix_ceiling_hit_tokens = 0 AND"
@@ -326,7 +332,7 @@ static void test_upgrades_schema_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     static const char downgrade[] =
-        V16_DOWN V15_DOWN V14_DOWN V13_DOWN
+        V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
         "DROP TABLE tenants; DROP TABLE tiers;"
         "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
         "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
@@ -1110,7 +1116,7 @@ static void test_probe_inputs(void **state)
     assert_int_equal(store_point_probe(s, "other", in.point, NULL, &row, &eb), 0);
     store_close(&s);
 
-    sql_exec(path, V16_DOWN "PRAGMA user_version = 15;");
+    sql_exec(path, V17_DOWN V16_DOWN "PRAGMA user_version = 15;");
     assert_int_equal(store_open(&s, path, &eb), 0);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(store_point_probe(s, in.sweep, in.point, NULL, &row, &eb), 1);
@@ -1175,6 +1181,165 @@ static void test_merge_refuses_bad_inputs(void **state)
     assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 3);
 }
 
+/* What a run keeps (--store): no request rows under STORE_KEEP_SUMMARY, iteration rows under
+ * STORE_KEEP_ITERATIONS only; the bundle and the level in the runs row. */
+static void test_keep(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/keep.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    int64_t id;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    metrics_req r = {.trace_id = 1, .prompt = 10, .output_asked = 2, .generated = 2,
+                     .first_token = SS_NS_PER_MS, .finish = 2 * SS_NS_PER_MS};
+    store_iter_row it = {.container = 1, .iteration = 7, .tenant = "chat", .start_s = 0.5,
+                         .end_s = 0.75, .prefill_seqs = 1, .decode_seqs = 2,
+                         .prefill_tokens = 100, .decode_ctx_tokens = 300, .swap_blocks = 4};
+    metrics_summary m = {.requests = 1, .sim_s = 1};
+    store_run_end e = {.wall_s = 0.1};
+    for (int k = 0; k < 3; k++) {
+        store_run_info in = info;
+        in.keep = k == 0 ? STORE_KEEP_SUMMARY : k == 1 ? STORE_KEEP_REQUESTS
+                                                        : STORE_KEEP_ITERATIONS;
+        in.bundle = k == 1 ? NULL : "tuned";
+        assert_int_equal(store_run_begin(s, &in, &id, &eb), 0);
+        for (int i = 0; i < STORE__REQ_CHUNK + 3; i++) /* a chunk, and a partial one */
+            assert_int_equal(store_run_request(s, &r, "chat", &eb), 0);
+        assert_int_equal(store_run_iteration(s, &it, &eb), 0);
+        assert_int_equal(store_run_commit(s, &m, &e, &eb), 0);
+    }
+    /* no run is open */
+    assert_int_equal(store_run_iteration(s, &it, &eb), SS_EINVAL);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE run_id = 1"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE run_id = 2"),
+                     STORE__REQ_CHUNK + 3);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM requests WHERE run_id = 3"),
+                     STORE__REQ_CHUNK + 3);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM iterations"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM iterations WHERE run_id = 3 AND"
+                                      " container = 1 AND iteration = 7 AND tenant = 'chat' AND"
+                                      " start_s = 0.5 AND end_s = 0.75 AND kind = 'mixed' AND"
+                                      " prefill_tokens = 100 AND decode_ctx_tokens = 300 AND"
+                                      " swap_blocks = 4"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE (run_id, stored) IN"
+                                      " (VALUES (1, 'summary'), (2, 'requests'),"
+                                      " (3, 'iterations'))"), 3);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE bundle = 'tuned'"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs WHERE bundle IS NULL"), 1);
+    store_keep k;
+    assert_int_equal(store_keep_parse("iterations", &k, &eb), 0);
+    assert_int_equal(k, STORE_KEEP_ITERATIONS);
+    assert_int_equal(store_keep_parse("request", &k, &eb), SS_EPARSE);
+    assert_string_equal(eb.msg, "--store: 'request': expected summary, requests or iterations");
+    assert_string_equal(store_keep_name(STORE_KEEP_SUMMARY), "summary");
+}
+
+typedef struct table_dump {
+    char text[4096];
+    size_t n;
+} table_dump;
+
+static int dump_row(void *ud, int n, const char *const *cells, ss_errbuf *eb)
+{
+    (void)eb;
+    table_dump *d = ud;
+    for (int i = 0; i < n; i++)
+        d->n += (size_t)snprintf(d->text + d->n, sizeof d->text - d->n, "%s%s", i ? "|" : "",
+                                 cells[i] ? cells[i] : "NULL");
+    d->n += (size_t)snprintf(d->text + d->n, sizeof d->text - d->n, "\n");
+    return 0;
+}
+
+static int count_table(void *ud, const char *table, ss_errbuf *eb)
+{
+    (void)eb;
+    (void)table;
+    (*(int *)ud)++;
+    return 0;
+}
+
+/* capacity's answers: a bundle's row and its seeds' rows (a NaN stored as NULL), merged once
+ * however often; and whole tables read back as text, reals with the digits that tell them. */
+static void test_capacities(void **state)
+{
+    (void)state;
+    char path[600], out[600];
+    snprintf(path, sizeof path, "%s/cap.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/capm.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, path, &eb), 0);
+    store_capacity row = {
+        .command = "slicesim capacity -c a,b.ini", .scenario = "a,b.ini", .sweep = "cap",
+        .bundle = "slice", .reference = "container", .criterion = "worst", .tenant = NULL,
+        .sla_miss_bound = 0.09, .tol = 0.02, .seeds = 1, .status = "found",
+        .verdict = "-", .converged = 1, .capacity = 1.1, .capacity_lo = 1.1,
+        .capacity_hi = 1.1, .ratio = NAN, .ratio_lo = NAN, .ratio_hi = NAN,
+        .bracket_lo = 1.1, .bracket_hi = NAN, .goodput_tokens_per_s = 3000.25,
+        .sla_miss = 0.05, .pooled_sla_miss = 0.04, .probes = 8,
+    };
+    store_capacity_seed sr = {.seed = 3, .status = "found", .converged = 1, .capacity = 1.1,
+                              .ratio = NAN, .bracket_lo = 1.1, .bracket_hi = NAN,
+                              .goodput_tokens_per_s = 3000.25, .sla_miss = 0.05,
+                              .pooled_sla_miss = 0.04, .probes = 8,
+                              .point = "policy=slice;rate=1.1"};
+    int64_t id = 0;
+    assert_int_equal(store_capacity_add(s, &row, &id, &eb), SS_EINVAL); /* not begun */
+    assert_int_equal(store_capacities_begin(s, &eb), 0);
+    assert_int_equal(store_capacity_add(s, &row, &id, &eb), 0);
+    assert_int_equal(store_capacity_add_seed(s, id, &sr, &eb), 0);
+    assert_int_equal(store_capacities_commit(s, &eb), 0);
+    table_dump d = {.n = 0};
+    assert_int_equal(store_table_rows(s, "capacity_seeds", dump_row, &d, &eb), 0);
+    assert_string_equal(d.text,
+        "capacity_id|seed|status|converged|censored|capacity|ratio|bracket_lo|bracket_hi|"
+        "goodput_tokens_per_s|sla_miss|pooled_sla_miss|probes|point\n"
+        "1|3|found|1|0|1.1|NULL|1.1|NULL|3000.25|0.05|0.04|8|policy=slice;rate=1.1\n");
+    int n_tables = 0;
+    assert_int_equal(store_tables(s, count_table, &n_tables, &eb), 0);
+    assert_int_equal(n_tables, 17);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM capacities WHERE ratio IS NULL AND"
+                                      " bracket_hi IS NULL AND tenant IS NULL AND"
+                                      " bracket_lo = 1.1 AND seeds = 1 AND probes = 8"), 1);
+    store_merge_counts c;
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    assert_int_equal(store_merge_counted(s, path, &c, &eb), 0);
+    assert_true(c.capacities_copied == 1 && c.capacities_skipped == 0);
+    assert_int_equal(store_merge_counted(s, path, &c, &eb), 0);
+    assert_true(c.capacities_copied == 0 && c.capacities_skipped == 1);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM capacity_seeds"), 1);
+}
+
+/* A plain run merged twice is added once; two runs that differ only in their figures (the
+ * summary) are two runs. Before, every merge copied every run that was not a sweep point. */
+static void test_merge_same_run(void **state)
+{
+    (void)state;
+    char a[600], out[600];
+    snprintf(a, sizeof a, "%s/sa.db", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/so.db", tu_tmpdir());
+    store *s = NULL;
+    ss_errbuf eb;
+    assert_int_equal(store_open(&s, a, &eb), 0);
+    write_run(s, 5, 1);
+    write_run(s, 4, 1); /* the same runs row, most likely in the same second: other figures */
+    store_close(&s);
+    store_merge_counts c;
+    assert_int_equal(store_open(&s, out, &eb), 0);
+    assert_int_equal(store_merge_counted(s, a, &c, &eb), 0);
+    assert_true(c.runs_copied == 2 && c.runs_same == 0);
+    assert_int_equal(store_merge_counted(s, a, &c, &eb), 0);
+    assert_true(c.runs_copied == 0 && c.runs_same == 2 && c.runs_skipped == 0);
+    store_close(&s);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(out, "SELECT count(*) FROM requests"), 9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1193,6 +1358,9 @@ int main(void)
         cmocka_unit_test_teardown(test_merge_reads_inputs_only, teardown),
         cmocka_unit_test_teardown(test_merge_refuses_bad_inputs, teardown),
         cmocka_unit_test_teardown(test_probe_inputs, teardown),
+        cmocka_unit_test_teardown(test_keep, teardown),
+        cmocka_unit_test_teardown(test_capacities, teardown),
+        cmocka_unit_test_teardown(test_merge_same_run, teardown),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
