@@ -43,6 +43,11 @@ int cmd_validate(int argc, char **argv);
 /* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),
  * everything else is a failed run (1). */
 int cli_status_of(int ss_rc);
+/* Load every --plugin FILE.so (or --plugin=FILE.so) of argv (policy/plugin.h) and take them off
+ * it (argc and argv updated; arguments after "--" are left alone). CLI_OK, or CLI_EUSAGE with
+ * the one-line reason on stderr: a file that cannot be loaded, is no plug-in, was built for
+ * another ABI, or whose init failed. */
+int cli_plugins_load(int *argc, char **argv);
 
 /* Print "slicesim: CMD: MESSAGE" on one line of stderr, whatever the values formatted into it
  * hold (a new line or an escape sequence in a user's argument is shown as \xNN, as in every

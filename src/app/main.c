@@ -35,6 +35,9 @@ static void usage(FILE *f)
             SS_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nany command:\n"
+               "  --plugin FILE.so   load a policy plug-in first (repeatable): its policies are\n"
+               "                     then named like the built-ins (template: plugins/template)\n");
 }
 
 /* A result that could not be written to standard output (a full disk, a closed pipe, /dev/full)
@@ -51,6 +54,10 @@ static int finish_stdout(const char *cmd, int status)
 
 int main(int argc, char **argv)
 {
+    /* --plugin FILE.so, wherever it is given: loaded before the command, taken off argv */
+    int rc = cli_plugins_load(&argc, argv);
+    if (rc)
+        return rc;
     if (argc < 2) {
         usage(stderr);
         return CLI_EUSAGE;

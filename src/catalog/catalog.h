@@ -5,6 +5,9 @@
 #ifndef SS_CATALOG_CATALOG_H
 #define SS_CATALOG_CATALOG_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,5 +227,7 @@ double cat_model_kv_bytes_per_token(const cat_model *m);
 /* Locate the profiles directory: the explicit path if given, else $SLICESIM_PROFILES, else
  * ./profiles if it exists, else the source tree's profiles/ (compiled in). Borrowed string. */
 const char *catalog_default_dir(const char *explicit_dir);
+
+#pragma GCC visibility pop
 
 #endif

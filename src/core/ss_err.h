@@ -4,6 +4,9 @@
 #ifndef SS_CORE_SS_ERR_H
 #define SS_CORE_SS_ERR_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -69,5 +72,7 @@ _Noreturn void ss_fatal(const char *file, int line, const char *fmt, ...)
 #else
 #define SS_NEVER(x) ((x) ? (ss_fatal(SS_LOC, "SS_NEVER(%s) happened", #x), 1) : 0)
 #endif
+
+#pragma GCC visibility pop
 
 #endif

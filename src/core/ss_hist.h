@@ -5,6 +5,9 @@
 #ifndef SS_CORE_SS_HIST_H
 #define SS_CORE_SS_HIST_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,5 +104,7 @@ int ss_hist_merge(ss_hist *dst, const ss_hist *src);
 /* ss_hist_merge, then empty src and release its buckets; an empty dst takes src's buckets as
  * they are, without allocating. 0 or SS_ENOMEM (both unchanged). */
 int ss_hist_merge_move(ss_hist *dst, ss_hist *src);
+
+#pragma GCC visibility pop
 
 #endif

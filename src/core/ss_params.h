@@ -4,6 +4,9 @@
 #ifndef SS_CORE_SS_PARAMS_H
 #define SS_CORE_SS_PARAMS_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,5 +42,7 @@ typedef void ss_kv_emit_fn(void *ud, const char *key, const char *value);
 /* Call emit for every key in the order keys were first set (NULL-safe; does not mark keys as
  * used). */
 void ss_params_each(const ss_params *p, ss_kv_emit_fn *emit, void *ud);
+
+#pragma GCC visibility pop
 
 #endif

@@ -4,6 +4,9 @@
 #ifndef SS_CORE_SS_RNG_H
 #define SS_CORE_SS_RNG_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stdint.h>
 
 typedef struct ss_rng {
@@ -37,5 +40,7 @@ double ss_rng_exp(ss_rng *r, double mean);
 double ss_rng_normal(ss_rng *r);
 /* Gamma(shape k > 0, scale theta > 0), Marsaglia–Tsang. Mean k·theta, CV 1/sqrt(k). */
 double ss_rng_gamma(ss_rng *r, double shape, double scale);
+
+#pragma GCC visibility pop
 
 #endif

@@ -3,6 +3,9 @@
 #ifndef SS_CORE_SS_TIME_H
 #define SS_CORE_SS_TIME_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <math.h>
 #include <stdint.h>
 
@@ -49,5 +52,7 @@ static inline int ss_time_cmp(const void *a, const void *b)
     ss_time x = *(const ss_time *)a, y = *(const ss_time *)b;
     return (x > y) - (x < y);
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -8,6 +8,9 @@
 #ifndef SS_COST_COST_H
 #define SS_COST_COST_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -205,5 +208,7 @@ double cost_kv_bytes_per_token_per_gpu(const cat_model *m, uint32_t tp, uint32_t
  * sequences on one GPU (vLLM reserves this after its profiling run), bytes. */
 double cost_activation_bytes(const cat_model *m, uint32_t tp, uint64_t max_tokens,
                              uint32_t max_seqs);
+
+#pragma GCC visibility pop
 
 #endif

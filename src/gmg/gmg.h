@@ -11,6 +11,9 @@
 #ifndef SS_GMG_GMG_H
 #define SS_GMG_GMG_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -833,5 +836,7 @@ static inline int gmg_req_progress(gmg_req *q, ss_time now, ss_time *gap)
     q->last_token = now;
     return 1;
 }
+
+#pragma GCC visibility pop
 
 #endif

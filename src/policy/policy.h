@@ -10,6 +10,9 @@
 #ifndef SS_POLICY_POLICY_H
 #define SS_POLICY_POLICY_H
 
+/* part of the plug-in API (policy/plugin.h): visible to a plug-in the binary loads */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -494,5 +497,7 @@ static inline gmg_id pol_fresh_tail(const gmg *g, const gmg_container *c)
 
 /* Pending work of a request: tokens still to compute before it emits its next token. */
 static inline uint32_t pol_pending(const gmg_req *q) { return q->prompt + q->generated - q->computed; }
+
+#pragma GCC visibility pop
 
 #endif
