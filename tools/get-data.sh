@@ -2,7 +2,8 @@
 # Fetch the public traces and operator profiles that slicesim's data-dependent tests,
 # benchmarks and README examples read, from their public repositories at pinned commits, into
 # DIR (default: $SLICESIM_DATA, else ../shared/data beside the checkout). Needs git and network
-# access to github.com. Tests that need a data set skip (exit 77) when it is absent.
+# access to github.com; when a fetch fails, DIR is left as it was and one line says why. Tests
+# that need a data set skip (exit 77) when it is absent.
 #
 #   bash tools/get-data.sh [--list] [DIR]
 #
@@ -11,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 list=0
@@ -54,9 +55,23 @@ EOF
 fi
 
 command -v git >/dev/null || { echo "get-data: git is needed (apt-get install git)" >&2; exit 1; }
-mkdir -p "$dir"
+# Everything is fetched into a temporary folder first and copied into DIR only once every source
+# came, so a failure (no network, most often) leaves DIR as it was: not created if it was not
+# there. A failure says in one line what failed and what to do instead of git's own words.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+stage="$work/data"
+mkdir -p "$stage"
+export GIT_TERMINAL_PROMPT=0 # fail rather than ask for credentials
+# fetch_failed NAME REPO ERRFILE: the one line, then exit 1
+fetch_failed() {
+    local why
+    why=$(grep -v '^[[:space:]]*$' "$3" | tail -n 1 | sed 's/^\(fatal\|error\): //')
+    echo "get-data: cannot fetch $1 from $2 (${why:-git failed}); nothing was written to" \
+        "$dir. Check the network access to github.com and run it again, or set SLICESIM_DATA" \
+        "to a copy of the data that exists" >&2
+    exit 1
+}
 for s in "${sources[@]}"; do
     IFS='|' read -r name repo commit pairs lic <<<"$s"
     echo "get-data: $name: $repo @ ${commit:0:12}"
@@ -64,12 +79,13 @@ for s in "${sources[@]}"; do
     froms=""
     for pr in $pairs; do froms="$froms ${pr%%=*}"; done
     # Only the tree of one commit and only the blobs of the paths wanted.
-    git clone -q --filter=blob:none --no-checkout "$repo" "$clone"
-    # shellcheck disable=SC2086
-    git -C "$clone" sparse-checkout set --no-cone $froms
-    git -C "$clone" checkout -q "$commit"
+    { git clone -q --filter=blob:none --no-checkout "$repo" "$clone" &&
+        # shellcheck disable=SC2086
+        git -C "$clone" sparse-checkout set --no-cone $froms &&
+        git -C "$clone" checkout -q "$commit"; } 2>"$work/err" ||
+        fetch_failed "$name" "$repo" "$work/err"
     for pr in $pairs; do
-        from=${pr%%=*} to="$dir/${pr#*=}"
+        from=${pr%%=*} to="$stage/${pr#*=}"
         mkdir -p "$to"
         if [ -d "$clone/$from" ]; then
             cp -R "$clone/$from/." "$to"
@@ -77,9 +93,14 @@ for s in "${sources[@]}"; do
             cp "$clone/$from" "$to"
         fi
         printf 'Fetched by slicesim tools/get-data.sh on %s: %s at commit %s, %s. Licence: %s.\n' \
-            "$(date -u +%Y-%m-%d)" "$repo" "$commit" "$from" "$lic" >>"$dir/SOURCES.txt"
-        echo "  $from -> $to"
+            "$(date -u +%Y-%m-%d)" "$repo" "$commit" "$from" "$lic" >>"$stage/SOURCES.txt"
+        echo "  $from -> $dir/${pr#*=}"
     done
     rm -rf "$clone"
 done
+# Every source came: into DIR (SOURCES.txt appended to, as each fetch adds its lines).
+mkdir -p "$dir"
+cat "$stage/SOURCES.txt" >>"$dir/SOURCES.txt"
+rm "$stage/SOURCES.txt"
+cp -R "$stage/." "$dir"
 echo "get-data: done; run the tests with SLICESIM_DATA=$dir (the default is ../shared/data)"

@@ -115,7 +115,8 @@ static void usage(FILE *f)
         CLI_RUNS_REPLAYS_HELP
         "  --progress MODE         what stderr shows as it goes: probes (a line per probe, the\n"
         "                          default), searches (a line per search as it ends, \"k of N\n"
-        "                          searches done\", with its capacity) or none\n"
+        "                          searches done\" with the share done, the wall time elapsed\n"
+        "                          and an estimate of the time left, and its capacity) or none\n"
         "  --no-progress           --progress none\n"
         "  -h, --help              this help\n"
         "\n"

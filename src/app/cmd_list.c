@@ -14,6 +14,7 @@
 
 #define CELL_MAX 136 /* longest cell: a description (127) plus slack */
 #define MAX_COLS 16 /* columns of the widest listing (checked below) */
+#define LIST_COLUMNS 100 /* the widest line a table or the long view prints, where it can */
 
 /* One listing: its table columns and JSON object, both generated from one entry. */
 typedef struct list_kind {
@@ -49,6 +50,31 @@ static void json_bool(FILE *out, const char *key, int v, int last)
 }
 
 /* }====================================================================== */
+
+/* Print text from column col (already written), breaking it at spaces so that no line passes
+ * LIST_COLUMNS; continuation lines start at column indent. A word longer than the room is
+ * printed whole. Ends the line. */
+static void put_wrapped(FILE *out, const char *text, int col, int indent)
+{
+    int at = col, first = 1;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        int len = (int)strcspn(p, " ");
+        if (!len)
+            break;
+        if (!first && at + 1 + len > LIST_COLUMNS) {
+            fprintf(out, "\n%*s", indent, "");
+            at = indent;
+            first = 1;
+        }
+        fprintf(out, "%s%.*s", first ? "" : " ", len, p);
+        at += len + !first;
+        first = 0;
+        p += len;
+    }
+    fputc('\n', out);
+}
 
 /* {======================================================================
  * Models
@@ -171,10 +197,10 @@ static const void *gpu_at(const catalog *c, size_t i) { return catalog_gpu_at(c,
  * Engines
  * ======================================================================= */
 
+/* The table is the short view (it fits LIST_COLUMNS columns, the description wrapped); every term
+ * of one engine, or of all with --long, is print_engine_long's. */
 static const char *const engine_headers[] = {
-    "ENGINE", "DESCRIPTION", "OVERLAP", "ITER_US", "SEQ_US", "TOK_US", "FLOOR_US", "FUSED",
-    "MOE_EFF", "ALLREDUCE", "AR_EFF", "AR_HOP_US", "FRONTEND_MS", "ASYNC", "ATTN_SPEED",
-    "LAUNCH_US",
+    "ENGINE", "OVERLAP", "ASYNC", "ITER_US", "FRONTEND_MS", "DESCRIPTION",
 };
 #define N_ENGINE_COLS ((int)(sizeof engine_headers / sizeof *engine_headers))
 _Static_assert(sizeof engine_headers / sizeof *engine_headers <= MAX_COLS, "raise MAX_COLS");
@@ -184,34 +210,67 @@ static void engine_cell(const void *item, int col, char *buf, size_t n)
     const cat_engine *e = item;
     switch (col) {
     case 0: snprintf(buf, n, "%s", e->name); break;
-    case 1: snprintf(buf, n, "%s", e->description); break;
-    case 2: snprintf(buf, n, "%s", e->overlap_name); break;
-    case 3: /* the default, and each GPU that differs */
-        snprintf(buf, n, "%g", e->host.iter_fixed_s * 1e6);
-        for (uint32_t i = 0; i < e->n_gpus; i++) {
-            size_t u = strlen(buf);
-            snprintf(buf + u, n - u, " %s:%g", e->per_gpu[i].gpu,
-                     e->per_gpu[i].host.iter_fixed_s * 1e6);
-        }
-        break;
-    case 4: snprintf(buf, n, "%g", e->host.iter_per_seq_s * 1e6); break;
-    case 5: snprintf(buf, n, "%g", e->host.iter_per_token_s * 1e6); break;
-    case 6: snprintf(buf, n, "%g", e->host.op_floor_s * 1e6); break;
-    case 7:
-        snprintf(buf, n, "%s", e->fuse_add_norm && e->fuse_silu_mul ? "add-norm,silu-mul"
-                               : e->fuse_add_norm                   ? "add-norm"
-                               : e->fuse_silu_mul                   ? "silu-mul"
-                                                                    : "-");
-        break;
-    case 8: snprintf(buf, n, "%g", e->moe_eff); break;
-    case 9: snprintf(buf, n, "%s", e->allreduce_name); break;
-    case 10: snprintf(buf, n, "%g", e->allreduce_eff); break;
-    case 11: snprintf(buf, n, "%g", e->allreduce_hop_s * 1e6); break;
-    case 12: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
-    case 13: snprintf(buf, n, "%s", e->async_scheduling ? "yes" : "no"); break;
-    case 14: snprintf(buf, n, "%g", e->attn_speed); break;
-    default: snprintf(buf, n, "%g", e->host.launch_s * 1e6); break;
+    case 1: snprintf(buf, n, "%s", e->overlap_name); break;
+    case 2: snprintf(buf, n, "%s", e->async_scheduling ? "yes" : "no"); break;
+    case 3: snprintf(buf, n, "%g", e->host.iter_fixed_s * 1e6); break;
+    case 4: snprintf(buf, n, "%g", e->frontend_s * 1e3); break;
+    default: snprintf(buf, n, "%s", e->description); break;
     }
+}
+
+static const char *fused_text(const cat_engine *e)
+{
+    return e->fuse_add_norm && e->fuse_silu_mul ? "add-norm, silu-mul"
+           : e->fuse_add_norm                   ? "add-norm"
+           : e->fuse_silu_mul                   ? "silu-mul"
+                                                : "none";
+}
+
+/* One "  LABEL  TEXT" line of the long view, TEXT wrapped under itself. */
+static void long_line(FILE *out, const char *label, const char *text)
+{
+    fprintf(out, "  %-20s", label);
+    put_wrapped(out, text, 22, 22);
+}
+
+/* Every term of e, one per line (host times in microseconds, as the profile writes them). */
+static void print_engine_long(const cat_engine *e, FILE *out)
+{
+    char buf[CELL_MAX * 2];
+    fprintf(out, "%s: ", e->name);
+    put_wrapped(out, e->description, (int)strlen(e->name) + 2, 2);
+    snprintf(buf, sizeof buf, "%s (%s)", e->overlap_name,
+             e->overlap == CAT_OVERLAP_MAX ? "the host prepares step n+1 while the device runs "
+                                             "step n"
+                                           : "host work, then device work, every step");
+    long_line(out, "overlap", buf);
+    long_line(out, "async scheduling", e->async_scheduling ? "yes" : "no");
+    const cat_engine_host *h = &e->host;
+    snprintf(buf, sizeof buf, "iteration %g us, sequence %g us, token %g us",
+             h->iter_fixed_s * 1e6, h->iter_per_seq_s * 1e6, h->iter_per_token_s * 1e6);
+    long_line(out, "host time", buf);
+    snprintf(buf, sizeof buf, "floor %g us, launch %g us", h->op_floor_s * 1e6,
+             h->launch_s * 1e6);
+    long_line(out, "kernels", buf);
+    for (uint32_t i = 0; i < e->n_gpus; i++) {
+        const cat_engine_host *g = &e->per_gpu[i].host;
+        char label[CAT_NAME_MAX + 16];
+        snprintf(label, sizeof label, "on %s", e->per_gpu[i].gpu);
+        snprintf(buf, sizeof buf, "iteration %g us, sequence %g us, token %g us, floor %g us, "
+                 "launch %g us", g->iter_fixed_s * 1e6, g->iter_per_seq_s * 1e6,
+                 g->iter_per_token_s * 1e6, g->op_floor_s * 1e6, g->launch_s * 1e6);
+        long_line(out, label, buf);
+    }
+    long_line(out, "fused kernels", fused_text(e));
+    snprintf(buf, sizeof buf, "%g of the roofline", e->moe_eff);
+    long_line(out, "MoE expert GEMMs", buf);
+    snprintf(buf, sizeof buf, "%g x the GEMMs' roofline efficiencies", e->attn_speed);
+    long_line(out, "attention speed", buf);
+    snprintf(buf, sizeof buf, "%s, %g of the link, %g us per step", e->allreduce_name,
+             e->allreduce_eff, e->allreduce_hop_s * 1e6);
+    long_line(out, "all-reduce", buf);
+    snprintf(buf, sizeof buf, "%g ms added to TTFT and E2E", e->frontend_s * 1e3);
+    long_line(out, "front end", buf);
 }
 
 static void engine_host_json(FILE *out, const cat_engine_host *h, int last)
@@ -259,23 +318,28 @@ static const list_kind kinds[] = {
     {.name = "gpus", .n_cols = 7, .headers = gpu_headers, .left = "llrrrrr",
      .count = catalog_n_gpus, .at = gpu_at, .cell = gpu_cell, .json = gpu_json},
     {.name = "engines", .n_cols = N_ENGINE_COLS, .headers = engine_headers,
-     .left = "llllrrrlrlrrrlrr",
+     .left = "lllrrl",
      .count = catalog_n_engines, .at = engine_at, .cell = engine_cell, .json = engine_json},
 };
 
+/* One row; a left-aligned last column (a description) is wrapped under itself to fit
+ * LIST_COLUMNS. */
 static void print_row(const list_kind *k, const void *item, const int *width, FILE *out)
 {
     char buf[CELL_MAX];
+    int at = 0;
     for (int col = 0; col < k->n_cols; col++) {
         if (item)
             k->cell(item, col, buf, sizeof buf);
         else
             snprintf(buf, sizeof buf, "%s", k->headers[col]);
         int pad = k->left[col] == 'l' ? -width[col] : width[col];
-        if (col == k->n_cols - 1 && pad < 0)
-            fputs(buf, out); /* no trailing blanks */
-        else
-            fprintf(out, "%*s%s", pad, buf, col == k->n_cols - 1 ? "" : "  ");
+        if (col == k->n_cols - 1 && pad < 0) {
+            put_wrapped(out, buf, at, at); /* no trailing blanks */
+            return;
+        }
+        fprintf(out, "%*s%s", pad, buf, col == k->n_cols - 1 ? "" : "  ");
+        at += width[col] + 2;
     }
     fputc('\n', out);
 }
@@ -306,6 +370,30 @@ static void print_json(const list_kind *k, const catalog *c, FILE *out)
         fputs(i + 1 < k->count(c) ? ",\n" : "\n", out);
     }
     fputs("]\n", out);
+}
+
+/* `list engines NAME`: its long view or JSON; exit 2 naming the catalog's engines when it has
+ * no engine NAME. */
+static int print_engine(const catalog *c, const char *name, int json, FILE *out)
+{
+    const cat_engine *e = catalog_engine(c, name);
+    if (!e) {
+        ss_strbuf names = {0};
+        for (size_t i = 0; i < catalog_n_engines(c); i++)
+            ss_strbuf_printf(&names, "%s%s", i ? ", " : "", catalog_engine_at(c, i)->name);
+        fprintf(stderr, "slicesim: list: no engine '%s' in the catalog (its engines: %s)\n",
+                name, ss_strbuf_str(&names));
+        ss_strbuf_fini(&names);
+        return CLI_EUSAGE;
+    }
+    if (json) {
+        fputs("[\n  ", out);
+        engine_json(e, out);
+        fputs("\n]\n", out);
+    } else {
+        print_engine_long(e, out);
+    }
+    return CLI_OK;
 }
 
 /* {======================================================================
@@ -352,22 +440,27 @@ static int print_mixes(int json, FILE *out)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: slicesim list [--profiles DIR] [--json] models|gpus|engines|tier-mixes\n\n"
+            "usage: slicesim list [--profiles DIR] [--json] models|gpus|tier-mixes\n"
+            "       slicesim list [--profiles DIR] [--json] [--long] engines [NAME]\n\n"
             "List the catalog of model shapes, GPU kinds or serving engines read from the\n"
             "profiles directory, or the tier mixes a scenario's tier_mix may name.\n\n"
             "  models           parameters, layers, width, heads/KV heads, MLP size, vocabulary,\n"
             "                   experts/top-k, context window, KV cache per token\n"
             "  gpus             peak dense bf16 FLOP/s, device memory and its bandwidth,\n"
             "                   NVLink and PCIe bandwidth per direction\n"
-            "  engines          serving-engine profiles: host/device overlap, host time per\n"
-            "                   iteration (fixed, and per GPU where it differs), per sequence\n"
-            "                   and per token, kernel floor, fused kernels, MoE and all-reduce\n"
-            "                   efficiency, front-end latency\n"
+            "  engines          serving-engine profiles, a table: host/device overlap, async\n"
+            "                   scheduling, host time per iteration, front-end latency, what\n"
+            "                   the engine is\n"
+            "  engines NAME     every term of engine NAME: host time per iteration (per GPU\n"
+            "                   where it differs), per sequence and per token, kernel floor and\n"
+            "                   launch time, fused kernels, MoE and attention efficiency,\n"
+            "                   all-reduce, front end\n"
             "  tier-mixes       the probability of each tier under the uniform, gaussian,\n"
             "                   enterprise and powerlaw (alpha 1) mixes, for K = 1 .. 10\n"
+            "  --long           with engines: every term of every engine, as engines NAME does\n"
             "  --profiles DIR   profiles directory (default: $SLICESIM_PROFILES, else ./profiles,\n"
             "                   else the source tree's profiles/)\n"
-            "  --json           print a JSON array (SI units) instead of a table\n"
+            "  --json           print a JSON array (SI units, every term) instead of a table\n"
             "  -h, --help       show this help\n");
 }
 
@@ -383,7 +476,9 @@ typedef struct list_opts {
     const char *profiles; /* NULL: catalog_default_dir decides */
     int json;
     int help;
+    int long_view;        /* --long: every term of every engine */
     const char *kind;
+    const char *name;     /* engines NAME, else NULL */
 } list_opts;
 
 /* Parse argv into *o; on a usage error print one line and return CLI_EUSAGE. */
@@ -392,6 +487,7 @@ static int parse_args(int argc, char **argv, list_opts *o)
     static const struct option longopts[] = {
         {"profiles", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
+        {"long", no_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -403,6 +499,7 @@ static int parse_args(int argc, char **argv, list_opts *o)
         switch (ch) {
         case 'p': o->profiles = optarg; break;
         case 'j': o->json = 1; break;
+        case 'l': o->long_view = 1; break;
         case 'h': o->help = 1; break;
         case ':':
             fprintf(stderr, "slicesim: list: option '%s' needs an argument\n", argv[optind - 1]);
@@ -414,12 +511,19 @@ static int parse_args(int argc, char **argv, list_opts *o)
     }
     if (o->help)
         return CLI_OK;
-    if (optind != argc - 1) {
+    int engines = optind < argc && !strcmp(argv[optind], "engines");
+    if (optind != argc - 1 && !(engines && optind == argc - 2)) {
         fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes "
                         "(try --help)\n");
         return CLI_EUSAGE;
     }
     o->kind = argv[optind];
+    o->name = engines ? argv[optind + 1] : NULL;
+    if (o->long_view && !engines) {
+        fprintf(stderr, "slicesim: list: --long lists engines only (slicesim list --long "
+                        "engines)\n");
+        return CLI_EUSAGE;
+    }
     return CLI_OK;
 }
 
@@ -454,11 +558,20 @@ int cmd_list(int argc, char **argv)
         fprintf(stderr, "slicesim: %s\n", eb.msg[0] ? eb.msg : ss_strerror(rc));
         return cli_status_of(rc);
     }
-    if (o.json)
+    if (o.name)
+        st = print_engine(c, o.name, o.json, stdout);
+    else if (o.json)
         print_json(k, c, stdout);
+    else if (o.long_view)
+        for (size_t i = 0; i < catalog_n_engines(c); i++) {
+            fputs(i ? "\n" : "", stdout);
+            print_engine_long(catalog_engine_at(c, i), stdout);
+        }
     else
         print_table(k, c, stdout);
     catalog_destroy(&c);
+    if (st)
+        return st;
     if (fflush(stdout) || ferror(stdout)) {
         fprintf(stderr, "slicesim: list: cannot write to standard output\n");
         return CLI_EFAIL;

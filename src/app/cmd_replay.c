@@ -165,6 +165,9 @@ static void usage(FILE *f)
         "  --timeline FILE.json    write what every GPU did as Chrome trace-event JSON (Perfetto)\n"
         "  --timeline-window S:E   only events between S and E seconds of simulated time\n"
         "  --timeline-ops          also write each iteration's operators (large; use a window)\n"
+        "  --timeline-warn MB      warn on stderr once the timeline passes MB megabytes (10^6\n"
+        "                          bytes; default 100, 0 never): a whole replay's can be\n"
+        "                          hundreds of MB\n"
         "  --no-progress           no progress line on a terminal\n"
         "  -h, --help              this help\n"
         "\n"
@@ -177,7 +180,7 @@ static void usage(FILE *f)
 enum {
     OPT_CONFIG = 'c', OPT_HELP = 'h',
     OPT_SET = 256, OPT_PROFILES, OPT_JSON, OPT_CHECK, OPT_NOCHECK, OPT_NOPROG, OPT_TIMELINE, OPT_TL_WINDOW,
-    OPT_TL_OPS, OPT_PARAM, OPT_STORE,
+    OPT_TL_OPS, OPT_TL_WARN, OPT_PARAM, OPT_STORE,
     OPT_TENANT = 512,  /* + T_* */
     OPT_KEY = 768,     /* + index into key_opts */
 };
@@ -227,6 +230,7 @@ static const struct option base_opts[] = {
     {"timeline-window", required_argument, NULL, OPT_TL_WINDOW},
     {"timeline-ops", no_argument, NULL, OPT_TL_OPS},
     {"store", required_argument, NULL, OPT_STORE},
+    {"timeline-warn", required_argument, NULL, OPT_TL_WARN},
     {"model", required_argument, NULL, OPT_TENANT + T_MODEL},
     {"tp", required_argument, NULL, OPT_TENANT + T_TP},
     {"pp", required_argument, NULL, OPT_TENANT + T_PP},
@@ -358,6 +362,14 @@ static int parse_one(replay_opts *o, int c, const char *arg)
         if (store_keep_parse(arg, &o->keep, &eb))
             return usage_error("%s%s", eb.msg, "");
         return CLI_OK;
+    case OPT_TL_WARN: {
+        double mb;
+        if (ss_parse_doublez(arg, &mb) || mb < 0 || mb > 1e12)
+            return usage_error("--timeline-warn: expected megabytes, 0 to 1e12, got '%s'%s",
+                               arg, "");
+        o->tl.warn_bytes = (uint64_t)(mb * 1e6);
+        return CLI_OK;
+    }
     default:
         if (c >= OPT_TENANT && c < OPT_TENANT + T__N)
             return parse_tenant_opt(o, c - OPT_TENANT, arg);
@@ -499,9 +511,24 @@ static void print_results(const runner_run *x, const replay_opts *o, uint64_t tl
         printf("  timeline: %s (%llu events)\n", o->timeline, (unsigned long long)tl_n);
 }
 
+/* tl_opts.on_large: one line on stderr, while the replay runs, with the ways to a smaller file
+ * (the progress line, on a terminal, is cleared first). */
+static void timeline_large(void *ud, const char *path, uint64_t bytes)
+{
+    const replay_opts *o = ud;
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r%*s\r", 100, "");
+    fprintf(stderr, "slicesim: replay: warning: the timeline %s has passed %.1f MB and grows as "
+                    "the replay goes on; for a smaller one, --timeline-window S:E keeps only "
+                    "those seconds of simulated time%s (--timeline-warn 0: no warning)\n",
+            path, (double)bytes / 1e6,
+            o->tl.ops ? " and leaving out --timeline-ops drops the operators" : "");
+}
+
 int cmd_replay(int argc, char **argv)
 {
-    replay_opts o = {.progress = 1, .tl = {.start = 0, .end = SS_TIME_MAX}};
+    replay_opts o = {.progress = 1,
+                     .tl = {.start = 0, .end = SS_TIME_MAX, .warn_bytes = 100000000}};
     int rc = parse_opts(&o, argc, argv);
     if (rc) {
         free_opts(&o);
@@ -525,6 +552,8 @@ int cmd_replay(int argc, char **argv)
     cli_files_fini(&files);
     if (!rc)
         rc = runner_run_setup(&x, sc, &ro);
+    o.tl.on_large = timeline_large;
+    o.tl.ud = &o;
     if (!rc && o.timeline && (rc = tl_open(&tl, o.timeline, &o.tl, &x.eb)) == SS_OK)
         tl_attach(tl, x.g);
     if (!rc)

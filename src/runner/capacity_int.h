@@ -58,6 +58,8 @@ typedef struct capacity {
     int n_reused;              /* probes read from the database instead of run */
     int n_rerun;               /* probes the database had that were run again (other inputs,
                                   no digest, a searching bundle's) */
+    double t0;                 /* wall clock as the searches began, for the progress lines
+                                  only */
 } capacity;
 
 /* Search i (bundle i / n_seeds at seed i % n_seeds) has ended with result r, the done-th to:

@@ -855,8 +855,10 @@ void runner__capacity_search_done(const capacity *c, int i, int done,
     if (c->o->progress != RUNNER_PROGRESS_SEARCHES)
         return;
     int n = c->o->n_policies * c->n_seeds;
-    fprintf(stderr, "slicesim: capacity: %d of %d searches done: %s, seed %llu: ", done, n,
-            c->label[i / c->n_seeds], (unsigned long long)c->seed[i % c->n_seeds]);
+    char how[96];
+    runner_progress_text(how, sizeof how, done, n, runner_wall_now() - c->t0, "");
+    fprintf(stderr, "slicesim: capacity: %d of %d searches done (%s): %s, seed %llu: ", done, n,
+            how, c->label[i / c->n_seeds], (unsigned long long)c->seed[i % c->n_seeds]);
     if (r->status == RUNNER_CAP_FOUND)
         fprintf(stderr, "capacity %.4g", r->capacity);
     else
@@ -880,6 +882,7 @@ static int search_all(capacity *c, ss_errbuf *eb)
 {
     const runner_capacity_opts *o = c->o;
     int n = o->n_policies * c->n_seeds;
+    c->t0 = runner_wall_now();
     if (o->jobs > 1 && n > 1)
         return runner__capacity_parallel(c, o->jobs < n ? o->jobs : n, eb);
     int rc = SS_OK;

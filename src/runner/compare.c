@@ -38,6 +38,7 @@ typedef struct compare {
     result *res;              /* point i at seed k: res[i * n_seeds + k] (n x n_seeds, owned) */
     store *st;                /* the database of every run (NULL: none) */
     FILE *out;
+    double t0;                /* wall clock at the first run, for the progress lines only */
 } compare;
 
 /* The scenario for one run: the file, the sets, the bundle, the seed (seed non-NULL: *seed
@@ -297,9 +298,13 @@ static int run_point(compare *c, int i, int k, ss_errbuf *eb)
                  (unsigned long long)c->seed[k]);
     else
         snprintf(point, sizeof point, "policy=%s;rate=%g", c->label[p], rate);
-    if (o->progress && isatty(STDERR_FILENO))
-        fprintf(stderr, "slicesim: compare: [%d/%d] %s\n", i * c->n_seeds + k + 1,
-                c->n * c->n_seeds, point);
+    if (o->progress && isatty(STDERR_FILENO)) {
+        int done = i * c->n_seeds + k, total = c->n * c->n_seeds;
+        char how[96];
+        runner_progress_text(how, sizeof how, done, total, runner_wall_now() - c->t0, " done");
+        fprintf(stderr, "slicesim: compare: run %d of %d (%s): %s\n", done + 1, total, how,
+                point);
+    }
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .command = o->command,
                           .sweep = c->name, .point = point, .load = rate,
                           .progress = o->progress, .st = c->st, .arrivals_checked = 1,
@@ -363,6 +368,7 @@ int runner_compare(const runner_compare_opts *o, FILE *out, ss_errbuf *eb)
     } else if (!rc && o->json) {
         fputs("[\n", out);
     }
+    c.t0 = runner_wall_now();
     for (int i = 0; !rc && i < c.n; i++)
         for (int k = 0; !rc && k < c.n_seeds; k++)
             rc = run_point(&c, i, k, eb);

@@ -483,20 +483,21 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
         fprintf(f, "slicesim replay: %s, %u tenants on %u x %s; %s batching, %s routing, %s "
                    "cluster, %s costs, %s\n", r->source, gsim_n_tenants(g),
                 gsim_graph(g)->n_gpus, r->gpu, r->batching, r->routing, r->cluster, r->cost, eng);
-    fprintf(f, "  requests %" PRIu64 ": completed %" PRIu64 ", rejected %" PRIu64
-               ", truncated %" PRIu64 "; preemptions %" PRIu64 " (%" PRIu64 " by swap; %" PRIu64
+    /* With a warm-up, the counts after the colon are the measured requests': say so. */
+    fprintf(f, "  requests %" PRIu64 ": ", m->requests);
+    if (r->warmup_s > 0)
+        fprintf(f, "%" PRIu64 " in the %.1f s warm-up (not measured), %" PRIu64 " measured: ",
+                m->requests - a->requests, r->warmup_s, a->requests);
+    fprintf(f, "completed %" PRIu64 ", rejected %" PRIu64 ", truncated %" PRIu64
+               "; preemptions %" PRIu64 " (%" PRIu64 " by swap; %" PRIu64
                " requests abandoned)\n",
-            m->requests, a->completed, a->rejected, a->truncated, a->preemptions, m->swap_outs,
-            m->aborted);
+            a->completed, a->rejected, a->truncated, a->preemptions, m->swap_outs, m->aborted);
     if (a->rejected) {
         char why[512];
         runner_report_rejections(why, sizeof why, g, a);
         fprintf(f, "  rejected %" PRIu64 " (%.1f %%): %s\n", a->rejected,
                 100.0 * (double)a->rejected / (double)a->requests, why);
     }
-    if (r->warmup_s > 0)
-        fprintf(f, "  measured: the %" PRIu64 " requests arriving after the %.1f s warm-up\n",
-                a->requests, r->warmup_s);
     if (r->skipped)
         fprintf(f, "  skipped %" PRIu64 " trace rows the format marks as failed requests\n",
                 r->skipped);
@@ -534,9 +535,12 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
     fprintf(f, "  in the arrival window (%.1f s, the warm-up's end to the last arrival): %.1f "
                "output tokens/s, goodput %.1f\n", m->arrival_window_s,
             a->win_output_tokens_per_s, a->win_goodput_tokens_per_s);
+    /* Not the arrival window's goodput above: this one, the tenant table's, is over the
+     * measurement window, which runs on to the last completion. */
     if (a->sla_violations || gsim_n_tenants(g) > 1)
-        fprintf(f, "  SLA: %.2f %% of requests violated; goodput %.1f output tokens/s\n",
-                100 * a->sla_violation_rate, a->goodput_tokens_per_s);
+        fprintf(f, "  SLA: %.2f %% of requests violated; goodput %.1f output tokens/s over the "
+                   "measurement window (%.1f s, the warm-up's end to the last completion)\n",
+                100 * a->sla_violation_rate, a->goodput_tokens_per_s, m->window_s);
     fprintf(f, "  latency (ms)  %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "max");
     table_row(f, "TTFT", &a->ttft_ms);
     table_row(f, "TBT", &a->tbt_ms);

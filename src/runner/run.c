@@ -178,11 +178,40 @@ static int keep_iterations(runner_run *x)
 
 /* ---- progress line ---------------------------------------------------------------------- */
 
-static double wall_now(void)
+double runner_wall_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double wall_now(void) { return runner_wall_now(); }
+
+/* s seconds as M:SS, or H:MM:SS from an hour. */
+static void clock_text(char *buf, size_t n, double s)
+{
+    long t = s > 0 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+void runner_progress_text(char *buf, size_t n, long done, long total, double elapsed_s,
+                          const char *word)
+{
+    int pct = total > 0 ? (int)(100 * done / total) : 0;
+    if (done <= 0 || total <= 0) {
+        snprintf(buf, n, "%d %%%s", pct, word);
+        return;
+    }
+    char el[32], left[32];
+    clock_text(el, sizeof el, elapsed_s);
+    clock_text(left, sizeof left, elapsed_s / (double)done * (double)(total - done));
+    if (done < total)
+        snprintf(buf, n, "%d %%%s, %s elapsed, ~%s left", pct, word, el, left);
+    else
+        snprintf(buf, n, "%d %%%s, %s elapsed", pct, word, el);
 }
 
 typedef struct progress {

@@ -167,6 +167,16 @@ int runner_stop_init(runner_stop *out, const scn_scenario *sc, const runner_run_
 
 /* The name of criterion c for output: "worst", "pooled", "tenant". */
 const char *runner_criterion_name(runner_criterion c);
+
+/* Seconds on a monotonic wall clock, for wall times and progress lines only: never results. */
+double runner_wall_now(void);
+/* A long job's progress for its line on stderr, into buf (n bytes): "22 %WORD, 0:12 elapsed,
+ * ~0:42 left" after done of total parts in elapsed_s wall seconds (word: " done", or "" where
+ * the line says so already); the time left assumes the parts to come take as long as those done
+ * took, and is left out (as elapsed is) before the first is done. Wall-clock: for stderr only,
+ * never for results, the database or JSON. */
+void runner_progress_text(char *buf, size_t n, long done, long total, double elapsed_s,
+                          const char *word);
 /* The engine v names: a catalog name, or a profile file's path (scn_profile_is_path), which is
  * read into cat first (catalog_engine_load; an unreadable file is SS_EPARSE, bad input, as an
  * unreadable trace is). Pointers to cat's engines obtained earlier are invalidated. */

@@ -123,6 +123,17 @@ static int build_point(const runner_sweep_exp *x, size_t p, scn_scenario **out, 
 
 /* ---- running ---------------------------------------------------------------------------- */
 
+/* The line on stderr before point i of n (a worker runs first, first + step, ...): its share
+ * done so far and its time left are this process's. */
+static void progress_line(size_t i, size_t n, size_t first, size_t step, double t0,
+                          const char *key)
+{
+    long done = (long)((i - first) / step), total = (long)((n - first + step - 1) / step);
+    char how[96];
+    runner_progress_text(how, sizeof how, done, total, runner_wall_now() - t0, " done");
+    fprintf(stderr, "slicesim: sweep: point %zu of %zu (%s): %s\n", i + 1, n, how, key);
+}
+
 /* Run the points pending[first], pending[first + step], ... into db, skipping any the database
  * gained meanwhile. */
 static int run_points(const runner_sweep_exp *x, const runner_sweep_opts *o,
@@ -131,6 +142,7 @@ static int run_points(const runner_sweep_exp *x, const runner_sweep_opts *o,
 {
     store *st = NULL;
     int rc = store_open(&st, db, eb);
+    double t0 = runner_wall_now();
     for (size_t i = first; !rc && i < n_pending; i += step) {
         char key[1024];
         point_key(x, pending[i], key, sizeof key);
@@ -142,7 +154,7 @@ static int run_points(const runner_sweep_exp *x, const runner_sweep_opts *o,
         if (has) /* another process, or an earlier run, did it meanwhile */
             continue;
         if (o->progress && isatty(STDERR_FILENO))
-            fprintf(stderr, "slicesim: sweep: [%zu/%zu] %s\n", i + 1, n_pending, key);
+            progress_line(i, n_pending, first, step, t0, key);
         scn_scenario *sc = NULL;
         char label[RUNNER_LABEL_MAX];
         runner_run_opts ro = {.profiles = o->profiles, .config = x->scenario,

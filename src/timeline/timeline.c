@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define OPS_CAP 65536 /* operator nodes of one expanded iteration */
 
@@ -18,7 +19,9 @@ struct tl_writer {
     FILE *f;           /* owned by out */
     ss_outfile *out;   /* owned: the file being written (a temporary renamed on close) */
     tl_opts o;
+    const char *path;  /* borrowed from tl_open's caller: for on_large */
     uint64_t n_events;
+    int warned;        /* on_large was called */
     gmg_op *ops;       /* scratch for expansion (only with o.ops) */
 };
 
@@ -27,9 +30,23 @@ static void ts(FILE *f, const char *key, ss_time t)
     fprintf(f, "\"%s\":%" PRId64 ".%03" PRId64, key, t / 1000, t % 1000);
 }
 
+/* Every TL_SIZE_CHECK events, whether the file has passed warn_bytes (a file written in place
+ * that cannot tell its position, a FIFO, is never reported). */
+static void check_size(tl_writer *w)
+{
+    if (w->warned || !w->o.warn_bytes || !w->o.on_large || w->n_events % TL_SIZE_CHECK)
+        return;
+    off_t at = ftello(w->f);
+    if (at >= 0 && (uint64_t)at >= w->o.warn_bytes) {
+        w->warned = 1;
+        w->o.on_large(w->o.ud, w->path, (uint64_t)at);
+    }
+}
+
 /* Start one event object (with the separating comma). */
 static void begin_event(tl_writer *w)
 {
+    check_size(w);
     fputs(w->n_events++ ? ",\n" : "\n", w->f);
 }
 
@@ -41,6 +58,7 @@ int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf 
         return ss_err(eb, SS_ENOMEM, "timeline: out of memory");
     }
     w->o = *opts;
+    w->path = path;
     if (!w->o.max_ids)
         w->o.max_ids = 64;
     int rc = ss_outfile_open(&w->out, &w->f, path, 0, eb);

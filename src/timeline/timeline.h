@@ -14,16 +14,26 @@
 #include "core/ss_time.h"
 #include "gsim/gsim.h"
 
+/* Called once, when the file being written has passed tl_opts.warn_bytes (bytes: its size
+ * then), so that the caller can say so while the replay runs. */
+typedef void tl_large_fn(void *ud, const char *path, uint64_t bytes);
+
 typedef struct tl_opts {
     ss_time start, end; /* window: only events overlapping [start, end] are written */
     int ops;            /* also write each iteration's operators (large) */
     uint32_t max_ids;   /* request ids listed per iteration (0 = 64) */
+    uint64_t warn_bytes; /* size past which on_large is called, bytes (0: never); checked every
+                            TL_SIZE_CHECK events, so it is called a little past it */
+    tl_large_fn *on_large; /* NULL: none */
+    void *ud;           /* on_large's (borrowed) */
 } tl_opts;
+
+#define TL_SIZE_CHECK 1024 /* events between two looks at the file's size */
 
 typedef struct tl_writer tl_writer;
 
-/* Open path for writing (ss_outfile_open). 0 or SS_EIO / SS_ENOMEM with eb set; nothing left
- * on failure. */
+/* Open path for writing (ss_outfile_open). path and opts->ud are borrowed until tl_close or
+ * tl_abort. 0 or SS_EIO / SS_ENOMEM with eb set; nothing left on failure. */
 int tl_open(tl_writer **w_out, const char *path, const tl_opts *opts, ss_errbuf *eb);
 /* Name the tracks of every GPU of g's cluster and observe its replay from now on. */
 void tl_attach(tl_writer *w, gsim *g);

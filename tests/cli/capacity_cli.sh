@@ -412,8 +412,9 @@ expect_error 2 "capacity: tenant 'chatt' .*: no such tenant in .*tiny.ini \(its 
 expect_error 2 "capacity: --tol: expected a number > 0 and < 1, got '0'" "$S" capacity -c tiny.ini --policies slice --tol 0
 expect_error 2 "capacity: --max-probes: expected an integer in \[1, 64\], got '0'" \
     "$S" capacity -c tiny.ini --policies slice --max-probes 0
-# --progress searches: a line per search as it ends, "k of N searches done", with its capacity
-# (the table's), whatever --jobs; no probe lines; other modes refused in one line
+# --progress searches: a line per search as it ends, "k of N searches done", the share done, the
+# wall time elapsed and (but at the last) the time left, with its capacity (the table's),
+# whatever --jobs; no probe lines; other modes refused in one line
 for jobs in 1 2; do
     cap --db none --seeds 3 --criterion pooled --json --progress searches --jobs $jobs \
         >prog$jobs.json 2>prog$jobs.err || fail "--progress searches --jobs $jobs: $(cat prog$jobs.err)"
@@ -429,9 +430,11 @@ for p in o["policies"]:
 assert len(lines) == len(want) == 6, lines
 seen = {}
 for k, line in enumerate(lines, 1):
-    m = re.fullmatch(r"slicesim: capacity: (\d+) of 6 searches done: (\S+), seed (\d+): (.*)", line)
+    m = re.fullmatch(r"slicesim: capacity: (\d+) of 6 searches done \((\d+) %, \d+:\d\d "
+                     r"elapsed(, ~\d+:\d\d left)?\): (\S+), seed (\d+): (.*)", line)
     assert m and int(m.group(1)) == k, line
-    seen[(m.group(2), int(m.group(3)))] = m.group(4)
+    assert int(m.group(2)) == 100 * k // 6 and bool(m.group(3)) == (k < 6), line
+    seen[(m.group(4), int(m.group(5)))] = m.group(6)
 assert seen == want, (seen, want)
 PY
 done

@@ -116,4 +116,20 @@ expect_error 2 "policy 'x': .*run.sed: unknown key" "$S" compare -c "$SV" \
     --policies 'container,x:run.sed=2' --db none
 expect_error 2 "unknown option '--frob'" "$S" compare -c "$SV" --frob
 [ ! -e results ] || fail "a failed compare wrote results"
+
+# On a terminal (script(1) gives it one), a line per run on stderr: its number of the total, the
+# share done, the wall time elapsed and the time left; --no-progress: no line at all
+if command -v script >/dev/null; then
+    script -qec "$S compare -c $SV ${SHORT[*]} --policies container,slice --rates 1,1.5 \
+        --db none >/dev/null" tty.txt >/dev/null 2>&1 || fail "compare on a terminal"
+    tr '\r' '\n' <tty.txt | grep '^slicesim: compare: ' >tty.lines
+    [ "$(wc -l <tty.lines)" = 4 ] || fail "compare on a terminal: want 4 lines: $(cat tty.lines)"
+    [ "$(head -1 tty.lines)" = "slicesim: compare: run 1 of 4 (0 % done): policy=container;rate=1" ] ||
+        fail "compare's first progress line: $(head -1 tty.lines)"
+    grep -Eq '^slicesim: compare: run 3 of 4 \(50 % done, [0-9]+:[0-9]{2} elapsed, ~[0-9]+:[0-9]{2} left\): policy=container;rate=1\.5$' \
+        tty.lines || fail "compare's third progress line: $(sed -n 3p tty.lines)"
+    script -qec "$S compare -c $SV ${SHORT[*]} --policies container,slice --rates 1,1.5 \
+        --db none --no-progress >/dev/null" quiet.txt >/dev/null 2>&1 || fail "--no-progress"
+    ! grep -q 'slicesim:' quiet.txt || fail "compare --no-progress wrote: $(cat quiet.txt)"
+fi
 echo "compare_cli: all checks passed"

@@ -14,12 +14,28 @@ trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 TRACE=$ROOT/traces/azure-conv-synth.csv
 
-# list engines: the shipped engines, the eager one with its terms and its per-GPU host time
+# list engines: the shipped engines in a table; every term of one, the eager one's per-GPU host
+# time included, with list engines NAME
 "$S" list engines >list 2>err || fail "list engines: $(cat err)"
-grep -Eq '^vllm-eager +.* serial +3000 h100-sxm:2500 h200:2500 +20 +0.5 +5 +silu-mul +1 +ring +0.7 +0 +0 +no +1 +0$' list ||
+grep -Eq '^vllm-eager +serial +no +3000 +0 +eager vLLM-class engine' list ||
     fail "list engines: $(cat list)"
-grep -Eq '^vllm-0.15 +.* add-norm,silu-mul +[0-9.]+ +twoshot .* yes +[0-9.]+ +0$' list ||
+grep -Eq '^vllm-0.15 +serial +yes +[0-9.]+ +[0-9.]+ +vLLM 0.15 ' list ||
     fail "list engines: the default engine: $(cat list)"
+"$S" list engines vllm-eager >eager 2>err || fail "list engines vllm-eager: $(cat err)"
+for want in '  async scheduling    no' '  host time           iteration 3000 us, sequence 20 us, token 0.5 us' \
+    '  kernels             floor 5 us, launch 0 us' \
+    '  on h100-sxm         iteration 2500 us, sequence 20 us, token 0.5 us, floor 5 us, launch 0 us' \
+    '  on h200             iteration 2500 us, sequence 20 us, token 0.5 us, floor 5 us, launch 0 us' \
+    '  fused kernels       silu-mul' '  MoE expert GEMMs    1 of the roofline' \
+    "  attention speed     1 x the GEMMs' roofline efficiencies" \
+    '  all-reduce          ring, 0.7 of the link, 0 us per step' \
+    '  front end           0 ms added to TTFT and E2E'; do
+    grep -qxF "$want" eager || fail "list engines vllm-eager lacks '$want': $(cat eager)"
+done
+"$S" list engines vllm-0.15 >default 2>err || fail "list engines vllm-0.15: $(cat err)"
+grep -Eq '^  fused kernels +add-norm, silu-mul$' default && grep -Eq '^  async scheduling +yes$' default &&
+    grep -Eq '^  all-reduce +twoshot, ' default && grep -Eq '^  kernels +floor [0-9.]+ us, launch 0 us$' default ||
+    fail "list engines vllm-0.15: $(cat default)"
 "$S" list engines --json >list.json || fail "list engines --json"
 python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))[2]; assert e["name"]=="vllm-eager" and e["iter_fixed_s"]==0.003 and e["per_gpu"]["h200"]["iter_fixed_s"]==0.0025 and e["allreduce"]=="ring" and e["async_scheduling"] is False and e["attn_speed"]==1, e' list.json ||
     fail "list engines --json: $(cat list.json)"
@@ -129,7 +145,9 @@ printf '[gpu.h100]\niter_fixed_us = 2500\n' >>rcat/engines/bad.ini
 [ "$(cat err)" = "slicesim: warning: rcat/engines/bad.ini:$(wc -l <rcat/engines/bad.ini): \
 [gpu.h100]: unknown GPU 'h100' (known: a100-80g, h100-sxm, h200, l40s); its host terms apply \
 to no GPU" ] || fail "the warning of an unknown GPU's section: $(cat err)"
-grep -Eq '^bad .* 3000 h100:2500 ' list || fail "the engine with the section: $(cat list)"
+grep -Eq '^bad +serial +no +3000 ' list || fail "the engine with the section: $(cat list)"
+"$S" list engines bad --profiles rcat >one 2>/dev/null || fail "list engines bad"
+grep -Eq '^  on h100 +iteration 2500 us, ' one || fail "the engine's section: $(cat one)"
 sed -i 's/^\[gpu\.h100\]/[gpu.h100-sxm]/' rcat/engines/bad.ini
 "$S" list engines --profiles rcat >/dev/null 2>err && [ ! -s err ] ||
     fail "a known GPU's section warned: $(cat err)"

@@ -73,6 +73,58 @@ PY
         "$tmp/gjson.out" || fail "list --json gpus is not a 4-entry JSON array"
 fi
 
+# Engines: a table that fits 100 columns (the description wrapped under itself), every term of
+# one engine with `list engines NAME`, of all with --long; none of them wider than 100 columns,
+# even with a description of the longest length a profile allows (127 characters).
+within_100() { # NAME: no line of $tmp/NAME.out is wider than 100 columns
+    awk -v f="$1" 'length($0) > 100 { print "FAIL: " f ": line " NR " has " length($0) " columns"; bad = 1 }
+                   END { exit bad }' "$tmp/$1.out" || fails=$((fails + 1))
+}
+run engines 0 list engines --profiles "$PROFILES"
+within_100 engines
+head -1 "$tmp/engines.out" | grep -q '^ENGINE  *OVERLAP  *ASYNC  *ITER_US  *FRONTEND_MS  *DESCRIPTION$' ||
+    fail "list engines header: $(head -1 "$tmp/engines.out")"
+for e in vllm-0.15 vllm-0.2 vllm-eager; do
+    grep -q "^$e " "$tmp/engines.out" || fail "list engines lacks $e"
+done
+grep -q '^vllm-eager  *serial  *no  *3000  ' "$tmp/engines.out" ||
+    fail "vllm-eager row: $(grep '^vllm-eager' "$tmp/engines.out")"
+run engine_one 0 list engines vllm-eager --profiles "$PROFILES"
+within_100 engine_one
+head -1 "$tmp/engine_one.out" | grep -q '^vllm-eager: eager vLLM-class engine' ||
+    fail "list engines vllm-eager: $(head -1 "$tmp/engine_one.out")"
+grep -q '^  on h100-sxm  *iteration 2500 us, ' "$tmp/engine_one.out" ||
+    fail "list engines vllm-eager lacks its h100-sxm host times"
+grep -q '^  all-reduce  *ring, 0.7 of the link, 0 us per step$' "$tmp/engine_one.out" ||
+    fail "list engines vllm-eager lacks its all-reduce"
+run engines_long 0 list --long engines --profiles "$PROFILES"
+within_100 engines_long
+[ "$(grep -c '^vllm' "$tmp/engines_long.out")" -eq 3 ] || fail "list --long engines: want 3 engines"
+# every line of vllm-eager's own view is a line of --long's
+[ -z "$(grep -vxFf "$tmp/engines_long.out" "$tmp/engine_one.out")" ] ||
+    fail "list --long engines lacks lines of vllm-eager's view"
+mkdir -p "$tmp/long/hardware" "$tmp/long/models" "$tmp/long/engines"
+cp "$PROFILES/hardware/"*.ini "$tmp/long/hardware/"
+cp "$PROFILES/models/llama-2-7b.ini" "$tmp/long/models/"
+desc=$(printf 'word%.0s ' $(seq 25) | cut -c1-127)
+sed "s/^description = .*/description = $desc/" "$PROFILES/engines/vllm-eager.ini" \
+    >"$tmp/long/engines/vllm-eager.ini"
+cp "$PROFILES/engines/vllm-0.15.ini" "$tmp/long/engines/"
+run engines_wide 0 list engines --profiles "$tmp/long"
+within_100 engines_wide
+grep -q "word word" "$tmp/engines_wide.out" || fail "the long description is not shown"
+run engine_wide 0 list engines vllm-eager --profiles "$tmp/long"
+within_100 engine_wide
+run engine_none 2 list engines vllm-9 --profiles "$PROFILES"
+one_error_line engine_none "no engine 'vllm-9' in the catalog (its engines: vllm-0.15, vllm-0.2, vllm-eager)"
+run long_models 2 list --long models --profiles "$PROFILES"
+one_error_line long_models "--long lists engines only"
+if command -v python3 >/dev/null; then
+    run ejson 0 list --json engines vllm-eager --profiles "$PROFILES"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r)==1 and r[0]["name"]=="vllm-eager" and r[0]["per_gpu"]["h200"]["iter_fixed_s"]==0.0025, r' \
+        "$tmp/ejson.out" || fail "list --json engines vllm-eager: $(cat "$tmp/ejson.out")"
+fi
+
 # Tier mixes need no catalog: 4 mixes x K = 1..10, the K = 5 shapes as specified.
 run mixes 0 list tier-mixes --profiles "$tmp/none"
 [ "$(wc -l <"$tmp/mixes.out")" -eq 41 ] || fail "list tier-mixes: want a header and 40 rows"

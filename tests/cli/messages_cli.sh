@@ -162,7 +162,7 @@ expect_error 2 "^slicesim: replay: unknown option '--rate' \(did you mean --rate
     "$S" replay --rate 3 --db none
 expect_error 2 "^slicesim: replay: unknown option '--trace-f' \(did you mean --trace-format\?\)$" \
     "$S" replay --trace-f=native --db none
-expect_error 2 "^slicesim: replay: unknown option '--t' \(did you mean --timeline, --timeline-window, --timeline-ops, --tp, --trace, --trace-format, --trace-spread, --token-budget\?\)$" \
+expect_error 2 "^slicesim: replay: unknown option '--t' \(did you mean --timeline, --timeline-window, --timeline-ops, --timeline-warn, --tp, --trace, --trace-format, --trace-spread, --token-budget\?\)$" \
     "$S" replay --t 1 --db none
 expect_error 2 "^slicesim: trace gen: unknown option '--dur' \(did you mean --duration\?\)$" \
     "$S" trace gen --rate 1 --dur 5 -o g.csv

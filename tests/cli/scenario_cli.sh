@@ -31,6 +31,27 @@ for g in d["tenants"] + d["tiers"]:
         assert set(("p50", "p90", "p99")) <= set(g[k])
 PY
 fi
+# The table says what its counts count (the warm-up's requests are not measured) and over
+# which span each of its two goodputs is: the arrival window's, and the measurement window's
+# that the tenant table uses. The numbers are the JSON's.
+"$S" replay -c "$EX" --db none >table 2>err || fail "example scenario table: $(cat err)"
+if command -v python3 >/dev/null; then
+    python3 - a.json table <<'PY' || fail "the table's counts or goodputs: $(sed -n 2,8p table)"
+import json, sys
+d, t = json.load(open(sys.argv[1])), open(sys.argv[2]).read().splitlines()
+n, m = d["requests"], d["measured_requests"]
+want = ("  requests %d: %d in the 60.0 s warm-up (not measured), %d measured: completed %d, "
+        % (n, n - m, m, d["completed"]))
+assert n > m > 0 and t[1].startswith(want), (t[1], want)
+arr = [x for x in t if x.startswith("  in the arrival window (")]
+assert len(arr) == 1 and arr[0].endswith(", goodput %.1f" % d["window_goodput_tokens_per_s"]), arr
+sla = [x for x in t if x.startswith("  SLA: ")]
+assert len(sla) == 1 and sla[0].endswith(
+    "goodput %.1f output tokens/s over the measurement window (%.1f s, the warm-up's end to the "
+    "last completion)" % (d["goodput_tokens_per_s"], d["window_s"])), sla
+assert not [x for x in t if x.startswith("  measured: ")], "the old measured line is back"
+PY
+fi
 [ "$(sql r.db 'SELECT count(*) FROM tenants')" = 2 ] || fail "tenants rows"
 [ "$(sql r.db 'SELECT count(*) FROM tiers')" = 2 ] || fail "tiers rows"
 [ "$(sql r.db "SELECT cluster_policy FROM runs")" = container ] || fail "runs.cluster_policy"

@@ -123,4 +123,19 @@ expect_error 2 "shard: expected K/N" "$S" sweep exp.ini --shard 3/2
 expect_error 2 "expected OUT.db and at least one IN.db" "$S" db merge out.db
 expect_error 2 "no-such.db: cannot open" "$S" db merge out2.db no-such.db
 [ ! -e results ] || fail "a failed sweep wrote results"
+
+# On a terminal (script(1) gives it one), a line per point on stderr: its number of the total,
+# the share done, the wall time elapsed and the time left
+if command -v script >/dev/null; then
+    sed -e 's/^policy = .*/policy = container/' -e 's/^rate = .*/rate = 0.5, 1, 2/' \
+        -e 's/^run.seed = .*/run.seed = 1/' -e 's/^name = demo/name = small/' exp.ini >small.ini
+    script -qec "$S sweep small.ini --db tty.db >/dev/null" tty.txt >/dev/null 2>&1 ||
+        fail "sweep on a terminal: $(cat tty.txt)"
+    tr '\r' '\n' <tty.txt | grep '^slicesim: sweep: ' >tty.lines
+    [ "$(wc -l <tty.lines)" = 3 ] || fail "sweep on a terminal: want 3 lines: $(cat tty.lines)"
+    grep -Eq '^slicesim: sweep: point 1 of 3 \(0 % done\): policy=container;rate=0\.5(;|$)' tty.lines ||
+        fail "sweep's first progress line: $(head -1 tty.lines)"
+    grep -Eq '^slicesim: sweep: point 3 of 3 \(66 % done, [0-9]+:[0-9]{2} elapsed, ~[0-9]+:[0-9]{2} left\): ' \
+        tty.lines || fail "sweep's last progress line: $(sed -n 3p tty.lines)"
+fi
 echo "sweep_cli: all checks passed"

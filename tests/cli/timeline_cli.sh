@@ -36,8 +36,9 @@ print(len(ev), "events;", len(iters), "iterations;",
 PY
 }
 
-"$S" replay --trace "$TRACE" --limit 300 --replicas 2 --tp 2 --db none --timeline a.json >out ||
-    fail "replay with --timeline: $(cat out)"
+"$S" replay --trace "$TRACE" --limit 300 --replicas 2 --tp 2 --db none --timeline a.json >out \
+    2>a.err || fail "replay with --timeline: $(cat out)"
+[ -s a.err ] && fail "a small timeline (under the default 100 MB) warned: $(cat a.err)"
 grep -q "timeline: a.json (" out || fail "the table does not mention the timeline"
 [ -z "$(tmp_of a.json)" ] || fail "$(tmp_of a.json) left behind"
 check a.json 4
@@ -62,6 +63,26 @@ check w.json 2 10000000 12000000 >w.out
 grep -Eq "[1-9][0-9]* operators" w.out || fail "no operator events: $(cat w.out)"
 grep -q '"name":"qkv"' w.json || fail "no qkv operator"
 
+# A timeline past --timeline-warn MB (default 100) gets one warning line on stderr as the replay
+# writes it, with its size and what makes it smaller; the file and the table are as without
+"$S" replay --trace "$TRACE" --limit 300 --replicas 2 --tp 2 --db none --timeline a.json \
+    --timeline-warn 0.05 >big.out 2>big.err || fail "replay with --timeline-warn: $(cat big.err)"
+[ "$(wc -l <big.err)" -eq 1 ] || fail "--timeline-warn: want one line on stderr: $(cat big.err)"
+grep -Eq "^slicesim: replay: warning: the timeline a\.json has passed [0-9]+\.[0-9] MB and grows as \
+the replay goes on; for a smaller one, --timeline-window S:E keeps only those seconds of simulated \
+time \(--timeline-warn 0: no warning\)\$" big.err || fail "--timeline-warn: $(cat big.err)"
+check a.json 4
+[ "$(grep '^  timeline: ' big.out)" = "$(grep '^  timeline: ' out)" ] ||
+    fail "the warned timeline differs: $(grep '^  timeline: ' big.out)"
+"$S" replay --trace "$TRACE" --limit 300 --replicas 2 --db none --timeline o.json --timeline-ops \
+    --timeline-window 10:20 --timeline-warn 0.05 >/dev/null 2>ops.err || fail "ops: $(cat ops.err)"
+grep -q "simulated time and leaving out --timeline-ops drops the operators (" ops.err ||
+    fail "--timeline-ops: the warning does not say so: $(cat ops.err)"
+"$S" replay --trace "$TRACE" --limit 300 --replicas 2 --tp 2 --db none --timeline a.json \
+    --timeline-warn 0 >/dev/null 2>none.err || fail "--timeline-warn 0: $(cat none.err)"
+[ -s none.err ] && fail "--timeline-warn 0 warned: $(cat none.err)"
+expect_error 2 "^slicesim: replay: --timeline-warn: expected megabytes, 0 to 1e12, got 'lots'\$" \
+    "$S" replay --trace "$TRACE" --timeline x.json --timeline-warn lots
 expect_error 2 "timeline-window" "$S" replay --trace "$TRACE" --timeline x.json --timeline-window 5
 expect_error 2 "timeline-window" "$S" replay --trace "$TRACE" --timeline x.json --timeline-window 9:3
 expect_error 1 "cannot create" "$S" replay --trace "$TRACE" --limit 5 --db none --timeline no/dir/x.json
