@@ -6,6 +6,7 @@
 #include "catalog/catalog.h"
 #include "core/ss_err.h"
 #include "core/ss_strbuf.h"
+#include "scenario/scenario.h"
 #include "workload/workload.h"
 
 #include <getopt.h>
@@ -437,10 +438,99 @@ static int print_mixes(int json, FILE *out)
 
 /* }====================================================================== */
 
+/* {======================================================================
+ * Scenario keys (the scenario's key table and the policies' parameters)
+ * ======================================================================= */
+
+typedef struct keys_out {
+    FILE *f;
+    int json, n;
+} keys_out;
+
+static void json_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++)
+        fprintf(f, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+    fputc('"', f);
+}
+
+/* text from column `col` on, wrapped at 100 columns, continuation lines indented to col */
+static void wrapped(FILE *f, const char *text, int col)
+{
+    int at = col;
+    while (*text) {
+        size_t w = strcspn(text, " ");
+        if (at > col && at + 1 + (int)w > 100) {
+            fprintf(f, "\n%*s", col, "");
+            at = col;
+        } else if (at > col) {
+            fputc(' ', f);
+            at++;
+        }
+        fprintf(f, "%.*s", (int)w, text);
+        at += (int)w;
+        text += w + strspn(text + w, " ");
+    }
+    fputc('\n', f);
+}
+
+static void print_key(void *ud, const scn_key_info *k)
+{
+    keys_out *o = ud;
+    if (o->json) {
+        fprintf(o->f, "%s\n  {\"section\": ", o->n++ ? "," : "");
+        json_text(o->f, k->section);
+        fputs(", \"key\": ", o->f);
+        json_text(o->f, k->name);
+        fputs(", \"default\": ", o->f);
+        json_text(o->f, k->def);
+        fputs(", \"values\": ", o->f);
+        json_text(o->f, k->values);
+        if (k->read_by) {
+            fputs(", \"read_by\": ", o->f);
+            json_text(o->f, k->read_by);
+        }
+        fputc('}', o->f);
+        return;
+    }
+    char key[96], line[512];
+    snprintf(key, sizeof key, "%s.%s", k->section, k->name);
+    if (k->read_by)
+        snprintf(line, sizeof line, "read by %s", k->read_by);
+    else
+        snprintf(line, sizeof line, "%s", k->values);
+    fprintf(o->f, "%-36s %-18s ", key, k->def[0] ? k->def : "-");
+    int col = 56;
+    if (strlen(key) > 36 || strlen(k->def) > 18) { /* a long one: the values on their own line */
+        fprintf(o->f, "\n%*s", col, "");
+    }
+    wrapped(o->f, line, col);
+}
+
+static int print_keys(int json, FILE *out)
+{
+    keys_out o = {out, json, 0};
+    if (json)
+        fputc('[', out);
+    else
+        fprintf(out, "%-36s %-18s %s\n", "KEY", "DEFAULT", "VALUES");
+    int rc = scn_keys_each(print_key, &o);
+    if (json)
+        fputs("\n]\n", out);
+    if (rc) {
+        fprintf(stderr, "slicesim: list: out of memory\n");
+        return CLI_EFAIL;
+    }
+    return CLI_OK;
+}
+
+/* }====================================================================== */
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: slicesim list [--profiles DIR] [--json] models|gpus|tier-mixes\n"
+            "usage: slicesim list [--profiles DIR] [--json] models|gpus|tier-mixes|keys\n"
             "       slicesim list [--profiles DIR] [--json] [--long] engines [NAME]\n\n"
             "List the catalog of model shapes, GPU kinds or serving engines read from the\n"
             "profiles directory, or the tier mixes a scenario's tier_mix may name.\n\n"
@@ -457,6 +547,9 @@ static void usage(FILE *f)
             "                   all-reduce, front end\n"
             "  tier-mixes       the probability of each tier under the uniform, gaussian,\n"
             "                   enterprise and powerlaw (alpha 1) mixes, for K = 1 .. 10\n"
+            "  keys             every key a scenario file (or --set SECTION.KEY=VALUE) takes,\n"
+            "                   with its default and what it accepts, then the [policy]\n"
+            "                   parameters of the policies, with the policies that read them\n"
             "  --long           with engines: every term of every engine, as engines NAME does\n"
             "  --profiles DIR   profiles directory (default: $SLICESIM_PROFILES, else ./profiles,\n"
             "                   else the source tree's profiles/)\n"
@@ -513,8 +606,8 @@ static int parse_args(int argc, char **argv, list_opts *o)
         return CLI_OK;
     int engines = optind < argc && !strcmp(argv[optind], "engines");
     if (optind != argc - 1 && !(engines && optind == argc - 2)) {
-        fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes "
-                        "(try --help)\n");
+        fprintf(stderr, "slicesim: list: expected one of models, gpus, engines, tier-mixes, "
+                        "keys (try --help)\n");
         return CLI_EUSAGE;
     }
     o->kind = argv[optind];
@@ -536,8 +629,8 @@ int cmd_list(int argc, char **argv)
             usage(stdout);
         return st;
     }
-    if (!strcmp(o.kind, "tier-mixes")) {
-        st = print_mixes(o.json, stdout);
+    if (!strcmp(o.kind, "tier-mixes") || !strcmp(o.kind, "keys")) {
+        st = !strcmp(o.kind, "keys") ? print_keys(o.json, stdout) : print_mixes(o.json, stdout);
         if (!st && (fflush(stdout) || ferror(stdout))) {
             fprintf(stderr, "slicesim: list: cannot write to standard output\n");
             return CLI_EFAIL;
@@ -547,7 +640,8 @@ int cmd_list(int argc, char **argv)
     const list_kind *k = find_kind(o.kind);
     if (!k) {
         fprintf(stderr,
-                "slicesim: list: unknown kind '%s' (valid: models, gpus, engines, tier-mixes)\n",
+                "slicesim: list: unknown kind '%s' (valid: models, gpus, engines, tier-mixes, "
+                "keys)\n",
                 o.kind);
         return CLI_EUSAGE;
     }

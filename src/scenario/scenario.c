@@ -8,8 +8,10 @@
 #include "core/ss_alloc.h"
 #include "core/ss_ini.h"
 #include "core/ss_parse.h"
+#include "policy/policy.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,5 +455,107 @@ int scn_load(scn_scenario *s, const char *path, ss_errbuf *eb)
     int rc = ss_ini_parse(path, on_entry, &c, eb);
     ss_params_destroy(&c.seen);
     ss_free(c.lines);
+    return rc;
+}
+
+/* ---- the key table, for listing -------------------------------------------------------- */
+
+/* A policy parameter and the policies that read it. */
+typedef struct param_reader {
+    const char *name;
+    char by[512];
+} param_reader;
+
+typedef struct param_list {
+    param_reader *p;
+    size_t n, cap;
+} param_list;
+
+/* Note that the `kind` policy `policy` reads each of params. 0 or SS_ENOMEM. */
+static int add_params(param_list *l, const char *kind, const char *policy,
+                      const char *const *params)
+{
+    for (size_t i = 0; params && params[i]; i++) {
+        param_reader *r = NULL;
+        for (size_t j = 0; j < l->n && !r; j++)
+            if (!strcmp(l->p[j].name, params[i]))
+                r = &l->p[j];
+        if (!r) {
+            if (ss_grow((void **)&l->p, &l->cap, l->n + 1, sizeof *l->p))
+                return SS_ENOMEM;
+            r = &l->p[l->n++];
+            r->name = params[i];
+            r->by[0] = '\0';
+        }
+        size_t used = strlen(r->by);
+        snprintf(r->by + used, sizeof r->by - used, "%s%s %s", used ? ", " : "", kind, policy);
+    }
+    return SS_OK;
+}
+
+/* Each name of a comma-separated list ("rr, lor") into out (size n): 0, or -1 at the end. */
+static int next_name(const char **list, char *out, size_t n)
+{
+    const char *p = *list + strspn(*list, ", ");
+    size_t len = strcspn(p, ",");
+    if (!len)
+        return -1;
+    snprintf(out, n, "%.*s", (int)len, p);
+    *list = p + len;
+    return 0;
+}
+
+static int cmp_reader(const void *a, const void *b)
+{
+    return strcmp(((const param_reader *)a)->name, ((const param_reader *)b)->name);
+}
+
+int scn_keys_each(scn_key_fn *fn, void *ud)
+{
+    scn_scenario *s = NULL;
+    if (scn_create(&s))
+        return SS_ENOMEM;
+    scn_tenant *t = NULL;
+    int created;
+    ss_errbuf eb;
+    if (tenant_get(s, "NAME", 0, "", &t, &created, &eb)) { /* cannot fail: the first tenant */
+        scn_destroy(&s);
+        return SS_ENOMEM;
+    }
+    char values[256], def[SCN_PATH_MAX];
+    for (size_t i = 0; i < scn__n_keys; i++) {
+        const scn__key *k = &scn__keys[i];
+        scn__key_values(k, values, sizeof values);
+        scn__key_format(s, k->sect == SCN__TENANT ? (const void *)t : (const void *)s, k, def,
+                        sizeof def);
+        if (k->sect == SCN__TENANT && (k->off == offsetof(scn_tenant, prefill_tp) ||
+                                       k->off == offsetof(scn_tenant, decode_tp)))
+            snprintf(def, sizeof def, "the tenant's tp"); /* 0: unset, as scn_write has it */
+        scn_key_info info = {.section = k->sect == SCN__TENANT ? "tenant.NAME"
+                                                                : scn__sect_name(k->sect),
+                             .name = k->name, .values = values, .def = def};
+        fn(ud, &info);
+    }
+    scn_destroy(&s);
+    param_list l = {0};
+    int rc = SS_OK;
+    char name[64];
+    for (const char *p = pol_batch_names(); !rc && !next_name(&p, name, sizeof name);)
+        rc = add_params(&l, "batching", name, pol_batch_find(name)->params);
+    for (const char *p = pol_route_names(); !rc && !next_name(&p, name, sizeof name);)
+        rc = add_params(&l, "routing", name, pol_route_find(name)->params);
+    for (const char *p = pol_cluster_names(); !rc && !next_name(&p, name, sizeof name);)
+        rc = add_params(&l, "cluster", name, pol_cluster_find(name)->params);
+    for (const char *p = pol_place_names(); !rc && !next_name(&p, name, sizeof name);)
+        rc = add_params(&l, "ops", name, pol_place_find(name)->params);
+    if (!rc && l.n)
+        qsort(l.p, l.n, sizeof *l.p, cmp_reader);
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        scn_key_info info = {.section = "policy", .name = l.p[i].name,
+                             .values = "a policy parameter: the policies reading it check it",
+                             .def = "(the policy's)", .read_by = l.p[i].by};
+        fn(ud, &info);
+    }
+    ss_free(l.p);
     return rc;
 }

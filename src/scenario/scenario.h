@@ -133,6 +133,23 @@ typedef struct scn_scenario {
  * a '/' or ends in ".ini". */
 int scn_profile_is_path(const char *v);
 
+/* One key a scenario accepts, as the key table has it (for `slicesim list keys` and the
+ * generated reference). Strings borrowed for the call. */
+typedef struct scn_key_info {
+    const char *section;      /* "cluster", "policy", "run", "engine", "kvpool", "tenant.NAME" */
+    const char *name;         /* "gpu", "duration_s", ...; a policy parameter's own name */
+    const char *values;       /* what it accepts: "integer, 1 to 4096", "one of: on, off", ... */
+    const char *def;          /* its default as a scenario file would write it ("": none, or
+                                 set by another key); a policy parameter's: "(the policy's)" */
+    const char *read_by;      /* a policy parameter: the policies that read it ("batching
+                                 vllm, batching sarathi"); NULL for the table's keys */
+} scn_key_info;
+typedef void scn_key_fn(void *ud, const scn_key_info *k);
+/* Every key in the table's canonical order (a tenant's with the defaults of a new tenant),
+ * then every parameter a registered policy reads ([policy] section, by name). 0, or
+ * SS_ENOMEM. */
+int scn_keys_each(scn_key_fn *fn, void *ud);
+
 int scn_create(scn_scenario **s_out);
 void scn_destroy(scn_scenario **s);
 /* Read an INI file into s (keys it sets replace earlier values; a [tenant.NAME] section adds

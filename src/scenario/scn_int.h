@@ -49,6 +49,11 @@ typedef struct scn__key {
     const char *(*choices_of)(void); /* SCN__ENUM: the choices from a registry instead */
 } scn__key;
 
+/* What key k accepts, in words, into buf ("integer, 1 to 4096"; "one of: a, b"). */
+void scn__key_values(const scn__key *k, char *buf, size_t size);
+/* Section k's name ("cluster", ...; "tenant" for tenant keys). */
+const char *scn__sect_name(scn__sect s);
+
 /* The table, in canonical order (the order scn_write uses), and its length. */
 extern const scn__key scn__keys[];
 extern const size_t scn__n_keys;

@@ -125,6 +125,11 @@ static const char *const sect_names[] = {
     [SCN__ENGINE] = "engine", [SCN__KVPOOL] = "kvpool",
 };
 
+const char *scn__sect_name(scn__sect s)
+{
+    return s == SCN__TENANT ? "tenant" : sect_names[s];
+}
+
 int scn__sect_find(const char *section, const char **tenant)
 {
     *tenant = NULL;
@@ -553,6 +558,54 @@ void scn__key_format(const scn_scenario *s, const void *base, const scn__key *k,
         break;
     case SCN__CLASS: snprintf(buf, size, "%" PRIu32 ":%" PRIu32, t->class_lo, t->class_hi); break;
     case SCN__SLA: format_sla(s, t, k->off, buf, size); break;
+    }
+}
+
+/* A numeric bound as text: integers without a point, others as %g. */
+static void bound_text(double v, char *buf, size_t size)
+{
+    if (isinf(v))
+        snprintf(buf, size, "no bound");
+    else
+        snprintf(buf, size, "%.15g", v);
+}
+
+void scn__key_values(const scn__key *k, char *buf, size_t size)
+{
+    char lo[32], hi[32];
+    bound_text(k->lo, lo, sizeof lo);
+    bound_text(k->hi, hi, sizeof hi);
+    switch (k->kind) {
+    case SCN__NAME: snprintf(buf, size, "a name ([a-z0-9._-])"); break;
+    case SCN__TEXT: snprintf(buf, size, "text"); break;
+    case SCN__OPT: snprintf(buf, size, "text (empty: not set)"); break;
+    case SCN__PATH:
+        snprintf(buf, size, "a path (relative: from the scenario file's folder; empty: none)");
+        break;
+    case SCN__PROFILE: snprintf(buf, size, "an engine's name, or a profile file's path"); break;
+    case SCN__ENUM:
+        snprintf(buf, size, "one of: %s", k->choices_of ? k->choices_of() : k->choices);
+        break;
+    case SCN__U32:
+    case SCN__U64:
+        if (isinf(k->hi) || k->hi >= I64_MAX_D)
+            snprintf(buf, size, "an integer, %s or more", lo);
+        else
+            snprintf(buf, size, "an integer, %s to %s", lo, hi);
+        break;
+    case SCN__F64:
+        if (isinf(k->hi))
+            snprintf(buf, size, "a number %s %s", k->lo_open ? ">" : ">=", lo);
+        else
+            snprintf(buf, size, k->lo_open ? "a number above %s, at most %s"
+                                           : "a number, %s to %s", lo, hi);
+        break;
+    case SCN__BOOL: snprintf(buf, size, "true or false"); break;
+    case SCN__CLASS: snprintf(buf, size, "LO:HI, prompt tokens, integers with LO <= HI"); break;
+    case SCN__SLA:
+        snprintf(buf, size, "ms >= 0: one for every tier, or up to %d comma-separated from tier "
+                 "0", SS_MAX_TIERS);
+        break;
     }
 }
 

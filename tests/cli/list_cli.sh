@@ -147,7 +147,7 @@ PY
 fi
 
 run bad_kind 2 list tenants --profiles "$PROFILES"
-one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus, engines, tier-mixes)"
+one_error_line bad_kind "unknown kind 'tenants' (valid: models, gpus, engines, tier-mixes, keys)"
 run no_kind 2 list
 one_error_line no_kind "models, gpus, engines, tier-mixes"
 run two_kinds 2 list models gpus
@@ -169,6 +169,42 @@ one_error_line typo "$tmp/p/models/llama-3-8b.ini:[0-9]*: model.hiden: unknown k
 run help 0 list --help
 grep -q '^usage: slicesim list' "$tmp/help.out" || fail "--help does not print the usage"
 [ -s "$tmp/help.err" ] && fail "--help wrote to stderr"
+
+# list keys: the scenario's key table (every section) and the policies' parameters, in 100
+# columns, and as JSON with the same keys; each default is one --set takes back
+run keys 0 list keys
+run keys_json 0 list keys --json
+for k in cluster.gpu run.seed engine.block_size kvpool.cpu_gib tenant.NAME.sla_ttft_ms \
+         policy.max_num_seqs policy.slice_period_ms; do
+    grep -q "^$k " "$tmp/keys.out" || fail "list keys lacks $k"
+done
+grep -q '^cluster.gpu  *a100-80g  *a name' "$tmp/keys.out" || fail "cluster.gpu's row"
+grep -q '^policy.max_num_seqs .*read by batching vllm, batching sarathi' "$tmp/keys.out" ||
+    fail "policy.max_num_seqs's readers"
+awk 'length($0) > 100 { bad = 1 } END { exit bad }' "$tmp/keys.out" || fail "list keys: a line over 100 columns"
+python3 - "$tmp/keys_json.out" "$tmp/keys.out" <<'PY' || fail "list keys --json differs from the table"
+import json, sys
+keys = json.load(open(sys.argv[1]))
+rows = [l.split()[0] for l in open(sys.argv[2]).read().splitlines()[1:] if l and not l.startswith(" ")]
+assert [k["section"] + "." + k["key"] for k in keys] == rows, "the keys differ"
+assert {k["section"] for k in keys} >= {"cluster", "policy", "run", "engine", "kvpool", "tenant.NAME"}
+PY
+# the defaults it shows are the defaults: a replay with every cluster, run, engine and kvpool
+# key --set to its listed default gives the results of one without
+python3 - "$SLICESIM" "$tmp/keys_json.out" <<'PY' || fail "a default list keys shows is not the default"
+import json, subprocess, sys
+exe, keys = sys.argv[1], json.load(open(sys.argv[2]))
+sets = []
+for k in keys:
+    if k["section"] in ("cluster", "run", "engine", "kvpool") and k["key"] != "db":
+        sets += ["--set", f'{k["section"]}.{k["key"]}={k["default"]}']
+base = [exe, "replay", "--db", "none", "--limit", "50", "--json", "--no-progress"]
+a, b = (json.loads(subprocess.run(c, check=True, capture_output=True, text=True).stdout)
+        for c in (base, base + sets))
+for d in (a, b):
+    d.pop("wall_s")
+assert len(sets) > 30 and a == b, [k for k in a if a[k] != b.get(k)]
+PY
 
 if [ "$fails" -gt 0 ]; then
     echo "$fails check(s) failed"
