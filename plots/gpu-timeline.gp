@@ -3,8 +3,8 @@
 # preparation, sampling; the GPU waits) and idle between iterations. The three add up to the
 # window (the gpus table's compute_s, host_s and idle_s - host_s over window_s).
 # Set by `slicesim plot`: $DATA (one index per series, in the order of names; one row per GPU:
-# "tenant gpuN" compute_% host_% idle_%), nseries, names, what, load.
-set title sprintf("GPU time over the measurement window at load %g (%s)", load, what)
+# "tenant gpuN" compute_% host_% idle_%), nseries, names, load, paper.
+if (!paper) set title sprintf("GPU time over the measurement window at load %g", load)
 set style data histograms
 set style histogram rowstacked title offset 0,-1
 set style fill solid 0.8 border -1

@@ -1,7 +1,7 @@
 # SLA violations and TTFT p99 per tier at one load, per policy.
 # Set by `slicesim plot`: $SLA and $TTFT (one row per tier: tier then one column per series),
-# nseries, names, what, load.
-set multiplot layout 1,2 title sprintf("Tiers at load %g (%s)", load, what)
+# nseries, names, load, paper.
+set multiplot layout 1,2 title (paper ? "" : sprintf("Tiers at load %g", load))
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

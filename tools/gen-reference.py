@@ -57,7 +57,8 @@ def cli_page(exe):
             pages += [("slicesim trace gen", ["trace", "gen", "--help"]),
                       ("slicesim trace stats", ["trace", "stats", "--help"])]
     for title, args in pages:
-        help_text = run(exe, *args)
+        help_text = re.sub(r"^slicesim \S+: trace-driven", "slicesim VERSION: trace-driven",
+                           run(exe, *args), flags=re.M)
         for a, b in BUILD_DEPENDENT:
             help_text = help_text.replace(a, b)
         text += f"## `{title}`\n\n```text\n{help_text.rstrip()}\n```\n\n"

@@ -16,7 +16,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: slicesim plot DB [--kind KIND[,KIND...]] [-o DIR] [--sweep NAME] [--load X]\n"
-        "                        [--format png|svg|both]\n"
+        "                        [--format png|svg|pdf|both] [--style screen|paper]\n"
+        "                        [--sla-bound P]\n"
         "\n"
         "Draw figures from a results database with gnuplot (scripts in plots/KIND.gp, data\n"
         "piped in). Runs are grouped by a sweep's points (policy and grid keys; seeds averaged):\n"
@@ -29,11 +30,19 @@ static void usage(FILE *f)
         "  -o DIR          output folder (default plots/out; created)\n"
         "  --sweep NAME    which sweep of DB\n"
         "  --load X        the load of the one-load kinds (default: the highest every policy has)\n"
-        "  --format F      png, svg or both (default both)\n"
+        "  --style S       screen (1100 x 480 px, a title) or paper (a single column, 3.3 x 2.4\n"
+        "                  in, 8 pt fonts, no title: the caption says it); default screen\n"
+        "  --format F      png, svg, pdf or both: png and svg for the screen, pdf and svg for\n"
+        "                  a paper (default both)\n"
+        "  --sla-bound P   the SLA-miss bound drawn on sla-vs-load, %% (default 9, capacity's\n"
+        "                  default; 0: none)\n"
         "  -h, --help      this help\n"
         "\n"
-        "gnuplot comes from PATH; one that runs longer than SLICESIM_GNUPLOT_TIMEOUT_S seconds\n"
-        "(default 120) for a figure is killed.\n"
+        "Lines against load have error bars: the two-sided 95 %% Student-t interval over seeds.\n"
+        "A figure with nothing to compare (a line against one load, tiers of runs with one\n"
+        "tier) is skipped with a line on stderr saying why. gnuplot comes from PATH; what it\n"
+        "prints is kept, and its last line is part of the message when it fails; one that runs\n"
+        "longer than SLICESIM_GNUPLOT_TIMEOUT_S seconds (default 120) for a figure is killed.\n"
         "\n"
         "Exit status: 0 success, 1 gnuplot or the database failed, 2 bad input or usage.\n");
 }
@@ -48,9 +57,11 @@ int cmd_plot(int argc, char **argv)
     static const struct option longopts[] = {
         {"kind", required_argument, NULL, 'k'}, {"sweep", required_argument, NULL, 's'},
         {"load", required_argument, NULL, 'l'}, {"format", required_argument, NULL, 'f'},
+        {"style", required_argument, NULL, 'y'}, {"sla-bound", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     const char *dir = "plots/out", *sweep = NULL, *fmt = "both";
+    plot_style style = {.paper = 0, .sla_bound_pct = 9};
     int want[PLOT_N_KINDS] = {0}, any = 0;
     double load = NAN;
     char kind_text[512];
@@ -64,9 +75,20 @@ int cmd_plot(int argc, char **argv)
         case 'o': dir = optarg; break;
         case 's': sweep = optarg; break;
         case 'f':
-            if (strcmp(optarg, "png") && strcmp(optarg, "svg") && strcmp(optarg, "both"))
-                return usage_error("--format: expected png, svg or both, got '", optarg);
+            if (strcmp(optarg, "png") && strcmp(optarg, "svg") && strcmp(optarg, "pdf") &&
+                strcmp(optarg, "both"))
+                return usage_error("--format: expected png, svg, pdf or both, got '", optarg);
             fmt = optarg;
+            break;
+        case 'y':
+            if (strcmp(optarg, "screen") && strcmp(optarg, "paper"))
+                return usage_error("--style: expected screen or paper, got '", optarg);
+            style.paper = !strcmp(optarg, "paper");
+            break;
+        case 'b':
+            if (ss_parse_doublez(optarg, &style.sla_bound_pct) || style.sla_bound_pct < 0 ||
+                style.sla_bound_pct > 100)
+                return usage_error("--sla-bound: expected a percentage, 0 to 100, got '", optarg);
             break;
         case 'l':
             if (ss_parse_doublez(optarg, &load) || !(load > 0))
@@ -103,15 +125,29 @@ int cmd_plot(int argc, char **argv)
         rc = plot_data_load(&d, argv[optind], sweep, load, &eb);
     if (!rc)
         rc = ss_dir_create(dir, &eb);
+    /* both: a screen's png and svg, a paper's pdf and svg */
+    const char *first = strcmp(fmt, "both") ? fmt : style.paper ? "pdf" : "png";
+    const char *second = strcmp(fmt, "both") ? NULL : "svg";
     for (int k = 0; !rc && k < PLOT_N_KINDS; k++) {
         if (!want[k])
             continue;
-        if (strcmp(fmt, "svg"))
-            rc = plot_render(be, d, k, dir, "png", &eb);
-        if (!rc && strcmp(fmt, "png"))
-            rc = plot_render(be, d, k, dir, "svg", &eb);
-        if (!rc)
-            printf("  %s/%s.%s\n", dir, plot_kind_name(k), strcmp(fmt, "both") ? fmt : "{png,svg}");
+        char why[256];
+        int skip = plot_kind_degenerate(d, k, why, sizeof why, &eb);
+        if (skip < 0) {
+            rc = skip;
+            break;
+        }
+        if (skip) {
+            fprintf(stderr, "slicesim: plot: skipped %s: %s\n", plot_kind_name(k), why);
+            continue;
+        }
+        rc = plot_render(be, d, k, dir, first, &style, &eb);
+        if (!rc && second)
+            rc = plot_render(be, d, k, dir, second, &style, &eb);
+        if (!rc && second)
+            printf("  %s/%s.{%s,%s}\n", dir, plot_kind_name(k), first, second);
+        else if (!rc)
+            printf("  %s/%s.%s\n", dir, plot_kind_name(k), first);
     }
     if (rc)
         fprintf(stderr, "slicesim: plot: %s\n", eb.msg);

@@ -117,7 +117,7 @@ static int append_script(FILE *g, const char *path, ss_errbuf *eb)
 }
 
 /* Whether fig (n bytes) is a whole figure of format fmt: a PNG from its signature to its IEND
- * chunk, an SVG document through its closing tag. A gnuplot that could not write (a full disk)
+ * chunk, an SVG document through its closing tag, a PDF from its header to its %%EOF. A gnuplot that could not write (a full disk)
  * or was cut short leaves less. */
 static int figure_whole(const char *fig, size_t n, const char *fmt)
 {
@@ -128,6 +128,8 @@ static int figure_whole(const char *fig, size_t n, const char *fmt)
         return n >= 20 && !memcmp(fig, png_sig, 8) && !memcmp(fig + n - 12, png_end, 12);
     while (n > 0 && strchr(" \t\r\n", fig[n - 1]))
         n--;
+    if (!strcmp(fmt, "pdf")) /* a header, and the end-of-file marker last */
+        return n >= 10 && !memcmp(fig, "%PDF-", 5) && !memcmp(fig + n - 5, "%%EOF", 5);
     return n >= 6 && !memcmp(fig + n - 6, "</svg>", 6) && memmem(fig, n, "<svg", 4);
 }
 
@@ -148,8 +150,30 @@ static int write_figure(const char *out, const char *fig, size_t n, ss_errbuf *e
     return ss_outfile_commit(&of, eb);
 }
 
+/* The terminal of format fmt in style s, and what every script may read: paper (1 or 0), the
+ * SLA-miss bound, the point types series take in turn. */
+static void terminal(FILE *g, const char *fmt, const plot_style *s)
+{
+    if (s->paper && !strcmp(fmt, "pdf"))
+        fprintf(g, "set terminal pdfcairo size 3.3in,2.4in font \",8\" noenhanced\n");
+    else if (s->paper && !strcmp(fmt, "png"))
+        fprintf(g, "set terminal pngcairo size 990,720 font \",24\" noenhanced\n");
+    else if (s->paper)
+        fprintf(g, "set terminal svg size 330,240 font \"sans,8\" noenhanced\n");
+    else if (!strcmp(fmt, "png"))
+        fprintf(g, "set terminal pngcairo size 1100,480 font \",10\" noenhanced\n");
+    else if (!strcmp(fmt, "pdf"))
+        fprintf(g, "set terminal pdfcairo size 11in,4.8in font \",10\" noenhanced\n");
+    else
+        fprintf(g, "set terminal svg size 1100,480 font \"sans,10\" noenhanced\n");
+    fprintf(g, "paper = %d\nsla_bound = %.17g\narray pts[8] = [7, 5, 9, 11, 13, 4, 6, 8]\n",
+            s->paper ? 1 : 0, s->sla_bound_pct);
+    if (s->paper) /* the key a point smaller; the paper's PNG is drawn at 3 x its size */
+        fprintf(g, "set key font \",%d\" samplen 2 spacing 0.9\n", strcmp(fmt, "png") ? 7 : 21);
+}
+
 int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, const char *fmt,
-                ss_errbuf *eb)
+                const plot_style *s, ss_errbuf *eb)
 {
     if (SS_NEVER(kind < 0 || kind >= PLOT_N_KINDS))
         return ss_err(eb, SS_EINVAL, "no figure kind %d", kind);
@@ -163,10 +187,7 @@ int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, 
     FILE *g = open_memstream(&input, &n);
     if (!g)
         return ss_err(eb, SS_ENOMEM, "out of memory");
-    if (!strcmp(fmt, "png"))
-        fprintf(g, "set terminal pngcairo size 1100,480 font \",10\" noenhanced\n");
-    else
-        fprintf(g, "set terminal svg size 1100,480 font \"sans,10\" noenhanced\n");
+    terminal(g, fmt, s);
     int rc = plot__write_kind(g, d, kind, eb);
     if (!rc)
         rc = append_script(g, script, eb);

@@ -55,11 +55,23 @@ int plot_backend_create(plot_backend **b_out, const char *name, ss_errbuf *eb);
 /* NULL-safe; sets *b to NULL. */
 void plot_backend_destroy(plot_backend **b);
 
-/* Draw figure `kind` of d into DIR/KIND.FMT (fmt "png" or "svg") with backend b, from the
- * script plots/KIND.gp (SLICESIM_PLOTS names another folder). 0; SS_EIO (no script, the
- * backend failed or timed out), SS_EDB or SS_ENOMEM with eb set. */
+/* How figures look. */
+typedef struct plot_style {
+    int paper;            /* 1: for a paper's single column (3.3 in wide, 8 pt fonts, no
+                             title: the caption says it); 0: for a screen (1100 x 480 px) */
+    double sla_bound_pct; /* the SLA-miss bound drawn on sla-vs-load, % (0: none) */
+} plot_style;
+
+/* Draw figure `kind` of d into DIR/KIND.FMT (fmt "png", "svg" or "pdf") with backend b, from
+ * the script plots/KIND.gp (SLICESIM_PLOTS names another folder), in style s. 0; SS_EIO (no
+ * script, the backend failed or timed out), SS_EDB or SS_ENOMEM with eb set. */
 int plot_render(plot_backend *b, const plot_data *d, int kind, const char *dir, const char *fmt,
-                ss_errbuf *eb);
+                const plot_style *s, ss_errbuf *eb);
+/* Whether figure `kind` of d would show nothing to compare: 1 with the reason in why (n
+ * bytes; "one load (1): a line against load needs two"), 0, or a negative SS_E* code with eb
+ * set (reading the database failed). Lines against load need two loads; tiers need a run
+ * with two tiers. */
+int plot_kind_degenerate(const plot_data *d, int kind, char *why, size_t n, ss_errbuf *eb);
 
 /* }====================================================================== */
 

@@ -1,5 +1,7 @@
 /* The gnuplot backend: gnuplot from PATH as a process of its own (in its own process group),
  * the figure's input written down a pipe and the figure read back from its standard output,
+ * what it says on its standard error kept (never passed through; its last line named when it
+ * fails),
  * waited for with a timeout (SLICESIM_GNUPLOT_TIMEOUT_S, default 120 s) after which it is
  * killed, group and all. The only code that starts a process for a figure. */
 #include "plot/plot_int.h"
@@ -86,12 +88,54 @@ static int read_some(int fd, figure_buf *fb)
     return r == 0;
 }
 
-/* Write buf (n bytes) to `in` while reading `out` into fb, until gnuplot closes its standard
- * output, before `deadline`: 0, or -1 with errno set (ETIMEDOUT, or what read_some gives).
- * The input is closed once written, or when gnuplot stops reading it (EPIPE: its exit status
- * tells why); *unread is then what it did not take. */
-static int pump(int in, const char *buf, size_t n, int out, figure_buf *fb, double deadline,
-                size_t *unread)
+/* What gnuplot says on its standard error: its first GP_ERR_MAX - 1 bytes, the rest read and
+ * dropped. */
+#define GP_ERR_MAX 4096
+typedef struct gp_err {
+    int fd;                 /* the pipe, -1 once it ended */
+    char text[GP_ERR_MAX];
+    size_t n;
+} gp_err;
+
+static void read_err(gp_err *e)
+{
+    char buf[4096];
+    ssize_t r = read(e->fd, buf, sizeof buf);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (r <= 0) {
+        close(e->fd);
+        e->fd = -1;
+        return;
+    }
+    size_t take = (size_t)r < GP_ERR_MAX - 1 - e->n ? (size_t)r : GP_ERR_MAX - 1 - e->n;
+    memcpy(e->text + e->n, buf, take);
+    e->n += take;
+    e->text[e->n] = '\0';
+}
+
+/* The last non-blank line gnuplot wrote to its standard error into out (n bytes; "" when it
+ * wrote none): where its error is ("line 12: undefined variable: x"). */
+static void last_line(const gp_err *e, char *out, size_t n)
+{
+    size_t end = e->n;
+    while (end > 0 && strchr(" \t\r\n", e->text[end - 1]))
+        end--;
+    size_t start = end;
+    while (start > 0 && e->text[start - 1] != '\n')
+        start--;
+    snprintf(out, n, "%.*s", (int)(end - start), e->text + start);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+}
+
+/* Write buf (n bytes) to `in` while reading `out` into fb and gnuplot's standard error into
+ * err, until gnuplot closes its standard output, before `deadline`: 0, or -1 with errno set
+ * (ETIMEDOUT, or what read_some gives). The input is closed once written, or when gnuplot
+ * stops reading it (EPIPE: its exit status tells why); *unread is then what it did not take. */
+static int pump(int in, const char *buf, size_t n, int out, figure_buf *fb, gp_err *err,
+                double deadline, size_t *unread)
 {
     for (;;) {
         double left = deadline - now_s();
@@ -99,13 +143,16 @@ static int pump(int in, const char *buf, size_t n, int out, figure_buf *fb, doub
             errno = ETIMEDOUT;
             break;
         }
-        struct pollfd pfd[2] = {{.fd = out, .events = POLLIN}, {.fd = in, .events = POLLOUT}};
-        int r = poll(pfd, in >= 0 ? 2 : 1, (int)(left * 1000) + 1);
+        struct pollfd pfd[3] = {{.fd = out, .events = POLLIN}, {.fd = err->fd, .events = POLLIN},
+                                {.fd = in, .events = POLLOUT}};
+        int r = poll(pfd, in >= 0 ? 3 : 2, (int)(left * 1000) + 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
             break;
-        if (in >= 0 && pfd[1].revents) {
+        if (err->fd >= 0 && pfd[1].revents)
+            read_err(err);
+        if (in >= 0 && pfd[2].revents) {
             ssize_t w = write(in, buf, n);
             if (w > 0)
                 buf += w, n -= (size_t)w;
@@ -150,48 +197,47 @@ static int wait_until(pid_t pid, int *st, double deadline)
     return -1;
 }
 
-/* Start gnuplot in its own process group, its standard input and output pipes: 0 with the
- * pid and the parent's ends of the pipes, or -1 with errno set. */
-static int start_gnuplot(pid_t *pid_out, int *in_out, int *out_out)
+/* Start gnuplot in its own process group, its standard input, output and error pipes: 0 with
+ * the pid and the parent's ends of the pipes, or -1 with errno set. */
+static int start_gnuplot(pid_t *pid_out, int *in_out, int *out_out, int *err_out)
 {
-    int to[2], from[2];
-    if (pipe(to) != 0)
-        return -1;
-    if (pipe(from) != 0) {
-        int e = errno;
-        close(to[0]), close(to[1]);
-        errno = e;
-        return -1;
-    }
-    pid_t pid = fork();
+    int p[3][2], made = 0;
+    for (; made < 3; made++)
+        if (pipe(p[made]) != 0)
+            break;
+    pid_t pid = made == 3 ? fork() : -1;
     if (pid < 0) {
         int e = errno;
-        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        for (int i = 0; i < made; i++)
+            close(p[i][0]), close(p[i][1]);
         errno = e;
         return -1;
     }
     if (pid == 0) {
         setpgid(0, 0);
-        dup2(to[0], STDIN_FILENO);
-        dup2(from[1], STDOUT_FILENO);
-        close(to[0]), close(to[1]), close(from[0]), close(from[1]);
+        dup2(p[0][0], STDIN_FILENO);
+        dup2(p[1][1], STDOUT_FILENO);
+        dup2(p[2][1], STDERR_FILENO);
+        for (int i = 0; i < 3; i++)
+            close(p[i][0]), close(p[i][1]);
         execlp("gnuplot", "gnuplot", (char *)NULL);
         _exit(127);
     }
     setpgid(pid, pid); /* also here: the kill in wait_until must not race the child's own call */
-    close(to[0]), close(from[1]);
-    *pid_out = pid, *in_out = to[1], *out_out = from[0];
+    close(p[0][0]), close(p[1][1]), close(p[2][1]);
+    *pid_out = pid, *in_out = p[0][1], *out_out = p[1][0], *err_out = p[2][0];
     return 0;
 }
 
-/* What gnuplot's exit status st says about drawing `out`: SS_OK or SS_EIO with eb set. */
-static int exit_status(int st, const char *out, size_t unread, ss_errbuf *eb)
+/* What gnuplot's exit status st says about drawing `out`: SS_OK or SS_EIO with eb set (naming
+ * the last line it wrote to its standard error, said). */
+static int exit_status(int st, const char *out, size_t unread, const char *said, ss_errbuf *eb)
 {
     if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
         return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
     if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
-        return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (exit status %d)", out,
-                      WEXITSTATUS(st));
+        return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (exit status %d)%s%.300s", out,
+                      WEXITSTATUS(st), *said ? ": " : "", said);
     if (WIFSIGNALED(st))
         return ss_err(eb, SS_EIO, "gnuplot failed drawing %s (killed by signal %d)", out,
                       WTERMSIG(st));
@@ -211,7 +257,8 @@ static int run_gnuplot(const char *input, size_t n, const char *out, double time
         return ss_err(eb, SS_EIO, "gnuplot not found; install gnuplot-nox");
     pid_t pid;
     int in, from;
-    if (start_gnuplot(&pid, &in, &from) != 0)
+    gp_err err = {.fd = -1, .n = 0};
+    if (start_gnuplot(&pid, &in, &from, &err.fd) != 0)
         return ss_err(eb, SS_EIO, "cannot start gnuplot: %s", strerror(errno));
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigemptyset(&ign.sa_mask);
@@ -219,8 +266,18 @@ static int run_gnuplot(const char *input, size_t n, const char *out, double time
     double deadline = now_s() + timeout_s;
     figure_buf fb = {0};
     size_t unread = 0;
-    int pumped = pump(in, input, n, from, &fb, deadline, &unread), e = errno;
+    int pumped = pump(in, input, n, from, &fb, &err, deadline, &unread), e = errno;
     close(from);
+    /* what it says after closing its output (its error after the figure), until it ends */
+    while (pumped == 0 && err.fd >= 0 && now_s() < deadline) {
+        struct pollfd pe = {.fd = err.fd, .events = POLLIN};
+        if (poll(&pe, 1, (int)((deadline - now_s()) * 1000) + 1) > 0)
+            read_err(&err);
+    }
+    if (err.fd >= 0)
+        close(err.fd);
+    char said[512];
+    last_line(&err, said, sizeof said);
     sigaction(SIGPIPE, &old, NULL);
     int st = 0, rc;
     if (pumped == 0 && wait_until(pid, &st, deadline) != 0) { /* killed there */
@@ -231,7 +288,7 @@ static int run_gnuplot(const char *input, size_t n, const char *out, double time
         waitpid(pid, &st, 0);
     }
     if (pumped == 0)
-        rc = exit_status(st, out, unread, eb);
+        rc = exit_status(st, out, unread, said, eb);
     else if (e == ETIMEDOUT)
         rc = ss_err(eb, SS_EIO, "gnuplot did not finish drawing %s within %g s (set "
                                 GNUPLOT_TIMEOUT_ENV " to wait longer)", out, timeout_s);

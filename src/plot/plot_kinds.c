@@ -7,6 +7,7 @@
 #include "plot/plot_int.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_stats.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -65,26 +66,47 @@ static void titles(FILE *g, const plot_data *d)
     fprintf(g, "\nload = %.17g\n", d->load);
 }
 
-/* Means over seeds per (series, load): column 0 out_tps, 1 goodput, 2 sla %, 3 ttft p99. */
-static void by_load(FILE *g, const plot_data *d, const char *block, int a, int b)
+/* Figure f (0 out_tps, 1 goodput, 2 sla %, 3 ttft p99) of run r. */
+static double figure_of(const plot__run *r, int f)
 {
+    return f == 0 ? r->out_tps : f == 1 ? r->goodput : f == 2 ? 100 * r->sla : r->ttft_p99;
+}
+
+/* Per (series, load): "load A B A_hw B_hw", A and B the means over seeds of figures a and b
+ * (figure_of) and _hw the half-widths of their two-sided 95 % Student-t intervals (0 with one
+ * seed), drawn as error bars. */
+static int by_load(FILE *g, const plot_data *d, const char *block, int a, int b, ss_errbuf *eb)
+{
+    double *xa = ss_malloc((d->n_runs ? d->n_runs : 1) * sizeof *xa);
+    double *xb = ss_malloc((d->n_runs ? d->n_runs : 1) * sizeof *xb);
+    if (!xa || !xb) {
+        ss_free(xa);
+        ss_free(xb);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
     fprintf(g, "$%s << EOD\n", block);
     for (int s = 0; s < d->n_series; s++) {
         for (int k = 0; k < d->n_loads; k++) {
-            double sum[4] = {0}, n = 0;
+            size_t n = 0;
             for (size_t i = 0; i < d->n_runs; i++) {
                 const plot__run *r = &d->runs[i];
                 if (r->series != s || r->load != d->loads[k] || !r->have_summary)
                     continue;
-                sum[0] += r->out_tps, sum[1] += r->goodput, sum[2] += 100 * r->sla;
-                sum[3] += r->ttft_p99, n++;
+                xa[n] = figure_of(r, a), xb[n++] = figure_of(r, b);
             }
+            ss_ci ca, cb;
+            ss_ci95(xa, n, &ca);
+            ss_ci95(xb, n, &cb);
             if (n > 0)
-                fprintf(g, "%g %g %g\n", d->loads[k], sum[a] / n, sum[b] / n);
+                fprintf(g, "%g %g %g %g %g\n", d->loads[k], ca.mean, cb.mean, ca.hi - ca.mean,
+                        cb.hi - cb.mean);
         }
         fprintf(g, "\n\n");
     }
     fprintf(g, "EOD\n");
+    ss_free(xa);
+    ss_free(xb);
+    return SS_OK;
 }
 
 /* One datablock of CDFs of a latency of the measured completed requests, one index per
@@ -217,8 +239,8 @@ int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
     titles(g, d);
     int rc = SS_OK;
     switch (kind) {
-    case 0: by_load(g, d, "DATA", 0, 1); break;
-    case 1: by_load(g, d, "DATA", 2, 3); break;
+    case 0: rc = by_load(g, d, "DATA", 0, 1, eb); break;
+    case 1: rc = by_load(g, d, "DATA", 2, 3, eb); break;
     case 2:
         rc = cdf_block(g, d, "TTFT", STORE_LAT_TTFT, eb);
         if (!rc)
@@ -246,4 +268,38 @@ int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
         break;
     }
     return rc;
+}
+
+/* ---- figures with nothing to compare ------------------------------------------------------ */
+
+static int count_tier(void *ud, const store_tier_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    int *most = ud;
+    if (row->tier + 1 > *most)
+        *most = (int)row->tier + 1;
+    return SS_OK;
+}
+
+int plot_kind_degenerate(const plot_data *d, int kind, char *why, size_t n, ss_errbuf *eb)
+{
+    if ((kind == 0 || kind == 1) && d->n_loads < 2) {
+        snprintf(why, n, "one load (%g): a line against load needs two (compare --rates A,B,... "
+                 "or a sweep's rate grid)", d->n_loads ? d->loads[0] : 0.0);
+        return 1;
+    }
+    if (kind != 5)
+        return 0;
+    int most = 0;
+    for (int s = 0; s < d->n_series; s++) {
+        const plot__run *r = run_at(d, s);
+        int rc = r ? store_run_tiers(d->st, r->id, count_tier, &most, eb) : SS_OK;
+        if (rc)
+            return rc;
+    }
+    if (most > 1)
+        return 0;
+    snprintf(why, n, "every run at load %g has one tier: nothing to compare between tiers",
+             d->load);
+    return 1;
 }

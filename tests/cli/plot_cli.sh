@@ -38,7 +38,7 @@ is_png plain/throughput-vs-load.png || fail "plain throughput-vs-load.png"
 # A sweep's name (--name, [sweep] name, or a database made elsewhere) with a quote that closes
 # gnuplot's string ran the command after it.
 "$S" compare -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
-    --set run.warmup_s=5 --policies container --rates 1 --db n.db \
+    --set run.warmup_s=5 --policies container --rates 0.5,1 --db n.db \
     --name '"; system("touch PWNED0"); print "' >/dev/null 2>err || fail "compare --name: $(cat err)"
 "$S" plot n.db --kind throughput-vs-load -o named >/dev/null 2>err || fail "plot n.db: $(cat err)"
 [ ! -e PWNED0 ] || fail "plot ran the command in a sweep's name"
@@ -49,8 +49,8 @@ is_png plain/throughput-vs-load.png || fail "plain throughput-vs-load.png"
 [ -s deep/er/out/throughput-vs-load.svg ] || fail "plot -o deep/er//out/ drew nothing"
 touch afile
 expect_error 1 'afile/x: cannot create: Not a directory' "$S" plot n.db -o afile/x
-grep -qF 'system("touch PWNED0")' named/throughput-vs-load.svg ||
-    fail "the sweep's name is not the title"
+! grep -qF 'system("touch PWNED0")' named/throughput-vs-load.svg ||
+    fail "the sweep's internal name is in the figure's title"
 # Each text value gains gnuplot code that runs a shell command if spliced into the program or
 # a datablock (a quote that closes the string, a backquote, a macro, a line that ends the
 # datablock); the sweep points' policy labels gain one without ';' or '=', which the point
@@ -82,7 +82,6 @@ for k in $KINDS; do
     is_png "hostile/$k.png" && grep -q "</svg>" "hostile/$k.svg" || fail "hostile $k"
 done
 # the names are drawn as they are stored (a control character as '?')
-grep -q 'touch PWNED1' hostile/throughput-vs-load.svg || fail "the sweep's name is not the title"
 grep -q 'touch PWNED5' hostile/throughput-vs-load.svg || fail "the series' names are not drawn"
 grep -q 'container' hostile/throughput-vs-load.svg && grep -q 'slice' hostile/tiers.svg ||
     fail "the two series were merged"
@@ -126,5 +125,34 @@ fi
 expect_error 2 "no-such.db: cannot open" "$S" plot no-such.db
 expect_error 2 "unknown kind .*'pie'" "$S" plot p.db --kind pie
 expect_error 2 "load 7: no run at that load" "$S" plot p.db --load 7 -o x
-expect_error 2 "expected png, svg or both" "$S" plot p.db --format gif
+expect_error 2 "expected png, svg, pdf or both" "$S" plot p.db --format gif
+expect_error 2 "style: expected screen or paper" "$S" plot p.db --style poster
+expect_error 2 "sla-bound: expected a percentage" "$S" plot p.db --sla-bound 120
+
+# ---- a paper's figures: PDF and SVG, 3.3 in wide, no title; the SLA bound drawn ------------
+"$S" plot p.db --style paper -o paper >out 2>err || fail "plot --style paper: $(cat err)"
+for k in $KINDS; do
+    [ "$(head -c 5 "paper/$k.pdf")" = "%PDF-" ] || fail "paper/$k.pdf is not a PDF"
+    grep -q 'width="330" height="240"' "paper/$k.svg" || fail "paper/$k.svg is not 330 x 240"
+    [ ! -e "paper/$k.png" ] || fail "--style paper drew a PNG"
+done
+grep -q "Throughput against load" figs/throughput-vs-load.svg || fail "a screen figure's title"
+! grep -q "Throughput against load" paper/throughput-vs-load.svg || fail "a paper figure has a title"
+grep -q "bound 9 %" figs/sla-vs-load.svg || fail "the SLA bound is not drawn"
+"$S" plot p.db --kind sla-vs-load --sla-bound 0 --format svg -o nobound >/dev/null 2>&1 ||
+    fail "--sla-bound 0"
+! grep -q "bound 9 %" nobound/sla-vs-load.svg || fail "--sla-bound 0 drew a bound"
+
+# ---- a figure with nothing to compare is skipped, saying why --------------------------------
+"$S" compare -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container,slice --rates 1 --db one.db >/dev/null 2>err ||
+    fail "compare at one load: $(cat err)"
+"$S" plot one.db -o one >out 2>err || fail "plot of one load: $(cat err)"
+grep -q "^slicesim: plot: skipped throughput-vs-load: one load (1): a line against load needs two" err ||
+    fail "no skip line for one load: $(cat err)"
+grep -q "^slicesim: plot: skipped sla-vs-load: one load (1)" err || fail "sla-vs-load not skipped"
+grep -q "^slicesim: plot: skipped tiers: every run at load 1 has one tier" err || fail "tiers: $(cat err)"
+[ "$(wc -l <err)" = 3 ] || fail "more than the skip lines on stderr: $(cat err)"
+[ ! -e one/throughput-vs-load.svg ] && [ ! -e one/tiers.png ] || fail "a skipped figure was drawn"
+[ -e one/latency-cdf.svg ] && [ -e one/gpu-timeline.png ] || fail "the other figures are drawn"
 echo "plot_cli: all checks passed"

@@ -114,4 +114,49 @@ sleep 0.2
 ! pgrep -x -f "sleep 3141.$$" >/dev/null || fail "the hanging gnuplot's child was left running"
 expect_error 2 "SLICESIM_GNUPLOT_TIMEOUT_S: expected a positive" \
     env SLICESIM_GNUPLOT_TIMEOUT_S=soon "$S" plot g.db -o figs
+# --- lines against load carry the 95 % interval over seeds: a half-width per figure, 0 with one
+# seed; the style and the SLA bound reach the scripts
+"$S" compare -c "$SS_SOURCE_ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container --rates 0.5,1 --seeds 3 --db seeds.db \
+    --no-progress >/dev/null 2>err || fail "compare --seeds 3: $(cat err)"
+plot_input seeds.db --kind throughput-vs-load --style paper --sla-bound 5
+python3 - "$CAPTURE" seeds.db <<'PY' || fail "the error bars are not the seeds' intervals"
+import re, sqlite3, statistics, sys
+text = open(sys.argv[1]).read()
+rows = [l.split() for l in re.search(r"\$DATA << EOD\n(.*?)EOD", text, re.S).group(1).splitlines() if l]
+assert len(rows) == 2 and all(len(r) == 5 for r in rows), rows
+db = sqlite3.connect(sys.argv[2])
+for load, mean, _, hw, _ in ([float(x) for x in r] for r in rows):
+    x = [v for (v,) in db.execute("SELECT s.window_output_tokens_per_s FROM runs r JOIN summary s"
+                                  " USING (run_id) WHERE r.load = ?", (load,))]
+    assert len(x) == 3 and abs(mean - statistics.mean(x)) < 1e-3 * mean, (load, mean, x)
+    want = 4.302653 * statistics.stdev(x) / 3 ** 0.5  # t(0.975, 2)
+    assert hw > 0 and abs(hw - want) < 1e-3 * want, (hw, want)
+assert "set terminal svg size 330,240" not in text and "pngcairo size 990,720" in text, "style"
+assert "paper = 1" in text and "sla_bound = 5" in text, "style variables"
+PY
+"$S" compare -c "$SS_SOURCE_ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container --rates 0.5,1 --db seed1.db \
+    --no-progress >/dev/null 2>err || fail "compare: $(cat err)"
+plot_input seed1.db --kind sla-vs-load
+[ "$(block DATA | awk 'NF == 5 && $4 == 0 && $5 == 0' | wc -l)" = 2 ] ||
+    fail "one seed: half-widths 0: $(block DATA)"
+
+# --- what gnuplot prints is kept: its warnings never reach the terminal, and its last line is
+# in the message when it fails
+mkdir -p warn bad
+sed 's|^cat >>"$CAPTURE"$|cat >/dev/null; echo "warning: empty x range" >\&2|' fake/gnuplot >warn/gnuplot
+grep -q "warning: empty x range" warn/gnuplot || fail "making the warning gnuplot"
+cat >bad/gnuplot <<'SH'
+#!/bin/sh
+cat >/dev/null
+printf '   plot foo\n        ^\n"-" line 12: undefined variable: foo\n\n' >&2
+exit 1
+SH
+chmod +x warn/gnuplot bad/gnuplot
+PATH="$T/warn:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs >out 2>err ||
+    fail "plot with a warning: $(cat err)"
+[ ! -s err ] || fail "gnuplot's warning reached the terminal: $(cat err)"
+expect_error 1 '^slicesim: plot: gnuplot failed drawing figs/gpu-timeline.png \(exit status 1\): "-" line 12: undefined variable: foo$' \
+    env PATH="$T/bad:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
 echo "plot_data: all checks passed"
