@@ -31,6 +31,7 @@ static void usage(FILE *f)
     calib_fit_term_list(known, sizeof known);
     fprintf(f,
         "usage: slicesim fit DIR [OPTIONS]\n"
+        "       slicesim fit import --from FORMAT FILE... -o DIR ...  (see fit import --help)\n"
         "\n"
         "Calibrate a serving-engine profile against measured serving runs. DIR holds runs.csv\n"
         "(one row per run: run, catalog_model, gpu, tp, max_num_seqs, max_num_batched_tokens,\n"
@@ -283,6 +284,8 @@ static int fit_files(void *ud, const calib_fit_data *d, ss_errbuf *eb)
 
 int cmd_fit(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "import")) /* a folder named import: ./import */
+        return cmd_fit_import(argc - 1, argv + 1);
     char out_buf[CAT_NAME_MAX + 8];
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     fit_opts o = {.c = {.engine = CAT_ENGINE_DEFAULT, .name = "fitted",
