@@ -58,7 +58,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Each stage has a request, and its requests are sent after the previous stage's: start_s
- * is its first send time. */
+ * is its first send time; a stage the log gives no rate has the rate its requests were sent
+ * at, (n - 1) / (last send - first send). */
 static int stage_times(calib__imp_data *d, const char *file, ss_errbuf *eb)
 {
     for (size_t k = 0; k < d->n_stages; k++) {
@@ -80,7 +81,12 @@ static int stage_times(calib__imp_data *d, const char *file, ss_errbuf *eb)
                               "%.6f s, after stage %zu begins (%.6f s): stages must not "
                               "overlap", file, k - 1, d->reqs[i].arrival_s, k, lo);
         d->stages[k].start_s = lo;
-        (void)hi;
+        size_t n = 0;
+        for (size_t i = 0; i < d->n_reqs; i++)
+            n += d->reqs[i].stage == k;
+        if (!d->stages[k].rate[0] && n > 1 && hi > lo) /* a log without one: as sent */
+            snprintf(d->stages[k].rate, sizeof d->stages[k].rate, "%.6g",
+                     (double)(n - 1) / (hi - lo));
     }
     return SS_OK;
 }
