@@ -35,6 +35,17 @@ int calib__imp_add_req(calib__imp_data *d, const calib__imp_req *r, ss_errbuf *e
     return SS_OK;
 }
 
+int calib__imp_add_note(calib__imp_data *d, const char *text, ss_errbuf *eb)
+{
+    char *copy = ss_strdup(text);
+    if (!copy || ss_grow((void **)&d->notes, &d->cap_notes, d->n_notes + 1, sizeof *d->notes)) {
+        ss_free(copy);
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    }
+    d->notes[d->n_notes++] = copy;
+    return SS_OK;
+}
+
 int calib__imp_add_stage(calib__imp_data *d, calib__imp_stage **s_out, ss_errbuf *eb)
 {
     if (ss_grow((void **)&d->stages, &d->cap_stages, d->n_stages + 1, sizeof *d->stages))
@@ -62,6 +73,10 @@ static int cmp_double(const void *a, const void *b)
  * at, (n - 1) / (last send - first send). */
 static int stage_times(calib__imp_data *d, const char *file, ss_errbuf *eb)
 {
+    for (size_t i = 0; i < d->n_reqs; i++) /* a trace's clock: integer ns from 0 */
+        if (!(d->reqs[i].arrival_s >= 0 && d->reqs[i].arrival_s <= 1e9))
+            return ss_err(eb, SS_EPARSE, "%s: arrival: a request is sent at %g s, outside "
+                          "[0, 1e9] s of the run", file, d->reqs[i].arrival_s);
     for (size_t k = 0; k < d->n_stages; k++) {
         double lo = INFINITY, hi = -INFINITY;
         for (size_t i = 0; i < d->n_reqs; i++)
@@ -472,7 +487,7 @@ static int read_logs(calib__imp_data *d, const calib_import_opts *o, ss_errbuf *
 
 int calib_fit_import(const calib_import_opts *o, FILE *notes, ss_errbuf *eb)
 {
-    calib__imp_data d = {.notes = notes};
+    calib__imp_data d = {0};
     imp_run r = {0};
     catalog *cat = NULL;
     int rc = o->n_files ? SS_OK : ss_err(eb, SS_EINVAL, "no log file given");
@@ -484,12 +499,17 @@ int calib_fit_import(const calib_import_opts *o, FILE *notes, ss_errbuf *eb)
         rc = resolve_run(cat, o, &d, &r, eb);
     if (!rc)
         rc = write_dir(o, &d, &r, eb);
+    for (size_t i = 0; !rc && notes && i < d.n_notes; i++)
+        fprintf(notes, "slicesim: fit import: %s\n", d.notes[i]);
     if (!rc && notes)
         fprintf(notes, "slicesim: fit import: wrote %s: run %s (%s on %s, TP %u, "
                 "max_num_seqs %u, max_num_batched_tokens %u, max_model_len %u), %zu stage%s, "
                 "%zu requests\n", o->out, r.name, r.model->name, r.gpu->name, o->tp,
                 r.max_num_seqs, r.max_num_batched_tokens, r.max_model_len, d.n_stages,
                 d.n_stages == 1 ? "" : "s", d.n_reqs);
+    for (size_t i = 0; i < d.n_notes; i++)
+        ss_free(d.notes[i]);
+    ss_free(d.notes);
     ss_free(d.reqs);
     ss_free(d.stages);
     catalog_destroy(&cat);

@@ -371,13 +371,12 @@ static int vb_generate(calib__imp_data *d, size_t first, const ss_json *j, const
     if (isfinite(rate) && t > 0)
         for (size_t i = first; i < d->n_reqs; i++)
             d->reqs[i].arrival_s *= ((double)n / rate) / t;
-    if (d->notes)
-        fprintf(d->notes, "slicesim: fit import: assumption: %s has no start_times: the send "
-                "times of its %zu requests are generated as vLLM's client draws them (%s, "
-                "seed %d), not measured\n", file, n, isinf(rate) ? "all at once, rate inf"
-                : burst == 1 ? "Poisson at request_rate" : "gamma gaps at request_rate and "
-                "burstiness", CALIB_IMPORT_SEED);
-    return SS_OK;
+    char note[1024];
+    snprintf(note, sizeof note, "assumption: %s has no start_times: the send times of its %zu "
+             "requests are generated as vLLM's client draws them (%s, seed %d), not measured",
+             file, n, isinf(rate) ? "all at once, rate inf" : burst == 1 ? "Poisson at "
+             "request_rate" : "gamma gaps at request_rate and burstiness", CALIB_IMPORT_SEED);
+    return calib__imp_add_note(d, note, eb);
 }
 
 /* One benchmark file, stage k: its requests from offset on; returns its end in *end. */

@@ -38,10 +38,14 @@ typedef struct calib__imp_data {
     calib__imp_stage *stages; /* owned */
     size_t n_stages, cap_stages;
     char model_hint[128];     /* the model the log names ("": none) */
-    FILE *notes;              /* assumptions, one line each (borrowed) */
+    char **notes;             /* assumptions, one line each, printed once the import has
+                                 succeeded (owned) */
+    size_t n_notes, cap_notes;
 } calib__imp_data;
 
-/* Append a request or a stage (zeroed, figures NaN); 0 or SS_ENOMEM with eb set. */
+/* Append a request, a stage (zeroed, figures NaN) or a note (a copy of text); 0 or
+ * SS_ENOMEM with eb set. */
+int calib__imp_add_note(calib__imp_data *d, const char *text, ss_errbuf *eb);
 int calib__imp_add_req(calib__imp_data *d, const calib__imp_req *r, ss_errbuf *eb);
 int calib__imp_add_stage(calib__imp_data *d, calib__imp_stage **s_out, ss_errbuf *eb);
 

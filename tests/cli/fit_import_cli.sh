@@ -154,6 +154,9 @@ printf '{"input_lens": [1, 2], "output_lens": [5, 5], "ttfts": [0.1, "a"], "late
 bad "^slicesim: fit import: elem.json: ttfts\[1\]: expected a number in \[1e-09, 1e\+09\]$" --from vllm-bench elem.json "${SET[@]}"
 printf '{"input_lens": [1], "output_lens": [5], "ttfts": [0.1], "latencies": [1]}\n' >norate.json
 bad "^slicesim: fit import: norate.json: request_rate: missing \(needed for the send times: the file has no start_times\)$" --from vllm-bench norate.json "${SET[@]}"
+# generated send times beyond the trace's clock: one line, the assumption not said
+printf '{"input_lens": [1, 2], "output_lens": [5, 5], "ttfts": [0.1, 0.1], "latencies": [1, 1], "request_rate": 1e-300}\n' >lowrate.json
+bad "^slicesim: fit import: lowrate.json: arrival: a request is sent at [0-9.e+]+ s, outside \[0, 1e9\] s of the run$" --from vllm-bench lowrate.json "${SET[@]}" --model llama-2-7b
 bad "^slicesim: fit import: stage_0_lifecycle_metrics.json: start_time: no per-request records among the files: the stage summaries hold no send times or token counts for the trace \(give per_request_lifecycle_metrics.json: inference-perf's report.request_lifecycle.per_request: true\)$" \
     --from inference-perf stage_0_lifecycle_metrics.json stage_1_lifecycle_metrics.json "${SET[@]}" --model llama-2-7b
 bad "^slicesim: fit import: per_request_lifecycle_metrics.json: load_summary.count: the stage files count 3 requests, the per-request file has 5$" \
