@@ -469,7 +469,7 @@ static int ip_stage(calib__imp_data *d, const ss_json *j, const char *file, size
     for (int m = 0; m < 2; m++)
         for (int q = 0; q < 2; q++) {
             char path[96];
-            double v;
+            double v = 0;
             snprintf(path, sizeof path, "successes.latency.%s.%s", metric[m], stat[q]);
             const ss_json *o = ss_json_get(lat, metric[m]);
             if (!o || o->type == SS_JSON_NULL)
