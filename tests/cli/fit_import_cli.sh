@@ -144,6 +144,11 @@ bad "^slicesim: fit import: --model: required: the log names no model \(known: l
 bad "^slicesim: fit import: --model: unknown model 'gpt-5' \(known: " --from requests-csv "$EX/requests.csv" "${SET[@]}" --model gpt-5
 bad "^slicesim: fit import: --gpu: required: the logs do not say which GPU served them$" --from requests-csv "$EX/requests.csv" --model llama-2-7b
 bad "^slicesim: fit import: --from: unknown format 'guidellm' \(known: vllm-bench, inference-perf, requests-csv\)" --from guidellm x.json "${SET[@]}"
+expect_error 2 "^slicesim: fit import: --from: required \(vllm-bench, inference-perf or requests-csv\)$" \
+    "$S" fit import "$EX/requests.csv" -o "$T/bad" "${SET[@]}"
+nothing_left "$T/bad"
+expect_error 2 "^slicesim: fit import: -o: required: the fit directory to create$" \
+    "$S" fit import --from requests-csv "$EX/requests.csv" "${SET[@]}"
 printf '{"input_lens": [1, 2],\n "ttfts": [0.1, 0.2,]}\n' >syntax.json
 bad "^slicesim: fit import: syntax.json: json: expected a value \(line 2, column 21\)$" --from vllm-bench syntax.json "${SET[@]}"
 printf '{"request_rate": 2, "duration": 5}\n' >summary.json
