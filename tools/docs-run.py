@@ -14,7 +14,7 @@ command runs in a shell of its own (bash -c): a variable one line sets is not se
 next, so a runnable block spells its commands out.
 
 The blocks of one file run in order in one scratch directory, in which the checkout's
-experiments/, traces/ and profiles/ are linked, so that what one block writes (a database)
+experiments/, traces/, profiles/ and examples/ are linked, so that what one block writes (a database)
 the next may read; `build-release/src/slicesim` and `slicesim` at the start of a command mean
 the binary under test (--slicesim). Prints FILE:LINE: what failed, and exits 1 when anything
 did; 0 otherwise.
@@ -96,7 +96,9 @@ def run_file(root, rel, slicesim, log):
     if not todo:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        for d in ('experiments', 'traces', 'profiles'):
+        for d in ('experiments', 'traces', 'profiles', 'examples'):
+            if not os.path.exists(os.path.join(root, d)):
+                continue
             os.symlink(os.path.join(root, d), os.path.join(tmp, d))
         for first, lang, lines in todo:
             for n, cmd, shown in commands(lang, lines, first):

@@ -32,6 +32,9 @@ int cmd_profile(int argc, char **argv);
 /* `slicesim fit DIR ...`: calibrate an engine profile against measured serving runs
  * (cmd_fit.c; the harness is calib/fit.h). */
 int cmd_fit(int argc, char **argv);
+/* `slicesim fit import ...` (argv[0] "import"): benchmark logs into a fit directory
+ * (cmd_fit_import.c; calib/fit_import.h). */
+int cmd_fit_import(int argc, char **argv);
 
 /* `slicesim calibrate --model M --tp N ...`: operator profiles measured on a GPU
  * (cmd_calibrate.c; calib/calibrate.h). */

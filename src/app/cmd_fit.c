@@ -31,6 +31,7 @@ static void usage(FILE *f)
     calib_fit_term_list(known, sizeof known);
     fprintf(f,
         "usage: slicesim fit DIR [OPTIONS]\n"
+        "       slicesim fit import --from FORMAT FILE... -o DIR ...  (see fit import --help)\n"
         "\n"
         "Calibrate a serving-engine profile against measured serving runs. DIR holds runs.csv\n"
         "(one row per run: run, catalog_model, gpu, tp, max_num_seqs, max_num_batched_tokens,\n"
@@ -47,9 +48,12 @@ static void usage(FILE *f)
         "those five metrics and the fitted stages: those whose real TTFT mean is below\n"
         "--served-ms (the others, overloaded, are shown, not fitted).\n"
         "Nelder-Mead minimises it over the --fit terms (each >= 0; fitted values are rounded to\n"
-        "6 significant digits), the others keep the start engine's values. The fitted profile\n"
-        "has no [gpu.NAME] sections: its [host] terms start from the start engine's for the\n"
-        "GPU of the first run and hold on every GPU.\n"
+        "6 significant digits), the others keep the start engine's values. A --fit term whose\n"
+        "+-20 %% change moves the objective by less than 0.1 %% at the start is kept at its\n"
+        "start value too, and no more terms are fitted than the fitted stages have independent\n"
+        "figures (TTFT and E2E means and p90s; the most sensitive first): one stderr line each.\n"
+        "The fitted profile has no [gpu.NAME] sections: its [host] terms start from the start\n"
+        "engine's for the GPU of the first run and hold on every GPU.\n"
         "\n"
         "  --engine NAME|FILE   engine to start from, or to evaluate (default "
         CAT_ENGINE_DEFAULT "), or a profile\n"
@@ -283,6 +287,8 @@ static int fit_files(void *ud, const calib_fit_data *d, ss_errbuf *eb)
 
 int cmd_fit(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "import")) /* a folder named import: ./import */
+        return cmd_fit_import(argc - 1, argv + 1);
     char out_buf[CAT_NAME_MAX + 8];
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     fit_opts o = {.c = {.engine = CAT_ENGINE_DEFAULT, .name = "fitted",

@@ -126,10 +126,11 @@ double calib__fit_objective_upto(const calib_fit_data *d, size_t n_runs)
     return n ? sum / (double)n : NAN;
 }
 
+/* v[j]: the value of the j-th free term (x->free_at). */
 static void set_terms(calib__fit_ctx *x, const double *v)
 {
-    for (size_t i = 0; i < x->o->n_term; i++)
-        calib__fit_term_set(&x->cand, &calib__fit_terms[x->o->term[i]], v[i]);
+    for (size_t j = 0; j < x->n_free; j++)
+        calib__fit_term_set(&x->cand, &calib__fit_terms[x->o->term[x->free_at[j]]], v[j]);
 }
 
 /* ss_nm_fn: the objective at the candidate v, its runs replayed in order until the sum of
@@ -182,16 +183,16 @@ static int run_fit(calib__fit_ctx *x, ss_nm_result *res)
 {
     double v[CALIB_FIT_N_TERMS], step[CALIB_FIT_N_TERMS], lo[CALIB_FIT_N_TERMS];
     double hi[CALIB_FIT_N_TERMS];
-    for (size_t i = 0; i < x->o->n_term; i++) {
-        const calib__fit_term *t = &calib__fit_terms[x->o->term[i]];
-        v[i] = x->x0[i];
+    for (size_t i = 0; i < x->n_free; i++) {
+        const calib__fit_term *t = &calib__fit_terms[x->o->term[x->free_at[i]]];
+        v[i] = x->x0[x->free_at[i]];
         step[i] = fmax(t->step, 0.2 * fabs(v[i]));
         lo[i] = fmin(t->lo, v[i]); /* a start below the bound stays allowed */
         hi[i] = fmax(term_hi(t), v[i]);
     }
     ss_nm_opts no = {.max_iter = (size_t)x->o->iterations, .ftol = 1e-6, .max_restarts = 2,
                      .hi = hi, .progress = nm_progress, .progress_ud = x};
-    int rc = ss_nm_minimize(res, v, x->o->n_term, step, lo, nm_objective, x, &no);
+    int rc = ss_nm_minimize(res, v, x->n_free, step, lo, nm_objective, x, &no);
     if (x->progress_shown)
         fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc && x->n_stopped)
@@ -202,9 +203,113 @@ static int run_fit(calib__fit_ctx *x, ss_nm_result *res)
         return ss_err(&x->eb, rc, "the optimiser failed: %s", ss_strerror(rc));
     if (rc)
         return rc;
-    for (size_t i = 0; i < x->o->n_term; i++)
+    for (size_t i = 0; i < x->n_free; i++)
         v[i] = round6(v[i]);
     set_terms(x, v);
+    return SS_OK;
+}
+
+/* }====================================================================== */
+
+/* {======================================================================
+ * What the data identify
+ * ======================================================================= */
+
+/* A term moved by less than this share of the objective at the start, by ±20 %, is inert. */
+#define FIT_INERT_SHARE 1e-3
+
+/* The independent figures of the fitted stages: their measured TTFT mean and p90 and E2E
+ * mean and p90 (the ITL adds none: it is derived from the means, or checked against them). */
+static size_t n_figures(const calib_fit_data *d)
+{
+    static const int indep[] = {CALIB_FIT_TTFT, CALIB_FIT_TTFT90, CALIB_FIT_E2E,
+                                CALIB_FIT_E2E90};
+    size_t n = 0;
+    for (size_t i = 0; i < d->n_stages; i++)
+        for (size_t m = 0; m < sizeof indep / sizeof *indep && d->stages[i].fitted; m++)
+            n += isfinite(d->stages[i].real[indep[m]]) && d->stages[i].real[indep[m]] > 0;
+    return n;
+}
+
+/* How much term i (a position in o->term) moves the objective: the larger |f - f0| / f0 of
+ * the term at 0.8 and 1.2 times its start value (a start of 0: at its first simplex step),
+ * every other term at its start; the candidate is left at the start. */
+static int sensitivity(calib__fit_ctx *x, size_t i, double f0, double *out)
+{
+    const calib__fit_term *t = &calib__fit_terms[x->o->term[i]];
+    double v0 = x->x0[i], d = v0 != 0 ? 0.2 * fabs(v0) : t->step;
+    double probe[2] = {fmax(v0 - d, fmin(t->lo, v0)), v0 + d};
+    *out = 0;
+    for (int k = 0; k < 2; k++) {
+        if (probe[k] == v0)
+            continue;
+        calib__fit_term_set(&x->cand, t, probe[k]);
+        int rc = calib__fit_replay_all(x, 0);
+        calib__fit_term_set(&x->cand, t, v0);
+        if (rc)
+            return rc;
+        double f = calib__fit_objective(&x->d);
+        *out = fmax(*out, f0 > 0 ? fabs(f - f0) / f0 : fabs(f - f0) * 1e9);
+    }
+    return SS_OK;
+}
+
+/* "key = value, ..." of the terms at the positions pos[0..n) (their start values). */
+static void held_list(const calib__fit_ctx *x, const size_t *pos, size_t n, char *buf,
+                      size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t j = 0; j < n && used < cap; j++) {
+        int w = snprintf(buf + used, cap - used, "%s%s = %g", j ? ", " : "",
+                         calib__fit_terms[x->o->term[pos[j]]].key, x->x0[pos[j]]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* Fit only what the data determine: a term whose ±20 % change moves the objective by less
+ * than 0.1 % at the start is held at its start value, and of the others no more than the
+ * fitted stages have independent figures are fitted, the most sensitive first (ties in
+ * --fit order); one line on stderr for each term held. Deterministic: the probes are
+ * replays. After the start engine's replay of every run. */
+static int choose_terms(calib__fit_ctx *x)
+{
+    const calib_fit_opts *o = x->o;
+    double f0 = calib__fit_objective(&x->d), sens[CALIB_FIT_N_TERMS];
+    size_t order[CALIB_FIT_N_TERMS], n_live = 0, held[CALIB_FIT_N_TERMS], n_held = 0;
+    for (size_t i = 0; i < o->n_term; i++) {
+        int rc = sensitivity(x, i, f0, &sens[i]);
+        if (rc)
+            return rc;
+        if (sens[i] < FIT_INERT_SHARE) {
+            fprintf(stderr, "slicesim: fit: %s not identifiable from these stages (±20 %% "
+                    "moves the objective < 0.1 %%): kept at %g\n",
+                    calib__fit_terms[o->term[i]].key, x->x0[i]);
+            continue;
+        }
+        size_t at = n_live++; /* insertion by sensitivity, stable */
+        while (at > 0 && sens[order[at - 1]] < sens[i]) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    size_t n_fig = n_figures(&x->d), n_fit = n_live < n_fig ? n_live : n_fig;
+    for (size_t j = n_fit; j < n_live; j++)
+        held[n_held++] = order[j];
+    if (n_held) {
+        char list[512];
+        held_list(x, held, n_held, list, sizeof list);
+        fprintf(stderr, "slicesim: fit: %zu independent figures (the fitted stages' measured "
+                "TTFT and E2E means and p90s) cannot determine %zu terms: fitting the %zu the "
+                "objective is most sensitive to; kept at the start: %s\n", n_fig, n_live, n_fit,
+                list);
+    }
+    x->n_free = 0; /* the free terms in --fit order */
+    for (size_t i = 0; i < o->n_term; i++)
+        for (size_t j = 0; j < n_fit; j++)
+            if (order[j] == i)
+                x->free_at[x->n_free++] = i;
     return SS_OK;
 }
 
@@ -310,8 +415,10 @@ static int compute(calib__fit_ctx *x, catalog *cat, calib__fit_result *r)
         rc = calib__fit_check_served(&x->d, &x->eb);
     for (size_t i = 0; !rc && i < x->d.n_notes; i++) /* the input is good: say what was left */
         fprintf(stderr, "slicesim: fit: note: %s\n", x->d.notes[i]);
+    if (!rc && !o->evaluate)
+        rc = choose_terms(x);
     if (!rc && !o->evaluate) {
-        rc = run_fit(x, &r->nm);
+        rc = x->n_free ? run_fit(x, &r->nm) : SS_OK; /* none identifiable: the start */
         if (!rc)
             rc = calib__fit_replay_all(x, 1);
     }

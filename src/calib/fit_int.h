@@ -115,6 +115,10 @@ typedef struct calib__fit_ctx {
                                  candidate into that catalog, which may move or replace it */
     cat_engine cand;          /* the engine under test */
     double x0[CALIB_FIT_N_TERMS]; /* the fitted terms at the start, profile units */
+    size_t free_at[CALIB_FIT_N_TERMS]; /* the positions in o->term that Nelder-Mead varies:
+                                 those the data identify (fit.c choose_terms); the others
+                                 keep their start values */
+    size_t n_free;
     double wall0;
     int progress_shown;
     ss_outfile *prof_out, *stages_out; /* opened before the replays, committed at the end */
