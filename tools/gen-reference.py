@@ -56,6 +56,8 @@ def cli_page(exe):
         if name == "trace":
             pages += [("slicesim trace gen", ["trace", "gen", "--help"]),
                       ("slicesim trace stats", ["trace", "stats", "--help"])]
+        if name == "fit":
+            pages.append(("slicesim fit import", ["fit", "import", "--help"]))
     for title, args in pages:
         help_text = re.sub(r"^slicesim \S+: trace-driven", "slicesim VERSION: trace-driven",
                            run(exe, *args), flags=re.M)
