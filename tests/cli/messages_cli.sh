@@ -223,7 +223,7 @@ expect_error 2 "^slicesim: fit: --description: 'a\\\\x1b\[31mb' is not one line"
     "$S" fit . --description "$(printf 'a\033[31mb')"
 expect_error 2 "^slicesim: replay: --batching: .*, got 'x\\\\x0ay'$" \
     "$S" replay --batching "$(printf 'x\ny')" --db none
-expect_error 2 "^slicesim: plot: --format: expected png, svg or both, got 'p\\\\x0ang'$" \
+expect_error 2 "^slicesim: plot: --format: expected png, svg, pdf or both, got 'p\\\\x0ang'$" \
     "$S" plot x.db --format "$(printf 'p\nng')"
 
 echo "messages_cli: ok"
