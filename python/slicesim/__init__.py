@@ -117,7 +117,8 @@ class Result:
 
     data is a dict (replay, capacity, fit; compare with seeds) or a list (compare, sweep);
     result[KEY] and len/iteration reach it. db is the results database the call wrote (None
-    for db="none") and run_ids the runs it added there, in order."""
+    for db="none") and run_ids the runs added there while it ran, in order (the call's own,
+    unless another process wrote runs into the same database at the same time)."""
 
     def __init__(self, data, db=None, run_ids=()):
         self.data = data
