@@ -175,7 +175,11 @@ class Result:
     @property
     def summary(self):
         """One row per run: its labels and every scalar of its JSON (nested objects flattened
-        to "a.b" columns, per-tenant and per-tier lists left to .tenants)."""
+        to "a.b" columns, per-tenant and per-tier lists left to .tenants). For capacity, one
+        row per bundle: its answer (capacity, ratio, status, verdict ...), probes aside."""
+        d = self.data
+        if isinstance(d, dict) and "policies" in d:
+            return rows_or_frame([_flat(p) for p in d["policies"]])
         rows = [{**labels, **_flat(run)} for labels, run in self.runs()]
         return rows_or_frame(rows)
 

@@ -34,6 +34,10 @@ def test_reader_tables(work, tables):
     k = slicesim.capacity("tiny.ini", policies=["container"], max_probes=3, sla_miss=0.5,
                           db="c.db")
     assert k["policies"][0]["n_probes"] == 3 and k["policies"][0]["capacity"] > 0
+    answers = tables(k.summary)
+    assert [(a["policy"], a["capacity"]) for a in answers] == [
+        ("container", k["policies"][0]["capacity"])]
+    assert answers[0]["tenant_sla_miss.chat"] == k["policies"][0]["tenant_sla_miss"]["chat"]
     with slicesim.open("c.db") as db:
         runs = tables(db.runs())
         assert [x["run_id"] for x in runs][:2] == [1, 2]
