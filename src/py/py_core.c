@@ -34,7 +34,7 @@ static const struct {
  * a second thread waits here, without the interpreter's lock, for the first to end. */
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* What one command wrote: memory streams, owned until collect() (free(buf)). */
+/* What one command wrote, from its memory streams: the caller frees out and err with free(). */
 typedef struct capture {
     char *out, *err;     /* contents (malloc'd by open_memstream) */
     size_t n_out, n_err; /* their lengths in bytes */
