@@ -12,6 +12,11 @@ root=$PWD
 slicesim=$(realpath "$1")
 py=${2:-/usr/bin/python3}
 rm -rf build-pip/venv
+# meson-python 0.12 reconfigures the build directory it is given whenever its native file
+# (.mesonpy-native-file.ini, which it leaves in the source tree) names the same interpreter,
+# and fails on a directory that holds no build yet: then start without that file, so that it
+# configures afresh.
+[ -f build-pip/meson/meson-private/coredata.dat ] || rm -f .mesonpy-native-file.ini
 mkdir -p build-pip
 "$py" -m venv --system-site-packages build-pip/venv
 build-pip/venv/bin/pip install --no-build-isolation --no-index --quiet \
