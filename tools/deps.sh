@@ -5,7 +5,8 @@ set -eu
 pkgs=(meson ninja-build pkg-config gcc g++ libc6-dev libcmocka-dev libsqlite3-dev libinih-dev zlib1g-dev
       libopenmpi-dev openmpi-bin
       sqlite3 gnuplot-nox valgrind
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      python3-dev python3-venv python3-mesonpy python3-pytest python3-pandas)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,6 +34,8 @@ cuda=disabled
 command -v nvcc >/dev/null && cuda=enabled
 stage "optimised build (debugoptimized, assertions on; CUDA executor: $cuda)"
 run_suite build-test --buildtype=debugoptimized -Dwerror=true -Dcuda=$cuda
+stage "the Python package: pip install . into a fresh virtual environment, pytest against it"
+bash tools/python-pkg.sh build-test/src/slicesim
 stage "AddressSanitizer + UndefinedBehaviorSanitizer build (CPU only, -O1)"
 # -O1, as AddressSanitizer's documentation advises for reasonable speed: the suite under the
 # sanitizers takes about three quarters of its time at -O0, with the same checks

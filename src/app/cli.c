@@ -14,6 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+static FILE *out_stream, *err_stream; /* NULL: the process's standard streams */
+
+FILE *cli_out(void) { return out_stream ? out_stream : stdout; }
+
+FILE *cli_err(void) { return err_stream ? err_stream : stderr; }
+
+void cli_set_streams(FILE *out, FILE *err)
+{
+    out_stream = out;
+    err_stream = err;
+}
+
 int cli_status_of(int ss_rc)
 {
     switch (ss_rc) {
@@ -38,7 +50,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     ss_verr(&eb, SS_EINVAL, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "slicesim: %s: %s\n", cmd, eb.msg);
+    fprintf(cli_err(), "slicesim: %s: %s\n", cmd, eb.msg);
     return CLI_EUSAGE;
 }
 
@@ -49,7 +61,7 @@ int cli_name_opt(const char *cmd, const char *opt, const char *arg, const char *
         return CLI_OK;
     }
     char shown[128];
-    fprintf(stderr, "slicesim: %s: %s: %s'%s'\n", cmd, opt, *arg ? "a name may hold no control "
+    fprintf(cli_err(), "slicesim: %s: %s: %s'%s'\n", cmd, opt, *arg ? "a name may hold no control "
             "character (a new line, a tab, an escape), got " : "expected a name, got ",
             ss_str_visible(shown, sizeof shown, arg));
     return CLI_EUSAGE;
@@ -61,7 +73,7 @@ int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "slicesim: %s: expected an integer in [%ld, %ld], got '%s'\n", opt, lo,
+        fprintf(cli_err(), "slicesim: %s: expected an integer in [%ld, %ld], got '%s'\n", opt, lo,
                 hi, s);
         return CLI_EUSAGE;
     }
@@ -87,7 +99,7 @@ static int not_exact(const char *cmd, const char *arg, size_t len,
     for (const struct option *o = longopts; o->name; o++)
         if (!strncmp(o->name, arg + 2, len))
             ss_strbuf_printf(&b, "%s--%s", b.n ? ", " : "", o->name);
-    fprintf(stderr, "slicesim: %s: unknown option '--%.*s' (did you mean %s?)\n", cmd, (int)len,
+    fprintf(cli_err(), "slicesim: %s: unknown option '--%.*s' (did you mean %s?)\n", cmd, (int)len,
             arg + 2, ss_strbuf_ok(&b) ? ss_strbuf_str(&b) : "a longer option");
     ss_strbuf_fini(&b);
     return CLI_EUSAGE;

@@ -7,6 +7,7 @@
 #define SS_APP_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum { CLI_OK = 0, CLI_EFAIL = 1, CLI_EUSAGE = 2 };
 
@@ -42,6 +43,16 @@ int cmd_calibrate(int argc, char **argv);
 /* `slicesim validate --model M ...`: a simulated schedule run on a GPU (cmd_validate.c;
  * calib/validate.h). */
 int cmd_validate(int argc, char **argv);
+
+/* The streams replay, compare, capacity, sweep and fit write to: their results and --help
+ * (cli_out: standard output unless set) and their one-line errors (cli_err: standard error
+ * unless set). The Python module (src/py) points them at memory streams for one command at a
+ * time; the executable never changes them. */
+FILE *cli_out(void);
+FILE *cli_err(void);
+/* Point cli_out and cli_err at out and err (borrowed until set again; NULL: back to standard
+ * output, standard error). Not thread-safe: whoever sets them runs one command at a time. */
+void cli_set_streams(FILE *out, FILE *err);
 
 /* Map an SS_E* code to an exit status: parse/argument/not-found errors are the user's (2),
  * everything else is a failed run (1). */

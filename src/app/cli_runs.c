@@ -14,7 +14,7 @@ int cli_runs_policies(cli_runs_opts *o, const char *arg)
     o->n_policies = runner_bundles_parse(arg, o->policies_text, o->policy, o->label,
                                          CLI_RUNS_MAX_POLICIES, &eb);
     if (o->n_policies < 0) {
-        fprintf(stderr, "slicesim: %s: --policies: %s\n", o->cmd, eb.msg);
+        fprintf(cli_err(), "slicesim: %s: --policies: %s\n", o->cmd, eb.msg);
         return CLI_EUSAGE;
     }
     return CLI_OK;

@@ -237,7 +237,7 @@ static int parse_opts(capacity_opts *o, int argc, char **argv)
         return CLI_EUSAGE;
     for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
         if (c == 'h') {
-            usage(stdout);
+            usage(cli_out());
             return -1;
         }
         rc = parse_opt(o, c, argv);
@@ -280,9 +280,9 @@ int cmd_capacity(int argc, char **argv)
         .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
-    rc = cmdline ? runner_capacity(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
+    rc = cmdline ? runner_capacity(&ro, cli_out(), &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
     if (rc)
-        fprintf(stderr, "slicesim: capacity: %s\n", eb.msg);
+        fprintf(cli_err(), "slicesim: capacity: %s\n", eb.msg);
     ss_free(cmdline);
     free_opts(&o);
     return cli_status_of(rc);

@@ -104,7 +104,7 @@ static int parse_opts(compare_opts *o, int argc, char **argv)
         return CLI_EUSAGE;
     for (int c; !rc && (c = getopt_long(argc, argv, ":hc:", longopts, NULL)) != -1;) {
         if (c == 'h') {
-            usage(stdout);
+            usage(cli_out());
             return -1;
         }
         if ((rc = cli_runs_opt(&o->r, c, optarg)) != 1)
@@ -155,9 +155,9 @@ int cmd_compare(int argc, char **argv)
         .check_files = cli_runs_files,
     };
     ss_errbuf eb = {""};
-    rc = cmdline ? runner_compare(&ro, stdout, &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
+    rc = cmdline ? runner_compare(&ro, cli_out(), &eb) : ss_err(&eb, SS_ENOMEM, "out of memory");
     if (rc)
-        fprintf(stderr, "slicesim: compare: %s\n", eb.msg);
+        fprintf(cli_err(), "slicesim: compare: %s\n", eb.msg);
     ss_free(cmdline);
     free_opts(&o);
     return cli_status_of(rc);

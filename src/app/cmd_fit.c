@@ -244,7 +244,7 @@ static int parse_opts(fit_opts *o, int argc, char **argv, char *out_buf, size_t 
     int c;
     while ((c = getopt_long(argc, argv, "ho:", long_opts, NULL)) != -1) {
         if (c == 'h') {
-            usage(stdout);
+            usage(cli_out());
             return -1;
         }
         if (c == '?')
@@ -304,10 +304,10 @@ int cmd_fit(int argc, char **argv)
     o.c.check_files = fit_files;
     o.c.check_files_ud = &o.c;
     ss_errbuf eb = {""};
-    rc = command ? calib_fit(&o.c, command, stdout, &eb)
+    rc = command ? calib_fit(&o.c, command, cli_out(), &eb)
                  : ss_err(&eb, SS_ENOMEM, "out of memory");
     if (rc)
-        fprintf(stderr, "slicesim: fit: %s\n", eb.msg);
+        fprintf(cli_err(), "slicesim: fit: %s\n", eb.msg);
     ss_free(command);
     return cli_status_of(rc);
 }

@@ -389,7 +389,7 @@ static int parse_opts(replay_opts *o, int argc, char **argv)
         return CLI_EUSAGE;
     while ((c = getopt_long(argc, argv, "hc:", long_opts, NULL)) != -1) {
         if (c == OPT_HELP) {
-            usage(stdout);
+            usage(cli_out());
             return -1;
         }
         if (c == '?')
@@ -501,14 +501,15 @@ static void print_results(const runner_run *x, const replay_opts *o, uint64_t tl
 {
     runner_report rep = runner_run_report(x);
     if (o->json) {
-        runner_report_json(stdout, &rep, x->g, &x->m);
+        runner_report_json(cli_out(), &rep, x->g, &x->m);
         return;
     }
-    runner_report_table(stdout, &rep, x->g, &x->m);
+    runner_report_table(cli_out(), &rep, x->g, &x->m);
     if (x->st)
-        printf("  results: %s\n", store_path(x->st));
+        fprintf(cli_out(), "  results: %s\n", store_path(x->st));
     if (o->timeline)
-        printf("  timeline: %s (%llu events)\n", o->timeline, (unsigned long long)tl_n);
+        fprintf(cli_out(), "  timeline: %s (%llu events)\n", o->timeline,
+                (unsigned long long)tl_n);
 }
 
 /* tl_opts.on_large: one line on stderr, while the replay runs, with the ways to a smaller file
@@ -564,7 +565,7 @@ int cmd_replay(int argc, char **argv)
     if (!rc)
         print_results(&x, &o, tl_n);
     else
-        fprintf(stderr, "slicesim: replay: %s\n", x.eb.msg);
+        fprintf(cli_err(), "slicesim: replay: %s\n", x.eb.msg);
     tl_abort(&tl);
     runner_run_fini(&x);
     scn_destroy(&sc);

@@ -142,7 +142,7 @@ static int parse_opts(sweep_opts *o, int argc, char **argv)
     for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
         int64_t v;
         switch (c) {
-        case 'h': usage(stdout); return -1;
+        case 'h': usage(cli_out()); return -1;
         case O_JOBS:
             if (ss_parse_i64z(optarg, &v) || v < 1 || v > 64)
                 return usage_error("--jobs: expected 1 to 64, got '", optarg);
@@ -183,7 +183,7 @@ int cmd_sweep(int argc, char **argv)
     /* the command line as given, before getopt permutes argv */
     char *command = cli_join_args(argc, argv);
     if (!command) {
-        fprintf(stderr, "slicesim: sweep: out of memory\n");
+        fprintf(cli_err(), "slicesim: sweep: out of memory\n");
         return CLI_EFAIL;
     }
     int rc = parse_opts(&o, argc, argv);
@@ -202,11 +202,11 @@ int cmd_sweep(int argc, char **argv)
     o.r.mpi_rank = rank;
     o.r.mpi_size = size;
     if (!rc)
-        rc = runner_sweep(&x, &o.r, stdout, &eb);
+        rc = runner_sweep(&x, &o.r, cli_out(), &eb);
     if (rc && size > 1)
-        fprintf(stderr, "slicesim: sweep: rank %d: %s\n", rank + 1, eb.msg);
+        fprintf(cli_err(), "slicesim: sweep: rank %d: %s\n", rank + 1, eb.msg);
     else if (rc)
-        fprintf(stderr, "slicesim: sweep: %s\n", eb.msg);
+        fprintf(cli_err(), "slicesim: sweep: %s\n", eb.msg);
 #if HAVE_MPI
     if (inited)
         MPI_Finalize();
