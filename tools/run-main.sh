@@ -8,7 +8,8 @@
 # over seeds 1-5 with 95 % Student-t intervals and the ratios paired by seed; slice-oracle is
 # SliceScheduler with what-ifs that know every request's true output length (an oracle; slice
 # predicts them, the default). Prints both
-# tables (each tenant's miss at the capacity too), stores every run in results/main.db and
+# tables (each tenant's miss at the capacity too), stores every run in results/main.db (the
+# capacity probes with their summaries, not their per-request rows: --store summary) and
 # draws the figures into plots/out/ (PNG, SVG). Extra arguments go to `slicesim compare`
 # (e.g. --rates 1 for one load, --seeds 1 for one seed).
 set -eu
@@ -28,7 +29,8 @@ echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned 
      "static-best, seeds 1-5, bisection to 1 %: 20 searches (about 20 s on 2 cores)"
 "$S" capacity -c experiments/slice-vs-container.ini \
     --policies static-best,container,slice,slice-oracle:policy.ops=slice+policy.slice_output_predictor=oracle \
-    --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --progress searches
+    --seeds 5 --tol 0.01 --db results/main.db --name main-capacity --progress searches \
+    --store summary
 if command -v gnuplot >/dev/null; then
     echo "slicesim: drawing the figures into plots/out/"
     "$S" plot results/main.db --sweep main -o plots/out
