@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 static const char *const kinds[PLOT_N_KINDS] = {"throughput-vs-load", "sla-vs-load",
-                                                "latency-cdf", "gpu-timeline", "idle-slices",
+                                                "latency-cdf", "gpu-time", "idle-slices",
                                                 "tiers"};
 
 const char *plot_kind_name(int kind)
@@ -34,6 +34,8 @@ int plot_kind_find(const char *name)
     for (int k = 0; k < PLOT_N_KINDS; k++)
         if (!strcmp(kinds[k], name))
             return k;
+    if (!strcmp(name, "gpu-timeline")) /* gpu-time's name before it said what it shows */
+        return 3;
     return -1;
 }
 

@@ -10,7 +10,8 @@
 
 /* {======================================================================
  * Kinds of figure, in --kind's order: throughput-vs-load, sla-vs-load (against load),
- * latency-cdf, gpu-timeline, idle-slices, tiers (at one load).
+ * latency-cdf, gpu-time (gpu-timeline, its old name, is found too), idle-slices, tiers (at one
+ * load).
  * ======================================================================= */
 
 #define PLOT_N_KINDS 6

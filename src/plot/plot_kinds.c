@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The run of series s at the chosen load (the first, i.e. the lowest run id), or NULL. */
 static const plot__run *run_at(const plot_data *d, int s)
@@ -135,23 +136,62 @@ static int cdf_block(FILE *g, const plot_data *d, const char *block, store_laten
     return rc;
 }
 
-/* A GPU's time over the measurement window: one row "tenant gpuN" compute_% host_% idle_%,
- * where idle is the idle slices less the host phases, so that the three add up to the window. */
+/* The GPUs of one run by tenant: each tenant's GPUs' shares of the measurement window summed
+ * (compute, host phases, idle between iterations: the idle slices less the host phases, so
+ * that the three add up to the window), in the order the tenants' first GPUs come. */
+#define GPU_TENANTS 64
+typedef struct gpu_split {
+    char tenant[GPU_TENANTS][PLOT__NAME_MAX];
+    double share[GPU_TENANTS][3];
+    int n_gpus[GPU_TENANTS], unknown[GPU_TENANTS];
+    int n;
+} gpu_split;
+
 static int on_gpu(void *ud, const store_gpu_time_row *row, ss_errbuf *eb)
 {
     (void)eb;
-    FILE *g = ud;
+    gpu_split *x = ud;
     const char *t = row->tenant ? row->tenant : "";
+    int i = 0;
+    while (i < x->n && strcmp(x->tenant[i], t))
+        i++;
+    if (i == x->n) {
+        if (x->n == GPU_TENANTS)
+            return SS_OK; /* more tenants than a figure can label: the rest are not drawn */
+        snprintf(x->tenant[x->n++], PLOT__NAME_MAX, "%s", t);
+    }
     double w = isnan(row->window_s) ? 0 : row->window_s;
-    fputc('"', g);
-    gp_field(g, t);
-    fprintf(g, "%sgpu%" PRId64 "\"", *t ? " " : "", row->gpu);
-    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s))
-        fputs(" NaN NaN NaN\n", g); /* a database from before idle slices */
-    else
-        fprintf(g, " %g %g %g\n", 100 * row->compute_s / w, 100 * row->host_s / w,
-                100 * (row->idle_s - row->host_s) / w);
+    x->n_gpus[i]++;
+    if (!(w > 0) || isnan(row->compute_s) || isnan(row->host_s) || isnan(row->idle_s)) {
+        x->unknown[i] = 1; /* a database from before idle slices */
+        return SS_OK;
+    }
+    x->share[i][0] += 100 * row->compute_s / w;
+    x->share[i][1] += 100 * row->host_s / w;
+    x->share[i][2] += 100 * (row->idle_s - row->host_s) / w;
     return SS_OK;
+}
+
+/* One row per tenant of run r: "tenant (N GPUs)" and the mean of its GPUs' three shares. */
+static int gpu_rows(FILE *g, const plot_data *d, const plot__run *r, ss_errbuf *eb)
+{
+    gpu_split *x = ss_calloc(1, sizeof *x);
+    if (!x)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    int rc = store_run_gpu_times(d->st, r->id, on_gpu, x, eb);
+    for (int i = 0; !rc && i < x->n; i++) {
+        fputc('"', g);
+        gp_field(g, x->tenant[i]);
+        fprintf(g, "%s(%d GPU%s)\"", x->tenant[i][0] ? " " : "", x->n_gpus[i],
+                x->n_gpus[i] == 1 ? "" : "s");
+        if (x->unknown[i])
+            fputs(" NaN NaN NaN\n", g);
+        else
+            fprintf(g, " %g %g %g\n", x->share[i][0] / x->n_gpus[i],
+                    x->share[i][1] / x->n_gpus[i], x->share[i][2] / x->n_gpus[i]);
+    }
+    ss_free(x);
+    return rc;
 }
 
 /* What a grid shows: one value per key of a run. */
@@ -232,10 +272,41 @@ static int grid_block(FILE *g, const plot_data *d, const char *block, grid_of of
     return rc;
 }
 
+/* Each series' idle GPU time by slice length at the chosen load as a cumulative share: one
+ * index per series, a row per decade of slice length, "upper edge in ms" and the share of all
+ * its idle time in slices up to that length (the last decade, 10 s and longer, at 100 s).
+ * A series without a run there, or with no idle time, has one row "1 NaN". */
+static int idle_cdf(FILE *g, const plot_data *d, ss_errbuf *eb)
+{
+    grid_ctx *x = ss_calloc(1, sizeof *x);
+    if (!x)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    x->scale = 1;
+    x->max_key = -1;
+    x->of = GRID_IDLE_GPU_S;
+    int rc = SS_OK;
+    for (int s = 0; !rc && s < d->n_series; s++)
+        rc = grid_read(x, d, s, eb);
+    fprintf(g, "$DATA << EOD\n");
+    for (int s = 0; !rc && s < d->n_series; s++) {
+        double total = 0, sum = 0;
+        for (int k = 0; k <= x->max_key; k++)
+            total += x->have[s][k] ? x->v[s][k] : 0;
+        if (!(total > 0))
+            fprintf(g, "1 NaN\n");
+        for (int k = 0; total > 0 && k <= x->max_key; k++) {
+            sum += x->have[s][k] ? x->v[s][k] : 0;
+            fprintf(g, "%g %g\n", 0.01 * pow(10, k), sum / total); /* bucket k: up to 10^k x 10 us */
+        }
+        fprintf(g, "\n\n");
+    }
+    fprintf(g, "EOD\n");
+    ss_free(x);
+    return rc;
+}
+
 int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
 {
-    static const char *const buckets[] = {"<10us", "10-100us", "0.1-1ms", "1-10ms",
-                                          "10-100ms", "0.1-1s", "1-10s", ">=10s"};
     titles(g, d);
     int rc = SS_OK;
     switch (kind) {
@@ -253,13 +324,13 @@ int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
             if (!r)
                 fprintf(g, "\"none\" NaN NaN NaN\n");
             else
-                rc = store_run_gpu_times(d->st, r->id, on_gpu, g, eb);
+                rc = gpu_rows(g, d, r, eb);
             fprintf(g, "\n\n");
         }
         fprintf(g, "EOD\n");
         break;
     case 4:
-        rc = grid_block(g, d, "DATA", GRID_IDLE_GPU_S, 1, buckets, eb);
+        rc = idle_cdf(g, d, eb);
         break;
     default:
         rc = grid_block(g, d, "SLA", GRID_TIER_SLA, 100, NULL, eb);

@@ -10,7 +10,7 @@ T=$(mktemp -d)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-KINDS="throughput-vs-load sla-vs-load latency-cdf gpu-timeline idle-slices tiers"
+KINDS="throughput-vs-load sla-vs-load latency-cdf gpu-time idle-slices tiers"
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 
 "$S" compare -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=60 \
@@ -29,10 +29,10 @@ grep -q "slice" figs/tiers.svg || fail "the tiers legend names the policies"
 # a database of plain replays, one kind, PNG only
 "$S" replay --limit 300 --db r.db >/dev/null 2>&1 || fail "replay"
 "$S" replay --limit 300 --rate-scale 2 --db r.db >/dev/null 2>&1 || fail "replay x2"
-"$S" plot r.db --kind throughput-vs-load,gpu-timeline --format png -o plain >/dev/null 2>err ||
+"$S" plot r.db --kind throughput-vs-load,gpu-time --format png -o plain >/dev/null 2>err ||
     fail "plot of plain runs: $(cat err)"
 is_png plain/throughput-vs-load.png || fail "plain throughput-vs-load.png"
-[ ! -e plain/gpu-timeline.svg ] || fail "--format png wrote SVG"
+[ ! -e plain/gpu-time.svg ] || fail "--format png wrote SVG"
 
 # ---- a database whose every stored string is hostile: drawn as text, nothing run ----------
 # A sweep's name (--name, [sweep] name, or a database made elsewhere) with a quote that closes
@@ -85,7 +85,7 @@ done
 grep -q 'touch PWNED5' hostile/throughput-vs-load.svg || fail "the series' names are not drawn"
 grep -q 'container' hostile/throughput-vs-load.svg && grep -q 'slice' hostile/tiers.svg ||
     fail "the two series were merged"
-grep -q 'touch PWNED2' hostile/gpu-timeline.svg || fail "the tenants' names are not the labels"
+grep -q 'touch PWNED2' hostile/gpu-time.svg || fail "the tenants' names are not the labels"
 # a name holding a new line is refused where it is given, and stored ones print on one line
 expect_error 2 "compare: --name: .*control character.*a\\\\x0ab" "$S" compare -c "$ROOT/experiments/slice-vs-container.ini" \
     --policies container --rates 1 --db none --name "$(printf 'a\nb')"
@@ -154,5 +154,5 @@ grep -q "^slicesim: plot: skipped sla-vs-load: one load (1)" err || fail "sla-vs
 grep -q "^slicesim: plot: skipped tiers: every run at load 1 has one tier" err || fail "tiers: $(cat err)"
 [ "$(wc -l <err)" = 3 ] || fail "more than the skip lines on stderr: $(cat err)"
 [ ! -e one/throughput-vs-load.svg ] && [ ! -e one/tiers.png ] || fail "a skipped figure was drawn"
-[ -e one/latency-cdf.svg ] && [ -e one/gpu-timeline.png ] || fail "the other figures are drawn"
+[ -e one/latency-cdf.svg ] && [ -e one/gpu-time.png ] || fail "the other figures are drawn"
 echo "plot_cli: all checks passed"

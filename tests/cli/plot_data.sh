@@ -1,6 +1,6 @@
 #!/bin/bash
 # `slicesim plot` without a real gnuplot: a stand-in on PATH records what slicesim pipes to it.
-# The gpu-timeline data are each GPU's compute, host phases and idle time over the measurement
+# The gpu-time data are each GPU's compute, host phases and idle time over the measurement
 # window, as the gpus table defines them; plain replays that differ (a 7B and a 70B model) are
 # separate series, and too many to name are refused with what differs; a missing gnuplot is one
 # line, and a gnuplot that hangs is killed after SLICESIM_GNUPLOT_TIMEOUT_S.
@@ -50,27 +50,44 @@ done
 [ "$(sql g.db "SELECT count(*) FROM gpus WHERE abs(host_s - (busy_s - device_busy_s)) < 1e-6")" = 4 ] ||
     fail "host_s over the whole run"
 
-# --- the gpu-timeline figure draws those: "tenant gpuN" compute_% host_% idle_% of the window
+# --- the gpu-time figure draws those, per tenant: "tenant (N GPUs)" and the mean over its GPUs
+# of compute_% host_% idle_% of the window
 for db in g.db w.db; do
-    plot_input $db --kind gpu-timeline
+    plot_input $db --kind gpu-time
     block DATA | grep -v '^$' >rows
-    [ "$(wc -l <rows)" = 4 ] || fail "$db: one row per GPU: $(cat rows)"
-    for i in 0 1 2 3; do
-        set -- $(grep "^\"default gpu$i\" " rows | cut -d' ' -f3-)
-        [ $# = 3 ] || fail "$db: no bar labelled 'default gpu$i': $(cat rows)"
-        near "$(awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { print a + b + c }')" 100 ||
-            fail "$db gpu$i: compute + host + idle = $1 + $2 + $3, not 100"
-        # compute is the window less the idle slices (columns older databases have too)
-        near "$1" "$(sql $db "SELECT 100 - 100 * g.idle_s / s.window_s FROM gpus g
-            JOIN summary s USING (run_id) WHERE gpu = $i")" || fail "$db gpu$i: compute $1 %"
-        near "$2" "$(sql $db "SELECT 100 * host_s / window_s FROM gpus WHERE gpu = $i")" ||
-            fail "$db gpu$i: host $2 %"
-    done
+    [ "$(wc -l <rows)" = 1 ] || fail "$db: one row per tenant: $(cat rows)"
+    set -- $(grep '^"default (4 GPUs)" ' rows | cut -d' ' -f4-)
+    [ $# = 3 ] || fail "$db: no bar labelled 'default (4 GPUs)': $(cat rows)"
+    near "$(awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { print a + b + c }')" 100 ||
+        fail "$db: compute + host + idle = $1 + $2 + $3, not 100"
+    # compute is the window less the idle slices (columns older databases have too)
+    near "$1" "$(sql $db "SELECT avg(100 - 100 * g.idle_s / s.window_s) FROM gpus g
+        JOIN summary s USING (run_id)")" || fail "$db: compute $1 %"
+    near "$2" "$(sql $db "SELECT avg(100 * host_s / window_s) FROM gpus")" || fail "$db: host $2 %"
 done
 # and, with no warm-up, the host share is the whole run's busy_s - device_busy_s
-set -- $(grep '^"default gpu0" ' <(plot_input g.db --kind gpu-timeline; block DATA) | cut -d' ' -f3-)
-near "$2" "$(sql g.db "SELECT 100 * (busy_s - device_busy_s) / window_s FROM gpus WHERE gpu = 0")" ||
-    fail "host share of gpu0: $2"
+set -- $(grep '^"default (4 GPUs)" ' <(plot_input g.db --kind gpu-time; block DATA) | cut -d' ' -f4-)
+near "$2" "$(sql g.db "SELECT avg(100 * (busy_s - device_busy_s) / window_s) FROM gpus")" ||
+    fail "host share: $2"
+# gpu-timeline, its old name, still names it
+rm -f figs/gpu-time.png
+plot_input g.db --kind gpu-timeline
+[ -s figs/gpu-time.png ] || fail "--kind gpu-timeline did not draw gpu-time"
+
+# --- idle-slices is the cumulative share of idle GPU time by slice length, from the
+# idle_slices table: bucket k (up to 10^k x 10 us) at its upper edge, the last at 100 s
+plot_input g.db --kind idle-slices
+python3 - g.db <(block DATA) <<'PY' || fail "the idle-time CDF differs from the idle_slices table: $(block DATA)"
+import sqlite3, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[2]) if l.strip()]
+gpu_s = dict(sqlite3.connect(sys.argv[1]).execute("SELECT bucket, gpu_s FROM idle_slices"))
+total, acc = sum(gpu_s.values()), 0.0
+assert total > 0 and len(rows) == max(gpu_s) + 1, (rows, gpu_s)
+for k, (x, share) in enumerate(rows):
+    acc += gpu_s.get(k, 0.0)
+    assert abs(x - 0.01 * 10 ** k) < 1e-9 * x and abs(share - acc / total) < 1e-4, (k, x, share)
+assert rows[-1][1] == 1.0
+PY
 
 # --- plain replays that differ are separate series, named by what differs
 "$S" replay --limit 300 --db m.db >/dev/null 2>&1 || fail "replay 7b"
@@ -96,19 +113,19 @@ expect_error 2 "more than 24 series.*differ in tenant.default.sla_ttft_ms" \
     env PATH="$T/fake:$PATH" "$S" plot many.db --kind throughput-vs-load -o figs
 
 # --- a figure that stops short is not written, and the one before it stays
-plot_input g.db --kind gpu-timeline
-cp figs/gpu-timeline.png before.png
-expect_error 1 "^slicesim: plot: figs/gpu-timeline.png: gnuplot gave an incomplete png figure \(16 bytes\); the file is left as it was$" \
-    env PATH="$T/cut:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
-cmp -s figs/gpu-timeline.png before.png || fail "an incomplete figure replaced the old one"
+plot_input g.db --kind gpu-time
+cp figs/gpu-time.png before.png
+expect_error 1 "^slicesim: plot: figs/gpu-time.png: gnuplot gave an incomplete png figure \(16 bytes\); the file is left as it was$" \
+    env PATH="$T/cut:$PATH" "$S" plot g.db --kind gpu-time --format png -o figs
+cmp -s figs/gpu-time.png before.png || fail "an incomplete figure replaced the old one"
 [ -z "$(ls figs/*.tmp 2>/dev/null)" ] || fail "an incomplete figure left $(ls figs/*.tmp)"
 
 # --- no gnuplot: one line; a gnuplot that hangs is stopped after the timeout
 expect_error 1 "^slicesim: plot: gnuplot not found; install gnuplot-nox$" \
-    env PATH="$T/empty" "$S" plot g.db --kind gpu-timeline -o figs
+    env PATH="$T/empty" "$S" plot g.db --kind gpu-time -o figs
 start=$(date +%s)
-expect_error 1 "gnuplot did not finish drawing figs/gpu-timeline.png within 1 s" \
-    env SLICESIM_GNUPLOT_TIMEOUT_S=1 PATH="$T/hang:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
+expect_error 1 "gnuplot did not finish drawing figs/gpu-time.png within 1 s" \
+    env SLICESIM_GNUPLOT_TIMEOUT_S=1 PATH="$T/hang:$PATH" "$S" plot g.db --kind gpu-time --format png -o figs
 [ $(($(date +%s) - start)) -lt 30 ] || fail "the hanging gnuplot held slicesim"
 sleep 0.2
 ! pgrep -x -f "sleep 3141.$$" >/dev/null || fail "the hanging gnuplot's child was left running"
@@ -154,9 +171,9 @@ printf '   plot foo\n        ^\n"-" line 12: undefined variable: foo\n\n' >&2
 exit 1
 SH
 chmod +x warn/gnuplot bad/gnuplot
-PATH="$T/warn:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs >out 2>err ||
+PATH="$T/warn:$PATH" "$S" plot g.db --kind gpu-time --format png -o figs >out 2>err ||
     fail "plot with a warning: $(cat err)"
 [ ! -s err ] || fail "gnuplot's warning reached the terminal: $(cat err)"
-expect_error 1 '^slicesim: plot: gnuplot failed drawing figs/gpu-timeline.png \(exit status 1\): "-" line 12: undefined variable: foo$' \
-    env PATH="$T/bad:$PATH" "$S" plot g.db --kind gpu-timeline --format png -o figs
+expect_error 1 '^slicesim: plot: gnuplot failed drawing figs/gpu-time.png \(exit status 1\): "-" line 12: undefined variable: foo$' \
+    env PATH="$T/bad:$PATH" "$S" plot g.db --kind gpu-time --format png -o figs
 echo "plot_data: all checks passed"
