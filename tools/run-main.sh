@@ -3,7 +3,7 @@
 # compare the container-level policy, Llumnix and SliceScheduler on the default multi-tenant
 # scenario (experiments/slice-vs-container.ini: three models on one 8 x A100-80G node, skewed
 # load, the shipped Azure-conversation-like trace, today's engine vllm-0.15 with chunked
-# prefill at its 2048-token budget) at three loads, then each one's capacity at <= 9 % SLA
+# prefill at its 2048-token budget) at five loads, then each one's capacity at <= 9 % SLA
 # misses of every tenant against static-best (the container policy sized to the load), each
 # over seeds 1-5 with 95 % Student-t intervals and the ratios paired by seed; slice-oracle is
 # SliceScheduler with what-ifs that know every request's true output length (an oracle; slice
@@ -22,9 +22,9 @@ if [ -e results/main.db ]; then
     echo "slicesim: replacing results/main.db, the last main job's (copy it elsewhere to keep it)"
     rm -f results/main.db results/main.db-wal results/main.db-shm
 fi
-echo "slicesim: running the comparison: 3 policies x 3 loads x 5 seeds (about 5 s)"
+echo "slicesim: running the comparison: 3 policies x 5 loads x 5 seeds (about 6 s)"
 "$S" compare -c experiments/slice-vs-container.ini --policies container,llumnix,slice \
-    --rates 0.5,0.75,1 --seeds 5 --db results/main.db --name main "$@"
+    --rates 0.5,0.625,0.75,0.875,1 --seeds 5 --db results/main.db --name main "$@"
 echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned baseline," \
      "static-best, seeds 1-5, bisection to 1 %: 20 searches (about 20 s on 2 cores)"
 "$S" capacity -c experiments/slice-vs-container.ini \

@@ -217,6 +217,7 @@ void runner_progress_text(char *buf, size_t n, long done, long total, double ela
 typedef struct progress {
     double start, last;
     int shown;
+    double total_s;           /* the run's duration_s: arrivals end there (0: not known) */
 } progress;
 
 static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finished,
@@ -228,9 +229,18 @@ static void on_progress(void *ud, ss_time now, uint64_t arrived, uint64_t finish
         return;
     p->last = w;
     p->shown = 1;
-    fprintf(stderr, "\rslicesim: simulated %.1f s | %llu arrived, %llu finished | "
+    double s = ss_time_to_s(now);
+    char share[96] = "";
+    if (p->total_s > 0) { /* the share of the arrivals' span simulated, and the time left */
+        char text[80];
+        long total = (long)(p->total_s * 10), done = (long)(s * 10);
+        runner_progress_text(text, sizeof text, done < total ? done : total, total,
+                             w - p->start, "");
+        snprintf(share, sizeof share, " of %.0f (%s)", p->total_s, text);
+    }
+    fprintf(stderr, "\rslicesim: simulated %.1f s%s | %llu arrived, %llu finished | "
                     "%.2f M events/s   ",
-            ss_time_to_s(now), (unsigned long long)arrived, (unsigned long long)finished,
+            s, share, (unsigned long long)arrived, (unsigned long long)finished,
             (double)events / (w - p->start) / 1e6);
     fflush(stderr);
 }
@@ -375,7 +385,7 @@ int runner_run_exec(runner_run *x)
         store_run_abort(x->st);
         return rc;
     }
-    progress prog = {wall_now(), wall_now(), 0};
+    progress prog = {wall_now(), wall_now(), 0, x->sc->duration_s};
     if (x->o->progress && isatty(STDERR_FILENO))
         gsim_set_progress(x->g, on_progress, &prog);
     double t0 = wall_now();
@@ -387,7 +397,7 @@ int runner_run_exec(runner_run *x)
         x->eb = x->keeper->eb;
     }
     if (prog.shown)
-        fprintf(stderr, "\r%*s\r", 100, "");
+        fprintf(stderr, "\r%*s\r", 140, "");
     if (rc == STOP_RUN) {
         x->stopped = 1;
         x->stopped_ns = gsim_end_time(x->g);

@@ -107,4 +107,17 @@ if [ -r "$MC" ]; then
     grep -q "(mooncake)" mc.out || fail "mooncake not detected: $(head -1 mc.out)"
     grep -q "requests 500: " mc.out || fail "mooncake replay: $(sed -n 2p mc.out)"
 fi
+# On a terminal (script(1) gives it one) the progress line says how far the simulated time is
+# into the run's duration, the share, the wall time elapsed and the time left; --no-progress:
+# no line. (A long run with --check, so that a line is due.)
+if command -v script >/dev/null && ! sanitized; then
+    "$S" trace gen --rate 40 --duration 1200 -o big.csv 2>/dev/null || fail "trace gen big"
+    script -qec "$S replay --trace big.csv --replicas 8 --duration 1200 --check --db none \
+        >/dev/null" tty.txt >/dev/null 2>&1 || fail "replay on a terminal"
+    tr '\r' '\n' <tty.txt | grep -Eq '^slicesim: simulated [0-9.]+ s of 1200 \([0-9]+ %, [0-9]+:[0-9]{2} elapsed, ~[0-9]+:[0-9]{2} left\) \| [0-9]+ arrived, [0-9]+ finished \| ' ||
+        fail "replay's progress line: $(tr '\r' '\n' <tty.txt | grep simulated | head -2)"
+    script -qec "$S replay --trace big.csv --replicas 8 --duration 1200 --check --db none \
+        --no-progress >/dev/null" quiet.txt >/dev/null 2>&1 || fail "--no-progress"
+    ! grep -q 'slicesim:' quiet.txt || fail "replay --no-progress wrote: $(cat quiet.txt)"
+fi
 echo "replay_cli: all checks passed"
