@@ -34,6 +34,7 @@ echo "slicesim: capacity at <= 9 % SLA misses of every tenant against the tuned 
 if command -v gnuplot >/dev/null; then
     echo "slicesim: drawing the figures into plots/out/"
     "$S" plot results/main.db --sweep main -o plots/out
+    "$S" plot results/main.db --sweep main-capacity --kind capacity -o plots/out
 else
     echo "gnuplot is not installed: no figures (slicesim plot results/main.db draws them)"
 fi

@@ -20,7 +20,7 @@
 
 static const char *const kinds[PLOT_N_KINDS] = {"throughput-vs-load", "sla-vs-load",
                                                 "latency-cdf", "gpu-time", "idle-slices",
-                                                "tiers"};
+                                                "tiers", "capacity"};
 
 const char *plot_kind_name(int kind)
 {

@@ -11,10 +11,11 @@
 /* {======================================================================
  * Kinds of figure, in --kind's order: throughput-vs-load, sla-vs-load (against load),
  * latency-cdf, gpu-time (gpu-timeline, its old name, is found too), idle-slices, tiers (at one
- * load).
+ * load), capacity (each bundle's capacity, from the capacities table of a capacity command
+ * stored under the sweep).
  * ======================================================================= */
 
-#define PLOT_N_KINDS 6
+#define PLOT_N_KINDS 7
 
 /* Name of kind (0..PLOT_N_KINDS-1), also its script's and its figure's base name (borrowed,
  * static). */

@@ -310,6 +310,7 @@ static int load_data(plot_data *d, const char *db, const char *sweep, double wan
     if (!rc && name[0]) {
         rc = store_sweep_points(d->st, name, on_point, d, eb);
         snprintf(d->what, sizeof d->what, "%s", name);
+        d->by_sweep = 1;
     } else if (!rc) {
         prows x = {0};
         rc = store_runs(d->st, on_run, &x, eb);

@@ -35,6 +35,7 @@ struct plot_data {
     double loads[PLOT__MAX_LOADS];          /* ascending once loaded */
     int n_loads;
     double load;                            /* the load single-load kinds show */
+    int by_sweep;                           /* 1: what is a sweep's name (its points grouped) */
 };
 
 /* Write the gnuplot input of figure `kind` (its variables and datablocks, not the terminal nor

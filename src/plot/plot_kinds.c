@@ -305,6 +305,37 @@ static int idle_cdf(FILE *g, const plot_data *d, ss_errbuf *eb)
     return rc;
 }
 
+/* A capacity command's bundles: one row each, "label" capacity lo hi (its 95 % interval over
+ * seeds), the label the bundle's name and its ratio to the reference. */
+static int on_capacity(void *ud, const store_capacity_row *row, ss_errbuf *eb)
+{
+    (void)eb;
+    FILE *g = ud;
+    fputc('"', g);
+    gp_field(g, row->bundle ? row->bundle : "?");
+    if (!isnan(row->ratio))
+        fprintf(g, " (%.2fx)", row->ratio);
+    fputc('"', g);
+    fprintf(g, " %g %g %g\n", row->capacity, row->lo, row->hi);
+    return SS_OK;
+}
+
+static int capacity_block(FILE *g, const plot_data *d, ss_errbuf *eb)
+{
+    fprintf(g, "$DATA << EOD\n");
+    int rc = store_capacities_of(d->st, d->what, on_capacity, g, eb);
+    fprintf(g, "EOD\n");
+    return rc;
+}
+
+static int count_capacity(void *ud, const store_capacity_row *row, ss_errbuf *eb)
+{
+    (void)row;
+    (void)eb;
+    (*(int *)ud)++;
+    return SS_OK;
+}
+
 int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
 {
     titles(g, d);
@@ -332,6 +363,9 @@ int plot__write_kind(FILE *g, const plot_data *d, int kind, ss_errbuf *eb)
     case 4:
         rc = idle_cdf(g, d, eb);
         break;
+    case 6:
+        rc = capacity_block(g, d, eb);
+        break;
     default:
         rc = grid_block(g, d, "SLA", GRID_TIER_SLA, 100, NULL, eb);
         if (!rc)
@@ -352,11 +386,24 @@ static int count_tier(void *ud, const store_tier_row *row, ss_errbuf *eb)
     return SS_OK;
 }
 
-int plot_kind_degenerate(const plot_data *d, int kind, char *why, size_t n, ss_errbuf *eb)
+int plot_kind_degenerate(const plot_data *d, int kind, char *why, size_t n_why, ss_errbuf *eb)
 {
     if ((kind == 0 || kind == 1) && d->n_loads < 2) {
-        snprintf(why, n, "one load (%g): a line against load needs two (compare --rates A,B,... "
+        snprintf(why, n_why, "one load (%g): a line against load needs two (compare --rates A,B,... "
                  "or a sweep's rate grid)", d->n_loads ? d->loads[0] : 0.0);
+        return 1;
+    }
+    if (kind == 6) {
+        int n = 0;
+        int rc = d->by_sweep ? store_capacities_of(d->st, d->what, count_capacity, &n, eb) : 0;
+        if (rc)
+            return rc;
+        if (n)
+            return 0;
+        snprintf(why, n_why, "%s%s%s holds no capacity results (slicesim capacity --db DB --name "
+                 "NAME stores them; plot DB --sweep NAME draws them)",
+                 d->by_sweep ? "sweep '" : "these runs", d->by_sweep ? d->what : "",
+                 d->by_sweep ? "'" : "");
         return 1;
     }
     if (kind != 5)
@@ -370,7 +417,7 @@ int plot_kind_degenerate(const plot_data *d, int kind, char *why, size_t n, ss_e
     }
     if (most > 1)
         return 0;
-    snprintf(why, n, "every run at load %g has one tier: nothing to compare between tiers",
+    snprintf(why, n_why, "every run at load %g has one tier: nothing to compare between tiers",
              d->load);
     return 1;
 }

@@ -313,6 +313,19 @@ typedef int store_tier_fn(void *ud, const store_tier_row *row, ss_errbuf *eb);
 /* Each tier of run run_id, in the table's order. */
 int store_run_tiers(store *s, int64_t run_id, store_tier_fn *fn, void *ud, ss_errbuf *eb);
 
+/* One bundle of a capacity command (the capacities table). Text is NULL where NULL. */
+typedef struct store_capacity_row {
+    const char *bundle, *verdict, *status;
+    int64_t seeds;
+    double capacity, lo, hi;     /* mean over seeds and its 95 % interval */
+    double ratio;                /* to the reference (NaN: none) */
+} store_capacity_row;
+typedef int store_capacity_fn(void *ud, const store_capacity_row *row, ss_errbuf *eb);
+/* The bundles of the newest capacity command stored under sweep `sweep` (those from its
+ * reference bundle's row on), in the order it ran them; none when it stored none. */
+int store_capacities_of(store *s, const char *sweep, store_capacity_fn *fn, void *ud,
+                        ss_errbuf *eb);
+
 /* }====================================================================== */
 
 /* {======================================================================

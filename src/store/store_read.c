@@ -70,6 +70,7 @@ typedef struct reader {
     store_gpu_time_fn *gpu;
     store_idle_slice_fn *idle;
     store_tier_fn *tier;
+    store_capacity_fn *capacity;
     double *v;         /* store_run_latencies' values (owned until handed out) */
     size_t n, cap;
     char *text;        /* store_newest_sweep's name (owned until handed out) */
@@ -287,4 +288,24 @@ int store_run_tiers(store *s, int64_t run_id, store_tier_fn *fn, void *ud, ss_er
     reader r = {.ud = ud, .tier = fn};
     return each_row(s, "SELECT tier, sla_violation_rate, ttft_p99_ms FROM tiers"
                        " WHERE run_id = ?1", NULL, run_id, tier_row, &r, eb);
+}
+
+static int capacity_row(reader *r, sqlite3_stmt *st, ss_errbuf *eb)
+{
+    store_capacity_row row = {.bundle = col_text(st, 0), .seeds = sqlite3_column_int64(st, 1),
+                              .capacity = col_real(st, 2), .lo = col_real(st, 3),
+                              .hi = col_real(st, 4), .ratio = col_real(st, 5),
+                              .verdict = col_text(st, 6), .status = col_text(st, 7)};
+    return r->capacity(r->ud, &row, eb);
+}
+
+int store_capacities_of(store *s, const char *sweep, store_capacity_fn *fn, void *ud,
+                        ss_errbuf *eb)
+{
+    reader r = {.ud = ud, .capacity = fn};
+    return each_row(s, "SELECT bundle, seeds, capacity, capacity_ci95_lo, capacity_ci95_hi,"
+                       " ratio, verdict, status FROM capacities WHERE sweep = ?1 AND"
+                       " capacity_id >= (SELECT max(capacity_id) FROM capacities"
+                       " WHERE sweep = ?1 AND bundle = reference) ORDER BY capacity_id",
+                    sweep, -1, capacity_row, &r, eb);
 }

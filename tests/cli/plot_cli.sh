@@ -143,6 +143,17 @@ grep -q "bound 9 %" figs/sla-vs-load.svg || fail "the SLA bound is not drawn"
     fail "--sla-bound 0"
 ! grep -q "bound 9 %" nobound/sla-vs-load.svg || fail "--sla-bound 0 drew a bound"
 
+# ---- capacity: each bundle's capacity with its interval, from the capacities table ----------
+"$S" capacity -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container,slice --seeds 2 --max-probes 4 --db cap.db \
+    --name cap --no-progress >/dev/null 2>err || fail "capacity: $(cat err)"
+"$S" plot cap.db --sweep cap --kind capacity --style paper -o capfig >out 2>err ||
+    fail "plot --kind capacity: $(cat err)"
+[ "$(head -c 5 capfig/capacity.pdf)" = "%PDF-" ] && grep -q "</svg>" capfig/capacity.svg ||
+    fail "the capacity figure"
+grep -q "container (1.00x)" capfig/capacity.svg && grep -q "slice (" capfig/capacity.svg ||
+    fail "the capacity figure's labels: $(grep -o 'container[^<]*' capfig/capacity.svg | head -2)"
+
 # ---- a figure with nothing to compare is skipped, saying why --------------------------------
 "$S" compare -c "$ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
     --set run.warmup_s=5 --policies container,slice --rates 1 --db one.db >/dev/null 2>err ||
@@ -152,7 +163,9 @@ grep -q "^slicesim: plot: skipped throughput-vs-load: one load (1): a line again
     fail "no skip line for one load: $(cat err)"
 grep -q "^slicesim: plot: skipped sla-vs-load: one load (1)" err || fail "sla-vs-load not skipped"
 grep -q "^slicesim: plot: skipped tiers: every run at load 1 has one tier" err || fail "tiers: $(cat err)"
-[ "$(wc -l <err)" = 3 ] || fail "more than the skip lines on stderr: $(cat err)"
+grep -q "^slicesim: plot: skipped capacity: sweep '.*' holds no capacity results" err ||
+    fail "capacity: $(cat err)"
+[ "$(wc -l <err)" = 4 ] || fail "more than the skip lines on stderr: $(cat err)"
 [ ! -e one/throughput-vs-load.svg ] && [ ! -e one/tiers.png ] || fail "a skipped figure was drawn"
 [ -e one/latency-cdf.svg ] && [ -e one/gpu-time.png ] || fail "the other figures are drawn"
 echo "plot_cli: all checks passed"

@@ -159,6 +159,25 @@ plot_input seed1.db --kind sla-vs-load
 [ "$(block DATA | awk 'NF == 5 && $4 == 0 && $5 == 0' | wc -l)" = 2 ] ||
     fail "one seed: half-widths 0: $(block DATA)"
 
+# --- capacity: a row per bundle of the newest capacity command of the sweep, its capacity and
+# interval as the capacities table holds them, its label with its ratio to the reference
+"$S" capacity -c "$SS_SOURCE_ROOT/experiments/slice-vs-container.ini" --set run.duration_s=30 \
+    --set run.warmup_s=5 --policies container,slice --seeds 2 --max-probes 3 --db cap.db \
+    --name cap --no-progress >/dev/null 2>err || fail "capacity: $(cat err)"
+plot_input cap.db --sweep cap --kind capacity
+python3 - cap.db <(block DATA) <<'PY' || fail "the capacity figure's data: $(block DATA)"
+import shlex, sqlite3, sys
+rows = [shlex.split(l) for l in open(sys.argv[2]) if l.strip()]
+want = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT bundle, ratio, capacity, capacity_ci95_lo, capacity_ci95_hi FROM capacities"
+    " ORDER BY capacity_id").fetchall()
+assert len(rows) == len(want) == 2, (rows, want)
+for r, (bundle, ratio, cap, lo, hi) in zip(rows, want):
+    assert r[0] == f"{bundle} ({ratio:.2f}x)", (r, bundle, ratio)
+    for got, w in zip(r[1:], (cap, lo, hi)):
+        assert abs(float(got) - w) <= 1e-5 * abs(w), (got, w)
+PY
+
 # --- what gnuplot prints is kept: its warnings never reach the terminal, and its last line is
 # in the message when it fails
 mkdir -p warn bad
