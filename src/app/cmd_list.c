@@ -447,14 +447,6 @@ typedef struct keys_out {
     int json, n;
 } keys_out;
 
-static void json_text(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++)
-        fprintf(f, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-    fputc('"', f);
-}
-
 /* text from column `col` on, wrapped at 100 columns, continuation lines indented to col */
 static void wrapped(FILE *f, const char *text, int col)
 {
@@ -480,16 +472,16 @@ static void print_key(void *ud, const scn_key_info *k)
     keys_out *o = ud;
     if (o->json) {
         fprintf(o->f, "%s\n  {\"section\": ", o->n++ ? "," : "");
-        json_text(o->f, k->section);
+        ss_json_fputs(o->f, k->section);
         fputs(", \"key\": ", o->f);
-        json_text(o->f, k->name);
+        ss_json_fputs(o->f, k->name);
         fputs(", \"default\": ", o->f);
-        json_text(o->f, k->def);
+        ss_json_fputs(o->f, k->def);
         fputs(", \"values\": ", o->f);
-        json_text(o->f, k->values);
+        ss_json_fputs(o->f, k->values);
         if (k->read_by) {
             fputs(", \"read_by\": ", o->f);
-            json_text(o->f, k->read_by);
+            ss_json_fputs(o->f, k->read_by);
         }
         fputc('}', o->f);
         return;

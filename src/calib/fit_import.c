@@ -409,8 +409,11 @@ typedef struct out_paths {
     char traces[IMP_PATH_MAX], file[3][IMP_PATH_MAX];
 } out_paths;
 
-/* The temporary folder beside out: PARENT/.BASE.import-XXXXXX (mkdtemp: a new name, mode
- * 0700, so nothing but this process writes in it). */
+/* mkdtemp's template for the temporary folder's name: it replaces the six X with a new name. */
+#define TMP_SUFFIX ".import-XXXXXX"
+
+/* The temporary folder beside out: PARENT/.BASE TMP_SUFFIX (mkdtemp: a new name, mode 0700,
+ * so nothing but this process writes in it). */
 static int make_tmp(const char *out, out_paths *p, const char *run, ss_errbuf *eb)
 {
     char copy[IMP_PATH_MAX];
@@ -422,9 +425,9 @@ static int make_tmp(const char *out, out_paths *p, const char *run, ss_errbuf *e
     const char *base = slash ? slash + 1 : copy;
     if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
         return ss_err(eb, SS_EINVAL, "-o: '%s' does not name a new folder", out);
-    int w = slash ? snprintf(p->tmp, sizeof p->tmp, "%.*s/.%s.import-XXXXXX",
+    int w = slash ? snprintf(p->tmp, sizeof p->tmp, "%.*s/.%s" TMP_SUFFIX,
                              (int)(slash - copy), copy, base)
-                  : snprintf(p->tmp, sizeof p->tmp, ".%s.import-XXXXXX", base);
+                  : snprintf(p->tmp, sizeof p->tmp, ".%s" TMP_SUFFIX, base);
     if (w < 0 || (size_t)w + 80 >= sizeof p->tmp)
         return ss_err(eb, SS_EINVAL, "-o: '%.200s...' is too long", out);
     if (!mkdtemp(p->tmp))

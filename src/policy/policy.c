@@ -352,6 +352,26 @@ static int has_param(const char *const *names, const char *key)
     return 0;
 }
 
+/* fn for each parameter of params (NULL-terminated; NULL: none). */
+static void each_param(const char *const *params, pol_param_fn *fn, void *ud, const char *kind,
+                       const char *policy)
+{
+    for (size_t i = 0; params && params[i]; i++)
+        fn(ud, kind, policy, params[i]);
+}
+
+void pol_params_each(pol_param_fn *fn, void *ud)
+{
+    for (int i = 0; batch_at(i); i++)
+        each_param(batch_at(i)->params, fn, ud, "batching", batch_at(i)->name);
+    for (int i = 0; route_at(i); i++)
+        each_param(route_at(i)->params, fn, ud, "routing", route_at(i)->name);
+    for (int i = 0; cluster_at(i); i++)
+        each_param(cluster_at(i)->params, fn, ud, "cluster", cluster_at(i)->name);
+    for (int i = 0; place_at(i); i++)
+        each_param(place_at(i)->params, fn, ud, "ops", place_at(i)->name);
+}
+
 const char *pol_param_owner(const char *key)
 {
     for (int i = 0; batch_at(i); i++)

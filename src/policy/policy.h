@@ -462,6 +462,10 @@ int pol_place_register(const pol_place_ops *ops);
 /* The policy that reads parameter `key` (first found, batching, routing, cluster, then
  * placement; built-ins before registered ones), or NULL when none does: tells a parameter meant for another policy from a typo. */
 const char *pol_param_owner(const char *key);
+/* Every parameter of every registered policy, in pol_param_owner's order: fn(ud, kind,
+ * policy, param), kind "batching", "routing", "cluster" or "ops". */
+typedef void pol_param_fn(void *ud, const char *kind, const char *policy, const char *param);
+void pol_params_each(pol_param_fn *fn, void *ud);
 
 extern const pol_cluster_ops pol_cluster_container;
 extern const pol_cluster_ops pol_cluster_llumnix;

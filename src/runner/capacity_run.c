@@ -805,7 +805,6 @@ static int store_answers(const capacity *c, ss_errbuf *eb)
         summarize(c, p, &s);
         const runner_capacity_result *r0 = res_of(c, p, 0);
         int one = c->n_seeds == 1;
-        double r0ratio = ratio_of(c, p, 0);
         store_capacity row = {
             .command = o->command ? o->command : "", .scenario = o->config, .sweep = c->name,
             .bundle = c->label[p], .reference = c->label[0],
@@ -820,8 +819,6 @@ static int store_answers(const capacity *c, ss_errbuf *eb)
             .goodput_tokens_per_s = s.good.mean, .sla_miss = s.miss.mean,
             .pooled_sla_miss = s.pooled.mean, .probes = (uint32_t)s.n_probes,
         };
-        if (one && r0ratio <= 0)
-            row.ratio = row.ratio_lo = row.ratio_hi = NAN;
         int64_t id = 0;
         rc = store_capacity_add(c->st, &row, &id, eb);
         for (int k = 0; !rc && k < c->n_seeds; k++) {

@@ -471,38 +471,33 @@ typedef struct param_list {
     size_t n, cap;
 } param_list;
 
-/* Note that the `kind` policy `policy` reads each of params. 0 or SS_ENOMEM. */
-static int add_params(param_list *l, const char *kind, const char *policy,
-                      const char *const *params)
-{
-    for (size_t i = 0; params && params[i]; i++) {
-        param_reader *r = NULL;
-        for (size_t j = 0; j < l->n && !r; j++)
-            if (!strcmp(l->p[j].name, params[i]))
-                r = &l->p[j];
-        if (!r) {
-            if (ss_grow((void **)&l->p, &l->cap, l->n + 1, sizeof *l->p))
-                return SS_ENOMEM;
-            r = &l->p[l->n++];
-            r->name = params[i];
-            r->by[0] = '\0';
-        }
-        size_t used = strlen(r->by);
-        snprintf(r->by + used, sizeof r->by - used, "%s%s %s", used ? ", " : "", kind, policy);
-    }
-    return SS_OK;
-}
+typedef struct param_ctx {
+    param_list l;
+    int rc;                   /* SS_ENOMEM once growing the list failed */
+} param_ctx;
 
-/* Each name of a comma-separated list ("rr, lor") into out (size n): 0, or -1 at the end. */
-static int next_name(const char **list, char *out, size_t n)
+/* pol_param_fn: note that the `kind` policy `policy` reads param. */
+static void add_param(void *ud, const char *kind, const char *policy, const char *param)
 {
-    const char *p = *list + strspn(*list, ", ");
-    size_t len = strcspn(p, ",");
-    if (!len)
-        return -1;
-    snprintf(out, n, "%.*s", (int)len, p);
-    *list = p + len;
-    return 0;
+    param_ctx *x = ud;
+    param_list *l = &x->l;
+    param_reader *r = NULL;
+    for (size_t j = 0; j < l->n && !r; j++)
+        if (!strcmp(l->p[j].name, param))
+            r = &l->p[j];
+    if (!r && !x->rc) {
+        if (ss_grow((void **)&l->p, &l->cap, l->n + 1, sizeof *l->p)) {
+            x->rc = SS_ENOMEM;
+            return;
+        }
+        r = &l->p[l->n++];
+        r->name = param;
+        r->by[0] = '\0';
+    }
+    if (!r)
+        return;
+    size_t used = strlen(r->by);
+    snprintf(r->by + used, sizeof r->by - used, "%s%s %s", used ? ", " : "", kind, policy);
 }
 
 static int cmp_reader(const void *a, const void *b)
@@ -537,25 +532,17 @@ int scn_keys_each(scn_key_fn *fn, void *ud)
         fn(ud, &info);
     }
     scn_destroy(&s);
-    param_list l = {0};
-    int rc = SS_OK;
-    char name[64];
-    for (const char *p = pol_batch_names(); !rc && !next_name(&p, name, sizeof name);)
-        rc = add_params(&l, "batching", name, pol_batch_find(name)->params);
-    for (const char *p = pol_route_names(); !rc && !next_name(&p, name, sizeof name);)
-        rc = add_params(&l, "routing", name, pol_route_find(name)->params);
-    for (const char *p = pol_cluster_names(); !rc && !next_name(&p, name, sizeof name);)
-        rc = add_params(&l, "cluster", name, pol_cluster_find(name)->params);
-    for (const char *p = pol_place_names(); !rc && !next_name(&p, name, sizeof name);)
-        rc = add_params(&l, "ops", name, pol_place_find(name)->params);
-    if (!rc && l.n)
-        qsort(l.p, l.n, sizeof *l.p, cmp_reader);
-    for (size_t i = 0; !rc && i < l.n; i++) {
-        scn_key_info info = {.section = "policy", .name = l.p[i].name,
+    param_ctx x = {.rc = SS_OK};
+    pol_params_each(add_param, &x);
+    param_list *l = &x.l;
+    if (!x.rc && l->n)
+        qsort(l->p, l->n, sizeof *l->p, cmp_reader);
+    for (size_t i = 0; !x.rc && i < l->n; i++) {
+        scn_key_info info = {.section = "policy", .name = l->p[i].name,
                              .values = "a policy parameter: the policies reading it check it",
-                             .def = "(the policy's)", .read_by = l.p[i].by};
+                             .def = "(the policy's)", .read_by = l->p[i].by};
         fn(ud, &info);
     }
-    ss_free(l.p);
-    return rc;
+    ss_free(l->p);
+    return x.rc;
 }

@@ -110,9 +110,9 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
     if (has_points < 0)
         rc = store__db_err(s, eb, "reading the input's schema");
     if (!rc && has_points)
-        rc = prep(s, "SELECT count(*) FROM src.sweep_points p JOIN main.sweep_points q"
-                     " ON p.sweep = q.sweep AND p.point = q.point WHERE p.run_id = ?",
-                  &m->dup, eb);
+        rc = prep(s, "SELECT count(*), count(q.sweep) FROM src.sweep_points p"
+                     " LEFT JOIN main.sweep_points q ON p.sweep = q.sweep AND p.point = q.point"
+                     " WHERE p.run_id = ?", &m->dup, eb); /* its points; those main has */
     /* a run main holds already: equal in every runs and summary column both have but its id
      * (the same run, merged before: its wall-clock start, command, settings and figures); a
      * sweep point is not looked up so: its point is what it is (two points may well have
@@ -130,10 +130,8 @@ static int merger_make(store *s, merger *m, ss_errbuf *eb)
             snprintf(q, n, "SELECT count(*) FROM main.runs m, src.runs v WHERE v.run_id = ?1"
                            " AND %s AND (SELECT count(*) FROM main.summary ms, src.summary vs"
                            " WHERE ms.run_id = m.run_id AND vs.run_id = ?1 AND %s) ="
-                           " (SELECT count(*) FROM src.summary WHERE run_id = ?1)%s",
-                     same, same_sum,
-                     has_points ? " AND NOT EXISTS (SELECT 1 FROM src.sweep_points"
-                                  " WHERE run_id = ?1)" : "");
+                           " (SELECT count(*) FROM src.summary WHERE run_id = ?1)",
+                     same, same_sum);
             rc = prep(s, q, &m->same, eb);
             ss_free(q);
         }
@@ -373,18 +371,24 @@ int store_merge_counted(store *s, const char *in_path, store_merge_counts *c, ss
             break;
         }
         int64_t old = sqlite3_column_int64(m.runs, 0);
-        int dup = 0;
+        int point = 0, dup = 0;
         if (m.dup) {
             sqlite3_bind_int64(m.dup, 1, old);
             if (store__step(s, m.dup) != SQLITE_ROW) {
                 rc = store__db_err(s, eb, "looking up a sweep point");
                 break;
             }
-            dup = sqlite3_column_int64(m.dup, 0) > 0;
+            point = sqlite3_column_int64(m.dup, 0) > 0;
+            dup = sqlite3_column_int64(m.dup, 1) > 0;
             sqlite3_reset(m.dup);
         }
         if (dup) {
             (*skipped)++;
+            continue;
+        }
+        if (point) { /* a new point: copied, never looked up as a run main holds */
+            rc = merge_run(s, &m, old, eb);
+            *copied += !rc;
             continue;
         }
         sqlite3_bind_int64(m.same, 1, old);
