@@ -19,6 +19,20 @@
  * layer counts times operator times inside ss_time. */
 #define CAT_MAX_LAYERS 10000
 
+/* MIG (Multi-Instance GPU): a GPU in MIG mode is cut into instances of fixed profiles, each a
+ * number of its 7 compute slices (SMs) and 8 memory slices (memory, its controllers and L2),
+ * placed at one of the memory slices the profile may start at (NVIDIA's MIG user guide,
+ * "Supported MIG Profiles"; nvidia-smi mig -lgipp lists the placements). */
+#define CAT_MIG_COMPUTE 7
+#define CAT_MIG_MEMORY 8
+#define CAT_MIG_MAX 12
+typedef struct cat_mig {
+    char name[16];       /* "3g.40gb" */
+    uint32_t compute;    /* compute slices, of CAT_MIG_COMPUTE */
+    uint32_t memory;     /* memory slices, of CAT_MIG_MEMORY */
+    uint32_t starts;     /* bit k: an instance may start at memory slice k */
+} cat_mig;
+
 /* One GPU kind plus the node it usually sits in, and its kernel efficiencies. What the serving
  * engine adds (host time, launch floors, fusion, all-reduce efficiency) is in cat_engine. */
 typedef struct cat_gpu {
@@ -50,6 +64,9 @@ typedef struct cat_gpu {
     double eff_memory;        /* achieved fraction of hbm_bw on streaming kernels, (0, 1] */
     double eff_elementwise;   /* achieved fraction of hbm_bw by element-wise kernels (norms,
                                  rotary, activation, residual), (0, 1] */
+    /* [mig] the MIG profiles it can be cut into (n_mig = 0: no MIG) */
+    cat_mig mig[CAT_MIG_MAX];
+    uint32_t n_mig;
     const char *path;         /* file it came from (owned) */
 } cat_gpu;
 
@@ -157,6 +174,8 @@ void catalog_destroy(catalog **c);
 
 /* Look up by name (exact, case-sensitive). NULL when unknown. Borrowed. */
 const cat_gpu *catalog_gpu(const catalog *c, const char *name);
+/* gpu's MIG profile `name` ("3g.40gb"), or NULL. */
+const cat_mig *cat_gpu_mig(const cat_gpu *gpu, const char *name);
 const cat_model *catalog_model(const catalog *c, const char *name);
 /* Like the above but on failure return SS_ENOTFOUND with "unknown GPU 'x' (known: a, b, c)"
  * in eb. */

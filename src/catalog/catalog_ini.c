@@ -53,7 +53,8 @@ static void section_list(const ini_ctx *c, char *buf, size_t n)
         used += w > 0 ? (size_t)w : 0;
     }
     if (c->hook && used < n)
-        snprintf(buf + used, n - used, "%s[%sNAME]", used ? ", " : "", c->hook->prefix);
+        snprintf(buf + used, n - used, "%s[%s%s]", used ? ", " : "", c->hook->prefix,
+                 strchr(c->hook->prefix, '.') ? "NAME" : "");
 }
 
 int cat__valid_name(const char *s, size_t size)

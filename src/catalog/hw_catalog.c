@@ -4,6 +4,8 @@
 #include "catalog/catalog_int.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GIB 1073741824.0
@@ -53,12 +55,81 @@ static const cat__key gpu_keys[] = {
 #define N_GPU_KEYS (sizeof gpu_keys / sizeof *gpu_keys)
 _Static_assert(N_GPU_KEYS <= CAT__MAX_KEYS, "raise CAT__MAX_KEYS");
 
+const cat_mig *cat_gpu_mig(const cat_gpu *gpu, const char *name)
+{
+    for (uint32_t i = 0; i < gpu->n_mig; i++)
+        if (!strcmp(gpu->mig[i].name, name))
+            return &gpu->mig[i];
+    return NULL;
+}
+
+/* One number of a [mig] value: a decimal integer in [lo, hi] ending at a blank or the end. */
+static int mig_number(const char **p, unsigned lo, unsigned hi, unsigned *out)
+{
+    while (**p == ' ' || **p == '\t' || **p == ',')
+        (*p)++;
+    if (**p < '0' || **p > '9')
+        return -1;
+    char *end;
+    unsigned long v = strtoul(*p, &end, 10);
+    if (v < lo || v > hi || (*end && *end != ' ' && *end != '\t' && *end != ','))
+        return -1;
+    *p = end;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* [mig] PROFILE = COMPUTE MEMORY START...: the compute slices (of 7) and memory slices (of 8)
+ * of the profile, then each memory slice an instance of it may start at. The profile's name
+ * begins with its compute slices ("3g."), as NVIDIA names them. */
+static int mig_entry(void *ud, const char *path, unsigned line, const char *rest,
+                     const char *key, const char *value, ss_errbuf *eb)
+{
+    cat_gpu *g = ud;
+    if (*rest)
+        return ss_err(eb, SS_EPARSE, "%s:%u: mig%s.%s: unknown section [mig%s] (expected [mig])",
+                      path, line, rest, key, rest);
+    if (g->n_mig == CAT_MIG_MAX)
+        return ss_err(eb, SS_EPARSE, "%s:%u: mig.%s: more than %d MIG profiles", path, line, key,
+                      CAT_MIG_MAX);
+    cat_mig *m = &g->mig[g->n_mig];
+    memset(m, 0, sizeof *m);
+    unsigned c = 0, mem = 0, st;
+    char head[8];
+    const char *p = value;
+    int bad = strlen(key) >= sizeof m->name || !cat__valid_name(key, sizeof m->name) ||
+              mig_number(&p, 1, CAT_MIG_COMPUTE, &c) || mig_number(&p, 1, CAT_MIG_MEMORY, &mem);
+    snprintf(head, sizeof head, "%ug.", c);
+    bad = bad || strncmp(key, head, strlen(head));
+    while (!bad && *p) {
+        if (mig_number(&p, 0, CAT_MIG_MEMORY - 1, &st) || st + mem > CAT_MIG_MEMORY)
+            bad = 1;
+        else
+            m->starts |= 1u << st;
+        while (*p == ' ' || *p == '\t')
+            p++;
+    }
+    if (bad || !m->starts)
+        return ss_err(eb, SS_EPARSE, "%s:%u: mig.%s: '%.60s' is not 'COMPUTE MEMORY START...' "
+                      "(a profile named NgNAME with N of %d compute slices, of %d memory slices, "
+                      "and the memory slices an instance may start at)", path, line, key, value,
+                      CAT_MIG_COMPUTE, CAT_MIG_MEMORY);
+    if (cat_gpu_mig(g, key))
+        return ss_err(eb, SS_EPARSE, "%s:%u: mig.%s: set twice", path, line, key);
+    memcpy(m->name, key, strlen(key) + 1);
+    m->compute = c;
+    m->memory = mem;
+    g->n_mig++;
+    return SS_OK;
+}
+
 int cat__gpu_read(void *dst, const char *path, unsigned *name_line, ss_errbuf *eb)
 {
     cat_gpu *g = dst;
     memset(g, 0, sizeof *g);
     cat__ini_info info;
-    int rc = cat__ini_read(g, gpu_keys, N_GPU_KEYS, path, &info, eb);
+    cat__ini_hook hook = {.prefix = "mig", .fn = mig_entry, .ud = g};
+    int rc = cat__ini_read_hooked(g, gpu_keys, N_GPU_KEYS, path, &hook, &info, eb);
     if (rc)
         return rc;
     *name_line = info.line[0];

@@ -297,15 +297,22 @@ static void add_stage_gpus(gmg *g, const gmg_ctr_spec *s, const sizing *z, const
         per_node = 1;
     uint32_t node = g->n_gpus ? g->gpus[g->n_gpus - 1].node : 0;
     uint32_t used_in_node = 0;
-    for (uint32_t i = 0; i < g->n_gpus; i++)
-        used_in_node += g->gpus[i].node == node;
-    if (g->n_gpus && (used_in_node + s->tp > per_node))
+    int there = 0; /* a share of a GPU already there: on its node */
+    for (uint32_t i = 0; i < g->n_gpus && !there; i++) {
+        used_in_node += g->gpus[i].node == node && g->gpus[i].phys_lead;
+        if (s->share && g->gpus[i].phys == s->phys)
+            node = g->gpus[i].node, there = 1;
+    }
+    if (g->n_gpus && !there && (used_in_node + s->tp > per_node))
         node++;
     gmg_id first = g->n_gpus;
     for (uint32_t k = 0; k < s->tp; k++) {
         gmg_gpu *u = &g->gpus[g->n_gpus++];
         u->id = first + k;
         u->node = node;
+        u->phys_lead = !there;
+        u->phys = there ? s->phys : g->n_phys++;
+        u->share = s->share;
         u->kind = s->gpu;
         u->capacity = s->gpu->hbm_bytes;
         u->container = r->ctr0;
@@ -392,6 +399,9 @@ static int check_spec(const gmg_ctr_spec *s, const sizing *z, ss_errbuf *eb)
     if (s->pp < 1 || s->pp > GMG_MAX_PP || s->pp > s->model->layers)
         return ss_err(eb, SS_EINVAL, "--pp: must be between 1 and %u (and at most the %u layers "
                       "of %s), got %u", GMG_MAX_PP, s->model->layers, s->model->name, s->pp);
+    if (s->share && (s->tp != 1 || s->pp != 1))
+        return ss_err(eb, SS_EINVAL, "a share of a GPU runs a container of one GPU, got TP %u "
+                      "PP %u", s->tp, s->pp);
     if (z->blocks < s->pp)
         return fits_error(s, z, eb);
     return SS_OK;

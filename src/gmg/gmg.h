@@ -123,11 +123,24 @@ typedef struct gmg_mem {
     double transfer;    /* in-flight transfer buffers, bytes */
 } gmg_mem;
 
+/* How a container holds its GPU (docs/guide/gpu-sharing.md): whole, or a share of one physical
+ * GPU with other containers, each share a gmg_gpu of its own (its memory, its ledger) on the
+ * same gmg_gpu.phys. */
+enum {
+    GMG_SHARE_NONE = 0, /* the whole GPU */
+    GMG_SHARE_MIG,      /* a MIG instance: its own SMs, memory and bandwidth */
+    GMG_SHARE_MPS,      /* an MPS client: an SM share, memory bandwidth shared at run time */
+    GMG_SHARE_TIME,     /* time slicing: the whole GPU in turns with the others */
+};
+
 typedef struct gmg_gpu {
     gmg_id id;
     uint32_t node;          /* node index */
-    const cat_gpu *kind;    /* borrowed from the catalog */
-    double capacity;        /* usable HBM, bytes */
+    uint32_t phys;          /* the physical GPU it is or is a share of (0 .. gmg.n_phys - 1) */
+    uint8_t share;          /* GMG_SHARE_* */
+    uint8_t phys_lead;      /* the first gmg_gpu of its physical GPU (node filling counts these) */
+    const cat_gpu *kind;    /* borrowed from the catalog; a share's: its instance's figures */
+    double capacity;        /* usable HBM, bytes (a share's: its allotment) */
     gmg_mem mem;            /* ledger */
     gmg_id container;       /* first container (virtual engine) using it, GMG_NONE if idle */
     gmg_id replica;         /* replica (serving instance) it belongs to */
@@ -284,6 +297,7 @@ typedef struct gmg_replica {
 typedef struct gmg {
     gmg_gpu *gpus;
     uint32_t n_gpus;
+    uint32_t n_phys;        /* physical GPUs (n_gpus counts each share of one) */
     gmg_link *links;
     uint32_t n_links;
     gmg_container *ctrs;
@@ -336,6 +350,10 @@ typedef struct gmg_ctr_spec {
     double runtime_reserve;     /* CUDA context and workspaces, bytes */
     double swap_bytes;          /* host swap space per GPU for preemption by swap, bytes */
     uint8_t role;               /* GMG_ROLE_* of the containers made (0: co-located) */
+    uint8_t share;              /* GMG_SHARE_*: NONE, tp x pp GPUs of its own per replica; else
+                                   one replica (tp = pp = 1) on a share of physical GPU phys
+                                   (gmg.n_phys: a new one), its figures and memory gpu's */
+    uint32_t phys;
 } gmg_ctr_spec;
 
 /* Create an empty cluster. 0 or SS_ENOMEM. */

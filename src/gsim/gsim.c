@@ -42,6 +42,9 @@ void gsim_config_defaults(gsim_config *c)
     c->guest_overrun = 1 * SS_NS_PER_MS;
     c->guest_link_eff = 1;
     c->guest_interference = 1;
+    c->mps_interference = GSIM_MPS_INTERFERENCE;
+    c->timeslice = GSIM_TIMESLICE_NS;
+    c->ctx_switch = GSIM_CTX_SWITCH_NS;
 #if SS_CHECK_DEFAULT && !defined(NDEBUG)
     c->check = 1; /* a debug build checks every invariant after every event */
 #endif
@@ -159,7 +162,7 @@ static int make_tenants(gsim *s, ss_errbuf *eb)
 static int add_standby(gsim *s, tenant_state *t, ss_errbuf *eb)
 {
     uint32_t extra = t->t.max_replicas - t->t.replicas;
-    if (!pol_cluster_autoscale(s->cluster) || !extra || t->t.pp != 1)
+    if (!pol_cluster_autoscale(s->cluster) || !extra || t->t.pp != 1 || t->t.share.kind)
         return SS_OK;
     if (!(t->standby = ss_calloc(extra, sizeof *t->standby)))
         return ss_err(eb, SS_ENOMEM, "tenants: out of memory");
@@ -172,14 +175,17 @@ static int add_standby(gsim *s, tenant_state *t, ss_errbuf *eb)
     return rc;
 }
 
-/* GPUs the tenants' containers need, against the cluster's nodes when it has a size. */
-static int check_capacity(const gsim *s, uint32_t per_node, ss_errbuf *eb)
+/* GPUs the tenants' containers need (n_shared for those with a share), against the cluster's
+ * nodes when it has a size. */
+static int check_capacity(const gsim *s, uint32_t per_node, uint32_t n_shared, ss_errbuf *eb)
 {
-    uint64_t need = 0;
+    uint64_t need = n_shared;
     for (uint32_t i = 0; i < s->n_ten; i++) {
         const gsim_tenant *t = &s->ten[i].t;
         uint32_t n = pol_cluster_autoscale(s->cluster) && t->pp == 1 ? t->max_replicas
                                                                       : t->replicas;
+        if (t->share.kind)
+            continue;
         if (gsim_tenant_disagg(t))
             need += (uint64_t)t->prefill_replicas * (t->prefill_tp ? t->prefill_tp : t->tp) +
                     (uint64_t)t->decode_replicas * (t->decode_tp ? t->decode_tp : t->tp);
@@ -193,17 +199,53 @@ static int check_capacity(const gsim *s, uint32_t per_node, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* The replicas of tenant t, each on its shared GPU: at[0 .. replicas) are their indexes among
+ * the shared GPUs, phys[i] the physical GPU shared GPU i became (GMG_NONE: none yet). */
+static int add_shares(gsim *s, tenant_state *t, const uint32_t *at, uint32_t *phys,
+                      ss_errbuf *eb)
+{
+    gs_share_gpu(&t->t.share, s->cfg.gpu, &t->share_gpu);
+    t->spec.gpu = &t->share_gpu;
+    t->spec.share = (uint8_t)t->t.share.kind;
+    int rc = SS_OK;
+    for (uint32_t r = 0; !rc && r < t->t.replicas; r++) {
+        t->spec.phys = phys[at[r]] == GMG_NONE ? s->g->n_phys : phys[at[r]];
+        rc = gmg_add_containers(s->g, &t->spec, 1, eb);
+        if (!rc)
+            phys[at[r]] = s->g->gpus[s->g->n_gpus - 1].phys;
+    }
+    return rc;
+}
+
 static int build_cluster(gsim *s, ss_errbuf *eb)
 {
     const gsim_config *c = &s->cfg;
     int rc = check_engine(c, eb);
     uint32_t per_node = c->gpus_per_node ? c->gpus_per_node : c->gpu->gpus_per_node;
+    uint32_t *at = NULL, *phys = NULL, n_shared = 0, bad, next_at = 0;
     if (!rc)
         rc = make_tenants(s, eb);
+    if (!rc) {
+        gsim_tenant *tt = ss_calloc(s->n_ten, sizeof *tt);
+        for (uint32_t i = 0; tt && i < s->n_ten; i++)
+            tt[i] = s->ten[i].t;
+        rc = tt ? gs_share_layout(c, tt, s->n_ten, &at, &n_shared, &bad, eb)
+                : ss_err(eb, SS_ENOMEM, "cluster: out of memory");
+        ss_free(tt);
+    }
+    if (!rc && n_shared && !(phys = ss_malloc(n_shared * sizeof *phys)))
+        rc = ss_err(eb, SS_ENOMEM, "cluster: out of memory");
+    for (uint32_t i = 0; phys && i < n_shared; i++)
+        phys[i] = GMG_NONE;
     if (!rc)
-        rc = check_capacity(s, per_node, eb);
+        rc = check_capacity(s, per_node, n_shared, eb);
     if (!rc && (rc = gmg_create(&s->g)) != SS_OK)
-        return ss_err(eb, rc, "cluster: out of memory");
+        rc = ss_err(eb, rc, "cluster: out of memory");
+    if (rc) {
+        ss_free(at);
+        ss_free(phys);
+        return rc;
+    }
     if (!rc)
         s->g->prefix_cache = c->prefix_cache == GSIM_PREFIX_ON;
     for (uint32_t i = 0; !rc && i < s->n_ten; i++) {
@@ -221,7 +263,10 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         gmg_id first = s->g->n_ctrs;
         if (gsim_tenant_disagg(&t->t))
             rc = gs_disagg_add(s, t, eb);
-        else
+        else if (t->t.share.kind) {
+            rc = add_shares(s, t, at + next_at, phys, eb);
+            next_at += t->t.replicas;
+        } else
             rc = gmg_add_containers(s->g, &spec, t->t.replicas, eb);
         for (gmg_id k = first; !rc && !t->n_dcands && k < s->g->n_ctrs; k++)
             t->cands[t->n_cands++] = k;
@@ -230,6 +275,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         if (rc && c->n_tenants > 1)
             ss_err_prefix(eb, rc, "tenant %s", t->t.name);
     }
+    ss_free(at);
+    ss_free(phys);
     return rc;
 }
 
@@ -311,6 +358,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
         rc = gs_alloc_cluster_state(s, eb);
     if (!rc)
         rc = gs_kvp_create(s, eb);
+    if (!rc)
+        rc = gs_share_alloc(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");
     if (!rc) {
@@ -385,6 +434,7 @@ void gs_release(gsim *s)
     pol_cluster_destroy(&s->cluster);
     gs_disagg_destroy(s);
     gs_free_cluster_state(s);
+    gs_share_free(s);
     ss_free(s->gst);
     ss_free(s->gsl);
     ss_free(s->run_cross);

@@ -7,6 +7,7 @@
 #ifndef SS_GSIM_GSIM_H
 #define SS_GSIM_GSIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "catalog/catalog.h"
@@ -27,6 +28,41 @@ typedef struct gsim_sla {
     ss_time e2e;      /* end to end */
 } gsim_sla;
 
+/* How a tenant's containers hold their GPU (docs/guide/gpu-sharing.md): whole GPUs (kind
+ * GMG_SHARE_NONE, all zero), or each container (tp = pp = 1) a share of one physical GPU with
+ * other containers: a MIG instance of a profile, an MPS client with an SM share, or a
+ * time-sliced context. */
+typedef struct gsim_share {
+    int kind;               /* GMG_SHARE_* */
+    const cat_mig *mig;     /* MIG: the profile (borrowed from the cluster's GPU) */
+    double sm;              /* MPS: the SM share, (0, 1] (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / 100) */
+    double mem_bytes;       /* MPS, time: each container's memory (0: the SM share of the GPU's
+                               memory under MPS, half of it under time slicing); MIG: the
+                               profile's, this must be 0 */
+    const uint32_t *gpus;   /* borrowed: the shared GPU (0-based, counting the cluster's shared
+                               GPUs) each replica runs on, n_gpus = replicas of them; NULL:
+                               first fit, in tenant order */
+    uint32_t n_gpus;
+} gsim_share;
+
+/* Parse a share as a scenario writes it, "mig:PROFILE" (one of gpu's [mig] profiles),
+ * "mps:F" (an SM share in (0, 1]) or "time", into *out (its mem_bytes and gpus left 0).
+ * 0, or SS_EINVAL with what is accepted in eb. */
+int gsim_share_parse(const char *text, const cat_gpu *gpu, gsim_share *out, ss_errbuf *eb);
+/* The words of a share ("mig:3g.40gb", "mps:0.4", "time", "whole") into buf. */
+void gsim_share_format(const gsim_share *sh, char *buf, size_t n);
+
+/* The defaults of GPU sharing at run time (docs/guide/gpu-sharing.md says why these):
+ * - MPS clients are charged their SM caps and their share of the memory bandwidth; no further
+ *   interference by default, as no published figure for LLM kernels separates one from the
+ *   bandwidth contention (the GPU check's co-location run measures it);
+ * - NVIDIA does not publish the time slice's length or a switch's cost: 2 ms is the shortest
+ *   setting of nvidia-smi compute-policy --set-timeslice as commonly reported, 40 us the order of
+ *   a compute preemption on datacenter GPUs (GPREEMPT, USENIX ATC 2025). */
+#define GSIM_MPS_INTERFERENCE 0.0
+#define GSIM_TIMESLICE_NS (2 * SS_NS_PER_MS)
+#define GSIM_CTX_SWITCH_NS (40 * SS_NS_PER_US)
+
 /* A tenant: a model served by its own containers, with an SLA per tier. */
 typedef struct gsim_tenant {
     const char *name;           /* borrowed */
@@ -44,6 +80,7 @@ typedef struct gsim_tenant {
     uint32_t prefill_replicas, decode_replicas;
     uint32_t prefill_tp, decode_tp; /* 0: tp */
     int kv_transfer;            /* GSIM_KV_LAYER (default) or GSIM_KV_END */
+    gsim_share share;           /* whole GPUs (all zero) or a share of one per container */
 } gsim_tenant;
 
 /* How a disaggregated tenant's KV leaves the prefill instance. */
@@ -132,6 +169,11 @@ typedef struct gsim_config {
     int prefix_cache;           /* automatic prefix caching: GSIM_PREFIX_* */
     int no_prefix_ceiling;      /* do not keep the prefix-caching ceiling (gsim_ceiling_kept) */
     gsim_kvpool_cfg kvpool;     /* the KV pool below the prefix caches (off: all 0) */
+    /* GPU sharing at run time (docs/guide/gpu-sharing.md): */
+    double mps_interference;    /* MPS clients whose steps overlap each run this much slower
+                                   beyond their memory-bandwidth share (0.05: 5 %) */
+    ss_time timeslice;          /* time slicing: each context's turn on the GPU */
+    ss_time ctx_switch;         /* time slicing: the cost of a switch between contexts */
     double link_eff[GMG_LINK_KINDS]; /* per gmg_link_kind, the fraction of the link's peak a
                                         bulk copy attains; 0 (the default): the GPU profile's
                                         [links] figure (gsim_link_eff) */
@@ -175,6 +217,10 @@ typedef struct gsim gsim;
 
 /* Build the cluster and policies. 0, or SS_EINVAL / SS_ENOTFOUND / SS_ENOMEM with eb set. */
 int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
+/* Whether cfg's shares fit the GPUs they are laid out on (gsim_create makes the same check):
+ * 0, or SS_EINVAL with eb set and *bad_tenant the index of the tenant whose share does not fit
+ * (its key is where the scenario should be blamed). */
+int gsim_share_check(const gsim_config *cfg, uint32_t *bad_tenant, ss_errbuf *eb);
 /* Free g and everything it owns (NULL-safe; *g set to NULL). A fork that ran without error
  * becomes one of its replay's spares instead while it has room for one (gsim_release_spare). */
 void gsim_destroy(gsim **g);

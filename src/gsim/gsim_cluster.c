@@ -98,7 +98,7 @@ static void apply_realloc(gsim *s, const pol_realloc *ra)
     tenant_state *from = &s->ten[c->tenant], *to = &s->ten[ra->to];
     if (c->status != GMG_CTR_ACTIVE || ra->to == c->tenant || from->n_cands < 2 ||
         to->n_cands + to->n_incoming >= to->t.max_replicas || c->pp != 1 ||
-        to->t.tp != c->tp || to->t.pp != 1) {
+        to->t.tp != c->tp || to->t.pp != 1 || from->t.share.kind || to->t.share.kind) {
         s->m.advice_declined++;
         return;
     }

@@ -304,6 +304,8 @@ static int fork_engine(gsim *f, const gsim *s, fork_mem *m)
 int gsim_fork(const gsim *s, const gmg_id *ctrs, uint32_t n, gsim_sink_fn *sink, void *sink_ud,
               gsim **out, ss_errbuf *eb)
 {
+    if (s->srun) /* its iterations' ends move with the other shares' (gsim_share.c) */
+        return ss_err(eb, SS_ENOTSUP, "fork: a GPU is shared by MPS or time slicing");
     for (uint32_t i = 0; i < n; i++) {
         if (ctrs[i] >= s->g->n_ctrs)
             return ss_err(eb, SS_EINVAL, "fork: no container %u", ctrs[i]);

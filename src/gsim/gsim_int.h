@@ -94,7 +94,21 @@ typedef struct tenant_state {
                                     predictor is mean or quantile) */
     ss_hist_index out_ix;        /* their index, which the predictor asks (ss_hist_index_add
                                     records into both) */
+    cat_gpu share_gpu;           /* t.share's GPU instance (gs_share_gpu), which spec.gpu names
+                                    when it has a share */
 } tenant_state;
+
+/* gsim_share.c: the figures of the GPU instance a container with share sh runs on, a copy of
+ * gpu scaled to it (MIG: the profile's SMs, memory, bandwidth and L2; MPS: its SMs, and its
+ * memory; time: its memory). */
+void gs_share_gpu(const gsim_share *sh, const cat_gpu *gpu, cat_gpu *out);
+/* The shared GPU (0-based) of every shared container, tenant by tenant and replica by replica,
+ * into *at (owned by the caller; NULL when no tenant has a share), and how many shared GPUs
+ * there are: each tenant's share_gpus, or the first that fits. 0, or SS_EINVAL with eb set
+ * and *bad the tenant it names, or SS_ENOMEM. */
+int gs_share_layout(const gsim_config *cfg, const gsim_tenant *ten, uint32_t n_ten,
+                    uint32_t **at, uint32_t *n_shared, uint32_t *bad, ss_errbuf *eb);
+
 
 /* A prefill offloaded by SliceScheduler: request `req` of container `home` is prefilled, chunk
  * by chunk (0: embedding, 1..L: the decoder layers, L + 1: final norm and LM head), on the
@@ -166,6 +180,18 @@ typedef struct ctr_state {
     uint8_t coh_on;              /* its decode cohort is formed (gsim_cohort.c) */
 } ctr_state;
 
+/* A container on a GPU shared by MPS or time slicing, and its iteration in flight
+ * (gsim_share.c): how far the iteration has come in its alone time and how fast it goes now. */
+typedef struct gs_share_run {
+    uint32_t phys;               /* its physical GPU */
+    uint8_t active;              /* an iteration in flight */
+    ss_time t_upd;               /* progress counted up to this time */
+    double work, done;           /* the iteration's alone time; the part done by t_upd, ns */
+    double rate;                 /* alone ns per ns now (1: alone) */
+    double mu;                   /* the part of its alone time the memory term sets */
+    des_event *ev;               /* its EV_ITER_DONE */
+} gs_share_run;
+
 struct gsim {
     gsim_config cfg;
     tenant_state *ten;           /* owned, cfg.n_tenants (or 1) entries */
@@ -180,6 +206,10 @@ struct gsim {
     pol_route *route;
     pol_cluster *cluster;
     ctr_state *cs;               /* owned, one per container */
+    gs_share_run *srun;          /* owned, one per container while a GPU is shared by MPS or
+                                    time slicing (NULL otherwise; a replay's, never a fork's) */
+    uint32_t *sgrp_first;        /* owned: the containers of each physical GPU are */
+    gmg_id *sgrp_ctr;            /* sgrp_ctr[sgrp_first[p] .. sgrp_first[p + 1]) */
     pol_tenant_view *views;      /* owned scratch for cluster ticks */
     pol_cluster_decision cd;     /* owned scratch arrays */
     migration *migs;             /* owned: live migrations, recycled through free_mig */
@@ -251,6 +281,21 @@ struct gsim {
     int coh_ok;                  /* the run allows cohorts at all (gs_coh_refresh) */
     uint64_t coh_steps;          /* steps a cohort took (gsim_cohort_steps) */
 };
+
+/* The run-time state of MPS and time-sliced shares (none when no GPU has them): 0 or
+ * SS_ENOMEM with eb set. gs_share_free frees it. */
+int gs_share_alloc(gsim *s, ss_errbuf *eb);
+void gs_share_free(gsim *s);
+/* Whether c runs on a GPU shared by MPS or time slicing: its steps' ends move with the others'. */
+static inline int gs_share_dyn(const gsim *s, const gmg_container *c)
+{
+    return s->srun && s->g->gpus[c->gpu0].share >= GMG_SHARE_MPS;
+}
+/* c's iteration, timed alone through c->iter.end, has begun now with its end event ev: it
+ * joins its GPU's iterations in flight, whose ends move to the rates they now run at. */
+void gs_share_begin(gsim *s, gmg_container *c, des_event *ev);
+/* c's iteration ends now (its event is being handled): the others on its GPU speed up. */
+void gs_share_end(gsim *s, gmg_container *c);
 
 /* ---- shared between the modules --------------------------------------------------------- */
 

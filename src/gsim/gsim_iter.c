@@ -170,7 +170,9 @@ static void iteration_event(gsim *s, gmg_container *c)
 {
     if (s->obs.on_iter)
         s->obs.on_iter(s->obs.ud, s->g, c);
-    gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
+    des_event *ev = gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
+    if (ev && gs_share_dyn(s, c))
+        gs_share_begin(s, c, ev);
 }
 
 /* c may be idle with requests waiting: the next arrival tries to start it (gsim.starts). */
@@ -269,6 +271,7 @@ static int steady_run_allowed(gsim *s, const gmg_container *c)
     const ctr_state *cs = &s->cs[c->id];
     const gsim_observer *o = &s->obs;
     return !s->cfg.no_steady && !s->cfg.check && !o->on_iter && !o->on_request && !s->rc &&
+           !gs_share_dyn(s, c) &&
            c->role == GMG_ROLE_BOTH && c->pp == 1 && c->status == GMG_CTR_ACTIVE &&
            cs->steady_iter && cs->guest == GMG_NONE && !cs->staged && !s->g->kvp &&
            !s->n_offs_live && !c->blocks_reserved && !c->migrating_out &&
@@ -316,6 +319,7 @@ static int steady_ready(gsim *s, const gmg_container *c)
 {
     const ctr_state *cs = &s->cs[c->id];
     return cs->steady_iter && cs->look_ok && !s->cfg.no_steady && !c->waiting.n &&
+           !gs_share_dyn(s, c) &&
            !c->swapped.n && c->running.n == c->iter.n_reqs && !c->migrating_out &&
            !c->blocks_reserved &&
            c->role == GMG_ROLE_BOTH && c->pp == 1 && c->status == GMG_CTR_ACTIVE &&
@@ -579,6 +583,8 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
     gmg_container *c = &s->g->ctrs[ev->target];
     ss_time now = des_now(e);
     int begun;
+    if (gs_share_dyn(s, c))
+        gs_share_end(s, c);
     if (steady_ready(s, c)) { /* ends this step and begins the next, as below */
         steady_step(s, c, now);
         begun = !s->rc;

@@ -71,6 +71,51 @@ static void json_disagg(FILE *f, const gsim_tenant *t, const metrics_group_summa
             s->kv_exposed_mean_ms, k->waits, ss_time_to_s(k->wait_ns));
 }
 
+/* A tenant with a share of GPUs: the share, and the physical GPU each of its containers
+ * shares (nothing for a tenant of whole GPUs). */
+static void json_share(FILE *f, const gsim *g, uint32_t tenant)
+{
+    const gsim_tenant *t = gsim_tenant_at(g, tenant);
+    if (!t->share.kind)
+        return;
+    char share[32];
+    gsim_share_format(&t->share, share, sizeof share);
+    fprintf(f, ", \"share\": \"%s\", \"share_gpus\": [", share);
+    const gmg *G = gsim_graph(g);
+    int first = 1;
+    for (uint32_t c = 0; c < G->n_ctrs; c++)
+        if (G->ctrs[c].tenant == tenant) {
+            fprintf(f, "%s%u", first ? "" : ", ", G->gpus[G->ctrs[c].gpu0].phys);
+            first = 0;
+        }
+    fputc(']', f);
+}
+
+/* One line per physical GPU that containers share: who holds which share of it. */
+static void table_shares(FILE *f, const gsim *g)
+{
+    const gmg *G = gsim_graph(g);
+    int any = 0;
+    for (uint32_t i = 0; i < G->n_gpus && !any; i++)
+        any = G->gpus[i].share != GMG_SHARE_NONE;
+    for (uint32_t p = 0; any && p < G->n_phys; p++) {
+        int n = 0;
+        for (uint32_t i = 0; i < G->n_gpus; i++) {
+            const gmg_gpu *u = &G->gpus[i];
+            if (u->phys != p || !u->share)
+                continue;
+            const gmg_container *c = &G->ctrs[u->container];
+            char share[32];
+            gsim_share_format(&gsim_tenant_at(g, c->tenant)->share, share, sizeof share);
+            if (!n++)
+                fprintf(f, "  GPU %u (node %u) shares:", p, u->node);
+            fprintf(f, "%s %s %s", n > 1 ? "," : "", gsim_tenant_name(g, c->tenant), share);
+        }
+        if (n)
+            fputc('\n', f);
+    }
+}
+
 static void json_tenants(FILE *f, const gsim *g, double window_s)
 {
     const metrics *m = gsim_metrics(g);
@@ -87,6 +132,7 @@ static void json_tenants(FILE *f, const gsim *g, double window_s)
                 t->model->name, t->engine->name, t->replicas, t->tp, t->pp, t->tiers);
         json_group(f, &s);
         json_disagg(f, t, &s);
+        json_share(f, g, i);
         if (gsim_graph(g)->prefix_cache) {
             uint32_t n;
             double rate[3];
@@ -477,12 +523,14 @@ void runner_report_table(FILE *f, const runner_report *r, const gsim *g,
     else if (gsim_n_tenants(g) == 1)
         fprintf(f, "slicesim replay: %s (%s) on %u x %s, %s, TP %u PP %u; %s batching, %s "
                    "routing, %s costs, %s\n", r->source, r->format,
-                t0->replicas * t0->tp * t0->pp, r->gpu, t0->model->name, t0->tp, t0->pp,
+                t0->share.kind ? gsim_graph(g)->n_phys : t0->replicas * t0->tp * t0->pp, r->gpu,
+                t0->model->name, t0->tp, t0->pp,
                 r->batching, r->routing, r->cost, eng);
     else
         fprintf(f, "slicesim replay: %s, %u tenants on %u x %s; %s batching, %s routing, %s "
                    "cluster, %s costs, %s\n", r->source, gsim_n_tenants(g),
-                gsim_graph(g)->n_gpus, r->gpu, r->batching, r->routing, r->cluster, r->cost, eng);
+                gsim_graph(g)->n_phys, r->gpu, r->batching, r->routing, r->cluster, r->cost, eng);
+    table_shares(f, g);
     /* With a warm-up, the counts after the colon are the measured requests': say so. */
     fprintf(f, "  requests %" PRIu64 ": ", m->requests);
     if (r->warmup_s > 0)
@@ -560,6 +608,8 @@ static int store_gpus(store *st, const gsim *g, double window_s, ss_errbuf *eb)
         const gsim_gpu_stats *x = gsim_gpu_stats_at(g, i);
         const gmg_container *c = &G->ctrs[u->container];
         double compute_s = window_s - ss_time_to_s(x->idle_ns);
+        char share[32];
+        gsim_share_format(&gsim_tenant_at(g, c->tenant)->share, share, sizeof share);
         store_gpu_row row = {
             .gpu = u->id, .node = u->node, .container = u->container, .kind = u->kind->name,
             .tenant = gsim_tenant_at(g, c->tenant)->name, .window_s = window_s,
@@ -570,7 +620,8 @@ static int store_gpus(store *st, const gsim *g, double window_s, ss_errbuf *eb)
             .kv_peak_blocks = c->blocks_peak, .weights_gib = u->mem.weights / 1073741824.0,
             .kv_pool_gib = u->mem.kv_pool / 1073741824.0,
             .device_busy_s = ss_time_to_s(x->dev_busy_ns), .idle_slices = x->idle_slices,
-            .idle_s = ss_time_to_s(x->idle_ns),
+            .idle_s = ss_time_to_s(x->idle_ns), .phys = u->phys,
+            .share = u->share ? share : "whole",
         };
         int rc = store_run_gpu(st, &row, eb);
         if (rc)
@@ -588,7 +639,9 @@ static int store_groups(store *st, const gsim *g, double window_s, ss_errbuf *eb
         const gsim_tenant *t = gsim_tenant_at(g, i);
         metrics_summarize_group(&m->tenants[i], window_s, &s);
         metrics_summarize_window(m, &m->tenants[i], &s);
-        rc = store_run_tenant(st, t->name, t->model->name, t->replicas, t->prefill_replicas,
+        char share[32];
+        gsim_share_format(&t->share, share, sizeof share);
+        rc = store_run_tenant(st, t->name, t->model->name, share, t->replicas, t->prefill_replicas,
                               t->decode_replicas, &s, eb);
     }
     for (uint32_t k = 0; !rc && k < m->n_tiers; k++) {

@@ -7,6 +7,7 @@
 #include "policy/policy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- synthetic workload specs ------------------------------------------------------------ */
@@ -253,6 +254,46 @@ int runner_engine_files(catalog *cat, const scn_scenario *sc, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* eb's error prefixed with where the scenario set tenant st's key `key`. */
+static int blame(const scn_scenario *sc, const scn_tenant *st, const char *key, int rc,
+                 ss_errbuf *eb)
+{
+    char k[SCN_NAME_MAX + 32], w[SCN_PATH_MAX + 64];
+    snprintf(k, sizeof k, "tenant.%s.%s", st->name, key);
+    scn_key_where(sc, k, w, sizeof w);
+    return ss_err_prefix(eb, rc, "%s", w);
+}
+
+/* share, mem_gib and share_gpus of tenant i into its gsim_share. */
+static int make_share(runner__config *r, const scn_scenario *sc, const cat_gpu *gpu, uint32_t i,
+                      ss_errbuf *eb)
+{
+    const scn_tenant *st = &sc->tenants[i];
+    gsim_share *sh = &r->tenants[i].share;
+    int rc = gsim_share_parse(st->share, gpu, sh, eb);
+    if (rc)
+        return blame(sc, st, "share", rc, eb);
+    if (!sh->kind && (st->mem_gib > 0 || st->share_gpus[0]))
+        return blame(sc, st, st->mem_gib > 0 ? "mem_gib" : "share_gpus",
+                     ss_err(eb, SS_EINVAL, "set, but the tenant has whole GPUs (share)"), eb);
+    sh->mem_bytes = st->mem_gib * 1073741824.0;
+    const char *p = st->share_gpus;
+    while (*p) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (*p < '0' || *p > '9' || end == p || (*end && *end != ',') || v > 65535 ||
+            sh->n_gpus == RUNNER_SHARE_GPUS_MAX)
+            return blame(sc, st, "share_gpus",
+                         ss_err(eb, SS_EINVAL, "'%s' is not G0,G1,...: the shared GPU (from 0) "
+                                "of each replica, at most %d", st->share_gpus,
+                                RUNNER_SHARE_GPUS_MAX), eb);
+        r->share_gpus[i][sh->n_gpus++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    sh->gpus = sh->n_gpus ? r->share_gpus[i] : NULL;
+    return SS_OK;
+}
+
 static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog *cat, uint32_t i,
                        ss_errbuf *eb)
 {
@@ -290,6 +331,8 @@ static int make_tenant(runner__config *r, const scn_scenario *sc, const catalog 
                        .kv_transfer = strcmp(st->kv_transfer, "end") ? GSIM_KV_LAYER
                                                                      : GSIM_KV_END};
     sla_ns(t, st);
+    if ((rc = make_share(r, sc, r->cfg.gpu, i, eb)))
+        return rc;
     rc = make_spec(r, sc, i, eb);
     if (rc && sc->n_tenants > 1 && strncmp(eb->msg, "tenant ", 7))
         ss_err_prefix(eb, rc, "tenant %s", st->name);
@@ -321,6 +364,9 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
                    "[cluster]'s link efficiencies are in gmg_link_kind order");
     for (int k = 0; k < GMG_LINK_KINDS; k++)
         c->link_eff[k] = sc->link_eff[k];
+    c->mps_interference = sc->mps_interference;
+    c->timeslice = ss_time_from_s(sc->timeslice_ms / 1e3);
+    c->ctx_switch = ss_time_from_s(sc->context_switch_us / 1e6);
     c->warmup = ss_time_from_s(sc->warmup_s);
     c->batching = sc->batching;
     c->routing = sc->routing[0] ? sc->routing : NULL;
@@ -338,6 +384,26 @@ int runner__config_make(runner__config *r, const scn_scenario *sc, const catalog
                                                          : GSIM_PREFIX_AUTO;
     c->no_prefix_ceiling = !strcmp(sc->prefix_ceiling, "off");
     if ((rc = make_kvpool(&c->kvpool, sc, c->gpu, eb)))
+        return rc;
+    uint32_t bad;
+    if ((rc = gsim_share_check(c, &bad, eb)) && bad < sc->n_tenants) {
+        /* "tenant NAME: KEY: what" becomes "FILE:LINE: tenant.NAME.KEY: what" */
+        static const char *const keys[] = {"share_gpus", "mem_gib", "share"};
+        const scn_tenant *st = &sc->tenants[bad];
+        const char *key = "share", *msg = strchr(eb->msg, ':');
+        msg = msg ? msg + 2 : eb->msg;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            size_t n = strlen(keys[k]);
+            if (!strncmp(msg, keys[k], n) && !strncmp(msg + n, ": ", 2)) {
+                key = keys[k];
+                msg += n + 2;
+                break;
+            }
+        }
+        memmove(eb->msg, msg, strlen(msg) + 1);
+        return blame(sc, st, key, rc, eb);
+    }
+    if (rc)
         return rc;
     /* the single-tenant shortcut fields mirror tenant 0, for reports */
     c->model = r->tenants[0].model;

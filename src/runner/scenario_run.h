@@ -10,11 +10,15 @@
 #include "scenario/scenario.h"
 #include "workload/workload.h"
 
+/* Most replicas a tenant's share_gpus may place (more: first fit). */
+#define RUNNER_SHARE_GPUS_MAX 128
+
 typedef struct runner__config {
     gsim_config cfg;                      /* cfg.tenants points into tenants[] */
     gsim_tenant tenants[SS_MAX_TENANTS];
     wl_tenant_spec specs[SS_MAX_TENANTS];
     trace_gen_spec synth[SS_MAX_TENANTS];
+    uint32_t share_gpus[SS_MAX_TENANTS][RUNNER_SHARE_GPUS_MAX]; /* tenants[i].share.gpus */
 } runner__config;
 
 /* Fill r from scenario sc (already checked) and catalog cat. Unknown models or GPUs, bad

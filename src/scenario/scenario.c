@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define SECTIONS_KNOWN "cluster, policy, run, engine, kvpool, tenant.NAME"
-#define N_KEYS_MAX 64
+#define N_KEYS_MAX 80
 #define VALUE_MAX 2048
 
 /* {======================================================================
@@ -47,6 +47,8 @@ static void set_defaults(scn_scenario *s)
     s->block_size = 16;
     s->max_model_len = 16384;
     s->swap_space_gib = 4;
+    s->timeslice_ms = 2; /* gsim.h's GSIM_TIMESLICE_NS and GSIM_CTX_SWITCH_NS */
+    s->context_switch_us = 40;
     s->kvpool.cpu_latency_us = 10;
     s->kvpool.ssd_gbps = 7;
     s->kvpool.ssd_latency_us = 100;

@@ -44,6 +44,12 @@ typedef struct scn_tenant {
     uint32_t prefill_tp, decode_tp; /* prefill_tp, decode_tp: the pools' TP (0 = tp) */
     char kv_transfer[8];         /* kv_transfer = layer|end: how the KV leaves a prefill
                                     instance (default layer) */
+    char share[32];              /* share = mig:PROFILE|mps:F|time|whole: each container's share
+                                    of a GPU ("": whole GPUs; docs/guide/gpu-sharing.md) */
+    double mem_gib;              /* mem_gib: an MPS or time-sliced container's memory (0: the
+                                    share's default) */
+    char share_gpus[256];        /* share_gpus = G0,G1,...: the shared GPU of each replica
+                                    ("": first fit) */
     /* workload: exactly one of trace, synthetic, servegen */
     char trace[SCN_PATH_MAX];    /* trace (relative paths: from the scenario file's folder,
                                     stored as an absolute path; from --set: as given) */
@@ -95,6 +101,10 @@ typedef struct scn_scenario {
     double link_eff[3];          /* nvlink_efficiency, pcie_efficiency, net_efficiency: the
                                     fraction of each link kind's peak a copy attains, in (0, 1]
                                     (0, the default: the GPU profile's [links] figure) */
+    double mps_interference;     /* mps_interference: MPS clients' slow-down beside others,
+                                    beyond bandwidth (default 0) */
+    double timeslice_ms;         /* timeslice_ms: a time-sliced context's turn (default 2) */
+    double context_switch_us;    /* context_switch_us: a switch between them (default 40) */
     /* [policy] */
     char routing[32];            /* routing (default rr; llumnix clusters default to their own,
                                     "llumnix") */

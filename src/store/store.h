@@ -11,7 +11,7 @@
 #include "core/ss_err.h"
 #include "metrics/metrics.h"
 
-#define STORE_SCHEMA_VERSION 17
+#define STORE_SCHEMA_VERSION 18
 
 typedef struct store store;
 
@@ -80,6 +80,8 @@ typedef struct store_gpu_row {
     const char *tenant;             /* its container's tenant at the end (borrowed) */
     double window_s, compute_s;     /* the measurement window; computing in it */
     double host_s;                  /* the part of idle_s in its container's host phases */
+    uint32_t phys;                  /* the physical GPU it is, or is a share of */
+    const char *share;              /* "whole", or its share ("mig:3g.40gb"; borrowed) */
 } store_gpu_row;
 
 /* Run-level figures known only at the end. */
@@ -203,9 +205,9 @@ int store_run_iteration(store *s, const store_iter_row *row, ss_errbuf *eb);
 /* Append the results of one tenant / one tier to the open run. A disaggregated tenant gives
  * its pools' sizes (prefill, decode; 0, 0 for a co-located one), and its KV transfers come
  * from g->kv. */
-int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
-                     uint32_t prefill, uint32_t decode, const metrics_group_summary *g,
-                     ss_errbuf *eb);
+int store_run_tenant(store *s, const char *tenant, const char *model, const char *share,
+                     uint32_t replicas, uint32_t prefill, uint32_t decode,
+                     const metrics_group_summary *g, ss_errbuf *eb);
 int store_run_tier(store *s, uint32_t tier, const metrics_group_summary *g, ss_errbuf *eb);
 /* Append the idle-slice histogram (one row per length bucket) to the open run. */
 int store_run_slices(store *s, const metrics_slices *sl, ss_errbuf *eb);

@@ -147,7 +147,8 @@
  * version 16 runs.inputs_digest (what a capacity probe was run from, so that a rerun may reuse
  * it);
  * version 17 runs.bundle and runs.stored, the iterations table, capacity's answers (the
- * capacities and capacity_seeds tables). */
+ * capacities and capacity_seeds tables); version 18 GPU sharing (gpus.phys and gpus.share,
+ * tenants.share). */
 static const char schema_sql[] =
     "CREATE TABLE runs ("
     " run_id INTEGER PRIMARY KEY,"
@@ -215,6 +216,7 @@ static const char schema_sql[] =
     " kv_peak_blocks INTEGER, weights_gib REAL, kv_pool_gib REAL,"
     " device_busy_s REAL, idle_slices INTEGER, idle_s REAL,"                        /* 5 */
     " tenant TEXT, window_s REAL, compute_s REAL, host_s REAL,"                     /* 9 */
+    " phys INTEGER, share TEXT DEFAULT 'whole',"                                    /* 18 */
     " PRIMARY KEY (run_id, gpu));"
     "CREATE TABLE tenants (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
     " tenant TEXT NOT NULL, model TEXT NOT NULL, replicas INTEGER NOT NULL," GROUP_COLS "," /* 3 */
@@ -226,6 +228,7 @@ static const char schema_sql[] =
     " kv_transfers INTEGER DEFAULT 0, kv_gib REAL DEFAULT 0, kv_exposed_s REAL DEFAULT 0,"
     " kv_exposed_mean_ms REAL DEFAULT 0, kv_waits INTEGER DEFAULT 0,"
     " kv_wait_s REAL DEFAULT 0,"                                                    /* 15 */
+    " share TEXT DEFAULT 'whole',"                                                  /* 18 */
     " PRIMARY KEY (run_id, tenant));"
     "CREATE TABLE tiers (run_id INTEGER NOT NULL REFERENCES runs(run_id),"
     " tier INTEGER NOT NULL," GROUP_COLS ","                                          /* 3 */
@@ -402,6 +405,13 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
            "ALTER TABLE runs ADD COLUMN stored TEXT DEFAULT 'requests';"
            RESULTS_SQL
            "PRAGMA user_version = 17;",
+    /* version 18: GPU sharing: each GPU row's physical GPU and share (a share of a GPU is a
+     * row of its own), each tenant's share */
+    [17] = "ALTER TABLE gpus ADD COLUMN phys INTEGER;"
+           "ALTER TABLE gpus ADD COLUMN share TEXT DEFAULT 'whole';"
+           "ALTER TABLE tenants ADD COLUMN share TEXT DEFAULT 'whole';"
+           "UPDATE gpus SET phys = gpu;"
+           "PRAGMA user_version = 18;",
 };
 
 /* How long a writer waits for another's transaction: SLICESIM_BUSY_TIMEOUT_MS (tests use a

@@ -64,8 +64,8 @@ static const char *const stmt_sql[ST__N] = {
     [ST_GPU] = "INSERT INTO gpus (run_id, gpu, node, container, kind, busy_s, utilization,"
                " iterations, kv_blocks, kv_peak_blocks, weights_gib, kv_pool_gib,"
                " device_busy_s, idle_slices, idle_s,"
-               " tenant, window_s, compute_s, host_s)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               " tenant, window_s, compute_s, host_s, phys, share)"
+               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_SUM] = "INSERT INTO summary (run_id, iterations, peak_in_flight, prompt_tokens,"
                " output_tokens, sim_s, swap_outs, aborted, measured_requests, window_s,"
                " migrations, migrations_aborted, migration_gib, reallocations,"
@@ -77,8 +77,8 @@ static const char *const stmt_sql[ST__N] = {
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?," GROUP_VALUES ",?,?,?,?,?,?,?,?,?,?,?,?,"
                "?,?,?,?,?," PREFIX_VALUES ",?," KVPOOL_VALUES ",?,?)",
     [ST_TENANT] = "INSERT INTO tenants (run_id, tenant, model, replicas," GROUP_NAMES ","
-                  PREFIX_NAMES "," KVPOOL_NAMES "," KV_NAMES ") VALUES (?,?,?,?," GROUP_VALUES
-                  "," PREFIX_VALUES "," KVPOOL_VALUES "," KV_VALUES ")",
+                  PREFIX_NAMES "," KVPOOL_NAMES "," KV_NAMES ", share) VALUES (?,?,?,?,"
+                  GROUP_VALUES "," PREFIX_VALUES "," KVPOOL_VALUES "," KV_VALUES ",?)",
     [ST_TIER] = "INSERT INTO tiers (run_id, tier," GROUP_NAMES ") VALUES (?,?," GROUP_VALUES ")",
     [ST_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep, point, run_id) VALUES (?,?,?)",
     [ST_HAS] = "SELECT run_id FROM sweep_points WHERE sweep = ? AND point = ?",
@@ -454,6 +454,8 @@ int store_run_gpu(store *s, const store_gpu_row *g, ss_errbuf *eb)
     store__b_real(&b, g->window_s);
     store__b_real(&b, g->compute_s);
     store__b_real(&b, g->host_s);
+    store__b_int(&b, g->phys);
+    store__b_text(&b, g->share ? g->share : "whole");
     return store__run_stmt(s, &b, eb, "inserting a GPU row");
 }
 
@@ -623,9 +625,9 @@ static void bind_kv(store__binder *b, uint32_t prefill, uint32_t decode,
     store__b_real(b, ss_time_to_s(g->kv.wait_ns));
 }
 
-int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t replicas,
-                     uint32_t prefill, uint32_t decode, const metrics_group_summary *g,
-                     ss_errbuf *eb)
+int store_run_tenant(store *s, const char *tenant, const char *model, const char *share,
+                     uint32_t replicas, uint32_t prefill, uint32_t decode,
+                     const metrics_group_summary *g, ss_errbuf *eb)
 {
     store__binder b = {s->st[ST_TENANT], 0, 0};
     store__b_int(&b, s->run_id);
@@ -636,6 +638,7 @@ int store_run_tenant(store *s, const char *tenant, const char *model, uint32_t r
     bind_prefix(&b, &g->prefix);
     bind_kvpool(&b, &g->kvpool);
     bind_kv(&b, prefill, decode, g);
+    store__b_text(&b, share ? share : "whole");
     return store__run_stmt(s, &b, eb, "inserting a tenant row");
 }
 

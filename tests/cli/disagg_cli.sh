@@ -42,7 +42,7 @@ strip() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]+//g' "
 cmp -s <(strip a.json) <(strip b.json) || fail "two runs differ"
 grep -q '"prefill_replicas": 2, "decode_replicas": 1, "prefill_tp": 1, "decode_tp": 1, "kv_transfer": "end", "kv_transfers": {"count": '"$n"',' a.json ||
     fail "JSON kv_transfers: $(grep -o '"prefill_replicas.*' a.json | head -c 300)"
-[ "$(sql r.db 'PRAGMA user_version')" = 17 ] || fail "schema version"
+[ "$(sql r.db 'PRAGMA user_version')" = 18 ] || fail "schema version"
 [ "$(sql r.db 'SELECT prefill_replicas || "/" || decode_replicas || "/" || kv_transfers FROM tenants')" = "2/1/$n" ] ||
     fail "tenants kv columns: $(sql r.db 'SELECT * FROM tenants')"
 [ "$(sql r.db 'SELECT kv_exposed_s > 0 AND kv_gib > 0 FROM tenants')" = 1 ] || fail "kv sizes"

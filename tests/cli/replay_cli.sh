@@ -26,7 +26,7 @@ grep -Eq "TTFT +[0-9.]+" table || fail "table lacks the TTFT row"
 [ "$(sql r.db 'SELECT count(*) FROM runs')" = 1 ] || fail "runs rows"
 [ "$(sql r.db 'SELECT count(*) FROM requests WHERE run_id = 1')" = 2000 ] || fail "requests rows"
 [ "$(sql r.db 'SELECT completed FROM summary')" = 2000 ] || fail "summary row"
-[ "$(sql r.db 'PRAGMA user_version')" = 17 ] || fail "schema version"
+[ "$(sql r.db 'PRAGMA user_version')" = 18 ] || fail "schema version"
 [ "$(sql r.db 'SELECT engine FROM runs')" = vllm-0.15 ] || fail "runs.engine (the default engine)"
 
 # runs.command can be run again: an argument a shell would split or expand is quoted

@@ -153,7 +153,8 @@ expect_error 2 "db export: .*none.db" "$S" db export none.db --csv bad
 [ ! -e bad ] || fail "export of a missing database made its folder"
 # an older database is read as the current schema
 cp default.db old.db
-sqlite3 old.db "DROP INDEX runs_by_created; DROP TABLE capacity_seeds; DROP TABLE capacities;
+sqlite3 old.db "ALTER TABLE gpus DROP COLUMN phys; ALTER TABLE gpus DROP COLUMN share;
+    ALTER TABLE tenants DROP COLUMN share; DROP INDEX runs_by_created; DROP TABLE capacity_seeds; DROP TABLE capacities;
     DROP TABLE iterations; ALTER TABLE runs DROP COLUMN stored; ALTER TABLE runs DROP COLUMN bundle;
     PRAGMA user_version = 16;" 2>/dev/null || fail "making a version-16 database"
 "$S" db export old.db --csv old >/dev/null || fail "export of a version-16 database"

@@ -472,7 +472,7 @@ static void test_unknown_names(void **state)
     const char *d = make_profiles(ini_text(gpu_lines, "name", "[gpus]\nname = tgpu", NULL),
                                   valid_model());
     expect_error(d, SS_EPARSE, "%s/hardware/tgpu.ini:3: gpus.name: unknown section [gpus] "
-                 "(expected [gpu], [node], [links], [roofline])", d);
+                 "(expected [gpu], [node], [links], [roofline], [mig])", d);
     char text[4096];
     snprintf(text, sizeof text, "layers = 2\n%s", valid_model());
     d = make_profiles(valid_gpu(), text);

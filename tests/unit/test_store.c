@@ -175,6 +175,11 @@ static void test_refuses_foreign_and_newer(void **state)
 /* What version 16 added: runs.inputs_digest. */
 #define V16_DOWN "ALTER TABLE runs DROP COLUMN inputs_digest;"
 
+/* What version 18 added: GPU sharing's columns. */
+#define V18_DOWN                                                                                   \
+    "ALTER TABLE gpus DROP COLUMN phys; ALTER TABLE gpus DROP COLUMN share;"                       \
+    "ALTER TABLE tenants DROP COLUMN share;"
+
 /* What version 17 added: the bundle and what was kept of a run, iterations, capacities. */
 #define V17_DOWN                                                                                   \
     "DROP INDEX runs_by_created; DROP TABLE capacity_seeds; DROP TABLE capacities;"                \
@@ -254,7 +259,7 @@ static void test_upgrades_schema_12(void **state)
         store_close(&s);
         sqlite3 *db;
         assert_int_equal(sqlite3_open(k ? ro : path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db, V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
+        assert_int_equal(sqlite3_exec(db, V18_DOWN V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
                                           "PRAGMA journal_mode = DELETE;"
                                           "PRAGMA user_version = 12;", NULL, NULL, NULL),
                          SQLITE_OK);
@@ -283,7 +288,7 @@ static void test_upgrades_schema_12(void **state)
     write_run(s, 2, 1);
     store_close(&s);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 17);
+    assert_int_equal(STORE_SCHEMA_VERSION, 18);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM summary WHERE run_id = 1 AND"
                                       " prefix_ceiling_hit_tokens = 0 AND"
@@ -332,7 +337,7 @@ static void test_upgrades_schema_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     static const char downgrade[] =
-        V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
+        V18_DOWN V17_DOWN V16_DOWN V15_DOWN V14_DOWN V13_DOWN
         "DROP TABLE tenants; DROP TABLE tiers;"
         "ALTER TABLE runs DROP COLUMN pp; ALTER TABLE runs DROP COLUMN cluster_policy;"
         "ALTER TABLE runs DROP COLUMN warmup_s; ALTER TABLE runs DROP COLUMN scenario;"
@@ -1085,7 +1090,7 @@ static void test_probe_inputs(void **state)
     metrics_group_summary g = {.requests = 8, .completed = 8, .sla_violations = 3,
                                .sla_violation_rate = 3.0 / 8,
                                .win_goodput_tokens_per_s = 1234.5678901234567};
-    assert_int_equal(store_run_tenant(s, "chat", "llama-2-7b", 1, 0, 0, &g, &eb), 0);
+    assert_int_equal(store_run_tenant(s, "chat", "llama-2-7b", NULL, 1, 0, 0, &g, &eb), 0);
     assert_int_equal(store_run_set_inputs(s, id, "fnv1a64:1", &eb), SS_EINVAL); /* run open */
     metrics_summary m = {.requests = 8, .sim_s = 1,
                          .all = {.requests = 8, .sla_violation_rate = 0.1 + 0.2,
@@ -1116,7 +1121,7 @@ static void test_probe_inputs(void **state)
     assert_int_equal(store_point_probe(s, "other", in.point, NULL, &row, &eb), 0);
     store_close(&s);
 
-    sql_exec(path, V17_DOWN V16_DOWN "PRAGMA user_version = 15;");
+    sql_exec(path, V18_DOWN V17_DOWN V16_DOWN "PRAGMA user_version = 15;");
     assert_int_equal(store_open(&s, path, &eb), 0);
     assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(store_point_probe(s, in.sweep, in.point, NULL, &row, &eb), 1);

@@ -82,7 +82,7 @@ static int put_run(store *s, int n_req, const char *point, ss_errbuf *eb)
     if (!rc)
         rc = store_run_gpu(s, &g, eb);
     if (!rc)
-        rc = store_run_tenant(s, "default", "llama-2-7b", 2, 0, 0, &grp, eb);
+        rc = store_run_tenant(s, "default", "llama-2-7b", NULL, 2, 0, 0, &grp, eb);
     if (!rc)
         rc = store_run_tier(s, 0, &grp, eb);
     if (!rc)

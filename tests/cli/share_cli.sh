@@ -1,0 +1,77 @@
+#!/bin/bash
+# CLI tests of GPU sharing (docs/guide/gpu-sharing.md): two tenants' MIG instances on one A100
+# are one GPU in the header, named on a shares line, in the JSON (share, share_gpus) and in the
+# database (tenants.share, a gpus row per share with its physical GPU); MPS and time-sliced
+# shares run under --check and repeat bit for bit; layouts the GPU does not allow and bad share
+# keys exit 2 with one line naming the file, line, tenant and key.
+set -u
+S=${SLICESIM:?SLICESIM not set}
+T=$(mktemp -d)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+cat >m.ini <<'EOF2'
+[cluster]
+gpu = a100-80g
+[run]
+seed = 2
+[tenant.a]
+model = llama-2-7b
+share = mig:3g.40gb
+synthetic = "rate=2 duration=60 prompt=lognormal:800:0.5 output=fixed:64"
+[tenant.b]
+model = llama-3-8b
+share = mig:4g.40gb
+synthetic = "rate=2 duration=60 prompt=lognormal:800:0.5 output=fixed:64"
+EOF2
+"$S" replay -c m.ini --db r.db >table || fail "replay: $(cat table)"
+grep -q "2 tenants on 1 x a100-80g;" table || fail "header: $(head -1 table)"
+grep -q "^  GPU 0 (node 0) shares: a mig:3g.40gb, b mig:4g.40gb$" table || fail "shares: $(cat table)"
+"$S" replay -c m.ini --db none --json >m.json || fail "json"
+grep -q '"share": "mig:3g.40gb", "share_gpus": \[0\]' m.json || fail "JSON share: $(head -c 600 m.json)"
+[ "$(sql r.db "SELECT group_concat(share, ' ') FROM (SELECT share FROM tenants ORDER BY tenant)")" = "mig:3g.40gb mig:4g.40gb" ] ||
+    fail "tenants.share"
+[ "$(sql r.db "SELECT count(*) || ' ' || count(DISTINCT phys) || ' ' || sum(kv_pool_gib < 30) FROM gpus")" = "2 1 2" ] ||
+    fail "gpus rows: $(sql r.db 'SELECT count(*) FROM gpus')"
+# whole GPUs: the same scenario takes two
+"$S" replay -c m.ini --db none --set tenant.a.share=whole --set tenant.b.share=whole >w ||
+    fail "whole"
+grep -q "2 tenants on 2 x a100-80g;" w || fail "whole header: $(head -1 w)"
+grep -q "shares:" w && fail "a shares line for whole GPUs"
+
+# MPS and time slicing: checked after every event, the same bytes twice
+strip() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]+//g' "$1"; }
+for sh in mps:0.5 time; do
+    set -- --set tenant.a.share=$sh --set tenant.b.share=$sh
+    "$S" replay -c m.ini --db none --check --json "$@" >a.json || fail "$sh --check"
+    "$S" replay -c m.ini --db none --json "$@" >b.json || fail "$sh"
+    cmp -s <(strip a.json) <(strip b.json) || fail "$sh: two runs differ"
+    grep -q "\"share\": \"$sh\", \"share_gpus\": \[0\]" a.json || fail "$sh JSON"
+done
+
+# layouts a GPU does not allow, and bad keys
+sed 's/^share = mig:3g.40gb/share = mig:4g.40gb/' m.ini >bad1.ini
+printf 'share_gpus = 0\n' >>bad1.ini
+expect_error 2 "bad1.ini:11: tenant.b.share: mig:4g.40gb does not fit on shared GPU 0 beside tenant a's: no MIG placement on a100-80g holds 4g.40gb \+ 4g.40gb" \
+    "$S" replay -c bad1.ini --db none
+sed 's/^share = mig:3g.40gb/share = mps:0.6/; s/^share = mig:4g.40gb/share = mps:0.5\nshare_gpus = 0/' m.ini >bad2.ini
+expect_error 2 "bad2.ini:11: tenant.b.share: mps:0.5 does not fit on shared GPU 0 beside tenant a's: its MPS SM shares would sum to 1.1, over 1" \
+    "$S" replay -c bad2.ini --db none
+expect_error 2 "set: tenant.b.share_gpus: shared GPU 3 before GPU 1 has a share" \
+    "$S" replay -c bad2.ini --db none --set tenant.b.share_gpus=3
+expect_error 2 "tenant.a.share: 'mig:9g.1gb': a100-80g has no MIG profile '9g.1gb' \(known: 1g.10gb, " \
+    "$S" replay -c m.ini --db none --set tenant.a.share=mig:9g.1gb
+expect_error 2 "tenant.a.share: 'mps:2': an MPS share is mps:F" \
+    "$S" replay -c m.ini --db none --set tenant.a.share=mps:2
+expect_error 2 "tenant.a.share: 'mig:1g.10gb': l40s has no MIG profiles" \
+    "$S" replay -c m.ini --db none --set cluster.gpu=l40s --set tenant.a.share=mig:1g.10gb
+expect_error 2 "tenant.a.mem_gib: set, but the tenant has whole GPUs" \
+    "$S" replay -c m.ini --db none --set tenant.a.share=whole --set tenant.a.mem_gib=10
+expect_error 2 "tenant.a.mem_gib: 100.0 GiB is more than the GPU's 80.0 GiB" \
+    "$S" replay -c m.ini --db none --set tenant.a.share=mps:0.4 --set tenant.a.mem_gib=100
+expect_error 2 "m.ini:7: tenant.a.share: a shared GPU runs a container of one GPU \(tp = pp = 1\), got tp 2, pp 1" \
+    "$S" replay -c m.ini --db none --set tenant.a.tp=2
+expect_error 2 "tenant.a.share: a GPU runs one kind of sharing|tenant.b.share: .*a GPU runs one kind of sharing" \
+    "$S" replay -c m.ini --db none --set tenant.b.share=time --set tenant.b.share_gpus=0
+exit 0
