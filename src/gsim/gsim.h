@@ -221,6 +221,8 @@ int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
  * 0, or SS_EINVAL with eb set and *bad_tenant the index of the tenant whose share does not fit
  * (its key is where the scenario should be blamed). */
 int gsim_share_check(const gsim_config *cfg, uint32_t *bad_tenant, ss_errbuf *eb);
+/* gsim_share_check, and the number of physical GPUs the shares take into *n (0: none). */
+int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, ss_errbuf *eb);
 /* Free g and everything it owns (NULL-safe; *g set to NULL). A fork that ran without error
  * becomes one of its replay's spares instead while it has room for one (gsim_release_spare). */
 void gsim_destroy(gsim **g);

@@ -294,8 +294,11 @@ static inline int gs_share_dyn(const gsim *s, const gmg_container *c)
 /* c's iteration, timed alone through c->iter.end, has begun now with its end event ev: it
  * joins its GPU's iterations in flight, whose ends move to the rates they now run at. */
 void gs_share_begin(gsim *s, gmg_container *c, des_event *ev);
-/* c's iteration ends now (its event is being handled): the others on its GPU speed up. */
+/* c's iteration ends now (its event is being handled): what the others on its GPU did so far
+ * is counted, and c leaves them. Its next iteration, begun in the same handler, moves their ends
+ * (gs_share_begin); if it begins none, gs_share_idle does (one move a step, not two). */
 void gs_share_end(gsim *s, gmg_container *c);
+void gs_share_idle(gsim *s, gmg_container *c);
 
 /* ---- shared between the modules --------------------------------------------------------- */
 

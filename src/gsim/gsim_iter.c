@@ -319,7 +319,6 @@ static int steady_ready(gsim *s, const gmg_container *c)
 {
     const ctr_state *cs = &s->cs[c->id];
     return cs->steady_iter && cs->look_ok && !s->cfg.no_steady && !c->waiting.n &&
-           !gs_share_dyn(s, c) &&
            !c->swapped.n && c->running.n == c->iter.n_reqs && !c->migrating_out &&
            !c->blocks_reserved &&
            c->role == GMG_ROLE_BOTH && c->pp == 1 && c->status == GMG_CTR_ACTIVE &&
@@ -612,6 +611,8 @@ void gs_on_iter_done(des_engine *e, des_event *ev, void *ctx)
             iteration_event(s, c);
     } else if (c->waiting.n)
         mark_start(s, c);
+    if (!c->busy && gs_share_dyn(s, c))
+        gs_share_idle(s, c);
     if (!c->busy && c->role == GMG_ROLE_DECODE && s->ten[c->tenant].kv_head != GMG_NONE)
         gs_disagg_pump(s, &s->ten[c->tenant]); /* its batch freed blocks without running */
     if (!c->busy) {

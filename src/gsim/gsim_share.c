@@ -289,9 +289,15 @@ int gs_share_layout(const gsim_config *cfg, const gsim_tenant *ten, uint32_t n_t
 
 int gsim_share_check(const gsim_config *cfg, uint32_t *bad_tenant, ss_errbuf *eb)
 {
-    uint32_t *at, n;
+    uint32_t n;
+    return gsim_share_gpus(cfg, &n, bad_tenant, eb);
+}
+
+int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, ss_errbuf *eb)
+{
+    uint32_t *at;
     *bad_tenant = UINT32_MAX;
-    int rc = gs_share_layout(cfg, cfg->tenants, cfg->n_tenants, &at, &n, bad_tenant, eb);
+    int rc = gs_share_layout(cfg, cfg->tenants, cfg->n_tenants, &at, n, bad_tenant, eb);
     ss_free(at);
     return rc;
 }
@@ -360,19 +366,29 @@ static double memory_part(const gmg_container *c, const cat_gpu *gpu, ss_time al
 }
 
 /* Bring every iteration in flight on physical GPU p up to `now`, give each its rate with the
- * ones in flight now, and move the ends that changed (except skip's: its event is being
- * handled). */
-static void retime(gsim *s, uint32_t p, ss_time now, gmg_id skip)
+ * ones in flight now, and move the ends that changed. */
+/* Bring every iteration in flight on physical GPU p up to `now` at the rates they ran at. */
+static void settle(gsim *s, uint32_t p, ss_time now)
+{
+    for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
+        gs_share_run *r = &s->srun[s->sgrp_ctr[i]];
+        if (r->active) {
+            r->done += (double)(now - r->t_upd) * r->rate;
+            r->t_upd = now;
+        }
+    }
+}
+
+static void retime(gsim *s, uint32_t p, ss_time now)
 {
     uint32_t k = 0;
     double demand = 0;
     int mps = 0;
+    settle(s, p, now);
     for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
         gs_share_run *r = &s->srun[s->sgrp_ctr[i]];
         if (!r->active)
             continue;
-        r->done += (double)(now - r->t_upd) * r->rate;
-        r->t_upd = now;
         k++;
         demand += r->mu;
         mps = s->g->gpus[s->g->ctrs[s->sgrp_ctr[i]].gpu0].share == GMG_SHARE_MPS;
@@ -390,8 +406,6 @@ static void retime(gsim *s, uint32_t p, ss_time now, gmg_id skip)
                            (1 + s->cfg.mps_interference));
         else
             r->rate = q / ((double)k * (q + sw));
-        if (id == skip)
-            continue;
         gmg_container *c = &s->g->ctrs[id];
         double left = r->work - r->done;
         ss_time end = now + (left > 0 ? (ss_time)ceil(left / r->rate) : 0);
@@ -422,15 +436,18 @@ void gs_share_begin(gsim *s, gmg_container *c, des_event *ev)
     r->rate = 1;
     r->mu = memory_part(c, s->g->gpus[c->gpu0].kind, c->iter.end - now);
     r->ev = ev;
-    retime(s, r->phys, now, GMG_NONE);
+    retime(s, r->phys, now);
 }
 
 void gs_share_end(gsim *s, gmg_container *c)
 {
     gs_share_run *r = &s->srun[c->id];
-    ss_time now = des_now(s->des);
-    retime(s, r->phys, now, c->id); /* the work done so far counted at the rates till now */
+    settle(s, r->phys, des_now(s->des)); /* the work done so far, at the rates till now */
     r->active = 0;
     r->ev = NULL;
-    retime(s, r->phys, now, c->id);
+}
+
+void gs_share_idle(gsim *s, gmg_container *c)
+{
+    retime(s, s->srun[c->id].phys, des_now(s->des));
 }

@@ -34,6 +34,13 @@ static const builtin builtins[] = {
      * host-phase overrun, each from its default (first) over the values after it (12 candidate
      * replays for one pass; the ranges reach past where the regimes' searches chose their
      * ends: a 2 ms tick, an 8 ms overrun) */
+    /* the container policy on the best layout of GPU shares the same search finds: each
+     * tenant's containers MIG instances (mig-best) or MPS clients (mps-best) of the smallest
+     * share that holds its model (static_best_run.c), on the scenario's GPUs */
+    {"mig-best", {"policy.cluster=container", "policy.ops=home", NULL}},
+    {"mps-best", {"policy.cluster=container", "policy.ops=home", NULL}},
+    /* SliceScheduler on the MIG layout the same search finds for it */
+    {"slice-mig", {"policy.cluster=container", "policy.ops=slice", NULL}},
     {"slice-tuned", {"policy.cluster=container", "policy.ops=slice",
                      "policy.slice_period_ms=20|5|10|50|2", "policy.slice_max_whatifs=4|16|8",
                      "policy.slice_horizon_ms=500|1000|250",
@@ -43,7 +50,7 @@ static const builtin builtins[] = {
 const char *runner_bundle_names(void)
 {
     return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best, "
-           "slice-sized, llumnix-sized, slice-tuned";
+           "slice-sized, llumnix-sized, mig-best, mps-best, slice-mig, slice-tuned";
 }
 
 /* A [policy] parameter as a number (0 when absent or not one). */
@@ -83,7 +90,14 @@ static const builtin *find(const char *name)
 int runner_bundle_searches_alloc(const char *spec)
 {
     return !strcmp(spec, "static-best") || !strcmp(spec, "slice-sized") ||
-           !strcmp(spec, "llumnix-sized");
+           !strcmp(spec, "llumnix-sized") || runner_bundle_share(spec);
+}
+
+const char *runner_bundle_share(const char *spec)
+{
+    if (!strcmp(spec, "mig-best") || !strcmp(spec, "slice-mig"))
+        return "mig";
+    return !strcmp(spec, "mps-best") ? "mps" : NULL;
 }
 
 /* Call fn on each of spec's assignments (a built-in's, or LABEL:'s split at '+'), in order,

@@ -72,7 +72,8 @@ static int check_bundles(capacity *c, ss_errbuf *eb)
     scn_scenario *sc = NULL;
     int rc = SS_OK;
     for (int p = 0; !rc && p < o->n_policies; p++) {
-        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
+                                      .share = runner_bundle_share(o->policy[p])};
         runner_alloc_problem ap;
         if (!(rc = build(o, p, 1, NULL, &sc, eb)) &&
             (rc = runner_run_check(sc, &check_opts, eb)))

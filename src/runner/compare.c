@@ -222,7 +222,8 @@ static int check_points(compare *c, ss_errbuf *eb)
     for (int i = 0; !rc && i < c->n; i++) {
         int p = i % o->n_policies;
         double rate = o->rate[i / o->n_policies];
-        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config};
+        runner_static_best_opts so = {.profiles = o->profiles, .config = o->config,
+                                      .share = runner_bundle_share(o->policy[p])};
         runner_alloc_problem ap;
         if (!(rc = build(o, p, rate, NULL, &sc, eb)) &&
             (rc = runner_run_check(sc, &check_opts, eb)))

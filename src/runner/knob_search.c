@@ -207,7 +207,9 @@ int runner_bundle_search(scn_scenario *sc, const char *spec, const runner_static
     *n_replays = 0;
     if (runner_bundle_searches_alloc(spec)) {
         runner_alloc_result ar;
-        int rc = runner_static_best(sc, o, &ar, note, n, eb);
+        runner_static_best_opts so = *o;
+        so.share = runner_bundle_share(spec);
+        int rc = runner_static_best(sc, &so, &ar, note, n, eb);
         if (!rc)
             *n_replays = ar.n_replays;
         return rc;

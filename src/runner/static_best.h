@@ -105,6 +105,8 @@ typedef struct runner_static_best_opts {
     const char *tenant;        /* the tenant of RUNNER_CRIT_TENANT (a tenant of the scenario) */
     int full;                  /* replay every candidate to its end (0: stop one as soon as it
                                   cannot be chosen: runner_alloc_judge_fn) */
+    const char *share;         /* "mig", "mps": lay the containers out as GPU shares of that
+                                  kind (runner_bundle_share); NULL: whole GPUs */
 } runner_static_best_opts;
 
 /* One replay of scenario sc (checked, its bundle applied and its load scaled) that stores

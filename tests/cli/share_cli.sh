@@ -3,7 +3,8 @@
 # are one GPU in the header, named on a shares line, in the JSON (share, share_gpus) and in the
 # database (tenants.share, a gpus row per share with its physical GPU); MPS and time-sliced
 # shares run under --check and repeat bit for bit; layouts the GPU does not allow and bad share
-# keys exit 2 with one line naming the file, line, tenant and key.
+# keys exit 2 with one line naming the file, line, tenant and key; the bundles mig-best,
+# mps-best and slice-mig search a layout of shares on the scenario's GPUs.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -47,8 +48,40 @@ for sh in mps:0.5 time; do
     "$S" replay -c m.ini --db none --check --json "$@" >a.json || fail "$sh --check"
     "$S" replay -c m.ini --db none --json "$@" >b.json || fail "$sh"
     cmp -s <(strip a.json) <(strip b.json) || fail "$sh: two runs differ"
+    SLICESIM_NO_STEADY=1 "$S" replay -c m.ini --db none --json "$@" >c.json || fail "$sh long way"
+    cmp -s <(strip a.json) <(strip c.json) || fail "$sh: the steady path changes the results"
     grep -q "\"share\": \"$sh\", \"share_gpus\": \[0\]" a.json || fail "$sh JSON"
 done
+
+# the sharing bundles: the best layout of MIG instances or MPS clients on the scenario's two
+# GPUs, searched as static-best is; each tenant's share the smallest that holds its model
+cat >c.ini <<'EOF2'
+[cluster]
+gpu = a100-80g
+[run]
+duration_s = 30
+warmup_s = 5
+[tenant.chat]
+model = llama-2-7b
+synthetic = "rate=2 duration=30 prompt=lognormal:800:0.5 output=lognormal:100:0.5"
+sla_ttft_ms = 1000
+[tenant.code]
+model = llama-3-8b
+synthetic = "rate=1 duration=30 prompt=lognormal:1500:0.5 output=lognormal:150:0.5"
+sla_ttft_ms = 1000
+EOF2
+"$S" compare -c c.ini --policies static-best,mig-best,mps-best,slice-mig --rates 1 --db c.db \
+    >cmp 2>cmp.err || fail "compare: $(cat cmp.err)"
+grep -Eq "^  mig-best at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.40gb containers" cmp ||
+    fail "mig-best: $(cat cmp)"
+grep -Eq "^  mps-best at load 1: chat=[1-9] x mps:0.4 code=[1-9] x mps:0.5 containers" cmp ||
+    fail "mps-best: $(cat cmp)"
+grep -Eq "^  slice-mig at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.40gb" cmp ||
+    fail "slice-mig: $(cat cmp)"
+grep -Eq "slicesim: mig-best: .*\(2 of 2 GPUs; start " cmp.err || fail "mig-best GPUs: $(cat cmp.err)"
+[ "$(sql c.db "SELECT count(*) FROM runs WHERE bundle = 'mig-best'")" = 1 ] || fail "mig-best run"
+[ "$(sql c.db "SELECT count(DISTINCT g.phys) FROM gpus g JOIN runs r USING (run_id)
+               WHERE r.bundle = 'mps-best'")" = 2 ] || fail "mps-best: not on 2 GPUs"
 
 # layouts a GPU does not allow, and bad keys
 sed 's/^share = mig:3g.40gb/share = mig:4g.40gb/' m.ini >bad1.ini
