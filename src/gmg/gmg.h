@@ -181,6 +181,9 @@ typedef struct gmg_iter {
     ss_time wait_ns;        /* after its host phase, the first stage waited this long for guest
                                operators (offloaded prefills) still running on its GPUs */
     uint32_t swap_blocks;   /* KV blocks swapped out + in by this iteration */
+    ss_time alone_ns;       /* on a GPU shared by MPS or time slicing: how long it would have
+                               taken alone (0: not such a GPU) */
+    uint32_t shared_with;   /* then: the other containers whose steps it overlapped */
     gmg_id *reqs;           /* requests in the batch (owned array, cap entries) */
     uint32_t n_reqs, cap;
     cost_batch batch;       /* cost summary of the batch */

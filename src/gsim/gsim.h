@@ -336,7 +336,10 @@ typedef enum gsim_req_event {
 
 /* Optional callbacks; each may be NULL. They see the state read-only, after the change. */
 typedef struct gsim_observer {
-    /* An iteration of c starts; c->iter describes it and its end time is known. */
+    /* An iteration of c starts; c->iter describes it and its end time is known. On a GPU shared
+     * by MPS or time slicing, whose steps' ends move with the others', it is called when the
+     * iteration ends instead, its end then known (c->iter.alone_ns and shared_with say how it
+     * shared). */
     void (*on_iter)(void *ud, const gmg *g, const gmg_container *c);
     /* Request r of container c changed state at simulated time now. */
     void (*on_request)(void *ud, const gmg *g, const gmg_container *c, const gmg_req *r,

@@ -190,6 +190,8 @@ typedef struct gs_share_run {
     double rate;                 /* alone ns per ns now (1: alone) */
     double mu;                   /* the part of its alone time the memory term sets */
     des_event *ev;               /* its EV_ITER_DONE */
+    uint8_t with[8];             /* the others of its GPU (by position among them, the first
+                                    64) whose steps overlapped its step */
 } gs_share_run;
 
 struct gsim {

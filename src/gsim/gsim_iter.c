@@ -168,10 +168,11 @@ static int begin_iteration(gsim *s, gmg_container *c, ss_time now)
 /* The iteration c->iter of c has begun: tell the observer, and schedule its end. */
 static void iteration_event(gsim *s, gmg_container *c)
 {
-    if (s->obs.on_iter)
+    int dyn = gs_share_dyn(s, c);
+    if (s->obs.on_iter && !dyn) /* a shared step's: when its end is known (gs_share_end) */
         s->obs.on_iter(s->obs.ud, s->g, c);
     des_event *ev = gs_sched(s, s->des, c->iter.end, EV_ITER_DONE, c->id);
-    if (ev && gs_share_dyn(s, c))
+    if (ev && dyn)
         gs_share_begin(s, c, ev);
 }
 

@@ -367,14 +367,21 @@ static double memory_part(const gmg_container *c, const cat_gpu *gpu, ss_time al
 
 /* Bring every iteration in flight on physical GPU p up to `now`, give each its rate with the
  * ones in flight now, and move the ends that changed. */
-/* Bring every iteration in flight on physical GPU p up to `now` at the rates they ran at. */
+/* Bring every iteration in flight on physical GPU p up to `now` at the rates they ran at (the
+ * same set of them ran since their last update), and mark the ones that ran beside each. */
 static void settle(gsim *s, uint32_t p, ss_time now)
 {
-    for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
+    uint32_t first = s->sgrp_first[p], last = s->sgrp_first[p + 1];
+    for (uint32_t i = first; i < last; i++) {
         gs_share_run *r = &s->srun[s->sgrp_ctr[i]];
-        if (r->active) {
-            r->done += (double)(now - r->t_upd) * r->rate;
-            r->t_upd = now;
+        if (!r->active || now == r->t_upd)
+            continue;
+        r->done += (double)(now - r->t_upd) * r->rate;
+        r->t_upd = now;
+        for (uint32_t j = first; j < last; j++) { /* it ran beside the others in flight */
+            uint32_t o = j - first;
+            if (j != i && s->srun[s->sgrp_ctr[j]].active && o < 8 * sizeof r->with)
+                r->with[o / 8] |= (uint8_t)(1u << (o % 8));
         }
     }
 }
@@ -429,6 +436,7 @@ void gs_share_begin(gsim *s, gmg_container *c, des_event *ev)
 {
     gs_share_run *r = &s->srun[c->id];
     ss_time now = des_now(s->des);
+    settle(s, r->phys, now); /* the others' work so far, beside one another only */
     r->active = 1;
     r->t_upd = now;
     r->done = 0;
@@ -436,6 +444,9 @@ void gs_share_begin(gsim *s, gmg_container *c, des_event *ev)
     r->rate = 1;
     r->mu = memory_part(c, s->g->gpus[c->gpu0].kind, c->iter.end - now);
     r->ev = ev;
+    c->iter.alone_ns = c->iter.end - now;
+    c->iter.shared_with = 0;
+    memset(r->with, 0, sizeof r->with);
     retime(s, r->phys, now);
 }
 
@@ -445,6 +456,12 @@ void gs_share_end(gsim *s, gmg_container *c)
     settle(s, r->phys, des_now(s->des)); /* the work done so far, at the rates till now */
     r->active = 0;
     r->ev = NULL;
+    uint32_t n = 0;
+    for (size_t i = 0; i < sizeof r->with; i++)
+        n += (uint32_t)__builtin_popcount(r->with[i]);
+    c->iter.shared_with = n;
+    if (s->obs.on_iter)
+        s->obs.on_iter(s->obs.ud, s->g, c);
 }
 
 void gs_share_idle(gsim *s, gmg_container *c)

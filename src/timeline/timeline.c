@@ -103,8 +103,13 @@ static void iter_event(tl_writer *w, uint32_t gpu, uint32_t st, const gmg *g,
             b->decode_ctx_tokens, it->swap_blocks);
     for (uint32_t i = 0; i < it->n_reqs && i < w->o.max_ids; i++)
         fprintf(w->f, "%s%" PRIu64, i ? "," : "", g->reqs[it->reqs[i]].trace_id);
-    fprintf(w->f, "],\"requests_not_listed\":%u}}",
+    fprintf(w->f, "],\"requests_not_listed\":%u",
             it->n_reqs > w->o.max_ids ? it->n_reqs - w->o.max_ids : 0);
+    if (it->alone_ns > 0) /* a step on a GPU shared by MPS or time slicing */
+        fprintf(w->f, ",\"alone_ms\":%.6f,\"slowdown\":%.6f,\"shared_with\":%u",
+                (double)it->alone_ns / 1e6,
+                (double)(it->end - it->start) / (double)it->alone_ns, it->shared_with);
+    fputs("}}", w->f);
 }
 
 /* The operators of c's iteration that ran on the TP group whose k-th GPU is gpu. */
@@ -222,10 +227,17 @@ static void on_kv_transfer(void *ud, const gmg *g, const gmg_container *from,
 void tl_attach(tl_writer *w, gsim *g)
 {
     const gmg *G = gsim_graph(g);
-    char name[96];
+    char name[160];
     for (uint32_t i = 0; i < G->n_gpus; i++) {
-        snprintf(name, sizeof name, "GPU %u (%s, node %u, container %u)", i, G->gpus[i].kind->name,
-                 G->gpus[i].node, G->gpus[i].container);
+        const gmg_gpu *u = &G->gpus[i];
+        static const char *const share[] = {"", "MIG instance", "MPS client", "time-sliced"};
+        if (u->share) /* the tracks of a physical GPU's shares, named as such */
+            snprintf(name, sizeof name, "GPU %u (%s of GPU %u, %s, node %u, container %u)", i,
+                     share[u->share < 4 ? u->share : 0], u->phys, u->kind->name, u->node,
+                     u->container);
+        else
+            snprintf(name, sizeof name, "GPU %u (%s, node %u, container %u)", i,
+                     u->kind->name, u->node, u->container);
         meta(w, i, 0, "process_name", name);
         meta(w, i, 0, "thread_name", "iterations");
         if (w->o.ops)

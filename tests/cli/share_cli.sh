@@ -53,6 +53,26 @@ for sh in mps:0.5 time; do
     grep -q "\"share\": \"$sh\", \"share_gpus\": \[0\]" a.json || fail "$sh JSON"
 done
 
+# the timeline: a shared GPU's tracks are named as its shares, each step says how long it would
+# have taken alone, its slow-down and how many others it ran beside
+"$S" replay -c m.ini --db none --set tenant.a.share=mps:0.5 --set tenant.b.share=mps:0.5 \
+    --timeline tl.json --timeline-window 10:20 >/dev/null || fail "timeline"
+python3 - tl.json <<'PY' || fail "timeline of MPS steps"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+names = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "process_name"]
+assert names == ["GPU 0 (MPS client of GPU 0, a100-80g, node 0, container 0)",
+                 "GPU 1 (MPS client of GPU 0, a100-80g, node 0, container 1)"], names
+it = [e for e in ev if e.get("cat") == "iteration"]
+assert len(it) > 100, len(it)
+for e in it:
+    a = e["args"]
+    assert abs(e["dur"] / 1e3 - a["alone_ms"] * a["slowdown"]) < 1e-3, a
+    assert a["slowdown"] >= 1 - 1e-9 and (a["slowdown"] <= 1 + 1e-9 or a["shared_with"] == 1), a
+assert max(e["args"]["slowdown"] for e in it) > 1.5
+PY
+
 # the sharing bundles: the best layout of MIG instances or MPS clients on the scenario's two
 # GPUs, searched as static-best is; each tenant's share the smallest that holds its model
 cat >c.ini <<'EOF2'
