@@ -389,8 +389,30 @@ static int init_container(gmg *g, const gmg_ctr_spec *s, const sizing *z, const 
     c->waiting = c->running = c->swapped = (gmg_list){GMG_NONE, GMG_NONE, 0};
     c->swap_total = c->swap_free = swap_blocks(s->swap_bytes / s->pp, z->block_bytes);
     c->pc = NULL;
-    if (g->prefix_cache && gmg_pc_create(&c->pc, c->blocks_total))
+    c->mux_next = c->mux_head = GMG_NONE;
+    c->mux_pool = 0;
+    if (g->prefix_cache && s->share != GMG_SHARE_MUX && gmg_pc_create(&c->pc, c->blocks_total))
         return ss_err(eb, SS_ENOMEM, "cluster: out of memory");
+    return SS_OK;
+}
+
+int gmg_mux_link(gmg *g, const gmg_id *ctrs, uint32_t n, double pool_bytes, ss_errbuf *eb)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const gmg_container *c = &g->ctrs[ctrs[i]];
+        if (c->tp != 1 || c->pp != 1 || c->pc || c->blocks_free != c->blocks_total)
+            return ss_err(eb, SS_EINVAL, "container %u: a shared KV pool takes containers of "
+                          "one GPU, without a prefix cache, holding no blocks", c->id);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        gmg_container *c = &g->ctrs[ctrs[i]];
+        c->mux_next = ctrs[(i + 1) % n];
+        c->mux_head = ctrs[0];
+        c->mux_pool = pool_bytes;
+        c->blocks_total = c->blocks_free = 0;
+    }
+    if (n)
+        gmg_mux_sync(g, &g->ctrs[ctrs[0]]);
     return SS_OK;
 }
 

@@ -15,6 +15,7 @@
 #pragma GCC visibility push(default)
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "catalog/catalog.h"
@@ -131,6 +132,8 @@ enum {
     GMG_SHARE_MIG,      /* a MIG instance: its own SMs, memory and bandwidth */
     GMG_SHARE_MPS,      /* an MPS client: an SM share, memory bandwidth shared at run time */
     GMG_SHARE_TIME,     /* time slicing: the whole GPU in turns with the others */
+    GMG_SHARE_MUX,      /* multiplexed as MuxServe does: kernels at once, one KV pool shared
+                           by the GPU's containers (gmg_mux_link) */
 };
 
 typedef struct gmg_gpu {
@@ -249,6 +252,12 @@ typedef struct gmg_container {
     uint32_t n_kv_out;          /* its prefilled requests whose KV waits for or is in transfer
                                    to a decode instance (their blocks in blocks_in_transit) */
     uint8_t role;               /* GMG_ROLE_*: what it serves of its tenant's requests */
+    gmg_id mux_next;            /* a container sharing one KV pool with others (GMG_SHARE_MUX;
+                                   mux_pool > 0): the next of them, round */
+    gmg_id mux_head;            /* then its first container (sums over the pool start there) */
+    double mux_pool;            /* then the shared pool's bytes per GPU (0: a pool of its own); its blocks_free is the
+                                   pool's free bytes in its blocks and blocks_total what it holds
+                                   plus those (gmg_mux_sync) */
     uint32_t tiers;             /* its tenant's number of SLA tiers */
     uint32_t swap_total;    /* host-memory swap space, in KV blocks */
     uint32_t swap_free;     /* swap blocks not holding a swapped request */
@@ -704,6 +713,20 @@ static inline uint32_t gmg_req_private(const gmg_req *r) { return r->blocks - r-
  * as a batching policy credits it. Changes nothing. O(1) when r shares no cached block, else
  * O(runs of its shared prefix x newer requests x log blocks). */
 uint32_t gmg_req_frees_after_newer(const gmg *g, const gmg_container *c, gmg_id r);
+/* Containers ctrs[0 .. n) (tp = pp = 1, no prefix cache, holding no blocks) share one KV pool of
+ * pool_bytes: each sees the pool's free bytes as its free blocks, and takes from it as it does
+ * from a pool of its own (MuxServe's unified KV cache). 0, or SS_EINVAL with eb set. */
+int gmg_mux_link(gmg *g, const gmg_id *ctrs, uint32_t n, double pool_bytes, ss_errbuf *eb);
+/* After a change of c's blocks: every container of c's shared pool sees what is free now (its
+ * blocks_free, blocks_total and its GPU's kv_pool in its own blocks). Nothing for a container
+ * with a pool of its own. */
+void gmg_mux_sync(gmg *g, const gmg_container *c);
+/* The blocks of block_bytes that free_bytes of a shared pool make (gmg_mux_sync, gmg_check). */
+static inline uint32_t gmg__mux_blocks(double free_bytes, double block_bytes)
+{
+    double f = free_bytes > 0 ? floor(free_bytes / block_bytes) : 0;
+    return f < (double)(UINT32_MAX / 2) ? (uint32_t)f : UINT32_MAX / 2;
+}
 /* gmg.c internals used by gmg_pcache.c */
 void gmg__pc_release(gmg *g, gmg_container *c, gmg_req *r);
 void gmg__pc_make_room(gmg *g, gmg_container *c, uint32_t n);

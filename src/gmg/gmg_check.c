@@ -213,12 +213,50 @@ static int check_slots(const gmg *g, ss_errbuf *eb)
     return SS_OK;
 }
 
+/* A KV pool shared by containers (gmg_mux_link), checked from its first container c: what
+ * they hold is within the pool, each sees the rest as its free blocks, and their GPU holds the
+ * pool once beside each one's weights, activations and runtime. */
+static int check_mux(const gmg *g, const gmg_container *c, ss_errbuf *eb)
+{
+    double used = 0, fixed = 0;
+    uint32_t n = 0;
+    gmg_id id = c->id;
+    do {
+        const gmg_container *m = &g->ctrs[id];
+        const gmg_mem *mem = &g->gpus[m->gpu0].mem;
+        if (++n > g->n_ctrs || m->mux_pool != c->mux_pool)
+            return ss_err(eb, SS_ECHECK, "container %u: its shared KV pool's ring is broken at "
+                          "container %u", c->id, id);
+        used += (double)(m->blocks_total - m->blocks_free) * m->block_bytes;
+        fixed += mem->weights + mem->activations + mem->runtime + mem->transfer;
+        id = m->mux_next;
+    } while (id != c->id);
+    if (used > c->mux_pool * (1 + 1e-9) + 0.5)
+        return ss_err(eb, SS_ECHECK, "containers %u..: their shared KV pool holds %.0f bytes of "
+                      "%.0f", c->id, used, c->mux_pool);
+    const gmg_gpu *u = &g->gpus[c->gpu0];
+    if (fixed + c->mux_pool > u->capacity + 0.5)
+        return ss_err(eb, SS_ECHECK, "GPU %u: its %u containers' weights, activations and "
+                      "runtime (%.0f bytes) and their shared KV pool (%.0f) exceed its %.0f bytes",
+                      u->phys, n, fixed, c->mux_pool, u->capacity);
+    do {
+        const gmg_container *m = &g->ctrs[id];
+        if (m->blocks_free != gmg__mux_blocks(c->mux_pool - used, m->block_bytes))
+            return ss_err(eb, SS_ECHECK, "container %u: %u free KV blocks, but its shared pool "
+                          "has %.0f bytes free", m->id, m->blocks_free, c->mux_pool - used);
+        id = m->mux_next;
+    } while (id != c->id);
+    return SS_OK;
+}
+
 static int check_graph(const gmg *g, int full, int deep, ss_errbuf *eb)
 {
     for (uint32_t i = 0; i < g->n_ctrs; i++) {
         if (g->ctrs[i].frozen) /* a what-if's container that is not simulated */
             continue;
         int rc = check_container(g, &g->ctrs[i], full, deep, eb);
+        if (!rc && g->ctrs[i].mux_pool > 0 && g->ctrs[i].mux_head == i)
+            rc = check_mux(g, &g->ctrs[i], eb);
         if (rc)
             return rc;
     }

@@ -749,8 +749,9 @@ int gmg__pc_check(const gmg *g, const gmg_container *c, uint64_t shared, int dee
 
 int gmg_pc_enable(gmg *g)
 {
-    for (uint32_t i = 0; i < g->n_ctrs; i++)
-        if (!g->ctrs[i].pc && gmg_pc_create(&g->ctrs[i].pc, g->ctrs[i].blocks_total)) {
+    for (uint32_t i = 0; i < g->n_ctrs; i++) /* a shared KV pool's containers keep none */
+        if (!g->ctrs[i].pc && !(g->ctrs[i].mux_pool > 0) &&
+            gmg_pc_create(&g->ctrs[i].pc, g->ctrs[i].blocks_total)) {
             for (uint32_t k = 0; k < i; k++)
                 gmg_pc_destroy(&g->ctrs[k].pc);
             return SS_ENOMEM;

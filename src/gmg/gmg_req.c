@@ -6,6 +6,7 @@
 
 #include "core/ss_alloc.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- request slots and lists ------------------------------------------------------------ */
@@ -126,6 +127,35 @@ void gmg__ledger_kv(gmg *g, const gmg_container *c, int64_t delta)
         if (u->mem.kv_used > u->kv_used_peak)
             u->kv_used_peak = u->mem.kv_used;
     }
+    if (c->mux_pool > 0)
+        gmg_mux_sync(g, c);
+}
+
+void gmg_mux_sync(gmg *g, const gmg_container *c)
+{
+    if (!(c->mux_pool > 0))
+        return;
+    /* what the pool's containers hold, bytes: counted afresh from its first (no drift, and
+     * the same sum gmg_check makes) */
+    double used = 0;
+    gmg_id id = c->mux_head;
+    do {
+        const gmg_container *m = &g->ctrs[id];
+        used += (double)(m->blocks_total - m->blocks_free) * m->block_bytes;
+        id = m->mux_next;
+    } while (id != c->mux_head);
+    double free_bytes = c->mux_pool - used;
+    if (free_bytes < -1e-3 * c->block_bytes)
+        ss_fatal(SS_LOC, "container %u: its shared KV pool holds %.0f bytes of %.0f", c->id,
+                 used, c->mux_pool);
+    do {
+        gmg_container *m = &g->ctrs[id];
+        uint32_t held = m->blocks_total - m->blocks_free;
+        m->blocks_free = gmg__mux_blocks(free_bytes, m->block_bytes);
+        m->blocks_total = held + m->blocks_free;
+        g->gpus[m->gpu0].mem.kv_pool = (double)m->blocks_total * m->block_bytes;
+        id = m->mux_next;
+    } while (id != c->mux_head);
 }
 
 void gmg_req_set_blocks(gmg *g, gmg_container *c, gmg_req *r, uint32_t blocks)
@@ -181,6 +211,7 @@ void gmg_take_blocks_each(gmg *g, gmg_container *c, uint32_t n)
         if (u->mem.kv_used > u->kv_used_peak)
             u->kv_used_peak = u->mem.kv_used;
     }
+    gmg_mux_sync(g, c);
 }
 
 /* Move n blocks between c's free pool and one of its holders (`held`: reserved for a migration,

@@ -359,6 +359,8 @@ int gsim_create(gsim **out, const gsim_config *cfg, ss_errbuf *eb)
     if (!rc)
         rc = gs_kvp_create(s, eb);
     if (!rc)
+        rc = gs_share_mux_link(s, eb);
+    if (!rc)
         rc = gs_share_alloc(s, eb);
     if (!rc && (rc = des_engine_create(&s->des, s)) != SS_OK)
         ss_err(eb, rc, "out of memory");

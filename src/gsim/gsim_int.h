@@ -189,6 +189,8 @@ typedef struct gs_share_run {
     double work, done;           /* the iteration's alone time; the part done by t_upd, ns */
     double rate;                 /* alone ns per ns now (1: alone) */
     double mu;                   /* the part of its alone time the memory term sets */
+    uint8_t prefill;             /* its step computes prompt tokens (multiplexing's lower
+                                    priority) */
     des_event *ev;               /* its EV_ITER_DONE */
     uint8_t with[8];             /* the others of its GPU (by position among them, the first
                                     64) whose steps overlapped its step */
@@ -288,6 +290,10 @@ struct gsim {
  * SS_ENOMEM with eb set. gs_share_free frees it. */
 int gs_share_alloc(gsim *s, ss_errbuf *eb);
 void gs_share_free(gsim *s);
+/* The multiplexed containers of each GPU share one KV pool: what its memory (gpu_mem_util of
+ * it) leaves after their weights, activations and runtime (gmg_mux_link). 0, or SS_EINVAL
+ * (no room for a pool) or SS_ENOMEM with eb set. */
+int gs_share_mux_link(gsim *s, ss_errbuf *eb);
 /* Whether c runs on a GPU shared by MPS or time slicing: its steps' ends move with the others'. */
 static inline int gs_share_dyn(const gsim *s, const gmg_container *c)
 {

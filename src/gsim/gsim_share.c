@@ -24,6 +24,10 @@ int gsim_share_parse(const char *text, const cat_gpu *gpu, gsim_share *out, ss_e
         out->kind = GMG_SHARE_TIME;
         return SS_OK;
     }
+    if (!strcmp(text, "mux")) {
+        out->kind = GMG_SHARE_MUX;
+        return SS_OK;
+    }
     if (!strncmp(text, "mps:", 4)) {
         double f;
         if (ss_parse_decimalz(text + 4, &f) || !(f > 0 && f <= 1))
@@ -50,7 +54,7 @@ int gsim_share_parse(const char *text, const cat_gpu *gpu, gsim_share *out, ss_e
         out->kind = GMG_SHARE_MIG;
         return SS_OK;
     }
-    return ss_err(eb, SS_EINVAL, "'%s': a share is mig:PROFILE, mps:F, time or whole", text);
+    return ss_err(eb, SS_EINVAL, "'%s': a share is mig:PROFILE, mps:F, time, mux or whole", text);
 }
 
 void gsim_share_format(const gsim_share *sh, char *buf, size_t n)
@@ -59,18 +63,31 @@ void gsim_share_format(const gsim_share *sh, char *buf, size_t n)
     case GMG_SHARE_MIG: snprintf(buf, n, "mig:%s", sh->mig->name); break;
     case GMG_SHARE_MPS: snprintf(buf, n, "mps:%g", sh->sm); break;
     case GMG_SHARE_TIME: snprintf(buf, n, "time"); break;
+    case GMG_SHARE_MUX: snprintf(buf, n, "mux"); break;
     default: snprintf(buf, n, "whole"); break;
     }
 }
 
-/* The memory one container of the share holds. */
+/* The memory one container of the share holds (a multiplexed one's: what it asks of its GPU
+ * for the layout, its weights, activations and runtime taken from the pool its GPU's
+ * containers share; 0: the default, its weights twice over plus the runtime reserve, over
+ * gpu_mem_util: a KV share at least as large as its weights). */
 static double share_mem(const gsim_share *sh, const cat_gpu *gpu)
 {
     if (sh->kind == GMG_SHARE_MIG)
         return gpu->hbm_bytes * sh->mig->memory / CAT_MIG_MEMORY;
-    if (sh->mem_bytes > 0)
+    if (sh->mem_bytes > 0 || sh->kind == GMG_SHARE_MUX)
         return sh->mem_bytes;
     return sh->kind == GMG_SHARE_MPS ? gpu->hbm_bytes * sh->sm : gpu->hbm_bytes / 2;
+}
+
+static double tenant_mem(const gsim_config *cfg, const gsim_tenant *t)
+{
+    double m = share_mem(&t->share, cfg->gpu);
+    if (t->share.kind == GMG_SHARE_MUX && !(m > 0))
+        m = (2 * cost_weight_bytes_per_gpu(t->model, 1, 1) + cfg->runtime_reserve) /
+            cfg->gpu_mem_util;
+    return m;
 }
 
 void gs_share_gpu(const gsim_share *sh, const cat_gpu *gpu, cat_gpu *out)
@@ -79,7 +96,8 @@ void gs_share_gpu(const gsim_share *sh, const cat_gpu *gpu, cat_gpu *out)
     char what[32];
     gsim_share_format(sh, what, sizeof what);
     snprintf(out->description, sizeof out->description, "%.90s, %s", gpu->description, what);
-    out->hbm_bytes = share_mem(sh, gpu);
+    if (sh->kind != GMG_SHARE_MUX) /* a multiplexed container sees the whole GPU's memory */
+        out->hbm_bytes = share_mem(sh, gpu);
     if (sh->kind == GMG_SHARE_MIG) { /* its slices: SMs, and memory with its controllers and L2 */
         uint32_t c = sh->mig->compute, m = sh->mig->memory;
         out->peak_flops = gpu->peak_flops * c / CAT_MIG_COMPUTE;
@@ -141,8 +159,10 @@ static int fits(const shared *g, const gsim_share *sh, double mem, const cat_gpu
 {
     if (g->n && g->kind != sh->kind) {
         snprintf(why, n, "its other shares are %s, and a GPU runs one kind of sharing",
-                 g->kind == GMG_SHARE_MIG ? "MIG instances" : g->kind == GMG_SHARE_MPS
-                                                                ? "MPS clients" : "time-sliced");
+                 g->kind == GMG_SHARE_MIG   ? "MIG instances"
+                 : g->kind == GMG_SHARE_MPS ? "MPS clients"
+                 : g->kind == GMG_SHARE_MUX ? "multiplexed"
+                                            : "time-sliced");
         return 0;
     }
     if (sh->kind == GMG_SHARE_MIG) {
@@ -161,7 +181,7 @@ static int fits(const shared *g, const gsim_share *sh, double mem, const cat_gpu
         snprintf(why, n, "its MPS SM shares would sum to %g, over 1", g->sm + sh->sm);
         return 0;
     }
-    if (g->mem + mem > gpu->hbm_bytes * (1 + SHARE_SLACK)) {
+    if (g->mem + mem > gpu->hbm_bytes * (1 + SHARE_SLACK)) { /* mux: what it asks for */
         if (g->n)
             snprintf(why, n, "its shares' memory would sum to %.1f GiB, over the GPU's %.1f GiB "
                      "(mem_gib)", (g->mem + mem) / GIB, gpu->hbm_bytes / GIB);
@@ -209,7 +229,9 @@ static int share_shape(const gsim_config *cfg, const gsim_tenant *t, ss_errbuf *
     if (cfg->ops && strcmp(cfg->ops, "home") && sh->kind != GMG_SHARE_MIG)
         return ss_err(eb, SS_EINVAL, "tenant %s: share: operator placement '%s' runs beside MIG "
                       "instances and whole GPUs, not beside %s", t->name, cfg->ops,
-                      sh->kind == GMG_SHARE_MPS ? "MPS clients" : "time-sliced contexts");
+                      sh->kind == GMG_SHARE_MPS   ? "MPS clients"
+                      : sh->kind == GMG_SHARE_MUX ? "multiplexed containers"
+                                                  : "time-sliced contexts");
     return SS_OK;
 }
 
@@ -240,7 +262,7 @@ int gs_share_layout(const gsim_config *cfg, const gsim_tenant *ten, uint32_t n_t
     int rc = SS_OK;
     for (uint32_t i = 0; !rc && i < n_ten; i++) {
         const gsim_share *sh = &ten[i].share;
-        double mem = share_mem(sh, cfg->gpu);
+        double mem = tenant_mem(cfg, &ten[i]);
         for (uint32_t r = 0; sh->kind && !rc && r < ten[i].replicas; r++, k++) {
             char why[256];
             uint32_t g = 0;
@@ -302,7 +324,10 @@ int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, s
     return rc;
 }
 
-/* ---- run time: MPS and time slicing ----------------------------------------------------- */
+/* ---- run time: MPS, time slicing and multiplexing ---------------------------------------- */
+
+/* The least share of the SMs a multiplexed GPU's prefill steps get beside its decode steps. */
+#define MUX_PREFILL_FLOOR 0.1
 
 /* Iterations on an MPS or time-sliced GPU run at rates that the others in flight set: each
  * keeps its alone time (the cost model's, timed when it began) as work, progresses at its rate
@@ -312,7 +337,45 @@ int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, s
  *   mu of its alone time is stretched by the bandwidth the steps in flight ask for together,
  *   max(1, sum of their mu); while others run beside it, by 1 + mps_interference as well.
  * - time slicing: k contexts with work take turns of timeslice, each switch costing
- *   ctx_switch: each runs at timeslice / (k (timeslice + ctx_switch)), alone at full speed. */
+ *   ctx_switch: each runs at timeslice / (k (timeslice + ctx_switch)), alone at full speed.
+ * - multiplexed (MuxServe's ADBS: decode jobs first, prefill jobs with the SMs left): the memory
+ *   term as under MPS; a decode step's compute runs at full speed, the prefill steps share what
+ *   the decode steps' compute (their 1 - mu) leaves of the SMs. */
+
+int gs_share_mux_link(gsim *s, ss_errbuf *eb)
+{
+    gmg *g = s->g;
+    gmg_id *ids = ss_calloc(g->n_ctrs ? g->n_ctrs : 1, sizeof *ids);
+    if (!ids)
+        return ss_err(eb, SS_ENOMEM, "out of memory");
+    int rc = SS_OK;
+    for (uint32_t p = 0; !rc && p < g->n_phys; p++) {
+        uint32_t n = 0;
+        double fixed = 0, hbm = 0;
+        for (uint32_t c = 0; c < g->n_ctrs; c++) {
+            const gmg_gpu *u = &g->gpus[g->ctrs[c].gpu0];
+            if (u->phys != p || u->share != GMG_SHARE_MUX)
+                continue;
+            ids[n++] = c;
+            fixed += u->mem.weights + u->mem.activations + u->mem.runtime;
+            hbm = u->capacity;
+        }
+        if (!n)
+            continue;
+        double pool = s->cfg.gpu_mem_util * hbm - fixed;
+        const gmg_container *c0 = &g->ctrs[ids[0]];
+        if (pool < c0->block_bytes)
+            rc = ss_err(eb, SS_EINVAL, "tenant %s: share: the %u multiplexed containers of GPU "
+                        "%u leave no KV pool: %.1f GiB of weights, activations and runtime in "
+                        "%.1f GiB (%.2f of %.1f GiB)", s->ten[c0->tenant].t.name, n, p,
+                        fixed / 1073741824.0, s->cfg.gpu_mem_util * hbm / 1073741824.0,
+                        s->cfg.gpu_mem_util, hbm / 1073741824.0);
+        else
+            rc = gmg_mux_link(g, ids, n, pool, eb);
+    }
+    ss_free(ids);
+    return rc;
+}
 
 int gs_share_alloc(gsim *s, ss_errbuf *eb)
 {
@@ -388,9 +451,9 @@ static void settle(gsim *s, uint32_t p, ss_time now)
 
 static void retime(gsim *s, uint32_t p, ss_time now)
 {
-    uint32_t k = 0;
-    double demand = 0;
-    int mps = 0;
+    uint32_t k = 0, n_prefill = 0;
+    double demand = 0, decode_sm = 0;
+    int kind = GMG_SHARE_NONE;
     settle(s, p, now);
     for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
         gs_share_run *r = &s->srun[s->sgrp_ctr[i]];
@@ -398,19 +461,28 @@ static void retime(gsim *s, uint32_t p, ss_time now)
             continue;
         k++;
         demand += r->mu;
-        mps = s->g->gpus[s->g->ctrs[s->sgrp_ctr[i]].gpu0].share == GMG_SHARE_MPS;
+        if (r->prefill)
+            n_prefill++;
+        else
+            decode_sm += 1 - r->mu;
+        kind = s->g->gpus[s->g->ctrs[s->sgrp_ctr[i]].gpu0].share;
     }
+    /* multiplexed: the prefill steps share the SMs the decode steps leave them (at least
+     * MUX_PREFILL_FLOOR of the GPU) */
+    double sm_left = 1 - decode_sm > MUX_PREFILL_FLOOR ? 1 - decode_sm : MUX_PREFILL_FLOOR;
     double q = (double)s->cfg.timeslice, sw = (double)s->cfg.ctx_switch;
     for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
         gmg_id id = s->sgrp_ctr[i];
         gs_share_run *r = &s->srun[id];
         if (!r->active)
             continue;
+        double mem = r->mu * (demand > 1 ? demand : 1);
         if (k < 2)
             r->rate = 1;
-        else if (mps)
-            r->rate = 1 / (((1 - r->mu) + r->mu * (demand > 1 ? demand : 1)) *
-                           (1 + s->cfg.mps_interference));
+        else if (kind == GMG_SHARE_MPS)
+            r->rate = 1 / (((1 - r->mu) + mem) * (1 + s->cfg.mps_interference));
+        else if (kind == GMG_SHARE_MUX)
+            r->rate = 1 / ((1 - r->mu) * (r->prefill ? n_prefill / sm_left : 1) + mem);
         else
             r->rate = q / ((double)k * (q + sw));
         gmg_container *c = &s->g->ctrs[id];
@@ -443,6 +515,7 @@ void gs_share_begin(gsim *s, gmg_container *c, des_event *ev)
     r->work = (double)(c->iter.end - now);
     r->rate = 1;
     r->mu = memory_part(c, s->g->gpus[c->gpu0].kind, c->iter.end - now);
+    r->prefill = c->iter.batch.n_prefill > 0;
     r->ev = ev;
     c->iter.alone_ns = c->iter.end - now;
     c->iter.shared_with = 0;

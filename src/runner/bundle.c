@@ -39,6 +39,9 @@ static const builtin builtins[] = {
      * share that holds its model (static_best_run.c), on the scenario's GPUs */
     {"mig-best", {"policy.cluster=container", "policy.ops=home", NULL}},
     {"mps-best", {"policy.cluster=container", "policy.ops=home", NULL}},
+    /* MuxServe: the models multiplexed on GPUs, each GPU's containers sharing one KV pool,
+     * decode steps first (gsim_share.c), on the layout the same search finds */
+    {"muxserve", {"policy.cluster=container", "policy.ops=home", NULL}},
     /* SliceScheduler on the MIG layout the same search finds for it */
     {"slice-mig", {"policy.cluster=container", "policy.ops=slice", NULL}},
     {"slice-tuned", {"policy.cluster=container", "policy.ops=slice",
@@ -50,7 +53,7 @@ static const builtin builtins[] = {
 const char *runner_bundle_names(void)
 {
     return "container, realloc, infaas, llumnix, llumnix-tiers, slice, static-best, "
-           "slice-sized, llumnix-sized, mig-best, mps-best, slice-mig, slice-tuned";
+           "slice-sized, llumnix-sized, mig-best, mps-best, muxserve, slice-mig, slice-tuned";
 }
 
 /* A [policy] parameter as a number (0 when absent or not one). */
@@ -97,6 +100,8 @@ const char *runner_bundle_share(const char *spec)
 {
     if (!strcmp(spec, "mig-best") || !strcmp(spec, "slice-mig"))
         return "mig";
+    if (!strcmp(spec, "muxserve"))
+        return "mux";
     return !strcmp(spec, "mps-best") ? "mps" : NULL;
 }
 

@@ -38,7 +38,7 @@ int runner_bundle_scenario(const char *config, const char *const *sets, size_t n
 int runner_bundle_searches(const char *spec);
 /* Whether spec's search is the allocation search of runner/static_best.h. */
 int runner_bundle_searches_alloc(const char *spec);
-/* The kind of GPU share ("mig", "mps") the allocation search of bundle spec lays out, or NULL
+/* The kind of GPU share ("mig", "mps", "mux") the allocation search of bundle spec lays out, or NULL
  * (whole GPUs, or no allocation search). */
 const char *runner_bundle_share(const char *spec);
 

@@ -121,9 +121,15 @@ static uint32_t used_gpus(const runner_alloc_problem *p, const uint32_t *a)
     return used;
 }
 
+static int fits(const runner_alloc_problem *p, const uint32_t *a)
+{
+    return used_gpus(p, a) <= p->gpus && (!p->fits || p->fits(p->fits_ud, a));
+}
+
 /* The allocation proportional to demand into a: each tenant's share of the GPUs in whole
- * containers (at least one), trimmed where that overflows, then a container at a time to the
- * tenant furthest below its share while any fits. -1 when one of each does not fit. */
+ * containers (at least one), trimmed where that overflows (or cannot be laid out: p->fits),
+ * then a container at a time to the tenant furthest below its share while any fits. -1 when
+ * one of each does not fit. */
 static int proportional(const runner_alloc_problem *p, uint32_t *a)
 {
     double sum = 0, share[SS_MAX_TENANTS];
@@ -135,7 +141,7 @@ static int proportional(const runner_alloc_problem *p, uint32_t *a)
         double k = floor(share[t] / p->unit[t]);
         a[t] = k < 1 ? 1 : (uint32_t)k;
     }
-    while (used_gpus(p, a) > p->gpus) {
+    while (!fits(p, a)) {
         int i = -1;
         for (uint32_t t = 0; t < p->n_tenants; t++)
             if (a[t] > 1 && (i < 0 || a[t] * p->unit[t] - share[t] >
@@ -145,16 +151,21 @@ static int proportional(const runner_alloc_problem *p, uint32_t *a)
             return -1;
         a[i]--;
     }
+    uint8_t full[SS_MAX_TENANTS] = {0}; /* a container more of it cannot be laid out */
     for (;;) {
         uint32_t spare = p->gpus - used_gpus(p, a);
         int i = -1;
         for (uint32_t t = 0; t < p->n_tenants; t++)
-            if (p->unit[t] <= spare && (i < 0 || share[t] - a[t] * p->unit[t] >
-                                                    share[i] - a[i] * p->unit[i]))
+            if (!full[t] && p->unit[t] <= spare &&
+                (i < 0 || share[t] - a[t] * p->unit[t] > share[i] - a[i] * p->unit[i]))
                 i = (int)t;
         if (i < 0)
             return 0;
         a[i]++;
+        if (!fits(p, a)) {
+            a[i]--;
+            full[i] = 1;
+        }
     }
 }
 
@@ -179,6 +190,8 @@ static int neighbours(climb *c, const uint32_t *cur, double at, uint32_t w, int 
         if (d >= 0)
             nb[d]--;
         nb[w]++;
+        if (p->fits && !p->fits(p->fits_ud, nb))
+            continue; /* its layout does not fit the GPUs: not judged */
         int i, rc = judge(c, nb, at, &i, eb);
         if (rc)
             return rc;

@@ -55,6 +55,11 @@ typedef struct runner_alloc_problem {
                                                  worst tenant's miss (0, the default), the
                                                  pooled miss, or tenant i_tenant's */
     uint32_t i_tenant;                        /* under RUNNER_CRIT_TENANT */
+    /* Whether allocation a can be laid out at all (GPU shares: their placements may need more
+     * GPUs than the units add up to); NULL: every allocation within the GPUs can. The search
+     * neither starts from nor judges one that cannot. */
+    int (*fits)(void *ud, const uint32_t *a);
+    void *fits_ud;
 } runner_alloc_problem;
 
 typedef struct runner_alloc_result {
@@ -105,7 +110,7 @@ typedef struct runner_static_best_opts {
     const char *tenant;        /* the tenant of RUNNER_CRIT_TENANT (a tenant of the scenario) */
     int full;                  /* replay every candidate to its end (0: stop one as soon as it
                                   cannot be chosen: runner_alloc_judge_fn) */
-    const char *share;         /* "mig", "mps": lay the containers out as GPU shares of that
+    const char *share;         /* "mig", "mps", "mux": lay the containers out as GPU shares of that
                                   kind (runner_bundle_share); NULL: whole GPUs */
 } runner_static_best_opts;
 

@@ -60,6 +60,14 @@ typedef struct share_plan {
     char share[SS_MAX_TENANTS][32];/* "mig:3g.40gb", "mps:0.4", "whole" */
 } share_plan;
 
+/* The units of a GPU under a share plan of kind `kind`: MIG's 56ths (a profile takes the larger
+ * of its compute slices' sevenths and its memory slices' eighths), MPS's tenths of the SMs,
+ * multiplexing's tenths of the memory. */
+static uint32_t plan_units(const char *kind)
+{
+    return kind && !strcmp(kind, "mig") ? CAT_MIG_COMPUTE * CAT_MIG_MEMORY : 10;
+}
+
 /* Tenant t's share under plan->kind: the smallest that holds its model, its KV pool at least
  * as large as its weights (usable memory, gpu_mem_util of the share's, at least twice the
  * weights plus the runtime reserve; MIG: the fewest compute slices, then the least memory;
@@ -83,11 +91,14 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
     if (span > 1)
         return SS_OK;
     double need = (2 * cost_weight_bytes_per_gpu(m, 1, 1) + 1073741824.0) / sc->gpu_mem_util;
-    if (!strcmp(plan->kind, "mps")) {
+    if (!strcmp(plan->kind, "mps") || !strcmp(plan->kind, "mux")) {
         for (uint32_t k = 1; k < plan->per_gpu; k++)
             if (gpu->hbm_bytes * k / plan->per_gpu >= need) {
-                snprintf(plan->share[t], sizeof plan->share[t], "mps:%g",
-                         (double)k / plan->per_gpu);
+                if (!strcmp(plan->kind, "mux")) /* its memory: what the layout asks for it */
+                    snprintf(plan->share[t], sizeof plan->share[t], "mux");
+                else
+                    snprintf(plan->share[t], sizeof plan->share[t], "mps:%g",
+                             (double)k / plan->per_gpu);
                 *unit = k;
                 return SS_OK;
             }
@@ -106,7 +117,8 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
     }
     if (best) {
         snprintf(plan->share[t], sizeof plan->share[t], "mig:%s", best->name);
-        *unit = best->compute;
+        uint32_t cs = best->compute * CAT_MIG_MEMORY, ms = best->memory * CAT_MIG_COMPUTE;
+        *unit = cs > ms ? cs : ms;
     }
     return SS_OK;
 }
@@ -147,8 +159,7 @@ int runner_static_best_problem(const scn_scenario *sc, const runner_static_best_
     int rc = catalog_load(&cat, catalog_default_dir(o->profiles), eb);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
                           .arrivals_checked = 1};
-    share_plan plan = {.kind = o->share, .per_gpu = o->share && !strcmp(o->share, "mps") ? 10
-                                                                         : CAT_MIG_COMPUTE};
+    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share)};
     if (!rc)
         rc = problem_of(sc, &ro, demand, &plan, p_out, eb);
     catalog_destroy(&cat);
@@ -288,6 +299,17 @@ void runner_stopped_note(int n_stopped)
     fputc('\n', stderr);
 }
 
+/* runner_alloc_problem.fits under a share plan: allocation c's layout on the cluster's GPUs
+ * (an error making it counts as not fitting; the judge's replay would report it). */
+static int alloc_fits(void *ud, const uint32_t *c)
+{
+    search *s = ud;
+    ss_errbuf eb;
+    uint32_t gpus;
+    set_alloc(s->sc, s->plan, c);
+    return alloc_gpus(s, &gpus, &eb) == SS_OK && gpus <= s->p->gpus / s->plan->per_gpu;
+}
+
 /* runner_alloc_judge_fn: a replay of the scenario with allocation c (runner_replay_score). */
 static int judge_replay(void *ud, const uint32_t *c, double above, runner_alloc_score *out,
                         ss_errbuf *eb)
@@ -323,8 +345,7 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
                           .arrivals_checked = 1};
     runner_alloc_problem p;
-    share_plan plan = {.kind = o->share, .per_gpu = o->share && !strcmp(o->share, "mps") ? 10
-                                                                         : CAT_MIG_COMPUTE};
+    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share)};
     if (!rc)
         rc = problem_of(sc, &ro, 1, &plan, &p, eb);
     if (o->max_replays)
@@ -339,6 +360,10 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     search s = {.sc = sc, .o = o, .ro = &ro, .p = &p, .plan = &plan};
     if (!rc && plan.kind && !(s.cfg = ss_calloc(1, sizeof *s.cfg)))
         rc = ss_err(eb, SS_ENOMEM, "static-best: out of memory");
+    if (plan.kind) {
+        p.fits = alloc_fits;
+        p.fits_ud = &s;
+    }
     if (!rc)
         rc = runner_alloc_search(&p, judge_replay, &s, out, eb);
     uint32_t used = 0;
@@ -361,7 +386,10 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
         return SS_OK;
     fprintf(stderr, "slicesim: %s: %s: chose %s containers (%u of %u GPUs; start %s), "
             "%s%s SLA miss %.2f%%, %d candidate replays%s",
-            plan.kind ? (!strcmp(plan.kind, "mig") ? "mig-best" : "mps-best") : "static-best",
+            plan.kind ? (!strcmp(plan.kind, "mig")   ? "mig-best"
+                         : !strcmp(plan.kind, "mps") ? "mps-best"
+                                                     : "muxserve")
+                      : "static-best",
             o->point ? o->point : "run", chose, used, p.gpus / (plan.kind ? plan.per_gpu : 1),
             start,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT

@@ -43,7 +43,7 @@ grep -q "shares:" w && fail "a shares line for whole GPUs"
 
 # MPS and time slicing: checked after every event, the same bytes twice
 strip() { sed -E 's/"(wall_s|decision_wall_s|decisions_per_s)": [0-9.e+-]+//g' "$1"; }
-for sh in mps:0.5 time; do
+for sh in mps:0.5 time mux; do
     set -- --set tenant.a.share=$sh --set tenant.b.share=$sh
     "$S" replay -c m.ini --db none --check --json "$@" >a.json || fail "$sh --check"
     "$S" replay -c m.ini --db none --json "$@" >b.json || fail "$sh"
@@ -90,12 +90,14 @@ model = llama-3-8b
 synthetic = "rate=1 duration=30 prompt=lognormal:1500:0.5 output=lognormal:150:0.5"
 sla_ttft_ms = 1000
 EOF2
-"$S" compare -c c.ini --policies static-best,mig-best,mps-best,slice-mig --rates 1 --db c.db \
+"$S" compare -c c.ini --policies static-best,mig-best,mps-best,muxserve,slice-mig --rates 1 --db c.db \
     >cmp 2>cmp.err || fail "compare: $(cat cmp.err)"
 grep -Eq "^  mig-best at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.40gb containers" cmp ||
     fail "mig-best: $(cat cmp)"
 grep -Eq "^  mps-best at load 1: chat=[1-9] x mps:0.4 code=[1-9] x mps:0.5 containers" cmp ||
     fail "mps-best: $(cat cmp)"
+grep -Eq "^  muxserve at load 1: chat=[1-9] x mux code=[1-9] x mux containers" cmp ||
+    fail "muxserve: $(cat cmp)"
 grep -Eq "^  slice-mig at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.40gb" cmp ||
     fail "slice-mig: $(cat cmp)"
 grep -Eq "slicesim: mig-best: .*\(2 of 2 GPUs; start " cmp.err || fail "mig-best GPUs: $(cat cmp.err)"
@@ -125,6 +127,10 @@ expect_error 2 "tenant.a.mem_gib: 100.0 GiB is more than the GPU's 80.0 GiB" \
     "$S" replay -c m.ini --db none --set tenant.a.share=mps:0.4 --set tenant.a.mem_gib=100
 expect_error 2 "m.ini:7: tenant.a.share: a shared GPU runs a container of one GPU \(tp = pp = 1\), got tp 2, pp 1" \
     "$S" replay -c m.ini --db none --set tenant.a.tp=2
+expect_error 2 "tenant.a.share: 'mux:2': a share is mig:PROFILE, mps:F, time, mux or whole" \
+    "$S" replay -c m.ini --db none --set tenant.a.share=mux:2
+expect_error 2 "tenant.a.share: operator placement 'slice' runs beside MIG instances and whole GPUs, not beside multiplexed containers" \
+    "$S" replay -c m.ini --db none --set tenant.a.share=mux --set policy.ops=slice
 expect_error 2 "tenant.a.share: a GPU runs one kind of sharing|tenant.b.share: .*a GPU runs one kind of sharing" \
     "$S" replay -c m.ini --db none --set tenant.b.share=time --set tenant.b.share_gpus=0
 exit 0

@@ -252,6 +252,62 @@ static void test_overlapping_steps_slow_down(void **state)
     assert_true(alone_t < alone);
 }
 
+/* Multiplexed (MuxServe): two models on one GPU share one KV pool, what the GPU's memory leaves
+ * after both models' weights, activations and runtime; blocks one takes are gone from the
+ * other's free blocks, in its own block size; and under --check's invariants (the pool's
+ * ledger within the GPU's memory after every event) a load that fills the pool runs to the end
+ * with preemptions. */
+static void test_mux_shared_pool(void **state)
+{
+    fx *f = *state;
+    static const uint32_t zero[1] = {0};
+    f->ten[0] = tenant(f, "a", "mux");
+    f->ten[1] = tenant(f, "b", "mux");
+    f->ten[1].model = catalog_model(f->cat, "llama-3-8b"); /* GQA: a quarter of the KV bytes */
+    f->ten[1].share.gpus = zero;
+    f->ten[1].share.n_gpus = 1;
+    f->cfg.tenants = f->ten;
+    f->cfg.n_tenants = 2;
+    gsim *g = NULL;
+    ss_errbuf eb;
+    if (gsim_create(&g, &f->cfg, &eb))
+        fail_msg("%s", eb.msg);
+    gmg *G = (gmg *)gsim_graph(g);
+    assert_int_equal(G->n_phys, 1);
+    gmg_container *a = &G->ctrs[0], *b = &G->ctrs[1];
+    const gmg_mem *ma = &G->gpus[a->gpu0].mem, *mb = &G->gpus[b->gpu0].mem;
+    double pool = f->cfg.gpu_mem_util * f->cfg.gpu->hbm_bytes - ma->weights - ma->activations -
+                  ma->runtime - mb->weights - mb->activations - mb->runtime;
+    assert_true(fabs(a->mux_pool - pool) < 1 && b->mux_pool == a->mux_pool);
+    assert_true(b->block_bytes * 4 == a->block_bytes);
+    assert_int_equal(a->blocks_free, (uint32_t)floor(pool / a->block_bytes));
+    assert_int_equal(b->blocks_free, (uint32_t)floor(pool / b->block_bytes));
+    gmg_reserve_blocks(G, a, 100); /* a's 100 blocks are b's 400 */
+    assert_int_equal(a->blocks_total - a->blocks_free, 100);
+    assert_int_equal(b->blocks_free, (uint32_t)floor((pool - 100 * a->block_bytes) /
+                                                     b->block_bytes));
+    assert_int_equal(b->blocks_total, b->blocks_free);
+    assert_int_equal(gmg_check(G, &eb), 0);
+    gsim_destroy(&g);
+    /* a load that fills the pool, every invariant checked after every event */
+    f->cfg.check = 1;
+    enum { N = 120 };
+    trace_rec r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = tu_rec((uint64_t)i, 0.01 * i, 3000, 1500, 0);
+        r[i].tenant = (uint16_t)(i % 2);
+    }
+    tu_collect c = tu_collect_new(N);
+    g = tu_sim_run(f, r, N, &c);
+    uint64_t pre = 0;
+    for (int i = 0; i < N; i++)
+        assert_true(c.r[i].finish > 0 && !c.r[i].rejected);
+    pre = gsim_metrics(g)->all.preemptions;
+    assert_true(pre > 0); /* the shared pool ran out */
+    free(c.r);
+    gsim_destroy(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +318,7 @@ int main(void)
                                         tu_sim_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_overlapping_steps_slow_down, setup,
                                         tu_sim_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_mux_shared_pool, setup, tu_sim_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
