@@ -191,6 +191,8 @@ typedef struct gs_share_run {
     double mu;                   /* the part of its alone time the memory term sets */
     uint8_t prefill;             /* its step computes prompt tokens (multiplexing's lower
                                     priority) */
+    double weight_bytes;         /* its model's weights per GPU, bytes (what a step streams) */
+    double kv_token_bytes;       /* its KV bytes per token per GPU */
     des_event *ev;               /* its EV_ITER_DONE */
     uint8_t with[8];             /* the others of its GPU (by position among them, the first
                                     64) whose steps overlapped its step */

@@ -326,6 +326,8 @@ int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, s
 
 /* ---- run time: MPS, time slicing and multiplexing ---------------------------------------- */
 
+/* The grain of a step's memory part mu. */
+#define MU_GRAIN 64.0
 /* The least share of the SMs a multiplexed GPU's prefill steps get beside its decode steps. */
 #define MUX_PREFILL_FLOOR 0.1
 
@@ -390,7 +392,10 @@ int gs_share_alloc(gsim *s, ss_errbuf *eb)
         !(s->sgrp_ctr = ss_calloc(g->n_ctrs ? g->n_ctrs : 1, sizeof *s->sgrp_ctr)))
         return ss_err(eb, SS_ENOMEM, "out of memory");
     for (uint32_t c = 0; c < g->n_ctrs; c++) {
-        s->srun[c].phys = g->gpus[g->ctrs[c].gpu0].phys;
+        const gmg_container *k = &g->ctrs[c];
+        s->srun[c].phys = g->gpus[k->gpu0].phys;
+        s->srun[c].weight_bytes = cost_weight_bytes_per_gpu(k->model, k->tp, k->pp);
+        s->srun[c].kv_token_bytes = cost_kv_bytes_per_token_per_gpu(k->model, k->tp, k->pp);
         s->sgrp_first[s->srun[c].phys + 1]++;
     }
     for (uint32_t p = 0; p < g->n_phys; p++)
@@ -418,18 +423,21 @@ void gs_share_free(gsim *s)
 
 /* The part of c's alone step of length `alone` that the roofline's memory term sets: the
  * weights and the KV its batch reads, streamed at its GPU's bandwidth and memory efficiency. */
-static double memory_part(const gmg_container *c, const cat_gpu *gpu, ss_time alone)
+static double memory_part(const gs_share_run *r, const gmg_container *c, const cat_gpu *gpu,
+                          ss_time alone)
 {
     const cost_batch *b = &c->iter.batch;
-    double kv = cost_kv_bytes_per_token_per_gpu(c->model, c->tp, c->pp) *
-                (double)(b->decode_ctx_tokens + b->prefill_ctx_tokens);
-    double bytes = cost_weight_bytes_per_gpu(c->model, c->tp, c->pp) + kv;
+    double bytes = r->weight_bytes +
+                   r->kv_token_bytes * (double)(b->decode_ctx_tokens + b->prefill_ctx_tokens);
     double mem_ns = bytes / (gpu->hbm_bw * gpu->eff_memory) * 1e9;
-    return alone > 0 && mem_ns < (double)alone ? mem_ns / (double)alone : 1;
+    double mu = alone > 0 && mem_ns < (double)alone ? mem_ns / (double)alone : 1;
+    /* in 64ths: consecutive decode steps then ask the same of the bandwidth, and the others'
+     * rates (and ends) stay as they were (a 1.6 % grain, well inside the roofline's error) */
+    return round(mu * MU_GRAIN) / MU_GRAIN;
 }
 
-/* Bring every iteration in flight on physical GPU p up to `now`, give each its rate with the
- * ones in flight now, and move the ends that changed. */
+/* Bring every iteration in flight on physical GPU p up to `now` (unless `settled`: they are),
+ * give each its rate with the ones in flight now, and move the ends that changed. */
 /* Bring every iteration in flight on physical GPU p up to `now` at the rates they ran at (the
  * same set of them ran since their last update), and mark the ones that ran beside each. */
 static void settle(gsim *s, uint32_t p, ss_time now)
@@ -441,7 +449,7 @@ static void settle(gsim *s, uint32_t p, ss_time now)
             continue;
         r->done += (double)(now - r->t_upd) * r->rate;
         r->t_upd = now;
-        for (uint32_t j = first; j < last; j++) { /* it ran beside the others in flight */
+        for (uint32_t j = first; s->obs.on_iter && j < last; j++) { /* beside the others */
             uint32_t o = j - first;
             if (j != i && s->srun[s->sgrp_ctr[j]].active && o < 8 * sizeof r->with)
                 r->with[o / 8] |= (uint8_t)(1u << (o % 8));
@@ -449,12 +457,13 @@ static void settle(gsim *s, uint32_t p, ss_time now)
     }
 }
 
-static void retime(gsim *s, uint32_t p, ss_time now)
+static void retime(gsim *s, uint32_t p, ss_time now, int settled)
 {
     uint32_t k = 0, n_prefill = 0;
     double demand = 0, decode_sm = 0;
     int kind = GMG_SHARE_NONE;
-    settle(s, p, now);
+    if (!settled)
+        settle(s, p, now);
     for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
         gs_share_run *r = &s->srun[s->sgrp_ctr[i]];
         if (!r->active)
@@ -488,7 +497,7 @@ static void retime(gsim *s, uint32_t p, ss_time now)
         gmg_container *c = &s->g->ctrs[id];
         double left = r->work - r->done;
         ss_time end = now + (left > 0 ? (ss_time)ceil(left / r->rate) : 0);
-        if (end == c->iter.end)
+        if (end >= c->iter.end - 1 && end <= c->iter.end + 1) /* its rate as it was: rounding */
             continue;
         des_cancel(s->des, r->ev);
         r->ev = gs_sched(s, s->des, end, EV_ITER_DONE, id);
@@ -514,13 +523,14 @@ void gs_share_begin(gsim *s, gmg_container *c, des_event *ev)
     r->done = 0;
     r->work = (double)(c->iter.end - now);
     r->rate = 1;
-    r->mu = memory_part(c, s->g->gpus[c->gpu0].kind, c->iter.end - now);
+    r->mu = memory_part(r, c, s->g->gpus[c->gpu0].kind, c->iter.end - now);
     r->prefill = c->iter.batch.n_prefill > 0;
     r->ev = ev;
     c->iter.alone_ns = c->iter.end - now;
     c->iter.shared_with = 0;
-    memset(r->with, 0, sizeof r->with);
-    retime(s, r->phys, now);
+    if (s->obs.on_iter)
+        memset(r->with, 0, sizeof r->with);
+    retime(s, r->phys, now, 1);
 }
 
 void gs_share_end(gsim *s, gmg_container *c)
@@ -529,15 +539,17 @@ void gs_share_end(gsim *s, gmg_container *c)
     settle(s, r->phys, des_now(s->des)); /* the work done so far, at the rates till now */
     r->active = 0;
     r->ev = NULL;
+    if (!s->obs.on_iter) /* who it ran beside is counted for observers only */
+        return;
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof r->with; i++)
-        n += (uint32_t)__builtin_popcount(r->with[i]);
+        for (uint8_t b = r->with[i]; b; b &= (uint8_t)(b - 1))
+            n++;
     c->iter.shared_with = n;
-    if (s->obs.on_iter)
-        s->obs.on_iter(s->obs.ud, s->g, c);
+    s->obs.on_iter(s->obs.ud, s->g, c);
 }
 
 void gs_share_idle(gsim *s, gmg_container *c)
 {
-    retime(s, s->srun[c->id].phys, des_now(s->des));
+    retime(s, s->srun[c->id].phys, des_now(s->des), 1); /* settled by gs_share_end */
 }
