@@ -3,7 +3,8 @@
 # the target): build (or use a binary packed here with --pack), check every kernel against the
 # CPU reference, calibrate the quick grid of Llama-2-7B and Llama-3-8B at TP 1 into
 # OUT/<gpu>/, and validate a short simulated schedule of each model against the roofline and
-# against the tables just measured. Everything it makes goes to OUT (default: $OUT, else
+# against the tables just measured, and measure two processes' kernels co-located under time
+# slicing and MPS against the sharing model. Everything it makes goes to OUT (default: $OUT, else
 # results/gpu-check); the tables are then committed as profiles/<gpu>/.
 #
 #   bash tools/gpu-check.sh [--backend cuda|sim] [--models "a b"] [--grid quick|full]
@@ -111,6 +112,29 @@ for m in $models; do
         done
     done
 done
+# co-location (docs/guide/gpu-sharing.md): a prefill-shaped GEMM beside a decode-shaped one in
+# two processes, each alone and then together, under time slicing and under MPS (its control
+# daemon started for the run and stopped after), against the simulator's sharing model
+cgpu=${gpu:-h200}
+m0=${models%% *}
+echo "== co-location of $m0's GEMMs, time slicing"
+"$S" validate --colocate time --backend "$backend" --gpu "$cgpu" --model "$m0" --seconds 3 \
+    --json >"$OUT/colocate-time.json" && cat "$OUT/colocate-time.json" || status=1
+if [ "$backend" = cuda ] && command -v nvidia-cuda-mps-control >/dev/null &&
+    nvidia-cuda-mps-control -d 2>/dev/null; then
+    for share in 0.5 1; do
+        echo "== co-location of $m0's GEMMs, MPS, each process at $share of the SMs"
+        "$S" validate --colocate mps --sm-share $share --backend cuda --gpu "$cgpu" \
+            --model "$m0" --seconds 3 --json >"$OUT/colocate-mps-$share.json" &&
+            cat "$OUT/colocate-mps-$share.json" || status=1
+    done
+    echo quit | nvidia-cuda-mps-control
+elif [ "$backend" = sim ]; then
+    "$S" validate --colocate mps --backend sim --gpu "$cgpu" --model "$m0" --seconds 1 \
+        --json >"$OUT/colocate-mps-0.5.json" || status=1
+else
+    echo "   MPS: skipped (nvidia-cuda-mps-control missing or refused to start)"
+fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 echo "== gpu-check: done (status $status); tables in $OUT/tables, validations in $OUT/validate.db"
 exit $status

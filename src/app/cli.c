@@ -1,6 +1,8 @@
 /* Helpers shared by the subcommands. */
 #include "app/cli.h"
 
+#include "core/ss_parse.h"
+
 #include "core/ss_alloc.h"
 #include "core/ss_err.h"
 #include "core/ss_strbuf.h"
@@ -74,6 +76,18 @@ int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
         fprintf(cli_err(), "slicesim: %s: expected an integer in [%ld, %ld], got '%s'\n", opt, lo,
+                hi, s);
+        return CLI_EUSAGE;
+    }
+    *out = v;
+    return CLI_OK;
+}
+
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    double v;
+    if (ss_parse_doublez(s, &v) || !(v >= lo && v <= hi)) {
+        fprintf(cli_err(), "slicesim: %s: expected a number in [%g, %g], got '%s'\n", opt, lo,
                 hi, s);
         return CLI_EUSAGE;
     }

@@ -77,6 +77,8 @@ int cli_name_opt(const char *cmd, const char *opt, const char *arg, const char *
 /* Parse option opt's value s as an integer in [lo, hi] into *out: CLI_OK, or CLI_EUSAGE after
  * one line on stderr. */
 int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+/* The same for a number (strtod syntax, finite) in [lo, hi]. */
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
 struct option;
 /* Check argv[1..argc) against a command's getopt_long options before getopt_long runs: a long
  * option must be spelt out in full, because getopt_long would take an abbreviation for the

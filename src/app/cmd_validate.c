@@ -13,6 +13,7 @@
 /* The options: what calib_validate takes, --help, and the --set list. */
 typedef struct val_opts {
     calib_validate_opts c;
+    calib_colocate_opts co;   /* --colocate's (co.mode set: that instead of a validation) */
     int help;
     const char **sets;        /* --set values (borrowed from argv), in order */
     size_t n_sets, cap_sets;
@@ -53,6 +54,16 @@ static void usage(FILE *f)
           "  --json            print the result as JSON\n"
           "  -q, --quiet       no progress line\n"
           "  -h, --help        this help\n\n"
+          "Co-location (docs/guide/gpu-sharing.md): two processes' kernels on one GPU, each\n"
+          "alone and then together, against the simulator's sharing model:\n"
+          "  --colocate MODE   mps or time: a prefill-shaped GEMM (--model's gate+up projection)\n"
+          "                    in one process beside a decode-shaped one in another, under MPS\n"
+          "                    (the MPS control daemon must be running) or time slicing; prints\n"
+          "                    each one's slow-down together and the model's (--gpu required)\n"
+          "  --sm-share F      MPS: each process's share of the SMs (default 0.5)\n"
+          "  --mps-interference X  the model's MPS slow-down beyond bandwidth (default 0)\n"
+          "  --prefill-tokens N, --decode-tokens N  the two GEMMs' tokens (default 2048, 32)\n"
+          "  --seconds S       wall time of each run, alone and together (default 2)\n\n"
           "Not executed (and left out of both sides): all_reduce (needs a TP group of GPUs) and\n"
           "the engine's host time per iteration (reported as predicted only).\n"
           "Exit status: 0 done, 1 no GPU / a device or database error, 2 bad usage or input.\n",
@@ -72,6 +83,11 @@ static int parse_args(int argc, char **argv, val_opts *vo)
         {"name", required_argument, NULL, 'n'},    {"profiles", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},          {"quiet", no_argument, NULL, 'q'},
         {"rate-scale", required_argument, NULL, 'R'},
+        {"colocate", required_argument, NULL, 'c'}, {"sm-share", required_argument, NULL, 'S'},
+        {"mps-interference", required_argument, NULL, 'M'},
+        {"prefill-tokens", required_argument, NULL, 'P'},
+        {"decode-tokens", required_argument, NULL, 'D'},
+        {"seconds", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     calib_validate_opts *o = &vo->c;
@@ -117,6 +133,26 @@ static int parse_args(int argc, char **argv, val_opts *vo)
                 return CLI_EUSAGE;
             break;
         case 'p': o->profiles = optarg; break;
+        case 'c':
+            if (strcmp(optarg, "mps") && strcmp(optarg, "time")) {
+                fprintf(stderr, "slicesim: --colocate: expected mps or time, got '%s'\n", optarg);
+                st = CLI_EUSAGE;
+            }
+            vo->co.mode = optarg;
+            break;
+        case 'S': st = cli_parse_double("--sm-share", optarg, 0.01, 1, &vo->co.sm_share); break;
+        case 'M':
+            st = cli_parse_double("--mps-interference", optarg, 0, 10, &vo->co.mps_interference);
+            break;
+        case 'P':
+            st = cli_parse_long("--prefill-tokens", optarg, 1, 65536, &v);
+            vo->co.prefill_tokens = (unsigned)v;
+            break;
+        case 'D':
+            st = cli_parse_long("--decode-tokens", optarg, 1, 4096, &v);
+            vo->co.decode_tokens = (unsigned)v;
+            break;
+        case 'E': st = cli_parse_double("--seconds", optarg, 0.001, 3600, &vo->co.seconds); break;
         case 'j': o->json = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': vo->help = 1; break;
@@ -163,12 +199,33 @@ int cmd_validate(int argc, char **argv)
 {
     val_opts o = {.c = {.tp = 1, .limit = 64, .iters = 200, .reps = 3, .backend = "cuda",
                         .db = "results/slicesim.db"}};
+    o.co = (calib_colocate_opts){.sm_share = 0.5, .prefill_tokens = 2048, .decode_tokens = 32,
+                                 .seconds = 2};
     int st = parse_args(argc, argv, &o);
     if (st || o.help) {
         if (o.help)
             usage(stdout);
         ss_free(o.sets);
         return st;
+    }
+    if (o.co.mode) { /* co-location instead of a validation */
+        o.co.model = o.c.model;
+        o.co.gpu = o.c.gpu;
+        o.co.backend = o.c.backend;
+        o.co.gpu_index = o.c.gpu_index;
+        o.co.profiles = o.c.profiles;
+        o.co.json = o.c.json;
+        ss_free(o.sets);
+        if (!o.co.gpu) {
+            fprintf(stderr, "slicesim: validate: --colocate: --gpu is required (the catalog GPU "
+                            "the model predicts for)\n");
+            return CLI_EUSAGE;
+        }
+        ss_errbuf eb = {""};
+        int rc = calib_colocate(&o.co, stdout, &eb);
+        if (rc)
+            fprintf(stderr, "slicesim: validate: %s\n", eb.msg);
+        return cli_status_of(rc);
     }
     o.c.sets = o.sets;
     o.c.n_sets = o.n_sets;

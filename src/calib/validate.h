@@ -61,4 +61,27 @@ typedef struct calib_validate_opts {
 int calib_validate(const calib_validate_opts *o, const char *command, FILE *out,
                    ss_errbuf *eb);
 
+/* `slicesim validate --colocate MODE` (calib/colocate.c): a prefill-shaped and a decode-shaped
+ * GEMM of the model in two processes on one GPU, each alone and then together, under MPS
+ * (each process capped at sm_share of the SMs; the MPS control daemon must be running) or
+ * time slicing, their measured slow-downs beside the simulator's sharing model's. */
+typedef struct calib_colocate_opts {
+    const char *mode;         /* "mps" or "time" */
+    const char *model;        /* catalog model whose gate+up projection runs (required) */
+    const char *gpu;          /* catalog GPU the prediction is for (required) */
+    const char *backend;      /* executor: "cuda" or "sim" */
+    int gpu_index;            /* CUDA device */
+    double sm_share;          /* MPS: each process's share of the SMs, (0, 1] */
+    double mps_interference;  /* the model's MPS slow-down beyond bandwidth (predicted with) */
+    unsigned prefill_tokens;  /* the prefill-shaped GEMM's tokens */
+    unsigned decode_tokens;   /* the decode-shaped GEMM's tokens */
+    double seconds;           /* wall time of each run (alone, together) */
+    const char *profiles;     /* catalog directory (NULL: catalog_default_dir) */
+    int json;                 /* one JSON object instead of the table */
+} calib_colocate_opts;
+
+/* Measure and compare as o says; the result to out. 0; SS_EIO when a process could not use
+ * the device (eb says which and why); SS_EINVAL / SS_ENOTFOUND for bad options. */
+int calib_colocate(const calib_colocate_opts *o, FILE *out, ss_errbuf *eb);
+
 #endif

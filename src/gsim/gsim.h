@@ -221,6 +221,13 @@ int gsim_create(gsim **g_out, const gsim_config *cfg, ss_errbuf *eb);
  * 0, or SS_EINVAL with eb set and *bad_tenant the index of the tenant whose share does not fit
  * (its key is where the scenario should be blamed). */
 int gsim_share_check(const gsim_config *cfg, uint32_t *bad_tenant, ss_errbuf *eb);
+/* The slow-down (its time over its alone time) of step i of n steps that run beside one
+ * another throughout on one GPU shared by `kind` (GMG_SHARE_MPS, _TIME, _MUX), under cfg's
+ * mps_interference, timeslice and ctx_switch: mu[j] the part of step j's alone time that the
+ * memory term sets, prefill[j] whether it computes prompt tokens. The run-time model of
+ * docs/guide/gpu-sharing.md, for `slicesim validate --colocate` to compare with a GPU. */
+double gsim_share_slowdown(const gsim_config *cfg, int kind, const double *mu,
+                           const uint8_t *prefill, uint32_t n, uint32_t i);
 /* gsim_share_check, and the number of physical GPUs the shares take into *n (0: none). */
 int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, ss_errbuf *eb);
 /* Free g and everything it owns (NULL-safe; *g set to NULL). A fork that ran without error

@@ -457,6 +457,47 @@ static void settle(gsim *s, uint32_t p, ss_time now)
     }
 }
 
+/* Multiplexed: the SMs the decode steps' compute (the sum of their 1 - mu) leave the prefill
+ * steps, at least MUX_PREFILL_FLOOR of the GPU. */
+static double mux_sm_left(double decode_sm)
+{
+    return 1 - decode_sm > MUX_PREFILL_FLOOR ? 1 - decode_sm : MUX_PREFILL_FLOOR;
+}
+
+/* The rate (alone ns per ns) of a step whose alone time the memory term sets mu of (a prefill
+ * step when `prefill`), while k steps are in flight on its GPU of sharing `kind`, n_prefill of
+ * them prefill steps, their mu summing to demand, sm_left what the decode steps leave
+ * (mux_sm_left). */
+static double share_rate(const gsim_config *cfg, int kind, double mu, int prefill, uint32_t k,
+                         uint32_t n_prefill, double demand, double sm_left)
+{
+    double mem = mu * (demand > 1 ? demand : 1);
+    if (k < 2)
+        return 1;
+    if (kind == GMG_SHARE_MPS)
+        return 1 / (((1 - mu) + mem) * (1 + cfg->mps_interference));
+    if (kind == GMG_SHARE_MUX)
+        return 1 / ((1 - mu) * (prefill ? n_prefill / sm_left : 1) + mem);
+    double q = (double)cfg->timeslice, sw = (double)cfg->ctx_switch;
+    return q / ((double)k * (q + sw));
+}
+
+double gsim_share_slowdown(const gsim_config *cfg, int kind, const double *mu,
+                           const uint8_t *prefill, uint32_t n, uint32_t i)
+{
+    uint32_t n_prefill = 0;
+    double demand = 0, decode_sm = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        demand += mu[j];
+        if (prefill[j])
+            n_prefill++;
+        else
+            decode_sm += 1 - mu[j];
+    }
+    return 1 / share_rate(cfg, kind, mu[i], prefill[i], n, n_prefill, demand,
+                          mux_sm_left(decode_sm));
+}
+
 static void retime(gsim *s, uint32_t p, ss_time now, int settled)
 {
     uint32_t k = 0, n_prefill = 0;
@@ -476,24 +517,13 @@ static void retime(gsim *s, uint32_t p, ss_time now, int settled)
             decode_sm += 1 - r->mu;
         kind = s->g->gpus[s->g->ctrs[s->sgrp_ctr[i]].gpu0].share;
     }
-    /* multiplexed: the prefill steps share the SMs the decode steps leave them (at least
-     * MUX_PREFILL_FLOOR of the GPU) */
-    double sm_left = 1 - decode_sm > MUX_PREFILL_FLOOR ? 1 - decode_sm : MUX_PREFILL_FLOOR;
-    double q = (double)s->cfg.timeslice, sw = (double)s->cfg.ctx_switch;
+    double sm_left = mux_sm_left(decode_sm);
     for (uint32_t i = s->sgrp_first[p]; i < s->sgrp_first[p + 1]; i++) {
         gmg_id id = s->sgrp_ctr[i];
         gs_share_run *r = &s->srun[id];
         if (!r->active)
             continue;
-        double mem = r->mu * (demand > 1 ? demand : 1);
-        if (k < 2)
-            r->rate = 1;
-        else if (kind == GMG_SHARE_MPS)
-            r->rate = 1 / (((1 - r->mu) + mem) * (1 + s->cfg.mps_interference));
-        else if (kind == GMG_SHARE_MUX)
-            r->rate = 1 / ((1 - r->mu) * (r->prefill ? n_prefill / sm_left : 1) + mem);
-        else
-            r->rate = q / ((double)k * (q + sw));
+        r->rate = share_rate(&s->cfg, kind, r->mu, r->prefill, k, n_prefill, demand, sm_left);
         gmg_container *c = &s->g->ctrs[id];
         double left = r->work - r->done;
         ss_time end = now + (left > 0 ? (ss_time)ceil(left / r->rate) : 0);

@@ -4,7 +4,8 @@
 # database (tenants.share, a gpus row per share with its physical GPU); MPS and time-sliced
 # shares run under --check and repeat bit for bit; layouts the GPU does not allow and bad share
 # keys exit 2 with one line naming the file, line, tenant and key; the bundles mig-best,
-# mps-best and slice-mig search a layout of shares on the scenario's GPUs.
+# mps-best, muxserve and slice-mig search a layout of shares on the scenario's GPUs; validate
+# --colocate rehearses the GPU check's co-location measurement on the sim executor.
 set -u
 S=${SLICESIM:?SLICESIM not set}
 T=$(mktemp -d)
@@ -109,6 +110,31 @@ grep -Eq "^slicesim: mig-best: .* x mig:3g.40gb containers, token_budget 768 \("
     fail "mig-best's token budget: $(cat cmp2.err)"
 [ "$(sql c.db "SELECT count(DISTINCT g.phys) FROM gpus g JOIN runs r USING (run_id)
                WHERE r.bundle = 'mps-best'")" = 2 ] || fail "mps-best: not on 2 GPUs"
+
+# the GPU check's co-location measurement, rehearsed on the sim executor (its processes do not
+# contend): two worker processes, each GEMM alone and together, beside the model's prediction
+"$S" validate --colocate time --backend sim --model llama-2-7b --gpu h100-sxm --seconds 0.05 \
+    >co 2>co.err || fail "colocate time: $(cat co.err)"
+grep -Eq "^  prefill +2048 .* 1\.000 +2\.040 " co || fail "colocate time: $(cat co)"
+grep -Eq "^  decode +32 .* 1\.000 +2\.040 " co || fail "colocate time decode: $(cat co)"
+"$S" validate --colocate mps --sm-share 0.5 --backend sim --model llama-2-7b --gpu h100-sxm \
+    --seconds 0.05 --json >co.json || fail "colocate mps"
+python3 - co.json <<'PY' || fail "colocate mps JSON: $(cat co.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "mps" and d["sm_share"] == 0.5, d
+pre, dec = d["ops"]
+assert pre["op"] == "prefill" and dec["op"] == "decode", d
+# a compute-bound prefill beside a memory-bound decode: their memory parts sum past 1, and the
+# decode, nearly all memory, is slowed more than the prefill
+assert pre["memory_part"] < 0.5 < dec["memory_part"] < 1, d
+assert 1 < pre["predicted"] < dec["predicted"], d
+assert pre["slowdown"] == 1 and dec["slowdown"] == 1 and pre["samples_alone"] > 0, d
+PY
+expect_error 2 "colocate: expected mps or time, got 'mig'" \
+    "$S" validate --colocate mig --backend sim --model llama-2-7b --gpu h100-sxm
+expect_error 2 "validate: --colocate: --gpu is required" \
+    "$S" validate --colocate time --backend sim --model llama-2-7b
 
 # layouts a GPU does not allow, and bad keys
 sed 's/^share = mig:3g.40gb/share = mig:4g.40gb/' m.ini >bad1.ini
