@@ -98,14 +98,15 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
     if (!strcmp(plan->kind, "mps") || !strcmp(plan->kind, "mux")) {
         for (uint32_t k = 1; k < plan->per_gpu; k++)
             if (gpu->hbm_bytes * k / plan->per_gpu >= need) {
-                if (!strcmp(plan->kind, "mux")) { /* its memory: what the layout asks */
+                /* mux: its memory is what the layout asks for; it shares the GPU's compute
+                 * with the others about as an MPS client of the same share would */
+                if (!strcmp(plan->kind, "mux"))
                     snprintf(plan->share[t], sizeof plan->share[t], "mux");
-                } else {
+                else
                     snprintf(plan->share[t], sizeof plan->share[t], "mps:%g",
                              (double)k / plan->per_gpu);
-                    if ((double)k / plan->per_gpu < plan->compute)
-                        plan->compute = (double)k / plan->per_gpu;
-                }
+                if ((double)k / plan->per_gpu < plan->compute)
+                    plan->compute = (double)k / plan->per_gpu;
                 *unit = k;
                 return SS_OK;
             }

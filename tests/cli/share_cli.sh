@@ -104,10 +104,14 @@ grep -Eq "^  slice-mig at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.4
 grep -Eq "slicesim: mig-best: .*\(2 of 2 GPUs; start " cmp.err || fail "mig-best GPUs: $(cat cmp.err)"
 [ "$(sql c.db "SELECT count(*) FROM runs WHERE bundle = 'mig-best'")" = 1 ] || fail "mig-best run"
 # chunked prefill on 3g.40gb instances: the token budget times 3/7, in 256s (2048 -> 768)
-"$S" compare -c c.ini --policies mig-best --rates 1 --db none --set policy.batching=sarathi \
-    --set policy.token_budget=2048 >cmp2 2>cmp2.err || fail "compare sarathi: $(cat cmp2.err)"
+# (and on multiplexed GPUs, times the tenths of the GPU a container takes: 0.4 -> 768)
+"$S" compare -c c.ini --policies mig-best,muxserve --rates 1 --db none \
+    --set policy.batching=sarathi --set policy.token_budget=2048 >cmp2 2>cmp2.err ||
+    fail "compare sarathi: $(cat cmp2.err)"
 grep -Eq "^slicesim: mig-best: .* x mig:3g.40gb containers, token_budget 768 \(" cmp2.err ||
     fail "mig-best's token budget: $(cat cmp2.err)"
+grep -Eq "^slicesim: muxserve: .* x mux containers, token_budget 768 \(" cmp2.err ||
+    fail "muxserve's token budget: $(cat cmp2.err)"
 [ "$(sql c.db "SELECT count(DISTINCT g.phys) FROM gpus g JOIN runs r USING (run_id)
                WHERE r.bundle = 'mps-best'")" = 2 ] || fail "mps-best: not on 2 GPUs"
 
