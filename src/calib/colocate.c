@@ -8,6 +8,7 @@
 #include "calib/validate.h"
 
 #include "catalog/catalog.h"
+#include "core/ss_file.h"
 #include "core/ss_json.h"
 #include "cost/cost.h"
 #include "exec/exec.h"
@@ -37,36 +38,6 @@ typedef struct worker {
     pid_t pid;
     int to, from;         /* command pipe to it, reply pipe from it */
 } worker;
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 static double now_s(void)
 {
@@ -134,12 +105,12 @@ static void worker_main(const calib_colocate_opts *o, const cat_model *m, const 
             snprintf(rp.err, sizeof rp.err, "%s", eb.msg);
     if (!rp.rc)
         snprintf(rp.device, sizeof rp.device, "%s", exec_device_info(x)->name);
-    int alive = !write_all(out, &rp, sizeof rp) && !rp.rc;
+    int alive = !ss_fd_write_all(out, &rp, sizeof rp) && !rp.rc;
     char cmd;
-    while (alive && !read_all(in, &cmd, 1) && cmd == 'r') {
+    while (alive && !ss_fd_read_all(in, &cmd, 1) && cmd == 'r') {
         reply run = {0};
         worker_run(x, &op, o->seconds, ns, &run);
-        alive = !write_all(out, &run, sizeof run) && !run.rc;
+        alive = !ss_fd_write_all(out, &run, sizeof run) && !run.rc;
     }
     exec_destroy(&x);
     free(ns);
@@ -179,7 +150,7 @@ static void stop_worker(worker *w)
     if (w->pid <= 0)
         return;
     char q = 'q';
-    (void)write_all(w->to, &q, 1);
+    (void)ss_fd_write_all(w->to, &q, 1);
     close(w->to);
     close(w->from);
     int st;
@@ -190,7 +161,7 @@ static void stop_worker(worker *w)
 
 static int get_reply(worker *w, const char *what, reply *rp, ss_errbuf *eb)
 {
-    if (read_all(w->from, rp, sizeof *rp))
+    if (ss_fd_read_all(w->from, rp, sizeof *rp))
         return ss_err(eb, SS_EIO, "--colocate: the %s process ended without a word", what);
     if (rp->rc)
         return ss_err(eb, rp->rc == SS_ENOTFOUND ? SS_EIO : rp->rc, "--colocate: the %s "
@@ -205,12 +176,12 @@ static int measure(worker *w, reply alone[2], reply both[2], ss_errbuf *eb)
     char r = 'r';
     int rc = SS_OK;
     for (int i = 0; !rc && i < 2; i++) {
-        if (write_all(w[i].to, &r, 1))
+        if (ss_fd_write_all(w[i].to, &r, 1))
             return ss_err(eb, SS_EIO, "--colocate: the %s process is gone", who[i]);
         rc = get_reply(&w[i], who[i], &alone[i], eb);
     }
     for (int i = 0; !rc && i < 2; i++)
-        if (write_all(w[i].to, &r, 1))
+        if (ss_fd_write_all(w[i].to, &r, 1))
             rc = ss_err(eb, SS_EIO, "--colocate: the %s process is gone", who[i]);
     for (int i = 0; !rc && i < 2; i++)
         rc = get_reply(&w[i], who[i], &both[i], eb);

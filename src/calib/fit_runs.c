@@ -11,6 +11,7 @@
 #include "gsim/gsim.h"
 
 #include "core/ss_alloc.h"
+#include "core/ss_file.h"
 #include "core/ss_time.h"
 #include "scenario/scenario.h"
 #include "workload/workload.h"
@@ -318,36 +319,6 @@ typedef struct child_stage {
     int reject_why;
 } child_stage;
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* What a worker is sent: a run to replay under an engine. */
 typedef struct worker_job {
     size_t run;
@@ -362,7 +333,7 @@ static int send_result(calib__fit_ctx *x, size_t i, int fd)
     h.rc = calib__fit_replay_run(&x->d, i, &x->cand, &x->ro, &x->eb);
     if (h.rc)
         memcpy(h.msg, x->eb.msg, sizeof h.msg);
-    int bad = write_all(fd, &h, sizeof h);
+    int bad = ss_fd_write_all(fd, &h, sizeof h);
     size_t first, n;
     run_stages(&x->d, i, &first, &n);
     for (size_t k = 0; !bad && !h.rc && k < n; k++) {
@@ -370,7 +341,7 @@ static int send_result(calib__fit_ctx *x, size_t i, int fd)
         child_stage c = {.completed = s->completed, .arrived = s->arrived,
                          .reject_why = s->reject_why};
         memcpy(c.sim, s->sim, sizeof c.sim);
-        bad = write_all(fd, &c, sizeof c);
+        bad = ss_fd_write_all(fd, &c, sizeof c);
     }
     return bad;
 }
@@ -380,7 +351,7 @@ static int send_result(calib__fit_ctx *x, size_t i, int fd)
 static void worker_main(calib__fit_ctx *x, int cmd, int res)
 {
     worker_job j;
-    while (!read_all(cmd, &j, sizeof j)) {
+    while (!ss_fd_read_all(cmd, &j, sizeof j)) {
         x->cand = j.cand;
         if (j.run >= x->d.n_runs || send_result(x, j.run, res))
             _exit(1);
@@ -501,12 +472,12 @@ static int collect_child(calib__fit_ctx *x, child *kid, int *rc_run)
     size_t i = kid->run;
     int fd = kid->fd;
     child_head h;
-    int bad = read_all(fd, &h, sizeof h);
+    int bad = ss_fd_read_all(fd, &h, sizeof h);
     size_t first, n;
     run_stages(&x->d, i, &first, &n);
     for (size_t k = 0; !bad && !h.rc && k < n; k++) {
         child_stage c;
-        if ((bad = read_all(fd, &c, sizeof c)))
+        if ((bad = ss_fd_read_all(fd, &c, sizeof c)))
             break;
         calib_fit_stage *s = &x->d.stages[first + k];
         memcpy(s->sim, c.sim, sizeof s->sim);
@@ -630,7 +601,7 @@ static int dispatch(calib__fit_ctx *x, child *w, size_t i)
     j.cand.path = NULL;
     w->run = i;
     w->busy = 1;
-    if (write_all(w->cmd, &j, sizeof j))
+    if (ss_fd_write_all(w->cmd, &j, sizeof j))
         return ss_err(&x->eb, SS_EIO, "replaying run '%s': its process failed",
                       x->d.runs[i].name);
     return SS_OK;

@@ -67,4 +67,9 @@ int ss_file_id_same(const ss_file_id *a, const ss_file_id *b);
  * umask). 0, or SS_EIO (SS_EINVAL for a name too long) with eb naming dir. */
 int ss_dir_create(const char *dir, ss_errbuf *eb);
 
+/* All n bytes of buf to file descriptor fd, or from it into buf, again after EINTR (a pipe
+ * between processes): 0, or -1 on an error or, reading, at end of file before n bytes. */
+int ss_fd_write_all(int fd, const void *buf, size_t n);
+int ss_fd_read_all(int fd, void *buf, size_t n);
+
 #endif
