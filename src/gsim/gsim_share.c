@@ -134,7 +134,8 @@ static int mig_place(const cat_mig *const *p, uint32_t n, uint32_t used)
     const cat_mig *m = p[0];
     uint32_t span = (1u << m->memory) - 1;
     for (uint32_t st = 0; st + m->memory <= CAT_MIG_MEMORY; st++)
-        if ((m->starts >> st & 1) && !(used & span << st) && mig_place(p + 1, n - 1, used | span << st))
+        if ((m->starts >> st & 1) && !(used & span << st) &&
+            mig_place(p + 1, n - 1, used | span << st))
             return 1;
     return 0;
 }
@@ -331,10 +332,10 @@ int gsim_share_gpus(const gsim_config *cfg, uint32_t *n, uint32_t *bad_tenant, s
 /* The least share of the SMs a multiplexed GPU's prefill steps get beside its decode steps. */
 #define MUX_PREFILL_FLOOR 0.1
 
-/* Iterations on an MPS or time-sliced GPU run at rates that the others in flight set: each
- * keeps its alone time (the cost model's, timed when it began) as work, progresses at its rate
- * (alone ns per ns), and whenever one begins or ends on the GPU every one in flight there is
- * brought up to date and its end moved to where its rate now puts it (a fluid model):
+/* Iterations on an MPS, time-sliced or multiplexed GPU run at rates the others in flight set:
+ * each keeps its alone time (the cost model's, timed when it began) as work, progresses at its
+ * rate (alone ns per ns), and whenever one begins or ends on the GPU every one in flight there
+ * is brought up to date and its end moved to where its rate now puts it (a fluid model):
  * - MPS: its SM share bounds its compute (its GPU's figures, gs_share_gpu); the memory term
  *   mu of its alone time is stretched by the bandwidth the steps in flight ask for together,
  *   max(1, sum of their mu); while others run beside it, by 1 + mps_interference as well.

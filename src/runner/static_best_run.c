@@ -355,7 +355,7 @@ static int judge_replay(void *ud, const uint32_t *c, double above, runner_alloc_
     int rc = SS_OK;
     uint32_t gpus = 0;
     if (s->plan->kind && (rc = alloc_gpus(s, &gpus, eb)) == SS_OK &&
-        gpus > s->p->gpus / s->plan->per_gpu) { /* its shares do not fit the cluster: never chosen */
+        gpus > s->p->gpus / s->plan->per_gpu) { /* its shares do not fit: never chosen */
         *out = (runner_alloc_score){.worst = 1, .pooled = 1};
         for (uint32_t t = 0; t < s->sc->n_tenants; t++)
             out->miss[t] = 1;
