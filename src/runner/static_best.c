@@ -184,11 +184,16 @@ static int neighbours(climb *c, const uint32_t *cur, double at, uint32_t w, int 
     for (int64_t d = -1; d < (int64_t)p->n_tenants; d++) {
         uint32_t nb[SS_MAX_TENANTS];
         memcpy(nb, cur, p->n_tenants * sizeof *nb);
-        if (d == (int64_t)w || (d >= 0 && (cur[d] < 2 || spare + p->unit[d] < p->unit[w])) ||
+        /* the containers d gives up: one, or under multi_take as many as w's needs */
+        uint32_t take = 1;
+        if (d >= 0 && p->multi_take && spare + p->unit[d] < p->unit[w])
+            take = (p->unit[w] - spare + p->unit[d] - 1) / p->unit[d];
+        if (d == (int64_t)w ||
+            (d >= 0 && (cur[d] < take + 1 || spare + take * p->unit[d] < p->unit[w])) ||
             (d < 0 && spare < p->unit[w]))
             continue;
         if (d >= 0)
-            nb[d]--;
+            nb[d] -= take;
         nb[w]++;
         if (p->fits && !p->fits(p->fits_ud, nb))
             continue; /* its layout does not fit the GPUs: not judged */

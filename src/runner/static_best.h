@@ -60,6 +60,9 @@ typedef struct runner_alloc_problem {
      * neither starts from nor judges one that cannot. */
     int (*fits)(void *ud, const uint32_t *a);
     void *fits_ud;
+    int multi_take;  /* a neighbour may take several containers of a smaller size from one
+                        tenant to give one larger container to another (GPU shares beside
+                        whole GPUs); 0: one container for one */
 } runner_alloc_problem;
 
 typedef struct runner_alloc_result {
@@ -79,7 +82,8 @@ double runner_alloc_judged(const runner_alloc_problem *p, const runner_alloc_sco
  * proportional to each tenant's demand (at least one container each, then whole containers
  * by largest shortfall while any fits), then hill-climb: judge every allocation one container
  * away that gives the worst tenant(s) a container (taken from another tenant that keeps at
- * least one, or from free GPUs), move to the best of them while that lowers the tenants'
+ * least one, or from free GPUs; under p->multi_take as many of the other's containers as
+ * make room for it), move to the best of them while that lowers the tenants'
  * misses sorted from the highest down, compared lexicographically (leximin: the worst miss
  * first, so a tie for the worst is a step when one of the tied tenants gains), and stop when
  * none does or after p->max_replays judge calls. No allocation is judged twice.

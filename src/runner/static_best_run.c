@@ -402,6 +402,7 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     if (plan.kind) {
         p.fits = alloc_fits;
         p.fits_ud = &s;
+        p.multi_take = 1;
     }
     if (!rc)
         rc = runner_alloc_search(&p, judge_replay, &s, out, eb);

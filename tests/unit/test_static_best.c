@@ -136,6 +136,32 @@ static void test_known_best(void **state)
     tu_assert_no_leaks();
 }
 
+/* Containers of unequal sizes with no free GPUs (GPU shares beside a whole-GPU tenant): tenant
+ * 0's containers take 4 units, tenant 1's 1 unit, 9 units in all, and only tenant 0 is short
+ * (it serves 50 of its 100 tok/s). Giving it a container takes four of tenant 1's: the search
+ * finds it only with multi_take; without it the start stands, no neighbour judged. */
+static void test_multi_take(void **state)
+{
+    (void)state;
+    for (int multi = 0; multi < 2; multi++) {
+        runner_alloc_problem p = {.n_tenants = 2, .gpus = 9, .unit = {4, 1},
+                                  .demand_tok_per_s = {100, 100},
+                                  .max_replays = RUNNER_STATIC_BEST_MAX_REPLAYS,
+                                  .multi_take = multi};
+        judge_state s = {.p = &p, .capacity = {50, 100}};
+        runner_alloc_result r;
+        ss_errbuf eb = {""};
+        assert_int_equal(runner_alloc_search(&p, judge_fn, &s, &r, &eb), SS_OK);
+        assert_int_equal(r.start[0], 1); /* 4.5 units each: one container, and five */
+        assert_int_equal(r.start[1], 5);
+        assert_int_equal(r.containers[0], multi ? 2 : 1);
+        assert_int_equal(r.containers[1], multi ? 1 : 5);
+        assert_true(r.score.worst == (multi ? 0 : 0.5));
+        assert_int_equal(r.n_replays, multi ? 2 : 1);
+    }
+    tu_assert_no_leaks();
+}
+
 /* The cap: two replays judge the start and one neighbour; the better of them is chosen. */
 static void test_cap(void **state)
 {
@@ -546,6 +572,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_best),
+        cmocka_unit_test(test_multi_take),
         cmocka_unit_test(test_criterion),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_ties),
