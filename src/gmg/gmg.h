@@ -252,6 +252,10 @@ typedef struct gmg_container {
     uint32_t n_kv_out;          /* its prefilled requests whose KV waits for or is in transfer
                                    to a decode instance (their blocks in blocks_in_transit) */
     uint8_t role;               /* GMG_ROLE_*: what it serves of its tenant's requests */
+    double compute_share;       /* on a share of a GPU: the part of the GPU's compute it has
+                                   (MIG C/7, MPS its SM share, time-sliced or multiplexed 1 / the
+                                   containers on the GPU); 0: a whole GPU. A chunked batching
+                                   policy scales its token budget by it (pol_batch_budget) */
     gmg_id mux_next;            /* a container sharing one KV pool with others (GMG_SHARE_MUX;
                                    mux_pool > 0): the next of them, round */
     gmg_id mux_head;            /* then its first container (sums over the pool start there) */

@@ -208,13 +208,34 @@ static int add_shares(gsim *s, tenant_state *t, const uint32_t *at, uint32_t *ph
     t->spec.gpu = &t->share_gpu;
     t->spec.share = (uint8_t)t->t.share.kind;
     int rc = SS_OK;
+    const gsim_share *sh = &t->t.share;
     for (uint32_t r = 0; !rc && r < t->t.replicas; r++) {
         t->spec.phys = phys[at[r]] == GMG_NONE ? s->g->n_phys : phys[at[r]];
         rc = gmg_add_containers(s->g, &t->spec, 1, eb);
-        if (!rc)
+        if (!rc) {
             phys[at[r]] = s->g->gpus[s->g->n_gpus - 1].phys;
+            s->g->ctrs[s->g->n_ctrs - 1].compute_share =
+                sh->kind == GMG_SHARE_MIG   ? (double)sh->mig->compute / CAT_MIG_COMPUTE
+                : sh->kind == GMG_SHARE_MPS ? sh->sm
+                                            : 1; /* time, mux: 1 / n once all are placed */
+        }
     }
     return rc;
+}
+
+/* Time-sliced and multiplexed containers have 1 / n of their GPU's compute, n the containers
+ * on it. */
+static void share_compute(gmg *g)
+{
+    for (uint32_t c = 0; c < g->n_ctrs; c++) {
+        const gmg_gpu *u = &g->gpus[g->ctrs[c].gpu0];
+        if (u->share != GMG_SHARE_TIME && u->share != GMG_SHARE_MUX)
+            continue;
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < g->n_ctrs; k++)
+            n += g->gpus[g->ctrs[k].gpu0].phys == u->phys;
+        g->ctrs[c].compute_share = 1.0 / n;
+    }
 }
 
 static int build_cluster(gsim *s, ss_errbuf *eb)
@@ -275,6 +296,8 @@ static int build_cluster(gsim *s, ss_errbuf *eb)
         if (rc && c->n_tenants > 1)
             ss_err_prefix(eb, rc, "tenant %s", t->t.name);
     }
+    if (!rc && n_shared)
+        share_compute(s->g);
     ss_free(at);
     ss_free(phys);
     return rc;

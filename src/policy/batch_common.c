@@ -122,3 +122,13 @@ void pol__swap_in(const pol__common *cm, const gmg *g, const gmg_container *c, p
         pool->seqs++;
     }
 }
+
+uint64_t pol_batch_budget(uint64_t budget, const gmg_container *c)
+{
+    double f = c->compute_share;
+    if (!(f > 0 && f < 1))
+        return budget;
+    uint64_t floor_ = budget < 256 ? budget : 256;
+    uint64_t b = (uint64_t)((double)budget * f) / 256 * 256;
+    return b > floor_ ? b : floor_;
+}

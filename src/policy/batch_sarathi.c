@@ -70,7 +70,8 @@ static void sarathi_after_decodes(const sarathi_priv *v, const gmg *g, const gmg
                                   pol__pool *pool, uint32_t n_dec, int prefills,
                                   pol_batch_decision *out)
 {
-    uint64_t budget = v->token_budget > n_dec ? v->token_budget - n_dec : 0;
+    uint64_t tb = pol_batch_budget(v->token_budget, c);
+    uint64_t budget = tb > n_dec ? tb - n_dec : 0;
     if (prefills)
         continue_prefills(g, c, pool, &budget, out);
     uint32_t before = out->n_run;

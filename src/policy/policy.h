@@ -171,6 +171,12 @@ size_t pol_batch_ctr_priv_size(const pol_batch *p);
 void pol_batch_decide(pol_batch *p, void *ctr_priv, const gmg *g, const gmg_container *c,
                       pol_batch_decision *out);
 uint64_t pol_batch_max_tokens(const pol_batch *p);
+/* The token budget a chunked batching policy gives container c: `budget` on a whole GPU; on a
+ * share of one (docs/guide/gpu-sharing.md), budget times the share's compute
+ * (gmg_container.compute_share), rounded down to a multiple of 256 and at least 256 (or budget,
+ * when smaller): a chunk then takes about as long on the share as on a whole GPU, as an
+ * operator sizing each instance's max_num_batched_tokens sets it. */
+uint64_t pol_batch_budget(uint64_t budget, const gmg_container *c);
 uint32_t pol_batch_max_seqs(const pol_batch *p);
 /* The policy's offload_hold (its default when it has none). */
 uint32_t pol_batch_offload_hold(const pol_batch *p, const gmg_container *c, const gmg_req *q);

@@ -7,7 +7,6 @@
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"
 #include "cost/cost.h"
-#include "policy/policy.h"
 #include "runner/scenario_run.h"
 
 #include <math.h>
@@ -60,8 +59,6 @@ typedef struct share_plan {
     const char *kind;              /* "mig", "mps", "mux"; NULL: whole GPUs */
     uint32_t per_gpu;              /* plan_units */
     char share[SS_MAX_TENANTS][32];/* "mig:3g.40gb", "mps:0.4", "mux", "whole" */
-    double compute;                /* the smallest share of a GPU's compute a tenant's container
-                                      has (1: whole GPUs) */
 } share_plan;
 
 /* The units of a GPU under a share plan of kind `kind`: MIG's 56ths (a profile takes the larger
@@ -98,15 +95,12 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
     if (!strcmp(plan->kind, "mps") || !strcmp(plan->kind, "mux")) {
         for (uint32_t k = 1; k < plan->per_gpu; k++)
             if (gpu->hbm_bytes * k / plan->per_gpu >= need) {
-                /* mux: its memory is what the layout asks for; it shares the GPU's compute
-                 * with the others about as an MPS client of the same share would */
+                /* mux: its memory is what the layout asks for */
                 if (!strcmp(plan->kind, "mux"))
                     snprintf(plan->share[t], sizeof plan->share[t], "mux");
                 else
                     snprintf(plan->share[t], sizeof plan->share[t], "mps:%g",
                              (double)k / plan->per_gpu);
-                if ((double)k / plan->per_gpu < plan->compute)
-                    plan->compute = (double)k / plan->per_gpu;
                 *unit = k;
                 return SS_OK;
             }
@@ -127,8 +121,6 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
         snprintf(plan->share[t], sizeof plan->share[t], "mig:%s", best->name);
         uint32_t cs = best->compute * CAT_MIG_MEMORY, ms = best->memory * CAT_MIG_COMPUTE;
         *unit = cs > ms ? cs : ms;
-        if ((double)best->compute / CAT_MIG_COMPUTE < plan->compute)
-            plan->compute = (double)best->compute / CAT_MIG_COMPUTE;
     }
     return SS_OK;
 }
@@ -169,7 +161,7 @@ int runner_static_best_problem(const scn_scenario *sc, const runner_static_best_
     int rc = catalog_load(&cat, catalog_default_dir(o->profiles), eb);
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
                           .arrivals_checked = 1};
-    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share), .compute = 1};
+    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share)};
     if (!rc)
         rc = problem_of(sc, &ro, demand, &plan, p_out, eb);
     catalog_destroy(&cat);
@@ -309,32 +301,6 @@ void runner_stopped_note(int n_stopped)
     fputc('\n', stderr);
 }
 
-/* Chunked prefill's token budget on shares of a GPU's compute: sarathi's token_budget (as the
- * scenario's parameters make it) times the plan's smallest compute share, in multiples
- * of 256 and at least 256, so that a chunk takes about as long on a share as on a whole GPU
- * (what an operator sizing max_num_batched_tokens per instance does); into buf, "" when the
- * budget stays. */
-static void share_budget(scn_scenario *sc, const share_plan *plan, char *buf, size_t n)
-{
-    buf[0] = '\0';
-    if (!plan->kind || !(plan->compute < 1) || strcmp(sc->batching, "sarathi"))
-        return;
-    pol_engine_cfg ecfg = {.max_model_len = sc->max_model_len};
-    pol_batch *bp = NULL;
-    ss_errbuf eb;
-    if (pol_batch_create(&bp, sc->batching, sc->params, &ecfg, &eb))
-        return; /* the replays will say what is wrong */
-    double b = (double)pol_batch_max_tokens(bp); /* its token budget */
-    pol_batch_destroy(&bp);
-    uint64_t nb = (uint64_t)(b * plan->compute / 256) * 256;
-    if (nb < 256)
-        nb = 256;
-    if (!(nb < b))
-        return;
-    snprintf(buf, n, "%llu", (unsigned long long)nb);
-    ss_params_set(sc->params, "token_budget", buf);
-}
-
 /* runner_alloc_problem.fits under a share plan: allocation c's layout on the cluster's GPUs
  * (an error making it counts as not fitting; the judge's replay would report it). */
 static int alloc_fits(void *ud, const uint32_t *c)
@@ -381,12 +347,9 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     runner_run_opts ro = {.profiles = o->profiles, .config = o->config, .catalog = cat,
                           .arrivals_checked = 1};
     runner_alloc_problem p;
-    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share), .compute = 1};
-    char budget[32] = "";
+    share_plan plan = {.kind = o->share, .per_gpu = plan_units(o->share)};
     if (!rc)
         rc = problem_of(sc, &ro, 1, &plan, &p, eb);
-    if (!rc)
-        share_budget(sc, &plan, budget, sizeof budget);
     if (o->max_replays)
         p.max_replays = o->max_replays;
     p.criterion = o->criterion;
@@ -420,19 +383,17 @@ int runner_static_best(scn_scenario *sc, const runner_static_best_opts *o,
     char chose[512], start[512];
     alloc_text(sc, &plan, out->containers, chose, sizeof chose);
     alloc_text(sc, &plan, out->start, start, sizeof start);
-    snprintf(note, n, "%s containers%s%s, %d candidate replays%s", chose,
-             budget[0] ? ", token_budget " : "", budget, out->n_replays,
+    snprintf(note, n, "%s containers, %d candidate replays%s", chose, out->n_replays,
              out->capped ? " (capped)" : "");
     if (o->quiet)
         return SS_OK;
-    fprintf(stderr, "slicesim: %s: %s: chose %s containers%s%s (%u of %u GPUs; start %s), "
+    fprintf(stderr, "slicesim: %s: %s: chose %s containers (%u of %u GPUs; start %s), "
             "%s%s SLA miss %.2f%%, %d candidate replays%s",
             plan.kind ? (!strcmp(plan.kind, "mig")   ? "mig-best"
                          : !strcmp(plan.kind, "mps") ? "mps-best"
                                                      : "muxserve")
                       : "static-best",
-            o->point ? o->point : "run", chose, budget[0] ? ", token_budget " : "", budget,
-            used, p.gpus / (plan.kind ? plan.per_gpu : 1),
+            o->point ? o->point : "run", chose, used, p.gpus / (plan.kind ? plan.per_gpu : 1),
             start,
             o->criterion == RUNNER_CRIT_POOLED ? "pooled" : o->criterion == RUNNER_CRIT_TENANT
                 ? "tenant " : "worst tenant", o->criterion == RUNNER_CRIT_TENANT ? o->tenant : "",

@@ -103,15 +103,24 @@ grep -Eq "^  slice-mig at load 1: chat=[1-9] x mig:3g.40gb code=[1-9] x mig:3g.4
     fail "slice-mig: $(cat cmp)"
 grep -Eq "slicesim: mig-best: .*\(2 of 2 GPUs; start " cmp.err || fail "mig-best GPUs: $(cat cmp.err)"
 [ "$(sql c.db "SELECT count(*) FROM runs WHERE bundle = 'mig-best'")" = 1 ] || fail "mig-best run"
-# chunked prefill on 3g.40gb instances: the token budget times 3/7, in 256s (2048 -> 768)
-# (and on multiplexed GPUs, times the tenths of the GPU a container takes: 0.4 -> 768)
-"$S" compare -c c.ini --policies mig-best,muxserve --rates 1 --db none \
-    --set policy.batching=sarathi --set policy.token_budget=2048 >cmp2 2>cmp2.err ||
-    fail "compare sarathi: $(cat cmp2.err)"
-grep -Eq "^slicesim: mig-best: .* x mig:3g.40gb containers, token_budget 768 \(" cmp2.err ||
-    fail "mig-best's token budget: $(cat cmp2.err)"
-grep -Eq "^slicesim: muxserve: .* x mux containers, token_budget 768 \(" cmp2.err ||
-    fail "muxserve's token budget: $(cat cmp2.err)"
+# chunked prefill on a share: each container's token budget times its compute share, in 256s
+# (2048 on a whole GPU, 768 on a 3g.40gb instance: 3/7 of the SMs), seen in the timeline
+"$S" replay -c m.ini --db none --set policy.batching=sarathi --set policy.token_budget=2048 \
+    --set tenant.b.share=whole --set "tenant.a.synthetic=rate=8 duration=60 prompt=fixed:3000 output=fixed:8" \
+    --set "tenant.b.synthetic=rate=8 duration=60 prompt=fixed:3000 output=fixed:8" \
+    --timeline tlb.json >/dev/null || fail "replay sarathi"
+python3 - tlb.json <<'PY' || fail "token budgets on a share and a whole GPU"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+most = {}
+for e in ev:
+    if e.get("cat") == "iteration":
+        a = e["args"]
+        c = a["container"]
+        most[c] = max(most.get(c, 0), a["prefill_tokens"] + a["decode_seqs"])
+assert most == {0: 768, 1: 2048}, most
+PY
 [ "$(sql c.db "SELECT count(DISTINCT g.phys) FROM gpus g JOIN runs r USING (run_id)
                WHERE r.bundle = 'mps-best'")" = 2 ] || fail "mps-best: not on 2 GPUs"
 
