@@ -49,6 +49,10 @@ typedef struct gsim_share {
  * "mps:F" (an SM share in (0, 1]) or "time", into *out (its mem_bytes and gpus left 0).
  * 0, or SS_EINVAL with what is accepted in eb. */
 int gsim_share_parse(const char *text, const cat_gpu *gpu, gsim_share *out, ss_errbuf *eb);
+/* The memory a share must have to hold model m with a KV pool at least as large as its
+ * weights: twice the weights plus runtime_reserve, over gpu_mem_util (bytes). A multiplexed
+ * container's default memory, and the smallest share the sharing bundles give a tenant. */
+double gsim_share_need(const cat_model *m, double runtime_reserve, double gpu_mem_util);
 /* The words of a share ("mig:3g.40gb", "mps:0.4", "time", "whole") into buf. */
 void gsim_share_format(const gsim_share *sh, char *buf, size_t n);
 

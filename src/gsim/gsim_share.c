@@ -81,12 +81,16 @@ static double share_mem(const gsim_share *sh, const cat_gpu *gpu)
     return sh->kind == GMG_SHARE_MPS ? gpu->hbm_bytes * sh->sm : gpu->hbm_bytes / 2;
 }
 
+double gsim_share_need(const cat_model *m, double runtime_reserve, double gpu_mem_util)
+{
+    return (2 * cost_weight_bytes_per_gpu(m, 1, 1) + runtime_reserve) / gpu_mem_util;
+}
+
 static double tenant_mem(const gsim_config *cfg, const gsim_tenant *t)
 {
     double m = share_mem(&t->share, cfg->gpu);
     if (t->share.kind == GMG_SHARE_MUX && !(m > 0))
-        m = (2 * cost_weight_bytes_per_gpu(t->model, 1, 1) + cfg->runtime_reserve) /
-            cfg->gpu_mem_util;
+        m = gsim_share_need(t->model, cfg->runtime_reserve, cfg->gpu_mem_util);
     return m;
 }
 

@@ -6,7 +6,6 @@
 
 #include "core/ss_alloc.h"
 #include "core/ss_log.h"
-#include "cost/cost.h"
 #include "runner/scenario_run.h"
 
 #include <math.h>
@@ -91,7 +90,9 @@ static int share_of(const scn_scenario *sc, const catalog *cat, uint32_t t, shar
     snprintf(plan->share[t], sizeof plan->share[t], "whole");
     if (span > 1)
         return SS_OK;
-    double need = (2 * cost_weight_bytes_per_gpu(m, 1, 1) + 1073741824.0) / sc->gpu_mem_util;
+    gsim_config defaults; /* the runtime reserve a replay of sc gets */
+    gsim_config_defaults(&defaults);
+    double need = gsim_share_need(m, defaults.runtime_reserve, sc->gpu_mem_util);
     if (!strcmp(plan->kind, "mps") || !strcmp(plan->kind, "mux")) {
         for (uint32_t k = 1; k < plan->per_gpu; k++)
             if (gpu->hbm_bytes * k / plan->per_gpu >= need) {
